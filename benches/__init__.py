@@ -1,0 +1,1 @@
+"""baton's benchmarks (run with ``benches/run``)."""

@@ -1,0 +1,22 @@
+"""Entry point of ``benches/run``."""
+
+from __future__ import annotations
+
+import argparse
+
+from benches import ingest
+from benches.common import cpu_note
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="baton benchmarks")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    parser.add_argument("--only", choices=["ingest", "answers", "doorbell"], default=None)
+    args = parser.parse_args()
+    print(f"# baton benchmarks ({cpu_note()})")
+    if args.only in (None, "ingest"):
+        ingest.run(20_000 if args.quick else 200_000, 1 if args.quick else 3)
+
+
+if __name__ == "__main__":
+    main()

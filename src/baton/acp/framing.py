@@ -1,0 +1,153 @@
+"""Newline-delimited JSON framing, sans-I/O.
+
+``LineDecoder.feed(bytes)`` buffers and returns whole decoded frames. Malformed
+input never raises: an oversized line is skipped without being buffered (memory
+stays bounded however long it is), and undecodable or non-object lines come back as
+:class:`FrameError` values so the connection can report them and keep going.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Largest accepted line. ACP frames carry whole files and diffs; 16 MiB covers
+real agents while keeping a hostile or broken agent from exhausting memory."""
+
+PREVIEW_BYTES = 256
+
+FrameErrorKind = Literal["oversized", "invalid_utf8", "invalid_json", "not_object"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One decoded JSON object and the size of its line in bytes."""
+
+    message: dict[str, Any]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FrameError:
+    """A line that could not become a message; ``preview`` is escaped, bounded text."""
+
+    kind: FrameErrorKind
+    size: int
+    preview: str
+    detail: str
+
+
+def _preview(data: bytes | bytearray) -> str:
+    return bytes(data[:PREVIEW_BYTES]).decode("utf-8", errors="backslashreplace")
+
+
+class LineDecoder:
+    """Split a byte stream into JSON frames, enforcing a per-line size limit."""
+
+    __slots__ = ("_buffer", "_discard_head", "_discarding", "max_line_bytes")
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._buffer = bytearray()
+        self._discarding = 0
+        """Bytes skipped so far of an oversized line (0 when not skipping)."""
+        self._discard_head = b""
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[Frame | FrameError]:
+        out: list[Frame | FrameError] = []
+        start = 0
+        if self._discarding:
+            newline = data.find(b"\n")
+            if newline < 0:
+                self._discarding += len(data)
+                return out
+            out.append(self._oversized(self._discarding + newline))
+            start = newline + 1
+        buffer = self._buffer
+        while True:
+            newline = data.find(b"\n", start)
+            if newline < 0:
+                break
+            if buffer:
+                buffer += data[start:newline]
+                line: bytes | bytearray = buffer
+            else:
+                line = data[start:newline]
+            start = newline + 1
+            if len(line) > self.max_line_bytes:
+                self._discard_head = bytes(line[:PREVIEW_BYTES])
+                out.append(self._oversized(len(line)))
+            else:
+                item = decode_line(line)
+                if item is not None:
+                    out.append(item)
+            if buffer:
+                buffer.clear()
+        rest = len(data) - start
+        if rest:
+            if len(buffer) + rest > self.max_line_bytes:
+                self._discard_head = bytes(
+                    (buffer + data[start : start + PREVIEW_BYTES])[:PREVIEW_BYTES]
+                )
+                self._discarding = len(buffer) + rest
+                buffer.clear()
+            else:
+                buffer += data[start:]
+        return out
+
+    def close(self) -> list[FrameError]:
+        """End of stream: a trailing partial line is reported, never silently dropped."""
+        out: list[FrameError] = []
+        if self._discarding:
+            out.append(self._oversized(self._discarding))
+        elif self._buffer.strip():
+            out.append(
+                FrameError(
+                    "invalid_json",
+                    len(self._buffer),
+                    _preview(self._buffer),
+                    "stream ended inside an unterminated line",
+                )
+            )
+        self._buffer.clear()
+        return out
+
+    def _oversized(self, size: int) -> FrameError:
+        self._discarding = 0
+        head, self._discard_head = self._discard_head, b""
+        return FrameError(
+            "oversized",
+            size,
+            _preview(head),
+            f"line of {size:,} bytes exceeds the {self.max_line_bytes:,}-byte limit; skipped",
+        )
+
+
+def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
+    """Decode one line (without its newline); ``None`` for blank lines."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    if not line.strip():
+        return None
+    try:
+        message = json.loads(line)
+    except UnicodeDecodeError as exc:
+        return FrameError("invalid_utf8", len(line), _preview(line), str(exc))
+    except ValueError as exc:
+        return FrameError("invalid_json", len(line), _preview(line), str(exc))
+    if not isinstance(message, dict):
+        return FrameError(
+            "not_object", len(line), _preview(line), "a JSON-RPC message must be an object"
+        )
+    return Frame(message, len(line))
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """One compact JSON line. Non-ASCII stays UTF-8; embedded newlines are escaped by JSON."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

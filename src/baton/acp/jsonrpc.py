@@ -1,0 +1,137 @@
+"""JSON-RPC 2.0 message classification, sans-I/O.
+
+Turns decoded objects into :class:`Request`, :class:`Notification`,
+:class:`Response` or :class:`Invalid`, and builds outgoing messages. Tolerant where
+real agents deviate harmlessly (a missing ``"jsonrpc"`` member), strict where
+ambiguity would lose data (a message with both ``result`` and ``error``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+JsonRpcId = int | str
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: JsonRpcId
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    id: JsonRpcId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A JSON object that is not a valid JSON-RPC message; ``id`` if one was readable."""
+
+    reason: str
+    id: JsonRpcId | None = None
+
+
+Message = Request | Notification | Response | Invalid
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def classify(obj: dict[str, Any]) -> Message:
+    """Classify one decoded JSON object."""
+    version = obj.get("jsonrpc", "2.0")
+    if version != "2.0":
+        return Invalid(f"unsupported jsonrpc version {version!r}", _id_or_none(obj))
+    method = obj.get("method")
+    if method is not None:
+        if not isinstance(method, str) or not method:
+            return Invalid("method must be a non-empty string", _id_or_none(obj))
+        params = obj.get("params")
+        if "id" in obj:
+            if not _valid_id(obj["id"]):
+                return Invalid("request id must be a string or an integer")
+            return Request(obj["id"], method, params)
+        return Notification(method, params)
+    if "id" in obj:
+        msg_id = obj["id"]
+        if not _valid_id(msg_id):
+            return Invalid("response id must be a string or an integer")
+        has_result, has_error = "result" in obj, "error" in obj
+        if has_result == has_error:
+            return Invalid("a response needs exactly one of result and error", msg_id)
+        if has_error:
+            error = obj["error"]
+            if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+                return Invalid("error must be an object with an integer code", msg_id)
+            return Response(msg_id, error=error)
+        return Response(msg_id, result=obj["result"])
+    return Invalid("neither a request, a notification nor a response")
+
+
+def _id_or_none(obj: dict[str, Any]) -> JsonRpcId | None:
+    value = obj.get("id")
+    return value if _valid_id(value) else None
+
+
+def request(msg_id: JsonRpcId, method: str, params: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def result(msg_id: JsonRpcId, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "result": value}
+
+
+def error(msg_id: JsonRpcId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": msg_id, "error": err}
+
+
+class RpcError(Exception):
+    """Raised by an inbound request handler to answer with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def method_not_found(cls, method: str) -> RpcError:
+        return cls(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    @classmethod
+    def invalid_params(cls, detail: str) -> RpcError:
+        return cls(INVALID_PARAMS, f"invalid params: {detail}")

@@ -1,0 +1,185 @@
+"""The agent process: its own process group, an explicit env, stderr always drained.
+
+Every agent is started with ``start_new_session=True`` so that it and everything it
+spawns (npm launchers start native children) share one process group, which
+:meth:`AgentProcess.terminate` signals as a whole: close stdin, wait, SIGTERM the
+group, wait, SIGKILL the group. stderr is read continuously into a
+:class:`~baton.acp.stderr_ring.StderrRing` so a chatty agent can never block on a
+full pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from baton.acp.stderr_ring import StderrRing
+from baton.errors import AgentNotInstalled, AgentStartError
+
+READ_CHUNK = 256 * 1024
+
+
+def resolve_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Resolve ``argv[0]`` on the *agent's* PATH, or raise :class:`AgentNotInstalled`."""
+    if not argv:
+        raise AgentStartError("empty agent command")
+    exe = argv[0]
+    if os.sep in exe:
+        if not os.access(exe, os.X_OK):
+            raise AgentNotInstalled(f"agent command {exe!r} is not an executable file")
+        return list(argv)
+    found = shutil.which(exe, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise AgentNotInstalled(f"agent command {exe!r} not found on PATH")
+    return [found, *argv[1:]]
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a live member; zombies (already dead) do not count.
+
+    On Linux the answer comes from ``/proc`` (a killed grandchild re-parented to an
+    init that reaps lazily stays a zombie for a while); elsewhere from ``killpg(0)``.
+    """
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not missing, not a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+class AgentProcess:
+    """A running agent process group with pipes; owns its stderr drain task."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, stderr: StderrRing) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.pgid = proc.pid
+        self.stderr = stderr
+        self._stderr_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        stderr_ring: StderrRing | None = None,
+    ) -> AgentProcess:
+        command = resolve_command(argv, env)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(env),
+                cwd=str(cwd),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise AgentStartError(f"could not start {command[0]}: {exc}") from exc
+        self = cls(proc, stderr_ring or StderrRing())
+        assert proc.stdin is not None
+        # Writes complete only once handed to the OS: "delivered" means in the pipe.
+        transport = proc.stdin.transport
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.set_write_buffer_limits(high=0)
+        self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"stderr-{proc.pid}")
+        return self
+
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter:
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        reader = self.proc.stderr
+        while True:
+            chunk = await reader.read(READ_CHUNK)
+            if not chunk:
+                return
+            self.stderr.append(chunk)
+
+    async def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the leader to exit; ``None`` on timeout."""
+        try:
+            return await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            return None
+
+    def group_alive(self) -> bool:
+        """Whether any live (non-zombie) process of the group still exists."""
+        return group_alive(self.pgid)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, sig)
+
+    async def terminate(self, grace: float = 2.0) -> int | None:
+        """Stop the whole group: EOF, then SIGTERM, then SIGKILL. Idempotent."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        code = await self.wait(grace) if self.proc.returncode is None else self.proc.returncode
+        if code is None or self.group_alive():
+            self._signal_group(signal.SIGTERM)
+            if code is None:
+                code = await self.wait(grace)
+        if code is None or self.group_alive():
+            self._signal_group(signal.SIGKILL)
+            if code is None:
+                code = await self.wait(grace)
+        if self._stderr_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
+            except TimeoutError:
+                # Something outside the group holds the stderr pipe open; stop reading.
+                self._stderr_task.cancel()
+        return code
+
+    def kill_now(self) -> None:
+        """Last-resort synchronous kill (interpreter shutdown paths)."""
+        self._signal_group(signal.SIGKILL)

@@ -1,0 +1,46 @@
+"""A bounded ring for an agent's stderr: keeps the tail, counts everything."""
+
+from __future__ import annotations
+
+from collections import deque
+
+DEFAULT_RING_BYTES = 64 * 1024
+PREVIEW_BYTES = 4 * 1024
+
+
+class StderrRing:
+    """Holds the last ``capacity`` bytes written; cheap to append, never grows past it."""
+
+    __slots__ = ("_chunks", "_size", "capacity", "total_bytes")
+
+    def __init__(self, capacity: int = DEFAULT_RING_BYTES) -> None:
+        self.capacity = capacity
+        self.total_bytes = 0
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    def append(self, data: bytes) -> None:
+        if not data:
+            return
+        self.total_bytes += len(data)
+        if len(data) >= self.capacity:
+            self._chunks.clear()
+            self._chunks.append(data[-self.capacity :])
+            self._size = self.capacity
+            return
+        self._chunks.append(data)
+        self._size += len(data)
+        while self._size > self.capacity:
+            head = self._chunks[0]
+            excess = self._size - self.capacity
+            if len(head) <= excess:
+                self._chunks.popleft()
+                self._size -= len(head)
+            else:
+                self._chunks[0] = head[excess:]
+                self._size -= excess
+
+    def tail(self, limit: int = PREVIEW_BYTES) -> str:
+        """The last ``limit`` bytes as text (invalid UTF-8 escaped, not dropped)."""
+        data = b"".join(self._chunks)[-limit:]
+        return data.decode("utf-8", errors="backslashreplace")

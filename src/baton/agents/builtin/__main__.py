@@ -1,0 +1,6 @@
+"""Entry point: ``python -m baton.agents.builtin`` serves ACP on stdin/stdout, logs on stderr."""
+
+from .server import run
+
+if __name__ == "__main__":
+    run()

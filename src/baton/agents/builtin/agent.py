@@ -1,0 +1,262 @@
+"""The ACP surface of the runbook agent: handshake, sessions, prompts, cancellation.
+
+One turn runs at a time per session. A prompt arriving while another runs replaces it: the
+running turn is cancelled (and answers ``cancelled``) before the new one starts. A prompt still
+waiting for its turn when a newer prompt or ``session/cancel`` arrives answers ``cancelled``
+without running.
+"""
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import baton
+
+from .channel import Channel
+from .config import AgentConfig
+from .connection import Connection, NotificationHandler, RequestHandler
+from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, JsonObject, RpcError
+from .mcp_client import McpHub, parse_servers
+from .steps import StepContext
+from .store import SessionRecord, SessionStore, TurnRecord, new_session_id
+from .turn import run_turn
+
+__all__ = ["AGENT_CAPABILITIES", "BuiltinAgent"]
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+LIST_PAGE = 100
+
+AGENT_CAPABILITIES: JsonObject = {
+    "loadSession": True,
+    "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+    "mcpCapabilities": {"http": False, "sse": False},
+    "sessionCapabilities": {"list": {}},
+}
+MODES: JsonObject = {
+    "currentModeId": "runbook",
+    "availableModes": [
+        {
+            "id": "runbook",
+            "name": "Runbook",
+            "description": "Run the fenced steps of each prompt in order",
+        }
+    ],
+}
+
+
+def utc_now() -> str:
+    """An ISO 8601 UTC timestamp with milliseconds, as ACP's ``updatedAt`` expects."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class _Session:
+    """A session open in this process."""
+
+    record: SessionRecord
+    hub: McpHub | None
+    always_allowed: set[str] = field(default_factory=set)
+    turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    generation: int = 0
+    running: asyncio.Event | None = None
+
+    def cancel(self) -> None:
+        """Cancel the running turn and any prompt still waiting for its turn."""
+        self.generation += 1
+        if self.running is not None:
+            self.running.set()
+
+
+class BuiltinAgent:
+    """Handlers for the ACP methods the agent implements."""
+
+    def __init__(self, connection: Connection, config: AgentConfig) -> None:
+        self._connection = connection
+        self._config = config
+        self._store = SessionStore(config.state_dir)
+        self._sessions: dict[str, _Session] = {}
+        self._client_writes_files = False
+
+    def routes(self) -> tuple[dict[str, RequestHandler], dict[str, NotificationHandler]]:
+        """The method tables for `Connection.route`."""
+        requests: dict[str, RequestHandler] = {
+            "initialize": self.initialize,
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/list": self.list_sessions,
+            "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+        }
+        return requests, {"session/cancel": self.cancel}
+
+    async def initialize(self, params: JsonObject) -> JsonObject:
+        """Answer version 1 whatever the client asked (the client decides) and remember its fs."""
+        capabilities = params.get("clientCapabilities")
+        fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
+        self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": AGENT_CAPABILITIES,
+            "agentInfo": {
+                "name": "baton-builtin",
+                "title": "baton runbook agent",
+                "version": baton.__version__,
+            },
+            "authMethods": [],
+        }
+
+    async def new_session(self, params: JsonObject) -> JsonObject:
+        """Open and persist a new session."""
+        cwd = _cwd(params)
+        hub = _hub(params, cwd)
+        now = utc_now()
+        record = SessionRecord(session_id=new_session_id(), cwd=cwd, created_at=now, updated_at=now)
+        self._sessions[record.session_id] = _Session(record, hub)
+        self._store.save(record)
+        return {"sessionId": record.session_id, "modes": MODES}
+
+    async def load_session(self, params: JsonObject) -> JsonObject:
+        """Reopen a stored session and replay its history as ``session/update``s."""
+        session_id = params.get("sessionId")
+        cwd = _cwd(params)
+        hub = _hub(params, cwd)
+        record = self._store.load(session_id) if isinstance(session_id, str) else None
+        if record is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: session {session_id!r}")
+        previous = self._sessions.get(record.session_id)
+        session = _Session(record, hub)
+        self._sessions[record.session_id] = session
+        async with session.turn_lock:
+            if previous is not None:
+                await _retire(previous)
+            for turn in record.turns:
+                for update in turn.updates:
+                    await self._connection.notify(
+                        "session/update", {"sessionId": record.session_id, "update": update}
+                    )
+            if record.cwd != cwd:
+                record.cwd = cwd
+                self._store.save(record)
+        return {}
+
+    async def list_sessions(self, params: JsonObject) -> JsonObject:
+        """Stored sessions, newest first, optionally only those of ``cwd``; pages of 100."""
+        cwd, cursor = params.get("cwd"), params.get("cursor")
+        if cwd is not None and not isinstance(cwd, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be a string")
+        if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        start = int(cursor or 0)
+        records = self._store.list(cwd)
+        result: JsonObject = {"sessions": [r.summary() for r in records[start : start + LIST_PAGE]]}
+        if start + LIST_PAGE < len(records):
+            result["nextCursor"] = str(start + LIST_PAGE)
+        return result
+
+    async def set_mode(self, params: JsonObject) -> JsonObject:
+        """Accept the one mode there is."""
+        self._session(params)
+        if params.get("modeId") != "runbook":
+            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown mode {params.get('modeId')!r}")
+        return {}
+
+    async def prompt(self, params: JsonObject) -> JsonObject:
+        """Run one turn; a newer prompt or a cancel ends it with ``cancelled``."""
+        session = self._session(params)
+        text = prompt_text(params.get("prompt"))
+        session.cancel()
+        generation = session.generation
+        async with session.turn_lock:
+            if generation != session.generation:
+                return {"stopReason": "cancelled"}
+            cancel = asyncio.Event()
+            session.running = cancel
+            try:
+                record = session.record
+                number = record.turn_count + 1
+                record.turn_count = number
+                ctx = StepContext(
+                    channel=Channel(self._connection, record.session_id, cancel),
+                    cwd=record.cwd,
+                    hub=session.hub,
+                    client_writes_files=self._client_writes_files,
+                    always_allowed=session.always_allowed,
+                    timeout=self._config.step_timeout,
+                    kill_grace=self._config.kill_grace,
+                )
+                result = await run_turn(ctx, number, text)
+            finally:
+                session.running = None
+            record.title = record.title or result.title
+            record.add_turn(TurnRecord(number, result.replay), utc_now())
+            self._store.save(record)
+        return {"stopReason": result.stop_reason}
+
+    def cancel(self, params: JsonObject) -> None:
+        """``session/cancel``: stop the session's running turn (unknown sessions are ignored)."""
+        session_id = params.get("sessionId")
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is not None:
+            session.cancel()
+
+    async def shutdown(self) -> None:
+        """Cancel every turn, wait for them to wind down, close MCP connections."""
+        sessions = list(self._sessions.values())
+        await asyncio.gather(*(_retire(s) for s in sessions))
+
+    def _session(self, params: JsonObject) -> _Session:
+        session_id = params.get("sessionId")
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None:
+            raise RpcError(
+                RESOURCE_NOT_FOUND, f"Resource not found: session {session_id!r} is not open"
+            )
+        return session
+
+
+async def _retire(session: _Session) -> None:
+    """Stop a session's work and close its MCP servers."""
+    session.cancel()
+    async with session.turn_lock:
+        pass
+    if session.hub is not None:
+        await session.hub.aclose()
+
+
+def prompt_text(blocks: Any) -> str:
+    """The runbook text of a prompt: its text blocks, a newline between blocks."""
+    if not isinstance(blocks, list):
+        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be an array of content blocks")
+    texts = [
+        block["text"]
+        for block in blocks
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+    joined = ""
+    for text in texts:
+        if joined and not joined.endswith("\n"):
+            joined += "\n"
+        joined += text
+    return joined
+
+
+def _cwd(params: JsonObject) -> str:
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be an absolute path")
+    return cwd
+
+
+def _hub(params: JsonObject, cwd: str) -> McpHub | None:
+    try:
+        servers = parse_servers(params.get("mcpServers"))
+    except ValueError as exc:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
+    return McpHub(servers, cwd) if servers else None

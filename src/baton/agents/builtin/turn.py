@@ -1,0 +1,166 @@
+"""One prompt turn: plan the runbook's steps, run them in order, close with a summary.
+
+The update sequence of a turn is: ``plan`` (all pending); per step ``plan`` (in progress), the
+step's tool call (see `steps`), ``plan`` (completed; a failed step is "completed" too, ACP plans
+have no failed state, the tool call says it failed); then the automatic report if any; then one
+``agent_message_chunk`` summary. Steps not run stay pending in the plan.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .channel import TurnCancelled, until_cancelled
+from .jsonrpc import JsonObject
+from .mcp_client import ToolIndex
+from .runbook import Runbook, label, parse_runbook, truncate
+from .steps import Action, StepContext, StepRun, ToolStep, run_step
+from .summary import Status, StepOutcome, report_body, report_result, summarize
+from .updates import PlanStatus, agent_message, plan, user_message
+
+__all__ = ["HELP", "TurnResult", "run_turn"]
+
+HELP = (
+    "This prompt has no runbook steps, so there is nothing for me to do. I am baton's runbook "
+    "agent: I run the fenced code blocks of a prompt in order. ```sh (or bash) runs a shell "
+    "command in the session directory, ```file relative/path writes the block to that file, "
+    "```mcp SERVER.TOOL calls an MCP tool with the block's JSON object as arguments. "
+    "Execute and edit steps ask for permission first; a failing step stops the runbook unless "
+    "the prompt has a line `continue-on-error: true`."
+)
+REPORT_LABEL = "report: write_report"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How the turn ended and what `session/load` should replay of it."""
+
+    stop_reason: Literal["end_turn", "cancelled"]
+    replay: tuple[JsonObject, ...]
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    label: str
+    action: Action
+
+
+async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
+    """Run the runbook in ``text`` as turn ``number`` of the session."""
+    runbook = parse_runbook(text)
+    replay: list[JsonObject] = [user_message(text, f"msg-{number}-user")]
+    cancel = ctx.channel.cancel
+    index = ToolIndex({}, {})
+    if ctx.hub is not None and (runbook.steps or runbook.delegations):
+        try:
+            index = await until_cancelled(ctx.hub.index(), cancel)
+        except TurnCancelled:
+            return await _finish(
+                ctx, number, replay, summarize([], cancelled=True), cancelled=True, title=None
+            )
+    notes = [f"{error}." for error in index.errors.values()]
+    planned = _delegations(runbook, index, notes) + [
+        _Planned(label(step), step) for step in runbook.steps
+    ]
+    title = _title(runbook, planned)
+    if not planned:
+        return await _finish(
+            ctx, number, replay, " ".join([HELP, *notes]), cancelled=False, title=title
+        )
+    report_server = None
+    if runbook.auto_report and not runbook.has_report_step:
+        report_server = index.provider("write_report")
+    entries = [p.label for p in planned] + ([REPORT_LABEL] if report_server else [])
+    board = _Board(ctx, entries)
+    await board.send()
+
+    outcomes: list[StepOutcome] = []
+    stopped = cancelled = False
+    for number_in_plan, step in enumerate(planned, start=1):
+        cancelled = cancelled or cancel.is_set()
+        if stopped or cancelled:
+            outcomes.append(StepOutcome(number_in_plan, step.label, Status.NOT_RUN))
+            continue
+        run = await board.run(number_in_plan, step.label, step.action)
+        replay.extend(run.replay)
+        outcomes.append(run.outcome)
+        cancelled = run.outcome.status is Status.CANCELLED
+        if run.outcome.status is Status.FAILED:
+            stopped = run.outcome.denied or not runbook.continue_on_error
+
+    report: StepOutcome | None = None
+    cancelled = cancelled or cancel.is_set()
+    if report_server is not None and not cancelled:
+        arguments = {"result": report_result(outcomes), "body": report_body(outcomes)}
+        action = ToolStep(report_server, "write_report", arguments)
+        run = await board.run(len(entries), REPORT_LABEL, action)
+        replay.extend(run.replay)
+        report = run.outcome
+        cancelled = report.status is Status.CANCELLED
+    message = summarize(outcomes, report=report, cancelled=cancelled, notes=notes)
+    return await _finish(ctx, number, replay, message, cancelled=cancelled, title=title)
+
+
+def _delegations(runbook: Runbook, index: ToolIndex, notes: list[str]) -> list[_Planned]:
+    """``create_task`` steps for the delegation items, when a server offers the tool."""
+    if not runbook.delegations:
+        return []
+    server = index.provider("create_task")
+    if server is None:
+        count = len(runbook.delegations)
+        notes.append(
+            f"{count} delegation item(s) were not sent: no MCP server of this session offers create_task."
+        )
+        return []
+    return [
+        _Planned(
+            truncate(f"delegate @{d.role}: {d.subject}"),
+            ToolStep(
+                server, "create_task", {"recipient": d.role, "subject": d.subject, "body": d.body}
+            ),
+        )
+        for d in runbook.delegations
+    ]
+
+
+def _title(runbook: Runbook, planned: list[_Planned]) -> str | None:
+    """A session title: the prompt's first line of prose, else its first step."""
+    for line in runbook.narrative:
+        if text := line.strip().lstrip("#").strip():
+            return truncate(text, 80)
+    return planned[0].label if planned else None
+
+
+async def _finish(
+    ctx: StepContext,
+    number: int,
+    replay: list[JsonObject],
+    message: str,
+    *,
+    cancelled: bool,
+    title: str | None,
+) -> TurnResult:
+    update = agent_message(message, f"msg-{number}-1")
+    await ctx.channel.update(update)
+    replay.append(update)
+    return TurnResult("cancelled" if cancelled else "end_turn", tuple(replay), title)
+
+
+class _Board:
+    """The plan as the client sees it, kept current around each step."""
+
+    def __init__(self, ctx: StepContext, entries: list[str]) -> None:
+        self._ctx = ctx
+        self._entries = entries
+        self._statuses: list[PlanStatus] = ["pending"] * len(entries)
+
+    async def send(self) -> None:
+        await self._ctx.channel.update(plan(list(zip(self._entries, self._statuses, strict=True))))
+
+    async def run(self, number: int, step_label: str, action: Action) -> StepRun:
+        self._statuses[number - 1] = "in_progress"
+        await self.send()
+        run = await run_step(self._ctx, number, step_label, action)
+        self._statuses[number - 1] = "completed"
+        await self.send()
+        return run

@@ -1,0 +1,472 @@
+"""The ``baton`` command line: a thin typer layer over the runner and the store.
+
+Exit codes (``baton run``):
+
+====  ===========================================================
+0     the turn completed with ``end_turn``
+1     the turn failed (agent error, timeout, agent died)
+2     bad usage or configuration
+3     the agent could not be started or its session not created
+4     refused by a security control (admission, pin, containment)
+5     the turn completed with another stop reason (refusal, max_tokens…)
+130   the turn was cancelled (Ctrl-C)
+====  ===========================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from baton.cli.render import HumanRenderer, NdjsonRenderer, safe
+from baton.config import BatonConfig, load_config
+from baton.errors import (
+    AgentError,
+    BatonError,
+    ConfigError,
+    SecurityError,
+)
+from baton.events.sequencer import Sequencer, format_ts
+from baton.providers.profile import AgentProfile
+from baton.runner.approvals import Approver, Decision, PermissionAsk, PresetApprover
+from baton.runner.emitter import EventEmitter
+from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession, TurnOutcome
+from baton.store.records import RunRecord
+from baton.store.store import Store
+
+app = typer.Typer(
+    name="baton",
+    help="Run teams of ACP coding agents, durably and safely.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AGENT, EXIT_SECURITY, EXIT_STOP, EXIT_CANCELLED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    130,
+)
+ApprovePreset = Literal["reads", "all", "none"]
+
+
+def _exit_for(exc: BaseException) -> int:
+    if isinstance(exc, SecurityError):
+        return EXIT_SECURITY
+    if isinstance(exc, ConfigError):
+        return EXIT_USAGE
+    if isinstance(exc, AgentError):
+        return EXIT_AGENT
+    return EXIT_FAILED
+
+
+def new_run_id() -> str:
+    return f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+
+
+def open_store(config: BatonConfig) -> Store:
+    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return Store.open(config.db_path)
+
+
+class TerminalApprover:
+    """Asks the person at the terminal; falls back to the preset for read-only kinds."""
+
+    def __init__(self, preset: ApprovePreset, console: Console) -> None:
+        self.preset = PresetApprover(preset)
+        self.console = console
+
+    async def decide(self, ask: PermissionAsk) -> Decision:
+        automatic = await self.preset.decide(ask)
+        if automatic.decided_by == "policy":
+            return automatic
+        detail = ""
+        if isinstance(ask.raw_input, dict):
+            command = ask.raw_input.get("command")
+            if isinstance(command, str):
+                detail = f"\n    $ {safe(command)}"
+        prompt = f"baton: allow {safe(ask.title)} [{ask.kind}]?{detail}\n  [y]es once / [n]o: "
+        answer = await asyncio.to_thread(self.console.input, prompt)
+        verdict: Literal["allow", "deny"] = (
+            "allow" if answer.strip().lower() in ("y", "yes") else "deny"
+        )
+        return Decision(verdict, "human", rule="answered at the terminal")
+
+
+def _renderer(json_output: bool) -> HumanRenderer | NdjsonRenderer:
+    return NdjsonRenderer() if json_output else HumanRenderer()
+
+
+async def _run_turn(
+    config: BatonConfig,
+    profile: AgentProfile,
+    *,
+    workspace: Path,
+    prompt: str,
+    approver: Approver,
+    json_output: bool,
+    timeout: float | None,
+) -> int:
+    store = open_store(config)
+    run_id = new_run_id()
+    renderer = _renderer(json_output)
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            kind="run",
+            agent=profile.name,
+            cwd=str(workspace),
+            status="running",
+            created_at=format_ts(time.time()),
+        )
+    )
+    emitter = EventEmitter(Sequencer(run_id), store)
+    emitter.listeners.append(renderer)
+    status = "failed"
+    code = EXIT_FAILED
+    session: AgentSession | None = None
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+    grace_handle: asyncio.TimerHandle | None = None
+
+    def on_interrupt() -> None:
+        nonlocal interrupts, grace_handle
+        interrupts += 1
+        if session is None:
+            return
+        if interrupts == 1:
+            err.print("[yellow]baton: cancelling the turn (Ctrl-C again to kill the agent)[/]")
+            loop.create_task(session.cancel("cancelled by the user (Ctrl-C)"))
+            grace_handle = loop.call_later(
+                CANCEL_GRACE_SECONDS,
+                lambda: (
+                    loop.create_task(session.kill("no answer to session/cancel in time"))
+                    if session
+                    else None
+                ),
+            )
+        else:
+            loop.create_task(session.kill("Ctrl-C pressed twice"))
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        session = await AgentSession.open(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            approver=approver,
+            state_dir=config.state_dir,
+            secrets_file=config.secrets_file,
+            extension=_extension_for(profile),
+        )
+        outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
+        status = outcome.status
+        if outcome.status == "completed":
+            code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
+        elif outcome.status == "cancelled":
+            code = EXIT_CANCELLED
+        else:
+            code = EXIT_FAILED
+    except BatonError as exc:
+        code = _exit_for(exc)
+        if not json_output:
+            renderer.close()
+            err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        if grace_handle is not None:
+            grace_handle.cancel()
+        if session is not None:
+            await session.close()
+        await emitter.flush()
+        store.finish_run(run_id, status, format_ts(time.time()))
+        renderer.close()
+        store.close()
+    if not json_output:
+        err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
+    return code
+
+
+def _extension_for(profile: AgentProfile) -> Any:
+    try:
+        from baton.providers.registry import extension_for
+    except ImportError:
+        return None
+    return extension_for(profile.family)
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads it from stdin.")],
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent profile.")] = "builtin",
+    cwd: Annotated[Path, typer.Option(help="Workspace directory.")] = Path(),
+    approve: Annotated[
+        str, typer.Option(help="Without a TTY: reads (allow read-only tools), all, none.")
+    ] = "reads",
+    json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
+    timeout: Annotated[
+        float | None, typer.Option(help="Turn timeout in seconds (profile default).")
+    ] = None,
+) -> None:
+    """Run one prompt turn against an agent."""
+    if approve not in ("reads", "all", "none"):
+        raise ConfigError("--approve must be one of: reads, all, none")
+    preset: ApprovePreset = approve  # type: ignore[assignment]
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    workspace = cwd.resolve()
+    if not workspace.is_dir():
+        raise ConfigError(f"--cwd {cwd} is not a directory")
+    config = load_config(workspace)
+    profile = config.profile(agent)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
+    approver: Approver = (
+        TerminalApprover(preset, Console(highlight=False))
+        if interactive
+        else PresetApprover(preset)
+    )
+    code = asyncio.run(
+        _run_turn(
+            config,
+            profile,
+            workspace=workspace,
+            prompt=prompt,
+            approver=approver,
+            json_output=json_output,
+            timeout=timeout,
+        )
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+def runs(
+    limit: Annotated[int, typer.Option(help="How many.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List recent runs."""
+    config = load_config(Path.cwd())
+    if not config.db_path.exists():
+        records = []
+    else:
+        store = open_store(config)
+        try:
+            records = store.list_runs(limit)
+        finally:
+            store.close()
+    if json_output:
+        for r in records:
+            typer.echo(json.dumps(_run_dict(r), ensure_ascii=False))
+        return
+    table = Table("run", "kind", "agent", "status", "started", "ended", box=None)
+    for r in records:
+        table.add_row(r.run_id, r.kind, r.agent, r.status, r.created_at, r.ended_at or "")
+    Console(highlight=False).print(table)
+
+
+def _run_dict(r: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": r.run_id,
+        "kind": r.kind,
+        "agent": r.agent,
+        "cwd": r.cwd,
+        "status": r.status,
+        "created_at": r.created_at,
+        "ended_at": r.ended_at,
+    }
+
+
+@app.command()
+def log(
+    run_id: Annotated[str, typer.Argument(help="Run id (see `baton runs`).")],
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Replay a stored run."""
+    config = load_config(Path.cwd())
+    store = open_store(config)
+    try:
+        if store.get_run(run_id) is None:
+            raise ConfigError(f"no run {run_id!r} in {config.db_path}")
+        if json_output:
+            for line in store.iter_event_json(run_id):
+                sys.stdout.write(line + "\n")
+            return
+        renderer = HumanRenderer(live=False)
+        for event in store.iter_events(run_id):
+            renderer(event)
+        renderer.close()
+    finally:
+        store.close()
+
+
+@app.command()
+def agents(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Agent profiles and whether each is installed."""
+    config = load_config(Path.cwd())
+    rows = []
+    for profile in config.profiles.values():
+        argv = profile.argv()
+        found = shutil.which(argv[0], path=os.environ.get("PATH")) if argv else None
+        rows.append(
+            {
+                "name": profile.name,
+                "title": profile.title,
+                "command": argv,
+                "installed": found is not None,
+                "path": found,
+                "source": profile.source,
+                "install_hint": profile.install_hint,
+            }
+        )
+    if json_output:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    table = Table("agent", "installed", "command", "source", box=None)
+    for row in rows:
+        mark = "[green]yes[/]" if row["installed"] else f"[dim]no — {row['install_hint']}[/]"
+        table.add_row(
+            str(row["name"]), mark, " ".join(map(str, row["command"])), str(row["source"])
+        )
+    Console(highlight=False).print(table)
+
+
+@app.command()
+def probe(
+    agent: Annotated[str, typer.Argument(help="Agent profile to probe.")],
+    cwd: Annotated[Path, typer.Option(help="Workspace for session/new.")] = Path(),
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show what an agent advertises: protocol, capabilities, auth, modes, config options."""
+    workspace = cwd.resolve()
+    config = load_config(workspace)
+    profile = config.profile(agent)
+    result = asyncio.run(_probe(config, profile, workspace))
+    if json_output:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        console = Console(highlight=False)
+        table = Table("field", "value", box=None, show_header=False)
+        for key, value in result.items():
+            table.add_row(key, safe(json.dumps(value, ensure_ascii=False)))
+        console.print(table)
+    raise typer.Exit(0 if result.get("session_error") is None else EXIT_AGENT)
+
+
+async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
+    emitter = EventEmitter(Sequencer(new_run_id()), None)
+    session = None
+    out: dict[str, Any] = {"agent": profile.name}
+    try:
+        session = await AgentSession.open(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            approver=PresetApprover("none"),
+            state_dir=config.state_dir,
+            secrets_file=config.secrets_file,
+        )
+    except AgentError as exc:
+        out["session_error"] = f"{type(exc).__name__}: {exc}"
+        auth = getattr(exc, "auth_methods", ())
+        if auth:
+            out["auth_methods"] = list(auth)
+        return out
+    try:
+        init = session.initialize_result
+        if init is not None:
+            out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        out["session"] = {
+            k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
+        }
+        out["session_error"] = None
+    finally:
+        await session.close("probe finished")
+    return out
+
+
+@app.command()
+def schema(
+    write: Annotated[bool, typer.Option(help="Write schema/events.schema.json.")] = False,
+    check: Annotated[bool, typer.Option(help="Exit 1 if the committed schema is stale.")] = False,
+) -> None:
+    """Print (or write/check) the JSON Schema of the canonical event stream."""
+    from baton.events.schema import render_schema
+
+    text = render_schema()
+    target = Path(__file__).resolve().parents[3] / "schema" / "events.schema.json"
+    if check:
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        if current != text:
+            err.print(f"{target} is stale; run `baton schema --write`")
+            raise typer.Exit(1)
+        return
+    if write:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        err.print(f"wrote {target}")
+        return
+    typer.echo(text, nl=False)
+
+
+def _mount(module: str) -> None:
+    """Add the commands of a sub-app (owned by another module) at the top level."""
+    import importlib
+
+    try:
+        sub = importlib.import_module(module).app
+    except ImportError:
+        return
+    for command in sub.registered_commands:
+        app.registered_commands.append(command)
+    for group in sub.registered_groups:
+        app.registered_groups.append(group)
+
+
+for _module in (
+    "baton.cli.security_cmds",
+    "baton.cli.requests_cmds",
+    "baton.cli.coordination_cmds",
+    "baton.cli.capabilities_cmd",
+):
+    _mount(_module)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one place that turns baton errors into ``Type: message`` and a code."""
+    handler: Callable[..., Any] = typer.main.get_command(app)
+    try:
+        handler(args=argv, standalone_mode=False)
+    except BatonError as exc:
+        err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
+        sys.exit(_exit_for(exc))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(EXIT_CANCELLED)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(EXIT_USAGE)
+        raise
+    sys.exit(0)

@@ -1,0 +1,277 @@
+"""Loading ``baton.toml``: user agent profiles, secrets file, where state lives.
+
+baton looks for ``baton.toml`` from the working directory up to the filesystem
+root. With one, state (the SQLite store, pins, private agent roots) lives in
+``<project>/.baton/``; without, in ``$XDG_STATE_HOME/baton``. ``BATON_STATE_DIR``
+overrides both. Other sections of the same file (the FCoP team) are read by their
+own modules; this one only owns ``[profiles.*]`` and ``[secrets]``.
+
+A profile section may ``extend`` a built-in one and override its fields::
+
+    [profiles.local-coder]
+    extends = "opencode"
+    openai_endpoint = "http://127.0.0.1:8080/v1"   # your own model server
+    openai_model = "qwen2.5-coder"
+    credentials = [{ name = "OPENAI_API_KEY", source = "file" }]
+
+Credentials are bound by name only; their values come from baton's environment
+(``source = "env"``) or the secrets file (``source = "file"``), never from the shell
+by inheritance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from baton.errors import ConfigError
+from baton.providers.catalog import BUILTIN_PROFILES
+from baton.providers.profile import AgentProfile, CredentialBinding
+
+CONFIG_NAME = "baton.toml"
+
+_STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin")
+_FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout")
+_KNOWN_KEYS = frozenset(
+    {
+        *_STR_FIELDS,
+        *_FLOAT_FIELDS,
+        "extends",
+        "command",
+        "env",
+        "pass_env",
+        "credentials",
+        "private_dirs",
+        "admission",
+        "allow_workspace_config",
+        "config_options",
+        "openai_endpoint",
+        "openai_model",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatonConfig:
+    """Everything baton needs to know before launching an agent."""
+
+    project_dir: Path | None
+    state_dir: Path
+    profiles: Mapping[str, AgentProfile]
+    secrets_file: Path | None = None
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """The whole parsed TOML document, for other sections (team, policy)."""
+
+    @property
+    def config_path(self) -> Path | None:
+        return self.project_dir / CONFIG_NAME if self.project_dir else None
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "baton.db"
+
+    def profile(self, name: str) -> AgentProfile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(sorted(self.profiles))
+            raise ConfigError(f"unknown agent profile {name!r} (known: {known})") from None
+
+
+def find_project_dir(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``baton.toml``."""
+    here = start.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    return None
+
+
+def default_state_dir(project_dir: Path | None, environ: Mapping[str, str]) -> Path:
+    override = environ.get("BATON_STATE_DIR")
+    if override:
+        return Path(override).expanduser()
+    if project_dir is not None:
+        return project_dir / ".baton"
+    xdg = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg).expanduser() / "baton"
+
+
+def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> BatonConfig:
+    """Read ``baton.toml`` (if any) above ``cwd`` and merge it over the built-ins."""
+    env = os.environ if environ is None else environ
+    project_dir = find_project_dir(cwd)
+    raw: dict[str, Any] = {}
+    if project_dir is not None:
+        path = project_dir / CONFIG_NAME
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+    profiles = dict(BUILTIN_PROFILES)
+    for name, section in _table(raw, "profiles").items():
+        if not isinstance(section, dict):
+            raise ConfigError(f"[profiles.{name}] must be a table")
+        profiles[name] = parse_profile(name, section, profiles)
+    secrets_file = None
+    secrets = _table(raw, "secrets")
+    if "file" in secrets:
+        if not isinstance(secrets["file"], str):
+            raise ConfigError("[secrets] file must be a string path")
+        secrets_file = _resolve(project_dir, secrets["file"])
+    return BatonConfig(
+        project_dir=project_dir,
+        state_dir=default_state_dir(project_dir, env),
+        profiles=MappingProxyType(profiles),
+        secrets_file=secrets_file,
+        raw=MappingProxyType(raw),
+    )
+
+
+def parse_profile(
+    name: str, section: Mapping[str, Any], known: Mapping[str, AgentProfile]
+) -> AgentProfile:
+    """One ``[profiles.NAME]`` table, validated, optionally extending another profile."""
+    where = f"[profiles.{name}]"
+    unknown = sorted(set(section) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
+    base_name = section.get("extends")
+    if base_name is not None:
+        if not isinstance(base_name, str) or base_name not in known:
+            raise ConfigError(f"{where}: extends unknown profile {base_name!r}")
+        base = known[base_name]
+    elif "command" in section:
+        base = AgentProfile(name=name, title=name, command=("true",), family="generic")
+    else:
+        raise ConfigError(f"{where}: needs `command` or `extends`")
+    changes: dict[str, Any] = {"name": name, "source": "baton.toml"}
+    if "command" in section:
+        changes["command"] = tuple(_str_list(section["command"], f"{where} command"))
+        if not changes["command"]:
+            raise ConfigError(f"{where}: command must not be empty")
+    for key in _STR_FIELDS:
+        if key in section:
+            changes[key] = _str(section[key], f"{where} {key}")
+    for key in _FLOAT_FIELDS:
+        if key in section:
+            value = section[key]
+            if not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(f"{where} {key}: must be a positive number of seconds")
+            changes[key] = float(value)
+    if "env" in section:
+        env = dict(base.env)
+        env.update(_str_map(section["env"], f"{where} env"))
+        changes["env"] = MappingProxyType(env)
+    if "pass_env" in section:
+        changes["pass_env"] = tuple(_str_list(section["pass_env"], f"{where} pass_env"))
+    if "private_dirs" in section:
+        changes["private_dirs"] = MappingProxyType(
+            {**base.private_dirs, **_str_map(section["private_dirs"], f"{where} private_dirs")}
+        )
+    if "admission" in section:
+        changes["admission"] = tuple(_str_list(section["admission"], f"{where} admission"))
+    if "allow_workspace_config" in section:
+        if not isinstance(section["allow_workspace_config"], bool):
+            raise ConfigError(f"{where} allow_workspace_config: must be true or false")
+        changes["allow_workspace_config"] = section["allow_workspace_config"]
+    if "config_options" in section:
+        changes["config_options"] = MappingProxyType(
+            _str_map(section["config_options"], f"{where} config_options")
+        )
+    if "credentials" in section:
+        changes["credentials"] = tuple(_credentials(section["credentials"], where))
+    if "openai_endpoint" in section:
+        changes["env"] = MappingProxyType(
+            {**changes.get("env", base.env), **_openai_endpoint_env(section, base, where)}
+        )
+    return dataclasses.replace(base, **changes)
+
+
+def _openai_endpoint_env(
+    section: Mapping[str, Any], base: AgentProfile, where: str
+) -> dict[str, str]:
+    """Point an OpenAI-compatible agent at the user's own endpoint (e.g. a local server)."""
+    endpoint = _str(section["openai_endpoint"], f"{where} openai_endpoint")
+    if not endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} openai_endpoint: must be an http(s) URL")
+    model = _str(section.get("openai_model", "default"), f"{where} openai_model")
+    if base.family == "opencode":
+        config = {
+            "provider": {
+                "endpoint": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Configured endpoint",
+                    "options": {"baseURL": endpoint, "apiKey": "{env:OPENAI_API_KEY}"},
+                    "models": {model: {"name": model, "tool_call": True}},
+                }
+            },
+            "model": f"endpoint/{model}",
+            "small_model": f"endpoint/{model}",
+            "autoupdate": False,
+            "share": "disabled",
+            "permission": {"edit": "ask", "bash": "ask", "webfetch": "ask"},
+        }
+        return {"OPENCODE_CONFIG_CONTENT": json.dumps(config, sort_keys=True)}
+    if base.family == "qwen":
+        return {"OPENAI_BASE_URL": endpoint, "OPENAI_MODEL": model}
+    raise ConfigError(f"{where}: openai_endpoint is supported for opencode and qwen profiles")
+
+
+def _credentials(value: Any, where: str) -> list[CredentialBinding]:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where} credentials: must be a list of tables")
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            out.append(CredentialBinding(name=item))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ConfigError(f"{where} credentials: each entry needs a `name`")
+        source = item.get("source", "env")
+        if source not in ("env", "file"):
+            raise ConfigError(f"{where} credentials: source must be 'env' or 'file'")
+        key = item.get("key", "")
+        if not isinstance(key, str):
+            raise ConfigError(f"{where} credentials: key must be a string")
+        out.append(CredentialBinding(name=item["name"], source=source, key=key))
+    return out
+
+
+def _table(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{key}] must be a table")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a string")
+    return value
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+def _str_map(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where}: must be a table of strings")
+    return dict(value)
+
+
+def _resolve(project_dir: Path | None, path: str) -> Path:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and project_dir is not None:
+        p = project_dir / p
+    return p

@@ -1,0 +1,1 @@
+"""Canonical events: the model, the normalizers that produce it, bounds and stamping."""

@@ -1,0 +1,412 @@
+"""ACP ``session/update`` → canonical payloads, sans-I/O.
+
+One :class:`AcpNormalizer` per agent session. ``update()`` takes the plain
+``params`` of a ``session/update`` and returns :class:`Draft` values (payload plus
+the redacted native payload); the caller stamps them. No clocks, no I/O: the time
+is passed in.
+
+The variant table :data:`STABLE_VARIANTS` is closed: every stable ACP variant maps
+to a canonical family; :data:`UNSTABLE_VARIANTS` are recognised and surfaced as
+notices; anything else goes to the provider extension and, if unclaimed, becomes a
+``provider.notice`` with category ``unclassified``. Nothing vanishes.
+
+Transcript chunks are coalesced: consecutive chunks of the same kind and message
+id become one event, flushed when anything else happens, when ``flush()`` is called
+(the connection calls it after each read), or when the text reaches
+:data:`COALESCE_MAX_BYTES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from baton.events.bounds import bounded_value, clip_text
+from baton.events.model import (
+    CommandsUpdated,
+    ConfigChanged,
+    ModeChanged,
+    Payload,
+    PlanStep,
+    PlanUpdated,
+    ProviderNotice,
+    SessionInfoUpdated,
+    TranscriptAssistant,
+    TranscriptThinking,
+    TranscriptUser,
+    UsageReported,
+)
+from baton.events.redaction import Redaction
+from baton.events.tools import ToolCallTracker, _block_text
+from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
+
+COALESCE_MAX_BYTES = 64 * 1024
+MAX_PLAN_STEPS = 256
+MAX_COMMANDS = 256
+
+STABLE_VARIANTS: dict[str, str] = {
+    "user_message_chunk": "transcript.user",
+    "agent_message_chunk": "transcript.assistant",
+    "agent_thought_chunk": "transcript.thinking",
+    "tool_call": "tool.execution",
+    "tool_call_update": "tool.execution",
+    "plan": "plan.updated",
+    "available_commands_update": "commands.updated",
+    "current_mode_update": "mode.changed",
+    "config_option_update": "config.changed",
+    "session_info_update": "session.info_updated",
+    "usage_update": "usage.reported",
+}
+"""Every stable ACP v1 ``sessionUpdate`` variant and the canonical family it feeds."""
+
+UNSTABLE_VARIANTS: dict[str, str] = {
+    "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
+    "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
+    "notice": "unstable agent notice (schema.unstable)",
+    "compaction_update": "unstable context compaction progress (schema.unstable)",
+    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
+}
+"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
+
+_CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | TranscriptUser]] = {
+    "agent_message_chunk": TranscriptAssistant,
+    "agent_thought_chunk": TranscriptThinking,
+    "user_message_chunk": TranscriptUser,
+}
+_PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A payload before stamping, with the (redacted, bounded) native payload."""
+
+    payload: Payload
+    raw: Any = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    variant: str
+    message_id: str
+    parts: list[str]
+    size: int
+    chunks: int
+    content_type: str
+    meta: Any
+
+
+class AcpNormalizer:
+    """Stateful normalizer for one ACP session."""
+
+    def __init__(
+        self,
+        *,
+        redaction: Redaction,
+        display_path: Callable[[str], str],
+        extension: ProviderExtension | None = None,
+        workspace: str = "",
+    ) -> None:
+        self._redaction = redaction
+        self.extension: ProviderExtension = extension or NullExtension("generic")
+        self.tools = ToolCallTracker(redaction=redaction, display_path=display_path)
+        self.context = TurnContext(session_id=None, turn_id=None, workspace=workspace)
+        self._pending: _Pending | None = None
+        self._auto_message = 0
+        self._last_variant = ""
+        self._last_chunk: tuple[str, str] | None = None
+        self._plan_revision = 0
+        self.usage_reported = False
+        self.tool_calls = 0
+
+    # ------------------------------------------------------------------ turns
+
+    def begin_turn(self, session_id: str, turn_id: str) -> list[Draft]:
+        out = self.flush()
+        self.context.session_id = session_id
+        self.context.turn_id = turn_id
+        self.context.extras["usage_reported"] = False
+        self.usage_reported = False
+        out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
+        return out
+
+    def end_turn(self, prompt_usage: Mapping[str, Any] | None) -> list[Draft]:
+        """Flush, then report usage honestly: what was reported, or unavailable."""
+        out = self.flush()
+        if isinstance(prompt_usage, Mapping):
+            usage = _prompt_usage(prompt_usage)
+            if usage is not None:
+                out.append(Draft(usage, raw=bounded_value(dict(prompt_usage))))
+                self.usage_reported = True
+        self.context.extras["usage_reported"] = self.usage_reported
+        extension_drafts = [Draft(p) for p in self.extension.end_turn(self.context)]
+        out.extend(extension_drafts)
+        if not self.usage_reported and not any(
+            isinstance(d.payload, UsageReported) for d in extension_drafts
+        ):
+            out.append(
+                Draft(
+                    UsageReported(
+                        available=False,
+                        reason="the agent reported no usage for this turn",
+                    )
+                )
+            )
+        return out
+
+    # ---------------------------------------------------------------- updates
+
+    def update(self, params: Any, *, now_ms: float) -> list[Draft]:
+        """Normalize one ``session/update`` notification's params."""
+        if not isinstance(params, Mapping) or not isinstance(params.get("update"), Mapping):
+            return self._notice("malformed", "session/update without an update object", params)
+        update: Mapping[str, Any] = params["update"]
+        variant = update.get("sessionUpdate")
+        if not isinstance(variant, str):
+            return self._notice("malformed", "session/update without sessionUpdate", update)
+        chunk_type = _CHUNK_TYPES.get(variant)
+        if chunk_type is not None:
+            return self._chunk(variant, update)
+        out = self.flush()
+        self._last_variant = variant
+        try:
+            out.extend(self._dispatch(variant, update, now_ms))
+        except (KeyError, TypeError, ValueError) as exc:
+            out.extend(
+                self._notice(
+                    "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
+                )
+            )
+        return out
+
+    def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
+        if variant in ("tool_call", "tool_call_update"):
+            if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
+                self.tool_calls += 1
+            parent = self.extension.parent_tool_call_id(update)
+            raw = self._raw(update, drop=("content", "rawInput", "rawOutput"))
+            return [
+                Draft(p, raw=raw)
+                for p in self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
+            ]
+        if variant == "plan":
+            return [Draft(self._plan(update), raw=self._raw(update))]
+        if variant == "available_commands_update":
+            commands = update.get("availableCommands") or []
+            if not isinstance(commands, list):
+                raise TypeError("availableCommands must be a list")
+            kept = [
+                self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
+            ]
+            return [Draft(CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]))]
+        if variant == "current_mode_update":
+            return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
+        if variant == "config_option_update":
+            options = update.get("configOptions")
+            if not isinstance(options, list):
+                raise TypeError("configOptions must be a list")
+            kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
+            return [Draft(ConfigChanged(config_options=kept))]
+        if variant == "session_info_update":
+            cleared = [k for k in ("title", "updatedAt") if k in update and update[k] is None]
+            title = update.get("title")
+            return [
+                Draft(
+                    SessionInfoUpdated(
+                        title=clip_text(self._redaction.text(title))
+                        if isinstance(title, str)
+                        else None,
+                        updated_at=str(update["updatedAt"]) if update.get("updatedAt") else None,
+                        cleared=cleared,
+                    ),
+                    raw=self._raw(update),
+                )
+            ]
+        if variant == "usage_update":
+            usage = _context_usage(update)
+            self.usage_reported = True
+            self.context.extras["usage_reported"] = True
+            return [Draft(usage, raw=self._raw(update))]
+        if variant in UNSTABLE_VARIANTS:
+            return self._notice(
+                "unstable_variant",
+                UNSTABLE_VARIANTS[variant],
+                update,
+                variant=variant,
+                severity="info",
+            )
+        claimed = self.extension.classify_update(variant, update, self.context)
+        if claimed is not None:
+            return [Draft(p, raw=self._raw(update)) for p in claimed]
+        return self._notice(
+            "unclassified",
+            f"unknown session/update variant {variant!r} kept raw",
+            update,
+            variant=variant,
+        )
+
+    # --------------------------------------------------------------- transcript
+
+    def _chunk(self, variant: str, update: Mapping[str, Any]) -> list[Draft]:
+        content = update.get("content")
+        if not isinstance(content, Mapping):
+            return self._notice("malformed", f"{variant} without content", update, variant=variant)
+        content_type = str(content.get("type", "text"))
+        text = content.get("text") if content_type == "text" else _block_text(content)
+        if not isinstance(text, str):
+            return self._notice(
+                "malformed", f"{variant} text is not a string", update, variant=variant
+            )
+        message_id = update.get("messageId")
+        out: list[Draft] = []
+        pending = self._pending
+        if not isinstance(message_id, str) or not message_id:
+            # No id: consecutive chunks of one kind are one message; anything else
+            # in between starts a new one.
+            last = self._last_chunk
+            if last is not None and last[0] == variant and self._last_variant == variant:
+                message_id = last[1]
+            else:
+                self._auto_message += 1
+                message_id = f"auto-{self._auto_message}"
+        if pending is not None and (
+            pending.variant != variant
+            or pending.message_id != message_id
+            or pending.content_type != content_type
+            or pending.size >= COALESCE_MAX_BYTES
+        ):
+            out.extend(self.flush())
+            pending = None
+        self._last_variant = variant
+        self._last_chunk = (variant, message_id)
+        if pending is None:
+            self._pending = _Pending(
+                variant, message_id, [text], len(text), 1, content_type, update.get("_meta")
+            )
+        else:
+            pending.parts.append(text)
+            pending.size += len(text)
+            pending.chunks += 1
+        return out
+
+    def flush(self) -> list[Draft]:
+        """Emit the coalesced transcript text, if any."""
+        pending = self._pending
+        if pending is None:
+            return []
+        self._pending = None
+        payload = _CHUNK_TYPES[pending.variant](
+            message_id=pending.message_id,
+            text=self._redaction.text("".join(pending.parts)),
+            chunks=pending.chunks,
+            content_type=pending.content_type,
+        )
+        raw = None
+        if pending.meta is not None:
+            raw = {"_meta": bounded_value(self._redaction.value(pending.meta))}
+        return [Draft(payload, raw=raw)]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _plan(self, update: Mapping[str, Any]) -> PlanUpdated:
+        entries = update.get("entries")
+        if not isinstance(entries, list):
+            raise TypeError("plan entries must be a list")
+        steps = []
+        for index, entry in enumerate(entries[:MAX_PLAN_STEPS]):
+            if not isinstance(entry, Mapping):
+                raise TypeError("plan entry must be an object")
+            native = str(entry.get("status", "pending"))
+            status = _PLAN_STATUS.get(native, "pending")
+            steps.append(
+                PlanStep(
+                    step_id=str(index + 1),
+                    content=clip_text(self._redaction.text(str(entry.get("content", "")))),
+                    status=status,
+                    priority=str(entry["priority"]) if entry.get("priority") else None,
+                    native_status=native if native != status else None,
+                )
+            )
+        self._plan_revision += 1
+        return PlanUpdated(
+            source="acp.plan",
+            revision=self._plan_revision,
+            steps=steps,
+            truncated=len(entries) > MAX_PLAN_STEPS,
+        )
+
+    def next_plan_revision(self) -> int:
+        """Plan revisions are shared with extensions that emit plans (Cursor todos)."""
+        self._plan_revision += 1
+        return self._plan_revision
+
+    def _raw(self, update: Mapping[str, Any], drop: tuple[str, ...] = ()) -> Any:
+        kept = {k: v for k, v in update.items() if k not in drop} if drop else dict(update)
+        return bounded_value(self._redaction.value(kept))
+
+    def _notice(
+        self,
+        category: str,
+        summary: str,
+        raw: Any,
+        *,
+        variant: str | None = None,
+        severity: str = "warning",
+    ) -> list[Draft]:
+        out = self.flush()
+        out.append(
+            Draft(
+                ProviderNotice(
+                    category=category,
+                    severity=severity,
+                    summary=clip_text(self._redaction.text(summary)),
+                    method="session/update",
+                    variant=variant,
+                ),
+                raw=bounded_value(self._redaction.value(raw)),
+            )
+        )
+        return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _context_usage(update: Mapping[str, Any]) -> UsageReported:
+    cost = update.get("cost")
+    amount = currency = None
+    if isinstance(cost, Mapping) and isinstance(cost.get("amount"), int | float):
+        amount = float(cost["amount"])
+        currency = str(cost.get("currency") or "") or None
+    used, size = _int_or_none(update.get("used")), _int_or_none(update.get("size"))
+    if used is None and size is None and amount is None:
+        raise ValueError("usage_update carries no numbers")
+    return UsageReported(
+        available=True,
+        scope="context",
+        context_used=used,
+        context_size=size,
+        cost_amount=amount,
+        cost_currency=currency,
+    )
+
+
+def _prompt_usage(usage: Mapping[str, Any]) -> UsageReported | None:
+    fields = {
+        "input_tokens": _int_or_none(usage.get("inputTokens")),
+        "output_tokens": _int_or_none(usage.get("outputTokens")),
+        "total_tokens": _int_or_none(usage.get("totalTokens")),
+        "thought_tokens": _int_or_none(usage.get("thoughtTokens")),
+        "cached_read_tokens": _int_or_none(usage.get("cachedReadTokens")),
+        "cached_write_tokens": _int_or_none(usage.get("cachedWriteTokens")),
+    }
+    if all(v is None for v in fields.values()):
+        return None
+    return UsageReported(available=True, scope="turn", **fields)

@@ -1,0 +1,530 @@
+"""The canonical event model: one versioned stream for every agent.
+
+Normalizers produce *payloads* (one frozen pydantic model per event type); the
+sequencer stamps them into :class:`CanonicalEvent` envelopes with run/session/turn
+identity, a per-run sequence number and a timestamp. The set of event types is
+closed: :data:`PAYLOAD_TYPES` is the inventory, and anything a normalizer cannot
+classify becomes a :class:`ProviderNotice` with category ``unclassified`` instead
+of vanishing.
+
+Bump :data:`SCHEMA_VERSION` on any incompatible change; ``schema/events.schema.json``
+is generated from these models (``baton schema --check`` / tests fail when stale).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+SCHEMA_VERSION = 1
+
+JsonValue = Any
+"""An arbitrary JSON value (already redacted and bounded by the producer)."""
+
+
+class Payload(BaseModel):
+    """Base of every event payload; ``TYPE`` is the canonical event type."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    TYPE: ClassVar[str]
+
+
+# --------------------------------------------------------------------------- session
+
+
+class SessionStarted(Payload):
+    """A session is ready: new, loaded (history replayed) or resumed."""
+
+    TYPE: ClassVar[str] = "session.started"
+    agent: str
+    how: Literal["new", "load", "resume"]
+    agent_session_id: str
+    cwd: str
+    protocol_version: int
+    agent_info: dict[str, JsonValue] | None = None
+    modes: list[dict[str, JsonValue]] = Field(default_factory=list)
+    current_mode: str | None = None
+    config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
+    replayed_updates: int = 0
+    reason: str | None = None
+
+
+class SessionInfoUpdated(Payload):
+    """``session_info_update``: the agent renamed the session or touched it."""
+
+    TYPE: ClassVar[str] = "session.info_updated"
+    title: str | None = None
+    updated_at: str | None = None
+    cleared: list[str] = Field(default_factory=list)
+
+
+class SessionClosed(Payload):
+    """The session ended and its agent process was released."""
+
+    TYPE: ClassVar[str] = "session.closed"
+    reason: str
+    exit_code: int | None = None
+
+
+class SessionFailed(Payload):
+    """The session could not be created or died; ``error`` is the typed cause."""
+
+    TYPE: ClassVar[str] = "session.failed"
+    error_type: str
+    message: str
+    auth_methods: list[str] = Field(default_factory=list)
+    stderr_preview: str = ""
+
+
+# ------------------------------------------------------------------------------ turn
+
+
+class TurnSubmitted(Payload):
+    """A prompt was written to the agent."""
+
+    TYPE: ClassVar[str] = "turn.submitted"
+    prompt_preview: str
+    prompt_bytes: int
+    prompt_sha256: str
+
+
+class TurnCompleted(Payload):
+    """Terminal: the agent answered the prompt with a stop reason."""
+
+    TYPE: ClassVar[str] = "turn.completed"
+    stop_reason: str
+    duration_ms: int
+
+
+class TurnFailed(Payload):
+    """Terminal: the turn ended without a stop reason (error, timeout, agent death)."""
+
+    TYPE: ClassVar[str] = "turn.failed"
+    error_type: str
+    message: str
+    duration_ms: int
+    stderr_preview: str = ""
+
+
+class TurnCancelled(Payload):
+    """Terminal: the turn was cancelled (by the user, a timeout, or a replacement)."""
+
+    TYPE: ClassVar[str] = "turn.cancelled"
+    reason: str
+    duration_ms: int
+    forced: bool = False
+    """True when the agent ignored ``session/cancel`` and its process group was killed."""
+
+
+TERMINAL_TURN_TYPES = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
+
+# ------------------------------------------------------------------------ transcript
+
+
+class _TranscriptChunk(Payload):
+    message_id: str
+    text: str
+    """Coalesced text of consecutive chunks with the same message id."""
+    chunks: int = 1
+    content_type: str = "text"
+    """``text`` or the non-text ContentBlock type (then ``text`` describes it)."""
+
+
+class TranscriptAssistant(_TranscriptChunk):
+    TYPE: ClassVar[str] = "transcript.assistant"
+
+
+class TranscriptThinking(_TranscriptChunk):
+    TYPE: ClassVar[str] = "transcript.thinking"
+
+
+class TranscriptUser(_TranscriptChunk):
+    TYPE: ClassVar[str] = "transcript.user"
+
+
+# ---------------------------------------------------------------------- tool calls
+
+
+class Location(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: str
+    """Relative to the workspace; absolute/outside paths are masked."""
+    line: int | None = None
+
+
+class DiffContent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    path: str
+    old_text: str | None
+    new_text: str
+    truncated: bool = False
+    new_text_bytes: int = 0
+    new_text_sha256: str = ""
+
+
+class ToolOutput(BaseModel):
+    """A bounded view of a tool's output: the tail, the total size and a digest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    tail: str
+    total_bytes: int
+    sha256: str
+    truncated: bool
+
+
+class _ToolExecution(Payload):
+    tool_call_id: str
+    title: str
+    kind: str
+    status: str
+    """``pending``, ``in_progress``, ``completed``, ``failed`` (ACP statuses)."""
+    locations: list[Location] = Field(default_factory=list)
+    raw_input: JsonValue = None
+    raw_output: JsonValue = None
+    diffs: list[DiffContent] = Field(default_factory=list)
+    output: ToolOutput | None = None
+    terminal_ids: list[str] = Field(default_factory=list)
+    parent_tool_call_id: str | None = None
+    """Delegation lineage (e.g. Claude's ``_meta.claudeCode.parentToolUseId``)."""
+
+
+class ToolExecutionStarted(_ToolExecution):
+    TYPE: ClassVar[str] = "tool.execution.started"
+
+
+class ToolExecutionProgressed(_ToolExecution):
+    TYPE: ClassVar[str] = "tool.execution.progressed"
+
+
+class ToolExecutionCompleted(_ToolExecution):
+    """Terminal for one tool call: status ``completed``, ``failed`` or ``cancelled``."""
+
+    TYPE: ClassVar[str] = "tool.execution.completed"
+    duration_ms: int | None = None
+
+
+# ----------------------------------------------------------------------------- plan
+
+
+class PlanStep(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    step_id: str
+    content: str
+    status: Literal["pending", "in_progress", "completed", "blocked"]
+    priority: str | None = None
+    native_status: str | None = None
+    """The agent's own status when it differs (e.g. Cursor ``cancelled`` → blocked)."""
+
+
+class PlanUpdated(Payload):
+    """A complete snapshot of the agent's plan/checklist; revisions strictly increase."""
+
+    TYPE: ClassVar[str] = "plan.updated"
+    source: str
+    """``acp.plan``, ``cursor.update_todos``, ..."""
+    revision: int
+    steps: list[PlanStep]
+    truncated: bool = False
+
+
+# -------------------------------------------------------------------- session state
+
+
+class ModeChanged(Payload):
+    TYPE: ClassVar[str] = "mode.changed"
+    mode_id: str
+
+
+class ConfigChanged(Payload):
+    TYPE: ClassVar[str] = "config.changed"
+    config_options: list[dict[str, JsonValue]]
+
+
+class CommandsUpdated(Payload):
+    """``available_commands_update``: slash commands/skills the agent offers."""
+
+    TYPE: ClassVar[str] = "commands.updated"
+    commands: list[dict[str, JsonValue]]
+
+
+class UsageReported(Payload):
+    """Usage as the agent reported it. ``available: false`` never means zero."""
+
+    TYPE: ClassVar[str] = "usage.reported"
+    available: bool
+    reason: str | None = None
+    scope: Literal["turn", "context", "session"] = "turn"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+    context_used: int | None = None
+    context_size: int | None = None
+    cost_amount: float | None = None
+    cost_currency: str | None = None
+
+    @model_validator(mode="after")
+    def _unavailable_has_reason_and_no_numbers(self) -> UsageReported:
+        numbers = (
+            self.input_tokens,
+            self.output_tokens,
+            self.total_tokens,
+            self.thought_tokens,
+            self.cached_read_tokens,
+            self.cached_write_tokens,
+            self.context_used,
+            self.context_size,
+            self.cost_amount,
+        )
+        if not self.available:
+            if not self.reason:
+                raise ValueError("unavailable usage needs a reason")
+            if any(n is not None for n in numbers):
+                raise ValueError("unavailable usage must not carry numbers")
+        elif all(n is None for n in numbers):
+            raise ValueError("available usage must carry at least one reported number")
+        return self
+
+
+# -------------------------------------------------------------------- delegation
+
+
+class DelegationChild(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    child_id: str
+    role: str | None = None
+    description: str | None = None
+    model: str | None = None
+    agent_id: str | None = None
+    status: str | None = None
+    duration_ms: int | None = None
+    parent_tool_call_id: str | None = None
+
+
+class _Delegation(Payload):
+    source: str
+    children: list[DelegationChild]
+
+
+class DelegationStarted(_Delegation):
+    TYPE: ClassVar[str] = "delegation.started"
+
+
+class DelegationUpdated(_Delegation):
+    TYPE: ClassVar[str] = "delegation.updated"
+
+
+class DelegationCompleted(_Delegation):
+    TYPE: ClassVar[str] = "delegation.completed"
+
+
+# ---------------------------------------------------------------------- artifacts
+
+
+class _Artifact(Payload):
+    reference: str
+    """Workspace-relative path: a reference only, never read or uploaded."""
+    media_type: str | None = None
+    title: str | None = None
+    registered: Literal[False] = False
+
+
+class ArtifactGenerated(_Artifact):
+    TYPE: ClassVar[str] = "artifact.generated"
+
+
+class ArtifactViewed(_Artifact):
+    TYPE: ClassVar[str] = "artifact.viewed"
+
+
+# ------------------------------------------------------------------------ requests
+
+
+class _Request(Payload):
+    request_id: str
+    kind: str
+    """``permission``, ``question``, ``plan``, ``elicitation``, ``review``."""
+
+
+class RequestCreated(_Request):
+    """Persisted before any surface shows it."""
+
+    TYPE: ClassVar[str] = "request.created"
+    title: str
+    summary: JsonValue = None
+
+
+class RequestAnswered(_Request):
+    TYPE: ClassVar[str] = "request.answered"
+    decided_by: Literal["human", "policy", "headless"]
+    answer: JsonValue
+    rule: str | None = None
+    """The policy rule that decided, when ``decided_by`` is not ``human``."""
+
+
+class RequestDelivered(_Request):
+    """The JSON-RPC response was written to the agent's pipe."""
+
+    TYPE: ClassVar[str] = "request.delivered"
+
+
+class RequestExpired(_Request):
+    TYPE: ClassVar[str] = "request.expired"
+    reason: str
+
+
+class RequestCancelled(_Request):
+    TYPE: ClassVar[str] = "request.cancelled"
+    reason: str
+
+
+class RequestRejected(_Request):
+    """An incoming request or an answer was refused (oversize, stale, forged)."""
+
+    TYPE: ClassVar[str] = "request.rejected"
+    reason: str
+
+
+# ------------------------------------------------------------- notices, diagnostics
+
+
+class ProviderNotice(Payload):
+    """Something the agent sent that is not (fully) classified: kept, never dropped."""
+
+    TYPE: ClassVar[str] = "provider.notice"
+    category: str
+    """``unclassified``, ``malformed``, ``late_update``, ``vendor_method``, ``replay`` ..."""
+    severity: Literal["info", "warning", "error"] = "warning"
+    summary: str
+    method: str | None = None
+    variant: str | None = None
+
+
+class HarnessDiagnostic(Payload):
+    """Something about the agent process: stderr preview, exit, protocol trouble."""
+
+    TYPE: ClassVar[str] = "harness.diagnostic"
+    category: str
+    summary: str
+    stderr_preview: str = ""
+    exit_code: int | None = None
+
+
+class SecurityEvent(Payload):
+    """Base for refusals by a security control; every refusal is visible."""
+
+    control: str
+    subject: str
+    reason: str
+
+
+class SecurityAdmissionRefused(SecurityEvent):
+    TYPE: ClassVar[str] = "security.admission_refused"
+
+
+class SecurityPinMismatch(SecurityEvent):
+    TYPE: ClassVar[str] = "security.pin_mismatch"
+
+
+class SecurityPathRefused(SecurityEvent):
+    """A path (fs/*, terminal cwd, artifact) fell outside the workspace."""
+
+    TYPE: ClassVar[str] = "security.path_refused"
+
+
+class SecurityPayloadRejected(SecurityEvent):
+    """An oversize or malformed authoritative payload was rejected, not truncated."""
+
+    TYPE: ClassVar[str] = "security.payload_rejected"
+
+
+class SecurityRedactionFallback(SecurityEvent):
+    """Redaction could not parse something and redacted all of it."""
+
+    TYPE: ClassVar[str] = "security.redaction_fallback"
+
+
+PAYLOAD_TYPES: dict[str, type[Payload]] = {
+    cls.TYPE: cls
+    for cls in (
+        SessionStarted,
+        SessionInfoUpdated,
+        SessionClosed,
+        SessionFailed,
+        TurnSubmitted,
+        TurnCompleted,
+        TurnFailed,
+        TurnCancelled,
+        TranscriptAssistant,
+        TranscriptThinking,
+        TranscriptUser,
+        ToolExecutionStarted,
+        ToolExecutionProgressed,
+        ToolExecutionCompleted,
+        PlanUpdated,
+        ModeChanged,
+        ConfigChanged,
+        CommandsUpdated,
+        UsageReported,
+        DelegationStarted,
+        DelegationUpdated,
+        DelegationCompleted,
+        ArtifactGenerated,
+        ArtifactViewed,
+        RequestCreated,
+        RequestAnswered,
+        RequestDelivered,
+        RequestExpired,
+        RequestCancelled,
+        RequestRejected,
+        ProviderNotice,
+        HarnessDiagnostic,
+        SecurityAdmissionRefused,
+        SecurityPinMismatch,
+        SecurityPathRefused,
+        SecurityPayloadRejected,
+        SecurityRedactionFallback,
+    )
+}
+"""The closed inventory of canonical event types."""
+
+
+class CanonicalEvent(BaseModel):
+    """One event of the canonical stream, as stored and as emitted in NDJSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    type: str
+    seq: int = Field(ge=1)
+    run_id: str
+    session_id: str | None = None
+    turn_id: str | None = None
+    ts: str
+    """RFC 3339 UTC timestamp with milliseconds."""
+    payload: SerializeAsAny[Payload]
+    raw: JsonValue = None
+    """The native payload this event came from, redacted and bounded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _payload_from_type(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            payload_cls = PAYLOAD_TYPES.get(data.get("type", ""))
+            if payload_cls is None:
+                raise ValueError(f"unknown canonical event type {data.get('type')!r}")
+            payload = data.get("payload")
+            if isinstance(payload, dict):
+                data = {**data, "payload": payload_cls.model_validate(payload)}
+            elif isinstance(payload, Payload) and not isinstance(payload, payload_cls):
+                raise ValueError(
+                    f"payload {type(payload).__name__} does not match type {data['type']!r}"
+                )
+        return data
+
+    def to_json(self) -> str:
+        """One line of NDJSON (no trailing newline)."""
+        return self.model_dump_json(exclude_none=False)

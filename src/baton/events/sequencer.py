@@ -1,0 +1,56 @@
+"""Stamping payloads into envelopes: identity, a per-run sequence, a timestamp."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from baton.events.model import CanonicalEvent, Payload
+
+
+def format_ts(epoch: float) -> str:
+    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class Sequencer:
+    """Assigns strictly increasing ``seq`` numbers within one run."""
+
+    def __init__(
+        self, run_id: str, *, start_seq: int = 0, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.run_id = run_id
+        self.seq = start_seq
+        self._clock = clock
+        self._last_second = -1
+        self._prefix = ""
+
+    def _ts(self) -> str:
+        now = self._clock()
+        second = int(now)
+        if second != self._last_second:
+            self._last_second = second
+            self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return f"{self._prefix}.{int((now - second) * 1000):03d}Z"
+
+    def stamp(
+        self,
+        payload: Payload,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        raw: Any = None,
+    ) -> CanonicalEvent:
+        self.seq += 1
+        return CanonicalEvent(
+            type=payload.TYPE,
+            seq=self.seq,
+            run_id=self.run_id,
+            session_id=session_id,
+            turn_id=turn_id,
+            ts=self._ts(),
+            payload=payload,
+            raw=raw,
+        )

@@ -1,0 +1,171 @@
+"""The Cursor provider extension: ``cursor/*`` methods and subagent variants, sans-I/O.
+
+Wire finding (seed): the ``cursor/*`` methods documented as notifications arrive
+with JSON-RPC ids. Every one is answered at once (``route="reply"``) and none
+becomes human input, except the two that *are* human decisions
+(``cursor/ask_question``, ``cursor/create_plan``: ``route="human"``, with the
+headless-safe answer in ``result`` for when no ledger is attached). Replies use
+Cursor's documented envelope ``{"outcome": {"outcome": ...}}`` (acp.md §2) rather
+than a bare ``{}``: a build that validates its reply gets a well-formed one, and
+one that ignores it loses nothing.
+
+Per turn: the todo reducer restarts; the child normalizer learns the turn's session
+(the only valid parent of a top-level subagent) and reports children still open at
+the end; usage is reported *unavailable* because Cursor's ACP reports none.
+
+Foreign sessions: a ``session/update`` whose ``sessionId`` is not the turn's goes to
+:meth:`CursorExtension.foreign_session_update`, which routes it to the child bucket
+(nested spawns and state updates included) and never fails the parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from baton.events.model import Payload, SecurityPayloadRejected
+from baton.providers.cursor import artifacts, plans, questions, tasks
+from baton.providers.cursor._common import outcome
+from baton.providers.cursor.children import ChildNormalizer
+from baton.providers.cursor.todos import TodoReducer
+from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
+from baton.providers.inventory import (
+    CURSOR_INVENTORY,
+    PLAN_REVISION_KEY,
+    TableExtension,
+    notice,
+    redactor,
+)
+
+TODOS_FALLBACK = outcome("accepted", todos=[])
+
+
+class CursorExtension(TableExtension):
+    """Cursor's native detail → canonical payloads (see the module docstring)."""
+
+    usage_unavailable_reason = "Cursor's ACP reports no token usage"
+
+    def __init__(self) -> None:
+        super().__init__(CURSOR_INVENTORY)
+        self.todos = TodoReducer()
+        self.children = ChildNormalizer()
+        self.on_update("subagent_spawned", self._spawned)
+        self.on_update("subagent_state_update", self._state_update)
+        self.on_method("cursor/update_todos", self._update_todos, fallback=TODOS_FALLBACK)
+        self.on_method("cursor/task", self._task, fallback=outcome("completed"))
+        self.on_method(
+            "cursor/generate_image",
+            self._generate_image,
+            fallback=outcome("rejected", reason="malformed request"),
+        )
+        self.on_method("cursor/ask_question", self._ask_question, fallback=questions.HEADLESS_REPLY)
+        self.on_method("cursor/create_plan", self._create_plan, fallback=plans.HEADLESS_REPLY)
+        self.on_meta("cursor", self._meta_cursor)
+
+    # -------------------------------------------------------------------- turns
+
+    def begin_turn(self, ctx: TurnContext) -> list[Payload]:
+        self.todos.reset()
+        source = ctx.extras.get(PLAN_REVISION_KEY)
+        self.todos.revision_source = _revision_source(source)
+        self.children.begin_turn(ctx.session_id)
+        return []
+
+    def end_turn(self, ctx: TurnContext) -> list[Payload]:
+        return [*self.children.end_turn(), *super().end_turn(ctx)]
+
+    # ------------------------------------------------------------------ updates
+
+    def _spawned(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        return self.children.spawned(ctx.session_id, update, redactor(ctx))
+
+    def _state_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        return self.children.state_update(ctx.session_id, update)
+
+    def _meta_cursor(
+        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        """``_meta.cursor`` identity is consumed by the subagent handlers; elsewhere it stays raw."""
+        return []
+
+    def foreign_session_update(
+        self, session_id: str, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        variant = update.get("sessionUpdate")
+        if variant == "subagent_spawned":
+            return self.children.spawned(session_id, update, redactor(ctx))
+        if variant == "subagent_state_update":
+            return self.children.state_update(session_id, update)
+        bucketed = self.children.child_update(session_id, update)
+        if bucketed is not None:
+            return bucketed
+        return self.children.unknown_session(session_id)
+
+    # ------------------------------------------------------------------ methods
+
+    def _update_todos(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        result = self.todos.apply(params, redaction=redactor(ctx))
+        return VendorOutcome(
+            payloads=result.payloads, result=outcome("accepted", todos=result.todos)
+        )
+
+    def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        payloads, reply = tasks.task_completed(
+            params, children=self.children, redaction=redactor(ctx)
+        )
+        return VendorOutcome(payloads=payloads, result=reply)
+
+    def _generate_image(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        payloads, reply = artifacts.generate_image(
+            params, workspace=ctx.workspace, redaction=redactor(ctx)
+        )
+        return VendorOutcome(payloads=payloads, result=reply)
+
+    def _ask_question(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        try:
+            document = questions.normalize_question(params)
+        except questions.QuestionRefused as exc:
+            return _refused(
+                questions.METHOD, exc, exc.oversize, outcome("skipped", reason=str(exc)), ctx
+            )
+        return VendorOutcome(route="human", request=document, result=questions.HEADLESS_REPLY)
+
+    def _create_plan(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        try:
+            document = plans.normalize_plan(params)
+        except plans.PlanRefused as exc:
+            return _refused(
+                plans.METHOD, exc, exc.oversize, outcome("rejected", reason=str(exc)), ctx
+            )
+        return VendorOutcome(route="human", request=document, result=plans.HEADLESS_REPLY)
+
+
+def _refused(
+    method: str, exc: Exception, oversize: bool, reply: Mapping[str, Any], ctx: TurnContext
+) -> VendorOutcome:
+    """A human request baton cannot present faithfully: answered now, visibly."""
+    payloads: list[Payload] = []
+    if oversize:
+        payloads.append(
+            SecurityPayloadRejected(control="request_limits", subject=method, reason=str(exc))
+        )
+    payloads.append(
+        notice(
+            "oversize" if oversize else "malformed",
+            f"{method} refused before reaching a human: {exc}",
+            ctx=ctx,
+            method=method,
+        )
+    )
+    return VendorOutcome(payloads=payloads, route="reply", result=dict(reply))
+
+
+def _revision_source(value: Any) -> Callable[[], int] | None:
+    if not callable(value):
+        return None
+
+    def source() -> int:
+        revision = value()
+        return revision if isinstance(revision, int) and not isinstance(revision, bool) else 0
+
+    return source

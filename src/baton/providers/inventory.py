@@ -1,0 +1,803 @@
+"""Closed inventories: every native event a provider is known to emit, and where it goes.
+
+An agent upgrade that adds an update variant, a vendor method or a ``_meta`` key must
+show up, not vanish. So each provider has a table, in code, of what it is known to
+emit (stable ACP variants it uses, its vendor methods, its ``_meta`` keys) and the
+canonical event family each one feeds, or ``None`` with the reason it is not mapped.
+The table is the authority, three ways:
+
+* :class:`TableExtension`, the base of every provider extension, dispatches only
+  through handler tables that tests compare with the inventory (a handler for a
+  native the inventory does not list fails the suite);
+* a native that is not in the table becomes ``provider.notice`` ``unclassified``
+  (:mod:`baton.providers.registry` ``dispatch_*``), and a listed one that is
+  deliberately unmapped becomes an ``info`` notice ``unsupported`` with the reason;
+* the capability matrix (:mod:`baton.providers.capabilities`) is derived from these
+  tables plus per-provider declarations, so docs cannot drift from code.
+
+Evidence levels say how we know an entry: ``observed`` (seen on the wire, in a
+recorded trace or a shipped source file we read), ``documented`` (vendor docs, the
+ACP reference, the seed's probe), ``inferred`` (third-party reading or a sibling
+agent; the mapping is implemented but the emission is unconfirmed). The capability
+matrix turns ``inferred``-only evidence into ``unverified``.
+
+Two keys of :attr:`TurnContext.extras <baton.providers.extension.TurnContext.extras>`
+are part of this seam (the generic normalizer sets them):
+
+``usage_reported`` (:data:`USAGE_REPORTED_KEY`)
+    ``True`` once the generic layer emitted a ``usage.reported`` with
+    ``available: true`` (``usage_update`` or ``PromptResponse.usage``) in this turn.
+    Extensions read it in ``end_turn`` to report usage *unavailable*, never zero.
+``redaction`` (:data:`REDACTION_KEY`)
+    Optional :class:`~baton.events.redaction.Redaction`; extensions pass every
+    agent-controlled display string (todo text, descriptions, notice summaries)
+    through it. Absent means no redaction (unit tests only).
+``next_plan_revision`` (:data:`PLAN_REVISION_KEY`)
+    Optional zero-argument callable returning the next plan revision shared with the
+    generic ``plan`` variant, so ``acp.plan`` and ``cursor.update_todos`` snapshots
+    never reuse a revision. Absent: the extension counts on its own.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from baton.events.bounds import clip_text
+from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
+from baton.events.redaction import NoRedaction, Redaction
+from baton.providers.extension import InventoryEntry, JsonObject, TurnContext, VendorOutcome
+
+__all__ = [
+    "BUILTIN_INVENTORY",
+    "CLAUDE_INVENTORY",
+    "CODEX_INVENTORY",
+    "CURSOR_INVENTORY",
+    "GEMINI_INVENTORY",
+    "GENERIC_METHODS",
+    "GENERIC_UPDATES",
+    "INVENTORIES",
+    "OPENCODE_INVENTORY",
+    "PLAN_REVISION_KEY",
+    "QWEN_INVENTORY",
+    "REDACTION_KEY",
+    "USAGE_REPORTED_KEY",
+    "Claim",
+    "Evidence",
+    "NativeEvent",
+    "ProviderInventory",
+    "TableExtension",
+    "is_canonical_family",
+    "notice",
+    "redactor",
+]
+
+USAGE_REPORTED_KEY = "usage_reported"
+REDACTION_KEY = "redaction"
+PLAN_REVISION_KEY = "next_plan_revision"
+
+Evidence = Literal["observed", "documented", "inferred"]
+Kind = Literal["update", "method", "meta"]
+Status = Literal["implemented", "partial", "unsupported", "unverified"]
+
+GENERIC_UPDATES: Mapping[str, str] = {
+    "user_message_chunk": "transcript.user",
+    "agent_message_chunk": "transcript.assistant",
+    "agent_thought_chunk": "transcript.thinking",
+    "tool_call": "tool.execution",
+    "tool_call_update": "tool.execution",
+    "plan": "plan.updated",
+    "available_commands_update": "commands.updated",
+    "current_mode_update": "mode.changed",
+    "config_option_update": "config.changed",
+    "session_info_update": "session.info_updated",
+    "usage_update": "usage.reported",
+}
+"""Stable ACP variants owned by the generic normalizer (an extension may only add to them)."""
+
+GENERIC_METHODS: Mapping[str, str] = {
+    "session/request_permission": "request",
+    "elicitation/create": "request",
+}
+"""Stable agent→client requests owned by the runner and :mod:`baton.requests`.
+
+Client services (``fs/*``, ``terminal/*``) are the runner's and are not inventoried
+per provider: they are not events, and their paths are checked by ``baton.security``.
+"""
+
+MAX_NOTICED = 256
+"""How many distinct (kind, native) notices an extension remembers to avoid repeats."""
+
+
+def is_canonical_family(name: str) -> bool:
+    """Whether ``name`` is a canonical event type or a family prefix of one."""
+    return name in PAYLOAD_TYPES or any(t.startswith(name + ".") for t in PAYLOAD_TYPES)
+
+
+@dataclass(frozen=True, slots=True)
+class NativeEvent(InventoryEntry):
+    """An :class:`InventoryEntry` with how we know it (see the module docstring)."""
+
+    evidence: Evidence = "documented"
+    source: str = ""
+    """Where the evidence is (reference section, source file, trace)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One provider's declared answer for a capability-matrix row."""
+
+    status: Status
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInventory:
+    """The closed table of one provider family."""
+
+    family: str
+    entries: tuple[NativeEvent, ...]
+
+    def __post_init__(self) -> None:
+        seen: set[tuple[str, str]] = set()
+        for entry in self.entries:
+            key = (entry.kind, entry.native)
+            if key in seen:
+                raise ValueError(f"{self.family}: duplicate inventory entry {key}")
+            seen.add(key)
+            if entry.canonical is None and not entry.note:
+                raise ValueError(f"{self.family}: {key} is unmapped without a reason")
+            if entry.canonical is not None and not is_canonical_family(entry.canonical):
+                raise ValueError(f"{self.family}: {key} maps to unknown {entry.canonical!r}")
+
+    def get(self, kind: str, native: str) -> NativeEvent | None:
+        return next((e for e in self.entries if e.kind == kind and e.native == native), None)
+
+    def natives(self, kind: str) -> frozenset[str]:
+        return frozenset(e.native for e in self.entries if e.kind == kind)
+
+
+def _u(
+    native: str,
+    canonical: str | None,
+    note: str = "",
+    evidence: Evidence = "documented",
+    source: str = "",
+) -> NativeEvent:
+    return NativeEvent(native, "update", canonical, note, evidence, source)
+
+
+def _m(
+    native: str,
+    canonical: str | None,
+    note: str = "",
+    evidence: Evidence = "documented",
+    source: str = "",
+) -> NativeEvent:
+    return NativeEvent(native, "method", canonical, note, evidence, source)
+
+
+def _meta(
+    native: str,
+    canonical: str | None,
+    note: str = "",
+    evidence: Evidence = "documented",
+    source: str = "",
+) -> NativeEvent:
+    return NativeEvent(native, "meta", canonical, note, evidence, source)
+
+
+def _stable(
+    variants: Iterable[str], evidence: Evidence, source: str, notes: Mapping[str, str] | None = None
+) -> tuple[NativeEvent, ...]:
+    notes = notes or {}
+    return tuple(_u(v, GENERIC_UPDATES[v], notes.get(v, ""), evidence, source) for v in variants)
+
+
+_CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
+_TOOLS = ("tool_call", "tool_call_update")
+_SEED = "seed 000 (Cursor capability inventory)"
+_ACP2 = "acp.md §2 (Cursor extensions)"
+
+CURSOR_INVENTORY = ProviderInventory(
+    "cursor",
+    (
+        *_stable(_CHUNKS, "documented", _SEED),
+        _u(
+            "user_message_chunk",
+            "transcript.user",
+            "only while session/load replays history",
+            "documented",
+            _SEED,
+        ),
+        *_stable(
+            _TOOLS,
+            "documented",
+            _SEED,
+            {
+                "tool_call_update": "Cursor is reported never to mark a tool failed; failure "
+                "is only visible inside rawOutput (third-party source reading)"
+            },
+        ),
+        _u("plan", "plan.updated", "sent alongside cursor/create_plan", "documented", _SEED),
+        *_stable(
+            (
+                "available_commands_update",
+                "current_mode_update",
+                "config_option_update",
+                "session_info_update",
+            ),
+            "documented",
+            _SEED,
+            {"session_info_update": "title after automatic naming; may follow the prompt result"},
+        ),
+        _u(
+            "subagent_spawned",
+            "delegation",
+            "child session announced on its parent's session; needs client _meta.subagents",
+            "documented",
+            _SEED,
+        ),
+        _u(
+            "subagent_state_update",
+            "delegation",
+            "terminal child states completed|failed|cancelled|disconnected",
+            "documented",
+            _SEED,
+        ),
+        _m("session/request_permission", "request", "allow-once/allow-always/reject-once"),
+        _m("cursor/ask_question", "request", "durable question (route human)", source=_ACP2),
+        _m("cursor/create_plan", "request", "durable plan approval (route human)", source=_ACP2),
+        _m(
+            "cursor/update_todos", "plan.updated", "merge by native id; acked at once", source=_ACP2
+        ),
+        _m("cursor/task", "delegation", "completed subagent task; acked at once", source=_ACP2),
+        _m(
+            "cursor/generate_image", "artifact", "path references only; acked at once", source=_ACP2
+        ),
+        _meta(
+            "cursor",
+            "delegation",
+            "toolCallId/agentId/model identity of subagent_spawned",
+            "inferred",
+            "third-party reading of Cursor's ACP bundle",
+        ),
+    ),
+)
+
+_CLAUDE_SRC = "claude-agent-acp scenario snapshots (third-party repository)"
+CLAUDE_INVENTORY = ProviderInventory(
+    "claude",
+    (
+        *_stable(_CHUNKS, "documented", "acp.md §1.8"),
+        _u("user_message_chunk", "transcript.user", "history replay and tool-result echoes"),
+        *_stable(_TOOLS, "documented", "acp.md §1.8"),
+        _u("plan", "plan.updated", "TodoWrite", "inferred", _CLAUDE_SRC),
+        *_stable(
+            (
+                "available_commands_update",
+                "current_mode_update",
+                "config_option_update",
+                "session_info_update",
+                "usage_update",
+            ),
+            "observed",
+            _CLAUDE_SRC,
+        ),
+        _m("session/request_permission", "request", "tool approvals; ExitPlanMode as switch_mode"),
+        _m(
+            "elicitation/create",
+            "request",
+            "AskUserQuestion as a form, when the client advertises elicitation",
+            "inferred",
+            _CLAUDE_SRC,
+        ),
+        _m(
+            "_claude/sdkMessage",
+            "provider.notice",
+            "raw Claude SDK messages, opt-in via session _meta (baton does not opt in)",
+            "observed",
+            "claude-agent-acp PR #527 (third-party clients)",
+        ),
+        _m(
+            "_claude/task",
+            "provider.notice",
+            "named by acp.md §1.11; shape unknown, surfaced as a notice",
+            "inferred",
+            "acp.md §1.11",
+        ),
+        _m(
+            "_claude/rateLimit",
+            "provider.notice",
+            "named as a method by acp.md §1.11; observed as a usage_update _meta key",
+            "inferred",
+            "acp.md §1.11",
+        ),
+        _m(
+            "_claude/model",
+            "provider.notice",
+            "named as a method by acp.md §1.11; observed as a usage_update _meta key",
+            "inferred",
+            "acp.md §1.11",
+        ),
+        _m(
+            "_claude/origin",
+            None,
+            "who started the turn (human, task notification): not a canonical concept, kept raw",
+            "inferred",
+            "acp.md §1.11",
+        ),
+        _meta(
+            "claudeCode",
+            "delegation",
+            "parentToolUseId → parent_tool_call_id (lineage); toolName Task/Agent → "
+            "delegation; toolResponse kept raw",
+            "documented",
+            "acp.md §1.8",
+        ),
+        _meta(
+            "_claude/rateLimit",
+            "provider.notice",
+            "rate-limit window status on usage_update",
+            "observed",
+            _CLAUDE_SRC,
+        ),
+        _meta(
+            "_claude/model",
+            "provider.notice",
+            "effective model on usage_update",
+            "observed",
+            _CLAUDE_SRC,
+        ),
+        _meta(
+            "_claude/origin",
+            None,
+            "who started the turn (human, task notification): not a canonical concept, kept raw",
+            "observed",
+            _CLAUDE_SRC,
+        ),
+    ),
+)
+
+_CODEX_SRC = "codex-acp sources (agentclientprotocol/codex-acp)"
+CODEX_INVENTORY = ProviderInventory(
+    "codex",
+    (
+        *_stable(_CHUNKS, "documented", "acp.md §6 (app-server → ACP)"),
+        _u("user_message_chunk", "transcript.user", "history replay"),
+        *_stable(_TOOLS, "documented", "acp.md §6"),
+        _u("plan", "plan.updated", "turn/plan/updated", "documented", "acp.md §6"),
+        *_stable(("available_commands_update", "session_info_update"), "inferred", _CODEX_SRC),
+        _u(
+            "current_mode_update",
+            "mode.changed",
+            "modes are approval/sandbox presets; baton adds an approval_preset notice",
+            "documented",
+            "acp.md §1.9",
+        ),
+        _u(
+            "config_option_update",
+            "config.changed",
+            "mode option carries the approval preset; baton adds an approval_preset notice",
+            "documented",
+            "acp.md §1.9",
+        ),
+        _u(
+            "usage_update", "usage.reported", "thread/tokenUsage/updated", "documented", "acp.md §6"
+        ),
+        _m(
+            "session/request_permission",
+            "request",
+            "command/file-change approvals",
+            source="acp.md §6",
+        ),
+        _m("elicitation/create", "request", "MCP elicitation", "inferred", _CODEX_SRC),
+        _m(
+            "_account/rate_limits_update",
+            "provider.notice",
+            "account usage windows (interim _meta extension)",
+            "inferred",
+            _CODEX_SRC,
+        ),
+        _meta(
+            "codex",
+            None,
+            "client message correlation (clientUserMessageId, livePeer): kept raw",
+            "inferred",
+            _CODEX_SRC,
+        ),
+    ),
+)
+
+_GEMINI_SRC = "gemini-cli zed-integration sources (older snapshot than the pinned 0.61.0)"
+GEMINI_INVENTORY = ProviderInventory(
+    "gemini",
+    (
+        *_stable(_CHUNKS, "observed", _GEMINI_SRC),
+        _u("user_message_chunk", "transcript.user", "history replay", "observed", _GEMINI_SRC),
+        *_stable(_TOOLS, "observed", _GEMINI_SRC),
+        _u("plan", "plan.updated", "todo list (planParser)", "inferred", _GEMINI_SRC),
+        *_stable(("available_commands_update", "current_mode_update"), "inferred", _GEMINI_SRC),
+        _m("session/request_permission", "request", "tool confirmations", "observed", _GEMINI_SRC),
+    ),
+)
+
+_QWEN_SRC = "Qwen Code is a Gemini CLI fork; entries mirror Gemini's"
+QWEN_INVENTORY = ProviderInventory(
+    "qwen",
+    (
+        *_stable(_CHUNKS, "inferred", _QWEN_SRC),
+        _u("user_message_chunk", "transcript.user", "history replay", "inferred", _QWEN_SRC),
+        *_stable(_TOOLS, "inferred", _QWEN_SRC),
+        _u("plan", "plan.updated", "todo list", "inferred", _QWEN_SRC),
+        *_stable(("available_commands_update", "current_mode_update"), "inferred", _QWEN_SRC),
+        _m("session/request_permission", "request", "tool confirmations", "inferred", _QWEN_SRC),
+    ),
+)
+
+_OPENCODE_SRC = "acp.md §5 offline OpenCode run (opencode-ai 1.18.33)"
+OPENCODE_INVENTORY = ProviderInventory(
+    "opencode",
+    (
+        _u(
+            "agent_message_chunk",
+            "transcript.assistant",
+            "with messageId",
+            "observed",
+            _OPENCODE_SRC,
+        ),
+        _u(
+            "agent_thought_chunk",
+            "transcript.thinking",
+            "reasoning models",
+            "inferred",
+            _OPENCODE_SRC,
+        ),
+        _u(
+            "user_message_chunk",
+            "transcript.user",
+            "session/load replay",
+            "observed",
+            _OPENCODE_SRC,
+        ),
+        _u(
+            "tool_call",
+            "tool.execution",
+            "pending with empty rawInput first; task tool → delegation",
+            "observed",
+            _OPENCODE_SRC,
+        ),
+        _u(
+            "tool_call_update",
+            "tool.execution",
+            "in_progress with rawInput, completed with rawOutput",
+            "observed",
+            _OPENCODE_SRC,
+        ),
+        _u("plan", "plan.updated", "todowrite tool", "inferred", _OPENCODE_SRC),
+        _u("available_commands_update", "commands.updated", "", "observed", _OPENCODE_SRC),
+        *_stable(
+            ("current_mode_update", "config_option_update", "session_info_update", "usage_update"),
+            "inferred",
+            _OPENCODE_SRC,
+        ),
+        _m(
+            "session/request_permission",
+            "request",
+            "edit/bash when its permission config says ask",
+            "observed",
+            "tests/support/opencode.py",
+        ),
+    ),
+)
+
+_BUILTIN_SRC = "baton.agents.builtin.updates"
+BUILTIN_INVENTORY = ProviderInventory(
+    "builtin",
+    (
+        _u(
+            "agent_message_chunk",
+            "transcript.assistant",
+            "replies and summaries",
+            "observed",
+            _BUILTIN_SRC,
+        ),
+        _u(
+            "user_message_chunk", "transcript.user", "session/load replay", "observed", _BUILTIN_SRC
+        ),
+        _u("tool_call", "tool.execution", "one per runbook step", "observed", _BUILTIN_SRC),
+        _u(
+            "tool_call_update",
+            "tool.execution",
+            "step result, diff content for file steps",
+            "observed",
+            _BUILTIN_SRC,
+        ),
+        _u("plan", "plan.updated", "the runbook's steps", "observed", _BUILTIN_SRC),
+        _m(
+            "session/request_permission",
+            "request",
+            "before execute and edit steps",
+            "observed",
+            "baton.agents.builtin.channel",
+        ),
+    ),
+)
+
+INVENTORIES: Mapping[str, ProviderInventory] = {
+    inv.family: inv
+    for inv in (
+        BUILTIN_INVENTORY,
+        CURSOR_INVENTORY,
+        CLAUDE_INVENTORY,
+        CODEX_INVENTORY,
+        GEMINI_INVENTORY,
+        OPENCODE_INVENTORY,
+        QWEN_INVENTORY,
+    )
+}
+"""Every provider family baton ships, in matrix column order."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def redactor(ctx: TurnContext) -> Redaction:
+    """The redaction the generic layer put in ``ctx.extras`` (see module docstring)."""
+    found = ctx.extras.get(REDACTION_KEY)
+    if found is not None and callable(getattr(found, "text", None)):
+        redaction: Redaction = found
+        return redaction
+    return NoRedaction()
+
+
+def notice(
+    category: str,
+    summary: str,
+    *,
+    ctx: TurnContext | None = None,
+    severity: Literal["info", "warning", "error"] = "warning",
+    method: str | None = None,
+    variant: str | None = None,
+) -> ProviderNotice:
+    """A bounded (and, with ``ctx``, redacted) :class:`ProviderNotice`."""
+    text = redactor(ctx).text(summary) if ctx is not None else summary
+    return ProviderNotice(
+        category=category,
+        severity=severity,
+        summary=clip_text(text),
+        method=method,
+        variant=variant,
+    )
+
+
+UpdateHandler = Callable[[JsonObject, TurnContext], list[Payload]]
+MethodHandler = Callable[[JsonObject, bool, TurnContext], VendorOutcome]
+MetaHandler = Callable[[str, Any, JsonObject, TurnContext], list[Payload]]
+ForeignHandler = Callable[[str, JsonObject, TurnContext], list[Payload]]
+
+_HANDLER_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
+"""What a handler may raise on malformed agent input; it becomes a ``malformed`` notice.
+
+pydantic's ``ValidationError`` is a ``ValueError``. Anything else is a bug in baton
+and propagates.
+"""
+
+
+class TableExtension:
+    """Base of baton's provider extensions: dispatch through tables the inventory vets.
+
+    Subclasses register bound methods in ``__init__`` with :meth:`on_update`,
+    :meth:`on_method`, :meth:`on_meta` and :meth:`observe`. Registration refuses a
+    native the inventory does not list, and :meth:`handled` lets tests compare the
+    tables with the inventory both ways. Handlers get plain data and must not do I/O.
+
+    Beyond :class:`~baton.providers.extension.ProviderExtension`, the runner may call
+    :meth:`observe_update` for every stable variant (to add, never replace, payloads
+    from native detail such as ``_meta``) and :meth:`foreign_session_update` for a
+    ``session/update`` whose ``sessionId`` is not the turn's session.
+    """
+
+    usage_unavailable_reason = "the agent reported no usage for this turn"
+
+    def __init__(self, inventory: ProviderInventory) -> None:
+        self.family = inventory.family
+        self.inventory = inventory
+        self._updates: dict[str, UpdateHandler] = {}
+        self._methods: dict[str, tuple[MethodHandler, Any]] = {}
+        self._metas: dict[str, MetaHandler] = {}
+        self._observers: dict[str, UpdateHandler] = {}
+        self._noticed: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    # -------------------------------------------------------------- registration
+
+    def _listed(self, kind: str, native: str) -> None:
+        if self.inventory.get(kind, native) is None:
+            raise LookupError(f"{self.family}: {kind} {native!r} is not in the inventory")
+
+    def on_update(self, variant: str, handler: UpdateHandler) -> None:
+        self._listed("update", variant)
+        if variant in GENERIC_UPDATES:
+            raise LookupError(f"{variant!r} is owned by the generic layer; use observe()")
+        self._updates[variant] = handler
+
+    def on_method(self, method: str, handler: MethodHandler, *, fallback: Any) -> None:
+        """``fallback`` answers the request if the handler fails on malformed params."""
+        self._listed("method", method)
+        self._methods[method] = (handler, fallback)
+
+    def on_meta(self, key: str, handler: MetaHandler) -> None:
+        self._listed("meta", key)
+        self._metas[key] = handler
+
+    def observe(self, variant: str, handler: UpdateHandler) -> None:
+        self._listed("update", variant)
+        if variant not in GENERIC_UPDATES:
+            raise LookupError(f"{variant!r} is not a generic variant; use on_update()")
+        self._observers[variant] = handler
+
+    def handled(self) -> frozenset[tuple[str, str]]:
+        """Every ``(kind, native)`` this extension has a handler for."""
+        return frozenset(
+            [("update", v) for v in self._updates]
+            + [("update", v) for v in self._observers]
+            + [("method", m) for m in self._methods]
+            + [("meta", k) for k in self._metas]
+        )
+
+    # ----------------------------------------------------------------- protocol
+
+    def classify_update(
+        self, variant: str, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload] | None:
+        handler = self._updates.get(variant)
+        if handler is not None:
+            return self._guard(partial(handler, update, ctx), ctx, variant=variant)
+        entry = self.inventory.get("update", variant)
+        if entry is None or variant in GENERIC_UPDATES:
+            return None
+        return [self._unsupported(entry, ctx, variant=variant)]
+
+    def vendor_method(
+        self, method: str, params: JsonObject, *, has_id: bool, ctx: TurnContext
+    ) -> VendorOutcome | None:
+        spec = self._methods.get(method)
+        if spec is not None:
+            handler, fallback = spec
+            try:
+                return handler(params, has_id, ctx)
+            except _HANDLER_ERRORS as exc:
+                return VendorOutcome(
+                    payloads=[self._malformed(exc, ctx, method=method)],
+                    route="reply",
+                    result=fallback if has_id else None,
+                )
+        entry = self.inventory.get("method", method)
+        if entry is None or method in GENERIC_METHODS:
+            return None
+        return VendorOutcome(payloads=[self._unsupported(entry, ctx, method=method)], result=None)
+
+    def parent_tool_call_id(self, update: JsonObject) -> str | None:
+        return None
+
+    def begin_turn(self, ctx: TurnContext) -> list[Payload]:
+        return []
+
+    def end_turn(self, ctx: TurnContext) -> list[Payload]:
+        if ctx.extras.get(USAGE_REPORTED_KEY):
+            return []
+        return [UsageReported(available=False, reason=self.usage_unavailable_reason)]
+
+    # ------------------------------------------------------------------ extras
+
+    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        """Extra payloads from the native detail of a stable variant (``_meta`` keys ...).
+
+        Unknown ``_meta`` keys get one ``unclassified`` notice per (variant, key), not
+        one per update: a chatty agent must stay visible without flooding the stream.
+        """
+        out: list[Payload] = []
+        observer = self._observers.get(variant)
+        if observer is not None:
+            out.extend(self._guard(partial(observer, update, ctx), ctx, variant=variant))
+        meta = update.get("_meta")
+        if not isinstance(meta, Mapping):
+            return out
+        for key, value in meta.items():
+            key = str(key)
+            handler = self._metas.get(key)
+            if handler is not None:
+                out.extend(
+                    self._guard(partial(handler, key, value, update, ctx), ctx, variant=variant)
+                )
+            elif self._unlisted_meta(key) and self._first_time("meta", f"{variant}:{key}"):
+                out.append(
+                    notice(
+                        "unclassified",
+                        f"{self.family}: unknown _meta key {key!r} on {variant} (kept raw)",
+                        ctx=ctx,
+                        variant=variant,
+                    )
+                )
+        return out
+
+    def foreign_session_update(
+        self, session_id: str, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        """A ``session/update`` for a session that is not the turn's: never fails the parent."""
+        variant = str(update.get("sessionUpdate", "?"))
+        if not self._first_time("foreign", session_id):
+            return []
+        return [
+            notice(
+                "foreign_session",
+                f"{self.family}: update {variant!r} for session {clip_text(session_id, 160)!r}, "
+                "which is not this turn's session; kept raw",
+                ctx=ctx,
+                variant=variant,
+            )
+        ]
+
+    # ----------------------------------------------------------------- helpers
+
+    def _unlisted_meta(self, key: str) -> bool:
+        return self.inventory.get("meta", key) is None and key not in _W3C_META
+
+    def _first_time(self, kind: str, key: str) -> bool:
+        """Remember (bounded, oldest forgotten first) that a notice was given."""
+        marker = (kind, key)
+        if marker in self._noticed:
+            return False
+        self._noticed[marker] = None
+        while len(self._noticed) > MAX_NOTICED:
+            self._noticed.popitem(last=False)
+        return True
+
+    def _guard(
+        self, call: Callable[[], list[Payload]], ctx: TurnContext, *, variant: str
+    ) -> list[Payload]:
+        try:
+            return call()
+        except _HANDLER_ERRORS as exc:
+            return [self._malformed(exc, ctx, variant=variant)]
+
+    def _malformed(
+        self,
+        exc: BaseException,
+        ctx: TurnContext,
+        *,
+        method: str | None = None,
+        variant: str | None = None,
+    ) -> ProviderNotice:
+        what = method or variant or "?"
+        return notice(
+            "malformed",
+            f"{self.family}: {what}: {type(exc).__name__}: {exc}",
+            ctx=ctx,
+            method=method,
+            variant=variant,
+        )
+
+    def _unsupported(
+        self,
+        entry: InventoryEntry,
+        ctx: TurnContext,
+        *,
+        method: str | None = None,
+        variant: str | None = None,
+    ) -> ProviderNotice:
+        return notice(
+            "unsupported",
+            f"{self.family}: {entry.native} is known but not mapped: {entry.note}",
+            ctx=ctx,
+            severity="info",
+            method=method,
+            variant=variant,
+        )
+
+
+_W3C_META = frozenset({"traceparent", "tracestate", "baggage"})
+"""Root ``_meta`` keys ACP reserves for W3C trace context: never provider detail."""

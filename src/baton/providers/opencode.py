@@ -1,0 +1,89 @@
+"""OpenCode (``opencode acp``): stable ACP, plus its ``task`` tool as delegation.
+
+OpenCode was observed offline (acp.md §5): message chunks with ``messageId``, tool
+calls that start ``pending`` with an empty ``rawInput`` and fill it later,
+``available_commands_update``, ``model``/``mode`` config options, ``session/list``,
+``session/load``, ``session/fork`` and ``session/resume``. Its ``task`` tool runs a
+subagent; its rawInput ``{description, prompt, subagent_type}`` (the same shape as
+Claude's ``Task``) becomes ``delegation.*`` through
+:class:`~baton.providers.claude.TaskToolTracker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from baton.events.model import Payload
+from baton.providers.claude import TaskToolTracker
+from baton.providers.extension import JsonObject, TurnContext
+from baton.providers.inventory import OPENCODE_INVENTORY, Claim, TableExtension, redactor
+
+
+def is_opencode_task(update: JsonObject) -> bool:
+    """A tool call whose rawInput names a subagent type (OpenCode's ``task`` tool)."""
+    raw_input = update.get("rawInput")
+    return isinstance(raw_input, Mapping) and isinstance(raw_input.get("subagent_type"), str)
+
+
+class OpenCodeExtension(TableExtension):
+    """OpenCode's native detail → canonical payloads (see the module docstring)."""
+
+    usage_unavailable_reason = "OpenCode reported no usage for this turn"
+
+    def __init__(self) -> None:
+        super().__init__(OPENCODE_INVENTORY)
+        self.tasks = TaskToolTracker("opencode.task", is_opencode_task)
+        self.observe("tool_call", self._tool)
+        self.observe("tool_call_update", self._tool)
+
+    def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        return self.tasks.tool_update(update, redactor(ctx))
+
+
+_OBSERVED = "acp.md §5 offline run"
+DECLARATIONS: Mapping[str, Claim] = {
+    "questions": Claim("unsupported", "no question method over ACP"),
+    "plans": Claim("unsupported", "no plan-approval method over ACP (plan is a mode)"),
+    "child_activity": Claim(
+        "unsupported", "subagent sessions are internal to OpenCode; only the task tool is visible"
+    ),
+    "subagent_tasks": Claim(
+        "partial",
+        "task tool (rawInput subagent_type) → delegation.started/completed; the rawInput shape "
+        "is inferred, not captured",
+    ),
+    "images": Claim("unsupported", "no image-generation events over ACP"),
+    "files_diffs": Claim(
+        "partial",
+        f"write/edit tool calls with rawInput filePath/content and rawOutput ({_OBSERVED}); "
+        "generic tool layer",
+    ),
+    "steering": Claim("unsupported", "no steering method over ACP"),
+    "queueing": Claim("unsupported", "no queue method over ACP"),
+    "cancellation": Claim("partial", "session/cancel through the runner; not qualified live"),
+    "settlement": Claim(
+        "partial",
+        "prompt result ends the turn; chunks may arrive after end_turn (opencode #17505), "
+        "tolerated by the runner",
+    ),
+    "session_continuity": Claim("partial", f"session/load replays history ({_OBSERVED})"),
+    "discovery": Claim("partial", f"session/list returns titled sessions ({_OBSERVED})"),
+    "fork_resume": Claim(
+        "partial",
+        f"sessionCapabilities advertise fork and resume ({_OBSERVED}); baton does not fork",
+    ),
+    "modes": Claim("implemented", f"mode config option build|plan via select_config ({_OBSERVED})"),
+    "model_selection": Claim(
+        "implemented",
+        f"model config option via select_config; session/set_model still accepted ({_OBSERVED})",
+    ),
+    "prompt_media": Claim("unverified", "promptCapabilities as advertised; not probed here"),
+    "mcp": Claim("partial", f"mcpCapabilities http and sse advertised ({_OBSERVED})"),
+    "usage": Claim(
+        "unverified",
+        "usage_update not seen in the offline run; reported unavailable when absent",
+    ),
+    "hooks_memory": Claim("unsupported", "no hook or memory events over ACP"),
+}
+
+__all__ = ["DECLARATIONS", "OpenCodeExtension", "is_opencode_task"]

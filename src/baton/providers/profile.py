@@ -1,0 +1,83 @@
+"""Agent profiles: how to launch one agent harness, as plain data.
+
+A profile says which command to run, which environment the agent may see (an
+allowlist plus explicitly bound credentials, never the inherited shell env), which
+private directories it gets, which ambient configuration families it would load
+(for workspace admission), and which session settings to request. Profiles do no
+I/O; :mod:`baton.providers.catalog` holds the built-in ones and
+:mod:`baton.config` loads user profiles from ``baton.toml``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+PYTHON_PLACEHOLDER = "$PYTHON"
+"""Stands for the interpreter running baton in a profile's command."""
+
+DEFAULT_PASS_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+"""Non-secret variables every agent may inherit from baton's environment."""
+
+
+def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialBinding:
+    """One credential the agent receives, by name, from an explicit source.
+
+    ``source="env"`` reads baton's own environment variable ``key``;
+    ``source="file"`` reads ``key`` from the secrets file named in the config
+    (which must be mode 0600). The value enters only this agent's environment.
+    """
+
+    name: str
+    source: Literal["env", "file"] = "env"
+    key: str = ""
+
+    @property
+    def lookup_key(self) -> str:
+        return self.key or self.name
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProfile:
+    """How to launch and talk to one agent harness."""
+
+    name: str
+    title: str
+    command: tuple[str, ...]
+    family: str
+    """Provider family for normalizers and inventories (``cursor``, ``claude``, ...)."""
+    env: Mapping[str, str] = field(default_factory=_frozen)
+    """Fixed variables set for the agent (never secrets)."""
+    pass_env: tuple[str, ...] = DEFAULT_PASS_ENV
+    credentials: tuple[CredentialBinding, ...] = ()
+    private_dirs: Mapping[str, str] = field(default_factory=_frozen)
+    """Variable name -> sub-directory of the session's private root (created 0700)."""
+    admission: tuple[str, ...] = ()
+    """Ambient config families this agent would load (``cursor``, ``claude``)."""
+    allow_workspace_config: bool = False
+    """Documented override: the user trusts the repository's own agent config."""
+    client_meta: Mapping[str, Any] = field(default_factory=_frozen)
+    """``_meta`` sent in ``initialize.clientCapabilities`` (e.g. Cursor subagents)."""
+    mode: str | None = None
+    model: str | None = None
+    config_options: Mapping[str, str] = field(default_factory=_frozen)
+    """Other session config options to set, sent only when the agent advertises them."""
+    install_hint: str = ""
+    pin: str | None = None
+    """Path of a pinned-distribution manifest to verify before every launch."""
+    initialize_timeout: float = 30.0
+    session_timeout: float = 60.0
+    turn_timeout: float = 1800.0
+    source: str = "builtin"
+
+    def argv(self) -> list[str]:
+        """The command with :data:`PYTHON_PLACEHOLDER` resolved."""
+        return [sys.executable if part == PYTHON_PLACEHOLDER else part for part in self.command]

@@ -1,0 +1,20 @@
+"""Durable human requests: permissions, questions, plans, forms and reviews.
+
+An agent's request for a human decision is persisted before any surface shows
+it, validated twice, answered exactly once, delivered only after the reply was
+written to the agent, and never silently decided for the human. Modules, one
+concept each:
+
+- :mod:`~baton.requests.model`: request documents and answers (the contract);
+- :mod:`~baton.requests.validate`: answer validation against a document;
+- :mod:`~baton.requests.states`: the lifecycle as a transition table;
+- :mod:`~baton.requests.policy`: who decides (policy, headless fallback, human);
+- :mod:`~baton.requests.ledger`: persistence and the cross-process waiter;
+- :mod:`~baton.requests.wake`: the FIFO doorbell behind ``wait_answer``;
+- :mod:`~baton.requests.replies`: validated answers back to native replies;
+- :mod:`~baton.requests.payloads`: ``request.*`` event payloads from records;
+- :mod:`~baton.requests.render`: terminal and JSON rendering;
+- :mod:`~baton.requests.notify`: the escalation notification hook.
+
+See ``docs/requests.md``.
+"""

@@ -1,0 +1,216 @@
+"""How surfaces show a request: rich renderables for a terminal, plain data for ``--json``.
+
+A permission shows the tool call with its command or diff; questions show every
+question and option with the opaque ids a human answers with; a plan shows its
+full Markdown, todos and phases. Agent text is never interpreted as markup, and
+terminal control characters in it are made visible (``\\x1b``) so an agent
+cannot repaint the human's terminal; the stored document is untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import (
+    DiffPreview,
+    ElicitationRequest,
+    PermissionRequest,
+    PlanRequest,
+    QuestionRequest,
+    RequestDocument,
+    ReviewRequest,
+)
+
+__all__ = ["answer_hint", "render", "safe_text", "to_data"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str) -> str:
+    """Control characters (other than newline and tab) shown as escapes, for display only."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _t(text: str, style: str = "") -> Text:
+    return Text(safe_text(text), style=style)
+
+
+def answer_hint(record: RequestRecord) -> str:
+    """The ``baton answer`` command line that answers this request."""
+    rid = record.request_id
+    doc = record.document
+    if isinstance(doc, PermissionRequest):
+        return f"baton answer {rid} --allow | --deny"
+    if isinstance(doc, QuestionRequest):
+        example = " ".join(f"--select {q.id}={q.options[0].id}" for q in doc.questions[:2])
+        return f"baton answer {rid} {example}  (or --reject --reason ...)"
+    if isinstance(doc, PlanRequest):
+        return f"baton answer {rid} --accept | --reject --reason ..."
+    if isinstance(doc, ElicitationRequest):
+        names = [f.name for f in doc.requested_schema.fields[:2]]
+        example = " ".join(f"--text {n}=..." for n in names)
+        return f"baton answer {rid} --accept {example}  (or --reject)"
+    return f"baton answer {rid} --accept | --reject --reason ..."
+
+
+def to_data(record: RequestRecord) -> dict[str, Any]:
+    """Plain JSON data for ``--json`` and the notification hook (the whole document)."""
+    return {
+        "request_id": record.request_id,
+        "kind": record.kind,
+        "state": record.state.value,
+        "title": record.title,
+        "run_id": record.run_id,
+        "session_id": record.session_id,
+        "turn_id": record.turn_id,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "document": json.loads(record.document_json) if record.document_json else None,
+        "document_bytes": record.document_bytes,
+        "document_sha256": record.document_sha256,
+        "revision": record.revision,
+        "answer": json.loads(record.answer_json) if record.answer_json else None,
+        "decided_by": record.decided_by,
+        "rule": record.rule,
+        "reason": record.reason,
+        "supersedes": record.supersedes,
+        "answer_with": answer_hint(record) if record.state.value == "pending" else None,
+    }
+
+
+def _diff(diff: DiffPreview) -> RenderableType:
+    old = (diff.old_text or "").splitlines(keepends=True)
+    new = diff.new_text.splitlines(keepends=True)
+    label = safe_text(diff.path)
+    lines = difflib.unified_diff(
+        old, new, fromfile="/dev/null" if diff.old_text is None else label, tofile=label
+    )
+    return Syntax(safe_text("".join(lines)) or "(no change)", "diff", word_wrap=True)
+
+
+def _permission(doc: PermissionRequest) -> list[RenderableType]:
+    call = doc.tool_call
+    parts: list[RenderableType] = [
+        Text.assemble(
+            ("tool ", "dim"), _t(call.kind, "bold"), ("  call ", "dim"), _t(call.tool_call_id)
+        ),
+    ]
+    if call.command:
+        parts.append(Syntax(safe_text(call.command), "bash", word_wrap=True))
+    parts += [_diff(d) for d in call.diffs]
+    if call.locations:
+        parts.append(
+            Text.assemble(("paths ", "dim"), _t(", ".join(loc.path for loc in call.locations)))
+        )
+    if not call.command and not call.diffs and call.raw_input is not None:
+        parts.append(_t(json.dumps(call.raw_input, ensure_ascii=False, indent=2)))
+    parts.append(
+        Text.assemble(
+            ("agent options ", "dim"),
+            _t(", ".join(f"{o.name} ({o.kind})" for o in doc.options)),
+        )
+    )
+    return parts
+
+
+def _questions(doc: QuestionRequest) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    for q in doc.questions:
+        mode = "choose one" if q.selection == "single" else "choose one or more"
+        parts.append(
+            Text.assemble((q.id, "bold cyan"), "  ", _t(q.prompt, "bold"), (f"  ({mode})", "dim"))
+        )
+        if q.description:
+            parts.append(_t(q.description))
+        for o in q.options:
+            line = Text.assemble("   ", (o.id, "cyan"), "  ", _t(o.label))
+            if o.description:
+                line.append_text(Text.assemble((" — ", "dim"), _t(o.description, "dim")))
+            parts.append(line)
+    return parts
+
+
+def _plan(doc: PlanRequest) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    if doc.overview:
+        parts.append(_t(doc.overview, "italic"))
+    parts.append(Markdown(safe_text(doc.markdown)))
+    if doc.todos:
+        table = Table("todo", "status", title="todos", show_edge=False)
+        for todo in doc.todos:
+            table.add_row(_t(todo.content), _t(todo.status))
+        parts.append(table)
+    for phase in doc.phases:
+        parts.append(_t(f"phase: {phase.name}", "bold"))
+        parts += [
+            Text.assemble("  - ", _t(t.content), (f" [{t.status}]", "dim")) for t in phase.todos
+        ]
+    flag = "  project plan" if doc.is_project else ""
+    parts.append(Text(f"revision {doc.revision[:12]}{flag}", style="dim"))
+    return parts
+
+
+def _elicitation(doc: ElicitationRequest) -> list[RenderableType]:
+    table = Table("field", "type", "required", "description", show_edge=False)
+    for f in doc.requested_schema.fields:
+        choices = getattr(f, "choices", None)
+        kind = f.type + (f" of {', '.join(c.value for c in choices)}" if choices else "")
+        required = "yes" if f.name in doc.requested_schema.required else ""
+        table.add_row(_t(f.name), _t(kind), required, _t(f.description or f.title or ""))
+    return [_t(doc.message), table]
+
+
+def _review(doc: ReviewRequest) -> list[RenderableType]:
+    return [
+        Text.assemble(("task ", "dim"), _t(doc.task_id), ("  report ", "dim"), _t(doc.report_ref)),
+        _t(doc.summary),
+    ]
+
+
+def _body(doc: RequestDocument) -> list[RenderableType]:
+    if isinstance(doc, PermissionRequest):
+        return _permission(doc)
+    if isinstance(doc, QuestionRequest):
+        return _questions(doc)
+    if isinstance(doc, PlanRequest):
+        return _plan(doc)
+    if isinstance(doc, ElicitationRequest):
+        return _elicitation(doc)
+    return _review(doc)
+
+
+def render(record: RequestRecord) -> RenderableType:
+    """A panel for one request: its document, state, and how to answer it."""
+    parts: list[RenderableType] = []
+    if record.document is not None:
+        parts += _body(record.document)
+    else:
+        parts.append(
+            Text(
+                f"document not kept ({record.document_bytes} bytes, sha256 {record.document_sha256[:12]})",
+                style="dim",
+            )
+        )
+    status = f"{record.state.value}"
+    if record.decided_by:
+        status += f" by {record.decided_by}" + (f" ({record.rule})" if record.rule else "")
+    if record.reason:
+        status += f": {record.reason}"
+    parts.append(Text(safe_text(status), style="dim"))
+    if record.state.value == "pending":
+        parts.append(Text(answer_hint(record), style="green"))
+    title = Text.assemble(
+        (record.request_id, "bold"), "  ", (record.kind, "magenta"), "  ", _t(record.title)
+    )
+    return Panel(Group(*parts), title=title, title_align="left")

@@ -1,0 +1,1 @@
+"""Sessions and turns: the lifecycle of one agent process and its prompts."""

@@ -1,0 +1,59 @@
+"""The one place canonical events leave a session: stamp, store, show."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from baton.events.acp_normalizer import Draft
+from baton.events.model import CanonicalEvent, Payload
+from baton.events.sequencer import Sequencer
+
+if TYPE_CHECKING:
+    from baton.store.store import Store
+
+Listener = Callable[[CanonicalEvent], None]
+
+
+class EventEmitter:
+    """Stamps payloads with run/session/turn identity and appends them durably.
+
+    Listeners (the CLI's live view, NDJSON output) see each event once it is
+    queued for the store, in sequence order.
+    """
+
+    def __init__(self, sequencer: Sequencer, store: Store | None) -> None:
+        self.sequencer = sequencer
+        self.store = store
+        self.listeners: list[Listener] = []
+        self.count = 0
+
+    @property
+    def run_id(self) -> str:
+        return self.sequencer.run_id
+
+    async def emit(
+        self,
+        payload: Payload,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        raw: Any = None,
+    ) -> CanonicalEvent:
+        event = self.sequencer.stamp(payload, session_id=session_id, turn_id=turn_id, raw=raw)
+        if self.store is not None:
+            await self.store.append_async(event)
+        self.count += 1
+        for listener in self.listeners:
+            listener(event)
+        return event
+
+    async def emit_drafts(
+        self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
+    ) -> None:
+        for draft in drafts:
+            await self.emit(draft.payload, session_id=session_id, turn_id=turn_id, raw=draft.raw)
+
+    async def flush(self) -> None:
+        if self.store is not None:
+            await self.store.flush()

@@ -1,0 +1,1021 @@
+"""One agent process and its ACP session: launch, handshake, turns, shutdown.
+
+:class:`AgentSession` is the runner's public unit. ``open()`` admits the
+workspace, prepares the private launch environment, spawns the agent in its own
+process group, negotiates the protocol and creates (or resumes/loads) a session.
+``prompt()`` runs exactly one turn to exactly one terminal event; ``cancel()``
+asks the agent to stop and ``kill()`` stops its process group when it will not.
+Everything the agent emits flows through the normalizer into the emitter in
+arrival order. No provider is special-cased here: providers differ only by their
+profile and their :class:`~baton.providers.extension.ProviderExtension`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+import acp.schema as acp_schema
+from pydantic import ValidationError
+
+import baton
+from baton.acp import jsonrpc
+from baton.acp.connection import ConnectionClosed, JsonRpcConnection, protocol_error_text
+from baton.acp.framing import FrameError
+from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
+from baton.acp.process import AgentProcess
+from baton.errors import (
+    AgentError,
+    AgentExited,
+    AgentTimeout,
+    AuthRequired,
+    ConfigError,
+    RemoteCallError,
+    RemoteProtocolError,
+    SecurityError,
+)
+from baton.events.acp_normalizer import AcpNormalizer, Draft
+from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, bounded_value, clip_text
+from baton.events.model import (
+    HarnessDiagnostic,
+    ProviderNotice,
+    RequestAnswered,
+    RequestCancelled,
+    RequestCreated,
+    RequestDelivered,
+    SecurityPathRefused,
+    SessionClosed,
+    SessionFailed,
+    SessionStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnSubmitted,
+)
+from baton.providers.extension import ProviderExtension
+from baton.providers.profile import AgentProfile
+from baton.runner import client_fs
+from baton.runner.approvals import (
+    Approver,
+    Decision,
+    PermissionAsk,
+    choose_option,
+    permission_outcome,
+)
+from baton.runner.emitter import EventEmitter
+from baton.runner.terminals import TerminalManager
+from baton.runner.turn import Turn
+from baton.security.admission import admit
+from baton.security.launch_env import LaunchEnvironment, prepare_launch
+from baton.security.paths import display_path, resolve_inside
+from baton.security.redact import Redactor
+
+PROTOCOL_VERSION = 1
+CANCEL_GRACE_SECONDS = 5.0
+EXIT_GRACE_SECONDS = 2.0
+
+SessionHow = Literal["new", "load", "resume"]
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended; mirrors the one terminal event."""
+
+    turn_id: str
+    status: Literal["completed", "failed", "cancelled"]
+    stop_reason: str | None = None
+    error: str | None = None
+    tool_calls: int = 0
+
+
+@dataclass(slots=True)
+class SessionStats:
+    turns: int = 0
+    tool_calls: int = 0
+    files_written: set[str] = field(default_factory=set)
+    usage_available: bool = False
+
+
+class AgentSession:
+    """A live ACP session with one agent process."""
+
+    def __init__(
+        self,
+        profile: AgentProfile,
+        *,
+        workspace: Path,
+        emitter: EventEmitter,
+        approver: Approver,
+        extension: ProviderExtension | None,
+        redactor: Redactor,
+        launch: LaunchEnvironment,
+    ) -> None:
+        self.profile = profile
+        self.workspace = workspace
+        self.emitter = emitter
+        self.approver = approver
+        self.redactor = redactor
+        self.launch = launch
+        self.normalizer = AcpNormalizer(
+            redaction=redactor,
+            display_path=partial(display_path, workspace),
+            extension=extension,
+            workspace=str(workspace),
+        )
+        self.process: AgentProcess | None = None
+        self.conn: JsonRpcConnection | None = None
+        self.terminals = TerminalManager(workspace, launch.env)
+        self.agent_session_id: str | None = None
+        self.how: SessionHow = "new"
+        self.initialize_result: acp_schema.InitializeResponse | None = None
+        self.session_result: dict[str, Any] = {}
+        self.stats = SessionStats()
+        self.connection_id = uuid.uuid4().hex
+        self._reader: asyncio.Task[None] | None = None
+        self._exit_watch: asyncio.Task[None] | None = None
+        self._turn: Turn | None = None
+        self._last_turn: Turn | None = None
+        self._replaying = False
+        self._replayed = 0
+        self._pending_asks: dict[JsonRpcId, tuple[str, asyncio.Task[Decision]]] = {}
+        self._answered: dict[JsonRpcId, tuple[str, str | None]] = {}
+        self._late_noticed: set[str] = set()
+        self._prompt_future: asyncio.Future[Any] | None = None
+        self._closed = False
+
+    # ================================================================== opening
+
+    @classmethod
+    async def open(
+        cls,
+        profile: AgentProfile,
+        *,
+        workspace: Path,
+        emitter: EventEmitter,
+        approver: Approver,
+        state_dir: Path,
+        extension: ProviderExtension | None = None,
+        environ: Mapping[str, str] | None = None,
+        secrets_file: Path | None = None,
+        mcp_servers: Sequence[Mapping[str, Any]] = (),
+        resume_session_id: str | None = None,
+        persistent_root: Path | None = None,
+    ) -> AgentSession:
+        """Admit, launch, handshake and create/resume a session, or raise a typed error.
+
+        Every refusal and failure is also an event in the stream.
+        """
+        workspace = workspace.resolve()
+        await _admit_or_refuse(profile, workspace, emitter)
+        try:
+            launch = prepare_launch(
+                profile,
+                workspace=workspace,
+                base_dir=state_dir / "agents",
+                environ=os.environ if environ is None else environ,
+                secrets_file=secrets_file,
+                persistent_root=persistent_root,
+            )
+        except (ConfigError, SecurityError) as exc:
+            await emitter.emit(
+                SessionFailed(error_type=type(exc).__name__, message=clip_text(str(exc)))
+            )
+            raise
+        redactor = Redactor(launch.bound_secret_values)
+        self = cls(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            approver=approver,
+            extension=extension,
+            redactor=redactor,
+            launch=launch,
+        )
+        try:
+            await self._start(mcp_servers, resume_session_id)
+        except BaseException as exc:
+            if isinstance(exc, AgentError | ConfigError | SecurityError):
+                await self.emitter.emit(
+                    SessionFailed(
+                        error_type=type(exc).__name__,
+                        message=clip_text(self.redactor.text(str(exc))),
+                        auth_methods=list(getattr(exc, "auth_methods", ())),
+                        stderr_preview=self.stderr_preview(),
+                    )
+                )
+            await self._shutdown("open failed")
+            raise
+        return self
+
+    async def _start(
+        self, mcp_servers: Sequence[Mapping[str, Any]], resume_session_id: str | None
+    ) -> None:
+        self.process = await AgentProcess.spawn(
+            self.profile.argv(), env=self.launch.env, cwd=self.workspace
+        )
+        self.conn = JsonRpcConnection(self.process.stdout, self.process.stdin, _Handler(self))
+        self._reader = asyncio.create_task(self.conn.run(), name="acp-reader")
+        self._exit_watch = asyncio.create_task(self._watch_exit(), name="acp-exit-watch")
+        init = await self._initialize()
+        self.initialize_result = init
+        caps = init.agent_capabilities
+        servers = [dict(s) for s in mcp_servers]
+        result: dict[str, Any] | None = None
+        if resume_session_id:
+            result = await self._resume_or_load(resume_session_id, servers, caps)
+        if result is None:
+            result = await self._call(
+                "session/new",
+                acp_schema.NewSessionRequest(cwd=str(self.workspace), mcp_servers=[]).model_dump(
+                    by_alias=True, exclude_none=True
+                )
+                | {"mcpServers": servers},
+                timeout=self.profile.session_timeout,
+            )
+            parsed = _parse(acp_schema.NewSessionResponse, result, "session/new")
+            self.agent_session_id = parsed.session_id
+            self.how = "new"
+        self.session_result = result or {}
+        await self._apply_settings()
+        await self.emitter.emit(self._started_payload(), session_id=self.agent_session_id)
+
+    async def _initialize(self) -> acp_schema.InitializeResponse:
+        request = acp_schema.InitializeRequest(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=acp_schema.ClientCapabilities(
+                fs=acp_schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True,
+                field_meta=dict(self.profile.client_meta) or None,
+            ),
+            client_info=acp_schema.Implementation(
+                name="baton", title="baton", version=baton.__version__
+            ),
+        ).model_dump(by_alias=True, exclude_none=True)
+        raw = await self._call("initialize", request, timeout=self.profile.initialize_timeout)
+        init: acp_schema.InitializeResponse = _parse(
+            acp_schema.InitializeResponse, raw, "initialize"
+        )
+        if init.protocol_version != PROTOCOL_VERSION:
+            raise RemoteProtocolError(
+                f"agent speaks ACP protocol version {init.protocol_version}; "
+                f"baton speaks {PROTOCOL_VERSION}"
+            )
+        return init
+
+    async def _resume_or_load(
+        self,
+        session_id: str,
+        servers: list[dict[str, Any]],
+        caps: acp_schema.AgentCapabilities | None,
+    ) -> dict[str, Any] | None:
+        """``session/resume`` → ``session/load``; ``None`` means start fresh."""
+        params = {"sessionId": session_id, "cwd": str(self.workspace), "mcpServers": servers}
+        session_caps = caps.session_capabilities if caps else None
+        attempts: list[tuple[str, SessionHow]] = []
+        if session_caps is not None and session_caps.resume is not None:
+            attempts.append(("session/resume", "resume"))
+        if caps is not None and caps.load_session:
+            attempts.append(("session/load", "load"))
+        for method, how in attempts:
+            self._replaying = how == "load"
+            self._replayed = 0
+            try:
+                result = await self._call(method, params, timeout=self.profile.session_timeout)
+            except RemoteCallError as exc:
+                await self._notice(
+                    "session_recovery",
+                    f"{method} for {session_id} failed ({exc.remote_message}); trying the next way",
+                    method=method,
+                )
+                continue
+            finally:
+                self._replaying = False
+            self.agent_session_id = session_id
+            self.how = how
+            return result if isinstance(result, dict) else {}
+        if not attempts:
+            await self._notice(
+                "session_recovery",
+                "the agent supports neither session/resume nor session/load; starting fresh",
+            )
+        return None
+
+    async def _apply_settings(self) -> None:
+        """Set the profile's mode/model/config, only through what the agent advertises."""
+        wanted = {k: v for k, v in self.profile.config_options.items()}
+        if self.profile.mode:
+            wanted.setdefault("mode", self.profile.mode)
+        if self.profile.model:
+            wanted.setdefault("model", self.profile.model)
+        if not wanted:
+            return
+        options = self.session_result.get("configOptions") or []
+        by_id = {o.get("id"): o for o in options if isinstance(o, dict)}
+        by_category = {o.get("category"): o for o in options if isinstance(o, dict)}
+        for key, value in wanted.items():
+            option = by_id.get(key) or by_category.get(key)
+            if option is None:
+                modes = self.session_result.get("modes") or {}
+                available = [m.get("id") for m in modes.get("availableModes", [])]
+                if key == "mode" and value in available:
+                    await self._call(
+                        "session/set_mode",
+                        {"sessionId": self.agent_session_id, "modeId": value},
+                        timeout=self.profile.session_timeout,
+                    )
+                    continue
+                raise ConfigError(
+                    f"{self.profile.name}: the agent does not advertise a {key!r} setting; "
+                    "refusing to send an unadvertised config option"
+                )
+            values = [o.get("value") for o in option.get("options", []) if isinstance(o, dict)]
+            if option.get("type") == "select" and value not in values:
+                raise ConfigError(
+                    f"{self.profile.name}: {key} {value!r} is not offered by the agent "
+                    f"(offered: {', '.join(map(str, values))}); no substitute is chosen"
+                )
+            result = await self._call(
+                "session/set_config_option",
+                {"sessionId": self.agent_session_id, "configId": option["id"], "value": value},
+                timeout=self.profile.session_timeout,
+            )
+            if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
+                self.session_result["configOptions"] = result["configOptions"]
+
+    def _started_payload(self) -> SessionStarted:
+        init = self.initialize_result
+        modes = self.session_result.get("modes") or {}
+        return SessionStarted(
+            agent=self.profile.name,
+            how=self.how,
+            agent_session_id=self.agent_session_id or "",
+            cwd=".",
+            protocol_version=init.protocol_version if init else PROTOCOL_VERSION,
+            agent_info=(
+                init.agent_info.model_dump(by_alias=True, exclude_none=True)
+                if init and init.agent_info
+                else None
+            ),
+            modes=[bounded_value(m) for m in modes.get("availableModes", [])][:64],
+            current_mode=modes.get("currentModeId"),
+            config_options=[
+                bounded_value(o) for o in self.session_result.get("configOptions") or []
+            ][:64],
+            replayed_updates=self._replayed,
+        )
+
+    # ==================================================================== turns
+
+    @property
+    def turn(self) -> Turn | None:
+        return self._turn
+
+    async def prompt(
+        self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float | None = None
+    ) -> TurnOutcome:
+        """Run one turn to its single terminal event and return how it ended."""
+        if self._turn is not None:
+            raise AgentError("a turn is already running in this session; baton does not queue")
+        if self.conn is None or self.conn.closed or self.agent_session_id is None:
+            raise AgentExited("the agent session is not running", returncode=self.returncode)
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        data = text.encode("utf-8", errors="surrogatepass")
+        turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=_now_ms())
+        self._turn = turn
+        self.stats.turns += 1
+        session_id = self.agent_session_id
+        await self._emit_drafts(self.normalizer.begin_turn(session_id, turn.turn_id))
+        await self.emitter.emit(
+            TurnSubmitted(
+                prompt_preview=clip_text(self.redactor.text(text), 400),
+                prompt_bytes=len(data),
+                prompt_sha256=hashlib.sha256(data).hexdigest(),
+            ),
+            session_id=session_id,
+            turn_id=turn.turn_id,
+        )
+        tool_calls_before = self.normalizer.tool_calls
+        limit = self.profile.turn_timeout if timeout is None else timeout
+        assert self.conn is not None
+        request = await self.conn.send_request(
+            "session/prompt", {"sessionId": session_id, "prompt": blocks}
+        )
+        self._prompt_future = request
+        outcome: TurnCompleted | TurnFailed | TurnCancelled
+        try:
+            outcome = await self._await_prompt(turn, request, limit)
+        except asyncio.CancelledError:
+            # The caller is going away: never leave the agent running a turn.
+            await self.kill("the caller was cancelled")
+            outcome = TurnCancelled(
+                reason="baton was interrupted", duration_ms=turn.elapsed_ms(_now_ms()), forced=True
+            )
+            await self._finish_turn(turn, outcome, None, tool_calls_before)
+            raise
+        usage = None
+        if request.done() and not request.cancelled() and request.exception() is None:
+            result = request.result()
+            usage = result.get("usage") if isinstance(result, dict) else None
+        return await self._finish_turn(turn, outcome, usage, tool_calls_before)
+
+    async def _await_prompt(
+        self, turn: Turn, request: asyncio.Future[Any], limit: float
+    ) -> TurnCompleted | TurnFailed | TurnCancelled:
+        done, _ = await asyncio.wait({request}, timeout=limit)
+        timed_out = not done
+        if timed_out:
+            turn.cancel_requested = turn.cancel_requested or f"turn timeout after {limit:g}s"
+            await self._send_cancel()
+            done, _ = await asyncio.wait({request}, timeout=CANCEL_GRACE_SECONDS)
+            if not done:
+                await self.kill(f"the agent ignored session/cancel for {CANCEL_GRACE_SECONDS:g}s")
+                with contextlib.suppress(BaseException):
+                    await request
+            return TurnFailed(
+                error_type="AgentTimeout",
+                message=(
+                    f"the turn exceeded its {limit:g}s limit; "
+                    + ("the agent stopped on session/cancel" if done else "its process was killed")
+                ),
+                duration_ms=turn.elapsed_ms(_now_ms()),
+                stderr_preview=self.stderr_preview(),
+            )
+        try:
+            result = request.result()
+        except RemoteCallError as exc:
+            if turn.cancel_requested and turn.cancel_requested.startswith("killed"):
+                return self._cancelled(turn, forced=True)
+            error_type = "AuthRequired" if exc.code == jsonrpc.AUTH_REQUIRED else "RemoteCallError"
+            return TurnFailed(
+                error_type=error_type,
+                message=clip_text(self.redactor.text(str(exc))),
+                duration_ms=turn.elapsed_ms(_now_ms()),
+                stderr_preview=self.stderr_preview(),
+            )
+        except AgentExited as exc:
+            if turn.cancel_requested and turn.cancel_requested.startswith("killed"):
+                return self._cancelled(turn, forced=True)
+            code = await self._exit_code_soon()
+            return TurnFailed(
+                error_type="AgentExited",
+                message=f"the agent exited during the turn (exit code {code})"
+                if code is not None
+                else f"the agent closed its connection during the turn: {exc}",
+                duration_ms=turn.elapsed_ms(_now_ms()),
+                stderr_preview=self.stderr_preview(),
+            )
+        try:
+            parsed = _parse(acp_schema.PromptResponse, result, "session/prompt")
+        except RemoteProtocolError as exc:
+            return TurnFailed(
+                error_type="RemoteProtocolError",
+                message=clip_text(str(exc)),
+                duration_ms=turn.elapsed_ms(_now_ms()),
+            )
+        if parsed.stop_reason == "cancelled":
+            return self._cancelled(turn, forced=False)
+        return TurnCompleted(stop_reason=parsed.stop_reason, duration_ms=turn.elapsed_ms(_now_ms()))
+
+    def _cancelled(self, turn: Turn, *, forced: bool) -> TurnCancelled:
+        reason = turn.cancel_requested or "the agent cancelled the turn"
+        return TurnCancelled(reason=reason, duration_ms=turn.elapsed_ms(_now_ms()), forced=forced)
+
+    async def _finish_turn(
+        self,
+        turn: Turn,
+        outcome: TurnCompleted | TurnFailed | TurnCancelled,
+        usage: Any,
+        tool_calls_before: int,
+    ) -> TurnOutcome:
+        turn.finish(outcome)
+        session_id = self.agent_session_id
+        await self._cancel_pending_asks(turn, f"the turn ended ({outcome.TYPE})")
+        drafts = self.normalizer.flush()
+        if not isinstance(outcome, TurnCompleted):
+            settled = self.normalizer.tools.settle_open(
+                "cancelled" if isinstance(outcome, TurnCancelled) else "failed", _now_ms()
+            )
+            drafts.extend(Draft(p) for p in settled)
+        drafts.extend(self.normalizer.end_turn(usage))
+        await self._emit_drafts(drafts)
+        await self.emitter.emit(outcome, session_id=session_id, turn_id=turn.turn_id)
+        self.stats.usage_available = self.stats.usage_available or self.normalizer.usage_reported
+        tool_calls = self.normalizer.tool_calls - tool_calls_before
+        self.stats.tool_calls += tool_calls
+        self._last_turn = turn
+        self._turn = None
+        status: Literal["completed", "failed", "cancelled"]
+        status = {"turn.completed": "completed", "turn.failed": "failed"}.get(  # type: ignore[assignment]
+            outcome.TYPE, "cancelled"
+        )
+        return TurnOutcome(
+            turn_id=turn.turn_id,
+            status=status,
+            stop_reason=outcome.stop_reason if isinstance(outcome, TurnCompleted) else None,
+            error=outcome.message if isinstance(outcome, TurnFailed) else None,
+            tool_calls=tool_calls,
+        )
+
+    async def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Ask the agent to stop the current turn (ACP ``session/cancel``)."""
+        turn = self._turn
+        if turn is None or turn.done:
+            return
+        turn.cancel_requested = turn.cancel_requested or reason
+        await self._cancel_pending_asks(turn, reason)
+        await self._send_cancel()
+
+    async def _send_cancel(self) -> None:
+        if self.conn is None or self.conn.closed or self.agent_session_id is None:
+            return
+        with contextlib.suppress(ConnectionClosed):
+            await self.conn.notify("session/cancel", {"sessionId": self.agent_session_id})
+
+    async def kill(self, reason: str) -> None:
+        """Stop the agent's whole process group now (it ignored cancel, or we are leaving)."""
+        if self._turn is not None:
+            self._turn.cancel_requested = f"killed: {reason}"
+        if self.process is not None:
+            await self.process.terminate(grace=0.5)
+        await self.emitter.emit(
+            HarnessDiagnostic(
+                category="killed",
+                summary=clip_text(reason),
+                stderr_preview=self.stderr_preview(),
+                exit_code=self.returncode,
+            ),
+            session_id=self.agent_session_id,
+            turn_id=self._turn.turn_id if self._turn else None,
+        )
+
+    # ================================================================ closing
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process else None
+
+    def stderr_preview(self) -> str:
+        if self.process is None:
+            return ""
+        return self.redactor.text(self.process.stderr.tail(DIAGNOSTIC_PREVIEW_BYTES))
+
+    async def close(self, reason: str = "closed by baton") -> None:
+        """End the session and release everything; idempotent."""
+        if self._closed:
+            return
+        if self._turn is not None:
+            await self.cancel("the session is closing")
+        await self._shutdown(reason)
+        await self.emitter.emit(
+            SessionClosed(reason=reason, exit_code=self.returncode),
+            session_id=self.agent_session_id,
+        )
+
+    async def _shutdown(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self.terminals.close()
+        if self.process is not None:
+            await self.process.terminate(grace=EXIT_GRACE_SECONDS)
+        for task in (self._reader, self._exit_watch):
+            if task is not None and not task.done():
+                task.cancel()
+        for task in (self._reader, self._exit_watch):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for _, ask in self._pending_asks.values():
+            ask.cancel()
+        self.launch.cleanup()
+
+    async def _watch_exit(self) -> None:
+        assert self.process is not None and self.conn is not None
+        code = await self.process.proc.wait()
+        # Give the reader a moment to deliver what the agent wrote before exiting.
+        reader = self._reader
+        if reader is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(reader), EXIT_GRACE_SECONDS)
+        self.conn.fail_pending(
+            AgentExited(
+                f"the agent exited with code {code}",
+                returncode=code,
+                stderr_preview=self.stderr_preview(),
+            )
+        )
+
+    async def _exit_code_soon(self) -> int | None:
+        if self.process is None:
+            return None
+        return await self.process.wait(EXIT_GRACE_SECONDS)
+
+    # ================================================================= helpers
+
+    async def _call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+        assert self.conn is not None
+        try:
+            return await self.conn.request(method, params, timeout=timeout)
+        except RemoteCallError as exc:
+            if exc.code == jsonrpc.AUTH_REQUIRED and method != "session/prompt":
+                methods = []
+                if self.initialize_result is not None:
+                    methods = [m.id for m in self.initialize_result.auth_methods or []]
+                raise AuthRequired(
+                    f"{self.profile.name} requires authentication for {method} "
+                    f"({exc.remote_message}); advertised methods: {', '.join(methods) or 'none'}",
+                    auth_methods=methods,
+                ) from exc
+            raise
+        except AgentTimeout:
+            await self.emitter.emit(
+                HarnessDiagnostic(
+                    category="timeout",
+                    summary=f"{method} got no answer within {timeout:g}s",
+                    stderr_preview=self.stderr_preview(),
+                ),
+                session_id=self.agent_session_id,
+            )
+            raise
+
+    async def _emit_drafts(self, drafts: Sequence[Any]) -> None:
+        turn = self._turn or self._last_turn
+        await self.emitter.emit_drafts(
+            drafts, session_id=self.agent_session_id, turn_id=turn.turn_id if turn else None
+        )
+
+    async def _notice(
+        self,
+        category: str,
+        summary: str,
+        *,
+        method: str | None = None,
+        severity: Literal["info", "warning", "error"] = "warning",
+        raw: Any = None,
+    ) -> None:
+        turn = self._turn or self._last_turn
+        await self.emitter.emit(
+            ProviderNotice(
+                category=category,
+                severity=severity,
+                summary=clip_text(self.redactor.text(summary)),
+                method=method,
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+            raw=bounded_value(self.redactor.value(raw)) if raw is not None else None,
+        )
+
+    async def _cancel_pending_asks(self, turn: Turn, reason: str) -> None:
+        for msg_id, (request_id, task) in list(self._pending_asks.items()):
+            if not task.done():
+                task.cancel()
+                await self.emitter.emit(
+                    RequestCancelled(request_id=request_id, kind="permission", reason=reason),
+                    session_id=self.agent_session_id,
+                    turn_id=turn.turn_id,
+                )
+            self._pending_asks.pop(msg_id, None)
+
+    # ============================================================ inbound calls
+
+    async def handle_update(self, params: Any) -> None:
+        if self._replaying:
+            self._replayed += 1
+            return
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if self.agent_session_id is not None and session_id not in (None, self.agent_session_id):
+            await self._notice(
+                "foreign_session",
+                f"update for session {session_id!r}, not this session; kept for the child view",
+                method="session/update",
+                severity="info",
+                raw=params,
+            )
+            return
+        turn = self._turn
+        answered = self._prompt_future is not None and self._prompt_future.done()
+        late_turn = self._last_turn if turn is None else (turn if answered else None)
+        if late_turn is not None:
+            last = late_turn
+            last.late_updates += 1
+            if last.turn_id not in self._late_noticed:
+                self._late_noticed.add(last.turn_id)
+                await self._notice(
+                    "late_update",
+                    "the agent sent updates after its prompt response; attributed to that turn",
+                    method="session/update",
+                    severity="info",
+                )
+        await self._emit_drafts(self.normalizer.update(params, now_ms=_now_ms()))
+
+    async def handle_permission(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
+            raise RpcError.invalid_params("toolCall is required")
+        options = params.get("options")
+        if not isinstance(options, list) or not options:
+            raise RpcError.invalid_params("options must be a non-empty list")
+        tool_call: dict[str, Any] = params["toolCall"]
+        tool_call_id = str(tool_call.get("toolCallId", ""))
+        known = self.normalizer.tools.get(tool_call_id)
+        title = str(tool_call.get("title") or (known.title if known else "") or "tool call")
+        kind = str(tool_call.get("kind") or (known.kind if known else "") or "other")
+        paths = _paths_of(tool_call)
+        outside = any(not self._inside(p) for p in paths)
+        request_id = f"perm-{uuid.uuid4().hex[:12]}"
+        turn = self._turn
+        turn_id = turn.turn_id if turn else None
+        ask = PermissionAsk(
+            request_id=request_id,
+            session_id=str(params.get("sessionId", "")),
+            turn_id=turn_id,
+            tool_call_id=tool_call_id,
+            title=clip_text(self.redactor.text(title)),
+            kind=kind,
+            raw_input=bounded_value(self.redactor.value(tool_call.get("rawInput"))),
+            options=[self.redactor.value(o) for o in options if isinstance(o, dict)],
+            paths=[display_path(self.workspace, p) for p in paths],
+            outside_workspace=outside,
+        )
+        await self.emitter.emit(
+            RequestCreated(
+                request_id=request_id,
+                kind="permission",
+                title=ask.title,
+                summary={
+                    "tool_call_id": tool_call_id,
+                    "tool_kind": kind,
+                    "raw_input": ask.raw_input,
+                    "paths": list(ask.paths),
+                    "outside_workspace": outside,
+                    "options": [
+                        {
+                            "option_id": o.get("optionId"),
+                            "kind": o.get("kind"),
+                            "name": o.get("name"),
+                        }
+                        for o in ask.options
+                    ],
+                },
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn_id,
+        )
+        if turn is None:
+            decision = Decision("cancelled", "policy", rule="no turn is running: stale request")
+        else:
+            task = asyncio.create_task(self.approver.decide(ask), name=f"approve-{request_id}")
+            self._pending_asks[msg_id] = (request_id, task)
+            try:
+                decision = await task
+            except asyncio.CancelledError:
+                self._pending_asks.pop(msg_id, None)
+                # The turn ended or was cancelled: ACP says answer "cancelled".
+                return permission_outcome(None)
+            self._pending_asks.pop(msg_id, None)
+            if turn.done or self._turn is not turn:
+                decision = Decision("cancelled", "policy", rule="the turn ended before the answer")
+        option_id = choose_option(ask.options, decision)
+        await self.emitter.emit(
+            RequestAnswered(
+                request_id=request_id,
+                kind="permission",
+                decided_by=decision.decided_by,
+                answer={"verdict": decision.verdict, "option_id": option_id},
+                rule=decision.rule,
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn_id,
+        )
+        self._answered[msg_id] = (request_id, turn_id)
+        return permission_outcome(option_id)
+
+    async def response_written(self, msg_id: JsonRpcId, ok: bool) -> None:
+        entry = self._answered.pop(msg_id, None)
+        if entry is None:
+            return
+        request_id, turn_id = entry
+        if ok:
+            await self.emitter.emit(
+                RequestDelivered(request_id=request_id, kind="permission"),
+                session_id=self.agent_session_id,
+                turn_id=turn_id,
+            )
+
+    def _inside(self, path: str) -> bool:
+        try:
+            resolve_inside(self.workspace, path, must_exist=False, regular_file=False)
+        except SecurityError:
+            return False
+        return True
+
+    async def handle_fs(self, method: str, params: Any) -> Any:
+        if not isinstance(params, dict):
+            raise RpcError.invalid_params("params must be an object")
+        try:
+            if method == "fs/read_text_file":
+                return client_fs.read_text_file(self.workspace, params)
+            written = client_fs.write_text_file(self.workspace, params)
+            self.stats.files_written.add(display_path(self.workspace, written))
+            return None
+        except SecurityError as exc:
+            await self._path_refused(method, str(params.get("path")), str(exc))
+            raise RpcError(-32602, f"refused: {exc}") from exc
+        except OSError as exc:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, f"{method} failed: {exc.strerror}") from exc
+
+    async def handle_terminal(self, method: str, params: Any) -> Any:
+        if not isinstance(params, dict):
+            raise RpcError.invalid_params("params must be an object")
+        try:
+            if method == "terminal/create":
+                result = await self.terminals.create(params)
+                await self._notice(
+                    "terminal",
+                    f"terminal/create {params.get('command')!r} as {result['terminalId']}",
+                    method=method,
+                    severity="info",
+                )
+                return result
+            handler = {
+                "terminal/output": self.terminals.output,
+                "terminal/wait_for_exit": self.terminals.wait_for_exit,
+                "terminal/kill": self.terminals.kill,
+                "terminal/release": self.terminals.release,
+            }[method]
+            return await handler(params)
+        except SecurityError as exc:
+            await self._path_refused(method, str(params.get("cwd")), str(exc))
+            raise RpcError(-32602, f"refused: {exc}") from exc
+
+    async def _path_refused(self, method: str, path: str, reason: str) -> None:
+        turn = self._turn or self._last_turn
+        await self.emitter.emit(
+            SecurityPathRefused(
+                control="workspace-containment",
+                subject=f"{method} {display_path(self.workspace, path)}",
+                reason=clip_text(self.redactor.text(reason)),
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+        )
+
+    async def handle_vendor(self, method: str, params: Any, *, has_id: bool) -> Any:
+        ctx = self.normalizer.context
+        outcome = self.normalizer.extension.vendor_method(
+            method, params if isinstance(params, dict) else {}, has_id=has_id, ctx=ctx
+        )
+        if outcome is None:
+            await self._notice(
+                "unclassified",
+                f"unknown agent method {method!r}"
+                + (" (answered method-not-found)" if has_id else ""),
+                method=method,
+                raw=params,
+            )
+            if has_id:
+                raise RpcError.method_not_found(method)
+            return None
+        await self._emit_drafts([Draft(p) for p in outcome.payloads])
+        if outcome.route == "human":
+            await self._notice(
+                "headless_answer",
+                f"{method} needs a human; no request ledger is attached, answered headlessly",
+                method=method,
+                severity="info",
+            )
+        return outcome.result if outcome.result is not None else {}
+
+    async def protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
+        turn = self._turn or self._last_turn
+        await self.emitter.emit(
+            HarnessDiagnostic(
+                category="protocol",
+                summary=clip_text(self.redactor.text(protocol_error_text(error))),
+                stderr_preview=self.redactor.text(error.preview)
+                if isinstance(error, FrameError)
+                else "",
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+        )
+
+
+_FS_METHODS = frozenset({"fs/read_text_file", "fs/write_text_file"})
+_TERMINAL_METHODS = frozenset(
+    {
+        "terminal/create",
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    }
+)
+
+
+class _Handler:
+    """Routes inbound agent messages to the session, in arrival order."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+
+    async def on_notification(self, method: str, params: Any) -> None:
+        if method == "session/update":
+            await self.session.handle_update(params)
+        elif method == "$/cancel_request":
+            await self.session._notice(
+                "cancel_request",
+                "agent withdrew a request",
+                method=method,
+                severity="info",
+                raw=params,
+            )
+        else:
+            await self.session.handle_vendor(method, params, has_id=False)
+
+    def on_request(self, request: Request) -> Any:
+        method = request.method
+        session = self.session
+        if method == "session/request_permission":
+            return session.handle_permission(request.id, request.params)
+        if method in _FS_METHODS:
+            return session.handle_fs(method, request.params)
+        if method in _TERMINAL_METHODS:
+            return session.handle_terminal(method, request.params)
+        if method == "elicitation/create":
+            return _decline_elicitation(session)
+        return session.handle_vendor(method, request.params, has_id=True)
+
+    async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
+        await self.session.protocol_error(error)
+
+    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
+        await self.session.response_written(request_id, ok)
+
+    async def on_batch_end(self) -> None:
+        await self.session._emit_drafts(self.session.normalizer.flush())
+
+
+async def _decline_elicitation(session: AgentSession) -> dict[str, Any]:
+    await session._notice(
+        "elicitation",
+        "elicitation/create declined: no human request surface is attached",
+        method="elicitation/create",
+        severity="info",
+    )
+    return {"action": "decline"}
+
+
+def _paths_of(tool_call: Mapping[str, Any]) -> list[str]:
+    """Every path a tool call names: locations, diffs, common rawInput keys."""
+    paths: list[str] = []
+    for loc in tool_call.get("locations") or []:
+        if isinstance(loc, dict) and isinstance(loc.get("path"), str):
+            paths.append(loc["path"])
+    for item in tool_call.get("content") or []:
+        if (
+            isinstance(item, dict)
+            and item.get("type") == "diff"
+            and isinstance(item.get("path"), str)
+        ):
+            paths.append(item["path"])
+    raw = tool_call.get("rawInput")
+    if isinstance(raw, dict):
+        for key in ("path", "file_path", "filePath", "filepath", "abs_path", "notebook_path"):
+            if isinstance(raw.get(key), str):
+                paths.append(raw[key])
+    return paths
+
+
+def _parse(model: Any, raw: Any, method: str) -> Any:
+    try:
+        return model.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        raise RemoteProtocolError(
+            f"{method}: the agent's answer does not match the ACP schema: "
+            f"{exc.errors()[0].get('msg', exc)}"
+        ) from exc
+
+
+async def _admit_or_refuse(profile: AgentProfile, workspace: Path, emitter: EventEmitter) -> None:
+    """Workspace admission before anything is resolved or launched; refusals are events."""
+    verdict = admit(
+        workspace, profile.admission, allow_workspace_config=profile.allow_workspace_config
+    )
+    for payload in verdict.events():
+        await emitter.emit(payload)
+    verdict.raise_if_refused()

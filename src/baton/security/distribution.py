@@ -1,0 +1,185 @@
+"""Where a profile's pin lives, which installed tree it covers, verify-before-launch.
+
+The glue between :class:`~baton.providers.profile.AgentProfile` and
+:mod:`baton.security.pinning`, used by ``baton pin``/``verify``/``doctor`` and by the
+runner before a launch:
+
+* a profile's manifest is ``profile.pin`` when set, else ``<state_dir>/pins/<name>.json``;
+* its installed tree is found from the command: ``argv[0]`` is looked up on ``PATH``,
+  resolved through links (npm's ``.bin`` shims), and the tree root is the nearest
+  ancestor holding ``package.json`` (the npm package), else the executable's directory;
+* a profile is *pinned* when ``profile.pin`` is set (then a missing manifest refuses
+  the launch) or when a manifest exists at the default place (the user ran ``baton
+  pin``). :func:`verify_before_launch` verifies a pinned profile's tree and returns
+  the absolute entry point to launch, so the process started is the file verified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from baton.errors import AgentNotInstalled, ConfigError, SecurityError
+from baton.providers.profile import PYTHON_TOKEN, AgentProfile
+from baton.security.manifest import Manifest, platform_key
+from baton.security.paths import sanitize_id
+from baton.security.pinning import verify_tree
+
+__all__ = [
+    "Install",
+    "VerifiedInstall",
+    "load_manifest",
+    "locate_install",
+    "manifest_path",
+    "pin_status",
+    "save_manifest",
+    "verify_before_launch",
+]
+
+_PACKAGE_ROOT_DEPTH: Final = 4
+"""How many directories above the executable to look for ``package.json``."""
+_MAX_MANIFEST_BYTES: Final = 64 << 20
+
+
+def manifest_path(profile: AgentProfile, state_dir: Path) -> Path:
+    """``profile.pin`` when set, else ``<state_dir>/pins/<profile>.json``."""
+    if profile.pin:
+        return Path(profile.pin).expanduser()
+    return state_dir / "pins" / f"{sanitize_id(profile.name)}.json"
+
+
+def load_manifest(path: Path) -> Manifest | None:
+    """The manifest at ``path``, ``None`` when there is none; :class:`ConfigError` if bad."""
+    try:
+        if path.stat().st_size > _MAX_MANIFEST_BYTES:
+            raise ConfigError(f"pin manifest {path} is implausibly large")
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"pin manifest {path} cannot be read: {exc}") from None
+    try:
+        return Manifest.from_json(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def save_manifest(path: Path, manifest: Manifest) -> None:
+    """Write atomically (temp file + rename), so a reader never sees half a manifest."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(manifest.to_json())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class Install:
+    """An installed agent tree as found from the profile's command."""
+
+    root: Path
+    entrypoint: str
+    """POSIX path of the executable relative to ``root``."""
+    version: str
+
+
+def locate_install(profile: AgentProfile, environ: Mapping[str, str]) -> Install:
+    """Find the tree the profile's command runs from (see the module docstring)."""
+    if profile.command and profile.command[0] == PYTHON_TOKEN:
+        raise ConfigError(f"profile {profile.name!r} runs inside baton's own Python; pin baton")
+    if not profile.command:
+        raise ConfigError(f"profile {profile.name!r} has no command")
+    found = shutil.which(profile.command[0], path=environ.get("PATH", ""))
+    if found is None:
+        raise AgentNotInstalled(
+            f"{profile.command[0]} is not on PATH"
+            + (f" (install: {profile.install_hint})" if profile.install_hint else "")
+        )
+    exe = Path(found).resolve()
+    root = exe.parent
+    for candidate in list(exe.parents)[:_PACKAGE_ROOT_DEPTH]:
+        if (candidate / "package.json").is_file():
+            root = candidate
+            break
+    version = "unknown"
+    pkg = root / "package.json"
+    if pkg.is_file():
+        try:
+            data = json.loads(pkg.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("version"), str):
+            version = data["version"]
+    return Install(root=root, entrypoint=exe.relative_to(root).as_posix(), version=version)
+
+
+def pin_status(profile: AgentProfile, state_dir: Path) -> str:
+    """One line for ``baton doctor`` (does not hash anything)."""
+    path = manifest_path(profile, state_dir)
+    try:
+        manifest = load_manifest(path)
+    except ConfigError as exc:
+        return f"manifest invalid: {exc}"
+    if manifest is None:
+        return "required but manifest missing" if profile.pin else "not pinned"
+    pin = manifest.platforms.get(platform_key())
+    if pin is None:
+        return f"pinned {manifest.version}, but not for {platform_key()}"
+    return (
+        f"pinned {manifest.version}: {len(pin.files)} files, closure {pin.closure_sha256[:12]}…, "
+        f"entrypoint {pin.entrypoint} (run `baton verify {profile.name}`)"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedInstall:
+    """A pinned tree that just verified: launch ``executable``, not a PATH lookup."""
+
+    root: Path
+    executable: Path
+    manifest: Manifest
+
+
+def verify_before_launch(
+    profile: AgentProfile,
+    state_dir: Path,
+    environ: Mapping[str, str],
+    *,
+    root: Path | None = None,
+) -> VerifiedInstall | None:
+    """Verify a pinned profile's installed tree; ``None`` when the profile is not pinned.
+
+    Raises :class:`~baton.security.pinning.PinMismatch` (a ``SecurityError``) naming
+    each difference, or :class:`SecurityError` when the pin is required but missing or
+    the command no longer resolves to the pinned entry point.
+    """
+    path = manifest_path(profile, state_dir)
+    manifest = load_manifest(path)
+    if manifest is None:
+        if profile.pin:
+            raise SecurityError(
+                f"profile {profile.name!r} requires the pin {path}, which does not exist"
+            )
+        return None
+    pin = manifest.for_platform()
+    if root is None:
+        install = locate_install(profile, environ)
+        if install.entrypoint != pin.entrypoint:
+            raise SecurityError(
+                f"{profile.command[0]} resolves to {install.entrypoint} in its tree, but the pin's "
+                f"entrypoint is {pin.entrypoint}"
+            )
+        root = install.root
+    verify_tree(root, manifest)
+    return VerifiedInstall(root=root, executable=root / pin.entrypoint, manifest=manifest)

@@ -1,0 +1,173 @@
+"""Named schema migrations, applied once each, in order, through the writer.
+
+A migration is recorded by name in ``schema_migrations`` inside the same
+transaction that applies it, so a crash can never leave a half-applied step
+marked done. Several processes may open the same store at once: each step is
+re-checked after ``BEGIN IMMEDIATE`` (which serializes writers), so whoever
+comes second sees the row and skips it.
+
+Other modules (the human-requests ledger, ...) pass their own steps as
+``extra_migrations``; names are global, so prefix them with the module
+(``requests.0001_ledger``). Names present in the database but unknown to the
+caller are ignored: a CLI opened without the ledger's steps must still read a
+daemon's store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from baton.errors import StoreError
+
+__all__ = ["CORE_MIGRATIONS", "Migration", "apply_migrations", "split_statements"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One named schema step; ``sql`` may hold several statements."""
+
+    name: str
+    sql: str
+
+    def __post_init__(self) -> None:
+        if not self.name or self.name != self.name.strip():
+            raise ValueError(f"migration name must be non-empty and unpadded: {self.name!r}")
+
+
+_SCHEMA_MIGRATIONS_SQL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    name TEXT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+)
+"""
+
+CORE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "core.0001_runs",
+        """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            cwd TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (
+                status IN ('running', 'completed', 'failed', 'cancelled', 'interrupted')
+            ),
+            created_at TEXT NOT NULL,
+            ended_at TEXT,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX runs_by_created_at ON runs (created_at);
+        """,
+    ),
+    Migration(
+        "core.0002_sessions",
+        """
+        CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            agent_session_id TEXT NOT NULL,
+            cwd TEXT NOT NULL,
+            identity_key TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            role TEXT,
+            run_id TEXT,
+            state TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE UNIQUE INDEX sessions_by_identity_key
+            ON sessions (identity_key) WHERE identity_key IS NOT NULL;
+        CREATE INDEX sessions_by_updated_at ON sessions (updated_at);
+        """,
+    ),
+    # A rowid table on purpose, not WITHOUT ROWID: stored lines are a few hundred
+    # bytes, past the ~1/20-page size where WITHOUT ROWID pays off, and measured
+    # ingest was equal or better this way. The implicit rowid also gives a
+    # store-wide commit order for free. No index on ``type``: every extra index is
+    # another b-tree write per event on the hottest path; add one in a later
+    # migration when a query needs it.
+    Migration(
+        "core.0003_events",
+        """
+        CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs (run_id),
+            seq INTEGER NOT NULL CHECK (seq >= 1),
+            type TEXT NOT NULL,
+            session_id TEXT,
+            turn_id TEXT,
+            ts TEXT NOT NULL,
+            json TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        """,
+    ),
+)
+"""baton's own tables: ``runs``, ``sessions``, ``events`` (``schema_migrations`` is
+bootstrapped by :func:`apply_migrations` itself, since it records the others)."""
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into statements, respecting quotes, comments and triggers.
+
+    ``Connection.executescript`` would COMMIT first, which breaks the
+    one-transaction-per-migration rule, so statements run one by one.
+    """
+    statements: list[str] = []
+    buffer = ""
+    for piece in sql.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            if statement.strip(";").strip():
+                statements.append(statement)
+            buffer = ""
+    leftover = buffer[:-1].strip()
+    if leftover:
+        raise StoreError(f"incomplete SQL statement in migration: {leftover[:80]!r}")
+    return statements
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the steps not yet recorded, each in its own transaction; return their names.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
+    transaction. Raises :class:`StoreError` naming the failing step; earlier
+    steps stay applied.
+    """
+    names = [m.name for m in migrations]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise StoreError(f"duplicate migration names: {', '.join(duplicates)}")
+    conn.execute(_SCHEMA_MIGRATIONS_SQL)
+    applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    done: list[str] = []
+    for migration in migrations:
+        if migration.name in applied:
+            continue
+        statements = split_statements(migration.sql)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            already = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
+            ).fetchone()
+            if already is None:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                    (migration.name, _utc_now()),
+                )
+                done.append(migration.name)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StoreError(f"migration {migration.name!r} failed: {exc}") from exc
+    return done

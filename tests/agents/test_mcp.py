@@ -1,0 +1,159 @@
+"""MCP steps, FCoP delegation and the automatic report, against a real stdio MCP server."""
+
+from pathlib import Path
+
+from tests.agents.builtin_client import AgentProcess, echo_server, read_calls
+
+LEADER_PROMPT = """# Lead the release
+
+- [ ] @DEV build the thing
+    use make
+    and run the tests
+- [ ] @QA check the thing
+- [x] @OPS already done
+
+```sh
+echo built
+```
+"""
+
+
+async def test_mcp_steps_call_tools_of_the_injected_server(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls)])
+    prompt = (
+        "baton-report: none\n"
+        '```mcp echo.echo\n{"text": "hello"}\n```\n'
+        '```mcp echo\n{"text": "bare"}\n```\n'
+        '```mcp echo.fail\n{"reason": "no luck"}\n```\n'
+        "```sh\ntouch never\n```\n"
+    )
+    turn = await agent.prompt(session_id, prompt, timeout=30)
+
+    assert turn.requests == []
+    openings = turn.tool_updates("tool_call")
+    assert [(o["kind"], o["title"], o["rawInput"]) for o in openings] == [
+        (
+            "other",
+            "mcp: echo.echo",
+            {"server": "echo", "tool": "echo", "arguments": {"text": "hello"}},
+        ),
+        ("other", "mcp: echo", {"server": None, "tool": "echo", "arguments": {"text": "bare"}}),
+        (
+            "other",
+            "mcp: echo.fail",
+            {"server": "echo", "tool": "fail", "arguments": {"reason": "no luck"}},
+        ),
+    ]
+    finals = turn.finals()
+    assert finals[0]["status"] == "completed"
+    assert finals[0]["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "hello"}}
+    ]
+    assert finals[0]["rawOutput"]["structuredContent"] == {"result": "hello"}
+    assert finals[1]["content"][0]["content"]["text"] == "bare"
+    assert finals[2]["status"] == "failed" and finals[2]["rawOutput"]["isError"] is True
+    assert turn.summary().startswith(
+        "2 of 4 steps succeeded; step 3 (mcp: echo.fail) failed: tool error: "
+    )
+    assert turn.summary().endswith("; step 4 was not run.")
+    assert [c["tool"] for c in read_calls(calls)] == ["echo", "echo", "fail"]
+
+
+async def test_delegations_and_the_automatic_report(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls, name="fcop")])
+    turn = await agent.prompt(session_id, LEADER_PROMPT, timeout=30)
+
+    assert [e["content"] for e in turn.updates[0]["entries"]] == [
+        "delegate @DEV: build the thing",
+        "delegate @QA: check the thing",
+        "sh: echo built",
+        "report: write_report",
+    ]
+    assert [r["params"]["toolCall"]["kind"] for r in turn.requests] == ["execute"]
+    logged = read_calls(calls)
+    assert logged[:2] == [
+        {
+            "tool": "create_task",
+            "arguments": {
+                "recipient": "DEV",
+                "subject": "build the thing",
+                "body": "build the thing\nuse make\nand run the tests",
+            },
+        },
+        {
+            "tool": "create_task",
+            "arguments": {
+                "recipient": "QA",
+                "subject": "check the thing",
+                "body": "check the thing",
+            },
+        },
+    ]
+    report = logged[2]
+    assert report["tool"] == "write_report" and report["arguments"]["result"] == "done"
+    assert "| 3 | sh: echo built | succeeded | 0 |" in report["arguments"]["body"]
+    assert (
+        turn.summary() == "3 of 3 steps succeeded. Report filed with write_report (result: done)."
+    )
+    assert turn.updates[-2]["entries"][-1]["status"] == "completed"
+
+
+async def test_a_failed_runbook_reports_blocked(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls)])
+    turn = await agent.prompt(
+        session_id, "```sh\necho oops; exit 5\n```\n```sh\ntrue\n```\n", timeout=30
+    )
+
+    [report] = read_calls(calls)
+    assert report["tool"] == "write_report"
+    assert report["arguments"]["result"] == "blocked"
+    body = report["arguments"]["body"]
+    assert (
+        "failed with exit code 5" in body
+        and "| 2 | sh: true | not run |" in body
+        and "oops" in body
+    )
+    assert turn.summary().endswith("Report filed with write_report (result: blocked).")
+
+
+async def test_an_explicit_report_step_replaces_the_automatic_one(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls)])
+    prompt = '```mcp write_report\n{"result": "done", "body": "by hand"}\n```\n'
+    turn = await agent.prompt(session_id, prompt, timeout=30)
+    assert read_calls(calls) == [
+        {"tool": "write_report", "arguments": {"result": "done", "body": "by hand"}}
+    ]
+    assert turn.summary() == "1 of 1 step succeeded."
+
+
+async def test_delegations_without_create_task_are_not_sent(
+    agent: AgentProcess, workdir: Path
+) -> None:
+    session_id = await agent.new_session(workdir)
+    turn = await agent.prompt(session_id, "- [ ] @DEV build it\n")
+    assert turn.shape() == ["agent_message_chunk", "response:end_turn"]
+    assert turn.summary().endswith(
+        "1 delegation item(s) were not sent: no MCP server of this session offers create_task."
+    )
+
+
+async def test_an_unstartable_server_fails_its_steps_honestly(
+    agent: AgentProcess, workdir: Path
+) -> None:
+    broken = {"name": "gone", "command": str(workdir / "no-such-binary"), "args": [], "env": []}
+    session_id = await agent.new_session(workdir, [broken])
+    turn = await agent.prompt(session_id, "```mcp gone.anything\n{}\n```\n", timeout=30)
+    assert turn.finals()[0]["status"] == "failed"
+    assert "MCP server 'gone' failed to start: " in turn.summary()

@@ -1,0 +1,100 @@
+"""The runbook format (pure parsing)."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from baton.agents.builtin.runbook import (
+    Delegation,
+    FileStep,
+    McpStep,
+    ShellStep,
+    label,
+    parse_runbook,
+)
+
+
+def test_steps_are_the_fenced_blocks_with_known_info_strings_in_order() -> None:
+    runbook = parse_runbook(
+        "Intro text.\n"
+        "```sh\nmake\nmake test\n```\n"
+        "```python\nprint('not a step')\n```\n"
+        "~~~bash\necho tilde\n~~~\n"
+        "```file docs/a b.md\n# Title\n```\n"
+        '```mcp fcop.write_report\n{"result": "done"}\n```\n'
+        "```shell\ntrue\n```"
+    )
+    assert runbook.steps == (
+        ShellStep("sh", "make\nmake test\n"),
+        ShellStep("bash", "echo tilde\n"),
+        FileStep("docs/a b.md", "# Title\n"),
+        McpStep("fcop.write_report", {"result": "done"}),
+        ShellStep("sh", "true\n"),
+    )
+    assert runbook.narrative == ("Intro text.",)
+    assert runbook.has_report_step
+
+
+def test_fences_follow_commonmark() -> None:
+    text = "````sh\necho '```sh'\n```\necho still inside\n````\n  ```sh\n  indented\n    more\n  ```\n```sh\nunclosed\n"
+    assert parse_runbook(text).steps == (
+        ShellStep("sh", "echo '```sh'\n```\necho still inside\n"),
+        ShellStep("sh", "indented\n  more\n"),
+        ShellStep("sh", "unclosed\n"),
+    )
+
+
+def test_mcp_arguments() -> None:
+    steps = parse_runbook(
+        "```mcp echo\n```\n```mcp a.b\n[1]\n```\n```mcp c\n{oops\n```\n```mcp\n{}\n```\n"
+    ).steps
+    assert steps[0] == McpStep("echo", {})
+    assert steps[1] == McpStep("a.b", {}, "arguments must be a JSON object")
+    assert isinstance(steps[2], McpStep) and (steps[2].error or "").startswith(
+        "arguments are not valid JSON"
+    )
+    assert steps[3] == McpStep("", {})
+    assert isinstance(steps[1], McpStep) and steps[1].tool == "b"
+
+
+def test_delegations_take_the_lines_indented_under_them() -> None:
+    runbook = parse_runbook(
+        "- [ ] @DEV build it\n"
+        "    details one\n"
+        "\n"
+        "      deeper\n"
+        "    ```sh\n"
+        "    make\n"
+        "    ```\n"
+        "- [ ] @QA_2 test it\n"
+        "- [x] @OPS done already\n"
+        "- [ ] @dev lower case\n"
+        "- [ ] @PM\n"
+        "\n"
+        "after\n"
+    )
+    assert runbook.delegations == (
+        Delegation("DEV", "build it", "build it\ndetails one\n\n  deeper\n```sh\nmake\n```"),
+        Delegation("QA_2", "test it", "test it"),
+    )
+    assert runbook.steps == ()
+    assert "after" in runbook.narrative
+
+
+def test_directives_outside_fences_only() -> None:
+    assert parse_runbook("Continue-On-Error: TRUE\nbaton-report: none\n").continue_on_error
+    assert not parse_runbook("baton-report: none\n").auto_report
+    fenced = parse_runbook("```sh\ncontinue-on-error: true\nbaton-report: none\n```\n")
+    assert not fenced.continue_on_error and fenced.auto_report
+
+
+def test_labels_are_one_short_line() -> None:
+    assert label(ShellStep("sh", "\n\n  make test  \nmore\n")) == "sh: make test"
+    assert label(FileStep("a.txt", "")) == "file: a.txt"
+    assert label(McpStep("s.t", {})) == "mcp: s.t"
+    long = label(ShellStep("bash", "x" * 500))
+    assert len(long) == 120 and long.endswith("…")
+
+
+@given(st.text())
+def test_any_text_parses(text: str) -> None:
+    parse_runbook(text)

@@ -1,0 +1,109 @@
+"""Open real agent processes through baton's runner with an in-memory event list."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton.acp.process import group_alive
+from baton.events.model import CanonicalEvent
+from baton.events.sequencer import Sequencer
+from baton.providers.profile import AgentProfile
+from baton.runner.approvals import Approver, PresetApprover
+from baton.runner.emitter import EventEmitter
+from baton.runner.session import AgentSession
+from baton.store.records import RunRecord
+from baton.store.store import Store
+
+
+@dataclass
+class Harness:
+    tmp: Path
+    store: Store
+    events: list[CanonicalEvent] = field(default_factory=list)
+    sessions: list[AgentSession] = field(default_factory=list)
+
+    @property
+    def workspace(self) -> Path:
+        ws = self.tmp / "ws"
+        ws.mkdir(exist_ok=True)
+        return ws
+
+    def emitter(self, run_id: str = "run-test") -> EventEmitter:
+        if self.store.get_run(run_id) is None:
+            self.store.create_run(
+                RunRecord(
+                    run_id=run_id,
+                    kind="test",
+                    agent="fake",
+                    cwd=str(self.tmp),
+                    status="running",
+                    created_at="2026-01-01T00:00:00.000Z",
+                )
+            )
+        emitter = EventEmitter(Sequencer(run_id, start_seq=self.store.last_seq(run_id)), self.store)
+        emitter.listeners.append(self.events.append)
+        return emitter
+
+    async def open(
+        self,
+        command: list[str],
+        *,
+        approver: Approver | None = None,
+        environ: dict[str, str] | None = None,
+        **profile_fields: Any,
+    ) -> AgentSession:
+        profile = AgentProfile(
+            name=profile_fields.pop("name", "fake"),
+            title="fake",
+            command=tuple(command),
+            family=profile_fields.pop("family", "generic"),
+            **profile_fields,
+        )
+        session = await AgentSession.open(
+            profile,
+            workspace=self.workspace,
+            emitter=self.emitter(),
+            approver=approver or PresetApprover("reads"),
+            state_dir=self.tmp / "state",
+            environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
+        )
+        self.sessions.append(session)
+        return session
+
+    def types(self) -> list[str]:
+        return [e.type for e in self.events]
+
+    def of(self, event_type: str) -> list[Any]:
+        return [e.payload for e in self.events if e.type == event_type]
+
+
+def fake(scenario: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "baton.testing.fake_agent", "--scenario", scenario, *args]
+
+
+def group_gone(pgid: int) -> bool:
+    return not group_alive(pgid)
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    store = Store.open(tmp_path / "baton.db")
+    h = Harness(tmp=tmp_path, store=store)
+    try:
+        yield h
+    finally:
+        for session in h.sessions:
+            await session.close()
+            if session.process is not None:
+                assert group_gone(session.process.pgid), "agent process group left behind"
+        store.close()
+
+
+FakeCommand = Callable[..., list[str]]

@@ -1,0 +1,203 @@
+"""Fault injection: every broken agent ends in a typed error or a terminal event,
+baton stays healthy, and no process of the agent's group survives."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+
+import pytest
+
+from baton.acp.process import process_alive
+from baton.errors import AgentTimeout, AuthRequired
+from baton.runner.approvals import PresetApprover
+from tests.runner.conftest import Harness, fake, group_gone
+
+
+async def test_ok_turn_has_exactly_one_terminal_and_honest_usage(harness: Harness) -> None:
+    session = await harness.open(fake("ok"))
+    outcome = await session.prompt("hello")
+    assert outcome.status == "completed" and outcome.stop_reason == "end_turn"
+    types = harness.types()
+    assert types[0] == "session.started"
+    assert types.count("turn.completed") == 1
+    terminal_index = types.index("turn.completed")
+    assert "transcript.assistant" in types[:terminal_index]
+    usage = harness.of("usage.reported")
+    assert len(usage) == 1 and usage[0].available is False and usage[0].reason
+    seqs = [e.seq for e in harness.events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "kinds"),
+    [("malformed-json", ["invalid_json", "not_object"]), ("invalid-utf8", ["invalid_utf8"])],
+)
+async def test_bad_frames_are_reported_and_the_turn_still_completes(
+    harness: Harness, scenario: str, kinds: list[str]
+) -> None:
+    session = await harness.open(fake(scenario))
+    outcome = await session.prompt("go")
+    assert outcome.status == "completed"
+    summaries = " ".join(d.summary for d in harness.of("harness.diagnostic"))
+    for kind in kinds:
+        assert kind in summaries
+
+
+async def test_a_60_mb_line_is_skipped_with_a_diagnostic(harness: Harness) -> None:
+    session = await harness.open(fake("huge-line", "--bytes", str(60 * 1024 * 1024)))
+    outcome = await session.prompt("go")
+    assert outcome.status == "completed"
+    oversized = [d for d in harness.of("harness.diagnostic") if "oversized" in d.summary]
+    assert len(oversized) == 1 and "exceeds" in oversized[0].summary
+    assert harness.of("transcript.assistant"), "the chunk after the huge line must arrive"
+
+
+async def test_agent_dying_mid_turn_fails_the_turn_with_its_exit_code(harness: Harness) -> None:
+    session = await harness.open(fake("die-mid-turn"))
+    outcome = await session.prompt("go")
+    assert outcome.status == "failed"
+    failed = harness.of("turn.failed")
+    assert len(failed) == 1 and failed[0].error_type == "AgentExited"
+    assert "exit code 3" in failed[0].message
+
+
+async def test_an_agent_that_never_answers_initialize_times_out(harness: Harness) -> None:
+    with pytest.raises(AgentTimeout) as info:
+        await harness.open(fake("no-initialize"), initialize_timeout=1.0)
+    assert info.value.operation == "initialize"
+    failed = harness.of("session.failed")
+    assert failed and failed[0].error_type == "AgentTimeout"
+
+
+async def test_stderr_flood_never_deadlocks_and_the_preview_is_bounded(harness: Harness) -> None:
+    session = await harness.open(fake("stderr-flood", "--bytes", str(50 * 1024 * 1024)))
+    outcome = await session.prompt("go")
+    assert outcome.status == "completed"
+    assert session.process is not None
+    assert session.process.stderr.total_bytes >= 1024 * 1024
+    assert len(session.stderr_preview().encode()) <= 4 * 1024 * 4  # escaped bytes at most 4×
+
+
+async def test_agent_ignoring_cancel_is_killed_and_the_turn_is_cancelled(harness: Harness) -> None:
+    session = await harness.open(fake("ignore-cancel"))
+    prompt = asyncio.create_task(session.prompt("go"))
+    while not harness.of("turn.submitted"):
+        await asyncio.sleep(0)
+    await session.cancel("test cancel")
+    done, _ = await asyncio.wait({prompt}, timeout=0.5)
+    assert not done, "the agent ignores cancel; the turn must still be open"
+    await session.kill("ignored cancel in the test")
+    outcome = await asyncio.wait_for(prompt, 10)
+    assert outcome.status == "cancelled"
+    cancelled = harness.of("turn.cancelled")
+    assert len(cancelled) == 1 and cancelled[0].forced
+    assert session.process is not None and group_gone(session.process.pgid)
+
+
+async def test_turn_timeout_sends_cancel_then_fails_the_turn(harness: Harness) -> None:
+    session = await harness.open(fake("hang-prompt"))
+    outcome = await session.prompt("go", timeout=0.5)
+    assert outcome.status == "failed"
+    failed = harness.of("turn.failed")
+    assert failed[0].error_type == "AgentTimeout"
+    assert "stopped on session/cancel" in failed[0].message
+
+
+async def test_spawned_grandchildren_die_with_the_agent(harness: Harness) -> None:
+    session = await harness.open(fake("spawn-grandchild"))
+    await session.prompt("go")
+    assert session.process is not None
+    match = None
+    for _ in range(200):
+        match = re.search(r"grandchild-pid=(\d+)", session.process.stderr.tail())
+        if match:
+            break
+        await asyncio.sleep(0.01)
+    assert match, "the fake agent reports its grandchild"
+    pid = int(match.group(1))
+    assert process_alive(pid)
+    await session.close()
+    assert not process_alive(pid)
+
+
+async def test_auth_required_is_a_typed_error_naming_the_methods(harness: Harness) -> None:
+    with pytest.raises(AuthRequired) as info:
+        await harness.open(fake("auth-required"))
+    assert info.value.auth_methods == ("fake-login",)
+    assert harness.of("session.failed")[0].auth_methods == ["fake-login"]
+
+
+async def test_late_chunks_are_kept_and_attributed_to_their_turn(harness: Harness) -> None:
+    session = await harness.open(fake("late-chunks"))
+    outcome = await session.prompt("go")
+    for _ in range(100):
+        if any(n.category == "late_update" for n in harness.of("provider.notice")):
+            break
+        await asyncio.sleep(0.02)
+    late = [e for e in harness.events if e.type == "transcript.assistant"]
+    assert all(e.turn_id == outcome.turn_id for e in late)
+    assert any(n.category == "late_update" for n in harness.of("provider.notice"))
+
+
+async def test_repeated_tool_call_is_one_upserted_execution(harness: Harness) -> None:
+    session = await harness.open(fake("repeat-tool-call"))
+    await session.prompt("go")
+    assert len(harness.of("tool.execution.started")) == 1
+    assert len(harness.of("tool.execution.completed")) == 1
+
+
+async def test_unknown_variant_is_visible(harness: Harness) -> None:
+    session = await harness.open(fake("unknown-variant"))
+    await session.prompt("go")
+    notices = harness.of("provider.notice")
+    assert any(n.category == "unclassified" and n.variant == "future_variant_xyz" for n in notices)
+
+
+async def test_vendor_requests_with_ids_are_answered_and_never_block(harness: Harness) -> None:
+    session = await harness.open(fake("cursor-ext"))
+    outcome = await asyncio.wait_for(session.prompt("go"), 15)
+    assert outcome.status == "completed"
+    assert session.process is not None
+    assert session.process.stderr.tail().count("cursor-reply=") == 5
+
+
+@pytest.mark.parametrize(("preset", "verdict"), [("all", "allow"), ("none", "deny")])
+async def test_permission_decisions_are_events_and_delivered(
+    harness: Harness, preset: str, verdict: str
+) -> None:
+    session = await harness.open(fake("permission"), approver=PresetApprover(preset))  # type: ignore[arg-type]
+    await session.prompt("go")
+    assert [p.kind for p in harness.of("request.created")] == ["permission"]
+    answered = harness.of("request.answered")
+    assert answered[0].answer["verdict"] == verdict and answered[0].rule
+    assert len(harness.of("request.delivered")) == 1
+    completed = harness.of("tool.execution.completed")
+    assert completed[0].status == ("completed" if verdict == "allow" else "failed")
+
+
+async def test_reported_usage_is_kept(harness: Harness) -> None:
+    session = await harness.open(fake("usage"))
+    await session.prompt("go")
+    usage = harness.of("usage.reported")
+    assert {u.scope for u in usage} == {"context", "turn"}
+    assert all(u.available for u in usage)
+
+
+async def test_fs_methods_are_contained_to_the_workspace(harness: Harness) -> None:
+    session = await harness.open(fake("fs"))
+    await session.prompt("go")
+    refused = harness.of("security.path_refused")
+    assert len(refused) == 2
+    assert not (harness.tmp / "escape.txt").exists()
+    assert "root:" not in " ".join(e.to_json() for e in harness.events)
+
+
+async def test_sigterm_ignoring_agent_is_still_reaped_on_close(harness: Harness) -> None:
+    session = await harness.open(fake("ignore-cancel"))
+    assert session.process is not None
+    pgid = session.process.pgid
+    await session.close()
+    assert group_gone(pgid)
+    assert signal.SIGKILL  # the escalation path was needed: the agent ignores SIGTERM
