@@ -121,15 +121,18 @@ async def acp_sdk_raw(count: int) -> tuple[float, int]:
 async def baton_pipeline(count: int) -> tuple[float, int, list[float]]:
     from baton.events.sequencer import Sequencer
     from baton.providers.profile import AgentProfile
-    from baton.runner.approvals import PresetApprover
+    from baton.requests.ledger import Ledger
+    from baton.requests.policy import Policy
+    from baton.runner.context import open_store
     from baton.runner.emitter import EventEmitter
+    from baton.runner.requests_broker import RequestBroker
     from baton.runner.session import AgentSession
     from baton.store.records import RunRecord
-    from baton.store.store import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        store = Store.open(root / "baton.db")
+        store = open_store(root / "baton.db")
+        ledger = Ledger(store)
         store.create_run(
             RunRecord(
                 run_id="bench",
@@ -157,7 +160,7 @@ async def baton_pipeline(count: int) -> tuple[float, int, list[float]]:
             profile,
             workspace=root / "ws",
             emitter=emitter,
-            approver=PresetApprover("none"),
+            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
             state_dir=root / "state",
         )
         before = session.conn.frames_in if session.conn else 0
@@ -168,6 +171,7 @@ async def baton_pipeline(count: int) -> tuple[float, int, list[float]]:
         seen = (session.conn.frames_in if session.conn else 0) - before - 1
         await session.close()
         await emitter.flush()
+        await ledger.aclose()
         store.close()
         return elapsed, seen, samples
 

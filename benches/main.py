@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from benches import ingest
+from benches import answers, ingest
 from benches.common import cpu_note
 
 
@@ -16,6 +16,8 @@ def main() -> None:
     print(f"# baton benchmarks ({cpu_note()})")
     if args.only in (None, "ingest"):
         ingest.run(20_000 if args.quick else 200_000, 1 if args.quick else 3)
+    if args.only in (None, "answers"):
+        answers.run(50 if args.quick else 200, 1 if args.quick else 3)
 
 
 if __name__ == "__main__":

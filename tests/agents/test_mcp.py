@@ -1,8 +1,31 @@
 """MCP steps, FCoP delegation and the automatic report, against a real stdio MCP server."""
 
+import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+import pytest_asyncio
+
 from tests.agents.builtin_client import AgentProcess, echo_server, read_calls
+
+# One agent serves every test here (a session each), so the MCP SDK is imported once.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def agent(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[AgentProcess]:
+    root = tmp_path_factory.mktemp("mcp-agent")
+    env = {
+        **os.environ,
+        "BATON_AGENT_STATE_DIR": str(root / "state"),
+        "BATON_BUILTIN_LOG_LEVEL": "INFO",
+    }
+    process = await AgentProcess.start(env, root / "agent.log")
+    await process.initialize()
+    yield process
+    assert await process.close() == 0, process.log()
+
 
 LEADER_PROMPT = """# Lead the release
 

@@ -75,6 +75,7 @@ def valid_cases(draw: st.DrawFn) -> Case:
 
 
 @given(valid_cases())
+@settings(deadline=None)
 def test_valid_answers_are_accepted_and_round_trip_to_native_ids(case: Case) -> None:
     normalized = validate_answer(case.doc, case.answer)
     assert isinstance(normalized, QuestionAnswer)
@@ -111,7 +112,7 @@ MUTATIONS = (
 
 
 @given(valid_cases(), st.sampled_from(MUTATIONS), st.data())
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_forged_duplicate_missing_or_out_of_range_answers_are_refused(
     case: Case, mutation: str, data: st.DataObject
 ) -> None:
@@ -184,6 +185,7 @@ KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
     st.sampled_from(["allow", "deny"]),
     st.sampled_from(["once", "always"]),
 )
+@settings(deadline=None)
 def test_permission_picks_the_agents_own_option_by_kind(
     kinds: list[str], granted: bool, decision: str, scope: str
 ) -> None:

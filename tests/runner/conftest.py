@@ -15,8 +15,11 @@ from baton.acp.process import group_alive
 from baton.events.model import CanonicalEvent
 from baton.events.sequencer import Sequencer
 from baton.providers.profile import AgentProfile
-from baton.runner.approvals import Approver, PresetApprover
+from baton.requests.ledger import Ledger
+from baton.requests.policy import Policy
+from baton.runner.context import open_store
 from baton.runner.emitter import EventEmitter
+from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
 from baton.store.records import RunRecord
 from baton.store.store import Store
@@ -26,6 +29,7 @@ from baton.store.store import Store
 class Harness:
     tmp: Path
     store: Store
+    ledger: Ledger
     events: list[CanonicalEvent] = field(default_factory=list)
     sessions: list[AgentSession] = field(default_factory=list)
 
@@ -55,7 +59,8 @@ class Harness:
         self,
         command: list[str],
         *,
-        approver: Approver | None = None,
+        preset: str = "reads",
+        wait_timeout: float | None = 0,
         environ: dict[str, str] | None = None,
         **profile_fields: Any,
     ) -> AgentSession:
@@ -70,7 +75,7 @@ class Harness:
             profile,
             workspace=self.workspace,
             emitter=self.emitter(),
-            approver=approver or PresetApprover("reads"),
+            requests=RequestBroker(self.ledger, Policy.preset(preset), wait_timeout=wait_timeout),
             state_dir=self.tmp / "state",
             environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
         )
@@ -94,8 +99,8 @@ def group_gone(pgid: int) -> bool:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    store = Store.open(tmp_path / "baton.db")
-    h = Harness(tmp=tmp_path, store=store)
+    store = open_store(tmp_path / "baton.db")
+    h = Harness(tmp=tmp_path, store=store, ledger=Ledger(store))
     try:
         yield h
     finally:
@@ -103,6 +108,7 @@ async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
             await session.close()
             if session.process is not None:
                 assert group_gone(session.process.pgid), "agent process group left behind"
+        await h.ledger.aclose()
         store.close()
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from baton.acp.process import process_alive
 from baton.errors import AgentTimeout, AuthRequired
-from baton.runner.approvals import PresetApprover
 from tests.runner.conftest import Harness, fake, group_gone
 
 
@@ -167,11 +166,11 @@ async def test_vendor_requests_with_ids_are_answered_and_never_block(harness: Ha
 async def test_permission_decisions_are_events_and_delivered(
     harness: Harness, preset: str, verdict: str
 ) -> None:
-    session = await harness.open(fake("permission"), approver=PresetApprover(preset))  # type: ignore[arg-type]
+    session = await harness.open(fake("permission"), preset=preset)
     await session.prompt("go")
     assert [p.kind for p in harness.of("request.created")] == ["permission"]
     answered = harness.of("request.answered")
-    assert answered[0].answer["verdict"] == verdict and answered[0].rule
+    assert answered[0].answer["decision"] == verdict and answered[0].rule
     assert len(harness.of("request.delivered")) == 1
     completed = harness.of("tool.execution.completed")
     assert completed[0].status == ("completed" if verdict == "allow" else "failed")

@@ -35,7 +35,9 @@ def event(
     text: str | None = None,
 ) -> CanonicalEvent:
     if payload is None:
-        payload = TranscriptAssistant(message_id="m1", text=text if text is not None else f"chunk {seq}")
+        payload = TranscriptAssistant(
+            message_id="m1", text=text if text is not None else f"chunk {seq}"
+        )
     return CanonicalEvent(
         type=payload.TYPE,
         seq=seq,

@@ -97,7 +97,9 @@ def test_columns_mirror_the_envelope(store: Store) -> None:
     store.append(e)
     store.flush_sync()
     row = store.read(
-        lambda c: c.execute("SELECT run_id, seq, type, session_id, turn_id, ts FROM events").fetchone()
+        lambda c: c.execute(
+            "SELECT run_id, seq, type, session_id, turn_id, ts FROM events"
+        ).fetchone()
     )
     assert row == (e.run_id, e.seq, e.type, e.session_id, e.turn_id, e.ts)
 
@@ -116,7 +118,13 @@ def test_paging_after_seq_and_limit(store: Store) -> None:
         store.append(e)
     store.flush_sync()
     assert [e.seq for e in store.iter_events("run-1")] == list(range(1, 2501))
-    assert [e.seq for e in store.iter_events("run-1", after_seq=998, limit=5)] == [999, 1000, 1001, 1002, 1003]
+    assert [e.seq for e in store.iter_events("run-1", after_seq=998, limit=5)] == [
+        999,
+        1000,
+        1001,
+        1002,
+        1003,
+    ]
     assert len(list(store.iter_event_json("run-1", after_seq=1000, limit=1500))) == 1500
     assert list(store.iter_event_json("run-1", after_seq=2500)) == []
     assert list(store.iter_event_json("run-1", limit=0)) == []

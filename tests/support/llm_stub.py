@@ -164,6 +164,7 @@ class LLMStub:
     stalled: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
+        self._changed = threading.Condition()
         self._released = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -218,6 +219,22 @@ class LLMStub:
         self._released.set()
 
     # -- inspection ----------------------------------------------------------------------------
+
+    def wait_for_replies(self, *labels: str, timeout: float = 10.0) -> list[str]:
+        """Block until the completion replies include ``labels`` (as a multiset); return them.
+
+        E.g. ``stub.wait_for_replies("fail", "fail")`` waits for two failed calls. Raises
+        ``TimeoutError`` after ``timeout`` seconds. From asyncio use ``asyncio.to_thread``.
+        """
+
+        def satisfied() -> bool:
+            replies = self.replies()
+            return all(replies.count(label) >= labels.count(label) for label in set(labels))
+
+        with self._changed:
+            if not self._changed.wait_for(satisfied, timeout):
+                raise TimeoutError(f"stub replies {self.replies()} lack {labels}")
+        return self.replies()
 
     def completions(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
@@ -283,7 +300,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _record(self, body: Any, reply: str) -> None:
-        self.owner.requests.append(RecordedRequest(self.command, self.path, body, reply))
+        with self.owner._changed:
+            self.owner.requests.append(RecordedRequest(self.command, self.path, body, reply))
+            self.owner._changed.notify_all()
 
     # -- endpoints -------------------------------------------------------------------------------
 

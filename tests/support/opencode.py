@@ -11,7 +11,8 @@ wire tests and baton's adapter tests start it the same way::
 Isolation: a private ``HOME``, ``XDG_CONFIG_HOME``/``XDG_DATA_HOME``/``XDG_CACHE_HOME``/
 ``XDG_STATE_HOME`` and ``TMPDIR`` under ``private_dir`` (OpenCode keeps its session database in
 XDG_DATA_HOME and extracts a shared library into TMPDIR), no model catalogue fetch, no
-auto-update, no default plugins, and the whole configuration inline in ``OPENCODE_CONFIG_CONTENT``.
+auto-update, no default plugins, the whole configuration inline in ``OPENCODE_CONFIG_CONTENT``,
+and (``offline=True``) npm pointed at a dead loopback registry.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ INSTALL_HINT = "run scripts/install-opencode (it installs opencode-ai into .cach
 PERMISSION_ASK: dict[str, str] = {"edit": "ask", "bash": "ask"}
 
 MODEL = "scripted"
+#: A loopback port where nothing listens (discard): npm fails fast instead of going online.
+OFFLINE_NPM_REGISTRY = "http://127.0.0.1:9/"
 
 
 class OpenCodeMissing(RuntimeError):
@@ -126,14 +129,16 @@ class OpenCodeLaunch:
     config: dict[str, Any] = field(default_factory=dict)
 
     def placeholders(self) -> dict[str, str]:
-        """Replacements that make traces reproducible (longest paths first is the caller's job)."""
-        out = {
-            str(self.workspace): "/WORKSPACE",
-            str(self.private_dir): "/AGENT_HOME",
-        }
-        real = os.path.realpath(self.workspace)
-        if real != str(self.workspace):
-            out[real] = "/WORKSPACE"
+        """Replacements that make recorded traces reproducible: private paths -> placeholders.
+
+        OpenCode also prints the workspace without its leading slash (tool titles such as
+        ``tmp/.../workspace/hello.txt``), so that form is mapped too.
+        """
+        out: dict[str, str] = {}
+        for path, name in ((self.workspace, "WORKSPACE"), (self.private_dir, "AGENT_HOME")):
+            for form in {str(path), os.path.realpath(path)}:
+                out[form] = "/" + name
+                out[form.lstrip("/")] = name
         return out
 
 
@@ -146,6 +151,7 @@ def opencode_launch(
     binary: Path | None = None,
     extra_config: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
+    offline: bool = True,
 ) -> OpenCodeLaunch:
     """Describe an isolated offline ``opencode acp`` launch; creates the private directories."""
     exe = binary if binary is not None else require_opencode()
@@ -170,6 +176,11 @@ def opencode_launch(
         "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
         "OPENCODE_CONFIG_CONTENT": json.dumps(config),
     }
+    if offline:
+        # OpenCode runs npm at start-up to install @opencode-ai/plugin and @opentui/* into its
+        # private home. It does not need them for ACP: point npm at a closed loopback port so
+        # the launch never touches the network (observed: same timings, turn unaffected).
+        env["npm_config_registry"] = OFFLINE_NPM_REGISTRY
     if extra_env:
         env.update(extra_env)
     return OpenCodeLaunch(

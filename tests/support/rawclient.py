@@ -102,6 +102,7 @@ class RawClient:
         self._waiters: list[tuple[Callable[[Message], bool], asyncio.Future[Message]]] = []
         self._stderr_waiters: list[tuple[bytes, asyncio.Future[None]]] = []
         self._eof = asyncio.Event()
+        self._answered_cond = asyncio.Condition()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reader = asyncio.create_task(self._read_stdout())
         self._stderr_reader = asyncio.create_task(self._read_stderr())
@@ -162,11 +163,24 @@ class RawClient:
                 await stdin.wait_closed()
 
     async def wait_exit(self, timeout: float = 10.0) -> int:
-        """Wait for the process to exit (and its stdout to close); return the exit code."""
+        """Wait for the process to exit and its stdout to close; return the exit code.
+
+        Note: asyncio's ``Process.wait()`` (3.11) only returns once *all* the child's pipes are
+        closed, so it also waits for any grandchild that inherited them.
+        """
         async with asyncio.timeout(timeout):
             code = await self.proc.wait()
             await self._eof.wait()
         return code
+
+    @property
+    def stdout_closed(self) -> bool:
+        return self._eof.is_set()
+
+    async def wait_stdout_closed(self, timeout: float = 10.0) -> None:
+        """Wait for EOF on the agent's stdout (every holder of the pipe, grandchildren too)."""
+        async with asyncio.timeout(timeout):
+            await self._eof.wait()
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         """Signal the agent's whole process group (it was started in its own session)."""
@@ -349,6 +363,11 @@ class RawClient:
             lambda m: m.get("method") == method and "id" in m, timeout=timeout
         )
 
+    async def wait_answered(self, count: int, *, timeout: float = 10.0) -> None:
+        """Wait until ``count`` agent -> client requests have been answered (replies written)."""
+        async with asyncio.timeout(timeout), self._answered_cond:
+            await self._answered_cond.wait_for(lambda: len(self.answered) >= count)
+
     async def wait_stderr(self, needle: bytes | str, *, timeout: float = 10.0) -> None:
         """Wait until ``needle`` appears in the kept stderr."""
         data = needle.encode() if isinstance(needle, str) else needle
@@ -441,12 +460,15 @@ class RawClient:
             reply["error"] = err.to_json()
         except Exception as err:  # a buggy handler must not leave the agent waiting forever
             reply["error"] = {"code": -32603, "message": f"client handler failed: {err!r}"}
-        self.answered.append((msg["method"], msg.get("params"), reply))
-        if self._eof.is_set():
-            return
-        with contextlib.suppress(AgentExited, ConnectionError):
-            self._write(reply)
-            await self.drain()
+        try:
+            if not self._eof.is_set():
+                with contextlib.suppress(AgentExited, ConnectionError):
+                    self._write(reply)
+                    await self.drain()
+        finally:
+            async with self._answered_cond:
+                self.answered.append((msg["method"], msg.get("params"), reply))
+                self._answered_cond.notify_all()
 
 
 # -- traces ------------------------------------------------------------------------------------

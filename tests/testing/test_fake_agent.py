@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import baton.testing.fake_agent as fake_agent_module
+from baton.testing import SCENARIOS, fake_agent_argv
 from tests.support.rawclient import (
     AgentExited,
     Handler,
@@ -25,9 +28,6 @@ from tests.support.rawclient import (
     RpcError,
     default_handler,
 )
-
-import baton.testing.fake_agent as fake_agent_module
-from baton.testing import SCENARIOS, fake_agent_argv
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
@@ -292,11 +292,13 @@ async def test_grandchild_keeping_stdio_holds_stdout_open() -> None:
         await start_session(client)
         await client.wait_stderr("grandchild-pid=")
         await client.close_stdin()
-        assert await client.proc.wait() == 0
-        # The agent is gone, but the grandchild still holds the stdout pipe.
+        assert await exited(client.pid, 5)
+        # The agent is gone, but the grandchild still holds the stdout pipe: no EOF, and
+        # asyncio's Process.wait() would not return either.
         with pytest.raises(TimeoutError):
-            await client.wait_exit(0.3)
+            await client.wait_stdout_closed(0.3)
         client.kill_group(signal.SIGKILL)
+        await client.wait_stdout_closed(5)
         assert await client.wait_exit(5) == 0
 
 

@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -41,11 +41,25 @@ from baton.errors import (
 )
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
-from baton.runner.approvals import Approver, Decision, PermissionAsk, PresetApprover
+from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.model import (
+    Answer,
+    PermissionAnswer,
+    PermissionRequest,
+    PlanAnswer,
+    PlanRequest,
+)
+from baton.requests.policy import Policy
+from baton.requests.render import render as render_request
+from baton.runner.context import open_store as _open_store
+from baton.runner.context import owner_meta, recover_interrupted
 from baton.runner.emitter import EventEmitter
-from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession, TurnOutcome
+from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.store.records import RunRecord
 from baton.store.store import Store
+
+if TYPE_CHECKING:
+    from baton.runner.session import AgentSession, TurnOutcome
 
 app = typer.Typer(
     name="baton",
@@ -83,32 +97,39 @@ def new_run_id() -> str:
 
 
 def open_store(config: BatonConfig) -> Store:
-    config.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(config.db_path)
+    return _open_store(config.db_path)
 
 
-class TerminalApprover:
-    """Asks the person at the terminal; falls back to the preset for read-only kinds."""
+class TerminalAsker:
+    """The person at the terminal answers permissions and plans as they arrive.
 
-    def __init__(self, preset: ApprovePreset, console: Console) -> None:
-        self.preset = PresetApprover(preset)
+    Questions and forms are left to ``baton answer`` (the request waits in the
+    ledger); any other surface may answer first, and then its answer stands.
+    """
+
+    def __init__(self, console: Console) -> None:
         self.console = console
 
-    async def decide(self, ask: PermissionAsk) -> Decision:
-        automatic = await self.preset.decide(ask)
-        if automatic.decided_by == "policy":
-            return automatic
-        detail = ""
-        if isinstance(ask.raw_input, dict):
-            command = ask.raw_input.get("command")
-            if isinstance(command, str):
-                detail = f"\n    $ {safe(command)}"
-        prompt = f"baton: allow {safe(ask.title)} [{ask.kind}]?{detail}\n  [y]es once / [n]o: "
-        answer = await asyncio.to_thread(self.console.input, prompt)
-        verdict: Literal["allow", "deny"] = (
-            "allow" if answer.strip().lower() in ("y", "yes") else "deny"
+    async def ask(self, record: RequestRecord) -> Answer | None:
+        document = record.document
+        if not isinstance(document, PermissionRequest | PlanRequest):
+            self.console.print(
+                f"baton: request {record.request_id} waits for `baton answer {record.request_id}`"
+            )
+            return None
+        self.console.print(render_request(record))
+        if isinstance(document, PermissionRequest):
+            reply = await asyncio.to_thread(self.console.input, "baton: allow once? [y/N] ")
+            return PermissionAnswer(
+                decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
+            )
+        reply = await asyncio.to_thread(self.console.input, "baton: accept this plan? [y/N] ")
+        accept = reply.strip().lower() in ("y", "yes")
+        return PlanAnswer(
+            decision="accept" if accept else "reject",
+            revision=document.revision,
+            reason=None if accept else "rejected at the terminal",
         )
-        return Decision(verdict, "human", rule="answered at the terminal")
 
 
 def _renderer(json_output: bool) -> HumanRenderer | NdjsonRenderer:
@@ -121,11 +142,20 @@ async def _run_turn(
     *,
     workspace: Path,
     prompt: str,
-    approver: Approver,
+    preset: ApprovePreset,
+    terminal: HumanChannel | None,
+    wait_timeout: float | None,
     json_output: bool,
     timeout: float | None,
 ) -> int:
+    from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession
+
     store = open_store(config)
+    ledger = Ledger(store)
+    await recover_interrupted(store, ledger)
+    broker = RequestBroker(
+        ledger, Policy.preset(preset), terminal=terminal, wait_timeout=wait_timeout
+    )
     run_id = new_run_id()
     renderer = _renderer(json_output)
     store.create_run(
@@ -136,6 +166,7 @@ async def _run_turn(
             cwd=str(workspace),
             status="running",
             created_at=format_ts(time.time()),
+            meta=owner_meta(),
         )
     )
     emitter = EventEmitter(Sequencer(run_id), store)
@@ -147,24 +178,29 @@ async def _run_turn(
     interrupts = 0
     grace_handle: asyncio.TimerHandle | None = None
 
+    background: set[asyncio.Task[None]] = set()
+
+    def spawn(coro: Any) -> None:
+        task = loop.create_task(coro)
+        background.add(task)
+        task.add_done_callback(background.discard)
+
     def on_interrupt() -> None:
+        """First Ctrl-C: session/cancel, kill after a grace period; second: kill now."""
         nonlocal interrupts, grace_handle
         interrupts += 1
         if session is None:
             return
+        live = session
         if interrupts == 1:
             err.print("[yellow]baton: cancelling the turn (Ctrl-C again to kill the agent)[/]")
-            loop.create_task(session.cancel("cancelled by the user (Ctrl-C)"))
+            spawn(live.cancel("cancelled by the user (Ctrl-C)"))
             grace_handle = loop.call_later(
                 CANCEL_GRACE_SECONDS,
-                lambda: (
-                    loop.create_task(session.kill("no answer to session/cancel in time"))
-                    if session
-                    else None
-                ),
+                lambda: spawn(live.kill("no answer to session/cancel in time")),
             )
         else:
-            loop.create_task(session.kill("Ctrl-C pressed twice"))
+            spawn(live.kill("Ctrl-C pressed twice"))
 
     loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
@@ -172,7 +208,7 @@ async def _run_turn(
             profile,
             workspace=workspace,
             emitter=emitter,
-            approver=approver,
+            requests=broker,
             state_dir=config.state_dir,
             secrets_file=config.secrets_file,
             extension=_extension_for(profile),
@@ -199,6 +235,7 @@ async def _run_turn(
         await emitter.flush()
         store.finish_run(run_id, status, format_ts(time.time()))
         renderer.close()
+        await ledger.aclose()
         store.close()
     if not json_output:
         err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
@@ -219,8 +256,18 @@ def run(
     agent: Annotated[str, typer.Option("--agent", "-a", help="Agent profile.")] = "builtin",
     cwd: Annotated[Path, typer.Option(help="Workspace directory.")] = Path(),
     approve: Annotated[
-        str, typer.Option(help="Without a TTY: reads (allow read-only tools), all, none.")
+        str,
+        typer.Option(
+            help="Policy preset: reads (allow read-only tools, ask for the rest), all, none."
+        ),
     ] = "reads",
+    wait_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Without a TTY, how long an escalated request waits in the ledger for "
+            "`baton answer` (seconds; 0 = nobody to ask: decide headlessly)."
+        ),
+    ] = 600.0,
     json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
     timeout: Annotated[
         float | None, typer.Option(help="Turn timeout in seconds (profile default).")
@@ -237,19 +284,18 @@ def run(
         raise ConfigError(f"--cwd {cwd} is not a directory")
     config = load_config(workspace)
     profile = config.profile(agent)
+    if wait_timeout < 0:
+        raise ConfigError("--wait-timeout must be >= 0")
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
-    approver: Approver = (
-        TerminalApprover(preset, Console(highlight=False))
-        if interactive
-        else PresetApprover(preset)
-    )
     code = asyncio.run(
         _run_turn(
             config,
             profile,
             workspace=workspace,
             prompt=prompt,
-            approver=approver,
+            preset=preset,
+            terminal=TerminalAsker(Console(highlight=False)) if interactive else None,
+            wait_timeout=wait_timeout,
             json_output=json_output,
             timeout=timeout,
         )
@@ -341,11 +387,9 @@ def agents(json_output: Annotated[bool, typer.Option("--json")] = False) -> None
             typer.echo(json.dumps(row))
         return
     table = Table("agent", "installed", "command", "source", box=None)
-    for row in rows:
-        mark = "[green]yes[/]" if row["installed"] else f"[dim]no — {row['install_hint']}[/]"
-        table.add_row(
-            str(row["name"]), mark, " ".join(map(str, row["command"])), str(row["source"])
-        )
+    for profile, row in zip(config.profiles.values(), rows, strict=True):
+        mark = "[green]yes[/]" if row["installed"] else f"[dim]no — {profile.install_hint}[/]"
+        table.add_row(profile.name, mark, " ".join(profile.argv()), profile.source)
     Console(highlight=False).print(table)
 
 
@@ -372,15 +416,49 @@ def probe(
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
-    emitter = EventEmitter(Sequencer(new_run_id()), None)
-    session = None
+    store = open_store(config)
+    ledger = Ledger(store)
+    run_id = new_run_id()
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            kind="probe",
+            agent=profile.name,
+            cwd=str(workspace),
+            status="running",
+            created_at=format_ts(time.time()),
+            meta=owner_meta(),
+        )
+    )
+    emitter = EventEmitter(Sequencer(run_id), store)
     out: dict[str, Any] = {"agent": profile.name}
+    try:
+        return await _probe_session(config, profile, workspace, emitter, ledger, out)
+    finally:
+        await emitter.flush()
+        store.finish_run(
+            run_id, "failed" if out.get("session_error") else "completed", format_ts(time.time())
+        )
+        await ledger.aclose()
+        store.close()
+
+
+async def _probe_session(
+    config: BatonConfig,
+    profile: AgentProfile,
+    workspace: Path,
+    emitter: EventEmitter,
+    ledger: Ledger,
+    out: dict[str, Any],
+) -> dict[str, Any]:
+    from baton.runner.session import AgentSession
+
     try:
         session = await AgentSession.open(
             profile,
             workspace=workspace,
             emitter=emitter,
-            approver=PresetApprover("none"),
+            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
             state_dir=config.state_dir,
             secrets_file=config.secrets_file,
         )
@@ -454,7 +532,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: one place that turns baton errors into ``Type: message`` and a code."""
     handler: Callable[..., Any] = typer.main.get_command(app)
     try:
-        handler(args=argv, standalone_mode=False)
+        code = handler(args=argv, standalone_mode=False)
     except BatonError as exc:
         err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
         sys.exit(_exit_for(exc))
@@ -469,4 +547,4 @@ def main(argv: list[str] | None = None) -> None:
             exc.show()
             sys.exit(EXIT_USAGE)
         raise
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

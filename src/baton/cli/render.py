@@ -20,6 +20,7 @@ from rich.text import Text
 from baton.events.model import (
     CanonicalEvent,
     HarnessDiagnostic,
+    PlanStep,
     PlanUpdated,
     ProviderNotice,
     RequestAnswered,
@@ -68,6 +69,8 @@ class HumanRenderer:
         self.console = console or Console(highlight=False)
         self._running: dict[str, str] = {}
         self._in_text: str | None = None
+        self._plan_contents: list[str] = []
+        self._plan_statuses: dict[str, str] = {}
         self._live: Live | None = None
         if live and self.console.is_terminal:
             self._live = Live(
@@ -163,9 +166,14 @@ class HumanRenderer:
                 (f"{mark} ", style), (title, "bold"), (f" [{payload.kind}]", "dim")
             )
             self._print(line)
-            if payload.status == "failed" and payload.output and payload.output.tail:
-                tail = "\n".join(payload.output.tail.splitlines()[-8:])
-                self._print(Text(safe(tail), style="dim"))
+            if payload.output and payload.output.tail.strip():
+                lines = payload.output.tail.rstrip("\n").splitlines()
+                shown = lines[-8:] if payload.status == "failed" else lines[-4:]
+                more = (
+                    f"  … {len(lines) - len(shown)} more lines\n" if len(lines) > len(shown) else ""
+                )
+                body = "\n".join("  " + line for line in shown)
+                self._print(Text(more + safe(body), style="dim"))
             return
         if isinstance(payload, ToolExecutionStarted) or payload.tool_call_id not in self._running:
             self._running[payload.tool_call_id] = f"{title} [{payload.kind}]"
@@ -176,15 +184,29 @@ class HumanRenderer:
                 )
 
     def _plan(self, payload: PlanUpdated) -> None:
-        table = Table.grid(padding=(0, 1))
-        for step in payload.steps:
-            mark = _PLAN_MARK.get(step.status, "?")
-            label = safe(step.content)
-            if step.native_status == "cancelled":
-                label += " (Cancelled)"
-            table.add_row(mark, label)
-        self._print(Text(f"plan · revision {payload.revision}", style="bold dim"))
-        self._print(table)
+        """The whole checklist when its steps change; one line per status change otherwise."""
+        contents = [s.content for s in payload.steps]
+        statuses = {s.step_id: s.status for s in payload.steps}
+        if contents != self._plan_contents:
+            self._plan_contents = contents
+            table = Table.grid(padding=(0, 1))
+            for step in payload.steps:
+                table.add_row(_PLAN_MARK.get(step.status, "?"), self._step_label(step))
+            self._print(Text(f"plan ({len(payload.steps)} steps)", style="bold dim"))
+            self._print(table)
+        else:
+            for step in payload.steps:
+                if self._plan_statuses.get(step.step_id) != step.status:
+                    mark = _PLAN_MARK.get(step.status, "?")
+                    self._print(Text(f"plan {mark} {self._step_label(step)}", style="dim"))
+        self._plan_statuses = statuses
+
+    @staticmethod
+    def _step_label(step: PlanStep) -> str:
+        label = safe(step.content)
+        if step.native_status == "cancelled":
+            label += " (Cancelled)"
+        return label
 
     def _usage(self, payload: UsageReported) -> None:
         if not payload.available:

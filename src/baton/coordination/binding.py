@@ -163,7 +163,13 @@ def load_binding(path: Path) -> Binding:
         strings = {
             k: raw[k]
             for k in (
-                "fcop_root", "role", "session_name", "leader", "human", "pointer_path", "spool_path"
+                "fcop_root",
+                "role",
+                "session_name",
+                "leader",
+                "human",
+                "pointer_path",
+                "spool_path",
             )
         }
     except KeyError as exc:

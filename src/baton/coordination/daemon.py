@@ -337,12 +337,15 @@ class Daemon:
                 workers = [tg.create_task(self._router(), name="router")]
                 for slots in self._slots.values():
                     workers += [tg.create_task(self._worker(s), name=s.name) for s in slots]
-                await self._recover()
-                if until_idle:
-                    await self._wait_idle()
-                else:
-                    await self._stop.wait()
-                self._stop.set()
+                try:
+                    await self._recover()
+                    if until_idle:
+                        await self._wait_idle()
+                    else:
+                        await self._stop.wait()
+                finally:
+                    # Also on cancellation: the watcher thread exits on this flag.
+                    self._stop.set()
                 for task in workers:
                     task.cancel()
                 for timer in list(self._timers):
@@ -583,6 +586,14 @@ class Daemon:
             prompt = answer_prompt(
                 ctx, question=job.data.get("question", ""), answer=job.data.get("answer", "")
             )
+            question = self.state.questions.get(job.data.get("request_id", ""))
+            if question is not None:
+                question.status = "delivered"
+        if job.kind in ("work", "revise", "consolidate") and prompt is not None:
+            open_question = self._open_question(task.task_id, attempt)
+            if open_question is not None and open_question.status == "pending":
+                self._note(task.task_id, status="waiting_human")
+                return
         record.status = "working"
         await self._drive(slot, task, attempt, prompt, job)
 
@@ -684,7 +695,7 @@ class Daemon:
 
     async def _after_turn(
         self, slot: _Slot, task_id: str, attempt: str, job: Job
-    ) -> Literal["reported", "waiting_children", "moved", "no_report"]:
+    ) -> Literal["reported", "waiting_children", "waiting_human", "moved", "no_report"]:
         await self._drain_spool()
         task = await self._io(self.port.read_task, task_id)
         if task.stage != "active" or task.attempt_id != attempt:
@@ -701,6 +712,10 @@ class Daemon:
                 self._note(task_id, status="waiting_children")
                 await self._maybe_consolidate(task_id)
                 return "waiting_children"
+            if self._open_question(task_id, attempt) is not None:
+                # It asked the human and stopped: wait for the answer, no reminder.
+                self._note(task_id, status="waiting_human")
+                return "waiting_human"
             return "no_report"
         await self._submit(slot, task, head)
         return "reported"
@@ -912,6 +927,22 @@ class Daemon:
         await self._notify()
         return info
 
+    def _enqueue_answer(self, question: HumanQuestion) -> None:
+        spec = self.team.role_for(question.role)
+        if spec is not None and question.task_id is not None:
+            self._enqueue(
+                spec.name,
+                Job(
+                    "answer",
+                    question.task_id,
+                    {
+                        "request_id": question.request_id,
+                        "question": question.question,
+                        "answer": question.answer or "",
+                    },
+                ),
+            )
+
     async def human_answer(self, request_id: str, answer: str) -> bool:
         """Deliver the human's answer to an ``ask_human`` question as a new turn."""
         question = self.state.questions.get(request_id)
@@ -919,15 +950,20 @@ class Daemon:
             return False
         question.status = "answered"
         question.answer = answer
-        spec = self.team.role_for(question.role)
-        if spec is not None:
-            self._enqueue(
-                spec.name,
-                Job("answer", question.task_id, {"question": question.question, "answer": answer}),
-            )
+        self._enqueue_answer(question)
         self._save()
         await self._notify()
         return True
+
+    def _open_question(self, task_id: str, attempt: str) -> HumanQuestion | None:
+        for question in self.state.questions.values():
+            if (
+                question.task_id == task_id
+                and question.attempt_id == attempt
+                and question.status in ("pending", "answered")
+            ):
+                return question
+        return None
 
     async def _request_human_review(self, task: TaskInfo, head: ReportInfo) -> None:
         key = f"{task.task_id}:{head.attempt_id}"
@@ -1074,10 +1110,15 @@ class Daemon:
                 self._enqueue(spec.name, Job("settle", task.task_id))
                 continue
             children = await self._io(self.port.children, task.task_id)
+            question = self._open_question(task.task_id, task.attempt_id)
             if any(c.stage in ("inbox", "active") for c in children):
                 self._note(task.task_id, status="waiting_children")
             elif children:
                 await self._maybe_consolidate(task.task_id)
+            elif question is not None and question.status == "answered":
+                self._enqueue_answer(question)
+            elif question is not None:
+                self._note(task.task_id, status="waiting_human")
             else:
                 self._enqueue(spec.name, Job("work", task.task_id))
         for task in await self._io(self.port.list_stage, "review"):

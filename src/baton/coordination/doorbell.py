@@ -173,6 +173,9 @@ class Doorbell:
                 step=self.step_ms,
                 stop_event=stop,
                 recursive=False,
+                # The kernel watch wakes us; this only bounds how long a cancelled
+                # watcher thread lingers when nobody set ``stop_event``.
+                rust_timeout=500,
             )
             first = asyncio.ensure_future(anext(changes_iter, None))
             try:

@@ -44,7 +44,9 @@ import json
 import os
 import re
 import stat
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -224,6 +226,30 @@ def map_fcop_error(exc: BaseException) -> CoordinationError:
     return CoordinationError(f"{type(exc).__name__}: {exc}")
 
 
+_PRIMED = threading.Lock()
+_primed = False
+
+
+def _prime_fcop() -> None:
+    """Import ``fcop`` and build its schema validators once, deprecation warnings muted.
+
+    fcop 4.0.5 imports ``jsonschema.RefResolver``, deprecated since jsonschema
+    4.18; the warning fires once per process, at first use. Building the
+    (cached) validators here keeps it out of callers that run with warnings
+    as errors, without muting anything else.
+    """
+    global _primed
+    with _PRIMED:
+        if _primed:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from fcop.v4 import schema
+
+            schema._validators()
+        _primed = True
+
+
 @contextmanager
 def _fcop_errors() -> Iterator[None]:
     from fcop.errors import FcopError
@@ -345,6 +371,7 @@ def init_workspace(root: Path, authority: TrustedAuthority | None) -> WorkspaceS
         )
     if status.kind == "v4":
         return status
+    _prime_fcop()
     import fcop
 
     profile = authority.profile_ref if authority else PROFILE_REF
@@ -399,6 +426,7 @@ class FcopPort:
         read_backoff: float = 0.002,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        _prime_fcop()
         import fcop
 
         self.root = Path(root).resolve()

@@ -32,6 +32,7 @@ from baton.events.model import (
     PlanUpdated,
     ProviderNotice,
     SessionInfoUpdated,
+    ToolExecutionProgressed,
     TranscriptAssistant,
     TranscriptThinking,
     TranscriptUser,
@@ -184,11 +185,13 @@ class AcpNormalizer:
             if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
+            payloads = self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
+            if len(payloads) == 1 and isinstance(payloads[0], ToolExecutionProgressed):
+                # Hot path: the normalized payload already holds every merged field;
+                # the native envelope is kept for starts and completions only.
+                return [Draft(payloads[0])]
             raw = self._raw(update, drop=("content", "rawInput", "rawOutput"))
-            return [
-                Draft(p, raw=raw)
-                for p in self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
-            ]
+            return [Draft(p, raw=raw) for p in payloads]
         if variant == "plan":
             return [Draft(self._plan(update), raw=self._raw(update))]
         if variant == "available_commands_update":

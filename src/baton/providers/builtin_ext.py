@@ -61,6 +61,8 @@ DECLARATIONS: Mapping[str, Claim] = {
     "mcp": Claim("implemented", f"stdio MCP servers from session/new and session/load ({_SRC})"),
     "usage": Claim("unsupported", "no model, no tokens: usage is reported unavailable"),
     "hooks_memory": Claim("unsupported", "no hooks or memory"),
+    "subagent_questions": Claim("unsupported", "no subagents"),
+    "goals_lineage": Claim("unsupported", "no goals; sessions are not forked"),
 }
 
 __all__ = ["DECLARATIONS", "BuiltinExtension"]

@@ -79,6 +79,7 @@ ROWS: tuple[Row, ...] = (
     Row("checklist", "Execution checklist", ("plan", "cursor/update_todos")),
     Row("child_activity", "Child activity", ("subagent_spawned", "subagent_state_update")),
     Row("subagent_tasks", "Completed subagent tasks", ("cursor/task",)),
+    Row("subagent_questions", "Subagent questions"),
     Row("images", "Generated images", ("cursor/generate_image",)),
     Row("files_diffs", "Files and diffs"),
     Row("steering", "True active-turn steering"),
@@ -96,6 +97,7 @@ ROWS: tuple[Row, ...] = (
     Row("mcp", "MCP and semantic tools"),
     Row("usage", "Usage/cost", ("usage_update",)),
     Row("hooks_memory", "Reviews, compaction, hooks, memory"),
+    Row("goals_lineage", "Goal controls / lineage"),
 )
 """The seed's capability rows, in its order."""
 

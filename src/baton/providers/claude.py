@@ -352,6 +352,13 @@ DECLARATIONS: Mapping[str, Claim] = {
         "hooks and memory are not surfaced over ACP; _claude/sdkMessage could carry them "
         "but baton does not opt in",
     ),
+    "subagent_questions": Claim(
+        "unverified", "whether a subagent's AskUserQuestion reaches the client is not known"
+    ),
+    "goals_lineage": Claim(
+        "unverified",
+        "newer claude-agent-acp ships a goal extension (third-party source listing); not mapped",
+    ),
 }
 
 __all__ = [

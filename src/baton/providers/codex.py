@@ -192,6 +192,12 @@ DECLARATIONS: Mapping[str, Claim] = {
     "hooks_memory": Claim(
         "unsupported", "hookPrompt and contextCompaction items are not forwarded over ACP"
     ),
+    "subagent_questions": Claim("unverified", "child sessions are not in the pinned inventory"),
+    "goals_lineage": Claim(
+        "unverified",
+        "newer codex-acp ships a goal-control extension and fork origins (third-party source "
+        "listing); not mapped",
+    ),
 }
 
 __all__ = ["DECLARATIONS", "MODE_PRESETS", "CodexExtension", "ModePreset", "describe_mode"]

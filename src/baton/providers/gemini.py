@@ -61,6 +61,11 @@ DECLARATIONS: Mapping[str, Claim] = {
     "mcp": Claim("partial", f"session mcpServers over stdio/HTTP/SSE ({_SRC})"),
     "usage": Claim("unverified", f"no usage_update in the inspected sources ({_SRC})"),
     "hooks_memory": Claim("unsupported", "no hook or memory events over ACP"),
+    "subagent_questions": Claim("unsupported", f"no subagents over ACP ({_SRC})"),
+    "session_metadata": Claim(
+        "unverified", f"no session_info_update in the inspected sources ({_SRC})"
+    ),
+    "goals_lineage": Claim("unsupported", f"no goal or lineage protocol ({_SRC})"),
 }
 
 __all__ = ["DECLARATIONS", "GeminiExtension"]

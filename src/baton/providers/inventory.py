@@ -439,6 +439,7 @@ QWEN_INVENTORY = ProviderInventory(
 )
 
 _OPENCODE_SRC = "acp.md §5 offline OpenCode run (opencode-ai 1.18.33)"
+_OPENCODE_LIVE = "tests/providers/test_opencode_live.py (opencode-ai 1.18.33, offline)"
 OPENCODE_INVENTORY = ProviderInventory(
     "opencode",
     (
@@ -466,7 +467,7 @@ OPENCODE_INVENTORY = ProviderInventory(
         _u(
             "tool_call",
             "tool.execution",
-            "pending with empty rawInput first; task tool → delegation",
+            "pending with empty rawInput first; the task tool (kind think) → delegation",
             "observed",
             _OPENCODE_SRC,
         ),
@@ -480,9 +481,16 @@ OPENCODE_INVENTORY = ProviderInventory(
         _u("plan", "plan.updated", "todowrite tool", "inferred", _OPENCODE_SRC),
         _u("available_commands_update", "commands.updated", "", "observed", _OPENCODE_SRC),
         *_stable(
-            ("current_mode_update", "config_option_update", "session_info_update", "usage_update"),
+            ("current_mode_update", "config_option_update", "session_info_update"),
             "inferred",
             _OPENCODE_SRC,
+        ),
+        _u(
+            "usage_update",
+            "usage.reported",
+            "context used/size and cost after each model call",
+            "observed",
+            _OPENCODE_LIVE,
         ),
         _m(
             "session/request_permission",

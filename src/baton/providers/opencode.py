@@ -5,7 +5,8 @@ calls that start ``pending`` with an empty ``rawInput`` and fill it later,
 ``available_commands_update``, ``model``/``mode`` config options, ``session/list``,
 ``session/load``, ``session/fork`` and ``session/resume``. Its ``task`` tool runs a
 subagent; its rawInput ``{description, prompt, subagent_type}`` (the same shape as
-Claude's ``Task``) becomes ``delegation.*`` through
+Claude's ``Task``; observed live: ``tool_call`` kind ``think`` with an empty rawInput,
+then ``tool_call_update`` carrying it) becomes ``delegation.*`` through
 :class:`~baton.providers.claude.TaskToolTracker`.
 """
 
@@ -49,8 +50,9 @@ DECLARATIONS: Mapping[str, Claim] = {
     ),
     "subagent_tasks": Claim(
         "partial",
-        "task tool (rawInput subagent_type) → delegation.started/completed; the rawInput shape "
-        "is inferred, not captured",
+        "task tool → delegation.started when its rawInput names subagent_type, "
+        "delegation.completed when it ends (observed live, tests/providers/test_opencode_live.py); "
+        "no model or duration is reported",
     ),
     "images": Claim("unsupported", "no image-generation events over ACP"),
     "files_diffs": Claim(
@@ -79,11 +81,11 @@ DECLARATIONS: Mapping[str, Claim] = {
     ),
     "prompt_media": Claim("unverified", "promptCapabilities as advertised; not probed here"),
     "mcp": Claim("partial", f"mcpCapabilities http and sse advertised ({_OBSERVED})"),
-    "usage": Claim(
-        "unverified",
-        "usage_update not seen in the offline run; reported unavailable when absent",
-    ),
     "hooks_memory": Claim("unsupported", "no hook or memory events over ACP"),
+    "subagent_questions": Claim("unsupported", "subagents are internal to OpenCode"),
+    "goals_lineage": Claim(
+        "unsupported", "no goal protocol; fork is advertised but baton keeps no lineage"
+    ),
 }
 
 __all__ = ["DECLARATIONS", "OpenCodeExtension", "is_opencode_task"]

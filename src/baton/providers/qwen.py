@@ -46,6 +46,9 @@ DECLARATIONS: Mapping[str, Claim] = {
         "mcp",
         "usage",
         "hooks_memory",
+        "subagent_questions",
+        "goals_lineage",
+        "session_metadata",
     )
 }
 

@@ -29,7 +29,7 @@ from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
 from baton.providers.cursor import CursorExtension
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
+from baton.providers.extension import JsonObject, ProviderExtension, TurnContext, VendorOutcome
 from baton.providers.gemini import GeminiExtension
 from baton.providers.inventory import (
     GENERIC_METHODS,
@@ -48,6 +48,7 @@ __all__ = [
     "ConfigRefusal",
     "ConfigSelection",
     "ErrorReply",
+    "as_provider_extension",
     "dispatch_foreign",
     "dispatch_method",
     "dispatch_update",
@@ -80,6 +81,11 @@ def inventory_for(family: str) -> ProviderInventory:
     return INVENTORIES.get(family) or ProviderInventory(family, ())
 
 
+def as_provider_extension(ext: TableExtension) -> ProviderExtension:
+    """The seam's type: mypy proves here that every table extension is a ``ProviderExtension``."""
+    return ext
+
+
 def extension_for(family: str) -> TableExtension:
     """A new extension for one agent session of ``family``."""
     factory = EXTENSIONS.get(family)
@@ -102,8 +108,14 @@ class ErrorReply:
 def dispatch_update(
     ext: TableExtension, variant: str, update: JsonObject, ctx: TurnContext
 ) -> list[Payload]:
-    """A non-stable variant: the extension's payloads, or one ``unclassified`` notice."""
-    claimed = None if variant in GENERIC_UPDATES else ext.classify_update(variant, update, ctx)
+    """A non-stable variant: the extension's payloads, or one ``unclassified`` notice.
+
+    Stable variants are the generic normalizer's (an extension may only add to them,
+    through ``observe_update``) and are refused here.
+    """
+    if variant in GENERIC_UPDATES:
+        raise LookupError(f"{variant} is a stable ACP variant owned by the generic normalizer")
+    claimed = ext.classify_update(variant, update, ctx)
     if claimed is not None:
         return claimed
     return [

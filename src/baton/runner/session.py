@@ -18,7 +18,7 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -47,11 +47,8 @@ from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, bounded_value, clip_text
 from baton.events.model import (
     HarnessDiagnostic,
+    Payload,
     ProviderNotice,
-    RequestAnswered,
-    RequestCancelled,
-    RequestCreated,
-    RequestDelivered,
     SecurityPathRefused,
     SessionClosed,
     SessionFailed,
@@ -63,20 +60,23 @@ from baton.events.model import (
 )
 from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
+from baton.requests import replies
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import RequestDocument
 from baton.runner import client_fs
-from baton.runner.approvals import (
-    Approver,
-    Decision,
-    PermissionAsk,
-    choose_option,
-    permission_outcome,
-)
 from baton.runner.emitter import EventEmitter
+from baton.runner.request_documents import (
+    elicitation_document,
+    permission_document,
+    vendor_document,
+)
+from baton.runner.requests_broker import RequestBroker, RequestContext
 from baton.runner.terminals import TerminalManager
 from baton.runner.turn import Turn
 from baton.security.admission import admit
 from baton.security.launch_env import LaunchEnvironment, prepare_launch
-from baton.security.paths import display_path, resolve_inside
+from baton.security.paths import display_path
 from baton.security.redact import Redactor
 
 PROTOCOL_VERSION = 1
@@ -118,7 +118,7 @@ class AgentSession:
         *,
         workspace: Path,
         emitter: EventEmitter,
-        approver: Approver,
+        requests: RequestBroker,
         extension: ProviderExtension | None,
         redactor: Redactor,
         launch: LaunchEnvironment,
@@ -126,7 +126,7 @@ class AgentSession:
         self.profile = profile
         self.workspace = workspace
         self.emitter = emitter
-        self.approver = approver
+        self.requests = requests
         self.redactor = redactor
         self.launch = launch
         self.normalizer = AcpNormalizer(
@@ -150,8 +150,7 @@ class AgentSession:
         self._last_turn: Turn | None = None
         self._replaying = False
         self._replayed = 0
-        self._pending_asks: dict[JsonRpcId, tuple[str, asyncio.Task[Decision]]] = {}
-        self._answered: dict[JsonRpcId, tuple[str, str | None]] = {}
+        self._answered: dict[JsonRpcId, RequestRecord] = {}
         self._late_noticed: set[str] = set()
         self._prompt_future: asyncio.Future[Any] | None = None
         self._closed = False
@@ -165,7 +164,7 @@ class AgentSession:
         *,
         workspace: Path,
         emitter: EventEmitter,
-        approver: Approver,
+        requests: RequestBroker,
         state_dir: Path,
         extension: ProviderExtension | None = None,
         environ: Mapping[str, str] | None = None,
@@ -199,7 +198,7 @@ class AgentSession:
             profile,
             workspace=workspace,
             emitter=emitter,
-            approver=approver,
+            requests=requests,
             extension=extension,
             redactor=redactor,
             launch=launch,
@@ -599,8 +598,6 @@ class AgentSession:
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        for _, ask in self._pending_asks.values():
-            ask.cancel()
         self.launch.cleanup()
 
     async def _watch_exit(self) -> None:
@@ -681,15 +678,25 @@ class AgentSession:
         )
 
     async def _cancel_pending_asks(self, turn: Turn, reason: str) -> None:
-        for msg_id, (request_id, task) in list(self._pending_asks.items()):
-            if not task.done():
-                task.cancel()
-                await self.emitter.emit(
-                    RequestCancelled(request_id=request_id, kind="permission", reason=reason),
-                    session_id=self.agent_session_id,
-                    turn_id=turn.turn_id,
-                )
-            self._pending_asks.pop(msg_id, None)
+        """Open requests of this turn are cancelled; their waiters answer ``cancelled``."""
+        await self.requests.cancel_turn(turn.turn_id, reason, self._emitter_for(turn.turn_id))
+
+    def _emitter_for(self, turn_id: str | None) -> Callable[[Payload], Awaitable[None]]:
+        async def emit(payload: Payload) -> None:
+            await self.emitter.emit(payload, session_id=self.agent_session_id, turn_id=turn_id)
+
+        return emit
+
+    def _request_context(self, msg_id: JsonRpcId) -> RequestContext:
+        turn = self._turn
+        return RequestContext(
+            run_id=self.emitter.run_id,
+            connection_id=self.connection_id,
+            jsonrpc_id=msg_id,
+            session_id=self.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+            workspace=str(self.workspace),
+        )
 
     # ============================================================ inbound calls
 
@@ -726,102 +733,53 @@ class AgentSession:
     async def handle_permission(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
             raise RpcError.invalid_params("toolCall is required")
-        options = params.get("options")
-        if not isinstance(options, list) or not options:
-            raise RpcError.invalid_params("options must be a non-empty list")
-        tool_call: dict[str, Any] = params["toolCall"]
-        tool_call_id = str(tool_call.get("toolCallId", ""))
-        known = self.normalizer.tools.get(tool_call_id)
-        title = str(tool_call.get("title") or (known.title if known else "") or "tool call")
-        kind = str(tool_call.get("kind") or (known.kind if known else "") or "other")
-        paths = _paths_of(tool_call)
-        outside = any(not self._inside(p) for p in paths)
-        request_id = f"perm-{uuid.uuid4().hex[:12]}"
+        known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        try:
+            document = permission_document(
+                params,
+                self.redactor,
+                known_title=known.title if known else None,
+                known_kind=known.kind if known else None,
+            )
+        except InvalidDocument as exc:
+            await self.requests.refuse(
+                "permission",
+                str(exc),
+                self._request_context(msg_id),
+                self._emitter_for(self._turn.turn_id if self._turn else None),
+                raw=self.redactor.value(params),
+            )
+            raise RpcError.invalid_params(str(exc)) from exc
+        return await self._resolve(msg_id, document)
+
+    async def _resolve(self, msg_id: JsonRpcId, document: RequestDocument) -> dict[str, Any]:
+        """The one path of every human-decision request: fence, ledger, reply."""
+        ctx = self._request_context(msg_id)
         turn = self._turn
-        turn_id = turn.turn_id if turn else None
-        ask = PermissionAsk(
-            request_id=request_id,
-            session_id=str(params.get("sessionId", "")),
-            turn_id=turn_id,
-            tool_call_id=tool_call_id,
-            title=clip_text(self.redactor.text(title)),
-            kind=kind,
-            raw_input=bounded_value(self.redactor.value(tool_call.get("rawInput"))),
-            options=[self.redactor.value(o) for o in options if isinstance(o, dict)],
-            paths=[display_path(self.workspace, p) for p in paths],
-            outside_workspace=outside,
-        )
-        await self.emitter.emit(
-            RequestCreated(
-                request_id=request_id,
-                kind="permission",
-                title=ask.title,
-                summary={
-                    "tool_call_id": tool_call_id,
-                    "tool_kind": kind,
-                    "raw_input": ask.raw_input,
-                    "paths": list(ask.paths),
-                    "outside_workspace": outside,
-                    "options": [
-                        {
-                            "option_id": o.get("optionId"),
-                            "kind": o.get("kind"),
-                            "name": o.get("name"),
-                        }
-                        for o in ask.options
-                    ],
-                },
-            ),
-            session_id=self.agent_session_id,
-            turn_id=turn_id,
-        )
-        if turn is None:
-            decision = Decision("cancelled", "policy", rule="no turn is running: stale request")
-        else:
-            task = asyncio.create_task(self.approver.decide(ask), name=f"approve-{request_id}")
-            self._pending_asks[msg_id] = (request_id, task)
-            try:
-                decision = await task
-            except asyncio.CancelledError:
-                self._pending_asks.pop(msg_id, None)
-                # The turn ended or was cancelled: ACP says answer "cancelled".
-                return permission_outcome(None)
-            self._pending_asks.pop(msg_id, None)
-            if turn.done or self._turn is not turn:
-                decision = Decision("cancelled", "policy", rule="the turn ended before the answer")
-        option_id = choose_option(ask.options, decision)
-        await self.emitter.emit(
-            RequestAnswered(
-                request_id=request_id,
-                kind="permission",
-                decided_by=decision.decided_by,
-                answer={"verdict": decision.verdict, "option_id": option_id},
-                rule=decision.rule,
-            ),
-            session_id=self.agent_session_id,
-            turn_id=turn_id,
-        )
-        self._answered[msg_id] = (request_id, turn_id)
-        return permission_outcome(option_id)
+        emit = self._emitter_for(ctx.turn_id)
+        if turn is None or turn.done:
+            last = self._last_turn
+            await self.requests.refuse(
+                document.kind,
+                "arrived after its turn ended: stale, never attributed to another turn",
+                RequestContext(**{**ctx.__dict__, "turn_id": last.turn_id if last else None}),
+                self._emitter_for(last.turn_id if last else None),
+                document=document,
+            )
+            return replies.cancelled_reply(document)
+        try:
+            resolution = await self.requests.resolve(document, ctx, emit)
+        except PayloadTooLarge as exc:
+            raise RpcError.invalid_params(str(exc)) from exc
+        if resolution.record is not None:
+            self._answered[msg_id] = resolution.record
+        return resolution.reply
 
     async def response_written(self, msg_id: JsonRpcId, ok: bool) -> None:
-        entry = self._answered.pop(msg_id, None)
-        if entry is None:
-            return
-        request_id, turn_id = entry
-        if ok:
-            await self.emitter.emit(
-                RequestDelivered(request_id=request_id, kind="permission"),
-                session_id=self.agent_session_id,
-                turn_id=turn_id,
-            )
-
-    def _inside(self, path: str) -> bool:
-        try:
-            resolve_inside(self.workspace, path, must_exist=False, regular_file=False)
-        except SecurityError:
-            return False
-        return True
+        """Exactly once: ``delivered`` only after the reply reached the agent's pipe."""
+        record = self._answered.pop(msg_id, None)
+        if record is not None and ok:
+            await self.requests.delivered(record, self._emitter_for(record.turn_id))
 
     async def handle_fs(self, method: str, params: Any) -> Any:
         if not isinstance(params, dict):
@@ -874,7 +832,9 @@ class AgentSession:
             turn_id=turn.turn_id if turn else None,
         )
 
-    async def handle_vendor(self, method: str, params: Any, *, has_id: bool) -> Any:
+    async def handle_vendor(
+        self, method: str, params: Any, *, has_id: bool, msg_id: JsonRpcId = -1
+    ) -> Any:
         ctx = self.normalizer.context
         outcome = self.normalizer.extension.vendor_method(
             method, params if isinstance(params, dict) else {}, has_id=has_id, ctx=ctx
@@ -891,14 +851,36 @@ class AgentSession:
                 raise RpcError.method_not_found(method)
             return None
         await self._emit_drafts([Draft(p) for p in outcome.payloads])
-        if outcome.route == "human":
-            await self._notice(
-                "headless_answer",
-                f"{method} needs a human; no request ledger is attached, answered headlessly",
-                method=method,
-                severity="info",
-            )
+        if outcome.route == "human" and has_id:
+            try:
+                document = vendor_document(method, outcome.request)
+            except InvalidDocument as exc:
+                rctx = self._request_context(msg_id)
+                await self.requests.refuse(
+                    "question" if "question" in method else "plan",
+                    str(exc),
+                    rctx,
+                    self._emitter_for(rctx.turn_id),
+                    raw=self.redactor.value(params),
+                )
+                raise RpcError.invalid_params(str(exc)) from exc
+            return await self._resolve(msg_id, document)
         return outcome.result if outcome.result is not None else {}
+
+    async def handle_elicitation(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+        try:
+            document = elicitation_document(params, self.redactor)
+        except InvalidDocument as exc:
+            ctx = self._request_context(msg_id)
+            await self.requests.refuse(
+                "elicitation",
+                str(exc),
+                ctx,
+                self._emitter_for(ctx.turn_id),
+                raw=self.redactor.value(params),
+            )
+            raise RpcError.invalid_params(str(exc)) from exc
+        return await self._resolve(msg_id, document)
 
     async def protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
         turn = self._turn or self._last_turn
@@ -957,8 +939,8 @@ class _Handler:
         if method in _TERMINAL_METHODS:
             return session.handle_terminal(method, request.params)
         if method == "elicitation/create":
-            return _decline_elicitation(session)
-        return session.handle_vendor(method, request.params, has_id=True)
+            return session.handle_elicitation(request.id, request.params)
+        return session.handle_vendor(method, request.params, has_id=True, msg_id=request.id)
 
     async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
         await self.session.protocol_error(error)
@@ -968,37 +950,6 @@ class _Handler:
 
     async def on_batch_end(self) -> None:
         await self.session._emit_drafts(self.session.normalizer.flush())
-
-
-async def _decline_elicitation(session: AgentSession) -> dict[str, Any]:
-    await session._notice(
-        "elicitation",
-        "elicitation/create declined: no human request surface is attached",
-        method="elicitation/create",
-        severity="info",
-    )
-    return {"action": "decline"}
-
-
-def _paths_of(tool_call: Mapping[str, Any]) -> list[str]:
-    """Every path a tool call names: locations, diffs, common rawInput keys."""
-    paths: list[str] = []
-    for loc in tool_call.get("locations") or []:
-        if isinstance(loc, dict) and isinstance(loc.get("path"), str):
-            paths.append(loc["path"])
-    for item in tool_call.get("content") or []:
-        if (
-            isinstance(item, dict)
-            and item.get("type") == "diff"
-            and isinstance(item.get("path"), str)
-        ):
-            paths.append(item["path"])
-    raw = tool_call.get("rawInput")
-    if isinstance(raw, dict):
-        for key in ("path", "file_path", "filePath", "filepath", "abs_path", "notebook_path"):
-            if isinstance(raw.get(key), str):
-                paths.append(raw[key])
-    return paths
 
 
 def _parse(model: Any, raw: Any, method: str) -> Any:

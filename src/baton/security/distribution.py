@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
-from baton.providers.profile import PYTHON_TOKEN, AgentProfile
+from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.manifest import Manifest, platform_key
 from baton.security.paths import sanitize_id
 from baton.security.pinning import verify_tree
@@ -96,7 +96,7 @@ class Install:
 
 def locate_install(profile: AgentProfile, environ: Mapping[str, str]) -> Install:
     """Find the tree the profile's command runs from (see the module docstring)."""
-    if profile.command and profile.command[0] == PYTHON_TOKEN:
+    if profile.command and profile.command[0] == PYTHON_PLACEHOLDER:
         raise ConfigError(f"profile {profile.name!r} runs inside baton's own Python; pin baton")
     if not profile.command:
         raise ConfigError(f"profile {profile.name!r} has no command")

@@ -69,6 +69,7 @@ MAX_DEPTH: Final = 64
 """Deeper JSON values are redacted whole (fail closed) instead of recursed into."""
 
 _KEY_CACHE_MAX = 4096
+_MAX_PASSES = 8
 
 # --------------------------------------------------------------------------- vocabulary
 
@@ -449,13 +450,19 @@ class Redactor:
                 if replaced != s:
                     flags.redacted = True
                     s = replaced
-            if not _may_match_pattern(s):
-                return s
-            spans = self._scan(s, flags)
-            if not spans:
-                return s
-            flags.redacted = True
-            return _splice(s, spans)
+            # A replacement changes its neighbours' context (``ghp_…--token x`` only reads
+            # as a flag once the token before it is gone), so scan to a fixed point: that
+            # makes redaction idempotent. Each pass only replaces text by the marker.
+            for _ in range(_MAX_PASSES):
+                if not _may_match_pattern(s):
+                    return s
+                spans = self._scan(s, flags)
+                if not spans:
+                    return s
+                flags.redacted = True
+                s = _splice(s, spans)
+            flags.fail("redaction did not settle; value hidden")
+            return MARKER
         except Exception as exc:  # fail closed: an unexpected failure hides the whole string
             flags.fail(f"text redaction failed ({type(exc).__name__}); value hidden")
             return MARKER

@@ -790,22 +790,26 @@ class Store:
                         conn.execute("ROLLBACK")
                     except sqlite3.Error as rollback_exc:
                         err.add_note(f"rollback also failed: {rollback_exc}")
+                # Refuse new writes before anyone waiting on this batch wakes up.
+                self._fail(err)
                 for future in (*claimed, *flushes):
                     future.set_exception(err)
                     self._failure_surfaced = True
                 raise err from exc
         # Committed: only now may anyone observe these writes. Subscribers first,
         # so a returned flush() also means they have been handed the events.
-        if events:
-            for subscription in self._subscribers:
-                subscription._publish(events)
-        for future, result, error in outcomes:
-            if error is None:
-                future.set_result(result)
-            else:
-                future.set_exception(error)
-        for flush in flushes:
-            flush.set_result(None)
+        try:
+            if events:
+                for subscription in self._subscribers:
+                    subscription._publish(events)
+        finally:
+            for future, result, error in outcomes:
+                if error is None:
+                    future.set_result(result)
+                else:
+                    future.set_exception(error)
+            for flush in flushes:
+                flush.set_result(None)
         return stop
 
     @staticmethod
@@ -846,6 +850,8 @@ class Store:
 
     def _fail(self, exc: BaseException) -> None:
         """The writer cannot go on: refuse new writes, fail everything queued, say so."""
+        if exc is self._failure:
+            return  # already handled where it happened
         err = exc if isinstance(exc, StoreError) else StoreError(f"store writer failed: {exc!r}")
         if err is not exc:
             err.__cause__ = exc

@@ -189,11 +189,12 @@ class Subscription:
             if self._catch_up:
                 await self._catch_up_page()
                 continue
-            waiter: asyncio.Future[None] | None = None
             with self._lock:
                 if self._buffer:
-                    event = self._buffer.popleft()
-                elif self._lagged:
+                    # Take the whole backlog at once: one lock round per batch.
+                    self._replay, self._buffer = self._buffer, self._replay
+                    continue
+                if self._lagged:
                     # Rejoin live first, then re-read: everything committed before
                     # this point is in the store, everything after it is buffered.
                     self._lagged = False
@@ -202,17 +203,12 @@ class Subscription:
                         self._catch_up.setdefault(run_id, after)
                     self._missed = {}
                     continue
-                elif self._ended:
+                if self._ended:
                     if self._error is not None:
                         raise StoreError(f"store failed: {self._error}") from self._error
                     raise StopAsyncIteration
-                else:
-                    waiter = asyncio.get_running_loop().create_future()
-                    self._waiter = waiter
-            if waiter is None:
-                if self._fresh(event):
-                    return event
-                continue
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiter = waiter
             try:
                 await waiter
             finally:

@@ -12,17 +12,19 @@ Markdown; only fenced code blocks with one of these info strings are steps, run 
 
 ```` ```file relative/path.txt ````
     An *edit* step writing the block's content to that path, relative to the session's working
-    directory. Absolute paths and paths escaping the working directory are refused (the step
-    fails). Parent directories are created.
+    directory. Absolute paths and paths escaping the working directory (``..``, symlinks) are
+    refused (the step fails). The file is written through the client (``fs/write_text_file``)
+    when it offers that, else directly; parent directories are created.
 
 ```` ```mcp SERVER.TOOL ```` or ```` ```mcp TOOL ````
     A call to a tool of an MCP server given to the session (``mcpServers``); the body is a JSON
     object of arguments (empty body: no arguments). ``TOOL`` alone works when exactly one
     server exposes it.
 
-Execute and edit steps ask the client's permission first. A denied permission stops the
-runbook. A failing step also stops it (later steps are reported as not run) unless the prompt
-has a line ``continue-on-error: true``.
+Execute and edit steps ask the client's permission first ("allow always" holds for that kind
+of step for the rest of the session). A denied permission stops the runbook. A failing step
+also stops it (later steps are reported as not run) unless the prompt has a line
+``continue-on-error: true``. The turn ends with one message summarising every step.
 
 Everything outside the fences is narrative and ignored, except these lines:
 
@@ -39,7 +41,9 @@ Everything outside the fences is narrative and ignored, except these lines:
 ``baton-report: none``
     Do not file the automatic report. Without this line, when an MCP server exposes
     ``write_report`` and the runbook has no ``mcp write_report`` step of its own, the agent
-    ends the turn with ``write_report(result="done" | "blocked", body=<summary>)``.
+    ends the turn (unless it was cancelled) with ``write_report(result=..., body=...)``:
+    ``done`` when every step succeeded, else ``blocked``; the body is a Markdown table of the
+    steps with the last lines of their output.
 
 A prompt with no step at all gets a short reply explaining this format.
 """

@@ -122,7 +122,7 @@ async def run_command(
     code = process.returncode
     return CommandResult(
         exit_code=code if code is not None and code >= 0 else None,
-        signal=signal.Signals(-code).name if code is not None and code < 0 else None,
+        signal=_signal_name(-code) if code is not None and code < 0 else None,
         duration_ms=_since(started),
         output_bytes=tail.total,
         output=tail.text(),
@@ -165,7 +165,8 @@ def _exit_future(pid: int) -> "asyncio.Future[None]":
             future.set_result(None)
 
     def wait() -> None:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        with contextlib.suppress(ChildProcessError):  # reaped elsewhere: exited all the same
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
             loop.call_soon_threadsafe(settle)
 
@@ -226,6 +227,13 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
         log.warning("not allowed to signal process group %d", pgid)
         return False
     return True
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _since(started: float) -> int:

@@ -42,6 +42,11 @@ DECLARATIONS: Mapping[str, Claim] = {
         "project flag; never truncated) bound to a SHA-256 revision, with accept/reject/cancel "
         f"replies (stale revisions refused); no planUri is fabricated; durable delivery {_LEDGER}",
     ),
+    "subagent_questions": Claim(
+        "unsupported",
+        f"Cursor's ACP subagent handler rejects interactive questions ({_SEED}); no affordance "
+        "is advertised",
+    ),
     "files_diffs": Claim(
         "unverified",
         "diff content of tool_call_update is normalized by the generic tool layer, but no "
@@ -115,6 +120,9 @@ DECLARATIONS: Mapping[str, Claim] = {
         "unsupported",
         "no ACP hook, memory or compaction lifecycle events; Cursor's internal hooks are "
         f"refused by workspace admission ({_SEED})",
+    ),
+    "goals_lineage": Claim(
+        "unsupported", f"no ACP goal or fork-lineage protocol ({_SEED}); session/fork is absent"
     ),
 }
 

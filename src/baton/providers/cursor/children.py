@@ -289,7 +289,7 @@ class ChildNormalizer:
                 child.tail = (child.tail + text[-TAIL_CHARS:])[-TAIL_CHARS:]
         return []
 
-    def unknown_session(self, session_id: str) -> list[Payload]:
+    def unknown_session(self, session_id: str, update: Mapping[str, Any]) -> list[Payload]:
         """One ``child_unknown`` notice per unknown session id (bounded memory)."""
         if not _remember(self._unknown, session_id):
             return []
@@ -298,6 +298,7 @@ class ChildNormalizer:
                 "child_unknown",
                 f"update for unknown session {_show(session_id)} routed to the child bucket "
                 "(no subagent_spawned announced it)",
+                _variant(update),
             )
         ]
 

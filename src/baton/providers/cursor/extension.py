@@ -9,7 +9,8 @@ Cursor's documented envelope ``{"outcome": {"outcome": ...}}`` (acp.md §2) rath
 than a bare ``{}``: a build that validates its reply gets a well-formed one, and
 one that ignores it loses nothing.
 
-Per turn: the todo reducer restarts; the child normalizer learns the turn's session
+Per turn: the todo list carries over (it is Cursor's conversation-wide list; see
+:mod:`.todos`); the child normalizer learns the turn's session
 (the only valid parent of a top-level subagent) and reports children still open at
 the end; usage is reported *unavailable* because Cursor's ACP reports none.
 
@@ -45,8 +46,9 @@ class CursorExtension(TableExtension):
 
     usage_unavailable_reason = "Cursor's ACP reports no token usage"
 
-    def __init__(self) -> None:
+    def __init__(self, *, reset_todos_each_turn: bool = False) -> None:
         super().__init__(CURSOR_INVENTORY)
+        self.reset_todos_each_turn = reset_todos_each_turn
         self.todos = TodoReducer()
         self.children = ChildNormalizer()
         self.on_update("subagent_spawned", self._spawned)
@@ -65,7 +67,8 @@ class CursorExtension(TableExtension):
     # -------------------------------------------------------------------- turns
 
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
-        self.todos.reset()
+        if self.reset_todos_each_turn:
+            self.todos.reset()
         source = ctx.extras.get(PLAN_REVISION_KEY)
         self.todos.revision_source = _revision_source(source)
         self.children.begin_turn(ctx.session_id)
@@ -99,7 +102,7 @@ class CursorExtension(TableExtension):
         bucketed = self.children.child_update(session_id, update)
         if bucketed is not None:
             return bucketed
-        return self.children.unknown_session(session_id)
+        return self.children.unknown_session(session_id, update)
 
     # ------------------------------------------------------------------ methods
 

@@ -26,14 +26,16 @@ The document (``request``) is a plain dict in exactly the shape of
     }
 
 ``revision`` is the SHA-256 of the canonical JSON (sorted keys, no whitespace,
-UTF-8) of every other field: the whole plan, including its tool call. An answer
-names the revision it approves, so an approval given while looking at an older
-plan cannot approve a changed one (:func:`plan_reply` refuses it as stale).
+UTF-8) of every other field: the whole plan, including its tool call (the same
+digest ``baton.requests.model.PlanRequest`` derives). An answer names the revision
+it approves, so an approval given while looking at an older plan cannot approve a
+changed one.
 
-Replies: ``accepted`` (no ``planUri``: baton does not fabricate a plan artifact;
-Cursor then writes its own file), ``rejected`` with the optional reason,
-:data:`CANCELLED_REPLY`; :data:`HEADLESS_REPLY` when no human surface is attached.
-:func:`render_markdown` builds the one document a surface shows.
+Replies: :data:`HEADLESS_REPLY` (``rejected``, "no human surface attached") when
+no human surface is attached; a human's decision is mapped by
+``baton.requests.replies.reply_for`` (``accepted`` without a ``planUri``: baton
+does not fabricate a plan artifact, so Cursor writes its own file; ``rejected``
+with the optional reason; ``cancelled``).
 """
 
 from __future__ import annotations
@@ -42,14 +44,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from baton.errors import RequestError
 from baton.providers.cursor._common import native_id, outcome
 from baton.providers.cursor.questions import MAX_DOCUMENT_BYTES, canonical_json
 
 METHOD = "cursor/create_plan"
 HEADLESS_REPLY: dict[str, Any] = outcome("rejected", reason="no human surface attached")
-CANCELLED_REPLY: dict[str, Any] = outcome("cancelled")
-MAX_REASON_CHARS = 4000
 
 
 class PlanRefused(ValueError):
@@ -111,54 +110,6 @@ def normalize_plan(params: Mapping[str, Any]) -> dict[str, Any]:
         )
     document["revision"] = plan_revision(document)
     return document
-
-
-def plan_reply(request: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-    """Cursor's reply for a validated ``{"kind": "plan", "decision", "revision", "reason"}``.
-
-    Raises :class:`RequestError` for a stale revision or an unknown decision.
-    """
-    if answer.get("revision") != request.get("revision"):
-        raise RequestError(
-            "stale plan answer: it approves revision "
-            f"{str(answer.get('revision'))[:16]!r}, the plan is {str(request.get('revision'))[:16]!r}"
-        )
-    decision = answer.get("decision")
-    if decision == "accept":
-        return outcome("accepted")
-    if decision == "reject":
-        reason = answer.get("reason")
-        return outcome(
-            "rejected", reason=reason[:MAX_REASON_CHARS] if isinstance(reason, str) else None
-        )
-    raise RequestError(f"unknown plan decision {decision!r}")
-
-
-def render_markdown(request: Mapping[str, Any]) -> str:
-    """The one approval document a surface shows: everything, in a fixed order."""
-    lines = [f"# {request.get('name') or 'Plan'}", ""]
-    if request.get("is_project"):
-        lines += ["*Project plan*", ""]
-    if request.get("overview"):
-        lines += [str(request["overview"]), ""]
-    lines += [str(request.get("markdown", "")).rstrip(), ""]
-    if request.get("todos"):
-        lines += ["## Todos", ""]
-        lines += [_todo_line(t) for t in request["todos"]]
-        lines.append("")
-    for phase in request.get("phases") or []:
-        lines += [f"## Phase: {phase['name']}", ""]
-        lines += [_todo_line(t) for t in phase.get("todos") or []]
-        lines.append("")
-    lines.append(f"Revision `{request.get('revision', '')}`")
-    return "\n".join(lines) + "\n"
-
-
-def _todo_line(todo: Mapping[str, Any]) -> str:
-    mark = "x" if todo.get("status") == "completed" else " "
-    status = todo.get("status", "pending")
-    suffix = "" if status in ("pending", "completed") else f" ({status})"
-    return f"- [{mark}] {todo.get('content', '')}{suffix}"
 
 
 def _opt_text(params: Mapping[str, Any], key: str) -> str | None:

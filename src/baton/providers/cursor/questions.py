@@ -40,21 +40,19 @@ is refused as ``malformed``; an oversize one (over 64 questions, 128 options, a
 100,000-character prompt or 196 KiB of canonical JSON) as oversize, never
 truncated: both are answered ``skipped`` with the reason at once.
 
-Replies (acp.md §2, ``{"outcome": {...}}``): :func:`question_reply` maps a
-validated ``baton.requests`` answer (``{"kind": "question", "outcome":
-"answered"|"skipped", "selections": [{"question_id", "option_ids"}], "reason"}``)
-to ``answered`` with native ids, or ``skipped``; :data:`CANCELLED_REPLY` is for a
-cancelled turn; :data:`HEADLESS_REPLY` is the answer when no human surface is
-attached.
+Replies (acp.md §2, ``{"outcome": {...}}``): :data:`HEADLESS_REPLY` (``skipped``
+with the reason) is the answer when no human surface is attached. Answers from a
+human are mapped back to native ids by ``baton.requests.replies.reply_for``, the
+one place that turns a *validated* answer into the agent's reply, from the
+``native_id`` fields of this document.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from baton.errors import RequestError
 from baton.providers.cursor._common import native_id, outcome
 
 METHOD = "cursor/ask_question"
@@ -66,7 +64,6 @@ MAX_DOCUMENT_BYTES = 196 * 1024
 HEADLESS_REPLY: dict[str, Any] = outcome(
     "skipped", reason="no human surface attached; baton skipped the question"
 )
-CANCELLED_REPLY: dict[str, Any] = outcome("cancelled")
 
 
 class QuestionRefused(ValueError):
@@ -168,60 +165,6 @@ def _question(index: int, raw: Any, seen: set[str]) -> dict[str, Any]:
         "selection": "multiple" if multiple else "single",
         "options": options,
     }
-
-
-def question_reply(request: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-    """Cursor's reply for an answer the ledger validated, in native ids.
-
-    Checked again here because this is the last step before bytes reach the agent:
-    every question answered exactly once, only its own options, one option for a
-    single-selection question. Raises :class:`RequestError` otherwise.
-    """
-    if answer.get("outcome") == "skipped":
-        reason = answer.get("reason")
-        return outcome("skipped", reason=reason if isinstance(reason, str) else None)
-    if answer.get("outcome", "answered") != "answered":
-        raise RequestError(f"unknown question outcome {answer.get('outcome')!r}")
-    selections = answer.get("selections")
-    if not isinstance(selections, Sequence) or isinstance(selections, str):
-        raise RequestError("answer selections must be a list")
-    by_id: dict[str, Sequence[Any]] = {}
-    for selection in selections:
-        if not isinstance(selection, Mapping):
-            raise RequestError("a selection must be an object")
-        qid = selection.get("question_id")
-        option_ids = selection.get("option_ids")
-        if not isinstance(qid, str) or not isinstance(option_ids, Sequence):
-            raise RequestError("a selection needs question_id and option_ids")
-        if qid in by_id:
-            raise RequestError(f"{qid} answered twice")
-        by_id[qid] = option_ids
-    questions = request.get("questions") or []
-    known = {q["id"] for q in questions}
-    forged = sorted(set(by_id) - known)
-    if forged:
-        raise RequestError(f"answer names unknown question(s) {forged}")
-    answers: list[dict[str, Any]] = []
-    for question in questions:
-        qid = question["id"]
-        if qid not in by_id:
-            raise RequestError(f"{qid} is required and was not answered")
-        chosen = list(by_id[qid])
-        if len(set(chosen)) != len(chosen):
-            raise RequestError(f"{qid} selects an option twice")
-        if not chosen or (question["selection"] == "single" and len(chosen) != 1):
-            raise RequestError(
-                f"{qid} takes exactly one option"
-                if question["selection"] == "single"
-                else f"{qid} needs at least one option"
-            )
-        natives = {o["id"]: o["native_id"] for o in question["options"]}
-        unknown = [o for o in chosen if o not in natives]
-        if unknown:
-            raise RequestError(f"{qid} has no option(s) {unknown}")
-        ordered = [o["native_id"] for o in question["options"] if o["id"] in set(chosen)]
-        answers.append({"questionId": question["native_id"], "selectedOptionIds": ordered})
-    return outcome("answered", answers=answers)
 
 
 def _utf8_size(text: str) -> int:

@@ -81,6 +81,7 @@ def task_completed(
         )
 
     spawned = children.by_agent_id(agent_id) if children is not None and agent_id else None
+    model_fallback: str | None = None
     if spawned is not None:
         child_id = spawned.child_id
         if tool_call_id and spawned.tool_call_id and tool_call_id != spawned.tool_call_id:
@@ -93,6 +94,7 @@ def task_completed(
             )
             tool_call_id = spawned.tool_call_id
         role = role or spawned.role
+        model_fallback = spawned.model
     elif agent_id:
         child_id = safe_id(agent_id, "agent")
     elif tool_call_id:
@@ -108,7 +110,7 @@ def task_completed(
         description=clip_text(redaction.text(description))
         if isinstance(description, str)
         else None,
-        model=clip_text(model, 200) if isinstance(model, str) else None,
+        model=clip_text(model, 200) if isinstance(model, str) else model_fallback,
         agent_id=agent_id,
         status="completed",
         duration_ms=duration_ms,

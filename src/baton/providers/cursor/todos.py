@@ -19,8 +19,15 @@ items (items past the limit are dropped), each text at most
 reducer's own state holds at most :data:`MAX_ITEMS` items of bounded text, so a
 runaway agent cannot grow it.
 
-State is per turn (:meth:`TodoReducer.reset` at turn start); revisions continue
-across turns, so a surface keeping "the latest revision" never goes backwards.
+Turns. Snapshots and revisions are produced per update, within the turn that sent
+it; revisions never restart, so a surface keeping "the latest revision" never goes
+backwards. The *list* follows Cursor's own todo list, which lives in the
+conversation rather than the turn: a ``merge: true`` in turn 2 that only changes
+the status of id ``"a"`` refers to the item created in turn 1. Clearing the list at
+each turn would show that item with no text and drop the others, so by default the
+list carries over (:class:`~baton.providers.cursor.extension.CursorExtension` takes
+``reset_todos_each_turn=True`` for the strict per-turn behaviour, which calls
+:meth:`TodoReducer.reset`).
 """
 
 from __future__ import annotations
@@ -88,7 +95,7 @@ class TodoReducer:
     _last: tuple[tuple[PlanStep, ...], bool] | None = None
 
     def reset(self) -> None:
-        """Start a new turn: forget the list, keep counting revisions."""
+        """Forget the list (a strict per-turn reducer), keep counting revisions."""
         self._items = {}
         self._dropped = False
         self._last = None

@@ -1,0 +1,109 @@
+"""Answer round trip: a human's answer committed → the reply on the agent's stdin.
+
+The ledger holds 1,000 other pending requests. The answering side is a separate
+``Ledger`` on its own SQLite connection (as ``baton answer`` in another process
+is), so the wake-up crosses the FIFO doorbell. The agent timestamps each reply
+with the system-wide monotonic clock the moment it reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benches.common import print_table
+
+PENDING = 1000
+AGENT = Path(__file__).with_name("permission_agent.py")
+
+
+async def _round_trips(count: int) -> list[float]:
+    from baton.events.model import CanonicalEvent
+    from baton.events.sequencer import Sequencer
+    from baton.providers.profile import AgentProfile
+    from baton.requests.ledger import Ledger
+    from baton.requests.model import PermissionAnswer, parse_document
+    from baton.requests.policy import Policy
+    from baton.runner.context import open_store
+    from baton.runner.emitter import EventEmitter
+    from baton.runner.requests_broker import RequestBroker
+    from baton.runner.session import AgentSession
+    from baton.store.records import RunRecord
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        store = open_store(root / "baton.db")
+        for run_id in ("other", "bench"):
+            store.create_run(
+                RunRecord(run_id=run_id, kind="bench", agent="bench", cwd=tmp, status="running",
+                          created_at="2026-01-01T00:00:00.000Z")
+            )
+        ledger = Ledger(store)
+        doc = parse_document({"kind": "permission", "tool_call": {"tool_call_id": "x",
+                              "title": "other", "kind": "execute"},
+                              "options": [{"option_id": "a", "name": "A", "kind": "allow_once"}]})
+        for n in range(PENDING):
+            await ledger.create(doc, run_id="other", connection_id="elsewhere", jsonrpc_id=n,
+                                session_id="s", turn_id="t")
+        answerer = Ledger.open(root / "baton.db")
+        sent: dict[int, int] = {}
+        order: list[str] = []
+        pending_answers: set[asyncio.Task[Any]] = set()
+
+        async def answer(request_id: str, index: int) -> None:
+            sent[index] = time.monotonic_ns()
+            await answerer.answer(request_id, PermissionAnswer(decision="allow"),
+                                  decided_by="human")
+
+        def on_event(event: CanonicalEvent) -> None:
+            if event.type == "request.created":
+                order.append(event.payload.request_id)  # type: ignore[attr-defined]
+                task = asyncio.create_task(answer(order[-1], len(order) - 1))
+                pending_answers.add(task)
+                task.add_done_callback(pending_answers.discard)
+
+        emitter = EventEmitter(Sequencer("bench"), store)
+        emitter.listeners.append(on_event)
+        (root / "ws").mkdir()
+        profile = AgentProfile(
+            name="bench", title="bench", family="generic",
+            command=(sys.executable, str(AGENT), "--count", str(count)),
+        )
+        session = await AgentSession.open(
+            profile, workspace=root / "ws", emitter=emitter,
+            requests=RequestBroker(ledger, Policy.preset("reads"), wait_timeout=60),
+            state_dir=root / "state",
+        )
+        await session.prompt("go")
+        assert session.process is not None
+        stderr = session.process.stderr.tail(1 << 16)
+        await session.close()
+        await answerer.aclose()
+        await ledger.aclose()
+        store.close()
+    received = {int(p[1]): int(p[2]) for p in (line.split() for line in stderr.splitlines())
+                if len(p) == 3 and p[0] == "reply"}
+    return [(received[i] - sent[i]) / 1e6 for i in sorted(received) if i in sent]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(count: int, repeats: int) -> None:
+    samples: list[float] = []
+    for _ in range(repeats):
+        samples += asyncio.run(_round_trips(count))
+    rows = [[f"{len(samples)}", f"{statistics.median(samples):.2f}", f"{_pct(samples, 0.99):.2f}",
+             f"{max(samples):.2f}", "50.00", "MET" if _pct(samples, 0.99) < 50 else "NOT MET"]]
+    print_table(
+        f"answer round trip with {PENDING:,} pending requests in the ledger (ms)",
+        ["answers", "p50", "p99", "max", "target p99", "verdict"],
+        rows,
+    )

@@ -1,0 +1,74 @@
+"""Opening the embedded store with every part's migrations, and recovering after a crash.
+
+The store owns runs, sessions and events; other parts (the human-request ledger,
+coordination) add their own tables through named migrations. This module is the
+one place that knows them all.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+
+from baton.acp.process import process_alive
+from baton.events.sequencer import Sequencer, format_ts
+from baton.requests import payloads
+from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
+from baton.store.store import Store
+
+
+def open_store(path: Path) -> Store:
+    """The store at ``path`` (created 0700/0600), with every migration applied."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return Store.open(path, extra_migrations=REQUESTS_MIGRATIONS)
+
+
+def owner_meta() -> dict[str, object]:
+    """Recorded on each run so a later baton can tell whether its owner still lives."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id()}
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _owner_dead(meta: dict[str, object]) -> bool:
+    if meta.get("host") != socket.gethostname():
+        return False  # another machine's run: not ours to judge
+    if meta.get("boot") and meta.get("boot") != _boot_id():
+        return True
+    pid = meta.get("pid")
+    return isinstance(pid, int) and pid != os.getpid() and not process_alive(pid)
+
+
+async def recover_interrupted(store: Store, ledger: Ledger) -> list[RequestRecord]:
+    """Runs whose owning process died become ``interrupted``; their open requests
+    become ``expired`` with a visible reason (never left pending, never approved)."""
+    dead = [
+        run.run_id
+        for run in store.list_runs(limit=10_000)
+        if run.status == "running" and _owner_dead(run.meta)
+    ]
+    if not dead:
+        return []
+    expired = await ledger.expire_orphans(
+        set(), "baton restarted: the agent connection that asked is gone", run_ids=set(dead)
+    )
+    sequencers = {run_id: Sequencer(run_id, start_seq=store.last_seq(run_id)) for run_id in dead}
+    for record in expired:
+        sequencer = sequencers[record.run_id]
+        store.append(
+            sequencer.stamp(
+                payloads.for_state(record), session_id=record.session_id, turn_id=record.turn_id
+            )
+        )
+    await store.flush()
+    now = format_ts(time.time())
+    for run_id in dead:
+        store.finish_run(run_id, "interrupted", now)
+    return expired

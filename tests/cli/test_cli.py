@@ -1,0 +1,175 @@
+"""The command line end to end, as a user runs it: subprocesses, real agents, real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from baton.events.model import CanonicalEvent
+from baton.events.schema import render_schema
+
+REPO = Path(__file__).resolve().parents[2]
+
+RUNBOOK = """Make a file and look at it.
+
+```sh
+echo hello-from-step-one
+```
+
+```file out/note.txt
+note body
+```
+
+```sh
+cat out/note.txt
+```
+"""
+
+
+def baton(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "BATON_STATE_DIR": str(tmp / "state"),
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "baton", *args],
+        cwd=tmp / "ws",
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def tmp(tmp_path: Path) -> Path:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "home").mkdir()
+    return tmp_path
+
+
+def events_of(stdout: str) -> list[CanonicalEvent]:
+    return [CanonicalEvent.model_validate_json(line) for line in stdout.splitlines() if line]
+
+
+def test_run_json_emits_valid_canonical_events_and_does_the_work(tmp: Path) -> None:
+    result = baton(tmp, "run", "--approve", "all", "--json", "-", stdin=RUNBOOK)
+    assert result.returncode == 0, result.stderr
+    events = events_of(result.stdout)
+    types = [e.type for e in events]
+    assert types[0] == "session.started" and types[-2:] == ["turn.completed", "session.closed"]
+    assert types.count("turn.completed") == 1
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    schema = json.loads(render_schema())
+    for event in events:
+        jsonschema.validate(json.loads(event.to_json()), schema)
+    assert (tmp / "ws" / "out" / "note.txt").read_text() == "note body\n"
+    completed = [e.payload for e in events if e.type == "tool.execution.completed"]
+    assert [c.status for c in completed] == ["completed", "completed", "completed"]
+    assert "hello-from-step-one" in completed[0].output.tail
+
+
+def test_with_nobody_to_ask_escalations_are_denied_headlessly(tmp: Path) -> None:
+    result = baton(tmp, "run", "--json", "--wait-timeout", "0", "-", stdin=RUNBOOK)
+    events = events_of(result.stdout)
+    answered = [e.payload for e in events if e.type == "request.answered"]
+    assert answered and answered[0].answer["decision"] == "deny"
+    assert answered[0].decided_by == "headless" and "no-human" in (answered[0].rule or "")
+    assert not (tmp / "ws" / "out").exists()
+    assert result.returncode == 0  # the turn itself completed: the agent reported the denial
+
+
+def test_a_waiting_permission_is_answered_from_another_process(tmp: Path) -> None:
+    """The durable-requests promise end to end: agent → ledger → baton answer → agent."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "BATON_STATE_DIR": str(tmp / "state"),
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "60", "-"],
+        cwd=tmp / "ws", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert runner.stdin is not None and runner.stdout is not None
+    runner.stdin.write(RUNBOOK)
+    runner.stdin.close()
+    seen: list[CanonicalEvent] = []
+    try:
+        for line in runner.stdout:
+            event = CanonicalEvent.model_validate_json(line)
+            seen.append(event)
+            if event.type == "request.created":
+                inbox = baton(tmp, "inbox", "--json")
+                assert event.payload.request_id in inbox.stdout
+                answer = baton(tmp, "answer", event.payload.request_id, "--allow", "--json")
+                assert answer.returncode == 0, answer.stderr
+            if event.type == "session.closed":
+                break
+        assert runner.wait(timeout=60) == 0
+    finally:
+        runner.kill()
+    types = [e.type for e in seen]
+    assert types.count("request.created") == 3 and types.count("request.delivered") == 3
+    answered = [e.payload for e in seen if e.type == "request.answered"]
+    assert all(a.decided_by == "human" for a in answered)
+    assert (tmp / "ws" / "out" / "note.txt").read_text() == "note body\n"
+    again = baton(tmp, "answer", answered[0].request_id, "--deny")
+    assert again.returncode != 0 and "AnswerConflict" in again.stderr
+
+
+def test_log_replays_exactly_what_was_stored(tmp: Path) -> None:
+    run = baton(tmp, "run", "--approve", "all", "--json", "-", stdin=RUNBOOK)
+    runs = baton(tmp, "runs", "--json")
+    run_id = json.loads(runs.stdout.splitlines()[0])["run_id"]
+    replay = baton(tmp, "log", run_id, "--json")
+    assert replay.returncode == 0
+    assert replay.stdout == run.stdout
+    human = baton(tmp, "log", run_id)
+    assert "turn completed" in human.stdout and "hello-from-step-one" in human.stdout
+
+
+def test_unknown_agent_is_a_usage_error(tmp: Path) -> None:
+    result = baton(tmp, "run", "--agent", "nope", "hi")
+    assert result.returncode == 2
+    assert "ConfigError: unknown agent profile 'nope'" in result.stderr
+
+
+def test_missing_agent_binary_is_an_agent_error(tmp: Path) -> None:
+    (tmp / "ws" / "baton.toml").write_text(
+        '[profiles.ghost]\ncommand = ["definitely-not-installed-agent"]\n'
+    )
+    result = baton(tmp, "run", "--agent", "ghost", "hi")
+    assert result.returncode == 3
+    assert "AgentNotInstalled" in result.stderr
+
+
+def test_agents_lists_every_builtin_profile(tmp: Path) -> None:
+    result = baton(tmp, "agents", "--json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    names = {r["name"] for r in rows}
+    assert {"builtin", "cursor", "claude", "codex", "gemini", "opencode", "qwen"} <= names
+    assert next(r for r in rows if r["name"] == "builtin")["installed"] is True
+
+
+def test_probe_reports_the_handshake(tmp: Path) -> None:
+    result = baton(tmp, "probe", "builtin", "--json")
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert info["protocolVersion"] == 1
+    assert info["agentCapabilities"]["loadSession"] is True
+    assert info["session_error"] is None
+
+
+def test_committed_schema_is_fresh() -> None:
+    committed = (REPO / "schema" / "events.schema.json").read_text(encoding="utf-8")
+    assert committed == render_schema(), "run `baton schema --write`"

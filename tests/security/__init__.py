@@ -1,0 +1,1 @@
+"""Tests of baton.security; ``corpus`` is shared with store/NDJSON/log tests."""
