@@ -40,16 +40,32 @@ async def _round_trips(count: int) -> list[float]:
         store = open_store(root / "baton.db")
         for run_id in ("other", "bench"):
             store.create_run(
-                RunRecord(run_id=run_id, kind="bench", agent="bench", cwd=tmp, status="running",
-                          created_at="2026-01-01T00:00:00.000Z")
+                RunRecord(
+                    run_id=run_id,
+                    kind="bench",
+                    agent="bench",
+                    cwd=tmp,
+                    status="running",
+                    created_at="2026-01-01T00:00:00.000Z",
+                )
             )
         ledger = Ledger(store)
-        doc = parse_document({"kind": "permission", "tool_call": {"tool_call_id": "x",
-                              "title": "other", "kind": "execute"},
-                              "options": [{"option_id": "a", "name": "A", "kind": "allow_once"}]})
+        doc = parse_document(
+            {
+                "kind": "permission",
+                "tool_call": {"tool_call_id": "x", "title": "other", "kind": "execute"},
+                "options": [{"option_id": "a", "name": "A", "kind": "allow_once"}],
+            }
+        )
         for n in range(PENDING):
-            await ledger.create(doc, run_id="other", connection_id="elsewhere", jsonrpc_id=n,
-                                session_id="s", turn_id="t")
+            await ledger.create(
+                doc,
+                run_id="other",
+                connection_id="elsewhere",
+                jsonrpc_id=n,
+                session_id="s",
+                turn_id="t",
+            )
         answerer = Ledger.open(root / "baton.db")
         sent: dict[int, int] = {}
         order: list[str] = []
@@ -57,8 +73,9 @@ async def _round_trips(count: int) -> list[float]:
 
         async def answer(request_id: str, index: int) -> None:
             sent[index] = time.monotonic_ns()
-            await answerer.answer(request_id, PermissionAnswer(decision="allow"),
-                                  decided_by="human")
+            await answerer.answer(
+                request_id, PermissionAnswer(decision="allow"), decided_by="human"
+            )
 
         def on_event(event: CanonicalEvent) -> None:
             if event.type == "request.created":
@@ -71,11 +88,15 @@ async def _round_trips(count: int) -> list[float]:
         emitter.listeners.append(on_event)
         (root / "ws").mkdir()
         profile = AgentProfile(
-            name="bench", title="bench", family="generic",
+            name="bench",
+            title="bench",
+            family="generic",
             command=(sys.executable, str(AGENT), "--count", str(count)),
         )
         session = await AgentSession.open(
-            profile, workspace=root / "ws", emitter=emitter,
+            profile,
+            workspace=root / "ws",
+            emitter=emitter,
             requests=RequestBroker(ledger, Policy.preset("reads"), wait_timeout=60),
             state_dir=root / "state",
         )
@@ -86,8 +107,11 @@ async def _round_trips(count: int) -> list[float]:
         await answerer.aclose()
         await ledger.aclose()
         store.close()
-    received = {int(p[1]): int(p[2]) for p in (line.split() for line in stderr.splitlines())
-                if len(p) == 3 and p[0] == "reply"}
+    received = {
+        int(p[1]): int(p[2])
+        for p in (line.split() for line in stderr.splitlines())
+        if len(p) == 3 and p[0] == "reply"
+    }
     return [(received[i] - sent[i]) / 1e6 for i in sorted(received) if i in sent]
 
 
@@ -100,8 +124,16 @@ def run(count: int, repeats: int) -> None:
     samples: list[float] = []
     for _ in range(repeats):
         samples += asyncio.run(_round_trips(count))
-    rows = [[f"{len(samples)}", f"{statistics.median(samples):.2f}", f"{_pct(samples, 0.99):.2f}",
-             f"{max(samples):.2f}", "50.00", "MET" if _pct(samples, 0.99) < 50 else "NOT MET"]]
+    rows = [
+        [
+            f"{len(samples)}",
+            f"{statistics.median(samples):.2f}",
+            f"{_pct(samples, 0.99):.2f}",
+            f"{max(samples):.2f}",
+            "50.00",
+            "MET" if _pct(samples, 0.99) < 50 else "NOT MET",
+        ]
+    ]
     print_table(
         f"answer round trip with {PENDING:,} pending requests in the ledger (ms)",
         ["answers", "p50", "p99", "max", "target p99", "verdict"],

@@ -34,22 +34,54 @@ def main() -> None:
         msg = read()
         method = msg.get("method")
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1,
-                  "agentCapabilities": {}, "authMethods": []}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": msg["id"],
+                    "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []},
+                }
+            )
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "bench"}})
         elif method == "session/prompt":
             for n in range(args.count):
                 call_id = f"t{n}"
-                send({"jsonrpc": "2.0", "method": "session/update", "params": {
-                    "sessionId": "bench", "update": {"sessionUpdate": "tool_call",
-                    "toolCallId": call_id, "title": f"step {n}", "kind": "execute",
-                    "status": "pending"}}})
-                send({"jsonrpc": "2.0", "id": 1000 + n, "method": "session/request_permission",
-                      "params": {"sessionId": "bench", "toolCall": {"toolCallId": call_id,
-                      "title": f"step {n}", "kind": "execute", "rawInput": {"command": "true"}},
-                      "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                                  {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {
+                            "sessionId": "bench",
+                            "update": {
+                                "sessionUpdate": "tool_call",
+                                "toolCallId": call_id,
+                                "title": f"step {n}",
+                                "kind": "execute",
+                                "status": "pending",
+                            },
+                        },
+                    }
+                )
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1000 + n,
+                        "method": "session/request_permission",
+                        "params": {
+                            "sessionId": "bench",
+                            "toolCall": {
+                                "toolCallId": call_id,
+                                "title": f"step {n}",
+                                "kind": "execute",
+                                "rawInput": {"command": "true"},
+                            },
+                            "options": [
+                                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                            ],
+                        },
+                    }
+                )
                 while True:
                     reply = read()
                     if reply.get("id") == 1000 + n:

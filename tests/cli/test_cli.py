@@ -97,8 +97,12 @@ def test_a_waiting_permission_is_answered_from_another_process(tmp: Path) -> Non
     }
     runner = subprocess.Popen(
         [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "60", "-"],
-        cwd=tmp / "ws", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        cwd=tmp / "ws",
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert runner.stdin is not None and runner.stdout is not None
     runner.stdin.write(RUNBOOK)

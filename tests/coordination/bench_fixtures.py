@@ -70,6 +70,8 @@ def check_fixture(port: FcopPort, n: int, *, full: bool) -> None:
 
 def add_receipts(port: FcopPort, count: int) -> None:
     """``count`` extra lifecycle receipts (clones of a real T2 receipt, other TASK ids)."""
+    from fcop.v4.encoding import canonical, digest
+
     seed = port.create_task(sender="ADMIN", recipient="NOBODY", subject="receipt seed", body="x")
     claim = port.claim(seed.task_id, actor="SEED")
     template = json.loads((port.root / claim.receipt_ref).read_text())
@@ -84,6 +86,20 @@ def add_receipts(port: FcopPort, count: int) -> None:
         value["target_path"] = f"fcop/_lifecycle/active/{task_id}.md"
         value["attempt_id"] = uuid.uuid4().urn
         value["transition"] = {**template["transition"], "attempt_id": value["attempt_id"]}
+        value["normalized_transition_digest"] = digest(
+            canonical(
+                {
+                    "contract": "fcop-lifecycle-transition-request-v1",
+                    "workspace_id": value["workspace_id"],
+                    "task_id": task_id,
+                    "from_stage": "inbox",
+                    "to_stage": "active",
+                    "tool": "claim_task",
+                    "actor": value["actor"],
+                    "report_ref": None,
+                }
+            )
+        )
         (operations / f"transition-{op.hex}.json").write_text(
             json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n"
         )

@@ -121,7 +121,9 @@ async def test_publish_to_prompt_through_the_daemon(tmp_path: Path, n: int) -> N
     await asyncio.to_thread(build_inbox_fixture, root, authority, n, "ADMIN")
     port = FcopPort(root, authority=authority)
     prompted: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
-    daemon = Daemon(port=port, team=default_team(), factory=FakeFactory(), state_dir=root / ".baton")
+    daemon = Daemon(
+        port=port, team=default_team(), factory=FakeFactory(), state_dir=root / ".baton"
+    )
     daemon.prompt_started = lambda slot, task, _: prompted.put_nowait((task, time.time_ns()))
     running = asyncio.create_task(daemon.run())
     await asyncio.wait_for(daemon.doorbell.ready.wait(), 120)

@@ -35,12 +35,25 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
 
     body = tmp_path / "task.md"
     body.write_text("- [ ] @QA run tests\n")
-    new = ["task", "new", "--root", str(tmp_path), "--to", "PM", "--subject", "Release", "--body-file",
-           str(body), "--json"]
+    new = [
+        "task",
+        "new",
+        "--root",
+        str(tmp_path),
+        "--to",
+        "PM",
+        "--subject",
+        "Release",
+        "--body-file",
+        str(body),
+        "--json",
+    ]
     first = json.loads(runner.invoke(app, new).output)
     second = json.loads(runner.invoke(app, new).output)
     assert second["task_id"] == first["task_id"] and second["existing"]
-    bad = runner.invoke(app, ["task", "new", "--root", str(tmp_path), "--to", "CEO", "--subject", "x"])
+    bad = runner.invoke(
+        app, ["task", "new", "--root", str(tmp_path), "--to", "CEO", "--subject", "x"]
+    )
     assert bad.exit_code == 1 and "not a role of this team" in bad.output
 
     status = json.loads(runner.invoke(app, ["status", "--root", str(tmp_path), "--json"]).output)
@@ -57,7 +70,9 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
     assert [r["task_id"] for r in status["pending_reviews"]] == [first["task_id"]]
     text = runner.invoke(app, ["status", "--root", str(tmp_path)]).output
     assert "review waiting for ADMIN" in text
-    sessions = json.loads(runner.invoke(app, ["sessions", "--root", str(tmp_path), "--json"]).output)
+    sessions = json.loads(
+        runner.invoke(app, ["sessions", "--root", str(tmp_path), "--json"]).output
+    )
     by_name = {s["name"]: s for s in sessions}
     assert by_name["PM"]["turns"] == 2 and by_name["QA"]["tool_calls_count"] == 1
     assert by_name["QA"]["usage"]["availability"] == "unavailable"
@@ -73,7 +88,8 @@ def test_init_refuses_a_legacy_workspace_and_explains(tmp_path: Path) -> None:
     assert "LegacyWorkspaceError" in result.output and "git mv fcop" in result.output
     assert not (tmp_path / "baton.toml").exists()
     assert sorted(p.name for p in (tmp_path / "fcop").rglob("*")) == [
-        "TASK-20260509-999-PM-to-DEV.md", "tasks"
+        "TASK-20260509-999-PM-to-DEV.md",
+        "tasks",
     ]
 
 

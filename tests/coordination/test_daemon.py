@@ -7,13 +7,13 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.daemon import Daemon, Job, RecordingHumanSink, TurnResult, Usage
+from baton.coordination.authority import TrustedAuthority
+from baton.coordination.daemon import Daemon, Job, RecordingHumanSink, Usage
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.state import CoordinationState
 from baton.coordination.team import TeamConfig, default_team
-from tests.coordination.fakes import Agent, FakeFactory, runbook_agent
 from tests.coordination.conftest import KEY
-from baton.coordination.authority import TrustedAuthority
+from tests.coordination.fakes import Agent, FakeFactory, runbook_agent
 
 WAIT = 60.0
 CHECKLIST = """Ship release 1.2.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.support.llm_stub import LLMStub
 from tests.support.opencode import (
     INSTALL_HINT,
@@ -95,6 +96,9 @@ async def handshake(client: RawClient, workspace: Path) -> str:
     options = {o["id"]: o for o in new["configOptions"]}
     assert options["model"]["currentValue"] == "local/scripted"
     assert options["mode"]["currentValue"] == "build"
+    # OpenCode sends the command list just after answering session/new; waiting for it keeps
+    # the recorded order deterministic (otherwise it races with the prompt request).
+    await client.wait_for_update("available_commands_update", timeout=START_TIMEOUT)
     sid: str = new["sessionId"]
     return sid
 
@@ -335,6 +339,8 @@ async def test_session_load_replays_history(opencode_bin: Path, workspace: Path)
                 {"sessionId": sid, "cwd": str(workspace), "mcpServers": []},
                 timeout=START_TIMEOUT,
             )
+            # As after session/new, the command list follows the response.
+            await client.wait_for_update("available_commands_update", timeout=START_TIMEOUT)
         assert len(stub.completions()) == turn_calls  # loading does not call the model
 
     assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [(sid, stub.title)]

@@ -11,7 +11,7 @@ import pytest
 
 from baton.acp.process import process_alive
 from baton.errors import AgentTimeout, AuthRequired
-from tests.runner.conftest import Harness, fake, group_gone
+from tests.support.harness import Harness, fake, group_gone
 
 
 async def test_ok_turn_has_exactly_one_terminal_and_honest_usage(harness: Harness) -> None:

@@ -200,3 +200,13 @@ def test_split_statements() -> None:
         conn.close()
     with pytest.raises(StoreError, match="incomplete SQL"):
         split_statements("CREATE TABLE a (x DEFAULT 'unterminated);")
+
+
+def test_odd_paths_work(tmp_path: Path) -> None:
+    path = tmp_path / "dir with space #1 ?x=y" / "bätön 🙂.db"
+    with Store.open(path) as store:
+        store.create_run(run_record())
+        store.append(event(1))
+        store.flush_sync()
+        assert store.last_seq("run-1") == 1  # read connection found the same file
+    assert path.exists()

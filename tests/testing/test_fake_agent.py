@@ -1,8 +1,12 @@
-"""Wire behaviour of every fake-agent scenario, seen through the raw JSON-RPC client."""
+"""Wire behaviour of every fake-agent scenario, seen through the raw JSON-RPC client.
+
+Also the other test-side endpoint, the scripted LLM stub, at the end.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import re
@@ -10,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +25,7 @@ import pytest
 
 import baton.testing.fake_agent as fake_agent_module
 from baton.testing import SCENARIOS, fake_agent_argv
+from tests.support.llm_stub import LLMStub, Text
 from tests.support.rawclient import (
     AgentExited,
     Handler,
@@ -662,3 +668,89 @@ async def test_replay_of_recorded_opencode_traces(trace: Path, tmp_path: Path) -
     expected, client = await drive_trace(trace, tmp_path / "live", first_id=1000)
     assert client.messages == expected
     assert client.bad_lines == []
+
+
+# -- the scripted LLM endpoint (tests/support/llm_stub.py) ---------------------------------------
+
+WRITE_TOOL = {"type": "function", "function": {"name": "write", "parameters": {}}}
+
+
+def post(stub: LLMStub, body: dict[str, Any]) -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", stub.port, timeout=10)
+    conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "x/json"})
+    return conn.getresponse()
+
+
+def chat(stub: LLMStub, body: dict[str, Any]) -> tuple[int, bytes]:
+    with post(stub, body) as resp:
+        return resp.status, resp.read()
+
+
+def sse_chunks(data: bytes) -> list[Any]:
+    events = [line[6:] for line in data.decode().split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    return [json.loads(e) for e in events[:-1]]
+
+
+def test_stub_models_and_write_tool_call(tmp_path: Path) -> None:
+    with LLMStub(cwd=tmp_path) as stub:
+        assert stub.base_url == f"http://127.0.0.1:{stub.port}/v1"
+        with urllib.request.urlopen(stub.base_url + "/models", timeout=10) as resp:
+            assert json.load(resp)["data"][0]["id"] == "scripted"
+
+        user = {"role": "user", "content": "write it"}
+        status, data = chat(stub, {"messages": [user], "tools": [WRITE_TOOL], "stream": True})
+        assert status == 200
+        chunks = sse_chunks(data)
+        call = chunks[1]["choices"][0]["delta"]["tool_calls"][0]
+        assert call["function"]["name"] == "write"
+        args = json.loads(call["function"]["arguments"])
+        assert args == {"filePath": str(tmp_path / "hello.txt"), "content": stub.file_content}
+        assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+        assert chunks[-1]["usage"]["total_tokens"] == 15
+
+        tool_result = {"role": "tool", "tool_call_id": "call_1", "content": "ok"}
+        body = {"messages": [user, tool_result], "tools": [WRITE_TOOL], "stream": True}
+        chunks = sse_chunks(chat(stub, body)[1])
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        assert text == stub.text
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+        title = {"role": "system", "content": "You are a title generator."}
+        reply = json.loads(chat(stub, {"messages": [title, user]})[1])  # not streamed
+        assert reply["choices"][0]["message"]["content"] == stub.title
+        assert stub.replies() == ["tool:write", "text", "title"]
+        assert stub.wait_for_replies("text", "title", timeout=1)
+
+
+def test_stub_fail_and_custom_script() -> None:
+    with LLMStub(script="fail") as stub:
+        status, data = chat(stub, {"messages": []})
+        assert status == 500 and b"scripted failure" in data
+    with LLMStub(script=lambda req: Text(f"call {req.index}")) as stub:
+        for i in range(2):
+            reply = json.loads(chat(stub, {"messages": []})[1])
+            assert reply["choices"][0]["message"]["content"] == f"call {i}"
+    with LLMStub() as stub, pytest.raises(TimeoutError):
+        stub.wait_for_replies("fail", timeout=0.05)
+
+
+def test_stub_hang_release_and_abort() -> None:
+    with LLMStub(script="hang") as stub:
+        with post(stub, {"messages": [], "stream": True}) as resp:
+            assert resp.status == 200
+            assert stub.stalled.wait(5)
+            stub.release()
+            chunks = sse_chunks(resp.read())
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        assert text == "Working on it ... done."
+        assert not stub.aborted.is_set()
+    with LLMStub(script="hang") as stub:
+        resp = post(stub, {"messages": [], "stream": True})
+        assert stub.stalled.wait(5)
+        resp.close()  # the client goes away, as OpenCode does on session/cancel
+        assert stub.aborted.wait(5)
+    with LLMStub(script="hang") as stub:
+        resp = post(stub, {"messages": [], "stream": True})
+        assert stub.stalled.wait(5)
+    resp.close()  # leaving the block (stop) did not wait for the stalled reply

@@ -122,8 +122,16 @@ def task_new(
     except BatonError as exc:
         raise _fail(exc) from exc
     if as_json:
-        typer.echo(json.dumps({"task_id": created.task_id, "existing": created.existing,
-                               "operation_id": created.operation_id, "recipient": to}))
+        typer.echo(
+            json.dumps(
+                {
+                    "task_id": created.task_id,
+                    "existing": created.existing,
+                    "operation_id": created.operation_id,
+                    "recipient": to,
+                }
+            )
+        )
         return
     note = " (already existed: same request)" if created.existing else ""
     typer.echo(f"{created.task_id} -> {to}{note}")
@@ -205,16 +213,22 @@ def status(root: RootOption = None, as_json: JsonOption = False) -> None:
     for r in data["roles"]:
         paused = f"  PAUSED {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
         lead = " (leader)" if r["leader"] else ""
-        typer.echo(f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}")
+        typer.echo(
+            f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}"
+        )
     if data["board"]["open"]:
         typer.echo("open tasks:")
         for t in data["board"]["open"]:
             extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
-            typer.echo(f"  {t['stage']:<7} {t['task_id']} {t['sender']}->{t['recipient']}: "
-                       f"{t['subject']}{extra}")
+            typer.echo(
+                f"  {t['stage']:<7} {t['task_id']} {t['sender']}->{t['recipient']}: "
+                f"{t['subject']}{extra}"
+            )
     for r in data["pending_reviews"]:
-        typer.echo(f"review waiting for {data['team']['human']}: {r['task_id']} "
-                   f"({r['subject']}) report {r['report_id']} result {r['result']}")
+        typer.echo(
+            f"review waiting for {data['team']['human']}: {r['task_id']} "
+            f"({r['subject']}) report {r['report_id']} result {r['result']}"
+        )
     for q in data["questions"]:
         typer.echo(f"question from {q['role']} ({q['request_id']}): {q['question']}")
     for s in data["stalls"]:

@@ -50,6 +50,7 @@ from baton.events.model import (
     Payload,
     ProviderNotice,
     SecurityPathRefused,
+    SecurityPinMismatch,
     SessionClosed,
     SessionFailed,
     SessionStarted,
@@ -75,6 +76,7 @@ from baton.runner.requests_broker import RequestBroker, RequestContext
 from baton.runner.terminals import TerminalManager
 from baton.runner.turn import Turn
 from baton.security.admission import admit
+from baton.security.distribution import verify_before_launch
 from baton.security.launch_env import LaunchEnvironment, prepare_launch
 from baton.security.paths import display_path
 from baton.security.redact import Redactor
@@ -154,6 +156,8 @@ class AgentSession:
         self._late_noticed: set[str] = set()
         self._prompt_future: asyncio.Future[Any] | None = None
         self._closed = False
+        self.recovery: tuple[SessionHow, ...] = ("resume", "load")
+        self.argv: list[str] = profile.argv()
 
     # ================================================================== opening
 
@@ -171,6 +175,7 @@ class AgentSession:
         secrets_file: Path | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] = (),
         resume_session_id: str | None = None,
+        recovery: Sequence[SessionHow] = ("resume", "load"),
         persistent_root: Path | None = None,
     ) -> AgentSession:
         """Admit, launch, handshake and create/resume a session, or raise a typed error.
@@ -178,13 +183,15 @@ class AgentSession:
         Every refusal and failure is also an event in the stream.
         """
         workspace = workspace.resolve()
+        env_in = os.environ if environ is None else environ
         await _admit_or_refuse(profile, workspace, emitter)
+        argv = await _verified_argv(profile, state_dir, env_in, emitter)
         try:
             launch = prepare_launch(
                 profile,
                 workspace=workspace,
                 base_dir=state_dir / "agents",
-                environ=os.environ if environ is None else environ,
+                environ=env_in,
                 secrets_file=secrets_file,
                 persistent_root=persistent_root,
             )
@@ -203,6 +210,8 @@ class AgentSession:
             redactor=redactor,
             launch=launch,
         )
+        self.recovery = tuple(recovery)
+        self.argv = argv
         try:
             await self._start(mcp_servers, resume_session_id)
         except BaseException as exc:
@@ -222,9 +231,7 @@ class AgentSession:
     async def _start(
         self, mcp_servers: Sequence[Mapping[str, Any]], resume_session_id: str | None
     ) -> None:
-        self.process = await AgentProcess.spawn(
-            self.profile.argv(), env=self.launch.env, cwd=self.workspace
-        )
+        self.process = await AgentProcess.spawn(self.argv, env=self.launch.env, cwd=self.workspace)
         self.conn = JsonRpcConnection(self.process.stdout, self.process.stdin, _Handler(self))
         self._reader = asyncio.create_task(self.conn.run(), name="acp-reader")
         self._exit_watch = asyncio.create_task(self._watch_exit(), name="acp-exit-watch")
@@ -284,10 +291,11 @@ class AgentSession:
         params = {"sessionId": session_id, "cwd": str(self.workspace), "mcpServers": servers}
         session_caps = caps.session_capabilities if caps else None
         attempts: list[tuple[str, SessionHow]] = []
-        if session_caps is not None and session_caps.resume is not None:
-            attempts.append(("session/resume", "resume"))
-        if caps is not None and caps.load_session:
-            attempts.append(("session/load", "load"))
+        for how in self.recovery:
+            if how == "resume" and session_caps is not None and session_caps.resume is not None:
+                attempts.append(("session/resume", "resume"))
+            elif how == "load" and caps is not None and caps.load_session:
+                attempts.append(("session/load", "load"))
         for method, how in attempts:
             self._replaying = how == "load"
             self._replayed = 0
@@ -960,6 +968,25 @@ def _parse(model: Any, raw: Any, method: str) -> Any:
             f"{method}: the agent's answer does not match the ACP schema: "
             f"{exc.errors()[0].get('msg', exc)}"
         ) from exc
+
+
+async def _verified_argv(
+    profile: AgentProfile, state_dir: Path, environ: Mapping[str, str], emitter: EventEmitter
+) -> list[str]:
+    """A pinned profile launches its verified executable, or not at all."""
+    argv = profile.argv()
+    try:
+        verified = verify_before_launch(profile, state_dir, environ)
+    except SecurityError as exc:
+        await emitter.emit(
+            SecurityPinMismatch(
+                control="pinned-distribution", subject=profile.name, reason=clip_text(str(exc))
+            )
+        )
+        raise
+    if verified is None:
+        return argv
+    return [str(verified.executable), *argv[1:]]
 
 
 async def _admit_or_refuse(profile: AgentProfile, workspace: Path, emitter: EventEmitter) -> None:

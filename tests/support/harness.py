@@ -1,4 +1,4 @@
-"""Open real agent processes through baton's runner with an in-memory event list."""
+"""A harness that opens real agent processes through baton's runner, with an in-memory event list."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ class Harness:
     ledger: Ledger
     events: list[CanonicalEvent] = field(default_factory=list)
     sessions: list[AgentSession] = field(default_factory=list)
+    emitters: dict[str, EventEmitter] = field(default_factory=dict)
 
     @property
     def workspace(self) -> Path:
@@ -40,6 +41,9 @@ class Harness:
         return ws
 
     def emitter(self, run_id: str = "run-test") -> EventEmitter:
+        """One emitter per run: its sequencer is the run's single source of seqs."""
+        if run_id in self.emitters:
+            return self.emitters[run_id]
         if self.store.get_run(run_id) is None:
             self.store.create_run(
                 RunRecord(
@@ -53,6 +57,7 @@ class Harness:
             )
         emitter = EventEmitter(Sequencer(run_id, start_seq=self.store.last_seq(run_id)), self.store)
         emitter.listeners.append(self.events.append)
+        self.emitters[run_id] = emitter
         return emitter
 
     async def open(

@@ -1,0 +1,5 @@
+"""Fixtures shared across the suite."""
+
+from tests.support.harness import harness
+
+__all__ = ["harness"]
