@@ -177,3 +177,40 @@ def test_probe_reports_the_handshake(tmp: Path) -> None:
 def test_committed_schema_is_fresh() -> None:
     committed = (REPO / "schema" / "events.schema.json").read_text(encoding="utf-8")
     assert committed == render_schema(), "run `baton schema --write`"
+
+
+def test_killing_baton_mid_request_expires_it_visibly_and_loses_nothing(tmp: Path) -> None:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "BATON_STATE_DIR": str(tmp / "state"),
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "600", "-"],
+        cwd=tmp / "ws", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+    )
+    assert runner.stdin is not None and runner.stdout is not None
+    runner.stdin.write(RUNBOOK)
+    runner.stdin.close()
+    created = None
+    for line in runner.stdout:
+        event = CanonicalEvent.model_validate_json(line)
+        if event.type == "request.created":
+            created = event
+            break
+    assert created is not None
+    runner.kill()
+    runner.wait(timeout=30)
+    request_id = created.payload.request_id
+    inbox = baton(tmp, "inbox", "--json", "--all")
+    rows = [json.loads(line) for line in inbox.stdout.splitlines() if line.strip()]
+    row = next(r for r in rows if r["request_id"] == request_id)
+    assert row["state"] == "expired" and "restarted" in row["reason"]
+    runs = [json.loads(line) for line in baton(tmp, "runs", "--json").stdout.splitlines()]
+    assert runs[0]["status"] == "interrupted"
+    log = events_of(baton(tmp, "log", runs[0]["run_id"], "--json").stdout)
+    assert [e.type for e in log][-1] == "request.expired"
+    assert any(e.type == "request.created" and e.payload.request_id == request_id for e in log)
+    late = baton(tmp, "answer", request_id, "--allow")
+    assert late.returncode != 0 and "is expired" in late.stderr

@@ -65,12 +65,19 @@ def _db_path(db: Path | None) -> Path:
 
 
 def _with_ledger(db: Path | None, fn: Callable[[Ledger], Awaitable[T]]) -> T:
+    """Open the ledger over the store; first, runs whose process died expire their
+    open requests, so the inbox never shows a request nobody can deliver."""
+    from baton.runner.context import open_store, recover_interrupted
+
     async def main() -> T:
-        ledger = Ledger.open(_db_path(db))
+        store = open_store(_db_path(db))
+        ledger = Ledger(store)
         try:
+            await recover_interrupted(store, ledger)
             return await fn(ledger)
         finally:
             await ledger.aclose()
+            store.close()
 
     return asyncio.run(main())
 

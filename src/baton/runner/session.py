@@ -58,6 +58,7 @@ from baton.events.model import (
     TurnCompleted,
     TurnFailed,
     TurnSubmitted,
+    UsageReported,
 )
 from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
@@ -101,6 +102,10 @@ class TurnOutcome:
     stop_reason: str | None = None
     error: str | None = None
     tool_calls: int = 0
+    usage: UsageReported | None = None
+    """The turn's reported token usage; ``None`` when the agent reported none."""
+    files_written: tuple[str, ...] = ()
+    """Workspace-relative files the agent wrote through ``fs/write_text_file``."""
 
 
 @dataclass(slots=True)
@@ -157,6 +162,7 @@ class AgentSession:
         self._prompt_future: asyncio.Future[Any] | None = None
         self._closed = False
         self.recovery: tuple[SessionHow, ...] = ("resume", "load")
+        self._files_at_turn_start: frozenset[str] = frozenset()
         self.argv: list[str] = profile.argv()
 
     # ================================================================== opening
@@ -403,6 +409,7 @@ class AgentSession:
         data = text.encode("utf-8", errors="surrogatepass")
         turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=_now_ms())
         self._turn = turn
+        self._files_at_turn_start = frozenset(self.stats.files_written)
         self.stats.turns += 1
         session_id = self.agent_session_id
         await self._emit_drafts(self.normalizer.begin_turn(session_id, turn.turn_id))
@@ -509,6 +516,7 @@ class AgentSession:
         tool_calls_before: int,
     ) -> TurnOutcome:
         turn.finish(outcome)
+        files_before = set(self._files_at_turn_start)
         session_id = self.agent_session_id
         await self._cancel_pending_asks(turn, f"the turn ended ({outcome.TYPE})")
         drafts = self.normalizer.flush()
@@ -518,6 +526,16 @@ class AgentSession:
             )
             drafts.extend(Draft(p) for p in settled)
         drafts.extend(self.normalizer.end_turn(usage))
+        turn_usage = next(
+            (
+                d.payload
+                for d in drafts
+                if isinstance(d.payload, UsageReported)
+                and d.payload.available
+                and d.payload.scope == "turn"
+            ),
+            None,
+        )
         await self._emit_drafts(drafts)
         await self.emitter.emit(outcome, session_id=session_id, turn_id=turn.turn_id)
         self.stats.usage_available = self.stats.usage_available or self.normalizer.usage_reported
@@ -535,6 +553,8 @@ class AgentSession:
             stop_reason=outcome.stop_reason if isinstance(outcome, TurnCompleted) else None,
             error=outcome.message if isinstance(outcome, TurnFailed) else None,
             tool_calls=tool_calls,
+            usage=turn_usage,
+            files_written=tuple(sorted(self.stats.files_written - files_before)),
         )
 
     async def cancel(self, reason: str = "cancelled by the user") -> None:

@@ -1,0 +1,173 @@
+"""Role sessions for the FCoP daemon, on top of :class:`AgentSession`.
+
+The daemon (``baton.coordination.daemon``) asks a factory for one long-lived
+session per role slot. This module is that factory: it opens an ACP session with
+the role's profile, injects the role-scoped MCP server for the slot's binding,
+keeps the agent's private root across restarts (agents store their sessions under
+HOME), and resumes the slot's previous session when its identity still matches.
+
+Identity fencing: the key is (profile, command, mode, model, workspace, slot). A
+stored session whose key differs is not resumed; a ``provider.notice`` says what
+changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from baton.config import BatonConfig
+from baton.coordination.binding import Binding
+from baton.coordination.daemon import RoleSession, RoleSessionFactory, TurnResult, Usage
+from baton.coordination.mcp_server import mcp_config
+from baton.coordination.team import RoleSpec
+from baton.events.model import ProviderNotice
+from baton.events.sequencer import format_ts
+from baton.providers.profile import AgentProfile
+from baton.requests.ledger import Ledger
+from baton.requests.policy import ACP_TOOL_KINDS, Policy
+from baton.runner.emitter import EventEmitter
+from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.runner.session import AgentSession
+from baton.security.paths import sanitize_id
+from baton.store.records import SessionRecord
+from baton.store.store import Store
+
+
+def role_policy(permissions: str) -> Policy:
+    """A role's ``permissions`` preset as a policy; ``ask`` sends everything to a human."""
+    if permissions == "ask":
+        return Policy(
+            name="role-ask",
+            actions=MappingProxyType(dict.fromkeys(ACP_TOOL_KINDS, "escalate")),
+            default="escalate",
+        )
+    return Policy.preset(permissions)
+
+
+def identity_key(profile: AgentProfile, workspace: Path, slot: str) -> str:
+    fields = {
+        "profile": profile.name,
+        "command": list(profile.command),
+        "mode": profile.mode,
+        "model": profile.model,
+        "config": dict(sorted(profile.config_options.items())),
+        "cwd": str(workspace),
+        "slot": slot,
+    }
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass
+class AcpRoleSession:
+    """:class:`RoleSession` over one :class:`AgentSession`."""
+
+    session: AgentSession
+
+    async def prompt(self, text: str) -> TurnResult:
+        outcome = await self.session.prompt(text)
+        usage = None
+        if outcome.usage is not None:
+            u = outcome.usage
+            usage = Usage(
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                thinking_tokens=u.thought_tokens,
+                cost_usd=u.cost_amount if u.cost_currency in (None, "USD") else None,
+            )
+        return TurnResult(
+            status=outcome.status,
+            stop_reason=outcome.stop_reason,
+            tool_calls=outcome.tool_calls,
+            usage=usage,
+            files_changed=outcome.files_written,
+            error=outcome.error,
+        )
+
+    async def close(self) -> None:
+        await self.session.close("the daemon released the role session")
+
+
+def role_session_factory(
+    config: BatonConfig,
+    *,
+    workspace: Path,
+    store: Store,
+    ledger: Ledger,
+    emitter: EventEmitter,
+    terminal: HumanChannel | None = None,
+    wait_timeout: float | None = None,
+) -> RoleSessionFactory:
+    """The real factory ``baton up`` hands to the daemon."""
+
+    async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
+        profile = config.profile(spec.agent)
+        slot = binding.session_name
+        key = identity_key(profile, workspace, slot)
+        slot_id = f"role-{sanitize_id(slot)}"
+        previous = store.get_session(slot_id)
+        resume = None
+        if previous is not None:
+            if previous.identity_key == key:
+                resume = previous.agent_session_id
+            else:
+                changed = _changed_fields(previous.identity_key, key)
+                await emitter.emit(
+                    ProviderNotice(
+                        category="session_identity",
+                        severity="info",
+                        summary=f"{slot}: starting a fresh session because {changed} changed",
+                    )
+                )
+        root = config.state_dir / "roles" / _digest(slot_id + key)
+        session = await AgentSession.open(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            requests=RequestBroker(
+                ledger,
+                role_policy(spec.permissions),
+                terminal=terminal,
+                wait_timeout=wait_timeout,
+            ),
+            state_dir=config.state_dir,
+            secrets_file=config.secrets_file,
+            mcp_servers=[mcp_config(binding)],
+            resume_session_id=resume,
+            persistent_root=root,
+        )
+        now = format_ts(time.time())
+        store.upsert_session(
+            SessionRecord(
+                session_id=slot_id,
+                agent=profile.name,
+                agent_session_id=session.agent_session_id or "",
+                cwd=str(workspace),
+                identity_key=key,
+                created_at=previous.created_at if previous else now,
+                updated_at=now,
+                role=spec.name,
+                run_id=emitter.run_id,
+                state={"how": session.how},
+            )
+        )
+        return AcpRoleSession(session)
+
+    return factory
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _changed_fields(old: str, new: str) -> str:
+    try:
+        a, b = json.loads(old), json.loads(new)
+    except ValueError:
+        return "its identity"
+    names = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return ", ".join(names) or "its identity"
