@@ -49,6 +49,7 @@ from baton.requests.model import (
     PlanAnswer,
     PlanRequest,
 )
+from baton.requests.notify import NotifyConfig
 from baton.requests.policy import Policy
 from baton.requests.render import render as render_request
 from baton.runner.context import open_store as _open_store
@@ -94,6 +95,14 @@ def _exit_for(exc: BaseException) -> int:
 
 def new_run_id() -> str:
     return f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+
+
+def notify_config(config: BatonConfig) -> NotifyConfig:
+    """``[notify]`` from baton.toml: who to tell when a human is needed."""
+    table = config.raw.get("notify", {})
+    if not isinstance(table, dict):
+        raise ConfigError("[notify] must be a table")
+    return NotifyConfig.from_table(table)
 
 
 def open_store(config: BatonConfig) -> Store:
@@ -154,7 +163,11 @@ async def _run_turn(
     ledger = Ledger(store)
     await recover_interrupted(store, ledger)
     broker = RequestBroker(
-        ledger, Policy.preset(preset), terminal=terminal, wait_timeout=wait_timeout
+        ledger,
+        Policy.preset(preset),
+        terminal=terminal,
+        wait_timeout=wait_timeout,
+        notify=notify_config(config),
     )
     run_id = new_run_id()
     renderer = _renderer(json_output)

@@ -881,7 +881,7 @@ class AgentSession:
         await self._emit_drafts([Draft(p) for p in outcome.payloads])
         if outcome.route == "human" and has_id:
             try:
-                document = vendor_document(method, outcome.request)
+                document = vendor_document(method, self.redactor.value(outcome.request))
             except InvalidDocument as exc:
                 rctx = self._request_context(msg_id)
                 await self.requests.refuse(
