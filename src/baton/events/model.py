@@ -526,5 +526,5 @@ class CanonicalEvent(BaseModel):
         return data
 
     def to_json(self) -> str:
-        """One line of NDJSON (no trailing newline)."""
-        return self.model_dump_json(exclude_none=False)
+        """One line of NDJSON (no trailing newline); the serializer directly, on the hot path."""
+        return self.__pydantic_serializer__.to_json(self).decode()

@@ -59,7 +59,8 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
         conn.execute("PRAGMA query_only = ON")
     else:
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+        # FULL, like the store: an acknowledged answer survives power loss too.
+        conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
     return conn
 
@@ -87,7 +88,9 @@ class SqliteDatabase:
     @classmethod
     def open(cls, path: Path, migrations: Sequence[Migration] = ()) -> SqliteDatabase:
         """Open (creating if needed) ``path`` and apply ``migrations``."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            path.touch(mode=0o600)
         db = cls(path)
         try:
             db._write_conn = db._writer.submit(_connect, path, readonly=False).result()
