@@ -13,6 +13,7 @@ the module; otherwise a missing install fails, naming ``scripts/install-opencode
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,8 +28,10 @@ from tests.support.opencode import (
     OPENCODE_VERSION,
     PERMISSION_ASK,
     OpenCodeLaunch,
+    OpenCodeMissing,
     find_opencode,
     opencode_launch,
+    require_opencode,
     skip_opencode,
 )
 from tests.support.rawclient import Handler, Message, RawClient, RpcError, write_trace
@@ -138,6 +141,56 @@ def workspace_fs(workspace: Path, permission: Callable[[Message], Message]) -> H
         raise RpcError(-32601, f"Method not found: {method}")
 
     return handler
+
+
+# -- the launch description (no agent started) ----------------------------------------------------
+
+
+def test_missing_install_names_the_script(tmp_path: Path) -> None:
+    assert find_opencode(tmp_path) is None
+    with pytest.raises(OpenCodeMissing, match="scripts/install-opencode"):
+        require_opencode(tmp_path)
+
+
+def test_launch_is_isolated_and_offline(tmp_path: Path) -> None:
+    fake_bin = tmp_path / "opencode"
+    ws, private = tmp_path / "ws", tmp_path / "agent"
+    base = "http://127.0.0.1:1234/v1"
+    launch = opencode_launch(base, workspace=ws, private_dir=private, binary=fake_bin)
+    assert launch.argv == [str(fake_bin), "acp"]
+    assert launch.cwd == ws and ws.is_dir()
+    for var in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "TMPDIR"):
+        assert Path(launch.env[var]).parent == private and Path(launch.env[var]).is_dir()
+    for var in ("MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS"):
+        assert launch.env[f"OPENCODE_DISABLE_{var}"] == "1"
+    assert launch.env["npm_config_registry"].startswith("http://127.0.0.1:")
+    config = json.loads(launch.env["OPENCODE_CONFIG_CONTENT"])
+    assert config == launch.config
+    assert config["provider"]["local"]["options"]["baseURL"] == base
+    assert config["model"] == config["small_model"] == "local/scripted"
+    assert "permission" not in config  # OpenCode's default: it writes files itself
+    asking = opencode_launch(
+        base, workspace=ws, private_dir=private, binary=fake_bin, permission=PERMISSION_ASK
+    )
+    assert asking.config["permission"] == {"edit": "ask", "bash": "ask"}
+    # An explicit environment: nothing is inherited but PATH.
+    assert set(launch.env) == {
+        "PATH",
+        "LANG",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+        "TMPDIR",
+        "OPENCODE_DISABLE_MODELS_FETCH",
+        "OPENCODE_DISABLE_AUTOUPDATE",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+        "OPENCODE_CONFIG_CONTENT",
+        "npm_config_registry",
+    }
+    assert launch.placeholders()[str(ws)] == "/WORKSPACE"
+    assert launch.placeholders()[str(ws).lstrip("/")] == "WORKSPACE"
 
 
 # -- turns -----------------------------------------------------------------------------------------

@@ -90,8 +90,11 @@ Scenarios (``--scenario``):
     notifications; a response to the same id for responses to our requests), then sends the
     agent messages that follow it, with the ids of responses rewritten to the live request ids,
     and the trace's ``cwd`` (from the client's matched ``session/new``/``session/load``) replaced
-    by the live one. Live requests that do not match the next expected client message get a
-    -32601 error; unmatched notifications are ignored.
+    by the live one. Requests must come in the trace's order; replies and notifications may
+    come earlier than recorded (a permission reply before a cancel, say): they are matched
+    ahead, and the agent messages still wait for every client message recorded before them.
+    A live request that is not the next one of the trace gets a -32601 error; unmatched
+    notifications and replies are ignored.
 
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).
@@ -750,19 +753,27 @@ class _Replay:
                     ):
                         raise SystemExit(f"fake_agent: bad trace record {raw[:200]!r}")
                     self.records.append(rec)
-        self.pos = 0
+        self.pos = 0  # the next record not yet sent (agent) or matched (client)
+        self.consumed: set[int] = set()  # client records matched ahead of ``pos``
         self.id_map: dict[str, Any] = {}  # json of trace request id -> live id
         self.replacements: list[tuple[str, str]] = []
         self.lock = threading.Lock()
 
     def start(self) -> None:
         with self.lock:
-            self._send_agent_run()
+            self._advance()
 
-    def _send_agent_run(self) -> None:
-        while self.pos < len(self.records) and self.records[self.pos]["dir"] == "agent":
-            msg = self.records[self.pos]["msg"]
+    def _advance(self) -> None:
+        """Send agent records up to the next client record that has not arrived yet."""
+        while self.pos < len(self.records):
+            rec = self.records[self.pos]
+            if rec["dir"] == "client":
+                if self.pos not in self.consumed:
+                    return
+                self.pos += 1
+                continue
             self.pos += 1
+            msg = rec["msg"]
             if "method" not in msg and "id" in msg:
                 key = json.dumps(msg["id"])
                 if key in self.id_map:
@@ -775,28 +786,46 @@ class _Replay:
                 data = text.encode()
             self.agent.write(data)
 
-    def _matches(self, expected: Message, live: Message) -> bool:
-        if "method" in expected:
-            return bool(
-                live.get("method") == expected["method"] and ("id" in live) == ("id" in expected)
-            )
-        return "method" not in live and live.get("id") == expected.get("id")
+    def _find(self, live: Message) -> int | None:
+        """The trace record the live client message stands for, if any.
+
+        Requests are causal steps: a live request matches only the first pending client
+        request of the trace. Replies and notifications may come earlier than recorded (say a
+        permission reply before a cancel), so they match the first pending record like them.
+        """
+        is_request = "method" in live and "id" in live
+        for i in range(self.pos, len(self.records)):
+            rec = self.records[i]
+            if rec["dir"] != "client" or i in self.consumed:
+                continue
+            expected = rec["msg"]
+            if is_request:
+                if "method" in expected and "id" in expected:
+                    return i if expected["method"] == live["method"] else None
+            elif "method" in live:
+                if "id" not in expected and expected.get("method") == live["method"]:
+                    return i
+            elif "method" not in expected and expected.get("id") == live.get("id"):
+                return i
+        return None
 
     def incoming(self, live: Message) -> None:
         with self.lock:
-            if self.pos < len(self.records):
-                expected = self.records[self.pos]["msg"]
-                if self._matches(expected, live):
-                    self.pos += 1
-                    if "method" in expected and "id" in expected:
-                        self.id_map[json.dumps(expected["id"])] = live["id"]
-                    self._learn_cwd(expected, live)
-                    self._send_agent_run()
-                    return
-            if "method" in live and "id" in live:
-                self.agent.respond_error(
-                    live["id"], -32601, f"replay: unexpected {live['method']} at record {self.pos}"
-                )
+            index = self._find(live)
+            if index is None:
+                if "method" in live and "id" in live:
+                    self.agent.respond_error(
+                        live["id"],
+                        -32601,
+                        f"replay: unexpected {live['method']} at record {self.pos}",
+                    )
+                return
+            self.consumed.add(index)
+            expected = self.records[index]["msg"]
+            if "method" in expected and "id" in expected:
+                self.id_map[json.dumps(expected["id"])] = live["id"]
+            self._learn_cwd(expected, live)
+            self._advance()
 
     def _learn_cwd(self, expected: Message, live: Message) -> None:
         old = (expected.get("params") or {}).get("cwd")
