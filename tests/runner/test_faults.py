@@ -200,3 +200,33 @@ async def test_sigterm_ignoring_agent_is_still_reaped_on_close(harness: Harness)
     await session.close()
     assert group_gone(pgid)
     assert signal.SIGKILL  # the escalation path was needed: the agent ignores SIGTERM
+
+
+async def test_cursor_extensions_become_canonical_events_and_durable_requests(
+    harness: Harness,
+) -> None:
+    """The seed's wire finding: cursor/* carry ids, are answered at once, never block;
+    questions and plans go through the ledger (here headless: nobody to ask)."""
+    session = await harness.open(fake("cursor-ext"), family="cursor")
+    outcome = await asyncio.wait_for(session.prompt("go"), 30)
+    assert outcome.status == "completed"
+    plans = [p for p in harness.of("plan.updated") if p.source == "cursor.update_todos"]
+    assert plans and [s.content for s in plans[0].steps] == ["Write the tests", "Ship it"]
+    assert harness.of("delegation.completed") or harness.of("delegation.started")
+    # The image path does not exist: a visible refusal, no bytes invented.
+    assert harness.of("security.path_refused") or harness.of("artifact.generated")
+    kinds = sorted(p.kind for p in harness.of("request.created"))
+    assert kinds == ["plan", "question"]
+    answered = {p.kind: p for p in harness.of("request.answered")}
+    assert answered["question"].decided_by == "headless"
+    assert answered["plan"].answer["decision"] == "reject"
+    assert len(harness.of("request.delivered")) == 2
+    assert session.process is not None
+    replies = [
+        line.split("=", 1)[1]
+        for line in session.process.stderr.tail(8192).splitlines()
+        if line.startswith("cursor-reply=")
+    ]
+    assert any('"skipped"' in r for r in replies) and any('"rejected"' in r for r in replies)
+    usage = harness.of("usage.reported")
+    assert usage and not usage[-1].available and "Cursor" in (usage[-1].reason or "")

@@ -224,7 +224,6 @@ async def _run_turn(
             requests=broker,
             state_dir=config.state_dir,
             secrets_file=config.secrets_file,
-            extension=_extension_for(profile),
         )
         outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
         status = outcome.status
@@ -253,14 +252,6 @@ async def _run_turn(
     if not json_output:
         err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
     return code
-
-
-def _extension_for(profile: AgentProfile) -> Any:
-    try:
-        from baton.providers.registry import extension_for
-    except ImportError:
-        return None
-    return extension_for(profile.family)
 
 
 @app.command()

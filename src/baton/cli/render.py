@@ -186,7 +186,7 @@ class HumanRenderer:
     def _plan(self, payload: PlanUpdated) -> None:
         """The whole checklist when its steps change; one line per status change otherwise."""
         contents = [s.content for s in payload.steps]
-        statuses = {s.step_id: s.status for s in payload.steps}
+        statuses: dict[str, str] = {s.step_id: s.status for s in payload.steps}
         if contents != self._plan_contents:
             self._plan_contents = contents
             table = Table.grid(padding=(0, 1))

@@ -119,6 +119,8 @@ class AcpNormalizer:
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
+        self.context.extras["redaction"] = redaction
+        self.context.extras["next_plan_revision"] = self.next_plan_revision
 
     # ------------------------------------------------------------------ turns
 
@@ -167,11 +169,20 @@ class AcpNormalizer:
             return self._notice("malformed", "session/update without sessionUpdate", update)
         chunk_type = _CHUNK_TYPES.get(variant)
         if chunk_type is not None:
-            return self._chunk(variant, update)
+            out = self._chunk(variant, update)
+            if "_meta" in update:
+                out.extend(
+                    Draft(p) for p in self.extension.observe_update(variant, update, self.context)
+                )
+            return out
         out = self.flush()
         self._last_variant = variant
         try:
             out.extend(self._dispatch(variant, update, now_ms))
+            if variant in STABLE_VARIANTS:
+                observed = self.extension.observe_update(variant, update, self.context)
+                if observed:
+                    out.extend(Draft(p) for p in observed)
         except (KeyError, TypeError, ValueError) as exc:
             out.extend(
                 self._notice(
@@ -337,6 +348,18 @@ class AcpNormalizer:
             steps=steps,
             truncated=len(entries) > MAX_PLAN_STEPS,
         )
+
+    def foreign(self, session_id: str, params: Mapping[str, Any]) -> list[Draft]:
+        """An update for another session id: the extension's child view, never the parent's."""
+        update = params.get("update")
+        if not isinstance(update, Mapping):
+            return self._notice("malformed", "session/update without an update object", params)
+        out = self.flush()
+        out.extend(
+            Draft(p)
+            for p in self.extension.foreign_session_update(session_id, update, self.context)
+        )
+        return out
 
     def next_plan_revision(self) -> int:
         """Plan revisions are shared with extensions that emit plans (Cursor todos)."""

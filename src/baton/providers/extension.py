@@ -74,6 +74,14 @@ class ProviderExtension(Protocol):
     def parent_tool_call_id(self, update: JsonObject) -> str | None:
         """Delegation lineage carried in provider ``_meta`` of a tool call, if any."""
 
+    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        """Extra payloads from the native detail (``_meta`` ...) of a stable variant."""
+
+    def foreign_session_update(
+        self, session_id: str, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        """A ``session/update`` for another session id (a child); never fails the parent."""
+
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
         """Reset per-turn state; payloads to emit at turn start (usually none)."""
 
@@ -99,6 +107,14 @@ class NullExtension:
 
     def parent_tool_call_id(self, update: JsonObject) -> str | None:
         return None
+
+    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        return []
+
+    def foreign_session_update(
+        self, session_id: str, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        return []
 
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
         return []

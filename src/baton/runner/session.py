@@ -62,6 +62,7 @@ from baton.events.model import (
 )
 from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
+from baton.providers.registry import ConfigRefusal, ErrorReply, extension_for, select_config
 from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.ledger import RequestRecord
@@ -212,7 +213,7 @@ class AgentSession:
             workspace=workspace,
             emitter=emitter,
             requests=requests,
-            extension=extension,
+            extension=extension if extension is not None else extension_for(profile.family),
             redactor=redactor,
             launch=launch,
         )
@@ -327,46 +328,67 @@ class AgentSession:
         return None
 
     async def _apply_settings(self) -> None:
-        """Set the profile's mode/model/config, only through what the agent advertises."""
-        wanted = {k: v for k, v in self.profile.config_options.items()}
-        if self.profile.mode:
-            wanted.setdefault("mode", self.profile.mode)
-        if self.profile.model:
-            wanted.setdefault("model", self.profile.model)
-        if not wanted:
+        """Set the profile's mode/model/config, only through what the agent advertises.
+
+        An exact requested value or a refusal naming what is offered; never a
+        substitute, never an unadvertised config id (agents kill sessions on those).
+        """
+        profile = self.profile
+        if not (profile.mode or profile.model or profile.config_options):
             return
-        options = self.session_result.get("configOptions") or []
-        by_id = {o.get("id"): o for o in options if isinstance(o, dict)}
-        by_category = {o.get("category"): o for o in options if isinstance(o, dict)}
-        for key, value in wanted.items():
-            option = by_id.get(key) or by_category.get(key)
-            if option is None:
-                modes = self.session_result.get("modes") or {}
-                available = [m.get("id") for m in modes.get("availableModes", [])]
-                if key == "mode" and value in available:
-                    await self._call(
-                        "session/set_mode",
-                        {"sessionId": self.agent_session_id, "modeId": value},
-                        timeout=self.profile.session_timeout,
-                    )
-                    continue
-                raise ConfigError(
-                    f"{self.profile.name}: the agent does not advertise a {key!r} setting; "
-                    "refusing to send an unadvertised config option"
-                )
-            values = [o.get("value") for o in option.get("options", []) if isinstance(o, dict)]
-            if option.get("type") == "select" and value not in values:
-                raise ConfigError(
-                    f"{self.profile.name}: {key} {value!r} is not offered by the agent "
-                    f"(offered: {', '.join(map(str, values))}); no substitute is chosen"
-                )
-            result = await self._call(
-                "session/set_config_option",
-                {"sessionId": self.agent_session_id, "configId": option["id"], "value": value},
-                timeout=self.profile.session_timeout,
+        for _ in range(4):  # each answer re-advertises; converge on what was asked
+            plan = select_config(
+                self.session_result.get("configOptions"),
+                mode=profile.mode,
+                model=profile.model,
+                extra=profile.config_options,
+                advertised_modes=self.session_result.get("modes"),
+                advertised_models=self.session_result.get("models"),
             )
-            if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
-                self.session_result["configOptions"] = result["configOptions"]
+            if isinstance(plan, ConfigRefusal):
+                raise ConfigError(f"{profile.name}: {plan.reason}")
+            for config_id, reason in plan.skipped:
+                await self._notice(
+                    "config_skipped", f"{config_id}: {reason}", method="session/set_config_option"
+                )
+            if plan.empty:
+                return
+            sid = self.agent_session_id
+            if plan.legacy_model is not None:
+                await self._call(
+                    "session/set_model",
+                    {"sessionId": sid, "modelId": plan.legacy_model},
+                    timeout=profile.session_timeout,
+                )
+                self._mark_legacy("models", "currentModelId", plan.legacy_model)
+            if plan.legacy_mode is not None:
+                await self._call(
+                    "session/set_mode",
+                    {"sessionId": sid, "modeId": plan.legacy_mode},
+                    timeout=profile.session_timeout,
+                )
+                self._mark_legacy("modes", "currentModeId", plan.legacy_mode)
+            for config_id, value in plan.options:
+                result = await self._call(
+                    "session/set_config_option",
+                    {"sessionId": sid, "configId": config_id, "value": value},
+                    timeout=profile.session_timeout,
+                )
+                if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
+                    self.session_result["configOptions"] = result["configOptions"]
+                else:
+                    self._mark_option(config_id, value)
+        raise ConfigError(f"{profile.name}: the agent did not confirm the requested settings")
+
+    def _mark_legacy(self, key: str, current: str, value: str) -> None:
+        block = self.session_result.get(key)
+        if isinstance(block, dict):
+            block[current] = value
+
+    def _mark_option(self, config_id: str, value: str) -> None:
+        for option in self.session_result.get("configOptions") or []:
+            if isinstance(option, dict) and option.get("id") == config_id:
+                option["currentValue"] = value
 
     def _started_payload(self) -> SessionStarted:
         init = self.initialize_result
@@ -734,13 +756,16 @@ class AgentSession:
             return
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if self.agent_session_id is not None and session_id not in (None, self.agent_session_id):
-            await self._notice(
-                "foreign_session",
-                f"update for session {session_id!r}, not this session; kept for the child view",
-                method="session/update",
-                severity="info",
-                raw=params,
-            )
+            drafts = self.normalizer.foreign(str(session_id), params)
+            if not drafts:
+                await self._notice(
+                    "foreign_session",
+                    f"update for session {session_id!r}, not this session; not attributed to it",
+                    method="session/update",
+                    severity="info",
+                    raw=params,
+                )
+            await self._emit_drafts(drafts)
             return
         turn = self._turn
         answered = self._prompt_future is not None and self._prompt_future.done()
@@ -893,6 +918,8 @@ class AgentSession:
                 )
                 raise RpcError.invalid_params(str(exc)) from exc
             return await self._resolve(msg_id, document)
+        if isinstance(outcome.result, ErrorReply):
+            raise RpcError(outcome.result.code, outcome.result.message)
         return outcome.result if outcome.result is not None else {}
 
     async def handle_elicitation(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from baton.events.bounds import clip_text
 
-MAX_ID_CHARS = 160
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,160}$")
 
 
@@ -49,9 +47,3 @@ def outcome(value: str, **fields: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"outcome": value}
     body.update({k: v for k, v in fields.items() if v is not None})
     return {"outcome": body}
-
-
-def require_mapping(value: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be an object")
-    return value
