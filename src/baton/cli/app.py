@@ -308,6 +308,91 @@ def run(
 
 
 @app.command()
+def up(
+    until_idle: Annotated[
+        bool,
+        typer.Option(
+            "--until-idle", help="Exit once every task is settled or waiting for a human."
+        ),
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
+) -> None:
+    """Run the team: the doorbell wakes the right role as FCoP tasks arrive."""
+    code = asyncio.run(_up(Path.cwd(), until_idle=until_idle, json_output=json_output))
+    raise typer.Exit(code)
+
+
+async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
+    from baton.coordination.context import open_context
+    from baton.coordination.daemon import Daemon
+    from baton.runner.daemon_human import LedgerHumanSink
+    from baton.runner.role_sessions import role_session_factory
+
+    ctx = open_context(cwd)
+    config = load_config(cwd)
+    store = open_store(config)
+    ledger = Ledger(store)
+    await recover_interrupted(store, ledger)
+    run_id = new_run_id()
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            kind="up",
+            agent="team",
+            cwd=str(ctx.project_dir),
+            status="running",
+            created_at=format_ts(time.time()),
+            meta=owner_meta(),
+        )
+    )
+    emitter = EventEmitter(Sequencer(run_id), store)
+    renderer = _renderer(json_output)
+    emitter.listeners.append(renderer)
+
+    async def emit(payload: Any) -> None:
+        await emitter.emit(payload)
+
+    sink = LedgerHumanSink(ledger, run_id, emit)
+    daemon = Daemon(
+        port=ctx.port,
+        team=ctx.team,
+        factory=role_session_factory(
+            config, workspace=ctx.project_dir, store=store, ledger=ledger, emitter=emitter
+        ),
+        state_dir=ctx.state_dir,
+        human_sink=sink,
+    )
+    sink.daemon = daemon
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, daemon.stop)
+    status = "failed"
+    try:
+        await sink.resume()
+        summary = await daemon.run(until_idle=until_idle)
+        status = "completed"
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await sink.close()
+        await emitter.flush()
+        store.finish_run(run_id, status, format_ts(time.time()))
+        renderer.close()
+        await ledger.aclose()
+        store.close()
+    out = Console(highlight=False, stderr=json_output)
+    out.print(
+        f"[bold]baton up[/] · done {len(summary.done)} · waiting for a human "
+        f"{len(summary.waiting_human)} · stalled {len(summary.stalled)} · blocked "
+        f"{len(summary.blocked)} · refused {summary.refused}"
+    )
+    if summary.waiting_human:
+        out.print("answer with `baton inbox` / `baton answer ID --accept|--reject`")
+    err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
+    return 0 if not summary.stalled else EXIT_FAILED
+
+
+@app.command()
 def runs(
     limit: Annotated[int, typer.Option(help="How many.")] = 20,
     json_output: Annotated[bool, typer.Option("--json")] = False,
