@@ -613,6 +613,7 @@ for _module in (
     "baton.cli.requests_cmds",
     "baton.cli.coordination_cmds",
     "baton.cli.capabilities_cmd",
+    "baton.cli.web_cmd",
 ):
     _mount(_module)
 

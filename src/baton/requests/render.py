@@ -90,13 +90,17 @@ def to_data(record: RequestRecord) -> dict[str, Any]:
 
 
 def _diff(diff: DiffPreview) -> RenderableType:
-    old = (diff.old_text or "").splitlines(keepends=True)
-    new = diff.new_text.splitlines(keepends=True)
+    old = (diff.old_text or "").splitlines()
+    new = diff.new_text.splitlines()
     label = safe_text(diff.path)
     lines = difflib.unified_diff(
-        old, new, fromfile="/dev/null" if diff.old_text is None else label, tofile=label
+        old,
+        new,
+        fromfile="/dev/null" if diff.old_text is None else label,
+        tofile=label,
+        lineterm="",
     )
-    return Syntax(safe_text("".join(lines)) or "(no change)", "diff", word_wrap=True)
+    return Syntax(safe_text("\n".join(lines)) or "(no change)", "diff", word_wrap=True)
 
 
 def _permission(doc: PermissionRequest) -> list[RenderableType]:
