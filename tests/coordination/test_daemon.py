@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,20 @@ async def test_human_rejection_sends_the_leader_back_to_work(
     assert len(prompts) == 2 and "> also check the docs" in prompts[1]
 
 
+async def test_rejection_survives_a_restart_with_its_reason(
+    port: FcopPort, root: Path, state_dir: Path
+) -> None:
+    task = port.create_task(sender="ADMIN", recipient="OPS", subject="Deploy", body="deploy")
+    first = daemon_for(port, state_dir, FakeFactory())
+    await run_idle(first)
+    await first.human_review(task.task_id, "reject", "use the blue cluster")  # daemon stopped
+    factory = FakeFactory()
+    await run_idle(daemon_for(FcopPort(root, authority=TrustedAuthority(KEY)), state_dir, factory))
+    (prompt,) = factory.prompts_for("OPS")
+    assert "sent your last report back" in prompt and "> use the blue cluster" in prompt
+    assert port.read_task(task.task_id).stage == "review"
+
+
 async def test_two_tasks_for_a_role_with_limit_1_run_one_after_the_other(
     port: FcopPort, state_dir: Path
 ) -> None:
@@ -197,10 +212,8 @@ async def test_restart_after_report_written_submits_without_reprompt_or_reclaim(
     running = asyncio.create_task(first.run())
     await asyncio.wait_for(reported.wait(), WAIT)
     running.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(running, WAIT)
-    except asyncio.CancelledError:
-        pass
     before = port.read_task(task.task_id)
     assert before.stage == "active" and before.claims == 1
     report = port.find_report_head(task.task_id, before.attempt_id)  # type: ignore[arg-type]
@@ -231,10 +244,8 @@ async def test_restart_mid_turn_resumes_without_reclaiming(
     running = asyncio.create_task(first.run())
     await asyncio.wait_for(started.wait(), WAIT)
     running.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(running, WAIT)
-    except asyncio.CancelledError:
-        pass
     assert port.read_task(task.task_id).stage == "active"
     factory = FakeFactory()
     await run_idle(daemon_for(FcopPort(root, authority=TrustedAuthority(KEY)), state_dir, factory))

@@ -213,7 +213,7 @@ async def test_ask_human_and_review_report_go_to_the_spool(
         error, asked = await call(session, "ask_human", {"question": "Which DB?"})
         assert not error and asked["status"] == "pending"
     async with connect(pm) as session:
-        error, payload = await call(
+        error, _payload = await call(
             session,
             "review_report",
             {"report_id": report.report_id, "decision": "maybe", "reason": ""},

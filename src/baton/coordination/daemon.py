@@ -328,6 +328,8 @@ class Daemon:
     async def run(self, *, until_idle: bool = False) -> RunSummary:
         """Run the loop. ``until_idle``: return once nothing can progress without input."""
         self.paths.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._stop = asyncio.Event()
+        self.doorbell.ready.clear()
         self._make_slots()
         self.state.daemon = "running"
         self._save()
@@ -1029,6 +1031,18 @@ class Daemon:
         else:
             log.warning("unknown spool record kind %r", record.kind)
 
+    async def _revise_job(self, task: TaskInfo) -> Job:
+        """After a restart, a rejected TASK resumes with its reviewer's reason."""
+        refs = task.last_transition.get("evidence_ref") or []
+        reviews = [r for r in refs if isinstance(r, str) and r.startswith("REVIEW-")]
+        try:
+            review = await self._io(self.port.read_review, reviews[0]) if reviews else None
+        except CoordinationError:
+            review = None
+        if review is None:
+            return Job("work", task.task_id)
+        return Job("revise", task.task_id, {"reviewer": review.sender, "reason": review.body})
+
     # ----------------------------------------------------------- stalls, issues
 
     async def _issue(self, task_id: str | None, message: str) -> str | None:
@@ -1119,6 +1133,8 @@ class Daemon:
                 self._enqueue_answer(question)
             elif question is not None:
                 self._note(task.task_id, status="waiting_human")
+            elif task.last_transition.get("tool") == "reject_task":
+                self._enqueue(spec.name, await self._revise_job(task))
             else:
                 self._enqueue(spec.name, Job("work", task.task_id))
         for task in await self._io(self.port.list_stage, "review"):

@@ -100,6 +100,8 @@ class TaskArrived:
     detected_at: float
     """``time.monotonic()`` when the doorbell learned of the file."""
     emitted_at: float
+    published_ns: int = 0
+    """Wall-clock ns when the file was linked into the inbox (its ``st_ctime``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,7 @@ class Doorbell:
         quarantine_dir: Path | None = None,
         refused_ledger: Path | None = None,
         step_ms: int = 5,
-        debounce_ms: int = 100,
+        debounce_ms: int = 10,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.port = port
@@ -328,6 +330,7 @@ class Doorbell:
             source=source,
             detected_at=detected,
             emitted_at=0.0,
+            published_ns=entry.ctime_ns,
         )
 
     # ------------------------------------------------------------- refusals
@@ -451,6 +454,7 @@ def _lstat_entry(path: Path) -> InboxEntry | None:
         is_symlink=stat.S_ISLNK(info.st_mode),
         is_regular=stat.S_ISREG(info.st_mode),
         size=info.st_size,
+        ctime_ns=info.st_ctime_ns,
     )
 
 

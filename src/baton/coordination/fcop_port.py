@@ -184,6 +184,8 @@ class InboxEntry:
     is_symlink: bool
     is_regular: bool
     size: int
+    ctime_ns: int = 0
+    """When the name appeared (Core hard-links the finished file into place)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,6 +605,7 @@ class FcopPort:
                             is_symlink=stat.S_ISLNK(info.st_mode),
                             is_regular=stat.S_ISREG(info.st_mode),
                             size=info.st_size,
+                            ctime_ns=info.st_ctime_ns,
                         )
                     )
         except FileNotFoundError as exc:
@@ -805,7 +808,8 @@ class FcopPort:
 
     # ------------------------------------------------------- report queries
 
-    def _envelope(self, path: Path) -> dict[str, Any]:
+    def inspect_envelope(self, path: Path) -> dict[str, Any]:
+        """Any envelope's fields, validated by Core (schema, identity, relations, no links)."""
         rel = path.relative_to(self.root).as_posix()
         fields: dict[str, Any] = self._call("inspect_state", envelope_path=rel)
         return fields
@@ -824,7 +828,7 @@ class FcopPort:
         for path in paths:
             if not self._frontmatter_has(path, needle):
                 continue
-            fields = self._envelope(path)
+            fields = self.inspect_envelope(path)
             if fields.get("subject_ref") != task_id:
                 continue
             if attempt_id is not None and fields.get("attempt_id") != attempt_id:
@@ -886,7 +890,7 @@ class FcopPort:
         for path in paths:
             if not self._frontmatter_has(path, needle):
                 continue
-            fields = self._envelope(path)
+            fields = self.inspect_envelope(path)
             kind = fields.get("review_kind")
             if (
                 kind not in _REVIEW_DECISIONS
@@ -912,6 +916,25 @@ class FcopPort:
             )
         found.sort(key=lambda r: (r.created_at, r.review_id))
         return found[-1] if found else None
+
+    def read_review(self, review_id: str) -> ReviewInfo:
+        """One REVIEW by id, validated by Core."""
+        if not re.fullmatch(r"REVIEW-[A-Za-z0-9][A-Za-z0-9._-]*", review_id):
+            raise InvalidEnvelope(f"not a REVIEW id: {review_id!r}", code="INVALID_ENVELOPE")
+        path = self.fcop_dir / "reviews" / f"{review_id}.md"
+        fields = self.inspect_envelope(path)
+        return ReviewInfo(
+            review_id=review_id,
+            subject_ref=str(fields.get("subject_ref", "")),
+            review_kind=str(fields.get("review_kind", "")),
+            decision=str(fields.get("decision", "")),
+            sender=str(fields.get("sender", "")),
+            recipient=str(fields.get("recipient", "")),
+            attempt_id=fields.get("attempt_id"),
+            references=tuple(fields.get("references") or ()),
+            body=_split_body(path.read_bytes()),
+            created_at=str(fields.get("created_at", "")),
+        )
 
     # --------------------------------------------------------------- T4, T5
 

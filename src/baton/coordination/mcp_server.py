@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ MAX_SUBJECT = 200
 MAX_QUESTION = 8 * 1024
 REPORT_PREVIEW = 16 * 1024
 RESULT_WORDS = ("done", "blocked", "failed")
-_REPORT_ID = r"REPORT-[A-Za-z0-9][A-Za-z0-9._-]*"
+_REPORT_ID = re.compile(r"REPORT-[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class ToolRefused(CoordinationError):
@@ -435,9 +436,7 @@ class RoleTools:
         }
 
     def review_report(self, report_id: str, decision: str, reason: str) -> dict[str, Any]:
-        import re
-
-        if not re.fullmatch(_REPORT_ID, report_id):
+        if not _REPORT_ID.fullmatch(report_id):
             raise ToolRefused("INVALID_ARGUMENT", f"{report_id!r} is not a REPORT id")
         if decision not in ("approve", "reject"):
             raise ToolRefused("INVALID_ARGUMENT", 'decision must be "approve" or "reject"')
@@ -495,7 +494,7 @@ class RoleTools:
         }
 
     def _report_subject(self, path: Path) -> str:
-        fields = self.port._envelope(path)
+        fields = self.port.inspect_envelope(path)
         subject = fields.get("subject_ref")
         if not isinstance(subject, str) or not TASK_ID_RE.fullmatch(subject):
             raise ToolRefused("REPORT_NOT_FOUND", f"{path.stem} is not a REPORT on a TASK")

@@ -104,6 +104,21 @@ def report_result(outcomes: Sequence[StepOutcome]) -> Literal["done", "blocked"]
     return "done" if ok else "blocked"
 
 
+ACK_BODY_CHARS = 8000
+
+
+def acknowledgement_body(narrative: Sequence[str]) -> str:
+    """The report for a prompt with no steps: nothing ran; what was received, quoted."""
+    received = "\n".join(narrative).strip()
+    if len(received) > ACK_BODY_CHARS:
+        received = received[:ACK_BODY_CHARS] + "\n… (cut)"
+    quoted = "\n".join("> " + line for line in received.splitlines()) or "> (empty)"
+    return (
+        "The prompt held no runbook steps, so nothing was executed. "
+        "Acknowledged as received:\n\n" + quoted
+    )
+
+
 def report_body(outcomes: Sequence[StepOutcome]) -> str:
     """Markdown for ``write_report``: a table of steps, then the tail of each step's output."""
     lines = [

@@ -14,7 +14,14 @@ from .jsonrpc import JsonObject
 from .mcp_client import ToolIndex
 from .runbook import Runbook, label, parse_runbook, truncate
 from .steps import Action, StepContext, StepRun, ToolStep, run_step
-from .summary import Status, StepOutcome, report_body, report_result, summarize
+from .summary import (
+    Status,
+    StepOutcome,
+    acknowledgement_body,
+    report_body,
+    report_result,
+    summarize,
+)
 from .updates import PlanStatus, agent_message, plan, user_message
 
 __all__ = ["HELP", "TurnResult", "run_turn"]
@@ -51,7 +58,7 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     replay: list[JsonObject] = [user_message(text, f"msg-{number}-user")]
     cancel = ctx.channel.cancel
     index = ToolIndex({}, {})
-    if ctx.hub is not None and (runbook.steps or runbook.delegations):
+    if ctx.hub is not None and (runbook.steps or runbook.delegations or runbook.auto_report):
         try:
             index = await until_cancelled(ctx.hub.index(), cancel)
         except TurnCancelled:
@@ -63,13 +70,13 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
         _Planned(label(step), step) for step in runbook.steps
     ]
     title = _title(runbook, planned)
-    if not planned:
-        return await _finish(
-            ctx, number, replay, " ".join([HELP, *notes]), cancelled=False, title=title
-        )
     report_server = None
     if runbook.auto_report and not runbook.has_report_step:
         report_server = index.provider("write_report")
+    if not planned and report_server is None:
+        return await _finish(
+            ctx, number, replay, " ".join([HELP, *notes]), cancelled=False, title=title
+        )
     entries = [p.label for p in planned] + ([REPORT_LABEL] if report_server else [])
     board = _Board(ctx, entries)
     await board.send()
@@ -91,7 +98,12 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     report: StepOutcome | None = None
     cancelled = cancelled or cancel.is_set()
     if report_server is not None and not cancelled:
-        arguments = {"result": report_result(outcomes), "body": report_body(outcomes)}
+        if planned:
+            arguments = {"result": report_result(outcomes), "body": report_body(outcomes)}
+        else:
+            # Nothing to execute (a consolidation or a reminder): report honestly that
+            # nothing ran, with what was received, so the workflow can close.
+            arguments = {"result": "done", "body": acknowledgement_body(runbook.narrative)}
         action = ToolStep(report_server, "write_report", arguments)
         run = await board.run(len(entries), REPORT_LABEL, action)
         replay.extend(run.replay)
