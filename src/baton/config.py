@@ -104,6 +104,27 @@ def default_state_dir(project_dir: Path | None, environ: Mapping[str, str]) -> P
     return Path(xdg).expanduser() / "baton"
 
 
+def agent_roots_dir(
+    state_dir: Path, workspace: Path, environ: Mapping[str, str] | None = None
+) -> Path:
+    """Where agents' private roots (HOME, XDG, TMPDIR) live: never inside the workspace.
+
+    A project keeps its store in ``<project>/.baton``, which the agent working on the
+    project could read; private roots (which may hold an agent's credentials and
+    sessions) go under the user's state directory instead, keyed by project path.
+    """
+    env = os.environ if environ is None else environ
+    ws = workspace.resolve()
+    state = state_dir.resolve()
+    if state != ws and ws not in state.parents:
+        return state_dir / "agents"
+    import hashlib
+
+    xdg = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    key = hashlib.sha256(str(ws).encode()).hexdigest()[:16]
+    return Path(xdg).expanduser() / "baton" / "projects" / key / "agents"
+
+
 def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> BatonConfig:
     """Read ``baton.toml`` (if any) above ``cwd`` and merge it over the built-ins."""
     env = os.environ if environ is None else environ

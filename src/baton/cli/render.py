@@ -115,9 +115,13 @@ class HumanRenderer:
                 style="dim",
             )
         elif isinstance(payload, RequestCreated):
-            self._print(f"[magenta]? permission requested:[/] {escape(safe(payload.title))}")
+            self._print(
+                f"[magenta]? {escape(payload.kind)} request {escape(payload.request_id)}:[/] "
+                f"{escape(safe(payload.title))}"
+            )
         elif isinstance(payload, RequestAnswered):
-            verdict = payload.answer.get("verdict") if isinstance(payload.answer, dict) else None
+            answer = payload.answer if isinstance(payload.answer, dict) else {}
+            verdict = answer.get("decision") or answer.get("outcome") or answer.get("action")
             self._print(
                 f"[magenta]  → {escape(str(verdict))}[/] by {payload.decided_by}"
                 + (f" ({escape(payload.rule)})" if payload.rule else ""),

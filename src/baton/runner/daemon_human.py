@@ -94,12 +94,21 @@ class LedgerHumanSink:
         )
 
     async def resume(self) -> None:
-        """After a restart: wait again on this project's open reviews and questions."""
-        for record in await self.ledger.pending(kinds=("review", "elicitation")):
+        """After a restart: wait again on this project's open reviews and questions,
+        and apply the ones answered while no daemon was running."""
+        records = await self.ledger.list_requests(
+            states={State.PENDING, State.ANSWERED}, limit=None
+        )
+        for record in records:
+            if record.kind not in ("review", "elicitation"):
+                continue
             if record.connection_id is None and record.request_id not in self._waiters:
                 if record.kind == "elicitation" and isinstance(record.jsonrpc_id, str):
                     self._questions[record.request_id] = record.jsonrpc_id.removeprefix("ask:")
-                self._watch(record)
+                if record.state is State.ANSWERED:
+                    await self._apply(record)  # before the daemon runs: no race with idling
+                else:
+                    self._watch(record)
 
     async def close(self) -> None:
         for task in self._waiters.values():
@@ -134,6 +143,11 @@ class LedgerHumanSink:
 
     async def _wait(self, record: RequestRecord) -> None:
         answered = await self.ledger.wait_answer(record.request_id, None)
+        await self._apply(answered)
+
+    async def _apply(self, answered: RequestRecord) -> None:
+        """Hand an answer to the daemon (FCoP's authority applies it), then deliver."""
+        record = answered
         await self.emit(payloads.for_state(answered))
         if answered.state is not State.ANSWERED or self.daemon is None:
             return

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from baton.config import BatonConfig
+from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
 from baton.coordination.daemon import RoleSession, RoleSessionFactory, TurnResult, Usage
 from baton.coordination.mcp_server import mcp_config
@@ -123,7 +123,7 @@ def role_session_factory(
                         summary=f"{slot}: starting a fresh session because {changed} changed",
                     )
                 )
-        root = config.state_dir / "roles" / _digest(slot_id + key)
+        root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
         session = await AgentSession.open(
             profile,
             workspace=workspace,

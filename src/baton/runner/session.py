@@ -33,6 +33,7 @@ from baton.acp.connection import ConnectionClosed, JsonRpcConnection, protocol_e
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
 from baton.acp.process import AgentProcess
+from baton.config import agent_roots_dir
 from baton.errors import (
     AgentError,
     AgentExited,
@@ -197,7 +198,7 @@ class AgentSession:
             launch = prepare_launch(
                 profile,
                 workspace=workspace,
-                base_dir=state_dir / "agents",
+                base_dir=agent_roots_dir(state_dir, workspace, env_in),
                 environ=env_in,
                 secrets_file=secrets_file,
                 persistent_root=persistent_root,

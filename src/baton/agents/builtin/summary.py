@@ -61,7 +61,8 @@ def summarize(
         sentences.insert(0, "Cancelled.")
     if report is not None:
         if report.status is Status.SUCCEEDED:
-            sentences.append(f"Report filed with write_report (result: {report_result(outcomes)}).")
+            result = report_result(outcomes) if outcomes else "done"
+            sentences.append(f"Report filed with write_report (result: {result}).")
         elif report.status is Status.CANCELLED:
             sentences.append("The report was cancelled.")
         else:
