@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -187,8 +188,12 @@ def test_killing_baton_mid_request_expires_it_visibly_and_loses_nothing(tmp: Pat
     }
     runner = subprocess.Popen(
         [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "600", "-"],
-        cwd=tmp / "ws", env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, text=True,
+        cwd=tmp / "ws",
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     assert runner.stdin is not None and runner.stdout is not None
     runner.stdin.write(RUNBOOK)
@@ -214,3 +219,112 @@ def test_killing_baton_mid_request_expires_it_visibly_and_loses_nothing(tmp: Pat
     assert any(e.type == "request.created" and e.payload.request_id == request_id for e in log)
     late = baton(tmp, "answer", request_id, "--allow")
     assert late.returncode != 0 and "is expired" in late.stderr
+
+
+def test_cursor_question_and_plan_are_answered_through_inbox_and_answer(tmp: Path) -> None:
+    """agent → ledger → baton inbox → baton answer → agent continues, for Cursor's
+    question and plan approval (the plan answer is bound to its revision)."""
+    (tmp / "ws" / "baton.toml").write_text(
+        "[profiles.fakecursor]\n"
+        f'command = ["{sys.executable}", "-m", "baton.testing.fake_agent", '
+        '"--scenario", "cursor-ext"]\n'
+        'family = "cursor"\n'
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "BATON_STATE_DIR": str(tmp / "state"),
+    }
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "baton",
+            "run",
+            "--agent",
+            "fakecursor",
+            "--json",
+            "--wait-timeout",
+            "60",
+            "go",
+        ],
+        cwd=tmp / "ws",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert runner.stdout is not None
+    seen: list[CanonicalEvent] = []
+    try:
+        for line in runner.stdout:
+            event = CanonicalEvent.model_validate_json(line)
+            seen.append(event)
+            if event.type == "request.created":
+                request_id = event.payload.request_id
+                shown = baton(tmp, "inbox", "--json").stdout
+                row = next(json.loads(x) for x in shown.splitlines() if request_id in x)
+                if event.payload.kind == "question":
+                    assert "question-1" in shown and "option-2" in shown
+                    answer = baton(tmp, "answer", request_id, "--select", "question-1=option-2")
+                else:
+                    assert row["kind"] == "plan" and "# Plan" in shown
+                    stale = baton(tmp, "answer", request_id, "--accept", "--revision", "0" * 64)
+                    assert stale.returncode != 0 and "Stale" in stale.stderr
+                    answer = baton(tmp, "answer", request_id, "--accept")
+                assert answer.returncode == 0, answer.stderr
+            if event.type == "session.closed":
+                break
+        assert runner.wait(timeout=60) == 0
+    finally:
+        runner.kill()
+    delivered = [e.payload.kind for e in seen if e.type == "request.delivered"]
+    assert sorted(delivered) == ["plan", "question"]
+    answered = {e.payload.kind: e.payload for e in seen if e.type == "request.answered"}
+    assert answered["question"].decided_by == "human"
+    assert answered["plan"].answer["decision"] == "accept"
+    assert [e.type for e in seen].count("turn.completed") == 1
+
+
+@pytest.mark.parametrize(
+    ("scenario", "interrupts", "forced", "reason"),
+    [
+        ("hang-prompt", 1, False, "Ctrl-C"),  # the agent honours session/cancel
+        ("ignore-cancel", 1, True, "session/cancel"),  # killed after the grace period
+    ],
+)
+def test_ctrl_c_cancels_then_kills(
+    tmp: Path, scenario: str, interrupts: int, forced: bool, reason: str
+) -> None:
+    (tmp / "ws" / "baton.toml").write_text(
+        "[profiles.fake]\n"
+        f'command = ["{sys.executable}", "-m", "baton.testing.fake_agent", "--scenario", '
+        f'"{scenario}"]\n'
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp / "home"),
+        "BATON_STATE_DIR": str(tmp / "state"),
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "baton", "run", "--agent", "fake", "--json", "go"],
+        cwd=tmp / "ws",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert runner.stdout is not None
+    seen: list[CanonicalEvent] = []
+    for line in runner.stdout:
+        event = CanonicalEvent.model_validate_json(line)
+        seen.append(event)
+        if event.type == "turn.submitted":
+            for _ in range(interrupts):
+                runner.send_signal(signal.SIGINT)
+        if event.type == "session.closed":
+            break
+    assert runner.wait(timeout=30) == 130
+    cancelled = [e.payload for e in seen if e.type == "turn.cancelled"]
+    assert len(cancelled) == 1 and cancelled[0].forced is forced
+    assert reason in cancelled[0].reason

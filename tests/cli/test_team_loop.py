@@ -46,14 +46,20 @@ def baton(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     }
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=240,
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 
 def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:
     assert baton(repo, "init").returncode == 0
     (repo / "TASK.md").write_text(TASK)
-    created = baton(repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md")
+    created = baton(
+        repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"
+    )
     assert created.returncode == 0, created.stderr
     up = baton(repo, "up", "--until-idle", "--json")
     assert up.returncode == 0, up.stderr[-2000:]
@@ -61,14 +67,16 @@ def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:
     types = [e["type"] for e in events]
     assert types.count("session.started") == 3, "PM, QA and OPS each got a session"
     mcp_calls = [
-        e["payload"]["title"] for e in events
+        e["payload"]["title"]
+        for e in events
         if e["type"] == "tool.execution.completed" and e["payload"]["kind"] == "other"
     ]
     assert sum(t.startswith("delegate @") for t in mcp_calls) == 2  # create_task via MCP
     assert sum("write_report" in t for t in mcp_calls) >= 3
     outputs = " ".join(
         (e["payload"].get("output") or {}).get("tail", "")
-        for e in events if e["type"] == "tool.execution.completed"
+        for e in events
+        if e["type"] == "tool.execution.completed"
     )
     assert "smoke-ok" in outputs and "env-ok" in outputs
     created = [e["payload"] for e in events if e["type"] == "request.created"]
