@@ -14,7 +14,10 @@
     ├── RemoteCallError              the agent answered a request with a JSON-RPC error
     ├── StoreError                   the embedded store failed or is closed
     ├── RequestError                 a human request/answer was invalid, stale or forged
-    └── SecurityError                a security control refused (admission, pin, containment)
+    │                                (subtree in baton.requests.errors)
+    ├── SecurityError                a security control refused (admission, pin, containment)
+    └── CoordinationError            FCoP coordination; FCoP's codes mapped once at the port
+                                     (subtree in baton.coordination.errors)
 
 Errors that carry agent-controlled text keep it bounded and redacted by the raiser.
 """
