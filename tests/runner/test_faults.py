@@ -230,3 +230,14 @@ async def test_cursor_extensions_become_canonical_events_and_durable_requests(
     assert any('"skipped"' in r for r in replies) and any('"rejected"' in r for r in replies)
     usage = harness.of("usage.reported")
     assert usage and not usage[-1].available and "Cursor" in (usage[-1].reason or "")
+
+
+async def test_agent_death_is_seen_even_when_a_grandchild_holds_its_pipes(
+    harness: Harness,
+) -> None:
+    """npm launchers die while their native child keeps stdout open: no EOF ever comes."""
+    session = await harness.open(fake("die-mid-turn", "--grandchild-keeps-stdio"))
+    outcome = await asyncio.wait_for(session.prompt("go", timeout=120), 20)
+    assert outcome.status == "failed"
+    failed = harness.of("turn.failed")[0]
+    assert failed.error_type == "AgentExited" and "exit code 3" in failed.message

@@ -143,6 +143,40 @@ class AgentProcess:
                 return
             self.stderr.append(chunk)
 
+    async def wait_exited(self) -> int | None:
+        """Wait for the leader process itself to exit.
+
+        ``Process.wait()`` (3.11) also waits for every pipe to close, so a grandchild
+        that inherited stdout would keep it blocked after the agent died. A pidfd
+        becomes readable at exit whatever the pipes do (Linux ≥ 5.3); elsewhere this
+        falls back to ``Process.wait()``.
+        """
+        if self.proc.returncode is not None:
+            return self.proc.returncode
+        try:
+            fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            return await self.proc.wait()
+        loop = asyncio.get_running_loop()
+        exited: asyncio.Future[None] = loop.create_future()
+
+        def on_exit() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(fd, on_exit)
+        try:
+            await exited
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+        # asyncio's child watcher reaps the process and records its code right after.
+        for _ in range(100):
+            if self.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.01)
+        return self.proc.returncode
+
     async def wait(self, timeout: float | None = None) -> int | None:
         """Wait for the leader to exit; ``None`` on timeout."""
         try:

@@ -653,7 +653,7 @@ class AgentSession:
 
     async def _watch_exit(self) -> None:
         assert self.process is not None and self.conn is not None
-        code = await self.process.proc.wait()
+        code = await self.process.wait_exited()
         # Give the reader a moment to deliver what the agent wrote before exiting.
         reader = self._reader
         if reader is not None:

@@ -333,7 +333,7 @@ class FakeAgent:
         cwd = params.get("cwd")
         if isinstance(cwd, str) and cwd:
             self.cwd = cwd
-        if self.scenario == "spawn-grandchild":
+        if self.scenario == "spawn-grandchild" or self.args.grandchild_keeps_stdio:
             self._spawn_grandchild()
         self.respond(rid, {"sessionId": self.session_id})
 
