@@ -97,6 +97,22 @@ def new_run_id() -> str:
     return f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
 
 
+def start_run(store: Store, run_id: str, *, kind: str, agent: str, cwd: Path) -> EventEmitter:
+    """Record a new run (with its owner, for crash recovery) and its event emitter."""
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            kind=kind,
+            agent=agent,
+            cwd=str(cwd),
+            status="running",
+            created_at=format_ts(time.time()),
+            meta=owner_meta(),
+        )
+    )
+    return EventEmitter(Sequencer(run_id), store)
+
+
 def notify_config(config: BatonConfig) -> NotifyConfig:
     """``[notify]`` from baton.toml: who to tell when a human is needed."""
     table = config.raw.get("notify", {})
@@ -171,18 +187,7 @@ async def _run_turn(
     )
     run_id = new_run_id()
     renderer = _renderer(json_output)
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            kind="run",
-            agent=profile.name,
-            cwd=str(workspace),
-            status="running",
-            created_at=format_ts(time.time()),
-            meta=owner_meta(),
-        )
-    )
-    emitter = EventEmitter(Sequencer(run_id), store)
+    emitter = start_run(store, run_id, kind="run", agent=profile.name, cwd=workspace)
     emitter.listeners.append(renderer)
     status = "failed"
     code = EXIT_FAILED
@@ -334,18 +339,7 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
     ledger = Ledger(store)
     await recover_interrupted(store, ledger)
     run_id = new_run_id()
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            kind="up",
-            agent="team",
-            cwd=str(ctx.project_dir),
-            status="running",
-            created_at=format_ts(time.time()),
-            meta=owner_meta(),
-        )
-    )
-    emitter = EventEmitter(Sequencer(run_id), store)
+    emitter = start_run(store, run_id, kind="up", agent="team", cwd=ctx.project_dir)
     renderer = _renderer(json_output)
     emitter.listeners.append(renderer)
 
@@ -508,18 +502,7 @@ async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) ->
     store = open_store(config)
     ledger = Ledger(store)
     run_id = new_run_id()
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            kind="probe",
-            agent=profile.name,
-            cwd=str(workspace),
-            status="running",
-            created_at=format_ts(time.time()),
-            meta=owner_meta(),
-        )
-    )
-    emitter = EventEmitter(Sequencer(run_id), store)
+    emitter = start_run(store, run_id, kind="probe", agent=profile.name, cwd=workspace)
     out: dict[str, Any] = {"agent": profile.name}
     try:
         return await _probe_session(config, profile, workspace, emitter, ledger, out)
