@@ -33,13 +33,35 @@ cat out/note.txt
 """
 
 
-def baton(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {
+def env_for(tmp: Path) -> dict[str, str]:
+    return {
         "PATH": os.environ["PATH"],
         "HOME": str(tmp / "home"),
         "BATON_STATE_DIR": str(tmp / "state"),
         "COLUMNS": "200",
     }
+
+
+def start_baton(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.Popen[str]:
+    """``baton ARGS`` running in the background, NDJSON on its stdout."""
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "baton", *args],
+        cwd=tmp / "ws",
+        env=env_for(tmp),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    if stdin is not None:
+        assert runner.stdin is not None
+        runner.stdin.write(stdin)
+        runner.stdin.close()
+    return runner
+
+
+def baton(tmp: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = env_for(tmp)
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],
         cwd=tmp / "ws",
@@ -91,23 +113,8 @@ def test_with_nobody_to_ask_escalations_are_denied_headlessly(tmp: Path) -> None
 
 def test_a_waiting_permission_is_answered_from_another_process(tmp: Path) -> None:
     """The durable-requests promise end to end: agent → ledger → baton answer → agent."""
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp / "home"),
-        "BATON_STATE_DIR": str(tmp / "state"),
-    }
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "60", "-"],
-        cwd=tmp / "ws",
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert runner.stdin is not None and runner.stdout is not None
-    runner.stdin.write(RUNBOOK)
-    runner.stdin.close()
+    runner = start_baton(tmp, "run", "--json", "--wait-timeout", "60", "-", stdin=RUNBOOK)
+    assert runner.stdout is not None
     seen: list[CanonicalEvent] = []
     try:
         for line in runner.stdout:
@@ -181,23 +188,8 @@ def test_committed_schema_is_fresh() -> None:
 
 
 def test_killing_baton_mid_request_expires_it_visibly_and_loses_nothing(tmp: Path) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp / "home"),
-        "BATON_STATE_DIR": str(tmp / "state"),
-    }
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "600", "-"],
-        cwd=tmp / "ws",
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert runner.stdin is not None and runner.stdout is not None
-    runner.stdin.write(RUNBOOK)
-    runner.stdin.close()
+    runner = start_baton(tmp, "run", "--json", "--wait-timeout", "600", "-", stdin=RUNBOOK)
+    assert runner.stdout is not None
     created = None
     for line in runner.stdout:
         event = CanonicalEvent.model_validate_json(line)
@@ -230,29 +222,8 @@ def test_cursor_question_and_plan_are_answered_through_inbox_and_answer(tmp: Pat
         '"--scenario", "cursor-ext"]\n'
         'family = "cursor"\n'
     )
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp / "home"),
-        "BATON_STATE_DIR": str(tmp / "state"),
-    }
-    runner = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "baton",
-            "run",
-            "--agent",
-            "fakecursor",
-            "--json",
-            "--wait-timeout",
-            "60",
-            "go",
-        ],
-        cwd=tmp / "ws",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    runner = start_baton(
+        tmp, "run", "--agent", "fakecursor", "--json", "--wait-timeout", "60", "go"
     )
     assert runner.stdout is not None
     seen: list[CanonicalEvent] = []
@@ -301,19 +272,7 @@ def test_ctrl_c_cancels_then_kills(
         f'command = ["{sys.executable}", "-m", "baton.testing.fake_agent", "--scenario", '
         f'"{scenario}"]\n'
     )
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp / "home"),
-        "BATON_STATE_DIR": str(tmp / "state"),
-    }
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--agent", "fake", "--json", "go"],
-        cwd=tmp / "ws",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    runner = start_baton(tmp, "run", "--agent", "fake", "--json", "go")
     assert runner.stdout is not None
     seen: list[CanonicalEvent] = []
     for line in runner.stdout:

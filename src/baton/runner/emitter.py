@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from baton.events.acp_normalizer import Draft
-from baton.events.model import CanonicalEvent, Payload
+from baton.events.model import TERMINAL_TURN_TYPES, CanonicalEvent, Payload
 from baton.events.sequencer import Sequencer
 
 if TYPE_CHECKING:
@@ -15,11 +15,20 @@ if TYPE_CHECKING:
 Listener = Callable[[CanonicalEvent], None]
 
 
+def _exposed_after_commit(event_type: str) -> bool:
+    """Events a surface must never show before they are durable: decisions, refusals,
+    endings. (Streaming detail is shown as soon as it is queued, to keep up.)"""
+    return event_type.startswith(("request.", "security.", "session.")) or event_type in (
+        TERMINAL_TURN_TYPES
+    )
+
+
 class EventEmitter:
     """Stamps payloads with run/session/turn identity and appends them durably.
 
-    Listeners (the CLI's live view, NDJSON output) see each event once it is
-    queued for the store, in sequence order.
+    Listeners (the CLI's live view, NDJSON output) see events in sequence order:
+    human requests, security refusals, session changes and turn endings only once
+    committed (persist before expose); streaming detail as soon as it is queued.
     """
 
     def __init__(self, sequencer: Sequencer, store: Store | None) -> None:
@@ -43,6 +52,8 @@ class EventEmitter:
         event = self.sequencer.stamp(payload, session_id=session_id, turn_id=turn_id, raw=raw)
         if self.store is not None:
             await self.store.append_async(event)
+            if self.listeners and _exposed_after_commit(event.type):
+                await self.store.flush()
         self.count += 1
         for listener in self.listeners:
             listener(event)
