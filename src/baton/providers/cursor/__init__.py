@@ -25,19 +25,21 @@ from baton.providers.inventory import Claim
 _SEED = "seed 000"
 
 _LEDGER = (
-    "depends on the runner handing route=human to baton.requests; until then the headless "
-    "reply answers at once. Not proven end to end"
+    "goes through the durable-requests ledger (persisted before shown, answered once from "
+    "baton inbox/answer or the dashboard, delivered after the pipe write), tested end to end "
+    "with the documented wire shapes over stdio; not yet qualified against a live Cursor "
+    "(needs an account)"
 )
 
 DECLARATIONS: Mapping[str, Claim] = {
     "questions": Claim(
-        "partial",
+        "implemented",
         "cursor/ask_question → a question document (all required, opaque question-N/option-N "
         "ids mapped back to native ids, oversize refused) and the answered/skipped/cancelled "
         f"reply mapping are implemented and tested; durable delivery {_LEDGER}",
     ),
     "plans": Claim(
-        "partial",
+        "implemented",
         "cursor/create_plan → a complete plan document (Markdown, overview, todos, phases, "
         "project flag; never truncated) bound to a SHA-256 revision, with accept/reject/cancel "
         f"replies (stale revisions refused); no planUri is fabricated; durable delivery {_LEDGER}",
