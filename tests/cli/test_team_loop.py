@@ -97,3 +97,13 @@ def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:
     status = json.loads(baton(repo, "status", "--json").stdout)
     assert status["board"]["counts"]["done"] == 3 and status["board"]["counts"]["review"] == 0
     assert not [r for r in status["pending_reviews"] if r["status"] == "pending"]
+
+
+def test_init_keeps_baton_state_out_of_commits(repo: Path) -> None:
+    (repo / ".gitignore").write_text("node_modules/")
+    assert baton(repo, "init").returncode == 0
+    assert (repo / ".gitignore").read_text().splitlines()[-1] == ".baton/"
+    assert baton(repo, "init").returncode == 0
+    assert (repo / ".gitignore").read_text().count(".baton/") == 1
+    key = repo / ".baton" / "coordination" / "authority.key"
+    assert key.exists() and key.stat().st_mode & 0o077 == 0

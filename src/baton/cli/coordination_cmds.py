@@ -51,9 +51,24 @@ def _context(root: Path | None) -> CoordinationContext:
     return open_context(root or Path.cwd())
 
 
+def _ignore_state_dir(project_dir: Path) -> bool:
+    """Keep ``.baton/`` (authority key, store, bindings) out of the repository's commits."""
+    ignore = project_dir / ".gitignore"
+    try:
+        lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    except (OSError, UnicodeDecodeError):
+        return False
+    if any(line.strip() in (".baton", ".baton/", "/.baton", "/.baton/") for line in lines):
+        return False
+    prefix = "" if not lines or lines[-1] == "" else "\n"
+    with ignore.open("a", encoding="utf-8") as handle:
+        handle.write(f"{prefix}# baton's state: authority key, event store, bindings\n.baton/\n")
+    return True
+
+
 @app.command()
 def init(root: RootOption = None) -> None:
-    """Create an FCoP 4.0 workspace (fcop/) and a [team] in baton.toml (all on the built-in agent)."""
+    """Create an FCoP 4.0 workspace (fcop/) and a team section in baton.toml (all on the built-in agent)."""
     try:
         result = init_project(root or Path.cwd())
     except BatonError as exc:
@@ -72,6 +87,8 @@ def init(root: RootOption = None) -> None:
         )
     config = {"written": "wrote", "appended": "added [team] to", "kept": "kept"}[result.config]
     typer.echo(f"{config} {result.project_dir / 'baton.toml'}")
+    if _ignore_state_dir(result.project_dir):
+        typer.echo(f"added .baton/ to {result.project_dir / '.gitignore'} (keys and the store)")
     team = result.team
     roles = ", ".join(
         f"{r.name}{' (leader)' if r.is_leader else ''}={r.agent}" for r in team.roles.values()
