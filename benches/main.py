@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, ingest
+from benches import answers, doorbell, ingest
 from benches.common import cpu_note
 
 
@@ -18,6 +18,11 @@ def main() -> None:
         ingest.run(20_000 if args.quick else 200_000, 1 if args.quick else 3)
     if args.only in (None, "answers"):
         answers.run(50 if args.quick else 200, 1 if args.quick else 3)
+    if args.only in (None, "doorbell"):
+        doorbell.run(
+            doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
+            doorbell.QUICK_PROBES if args.quick else doorbell.PROBES,
+        )
 
 
 if __name__ == "__main__":

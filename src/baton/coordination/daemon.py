@@ -550,6 +550,7 @@ class Daemon:
         if job.kind == "review":
             await self._review_job(slot, task)
             return
+        fresh_claim = False
         if job.kind == "work":
             if task.stage == "inbox":
                 try:
@@ -559,6 +560,7 @@ class Daemon:
                     self._note(task.task_id, status="claimed_elsewhere", note=str(exc))
                     return
                 task = replace(task, stage="active", attempt_id=claim.attempt_id)
+                fresh_claim = True
             elif task.stage != "active":
                 return  # already past this role's work
         if task.stage != "active" or task.attempt_id is None:
@@ -569,8 +571,11 @@ class Daemon:
         if job.kind == "settle":
             prompt = None
         elif job.kind == "work":
-            # A restart may find the REPORT already written: submit, don't re-prompt.
-            head = await self._io(self.port.find_report_head, task.task_id, attempt)
+            # A restart may find the REPORT already written: submit, don't re-prompt. A
+            # claim made just now opened a new attempt, which cannot have a report yet.
+            head = None
+            if not fresh_claim:
+                head = await self._io(self.port.find_report_head, task.task_id, attempt)
             prompt = None if head is not None else task_prompt(ctx)
         elif job.kind == "revise":
             prompt = revision_prompt(

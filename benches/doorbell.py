@@ -1,0 +1,749 @@
+"""Doorbell latency: TASK file published in the inbox → ``session/prompt`` written to the agent.
+
+Issue 4's benchmark, through the real path: ``baton init``'s workspace and team,
+a running :class:`~baton.coordination.daemon.Daemon` (its doorbell watching
+``fcop/_lifecycle/inbox/``), the real role-session factory
+(:func:`~baton.runner.role_sessions.role_session_factory`: an ACP session of the
+built-in agent with baton's role-scoped MCP server), and probe TASKs published one
+at a time with FCoP's own ``create_task`` (:meth:`FcopPort.create_task`).
+
+**The workspace.** N TASKs *already settled* in ``done/``, each with the full
+history a real T1→T4 leaves behind: the TASK in ``done/`` (four transitions), its
+create-operation fact, three lifecycle receipts (T2, T3, T4), its REPORT, and two
+REVIEWs (acceptance and the single-use authorization); baton's ``state.json``
+holds one task record for each, as after a daemon that settled them. Core's
+``create_task`` is O(n) (an n-task fixture made through it costs O(n²)), so one
+task goes through the real lifecycle and the other N-1 are clones of its bytes:
+every id (TASK, attempt, REPORT, REVIEWs, operation ids) is fresh and every digest
+that binds them (request digest, operation key, content/stage digests, evidence
+and authorization digests, transition-request digests) and the authorization's
+HMAC issuer proof are recomputed, so each clone is what Core would have written.
+The benchmark proves it on the way: every probe's ``create_task`` parses every
+TASK, every ``claim`` and ``submit`` validates every receipt, every
+``write_report`` validates every REPORT.
+
+**One daemon per size.** It starts on the workspace with only the template task;
+a warm-up probe starts DEV's session (no work, no wake: the first task of a role
+pays the agent's start, reported as "cold") and then the history is added. Each
+probe is then published (``create_task`` as ADMIN, to DEV, in a worker thread)
+and waited for until it is settled (T3 done, the human review requested), so no
+probe queues behind another and the machine is quiet for the next one. The probe
+is a runbook for the built-in agent (one MCP ``read_task`` step, then its
+automatic ``write_report``), so every turn is a real ACP turn with real MCP calls.
+
+**Clocks.** "published" is the inbox file's link time (``st_ctime_ns`` as the
+doorbell saw it, wall clock), or the moment ``create_task`` returned (Core
+fsyncs and publishes its operation fact after linking the TASK, so the doorbell
+can be ahead of it). "wake-up" ends when the daemon's router takes the
+``TaskArrived`` (inotify, debounce, the doorbell's read through Core, routing);
+"dispatch" ends when the ``session/prompt`` frame has been written to the agent's
+stdin. The daemon's port calls (``claim``, ``find_report_head``, ``read_task``)
+and state saves are timed in place to show where the time goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from benches.common import print_table
+
+if TYPE_CHECKING:
+    from baton.coordination.authority import TrustedAuthority
+    from baton.coordination.fcop_port import FcopPort
+
+SIZES: tuple[int, ...] = (10, 1_000, 10_000)
+QUICK_SIZES: tuple[int, ...] = (10, 1_000)
+PROBES = 20
+QUICK_PROBES = 5
+LARGE = 10_000
+LARGE_PROBES = 3
+"""From ``LARGE`` settled tasks on, 3 probes: each costs ~85 s of Core's O(n) work
+(T1 ~30 s, T2 ~18 s, REPORT ~8 s, T3 ~25 s at 10,000), so 20 would take half an hour."""
+ROLE = "DEV"
+HISTORY_SUBJECT = "settled fixture task"
+HISTORY_BODY = "A settled task of the fixture history.\n"
+TARGET_MS = 100.0
+SETTLE_TIMEOUT = 900.0
+PROBE_BODY = (
+    "Doorbell probe: read the task through baton's MCP server, then report.\n\n"
+    "```mcp read_task\n```\n"
+)
+
+_T = TypeVar("_T")
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (with 20 samples, p99 is the largest)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _p50(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _ms(value: float) -> str:
+    if value != value:  # NaN
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
+
+
+# ----------------------------------------------------------- fixture history
+
+
+def _digest(data: bytes) -> str:
+    from fcop.v4.encoding import digest
+
+    return str(digest(data))
+
+
+def _canonical(value: Any) -> bytes:
+    from fcop.v4.encoding import canonical
+
+    return bytes(canonical(value))
+
+
+def _create_digests(workspace_id: str, operation_id: str) -> tuple[str, str]:
+    """(normalized request digest, operation key) of a history TASK, as ``_plan_create``."""
+    normalized: dict[str, Any] = {
+        "contract": "fcop-create-task-v1",
+        "workspace_id": workspace_id,
+        "operation_kind": "create_task",
+        "operation_id": operation_id,
+        "sender": "ADMIN",
+        "recipient": ROLE,
+        "subject": HISTORY_SUBJECT,
+        "body": HISTORY_BODY,
+        "priority": "P2",
+        "parent": None,
+        "branch_of": None,
+        "references": [],
+    }
+    key = {
+        "workspace_id": workspace_id,
+        "operation_kind": "create_task",
+        "operation_id": operation_id,
+    }
+    return _digest(_canonical(normalized)), _digest(_canonical(key))
+
+
+def _transition_request_digest(receipt: Mapping[str, Any]) -> str:
+    """A receipt's ``normalized_transition_digest``, as Core's ``Lifecycle._request_digest``."""
+    value: dict[str, Any] = {
+        "contract": "fcop-lifecycle-transition-request-v1",
+        "workspace_id": receipt["workspace_id"],
+        "task_id": receipt["task_id"],
+        "from_stage": receipt["from_stage"],
+        "to_stage": receipt["to_stage"],
+        "tool": receipt["tool"],
+        "actor": receipt["actor"],
+        "report_ref": receipt["report_ref"],
+    }
+    if receipt["from_stage"] in ("review", "done"):
+        value.update(
+            review_ref=receipt["review_ref"],
+            authorization_ref=receipt["authorization_ref"],
+            family_digest=receipt["family_digest"],
+            profile_ref=receipt["request_profile_ref"],
+        )
+    return _digest(_canonical(value))
+
+
+@dataclass(frozen=True, slots=True)
+class SettledTask:
+    task_id: str
+    attempt_id: str
+    report_id: str
+
+
+@dataclass
+class History:
+    """One real settled TASK's files, and how to clone them with fresh identities."""
+
+    root: Path
+    authority: TrustedAuthority
+    workspace_id: str
+    stage_bytes: dict[str, str]
+    """The TASK at inbox, active, review and done."""
+    report: str
+    acceptance: str
+    authorization: str
+    receipts: list[str]
+    """T2, T3, T4 receipts (canonical JSON text)."""
+    fact: str
+    ids: dict[str, str]
+    issued_at: str
+    pattern: re.Pattern[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        tokens = set(self.ids.values())
+        for text in (*self.stage_bytes.values(), self.report, self.acceptance, self.authorization):
+            tokens.add(_digest(text.encode()))
+        for receipt in self.receipts:
+            tokens.add(json.loads(receipt)["normalized_transition_digest"])
+        self.pattern = re.compile(
+            "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+        )
+
+    @classmethod
+    def record(cls, port: FcopPort) -> History:
+        """Run one TASK through T1→T4 with FCoP (as ADMIN and DEV) and keep every file."""
+        assert port.authority is not None, "the history needs baton's trusted evaluator (T4)"
+        root = port.root
+        fcop_dir = root / "fcop"
+        created = port.create_task(
+            sender="ADMIN", recipient=ROLE, subject=HISTORY_SUBJECT, body=HISTORY_BODY
+        )
+        task = created.task_id
+
+        def stage(name: str) -> str:
+            return (port.stage_dir(name) / f"{task}.md").read_bytes().decode()
+
+        stages = {"inbox": stage("inbox")}
+        claim = port.claim(task, actor=ROLE)
+        stages["active"] = stage("active")
+        report = port.write_report(
+            task_id=task,
+            attempt_id=claim.attempt_id,
+            sender=ROLE,
+            recipient="ADMIN",
+            result="done",
+            body="Done: the fixture work.",
+        )
+        submit = port.submit(task, actor=ROLE, report_ref=report.report_id)
+        stages["review"] = stage("review")
+        approve = port.approve(task, approver="ADMIN", reason="Accepted.")
+        stages["done"] = stage("done")
+        _, acceptance_id, authorization_id = approve.evidence_ref
+        receipts = [
+            (root / info.receipt_ref).read_bytes().decode() for info in (claim, submit, approve)
+        ]
+        decoded = [json.loads(r) for r in receipts]
+        fact_path = next(
+            p
+            for p in (fcop_dir / "operations").glob("create-*.json")
+            if json.loads(p.read_bytes())["task_id"] == task
+        )
+        fact = json.loads(fact_path.read_bytes())
+        authorization = (fcop_dir / "reviews" / f"{authorization_id}.md").read_bytes().decode()
+        proof = re.search(r"\n  nonce: (\w+)\n  mac: (\w+)\n", authorization)
+        issued = re.search(r"\n  issued_at: '([^']+)'\n", authorization)
+        assert proof and issued, "unexpected authorization REVIEW layout"
+        # Self-checks: our re-derivations reproduce Core's digests for the real task,
+        # so a Core that changes how it binds them fails here, not silently.
+        assert _create_digests(port.workspace_id, created.operation_id) == (
+            fact["digest"],
+            fact["key"],
+        ), "create digests drifted from Core's"
+        order = ("inbox", "active", "review", "done")
+        for i, r in enumerate(decoded):
+            assert _transition_request_digest(r) == r["normalized_transition_digest"]
+            assert r["source_digest"] == _digest(stages[order[i]].encode())
+            assert r["target_digest"] == _digest(stages[order[i + 1]].encode())
+        assert fact["content_digest"] == _digest(stages["inbox"].encode())
+        ids = {
+            "task": task,
+            "operation": created.operation_id,
+            "attempt": claim.attempt_id,
+            "report": report.report_id,
+            "acceptance": acceptance_id,
+            "authorization": authorization_id,
+            "request_digest": fact["digest"],
+            "key": fact["key"],
+            "nonce": proof.group(1),
+            "mac": proof.group(2),
+            **{f"op{i}": r["operation_id"] for i, r in enumerate(decoded)},
+        }
+        return cls(
+            root=root,
+            authority=port.authority,
+            workspace_id=port.workspace_id,
+            stage_bytes=stages,
+            report=(fcop_dir / "reports" / f"{report.report_id}.md").read_bytes().decode(),
+            acceptance=(fcop_dir / "reviews" / f"{acceptance_id}.md").read_bytes().decode(),
+            authorization=authorization,
+            receipts=receipts,
+            fact=fact_path.read_bytes().decode(),
+            ids=ids,
+            issued_at=issued.group(1),
+        )
+
+    def clone(self) -> SettledTask:
+        """Write one more settled TASK with all its history (no fsync: fixture only)."""
+        from baton.coordination.authority import Expectation
+
+        new: dict[str, str] = {}
+        ids = self.ids
+
+        def sub(text: str) -> str:
+            return self.pattern.sub(lambda m: new[m.group(0)], text)
+
+        def bind(text: str) -> str:
+            out = sub(text)
+            new[_digest(text.encode())] = _digest(out.encode())
+            return out
+
+        task = f"TASK-{uuid.uuid4().hex}"
+        operation = f"baton:{secrets.token_hex(24)}"
+        attempt = uuid.uuid4().urn
+        new[ids["task"]] = task
+        new[ids["operation"]] = operation
+        new[ids["attempt"]] = attempt
+        for name, prefix in (
+            ("report", "REPORT"),
+            ("acceptance", "REVIEW"),
+            ("authorization", "REVIEW"),
+        ):
+            new[ids[name]] = f"{prefix}-{uuid.uuid4().hex}"
+        ops = [uuid.uuid4() for _ in self.receipts]
+        for i, op in enumerate(ops):
+            new[ids[f"op{i}"]] = op.urn
+        new[ids["request_digest"]], new[ids["key"]] = _create_digests(self.workspace_id, operation)
+        proof = self.authority.mint(
+            Expectation(
+                issuer="ADMIN",
+                subject_ref=task,
+                from_stage="review",
+                to_stage="done",
+                attempt_id=attempt,
+            ),
+            issued_at=self.issued_at,
+        )
+        new[ids["nonce"]], new[ids["mac"]] = proof["nonce"], proof["mac"]
+        fcop_dir = self.root / "fcop"
+        bind(self.stage_bytes["inbox"])
+        bind(self.stage_bytes["active"])
+        report = bind(self.report)
+        bind(self.stage_bytes["review"])
+        acceptance = bind(self.acceptance)
+        authorization = bind(self.authorization)
+        done = bind(self.stage_bytes["done"])
+        (fcop_dir / "reports" / f"{new[ids['report']]}.md").write_bytes(report.encode())
+        (fcop_dir / "reviews" / f"{new[ids['acceptance']]}.md").write_bytes(acceptance.encode())
+        (fcop_dir / "reviews" / f"{new[ids['authorization']]}.md").write_bytes(
+            authorization.encode()
+        )
+        (fcop_dir / "_lifecycle" / "done" / f"{task}.md").write_bytes(done.encode())
+        operations = fcop_dir / "operations"
+        for template, op in zip(self.receipts, ops, strict=True):
+            old = json.loads(template)
+            value = json.loads(
+                sub(_canonical({**old, "normalized_transition_digest": ""}).decode())
+            )
+            new[old["normalized_transition_digest"]] = _transition_request_digest(value)
+            (operations / f"transition-{op.hex}.json").write_bytes(sub(template).encode())
+        (operations / f"create-{new[ids['key']]}.json").write_bytes(sub(self.fact).encode())
+        return SettledTask(task, attempt, new[ids["report"]])
+
+
+# ------------------------------------------------------------ instrumentation
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    subject: str | None
+    start: int
+    end: int
+
+    @property
+    def ms(self) -> float:
+        return (self.end - self.start) / 1e6
+
+
+class Recorder:
+    """Times calls in place (wall-clock ns, comparable with ``st_ctime_ns``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+
+    def wrap(self, name: str, fn: Callable[..., _T]) -> Callable[..., _T]:
+        def timed(*args: Any, **kwargs: Any) -> _T:
+            start = time.time_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                subject = args[0] if args and isinstance(args[0], str) else None
+                self.calls.append(Call(name, subject, start, time.time_ns()))
+
+        return timed
+
+    def of(self, name: str, subject: str | None, start: int, end: int) -> list[Call]:
+        return [
+            c
+            for c in self.calls
+            if c.name == name
+            and (subject is None or c.subject == subject)
+            and start <= c.start < end
+        ]
+
+
+@dataclass
+class Probe:
+    task_id: str = ""
+    before: int = 0
+    returned: int = 0
+    published: int = 0
+    detected: int = 0
+    """The doorbell got the watcher's batch naming the file."""
+    emitted: int = 0
+    """The doorbell queued ``TaskArrived`` (read through Core, routed)."""
+    arrived: int = 0
+    hook: int = 0
+    written: int = 0
+
+    def wake(self) -> float:
+        return (self.arrived - self.published) / 1e6
+
+    def dispatch(self) -> float:
+        return (self.written - self.published) / 1e6
+
+
+@dataclass
+class SizeResult:
+    size: int
+    probes: list[Probe]
+    cold: Probe
+    recorder: Recorder
+    build_s: float
+    state_kib: float
+    validated: int | None
+    """Envelopes fcop's ``validate_workspace`` accepted (small sizes only)."""
+
+    def claim(self, p: Probe) -> float:
+        return sum(c.ms for c in self.recorder.of("claim", p.task_id, p.published, p.hook))
+
+    def part(self, name: str, p: Probe, start: int, subject: bool = True) -> float:
+        return sum(
+            c.ms for c in self.recorder.of(name, p.task_id if subject else None, start, p.hook)
+        )
+
+
+# ----------------------------------------------------------------------- run
+
+
+@contextlib.contextmanager
+def _no_fsync() -> Iterator[None]:
+    """Fixture building only: the history is written without fsyncs."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        yield
+    finally:
+        os.fsync = real
+
+
+async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
+    from baton.config import load_config
+    from baton.coordination.binding import Binding
+    from baton.coordination.context import init_project, open_context
+    from baton.coordination.daemon import Daemon, RecordingHumanSink, RoleSession
+    from baton.coordination.doorbell import DoorbellEvent, TaskArrived
+    from baton.coordination.state import TaskRecord, now_iso
+    from baton.coordination.team import RoleSpec
+    from baton.events.sequencer import Sequencer, format_ts
+    from baton.requests.ledger import Ledger
+    from baton.runner.context import open_store
+    from baton.runner.emitter import EventEmitter
+    from baton.runner.role_sessions import AcpRoleSession, role_session_factory
+    from baton.store.records import RunRecord
+
+    project = tmp / f"ws{size}"
+    project.mkdir()
+    env = {**os.environ, "BATON_STATE_DIR": str(tmp / f"state{size}")}
+    init_project(project, environ=env)
+    ctx = open_context(project, environ=env)
+    config = load_config(project, environ=env)
+    port = ctx.port
+    history = await asyncio.to_thread(History.record, port)
+
+    store = open_store(config.db_path)
+    ledger = Ledger(store)
+    run_id = f"bench-doorbell-{size}"
+    store.create_run(
+        RunRecord(
+            run_id=run_id,
+            kind="up",
+            agent="team",
+            cwd=str(project),
+            status="running",
+            created_at=format_ts(time.time()),
+        )
+    )
+    emitter = EventEmitter(Sequencer(run_id), store)
+    real = role_session_factory(
+        config, workspace=ctx.project_dir, store=store, ledger=ledger, emitter=emitter
+    )
+    waiting: dict[str, str] = {}  # slot -> task whose prompt is about to be written
+    written: dict[str, int] = {}  # task -> when its first session/prompt was written
+    wrote = asyncio.Event()
+
+    async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
+        role = await real(spec, binding)
+        assert isinstance(role, AcpRoleSession) and role.session.conn is not None
+        conn = role.session.conn
+        send = conn.send
+        slot = binding.session_name
+
+        async def observed(message: dict[str, Any]) -> None:
+            await send(message)
+            if message.get("method") == "session/prompt":
+                at = time.time_ns()
+                task = waiting.pop(slot, None)
+                if task is not None:
+                    written.setdefault(task, at)
+                    wrote.set()
+
+        conn.send = observed  # type: ignore[method-assign]
+        return role
+
+    sink = RecordingHumanSink()
+    daemon = Daemon(
+        port=port, team=ctx.team, factory=factory, state_dir=ctx.state_dir, human_sink=sink
+    )
+    recorder = Recorder()
+    for name in ("claim", "find_report_head", "read_task"):
+        setattr(port, name, recorder.wrap(name, getattr(port, name)))
+    daemon._save = recorder.wrap("save", daemon._save)  # type: ignore[method-assign]
+    arrivals: dict[str, tuple[int, int, int, int]] = {}
+    offset = time.time_ns() - time.monotonic_ns()  # the doorbell stamps with monotonic()
+    hooks: dict[str, int] = {}
+    on_event = daemon._on_event
+
+    async def spy(event: DoorbellEvent) -> None:
+        if isinstance(event, TaskArrived):
+            arrivals[event.task_id] = (
+                time.time_ns(),
+                event.published_ns,
+                round(event.detected_at * 1e9) + offset,
+                round(event.emitted_at * 1e9) + offset,
+            )
+        await on_event(event)
+
+    def started(slot: str, task: str, _monotonic: float) -> None:
+        hooks.setdefault(task, time.time_ns())
+        waiting[slot] = task
+
+    daemon._on_event = spy  # type: ignore[method-assign]
+    daemon.prompt_started = started
+
+    async def probe(i: int) -> Probe:
+        p = Probe()
+
+        def publish() -> tuple[str, int, int]:
+            before = time.time_ns()
+            created = port.create_task(
+                sender="ADMIN", recipient=ROLE, subject=f"doorbell probe {i}", body=PROBE_BODY
+            )
+            return created.task_id, before, time.time_ns()
+
+        p.task_id, p.before, p.returned = await asyncio.to_thread(publish)
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while p.task_id not in written:  # the daemon may be ahead of create_task's return
+            wrote.clear()
+            await asyncio.wait_for(wrote.wait(), max(0.0, deadline - time.monotonic()))
+        p.written = written[p.task_id]
+        p.arrived, p.published, p.detected, p.emitted = arrivals[p.task_id]
+        p.hook = hooks[p.task_id]
+        while not any(r.task_id == p.task_id for r in sink.reviews):
+            record = daemon.state.tasks.get(p.task_id)
+            if record is not None and record.status == "stalled":
+                raise RuntimeError(f"probe {p.task_id} stalled: {record.note}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"probe {p.task_id} did not settle")
+            sink.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(sink.changed.wait(), 0.5)
+        await asyncio.sleep(0.05)  # let the daemon's trailing saves land
+        return p
+
+    running = asyncio.create_task(daemon.run())
+    try:
+        await asyncio.wait_for(daemon.doorbell.ready.wait(), 120)
+        cold = await probe(0)
+        t0 = time.perf_counter()
+        with _no_fsync():
+            settled = await asyncio.to_thread(lambda: [history.clone() for _ in range(size - 1)])
+        for s in settled:
+            daemon.state.tasks[s.task_id] = TaskRecord(
+                task_id=s.task_id,
+                role=ROLE,
+                subject=HISTORY_SUBJECT,
+                status="done",
+                attempt_id=s.attempt_id,
+                turns=1,
+                report_ref=s.report_id,
+                updated_at=now_iso(),
+            )
+        daemon.state.save(daemon.paths.state_file)
+        build_s = time.perf_counter() - t0
+        state_kib = daemon.paths.state_file.stat().st_size / 1024
+        done = port.stage_counts()["done"]
+        assert done == size, f"{done} settled TASKs, expected {size}"
+        validated = None
+        if size <= 10:  # Core's full workspace validation is itself slow (O(n²))
+            from fcop.workspace import validate_workspace
+
+            check = await asyncio.to_thread(validate_workspace, project)
+            assert check["valid"], check["errors"][:3]
+            validated = int(check["checked"])
+        probes = [await probe(i) for i in range(1, count + 1)]
+    finally:
+        daemon.stop()
+        await asyncio.wait_for(running, 120)
+        await emitter.flush()
+        await ledger.aclose()
+        store.close()
+    return SizeResult(size, probes, cold, recorder, build_s, state_kib, validated)
+
+
+def _probes_for(size: int, probes: int) -> int:
+    return probes if size < LARGE else min(probes, LARGE_PROBES)
+
+
+def run(sizes: Sequence[int], probes: int) -> None:
+    """Measure each size in its own workspace and daemon; print the tables."""
+    results: list[SizeResult] = []
+    started = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix="baton-bench-doorbell-"))
+    try:
+        for size in sizes:
+            t0 = time.perf_counter()
+            result = asyncio.run(_measure(size, _probes_for(size, probes), tmp))
+            results.append(result)
+            print(
+                f"  doorbell n={size:,}: {len(result.probes)} probes in "
+                f"{time.perf_counter() - t0:.0f}s (history built in {result.build_s:.1f}s)",
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _report(results, time.perf_counter() - started)
+
+
+def _steps(r: SizeResult, p: Probe) -> dict[str, float]:
+    """The dispatch window of one probe, split at the points we can observe (ms)."""
+    steps = {
+        "watch batch": (p.detected - p.published) / 1e6,
+        "doorbell read + route": (p.emitted - p.detected) / 1e6,
+        "→ router": (p.arrived - p.emitted) / 1e6,
+        "worker read": r.part("read_task", p, p.arrived),
+        "T2 claim": r.claim(p),
+        "report check": r.part("find_report_head", p, p.published),
+        "state saves": r.part("save", p, p.arrived, subject=False),
+        "hook → written": (p.written - p.hook) / 1e6,
+    }
+    steps["other"] = p.dispatch() - sum(steps.values())
+    return steps
+
+
+def _report(results: Sequence[SizeResult], elapsed: float) -> None:
+    rows = []
+    for r in results:
+        wake = [p.wake() for p in r.probes]
+        dispatch = [p.dispatch() for p in r.probes]
+        claim = [r.claim(p) for p in r.probes]
+        rest = [d - c for d, c in zip(dispatch, claim, strict=True)]
+        wake_ret = [(p.arrived - p.returned) / 1e6 for p in r.probes]
+        disp_ret = [(p.written - p.returned) / 1e6 for p in r.probes]
+        p99 = _pct(dispatch, 0.99)
+        verdict = "MET" if p99 < TARGET_MS else "NOT MET"
+        if p99 >= TARGET_MS and _pct(rest, 0.99) < TARGET_MS:
+            verdict += " (T2)"
+        rows.append(
+            [
+                f"{r.size:,}",
+                str(len(r.probes)),
+                f"{_ms(_p50(wake))} / {_ms(_pct(wake, 0.99))}",
+                f"{_ms(_p50(dispatch))} / {_ms(p99)}",
+                f"{_ms(_p50(wake_ret))} / {_ms(_p50(disp_ret))}",
+                _ms(_p50(claim)),
+                f"{_ms(_p50(rest))} / {_ms(_pct(rest, 0.99))}",
+                verdict,
+            ]
+        )
+    print_table(
+        "doorbell: TASK published → session/prompt written "
+        "(ms; real daemon, built-in agent over ACP)",
+        [
+            "settled tasks",
+            "probes",
+            "wake-up p50 / p99",
+            "dispatch p50 / p99",
+            "from T1 return: wake-up / dispatch p50",
+            "T2 claim p50",
+            "dispatch − claim p50 / p99",
+            "p99 < 100 ms",
+        ],
+        rows,
+    )
+    rows = []
+    names: list[str] = []
+    for r in results:
+        per_probe = [_steps(r, p) for p in r.probes]
+        names = list(per_probe[0])
+        rows.append(
+            [
+                f"{r.size:,}",
+                *(_ms(_p50([s[n] for s in per_probe])) for n in names),
+                _ms(_p50([(p.returned - p.before) / 1e6 for p in r.probes])),
+                _ms(r.cold.dispatch()),
+                f"{r.state_kib:,.0f}",
+                f"{r.build_s:.1f}",
+            ]
+        )
+    print_table(
+        "where the time goes (p50 ms; every step but T1 is inside published → prompt written)",
+        [
+            "settled tasks",
+            *names,
+            "T1 create_task",
+            "cold first dispatch",
+            "state.json KiB",
+            "history build s",
+        ],
+        rows,
+    )
+    for r in results:
+        if r.validated is not None:
+            print(
+                f"\nfixture check: fcop validate_workspace accepts the {r.size}-task workspace "
+                f"({r.validated} envelopes, clones included)"
+            )
+    first, last = results[0], results[-1]
+    if len(results) > 1:
+
+        def med(r: SizeResult, fn: Callable[[Probe], float]) -> float:
+            return _p50([fn(p) for p in r.probes])
+
+        print(
+            f"\nflat? {first.size:,} → {last.size:,} settled tasks: wake-up p50 "
+            f"{_ms(med(first, Probe.wake))} → {_ms(med(last, Probe.wake))} ms; "
+            f"dispatch − claim p50 {_ms(med(first, lambda p: p.dispatch() - first.claim(p)))} → "
+            f"{_ms(med(last, lambda p: p.dispatch() - last.claim(p)))} ms; T2 claim p50 "
+            f"{_ms(med(first, first.claim))} → {_ms(med(last, last.claim))} ms"
+        )
+    print(
+        "settled task = a TASK in done/ with its full history (create fact, 3 receipts, "
+        "1 REPORT, 2 REVIEWs) and a baton state record. Probes go to DEV one at a time, each "
+        "waited for until settled (T3). Wake-up ends when the router takes TaskArrived; "
+        "cold = the warm-up probe that started DEV's session (before the history was added). "
+        f"p99 is nearest-rank (the max for ≤ 50 probes). Total {elapsed:.0f}s."
+    )
