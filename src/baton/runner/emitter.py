@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,8 @@ class EventEmitter:
         self.store = store
         self.listeners: list[Listener] = []
         self.count = 0
+        self._held: deque[list[Any]] = deque()
+        """[event, waiting_for_commit] in seq order, while an earlier event awaits its commit."""
 
     @property
     def run_id(self) -> str:
@@ -50,14 +53,34 @@ class EventEmitter:
         raw: Any = None,
     ) -> CanonicalEvent:
         event = self.sequencer.stamp(payload, session_id=session_id, turn_id=turn_id, raw=raw)
-        if self.store is not None:
-            await self.store.append_async(event)
-            if self.listeners and _exposed_after_commit(event.type):
-                await self.store.flush()
         self.count += 1
+        if self.store is None:
+            self._notify(event)
+            return event
+        await self.store.append_async(event)
+        if not self.listeners:
+            return event
+        if _exposed_after_commit(event.type):
+            entry = [event, True]
+            self._held.append(entry)
+            try:
+                await self.store.flush()
+            finally:
+                entry[1] = False
+                self._release()
+        elif self._held:
+            self._held.append([event, False])  # keep seq order behind a pending commit
+        else:
+            self._notify(event)
+        return event
+
+    def _release(self) -> None:
+        while self._held and not self._held[0][1]:
+            self._notify(self._held.popleft()[0])
+
+    def _notify(self, event: CanonicalEvent) -> None:
         for listener in self.listeners:
             listener(event)
-        return event
 
     async def emit_drafts(
         self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
