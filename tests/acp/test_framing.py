@@ -110,3 +110,9 @@ def test_encode_decode_round_trip(messages: list[dict[str, str]]) -> None:
     assert [f.message for f in frames if isinstance(f, Frame)] == messages
     assert all(b"\n" not in encode_message(m)[:-1] for m in messages)
     assert json.loads(encode_message({"k": "\n"})) == {"k": "\n"}
+
+
+def test_absurdly_deep_nesting_is_an_error_not_a_crash() -> None:
+    frames = feed_all(LineDecoder(), b"[" * 100_000 + b"]" * 100_000 + b'\n{"ok":1}\n')
+    assert isinstance(frames[0], FrameError) and frames[0].kind == "invalid_json"
+    assert isinstance(frames[1], Frame)

@@ -3,17 +3,16 @@
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
+from baton.acp.framing import LineDecoder
 from baton.agents.builtin.jsonrpc import (
     Invalid,
-    LineSplitter,
     Notification,
     Request,
     Response,
     RpcError,
     encode,
+    frame_message,
     parse_message,
 )
 
@@ -52,25 +51,21 @@ def test_invalid_lines(line: bytes, request_id: object, code: int) -> None:
     assert message.id == request_id and message.error.code == code
 
 
+def test_frame_errors_become_answerable_errors() -> None:
+    decoder = LineDecoder(max_line_bytes=8)
+    frames = [*decoder.feed(b'{"a":1}\n0123456789\n{\n'), *decoder.close()]
+    codes = [frame_message(f) for f in frames]
+    assert isinstance(codes[0], Invalid) and codes[0].error.code == -32600  # not JSON-RPC
+    assert isinstance(codes[1], Invalid) and "too long" in codes[1].error.message
+    assert isinstance(codes[2], Invalid) and codes[2].error.code == -32700
+
+
+def test_absurd_nesting_is_a_parse_error_not_a_crash() -> None:
+    message = parse_message(b"[" * 100_000 + b"]" * 100_000)
+    assert isinstance(message, Invalid) and message.error.code == -32700
+
+
 def test_encode_is_one_line() -> None:
     data = encode({"text": "a\nb", "é": 1})
     assert data.count(b"\n") == 1 and data.endswith(b"\n")
     assert json.loads(data) == {"text": "a\nb", "é": 1}
-
-
-def test_splitter_bounds_long_lines_and_resynchronises() -> None:
-    splitter = LineSplitter(max_line=8)
-    assert list(splitter.feed(b"short\n\n  \n12345")) == [b"short"]
-    assert list(splitter.feed(b"6789")) == [None]
-    assert list(splitter.feed(b"more\nok\nabcdefghij\nlast")) == [b"ok", None]
-    assert list(splitter.finish()) == [b"last"]
-
-
-@given(st.lists(st.binary(max_size=20), max_size=8), st.integers(min_value=1, max_value=30))
-def test_splitting_does_not_depend_on_chunking(chunks: list[bytes], size: int) -> None:
-    data = b"\n".join(chunks)
-    whole = LineSplitter(size)
-    expected = [*whole.feed(data), *whole.finish()]
-    single = LineSplitter(size)
-    got = [line for i in range(len(data)) for line in single.feed(data[i : i + 1])]
-    assert [*got, *single.finish()] == expected

@@ -139,8 +139,8 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
         message = json.loads(line)
     except UnicodeDecodeError as exc:
         return FrameError("invalid_utf8", len(line), _preview(line), str(exc))
-    except ValueError as exc:
-        return FrameError("invalid_json", len(line), _preview(line), str(exc))
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        return FrameError("invalid_json", len(line), _preview(line), str(exc) or type(exc).__name__)
     if not isinstance(message, dict):
         return FrameError(
             "not_object", len(line), _preview(line), "a JSON-RPC message must be an object"

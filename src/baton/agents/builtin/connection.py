@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from baton.acp.framing import Frame, FrameError
+
 from .jsonrpc import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Invalid,
     JsonObject,
@@ -25,7 +26,7 @@ from .jsonrpc import (
     RpcError,
     encode,
     error_response,
-    parse_message,
+    frame_message,
     result_response,
 )
 from .stdio import Output
@@ -79,14 +80,9 @@ class Connection:
         self._requests = requests
         self._notifications = notifications
 
-    def receive(self, line: bytes | None) -> None:
-        """Handle one input line; None stands for a line too long to keep."""
-        if line is None:
-            self._write(
-                error_response(None, RpcError(INVALID_REQUEST, "Invalid Request: line too long"))
-            )
-            return
-        match parse_message(line):
+    def receive(self, frame: Frame | FrameError) -> None:
+        """Handle one decoded input line (or the error a bad line became)."""
+        match frame_message(frame):
             case Request() as request:
                 self._spawn(self._answer(request))
             case Notification(method=method, params=params):

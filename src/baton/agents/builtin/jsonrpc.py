@@ -1,13 +1,26 @@
-"""JSON-RPC 2.0 framing for ACP over stdio: bytes in, typed messages out (no I/O).
+"""JSON-RPC 2.0 for the agent side of ACP: decoded frames in, typed messages out (no I/O).
 
-One JSON object per ``\\n``-terminated line. Every possible input line maps to a message or to
-an `Invalid` carrying the error to answer, so the connection never has to catch parse failures.
+Framing (lines, the size bound, UTF-8/JSON decoding, encoding) and the error codes are
+baton's one implementation in :mod:`baton.acp.framing` and :mod:`baton.acp.jsonrpc`. This
+module adds what an *agent* needs on top: every possible input becomes a message or an
+`Invalid` carrying the exact JSON-RPC error to answer (strict ``"jsonrpc": "2.0"``, params
+must be objects), so the connection never has to catch parse failures.
 """
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from baton.acp.framing import Frame, FrameError, decode_line
+from baton.acp.framing import encode_message as encode
+from baton.acp.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    RpcError,
+)
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -19,7 +32,6 @@ __all__ = [
     "Incoming",
     "Invalid",
     "JsonObject",
-    "LineSplitter",
     "Notification",
     "Request",
     "RequestId",
@@ -27,36 +39,13 @@ __all__ = [
     "RpcError",
     "encode",
     "error_response",
+    "frame_message",
     "parse_message",
     "result_response",
 ]
 
 JsonObject = dict[str, Any]
 RequestId = int | str
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002
-
-
-class RpcError(Exception):
-    """A JSON-RPC error to send back (raised by handlers, or received from the peer)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_json(self) -> JsonObject:
-        """The ``error`` member of a response."""
-        error: JsonObject = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +87,26 @@ Incoming = Request | Notification | Response | Invalid
 
 def parse_message(line: bytes) -> Incoming:
     """Classify one input line (without its newline)."""
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError) as exc:
-        return Invalid(None, RpcError(PARSE_ERROR, f"Parse error: {exc}"))
-    if not isinstance(message, dict):
-        return Invalid(None, RpcError(INVALID_REQUEST, "Invalid Request: expected a JSON object"))
+    frame = decode_line(line)
+    if frame is None:
+        return Invalid(None, RpcError(INVALID_REQUEST, "Invalid Request: empty line"))
+    return frame_message(frame)
+
+
+def frame_message(frame: Frame | FrameError) -> Incoming:
+    """Classify one decoded frame from :class:`baton.acp.framing.LineDecoder`."""
+    if isinstance(frame, FrameError):
+        if frame.kind == "oversized":
+            return Invalid(None, RpcError(INVALID_REQUEST, "Invalid Request: line too long"))
+        if frame.kind == "not_object":
+            return Invalid(
+                None, RpcError(INVALID_REQUEST, "Invalid Request: expected a JSON object")
+            )
+        return Invalid(None, RpcError(PARSE_ERROR, f"Parse error: {frame.detail}"))
+    return _classify(frame.message)
+
+
+def _classify(message: JsonObject) -> Incoming:
     has_id = "id" in message
     raw_id = message.get("id")
     if has_id and not _valid_id(raw_id):
@@ -144,11 +147,6 @@ def _response(raw_id: RequestId | None, message: JsonObject) -> Incoming:
     return Response(raw_id, error=RpcError(INTERNAL_ERROR, f"malformed error: {error!r}"))
 
 
-def encode(message: JsonObject) -> bytes:
-    """One wire line: compact UTF-8 JSON (newlines inside strings are escaped) plus ``\\n``."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
 def result_response(request_id: RequestId, result: Any) -> JsonObject:
     """A success response."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
@@ -156,50 +154,7 @@ def result_response(request_id: RequestId, result: Any) -> JsonObject:
 
 def error_response(request_id: RequestId | None, error: RpcError) -> JsonObject:
     """An error response (``id`` null when the request's id could not be read)."""
-    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_json()}
-
-
-class LineSplitter:
-    """Split a byte stream into lines, bounding memory: an over-long line is reported, not kept."""
-
-    def __init__(self, max_line: int) -> None:
-        self._max = max_line
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._discarding = False
-
-    def feed(self, data: bytes) -> Iterator[bytes | None]:
-        """Yield the complete non-blank lines in ``data``; None once for each over-long line."""
-        start = 0
-        while (end := data.find(b"\n", start)) != -1:
-            chunk = data[start:end]
-            start = end + 1
-            if self._discarding or self._size + len(chunk) > self._max:
-                if not self._discarding:
-                    yield None
-                self._discarding = False
-            else:
-                line = b"".join([*self._parts, chunk])
-                if line.strip():
-                    yield line
-            self._parts.clear()
-            self._size = 0
-        rest = data[start:]
-        if self._discarding or not rest:
-            return
-        if self._size + len(rest) > self._max:
-            self._discarding = True
-            self._parts.clear()
-            self._size = 0
-            yield None
-            return
-        self._parts.append(rest)
-        self._size += len(rest)
-
-    def finish(self) -> Iterator[bytes]:
-        """At end of input, yield a last line that had no newline."""
-        line = b"".join(self._parts)
-        self._parts.clear()
-        self._size = 0
-        if line.strip() and not self._discarding:
-            yield line
+    body: JsonObject = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        body["data"] = error.data
+    return {"jsonrpc": "2.0", "id": request_id, "error": body}

@@ -11,10 +11,11 @@ import logging
 import os
 import signal
 
+from baton.acp.framing import LineDecoder
+
 from .agent import BuiltinAgent
 from .config import AgentConfig
 from .connection import Connection
-from .jsonrpc import LineSplitter
 from .stdio import Input, claim_stdio, open_input, open_output
 
 __all__ = ["MAX_LINE", "main", "run", "serve"]
@@ -41,7 +42,7 @@ async def serve(source: Input, connection: Connection, agent: BuiltinAgent) -> N
 
 async def _pump(source: Input, connection: Connection, stop: asyncio.Event) -> None:
     """Feed input lines to the connection until there is no more or we must stop."""
-    splitter = LineSplitter(MAX_LINE)
+    decoder = LineDecoder(MAX_LINE)
     stopping = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(connection.lost.wait())]
     try:
         while True:
@@ -52,10 +53,10 @@ async def _pump(source: Input, connection: Connection, stop: asyncio.Event) -> N
                 return
             chunk = reading.result()
             if not chunk:
-                for line in splitter.finish():
-                    connection.receive(line)
+                for leftover in decoder.close():
+                    connection.receive(leftover)
                 return
-            for item in splitter.feed(chunk):
+            for item in decoder.feed(chunk):
                 connection.receive(item)
     finally:
         for task in stopping:
