@@ -351,7 +351,12 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
         port=ctx.port,
         team=ctx.team,
         factory=role_session_factory(
-            config, workspace=ctx.project_dir, store=store, ledger=ledger, emitter=emitter
+            config,
+            workspace=ctx.project_dir,
+            store=store,
+            ledger=ledger,
+            emitter=emitter,
+            fcop_mcp=ctx.team.fcop_mcp,
         ),
         state_dir=ctx.state_dir,
         human_sink=sink,

@@ -23,8 +23,8 @@ from types import MappingProxyType
 from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
 from baton.coordination.daemon import RoleSession, RoleSessionFactory, TurnResult, Usage
-from baton.coordination.mcp_server import mcp_config
-from baton.coordination.team import RoleSpec
+from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
+from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
@@ -101,8 +101,14 @@ def role_session_factory(
     emitter: EventEmitter,
     terminal: HumanChannel | None = None,
     wait_timeout: float | None = None,
+    fcop_mcp: FcopMcpCompat | None = None,
 ) -> RoleSessionFactory:
-    """The real factory ``baton up`` hands to the daemon."""
+    """The real factory ``baton up`` hands to the daemon.
+
+    Each session gets baton's role-scoped MCP server for its binding; with the opt-in
+    compatibility mode (``[team.fcop_mcp]``), the stock ``fcop-mcp`` from its own venv,
+    launched with ``--root`` (no allowlist, no approvals: baton still closes the loop).
+    """
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
@@ -136,7 +142,11 @@ def role_session_factory(
             ),
             state_dir=config.state_dir,
             secrets_file=config.secrets_file,
-            mcp_servers=[mcp_config(binding)],
+            mcp_servers=[
+                fcop_mcp_config(fcop_mcp, binding.fcop_root)
+                if fcop_mcp is not None and fcop_mcp.enabled
+                else mcp_config(binding)
+            ],
             resume_session_id=resume,
             persistent_root=root,
         )
