@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -287,3 +290,38 @@ def test_ctrl_c_cancels_then_kills(
     cancelled = [e.payload for e in seen if e.type == "turn.cancelled"]
     assert len(cancelled) == 1 and cancelled[0].forced is forced
     assert reason in cancelled[0].reason
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script` for a pty")
+def test_at_a_terminal_the_human_answers_the_permission(tmp: Path) -> None:
+    """A real pty: the request is shown, the spinners pause, 'y' allows the step once."""
+    (tmp / "ws" / "p.md").write_text("```sh\necho tty-step-ran\n```\n")
+    command = f'{sys.executable} -m baton run --wait-timeout 30 "$(cat p.md)"'
+    proc = subprocess.Popen(
+        ["script", "-qec", command, "/dev/null"],
+        cwd=tmp / "ws",
+        env={**env_for(tmp), "TERM": "xterm"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = b""
+    answered = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        seen += chunk
+        if not answered and b"allow once?" in seen:
+            proc.stdin.write(b"y\r")
+            proc.stdin.flush()
+            answered = True
+    assert proc.wait(timeout=30) == 0, seen.decode(errors="replace")[-2000:]
+    text = seen.decode(errors="replace")
+    assert answered and "answered at the terminal" in text and "tty-step-ran" in text
+    assert "turn completed" in text

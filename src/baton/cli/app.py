@@ -16,6 +16,7 @@ Exit codes (``baton run``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -134,8 +135,13 @@ class TerminalAsker:
 
     def __init__(self, console: Console) -> None:
         self.console = console
+        self.pause: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
 
     async def ask(self, record: RequestRecord) -> Answer | None:
+        with self.pause():
+            return await self._ask(record)
+
+    async def _ask(self, record: RequestRecord) -> Answer | None:
         document = record.document
         if not isinstance(document, PermissionRequest | PlanRequest):
             self.console.print(
@@ -187,6 +193,8 @@ async def _run_turn(
     )
     run_id = new_run_id()
     renderer = _renderer(json_output)
+    if isinstance(terminal, TerminalAsker) and isinstance(renderer, HumanRenderer):
+        terminal.pause = renderer.paused
     emitter = start_run(store, run_id, kind="run", agent=profile.name, cwd=workspace)
     emitter.listeners.append(renderer)
     status = "failed"

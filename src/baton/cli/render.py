@@ -7,7 +7,9 @@ own prompts are visibly marked as agent output.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from rich.console import Console, Group
@@ -228,6 +230,20 @@ class HumanRenderer:
         if payload.cost_amount is not None:
             parts.append(f"cost {payload.cost_amount:g} {payload.cost_currency or ''}".rstrip())
         self._print("usage: " + ", ".join(parts), style="dim")
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the live spinners while someone types an answer at the terminal."""
+        live = self._live
+        if live is None:
+            yield
+            return
+        self._end_text()
+        live.stop()
+        try:
+            yield
+        finally:
+            live.start()
 
     def close(self) -> None:
         self._end_text()
