@@ -51,7 +51,6 @@ from baton.events.model import (
     Payload,
     ProviderNotice,
     SecurityPathRefused,
-    SecurityPinMismatch,
     SessionClosed,
     SessionFailed,
     SessionStarted,
@@ -63,23 +62,23 @@ from baton.events.model import (
 )
 from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
-from baton.providers.registry import ConfigRefusal, ErrorReply, extension_for, select_config
+from baton.providers.registry import ErrorReply, extension_for
 from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import RequestDocument
 from baton.runner import client_fs
 from baton.runner.emitter import EventEmitter
+from baton.runner.launch import admit_or_refuse, verified_argv
 from baton.runner.request_documents import (
     elicitation_document,
     permission_document,
     vendor_document,
 )
 from baton.runner.requests_broker import RequestBroker, RequestContext
+from baton.runner.settings import apply_settings
 from baton.runner.terminals import TerminalManager
 from baton.runner.turn import Turn
-from baton.security.admission import admit
-from baton.security.distribution import verify_before_launch
 from baton.security.launch_env import LaunchEnvironment, prepare_launch
 from baton.security.paths import display_path
 from baton.security.redact import Redactor
@@ -192,8 +191,8 @@ class AgentSession:
         """
         workspace = workspace.resolve()
         env_in = os.environ if environ is None else environ
-        await _admit_or_refuse(profile, workspace, emitter)
-        argv = await _verified_argv(profile, state_dir, env_in, emitter)
+        await admit_or_refuse(profile, workspace, emitter)
+        argv = await verified_argv(profile, state_dir, env_in, emitter)
         try:
             launch = prepare_launch(
                 profile,
@@ -329,67 +328,19 @@ class AgentSession:
         return None
 
     async def _apply_settings(self) -> None:
-        """Set the profile's mode/model/config, only through what the agent advertises.
-
-        An exact requested value or a refusal naming what is offered; never a
-        substitute, never an unadvertised config id (agents kill sessions on those).
-        """
-        profile = self.profile
-        if not (profile.mode or profile.model or profile.config_options):
+        """Set the profile's mode/model/config through what the agent advertises."""
+        if self.agent_session_id is None:
             return
-        for _ in range(4):  # each answer re-advertises; converge on what was asked
-            plan = select_config(
-                self.session_result.get("configOptions"),
-                mode=profile.mode,
-                model=profile.model,
-                extra=profile.config_options,
-                advertised_modes=self.session_result.get("modes"),
-                advertised_models=self.session_result.get("models"),
-            )
-            if isinstance(plan, ConfigRefusal):
-                raise ConfigError(f"{profile.name}: {plan.reason}")
-            for config_id, reason in plan.skipped:
-                await self._notice(
-                    "config_skipped", f"{config_id}: {reason}", method="session/set_config_option"
-                )
-            if plan.empty:
-                return
-            sid = self.agent_session_id
-            if plan.legacy_model is not None:
-                await self._call(
-                    "session/set_model",
-                    {"sessionId": sid, "modelId": plan.legacy_model},
-                    timeout=profile.session_timeout,
-                )
-                self._mark_legacy("models", "currentModelId", plan.legacy_model)
-            if plan.legacy_mode is not None:
-                await self._call(
-                    "session/set_mode",
-                    {"sessionId": sid, "modeId": plan.legacy_mode},
-                    timeout=profile.session_timeout,
-                )
-                self._mark_legacy("modes", "currentModeId", plan.legacy_mode)
-            for config_id, value in plan.options:
-                result = await self._call(
-                    "session/set_config_option",
-                    {"sessionId": sid, "configId": config_id, "value": value},
-                    timeout=profile.session_timeout,
-                )
-                if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
-                    self.session_result["configOptions"] = result["configOptions"]
-                else:
-                    self._mark_option(config_id, value)
-        raise ConfigError(f"{profile.name}: the agent did not confirm the requested settings")
+        await apply_settings(
+            self.profile,
+            self.agent_session_id,
+            self.session_result,
+            call=self._call,
+            notice=self._settings_notice,
+        )
 
-    def _mark_legacy(self, key: str, current: str, value: str) -> None:
-        block = self.session_result.get(key)
-        if isinstance(block, dict):
-            block[current] = value
-
-    def _mark_option(self, config_id: str, value: str) -> None:
-        for option in self.session_result.get("configOptions") or []:
-            if isinstance(option, dict) and option.get("id") == config_id:
-                option["currentValue"] = value
+    async def _settings_notice(self, summary: str) -> None:
+        await self._notice("config_skipped", summary, method="session/set_config_option")
 
     def _started_payload(self) -> SessionStarted:
         init = self.initialize_result
@@ -1016,32 +967,3 @@ def _parse(model: Any, raw: Any, method: str) -> Any:
             f"{method}: the agent's answer does not match the ACP schema: "
             f"{exc.errors()[0].get('msg', exc)}"
         ) from exc
-
-
-async def _verified_argv(
-    profile: AgentProfile, state_dir: Path, environ: Mapping[str, str], emitter: EventEmitter
-) -> list[str]:
-    """A pinned profile launches its verified executable, or not at all."""
-    argv = profile.argv()
-    try:
-        verified = verify_before_launch(profile, state_dir, environ)
-    except SecurityError as exc:
-        await emitter.emit(
-            SecurityPinMismatch(
-                control="pinned-distribution", subject=profile.name, reason=clip_text(str(exc))
-            )
-        )
-        raise
-    if verified is None:
-        return argv
-    return [str(verified.executable), *argv[1:]]
-
-
-async def _admit_or_refuse(profile: AgentProfile, workspace: Path, emitter: EventEmitter) -> None:
-    """Workspace admission before anything is resolved or launched; refusals are events."""
-    verdict = admit(
-        workspace, profile.admission, allow_workspace_config=profile.allow_workspace_config
-    )
-    for payload in verdict.events():
-        await emitter.emit(payload)
-    verdict.raise_if_refused()

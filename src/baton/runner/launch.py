@@ -1,0 +1,47 @@
+"""The gates before an agent process is started: workspace admission, pinned distribution.
+
+Both run before anything is resolved or launched, and every refusal is a ``security.*``
+event before it is an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from baton.errors import SecurityError
+from baton.events.bounds import clip_text
+from baton.events.model import SecurityPinMismatch
+from baton.providers.profile import AgentProfile
+from baton.runner.emitter import EventEmitter
+from baton.security.admission import admit
+from baton.security.distribution import verify_before_launch
+
+
+async def verified_argv(
+    profile: AgentProfile, state_dir: Path, environ: Mapping[str, str], emitter: EventEmitter
+) -> list[str]:
+    """A pinned profile launches its verified executable, or not at all."""
+    argv = profile.argv()
+    try:
+        verified = verify_before_launch(profile, state_dir, environ)
+    except SecurityError as exc:
+        await emitter.emit(
+            SecurityPinMismatch(
+                control="pinned-distribution", subject=profile.name, reason=clip_text(str(exc))
+            )
+        )
+        raise
+    if verified is None:
+        return argv
+    return [str(verified.executable), *argv[1:]]
+
+
+async def admit_or_refuse(profile: AgentProfile, workspace: Path, emitter: EventEmitter) -> None:
+    """Workspace admission before anything is resolved or launched; refusals are events."""
+    verdict = admit(
+        workspace, profile.admission, allow_workspace_config=profile.allow_workspace_config
+    )
+    for payload in verdict.events():
+        await emitter.emit(payload)
+    verdict.raise_if_refused()
