@@ -15,12 +15,12 @@ from typing import Any, Literal
 
 from baton.config import CONFIG_NAME, default_state_dir, load_config
 from baton.coordination.authority import TrustedAuthority, load_or_create_key
-from baton.coordination.errors import LegacyWorkspaceError
 from baton.coordination.fcop_port import (
     FcopPort,
     WorkspaceStatus,
     init_workspace,
     inspect_workspace_kind,
+    refuse_legacy,
 )
 from baton.coordination.state import CoordinationPaths
 from baton.coordination.team import TeamConfig, default_team, default_team_toml, parse_team
@@ -91,13 +91,7 @@ def init_project(root: Path, *, environ: Mapping[str, str] | None = None) -> Ini
 
     root = root.resolve()
     status = inspect_workspace_kind(root)
-    if status.kind == "legacy":
-        raise LegacyWorkspaceError(
-            f"{root}: legacy FCoP {status.legacy_kind} workspace; not touched",
-            kind=status.legacy_kind or "unknown",
-            evidence=status.evidence,
-            guidance=status.guidance,
-        )
+    refuse_legacy(status)  # before anything is written
     config_path = root / CONFIG_NAME
     written: Literal["written", "appended", "kept"] = "kept"
     if not config_path.exists():

@@ -357,13 +357,8 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
     )
 
 
-def init_workspace(root: Path, authority: TrustedAuthority | None) -> WorkspaceStatus:
-    """Create an FCoP 4.0 workspace adopting baton's Profile; idempotent on a 4.0 one.
-
-    Raises :class:`LegacyWorkspaceError` (with the migration guidance) when a
-    legacy workspace is present: nothing is written then.
-    """
-    status = inspect_workspace_kind(root)
+def refuse_legacy(status: WorkspaceStatus) -> None:
+    """A 1.x–3.x workspace is explained (with migration guidance), never touched."""
     if status.kind == "legacy":
         raise LegacyWorkspaceError(
             f"{status.root}: legacy FCoP {status.legacy_kind} workspace; not touched",
@@ -371,6 +366,16 @@ def init_workspace(root: Path, authority: TrustedAuthority | None) -> WorkspaceS
             evidence=status.evidence,
             guidance=status.guidance,
         )
+
+
+def init_workspace(root: Path, authority: TrustedAuthority | None) -> WorkspaceStatus:
+    """Create an FCoP 4.0 workspace adopting baton's Profile; idempotent on a 4.0 one.
+
+    Raises :class:`LegacyWorkspaceError` (with the migration guidance) when a
+    legacy workspace is present: nothing is written then.
+    """
+    status = inspect_workspace_kind(root)
+    refuse_legacy(status)
     if status.kind == "v4":
         return status
     _prime_fcop()
