@@ -9,12 +9,12 @@ approves from another process, and the next ``baton up`` applies it (T4).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.project import baton_in
 
 TASK = """Release check.
 
@@ -37,21 +37,8 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def baton(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo.parent / "home"),
-        "XDG_STATE_HOME": str(repo.parent / "xdg"),
-        "COLUMNS": "200",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "baton", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+def baton(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return baton_in(repo, *args, timeout=timeout)
 
 
 def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:

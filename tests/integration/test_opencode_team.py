@@ -15,9 +15,7 @@ client, baton's MCP server process and the ``fcop`` library.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +31,7 @@ from tests.support.opencode import (
     require_opencode,
     skip_opencode,
 )
+from tests.support.project import baton_in
 
 pytestmark = [
     pytest.mark.opencode,
@@ -52,20 +51,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def baton(repo: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(repo.parent / "home"),
-        "XDG_STATE_HOME": str(repo.parent / "xdg"),
-        "COLUMNS": "200",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "baton", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return baton_in(repo, *args, timeout=timeout)
 
 
 def toml_str(value: str) -> str:

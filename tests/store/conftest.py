@@ -8,22 +8,8 @@ from pathlib import Path
 import pytest
 
 from baton.events.model import CanonicalEvent, Payload, TranscriptAssistant
-from baton.store import RunRecord, Store
-
-TS = "2026-01-02T03:04:05.678Z"
-
-
-def run_record(run_id: str = "run-1", **overrides: object) -> RunRecord:
-    fields: dict[str, object] = {
-        "run_id": run_id,
-        "kind": "run",
-        "agent": "fake",
-        "cwd": "/work",
-        "status": "running",
-        "created_at": TS,
-    }
-    fields.update(overrides)
-    return RunRecord(**fields)  # type: ignore[arg-type]
+from baton.store import Store
+from tests.support.records import TS, run_record
 
 
 def event(

@@ -13,7 +13,8 @@ from baton.requests.ledger import Ledger
 from baton.runner.context import open_store
 from baton.store.store import Store
 from baton.web.app import create_app
-from tests.web.webbuild import TOKEN, run_record
+from tests.support.records import run_record
+from tests.web.webbuild import TOKEN
 
 BASE_URL = "http://127.0.0.1:8765"
 

@@ -12,7 +12,8 @@ from baton.requests.ledger import Ledger
 from baton.requests.model import parse_document
 from baton.requests.states import State
 from baton.store.store import Store
-from tests.web.webbuild import create, permission_doc, plan_doc, question_doc, run_record
+from tests.support.records import run_record
+from tests.web.webbuild import create, permission_doc, plan_doc, question_doc
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img src=x onerror=alert(1)>'

@@ -6,29 +6,13 @@ the tests exercise the same validation as real requests.
 
 from __future__ import annotations
 
-from typing import Any
-
 from baton.events.model import CanonicalEvent, TranscriptAssistant
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import RequestDocument, parse_document
-from baton.store.records import RunRecord
 from baton.store.store import Store
+from tests.support.records import TS
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
-TS = "2026-01-02T03:04:05.678Z"
-
-
-def run_record(run_id: str = "run-1", **overrides: Any) -> RunRecord:
-    fields: dict[str, Any] = {
-        "run_id": run_id,
-        "kind": "run",
-        "agent": "fake",
-        "cwd": "/work",
-        "status": "running",
-        "created_at": TS,
-    }
-    fields.update(overrides)
-    return RunRecord(**fields)
 
 
 def event(seq: int, run_id: str = "run-1", text: str | None = None) -> CanonicalEvent:
