@@ -2,16 +2,18 @@
 
     BatonError
     ├── ConfigError                  bad baton.toml, unknown profile, bad flag values
+    ├── UsageError                   the calling code misused baton's API (also a RuntimeError):
+    │                                a call in the wrong state, on a closed object; a bug, not input
     ├── AgentError                   the agent process or its session misbehaved
     │   ├── AgentNotInstalled        the profile's command cannot be found
     │   ├── AgentStartError          spawn failed
     │   ├── AgentExited              the process died (exit code, stderr preview attached)
     │   ├── AgentTimeout             initialize / session/new / a turn took too long
     │   ├── AuthRequired             -32000 from the agent; names the advertised auth methods
+    │   ├── RemoteCallError          the agent answered a request with a JSON-RPC error
     │   └── ProtocolError
     │       ├── LocalProtocolError   we misused the protocol (a bug in baton)
     │       └── RemoteProtocolError  the agent sent something invalid
-    ├── RemoteCallError              the agent answered a request with a JSON-RPC error
     ├── StoreError                   the embedded store failed or is closed
     ├── RequestError                 a human request/answer was invalid, stale or forged
     │                                (subtree in baton.requests.errors)
@@ -33,6 +35,13 @@ class BatonError(Exception):
 
 class ConfigError(BatonError):
     """The configuration (baton.toml, flags, profiles) is invalid."""
+
+
+class UsageError(BatonError, RuntimeError):
+    """baton's API was called in a state that does not allow it (a bug in the caller).
+
+    Like httpx's ``StreamConsumed``: never the agent's fault, never a user's input.
+    """
 
 
 class AgentError(BatonError):
@@ -85,7 +94,7 @@ class RemoteProtocolError(ProtocolError):
     """The agent sent bytes or messages that violate JSON-RPC or ACP."""
 
 
-class RemoteCallError(BatonError):
+class RemoteCallError(AgentError):
     """The agent answered one of our requests with a JSON-RPC error object."""
 
     def __init__(self, method: str, code: int, message: str, data: object = None) -> None:

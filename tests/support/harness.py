@@ -1,17 +1,27 @@
-"""A harness that opens real agent processes through baton's runner, with an in-memory event list."""
+"""A harness that opens agents through baton's runner, with an in-memory event list.
+
+``harness.open(fake("ok"))`` runs a fake-agent scenario over the in-memory transport by
+default (no process: fast, nothing to leak); ``transport="subprocess"`` runs the same
+scenario as a real process, for the tests that are about processes. Set
+``BATON_TEST_TRANSPORT=subprocess`` to run every in-memory test over processes instead:
+the scenarios are the same scripts on both transports, so both runs must pass.
+A plain command list always runs as a process.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from baton.acp.process import group_alive
+from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
 from baton.events.model import CanonicalEvent
 from baton.events.sequencer import Sequencer
 from baton.providers.profile import AgentProfile
@@ -23,6 +33,49 @@ from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
 from baton.store.records import RunRecord
 from baton.store.store import Store
+from baton.testing import ScenarioAgent, in_memory
+
+Transport = Literal["memory", "subprocess"]
+
+DEFAULT_TRANSPORT: Transport = (
+    "subprocess" if os.environ.get("BATON_TEST_TRANSPORT") == "subprocess" else "memory"
+)
+
+
+@dataclass(frozen=True)
+class Fake:
+    """A fake-agent scenario, runnable as a process or in memory."""
+
+    scenario: str
+    args: tuple[str, ...] = ()
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "baton.testing.fake_agent",
+            "--scenario",
+            self.scenario,
+            *self.args,
+        ]
+
+    def options(self) -> dict[str, Any]:
+        """The command-line flags as :class:`~baton.testing.scenarios.Options` fields."""
+        names = {"--bytes": "nbytes", "--count": "count", "--session-id": "session_id"}
+        out: dict[str, Any] = {}
+        args = list(self.args)
+        while args:
+            flag = args.pop(0)
+            if flag == "--grandchild-keeps-stdio":
+                out["grandchild_keeps_stdio"] = True
+            else:
+                value = args.pop(0)
+                out[names[flag]] = value if flag == "--session-id" else int(value)
+        return out
+
+
+def fake(scenario: str, *args: str) -> Fake:
+    return Fake(scenario, args)
 
 
 @dataclass
@@ -33,6 +86,7 @@ class Harness:
     events: list[CanonicalEvent] = field(default_factory=list)
     sessions: list[AgentSession] = field(default_factory=list)
     emitters: dict[str, EventEmitter] = field(default_factory=dict)
+    listeners: list[Callable[[CanonicalEvent], None]] = field(default_factory=list)
 
     @property
     def workspace(self) -> Path:
@@ -56,23 +110,53 @@ class Harness:
                 )
             )
         emitter = EventEmitter(Sequencer(run_id, start_seq=self.store.last_seq(run_id)), self.store)
-        emitter.listeners.append(self.events.append)
+        emitter.listeners.append(self._seen)
         self.emitters[run_id] = emitter
         return emitter
 
+    def _seen(self, event: CanonicalEvent) -> None:
+        self.events.append(event)
+        for listener in list(self.listeners):
+            listener(event)
+
+    async def next_event(
+        self,
+        event_type: str,
+        where: Callable[[Any], bool] = lambda _payload: True,
+        *,
+        timeout: float = 10.0,
+    ) -> Any:
+        """Wait (on the stream, never a sleep) for the first matching event's payload."""
+        for event in self.events:
+            if event.type == event_type and where(event.payload):
+                return event.payload
+        found: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def listen(event: CanonicalEvent) -> None:
+            if event.type == event_type and where(event.payload) and not found.done():
+                found.set_result(event.payload)
+
+        self.listeners.append(listen)
+        try:
+            return await asyncio.wait_for(found, timeout)
+        finally:
+            self.listeners.remove(listen)
+
     async def open(
         self,
-        command: list[str],
+        command: list[str] | Fake,
         *,
+        transport: Transport | TransportFactory | None = None,
         preset: str = "reads",
         wait_timeout: float | None = 0,
         environ: dict[str, str] | None = None,
         **profile_fields: Any,
     ) -> AgentSession:
+        factory, argv = self._transport(command, transport)
         profile = AgentProfile(
             name=profile_fields.pop("name", "fake"),
             title="fake",
-            command=tuple(command),
+            command=tuple(argv),
             family=profile_fields.pop("family", "generic"),
             **profile_fields,
         )
@@ -83,9 +167,23 @@ class Harness:
             requests=RequestBroker(self.ledger, Policy.preset(preset), wait_timeout=wait_timeout),
             state_dir=self.tmp / "state",
             environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
+            transport=factory,
         )
         self.sessions.append(session)
         return session
+
+    @staticmethod
+    def _transport(
+        command: list[str] | Fake, transport: Transport | TransportFactory | None
+    ) -> tuple[TransportFactory, list[str]]:
+        if not isinstance(command, Fake):
+            return (transport if callable(transport) else spawn_subprocess), command
+        if callable(transport):
+            return transport, command.argv()
+        if (transport or DEFAULT_TRANSPORT) == "subprocess":
+            return spawn_subprocess, command.argv()
+        options = command.options()
+        return in_memory(lambda: ScenarioAgent(command.scenario, **options)), command.argv()
 
     def types(self) -> list[str]:
         return [e.type for e in self.events]
@@ -94,8 +192,8 @@ class Harness:
         return [e.payload for e in self.events if e.type == event_type]
 
 
-def fake(scenario: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "baton.testing.fake_agent", "--scenario", scenario, *args]
+FAST_STOP = SubprocessLauncher(close_grace=0.3, kill_grace=0.3)
+"""A subprocess transport with short stop steps, for tests that wait through them."""
 
 
 def group_gone(pgid: int) -> bool:

@@ -25,6 +25,7 @@ import pytest
 
 import baton.testing.fake_agent as fake_agent_module
 from baton.testing import SCENARIOS, fake_agent_argv
+from baton.testing.scripts import SCRIPTS
 from tests.support.llm_stub import LLMStub, Text
 from tests.support.rawclient import (
     AgentExited,
@@ -99,8 +100,8 @@ def test_every_scenario_is_documented_and_implemented() -> None:
         assert f"``{name}``" in doc, f"scenario {name} is not documented"
     special = {"ok", "no-initialize", "spawn-grandchild", "auth-required", "replay"}
     for name in set(SCENARIOS) - special:
-        method = "turn_" + name.replace("-", "_")
-        assert hasattr(fake_agent_module.FakeAgent, method), f"scenario {name} has no {method}"
+        assert name in SCRIPTS, f"scenario {name} has no turn script"
+    assert set(SCRIPTS) <= set(SCENARIOS), "a script for an undeclared scenario"
 
 
 def test_unknown_scenario_is_refused() -> None:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from baton.acp import jsonrpc
 from baton.acp.framing import DEFAULT_MAX_LINE_BYTES, Frame, FrameError, LineDecoder, encode_message
 from baton.acp.jsonrpc import JsonRpcId, Notification, Request, Response, RpcError
+from baton.acp.transport import ByteReader, ByteWriter
 from baton.errors import AgentExited, AgentTimeout, RemoteCallError, RemoteProtocolError
 
 READ_CHUNK = 256 * 1024
@@ -61,8 +62,8 @@ class JsonRpcConnection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: ByteReader,
+        writer: ByteWriter,
         handler: InboundHandler,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,

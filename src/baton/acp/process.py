@@ -80,13 +80,25 @@ def process_alive(pid: int) -> bool:
 
 
 class AgentProcess:
-    """A running agent process group with pipes; owns its stderr drain task."""
+    """A running agent process group with pipes; owns its stderr drain task.
 
-    def __init__(self, proc: asyncio.subprocess.Process, stderr: StderrRing) -> None:
+    The subprocess :class:`~baton.acp.transport.AgentTransport`.
+    """
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        stderr: StderrRing,
+        *,
+        close_grace: float = 2.0,
+        kill_grace: float = 0.5,
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.pgid = proc.pid
         self.stderr = stderr
+        self.close_grace = close_grace
+        self.kill_grace = kill_grace
         self._stderr_task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -97,6 +109,8 @@ class AgentProcess:
         env: Mapping[str, str],
         cwd: Path,
         stderr_ring: StderrRing | None = None,
+        close_grace: float = 2.0,
+        kill_grace: float = 0.5,
     ) -> AgentProcess:
         command = resolve_command(argv, env)
         try:
@@ -111,7 +125,9 @@ class AgentProcess:
             )
         except OSError as exc:
             raise AgentStartError(f"could not start {command[0]}: {exc}") from exc
-        self = cls(proc, stderr_ring or StderrRing())
+        self = cls(
+            proc, stderr_ring or StderrRing(), close_grace=close_grace, kill_grace=kill_grace
+        )
         assert proc.stdin is not None
         # Writes complete only once handed to the OS: "delivered" means in the pipe.
         transport = proc.stdin.transport
@@ -131,8 +147,20 @@ class AgentProcess:
         return self.proc.stdin
 
     @property
+    def reader(self) -> asyncio.StreamReader:
+        return self.stdout
+
+    @property
+    def writer(self) -> asyncio.StreamWriter:
+        return self.stdin
+
+    @property
     def returncode(self) -> int | None:
         return self.proc.returncode
+
+    @property
+    def exit_grace(self) -> float:
+        return self.close_grace
 
     async def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -213,6 +241,14 @@ class AgentProcess:
                 # Something outside the group holds the stderr pipe open; stop reading.
                 self._stderr_task.cancel()
         return code
+
+    async def close(self) -> int | None:
+        """The transport's polite stop, each step bounded by ``close_grace``."""
+        return await self.terminate(self.close_grace)
+
+    async def kill(self) -> int | None:
+        """The transport's hard stop, each step bounded by ``kill_grace``."""
+        return await self.terminate(self.kill_grace)
 
     def kill_now(self) -> None:
         """Last-resort synchronous kill (interpreter shutdown paths)."""

@@ -104,6 +104,11 @@ def elicitation_document(params: Any, redaction: Redaction) -> RequestDocument:
     )
 
 
+def vendor_kind(method: str) -> Any:
+    """The request kind a vendor human method stands for (for refusals on arrival)."""
+    return _VENDOR_KINDS.get(method, "question")
+
+
 def vendor_document(method: str, request: Any) -> RequestDocument:
     """A provider extension's normalized question/plan dict → its document.
 

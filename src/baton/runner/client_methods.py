@@ -1,0 +1,330 @@
+"""The client side of ACP: what baton answers when the agent calls or notifies it.
+
+:class:`ClientMethods` is the connection's :class:`~baton.acp.connection.InboundHandler`
+for one session, in arrival order:
+
+* ``session/update`` → the normalizer → events (late updates flagged on their turn,
+  foreign sessions kept apart, ``session/load`` history counted, not re-emitted);
+* ``session/request_permission``, ``elicitation/create`` and vendor human requests
+  (``cursor/ask_question``, ``cursor/create_plan``) → the request broker: one path of
+  fence, ledger, reply; ``delivered`` only once the reply reached the agent;
+* ``fs/*`` and ``terminal/*`` → contained to the workspace (refusals are events);
+* every other vendor method → the provider extension, or ``method not found``;
+* frames that are not messages → ``harness.diagnostic``.
+
+Malformed params are answered ``invalid params`` through explicit checks; an error
+raised for any other reason is baton's bug and reaches the connection, which answers
+the agent with an internal error and logs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from baton.acp import jsonrpc
+from baton.acp.connection import protocol_error_text
+from baton.acp.framing import FrameError
+from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
+from baton.errors import SecurityError
+from baton.events.acp_normalizer import AcpNormalizer, Draft
+from baton.events.bounds import clip_text
+from baton.events.model import HarnessDiagnostic, SecurityPathRefused
+from baton.providers.registry import ErrorReply
+from baton.requests import replies
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import RequestDocument
+from baton.runner import client_fs
+from baton.runner.request_documents import (
+    elicitation_document,
+    permission_document,
+    vendor_document,
+    vendor_kind,
+)
+from baton.runner.requests_broker import RequestBroker, RequestContext
+from baton.runner.session_events import SessionEvents
+from baton.runner.terminals import TerminalManager
+from baton.security.paths import display_path
+
+__all__ = ["ClientMethods"]
+
+FS_METHODS = frozenset({"fs/read_text_file", "fs/write_text_file"})
+TERMINAL_METHODS = frozenset(
+    {
+        "terminal/create",
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/release",
+    }
+)
+
+
+class ClientMethods:
+    """Inbound agent messages of one session, routed in arrival order."""
+
+    def __init__(
+        self,
+        *,
+        events: SessionEvents,
+        normalizer: AcpNormalizer,
+        requests: RequestBroker,
+        terminals: TerminalManager,
+        workspace: Path,
+        connection_id: str,
+        now_ms: Callable[[], float],
+    ) -> None:
+        self.events = events
+        self.normalizer = normalizer
+        self.requests = requests
+        self.terminals = terminals
+        self.workspace = workspace
+        self.connection_id = connection_id
+        self._now_ms = now_ms
+        self.replaying = False
+        """While ``session/load`` replays history: count updates, do not re-emit them."""
+        self.replayed = 0
+        self._answered: dict[JsonRpcId, RequestRecord] = {}
+        self._late_noticed: set[str] = set()
+
+    # ---------------------------------------------------------- InboundHandler
+
+    async def on_notification(self, method: str, params: Any) -> None:
+        if method == "session/update":
+            await self.update(params)
+        elif method == "$/cancel_request":
+            await self.events.notice(
+                "cancel_request",
+                "agent withdrew a request",
+                method=method,
+                severity="info",
+                raw=params,
+            )
+        else:
+            await self.vendor(method, params, has_id=False)
+
+    def on_request(self, request: Request) -> Any:
+        method, params = request.method, request.params
+        if method == "session/request_permission":
+            return self.permission(request.id, params)
+        if method in FS_METHODS:
+            return self.fs(method, params)
+        if method in TERMINAL_METHODS:
+            return self.terminal(method, params)
+        if method == "elicitation/create":
+            return self.elicitation(request.id, params)
+        return self.vendor(method, params, has_id=True, msg_id=request.id)
+
+    async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
+        redactor = self.events.redactor
+        await self.events.emit(
+            HarnessDiagnostic(
+                category="protocol",
+                summary=clip_text(redactor.text(protocol_error_text(error))),
+                stderr_preview=redactor.text(error.preview)
+                if isinstance(error, FrameError)
+                else "",
+            )
+        )
+
+    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
+        """Exactly once: ``delivered`` only after the reply reached the agent's pipe."""
+        record = self._answered.pop(request_id, None)
+        if record is not None and ok:
+            await self.requests.delivered(record, self.events.for_turn(record.turn_id))
+
+    async def on_batch_end(self) -> None:
+        await self.events.drafts(self.normalizer.flush())
+
+    # ---------------------------------------------------------------- updates
+
+    async def update(self, params: Any) -> None:
+        if self.replaying:
+            self.replayed += 1
+            return
+        events = self.events
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        own = events.agent_session_id
+        if own is not None and session_id not in (None, own):
+            drafts = self.normalizer.foreign(str(session_id), params)
+            if not drafts:
+                await events.notice(
+                    "foreign_session",
+                    f"update for session {session_id!r}, not this session; not attributed to it",
+                    method="session/update",
+                    severity="info",
+                    raw=params,
+                )
+            await events.drafts(drafts)
+            return
+        turn = events.turn
+        late = events.last_turn if turn is None else (turn if turn.answered else None)
+        if late is not None:
+            late.late_updates += 1
+            if late.turn_id not in self._late_noticed:
+                self._late_noticed.add(late.turn_id)
+                await events.notice(
+                    "late_update",
+                    "the agent sent updates after its prompt response; attributed to that turn",
+                    method="session/update",
+                    severity="info",
+                )
+        await events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
+
+    # ------------------------------------------------------- human decisions
+
+    def _context(self, msg_id: JsonRpcId, *, stale: bool = False) -> RequestContext:
+        turn = self.events.last_turn if stale else self.events.turn
+        return RequestContext(
+            run_id=self.events.run_id,
+            connection_id=self.connection_id,
+            jsonrpc_id=msg_id,
+            session_id=self.events.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+            workspace=str(self.workspace),
+        )
+
+    async def _refuse(self, kind: Any, msg_id: JsonRpcId, exc: InvalidDocument, raw: Any) -> None:
+        ctx = self._context(msg_id)
+        await self.requests.refuse(
+            kind,
+            str(exc),
+            ctx,
+            self.events.for_turn(ctx.turn_id),
+            raw=self.events.redactor.value(raw),
+        )
+
+    async def permission(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
+            raise RpcError.invalid_params("toolCall is required")
+        known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        try:
+            document = permission_document(
+                params,
+                self.events.redactor,
+                known_title=known.title if known else None,
+                known_kind=known.kind if known else None,
+            )
+        except InvalidDocument as exc:
+            await self._refuse("permission", msg_id, exc, params)
+            raise RpcError.invalid_params(str(exc)) from exc
+        return await self._resolve(msg_id, document)
+
+    async def elicitation(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+        try:
+            document = elicitation_document(params, self.events.redactor)
+        except InvalidDocument as exc:
+            await self._refuse("elicitation", msg_id, exc, params)
+            raise RpcError.invalid_params(str(exc)) from exc
+        return await self._resolve(msg_id, document)
+
+    async def _resolve(self, msg_id: JsonRpcId, document: RequestDocument) -> dict[str, Any]:
+        """The one path of every human-decision request: fence, ledger, reply."""
+        turn = self.events.turn
+        if turn is None or turn.done:
+            ctx = self._context(msg_id, stale=True)
+            await self.requests.refuse(
+                document.kind,
+                "arrived after its turn ended: stale, never attributed to another turn",
+                ctx,
+                self.events.for_turn(ctx.turn_id),
+                document=document,
+            )
+            return replies.cancelled_reply(document)
+        ctx = self._context(msg_id)
+        try:
+            resolution = await self.requests.resolve(
+                document, ctx, self.events.for_turn(ctx.turn_id)
+            )
+        except PayloadTooLarge as exc:
+            raise RpcError.invalid_params(str(exc)) from exc
+        if resolution.record is not None:
+            self._answered[msg_id] = resolution.record
+        return resolution.reply
+
+    # ------------------------------------------------------ fs and terminals
+
+    async def fs(self, method: str, params: Any) -> Any:
+        if not isinstance(params, dict):
+            raise RpcError.invalid_params("params must be an object")
+        try:
+            if method == "fs/read_text_file":
+                return client_fs.read_text_file(self.workspace, params)
+            written = client_fs.write_text_file(self.workspace, params)
+            self.events.stats.files_written.add(display_path(self.workspace, written))
+            return None
+        except SecurityError as exc:
+            await self._path_refused(method, str(params.get("path")), str(exc))
+            raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+        except OSError as exc:
+            raise RpcError(jsonrpc.INTERNAL_ERROR, f"{method} failed: {exc.strerror}") from exc
+
+    async def terminal(self, method: str, params: Any) -> Any:
+        if not isinstance(params, dict):
+            raise RpcError.invalid_params("params must be an object")
+        terminals = self.terminals
+        try:
+            if method == "terminal/create":
+                result = await terminals.create(params)
+                await self.events.notice(
+                    "terminal",
+                    f"terminal/create {params.get('command')!r} as {result['terminalId']}",
+                    method=method,
+                    severity="info",
+                )
+                return result
+            handler = {
+                "terminal/output": terminals.output,
+                "terminal/wait_for_exit": terminals.wait_for_exit,
+                "terminal/kill": terminals.kill,
+                "terminal/release": terminals.release,
+            }[method]
+            return await handler(params)
+        except SecurityError as exc:
+            await self._path_refused(method, str(params.get("cwd")), str(exc))
+            raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+
+    async def _path_refused(self, method: str, path: str, reason: str) -> None:
+        await self.events.emit(
+            SecurityPathRefused(
+                control="workspace-containment",
+                subject=f"{method} {display_path(self.workspace, path)}",
+                reason=clip_text(self.events.redactor.text(reason)),
+            )
+        )
+
+    # --------------------------------------------------------------- vendors
+
+    async def vendor(
+        self, method: str, params: Any, *, has_id: bool, msg_id: JsonRpcId = -1
+    ) -> Any:
+        outcome = self.normalizer.extension.vendor_method(
+            method,
+            params if isinstance(params, dict) else {},
+            has_id=has_id,
+            ctx=self.normalizer.context,
+        )
+        if outcome is None:
+            await self.events.notice(
+                "unclassified",
+                f"unknown agent method {method!r}"
+                + (" (answered method-not-found)" if has_id else ""),
+                method=method,
+                raw=params,
+            )
+            if has_id:
+                raise RpcError.method_not_found(method)
+            return None
+        await self.events.drafts([Draft(p) for p in outcome.payloads])
+        if outcome.route == "human" and has_id:
+            try:
+                document = vendor_document(method, self.events.redactor.value(outcome.request))
+            except InvalidDocument as exc:
+                await self._refuse(vendor_kind(method), msg_id, exc, params)
+                raise RpcError.invalid_params(str(exc)) from exc
+            return await self._resolve(msg_id, document)
+        if isinstance(outcome.result, ErrorReply):
+            raise RpcError(outcome.result.code, outcome.result.message)
+        return outcome.result if outcome.result is not None else {}

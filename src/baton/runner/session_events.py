@@ -1,0 +1,105 @@
+"""How the parts of one session speak: every event stamped with its session and turn.
+
+The handshake, the turn driver and the client methods each emit events; this is the
+one place that decides which turn an event belongs to (the running turn, else the
+last one) and that redacts and bounds what they say, so that attribution is one rule
+and no part re-implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from baton.events.acp_normalizer import Draft
+from baton.events.bounds import bounded_value, clip_text
+from baton.events.model import CanonicalEvent, Payload, ProviderNotice
+from baton.runner.emitter import EventEmitter
+from baton.runner.turn import Turn
+from baton.security.redact import Redactor
+
+__all__ = ["Emit", "SessionEvents", "SessionStats"]
+
+Emit = Callable[[Payload], Awaitable[None]]
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """Counters over the session's life (the role loop and ``baton sessions`` read them)."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    files_written: set[str] = field(default_factory=set)
+    usage_available: bool = False
+
+
+@dataclass(slots=True)
+class SessionEvents:
+    """The session's identity as events carry it, and the turns events are attributed to."""
+
+    emitter: EventEmitter
+    redactor: Redactor
+    agent_session_id: str | None = None
+    turn: Turn | None = None
+    """The running turn, if any."""
+    last_turn: Turn | None = None
+    """The turn that ended last: late updates and stale requests belong to it."""
+    stats: SessionStats = field(default_factory=SessionStats)
+
+    @property
+    def run_id(self) -> str:
+        return self.emitter.run_id
+
+    @property
+    def attributed(self) -> Turn | None:
+        """The turn an event arriving now belongs to."""
+        return self.turn or self.last_turn
+
+    def _turn_id(self) -> str | None:
+        turn = self.attributed
+        return turn.turn_id if turn else None
+
+    async def emit(
+        self, payload: Payload, *, turn_id: str | Literal["auto"] | None = "auto", raw: Any = None
+    ) -> CanonicalEvent:
+        return await self.emitter.emit(
+            payload,
+            session_id=self.agent_session_id,
+            turn_id=self._turn_id() if turn_id == "auto" else turn_id,
+            raw=raw,
+        )
+
+    async def drafts(self, drafts: Iterable[Draft]) -> None:
+        await self.emitter.emit_drafts(
+            drafts, session_id=self.agent_session_id, turn_id=self._turn_id()
+        )
+
+    async def notice(
+        self,
+        category: str,
+        summary: str,
+        *,
+        method: str | None = None,
+        severity: Severity = "warning",
+        raw: Any = None,
+    ) -> None:
+        await self.emit(
+            ProviderNotice(
+                category=category,
+                severity=severity,
+                summary=clip_text(self.redactor.text(summary)),
+                method=method,
+            ),
+            raw=bounded_value(self.redactor.value(raw)) if raw is not None else None,
+        )
+
+    def for_turn(self, turn_id: str | None) -> Emit:
+        """An ``emit`` bound to one turn (the request broker's callback)."""
+
+        async def emit(payload: Payload) -> None:
+            await self.emit(payload, turn_id=turn_id)
+
+        return emit

@@ -1,0 +1,307 @@
+"""Drives one prompt turn to its single terminal event: the I/O around :mod:`.turn`.
+
+:class:`TurnDriver` sends ``session/prompt``, waits for the answer within the turn's
+deadline, sends ``session/cancel`` when asked (or when the deadline passes), stops the
+agent when it ignores the cancel, and settles the turn: open requests cancelled
+(their waiters answer ``cancelled``), coalesced text flushed, open tool calls
+settled, usage reported honestly, then exactly one of ``turn.completed``,
+``turn.failed``, ``turn.cancelled``. Which one is decided by
+:func:`baton.runner.turn.settle`, never by inspecting strings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from baton.acp import jsonrpc
+from baton.acp.client import AcpClient
+from baton.acp.transport import AgentTransport
+from baton.errors import AgentExited, RemoteCallError, RemoteProtocolError, UsageError
+from baton.events.acp_normalizer import AcpNormalizer, Draft
+from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, clip_text
+from baton.events.model import (
+    HarnessDiagnostic,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnSubmitted,
+    UsageReported,
+)
+from baton.runner.requests_broker import RequestBroker
+from baton.runner.session_events import SessionEvents
+from baton.runner.turn import CancelCause, PromptEnd, Turn, TurnEvent, settle
+
+__all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
+
+CANCEL_GRACE_SECONDS = 5.0
+"""How long an agent has to stop after ``session/cancel`` before it is killed."""
+
+Terminal = TurnCompleted | TurnFailed | TurnCancelled
+
+
+def now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended; mirrors the one terminal event."""
+
+    turn_id: str
+    status: Literal["completed", "failed", "cancelled"]
+    stop_reason: str | None = None
+    error: str | None = None
+    tool_calls: int = 0
+    usage: UsageReported | None = None
+    """The turn's reported token usage; ``None`` when the agent reported none."""
+    files_written: tuple[str, ...] = ()
+    """Workspace-relative files the agent wrote through ``fs/write_text_file``."""
+
+
+@dataclass(slots=True)
+class _Prompt:
+    """What the driver learnt from the ``session/prompt`` request."""
+
+    end: PromptEnd
+    stop_reason: str | None = None
+    usage: Any = None
+    error: BaseException | None = None
+    stopped_on_cancel: bool = False
+
+
+class TurnDriver:
+    """The turns of one session, one at a time."""
+
+    def __init__(
+        self,
+        *,
+        client: AcpClient,
+        transport: AgentTransport,
+        events: SessionEvents,
+        normalizer: AcpNormalizer,
+        requests: RequestBroker,
+        cancel_grace: float = CANCEL_GRACE_SECONDS,
+    ) -> None:
+        self.client = client
+        self.transport = transport
+        self.events = events
+        self.normalizer = normalizer
+        self.requests = requests
+        self.cancel_grace = cancel_grace
+
+    # ------------------------------------------------------------------ public
+
+    async def run(
+        self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float
+    ) -> TurnOutcome:
+        events = self.events
+        if events.turn is not None:
+            raise UsageError("a turn is already running in this session; baton does not queue")
+        session_id = events.agent_session_id
+        assert session_id is not None
+        blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else list(prompt)
+        text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+        data = text.encode("utf-8", errors="surrogatepass")
+        turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=now_ms())
+        events.turn = turn
+        files_before = frozenset(events.stats.files_written)
+        tool_calls_before = self.normalizer.tool_calls
+        events.stats.turns += 1
+        await events.drafts(self.normalizer.begin_turn(session_id, turn.turn_id))
+        await events.emit(
+            TurnSubmitted(
+                prompt_preview=clip_text(events.redactor.text(text), 400),
+                prompt_bytes=len(data),
+                prompt_sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
+        try:
+            turn.request = await self.client.start_prompt(session_id, blocks)
+            ended = await self._await(turn, turn.request, timeout)
+        except AgentExited as exc:  # the prompt could not even be written
+            ended = _Prompt(PromptEnd.EXITED, error=exc)
+        except asyncio.CancelledError:
+            # The caller is going away: never leave the agent running a turn.
+            await self.kill("the caller was cancelled", cause=CancelCause.INTERRUPTED)
+            turn.fire(TurnEvent.CANCELLED)
+            outcome = TurnCancelled(
+                reason="baton was interrupted", duration_ms=turn.elapsed_ms(now_ms()), forced=True
+            )
+            await self._finish(turn, outcome, None, tool_calls_before, files_before)
+            raise
+        terminal = self._terminal(turn, ended, timeout)
+        return await self._finish(turn, terminal, ended.usage, tool_calls_before, files_before)
+
+    async def cancel(self, reason: str, cause: CancelCause = CancelCause.USER) -> None:
+        """Ask the agent to stop the running turn (ACP ``session/cancel``)."""
+        turn = self.events.turn
+        if turn is None or turn.done:
+            return
+        turn.ask_stop(cause, reason)
+        await self._cancel_asks(turn, reason)
+        await self._send_cancel()
+
+    async def kill(self, reason: str, *, cause: CancelCause = CancelCause.IGNORED) -> None:
+        """Stop the agent now (it ignored cancel, or baton is leaving)."""
+        turn = self.events.turn
+        if turn is not None and not turn.done:
+            if turn.cause is None:
+                turn.cause = cause
+            turn.mark_killed(reason)
+        await self.transport.kill()
+        await self.events.emit(
+            HarnessDiagnostic(
+                category="killed",
+                summary=clip_text(reason),
+                stderr_preview=self.stderr_preview(),
+                exit_code=self.transport.returncode,
+            ),
+            turn_id=turn.turn_id if turn else None,
+        )
+
+    def stderr_preview(self) -> str:
+        return self.events.redactor.text(self.transport.stderr.tail(DIAGNOSTIC_PREVIEW_BYTES))
+
+    # ---------------------------------------------------------------- waiting
+
+    async def _await(self, turn: Turn, request: asyncio.Future[Any], limit: float) -> _Prompt:
+        done, _ = await asyncio.wait({request}, timeout=limit)
+        if not done:
+            turn.ask_stop(CancelCause.TIMEOUT, f"turn timeout after {limit:g}s")
+            await self._send_cancel()
+            done, _ = await asyncio.wait({request}, timeout=self.cancel_grace)
+            if not done:
+                await self.kill(f"the agent ignored session/cancel for {self.cancel_grace:g}s")
+                # The kill fails the request (the agent is gone) or its answer lands.
+                await asyncio.wait({request}, timeout=self.cancel_grace)
+            return _Prompt(PromptEnd.TIMED_OUT, stopped_on_cancel=bool(done))
+        try:
+            raw = request.result()
+        except (RemoteCallError, AgentExited) as exc:
+            end = PromptEnd.REMOTE_ERROR if isinstance(exc, RemoteCallError) else PromptEnd.EXITED
+            return _Prompt(end, error=exc)
+        try:
+            parsed = self.client.prompt_response(raw)
+        except RemoteProtocolError as exc:
+            return _Prompt(PromptEnd.MALFORMED, error=exc)
+        usage = raw.get("usage") if isinstance(raw, dict) else None
+        return _Prompt(PromptEnd.ANSWERED, stop_reason=parsed.stop_reason, usage=usage)
+
+    def _terminal(self, turn: Turn, ended: _Prompt, limit: float) -> Terminal:
+        ending = settle(turn.state, ended.end, ended.stop_reason)
+        turn.fire(ending.event)
+        duration = turn.elapsed_ms(now_ms())
+        if ending.event is TurnEvent.COMPLETE:
+            return TurnCompleted(stop_reason=ended.stop_reason or "end_turn", duration_ms=duration)
+        if ending.event is TurnEvent.CANCELLED:
+            return TurnCancelled(
+                reason=turn.reason or "the agent cancelled the turn",
+                duration_ms=duration,
+                forced=ending.forced,
+            )
+        return self._failure(ended, limit, duration)
+
+    def _failure(self, ended: _Prompt, limit: float, duration: int) -> TurnFailed:
+        exc = ended.error
+        if ended.end is PromptEnd.TIMED_OUT:
+            how = (
+                "the agent stopped on session/cancel"
+                if ended.stopped_on_cancel
+                else "its process was killed"
+            )
+            return TurnFailed(
+                error_type="AgentTimeout",
+                message=f"the turn exceeded its {limit:g}s limit; {how}",
+                duration_ms=duration,
+                stderr_preview=self.stderr_preview(),
+            )
+        if ended.end is PromptEnd.MALFORMED:
+            return TurnFailed(
+                error_type="RemoteProtocolError", message=clip_text(str(exc)), duration_ms=duration
+            )
+        if ended.end is PromptEnd.EXITED:
+            code = self.transport.returncode
+            message = (
+                f"the agent exited during the turn (exit code {code})"
+                if code is not None
+                else f"the agent closed its connection during the turn: {exc}"
+            )
+            return TurnFailed(
+                error_type="AgentExited",
+                message=message,
+                duration_ms=duration,
+                stderr_preview=self.stderr_preview(),
+            )
+        auth = isinstance(exc, RemoteCallError) and exc.code == jsonrpc.AUTH_REQUIRED
+        return TurnFailed(
+            error_type="AuthRequired" if auth else "RemoteCallError",
+            message=clip_text(self.events.redactor.text(str(exc))),
+            duration_ms=duration,
+            stderr_preview=self.stderr_preview(),
+        )
+
+    # -------------------------------------------------------------- settling
+
+    async def _finish(
+        self,
+        turn: Turn,
+        outcome: Terminal,
+        usage: Any,
+        tool_calls_before: int,
+        files_before: frozenset[str],
+    ) -> TurnOutcome:
+        events, normalizer = self.events, self.normalizer
+        await self._cancel_asks(turn, f"the turn ended ({outcome.TYPE})")
+        drafts = normalizer.flush()
+        if not isinstance(outcome, TurnCompleted):
+            status = "cancelled" if isinstance(outcome, TurnCancelled) else "failed"
+            drafts.extend(Draft(p) for p in normalizer.tools.settle_open(status, now_ms()))
+        drafts.extend(normalizer.end_turn(usage))
+        turn_usage = next(
+            (
+                d.payload
+                for d in drafts
+                if isinstance(d.payload, UsageReported)
+                and d.payload.available
+                and d.payload.scope == "turn"
+            ),
+            None,
+        )
+        await events.drafts(drafts)
+        await events.emit(outcome, turn_id=turn.turn_id)
+        stats = events.stats
+        stats.usage_available = stats.usage_available or normalizer.usage_reported
+        tool_calls = normalizer.tool_calls - tool_calls_before
+        stats.tool_calls += tool_calls
+        events.last_turn, events.turn = turn, None
+        return TurnOutcome(
+            turn_id=turn.turn_id,
+            status=_STATUS[type(outcome)],
+            stop_reason=outcome.stop_reason if isinstance(outcome, TurnCompleted) else None,
+            error=outcome.message if isinstance(outcome, TurnFailed) else None,
+            tool_calls=tool_calls,
+            usage=turn_usage,
+            files_written=tuple(sorted(stats.files_written - files_before)),
+        )
+
+    async def _cancel_asks(self, turn: Turn, reason: str) -> None:
+        """Open requests of this turn are cancelled; their waiters answer ``cancelled``."""
+        await self.requests.cancel_turn(turn.turn_id, reason, self.events.for_turn(turn.turn_id))
+
+    async def _send_cancel(self) -> None:
+        session_id = self.events.agent_session_id
+        if session_id is not None:
+            await self.client.cancel(session_id)
+
+
+_STATUS: dict[type[Terminal], Literal["completed", "failed", "cancelled"]] = {
+    TurnCompleted: "completed",
+    TurnFailed: "failed",
+    TurnCancelled: "cancelled",
+}
