@@ -451,46 +451,30 @@ def _no_fsync() -> Iterator[None]:
 
 
 async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
-    from baton.config import load_config
+    from baton.app import Baton
     from baton.coordination.binding import Binding
     from baton.coordination.context import init_project, open_context
     from baton.coordination.daemon import Daemon, RecordingHumanSink, RoleSession
     from baton.coordination.doorbell import DoorbellEvent, TaskArrived
     from baton.coordination.state import TaskRecord, now_iso
     from baton.coordination.team import RoleSpec
-    from baton.events.sequencer import Sequencer, format_ts
-    from baton.requests.ledger import Ledger
-    from baton.runner.context import open_store
-    from baton.runner.emitter import EventEmitter
-    from baton.runner.role_sessions import AcpRoleSession, role_session_factory
-    from baton.store.records import RunRecord
+    from baton.runner.role_sessions import AcpRoleSession
 
     project = tmp / f"ws{size}"
     project.mkdir()
     env = {**os.environ, "BATON_STATE_DIR": str(tmp / f"state{size}")}
     init_project(project, environ=env)
     ctx = open_context(project, environ=env)
-    config = load_config(project, environ=env)
     port = ctx.port
     history = await asyncio.to_thread(History.record, port)
 
-    store = open_store(config.db_path)
-    ledger = Ledger(store)
-    run_id = f"bench-doorbell-{size}"
-    store.create_run(
-        RunRecord(
-            run_id=run_id,
-            kind="up",
-            agent="team",
-            cwd=str(project),
-            status="running",
-            created_at=format_ts(time.time()),
-        )
+    stack = contextlib.AsyncExitStack()
+    baton = await stack.enter_async_context(Baton.open(project, environ=env))
+    run = await stack.enter_async_context(
+        baton.run(kind="up", agent="team", cwd=project, run_id=f"bench-doorbell-{size}")
     )
-    emitter = EventEmitter(Sequencer(run_id), store)
-    real = role_session_factory(
-        config, workspace=ctx.project_dir, store=store, ledger=ledger, emitter=emitter
-    )
+    run.status = "completed"
+    real = baton.role_sessions(run, workspace=ctx.project_dir)
     waiting: dict[str, str] = {}  # slot -> task whose prompt is about to be written
     written: dict[str, int] = {}  # task -> when its first session/prompt was written
     wrote = asyncio.Event()
@@ -608,9 +592,7 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
     finally:
         daemon.stop()
         await asyncio.wait_for(running, 120)
-        await emitter.flush()
-        await ledger.aclose()
-        store.close()
+        await stack.aclose()
     return SizeResult(size, probes, cold, recorder, build_s, state_kib, validated)
 
 

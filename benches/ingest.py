@@ -119,60 +119,42 @@ async def acp_sdk_raw(count: int) -> tuple[float, int]:
 
 
 async def baton_pipeline(count: int) -> tuple[float, int, list[float]]:
-    from baton.events.sequencer import Sequencer
+    from baton.app import Baton
     from baton.providers.profile import AgentProfile
-    from baton.requests.ledger import Ledger
-    from baton.requests.policy import Policy
-    from baton.runner.context import open_store
-    from baton.runner.emitter import EventEmitter
-    from baton.runner.requests_broker import RequestBroker
-    from baton.runner.session import AgentSession
-    from baton.store.records import RunRecord
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        store = open_store(root / "baton.db")
-        ledger = Ledger(store)
-        store.create_run(
-            RunRecord(
-                run_id="bench",
-                kind="bench",
-                agent="flood",
-                cwd=tmp,
-                status="running",
-                created_at="2026-01-01T00:00:00.000Z",
-            )
-        )
-        emitter = EventEmitter(Sequencer("bench"), store)
         samples: list[float] = []
         every = max(1, count // 20)
-
-        def sample(_event: Any) -> None:
-            if emitter.count % every == 0:
-                samples.append(rss_mib())
-
-        emitter.listeners.append(sample)
         profile = AgentProfile(
             name="flood", title="flood", command=tuple(_agent(count)), family="generic"
         )
         (root / "ws").mkdir()
-        session = await AgentSession.open(
-            profile,
-            workspace=root / "ws",
-            emitter=emitter,
-            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
-            state_dir=root / "state",
-        )
-        before = session.conn.frames_in if session.conn else 0
-        start = time.perf_counter()
-        await session.prompt("go")
-        await emitter.flush()
-        elapsed = time.perf_counter() - start
-        seen = (session.conn.frames_in if session.conn else 0) - before - 1
-        await session.close()
-        await emitter.flush()
-        await ledger.aclose()
-        store.close()
+        async with (
+            Baton.open(state_dir=root / "state") as baton,
+            baton.run(kind="bench", agent="flood", cwd=root, run_id="bench") as run,
+        ):
+            emitter = run.emitter
+
+            def sample(_event: Any) -> None:
+                if emitter.count % every == 0:
+                    samples.append(rss_mib())
+
+            run.listen(sample)
+            session = await baton.open_session(
+                profile,
+                run=run,
+                requests=baton.broker("none", wait_timeout=0, notify=False),
+                workspace=root / "ws",
+            )
+            before = session.conn.frames_in if session.conn else 0
+            start = time.perf_counter()
+            await session.prompt("go")
+            await emitter.flush()
+            elapsed = time.perf_counter() - start
+            seen = (session.conn.frames_in if session.conn else 0) - before - 1
+            await session.close()
+            run.status = "completed"
         return elapsed, seen, samples
 
 

@@ -1,4 +1,4 @@
-"""A harness that opens agents through baton's runner, with an in-memory event list.
+"""A harness that opens agents through baton's composition root, with an in-memory event list.
 
 ``harness.open(fake("ok"))`` runs a fake-agent scenario over the in-memory transport by
 default (no process: fast, nothing to leak); ``transport="subprocess"`` runs the same
@@ -11,6 +11,7 @@ A plain command list always runs as a process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -22,16 +23,12 @@ import pytest
 
 from baton.acp.process import group_alive
 from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
+from baton.app import Baton, Run
 from baton.events.model import CanonicalEvent
-from baton.events.sequencer import Sequencer
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
-from baton.requests.policy import Policy
-from baton.runner.context import open_store
 from baton.runner.emitter import EventEmitter
-from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
-from baton.store.records import RunRecord
 from baton.store.store import Store
 from baton.testing import ScenarioAgent, in_memory
 
@@ -81,12 +78,20 @@ def fake(scenario: str, *args: str) -> Fake:
 @dataclass
 class Harness:
     tmp: Path
-    store: Store
-    ledger: Ledger
+    baton: Baton
+    stack: contextlib.AsyncExitStack
     events: list[CanonicalEvent] = field(default_factory=list)
     sessions: list[AgentSession] = field(default_factory=list)
-    emitters: dict[str, EventEmitter] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)
     listeners: list[Callable[[CanonicalEvent], None]] = field(default_factory=list)
+
+    @property
+    def store(self) -> Store:
+        return self.baton.store
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.baton.ledger
 
     @property
     def workspace(self) -> Path:
@@ -94,25 +99,20 @@ class Harness:
         ws.mkdir(exist_ok=True)
         return ws
 
-    def emitter(self, run_id: str = "run-test") -> EventEmitter:
-        """One emitter per run: its sequencer is the run's single source of seqs."""
-        if run_id in self.emitters:
-            return self.emitters[run_id]
-        if self.store.get_run(run_id) is None:
-            self.store.create_run(
-                RunRecord(
-                    run_id=run_id,
-                    kind="test",
-                    agent="fake",
-                    cwd=str(self.tmp),
-                    status="running",
-                    created_at="2026-01-01T00:00:00.000Z",
-                )
+    async def run(self, run_id: str = "run-test") -> Run:
+        """One run per id, recorded through the root and finished when the test ends."""
+        if run_id not in self.runs:
+            run = await self.stack.enter_async_context(
+                self.baton.run(kind="test", agent="fake", cwd=self.tmp, run_id=run_id)
             )
-        emitter = EventEmitter(Sequencer(run_id, start_seq=self.store.last_seq(run_id)), self.store)
-        emitter.listeners.append(self._seen)
-        self.emitters[run_id] = emitter
-        return emitter
+            run.status = "completed"
+            run.listen(self._seen)
+            self.runs[run_id] = run
+        return self.runs[run_id]
+
+    def emitter(self, run_id: str = "run-test") -> EventEmitter:
+        """The run's emitter (its sequencer is the run's single source of seqs)."""
+        return self.runs[run_id].emitter
 
     def _seen(self, event: CanonicalEvent) -> None:
         self.events.append(event)
@@ -160,12 +160,11 @@ class Harness:
             family=profile_fields.pop("family", "generic"),
             **profile_fields,
         )
-        session = await AgentSession.open(
+        session = await self.baton.open_session(
             profile,
+            run=await self.run(),
+            requests=self.baton.broker(preset, wait_timeout=wait_timeout, notify=False),
             workspace=self.workspace,
-            emitter=self.emitter(),
-            requests=RequestBroker(self.ledger, Policy.preset(preset), wait_timeout=wait_timeout),
-            state_dir=self.tmp / "state",
             environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
             transport=factory,
         )
@@ -202,17 +201,18 @@ def group_gone(pgid: int) -> bool:
 
 @pytest.fixture
 async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    store = open_store(tmp_path / "baton.db")
-    h = Harness(tmp=tmp_path, store=store, ledger=Ledger(store))
-    try:
-        yield h
-    finally:
-        for session in h.sessions:
-            await session.close()
-            if session.process is not None:
-                assert group_gone(session.process.pgid), "agent process group left behind"
-        await h.ledger.aclose()
-        store.close()
+    async with contextlib.AsyncExitStack() as stack:
+        baton = await stack.enter_async_context(
+            Baton.open(state_dir=tmp_path / "state", db_path=tmp_path / "baton.db")
+        )
+        h = Harness(tmp=tmp_path, baton=baton, stack=stack)
+        try:
+            yield h
+        finally:
+            for session in h.sessions:
+                await session.close()
+                if session.process is not None:
+                    assert group_gone(session.process.pgid), "agent process group left behind"
 
 
 FakeCommand = Callable[..., list[str]]

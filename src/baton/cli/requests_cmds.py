@@ -56,28 +56,14 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print NDJSON instead of panels.")]
 
 
-def _db_path(db: Path | None) -> Path:
-    if db is not None:
-        return db
-    from baton.config import load_config
-
-    return load_config(Path.cwd()).db_path
-
-
 def _with_ledger(db: Path | None, fn: Callable[[Ledger], Awaitable[T]]) -> T:
     """Open the ledger over the store; first, runs whose process died expire their
     open requests, so the inbox never shows a request nobody can deliver."""
-    from baton.runner.context import open_store, recover_interrupted
+    from baton.app import Baton
 
     async def main() -> T:
-        store = open_store(_db_path(db))
-        ledger = Ledger(store)
-        try:
-            await recover_interrupted(store, ledger)
-            return await fn(ledger)
-        finally:
-            await ledger.aclose()
-            store.close()
+        async with Baton.open(Path.cwd(), db_path=db) as baton:
+            return await fn(baton.ledger)
 
     return asyncio.run(main())
 

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from baton.app import Baton
 from baton.cli.render import HumanRenderer, safe
 from baton.cli.shared import (
     EXIT_CANCELLED,
@@ -25,12 +25,10 @@ from baton.cli.shared import (
     exit_for,
     renderer,
 )
-from baton.cli.wiring import new_run_id, notify_config, open_store, start_run
 from baton.config import BatonConfig, load_config
 from baton.errors import BatonError, ConfigError
-from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     Answer,
     PermissionAnswer,
@@ -38,10 +36,8 @@ from baton.requests.model import (
     PlanAnswer,
     PlanRequest,
 )
-from baton.requests.policy import Policy
 from baton.requests.render import render as render_request
-from baton.runner.context import recover_interrupted
-from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.runner.requests_broker import HumanChannel
 
 if TYPE_CHECKING:
     from baton.runner.session import AgentSession, TurnOutcome
@@ -100,25 +96,11 @@ async def _run_turn(
     json_output: bool,
     timeout: float | None,
 ) -> int:
-    from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession
+    from baton.runner.session import CANCEL_GRACE_SECONDS
 
-    store = open_store(config)
-    ledger = Ledger(store)
-    await recover_interrupted(store, ledger)
-    broker = RequestBroker(
-        ledger,
-        Policy.preset(preset),
-        terminal=terminal,
-        wait_timeout=wait_timeout,
-        notify=notify_config(config),
-    )
-    run_id = new_run_id()
     view = renderer(json_output)
     if isinstance(terminal, TerminalAsker) and isinstance(view, HumanRenderer):
         terminal.pause = view.paused
-    emitter = start_run(store, run_id, kind="run", agent=profile.name, cwd=workspace)
-    emitter.listeners.append(view)
-    status = "failed"
     code = EXIT_FAILED
     session: AgentSession | None = None
     loop = asyncio.get_running_loop()
@@ -149,42 +131,37 @@ async def _run_turn(
         else:
             spawn(live.kill("Ctrl-C pressed twice"))
 
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    try:
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=broker,
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
-        )
-        outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
-        status = outcome.status
-        if outcome.status == "completed":
-            code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
-        elif outcome.status == "cancelled":
-            code = EXIT_CANCELLED
-        else:
-            code = EXIT_FAILED
-    except BatonError as exc:
-        code = exit_for(exc)
-        if not json_output:
-            view.close()
-            err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        if grace_handle is not None:
-            grace_handle.cancel()
-        if session is not None:
-            await session.close()
-        await emitter.flush()
-        store.finish_run(run_id, status, format_ts(time.time()))
-        view.close()
-        await ledger.aclose()
-        store.close()
+    async with Baton.open(workspace, config=config) as baton:
+        broker = baton.broker(preset, terminal=terminal, wait_timeout=wait_timeout)
+        async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
+            run.listen(view)
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
+            try:
+                session = await baton.open_session(
+                    profile, run=run, requests=broker, workspace=workspace
+                )
+                outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
+                run.status = outcome.status
+                if outcome.status == "completed":
+                    code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
+                elif outcome.status == "cancelled":
+                    code = EXIT_CANCELLED
+                else:
+                    code = EXIT_FAILED
+            except BatonError as exc:
+                code = exit_for(exc)
+                if not json_output:
+                    view.close()
+                    err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+                if grace_handle is not None:
+                    grace_handle.cancel()
+                if session is not None:
+                    await session.close()
+    view.close()
     if not json_output:
-        err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
+        err.print(f"[dim]run {run.run_id} · baton log {run.run_id}[/]")
     return code
 
 

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from baton.app import Baton
 from baton.cli.render import HumanRenderer
-from baton.cli.wiring import open_store
 from baton.config import load_config
 from baton.errors import ConfigError
 from baton.store.records import RunRecord
@@ -32,11 +32,8 @@ def runs(
     if not config.db_path.exists():
         records = []
     else:
-        store = open_store(config)
-        try:
+        with Baton.reading(config=config) as store:
             records = store.list_runs(limit)
-        finally:
-            store.close()
     if json_output:
         for r in records:
             typer.echo(json.dumps(_run_dict(r), ensure_ascii=False))
@@ -66,8 +63,7 @@ def log(
 ) -> None:
     """Replay a stored run."""
     config = load_config(Path.cwd())
-    store = open_store(config)
-    try:
+    with Baton.reading(config=config) as store:
         if store.get_run(run_id) is None:
             raise ConfigError(f"no run {run_id!r} in {config.db_path}")
         if json_output:
@@ -78,5 +74,3 @@ def log(
         for event in store.iter_events(run_id):
             renderer(event)
         renderer.close()
-    finally:
-        store.close()

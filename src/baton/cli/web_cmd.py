@@ -41,19 +41,14 @@ def _url(host: str, port: int) -> str:
 async def _serve(host: str, port: int, token: str | None) -> None:
     import uvicorn
 
-    from baton.config import load_config
-    from baton.requests.ledger import Ledger
-    from baton.runner.context import open_store, recover_interrupted
+    from baton.app import Baton
     from baton.web.app import create_app
 
-    store = open_store(load_config(Path.cwd()).db_path)
-    ledger = Ledger(store)
-    try:
-        # Requests of runs whose process died become expired first, so the
-        # dashboard never offers to answer a request nobody can deliver.
-        await recover_interrupted(store, ledger)
+    # Opening the root expires the requests of runs whose process died first, so the
+    # dashboard never offers to answer a request nobody can deliver.
+    async with Baton.open(Path.cwd()) as baton:
         config = uvicorn.Config(
-            create_app(store, ledger, token=token),
+            create_app(baton.store, baton.ledger, token=token),
             host=host.strip("[]"),
             port=port,
             log_level="warning",
@@ -70,11 +65,6 @@ async def _serve(host: str, port: int, token: str | None) -> None:
             typer.echo(f"baton dashboard: {url}?token={token}")
             typer.echo(f"API: Authorization: Bearer {token}")
         await uvicorn.Server(config).serve()
-    finally:
-        # Synchronous close: on Ctrl-C the event loop cancels this task once
-        # uvicorn returns, and an awaited close would be cut short here.
-        await ledger.aclose()
-        store.close()
 
 
 @app.command()

@@ -1,8 +1,10 @@
-"""Opening the embedded store with every part's migrations, and recovering after a crash.
+"""Opening the project's store with every part's migrations, and recovering after a crash.
 
 The store owns runs, sessions and events; other parts (the human-request ledger,
-coordination) add their own tables through named migrations. This module is the
-one place that knows them all.
+coordination, the web's sessions) add their own tables through named migrations.
+:data:`MIGRATIONS` is the one place that knows them all. Recovery runs when a
+:class:`~baton.app.Baton` opens: runs whose owning process died are marked
+``interrupted`` and their open requests expire with a visible reason.
 """
 
 from __future__ import annotations
@@ -18,11 +20,17 @@ from baton.requests import payloads
 from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
 from baton.store.store import Store
 
+__all__ = ["MIGRATIONS", "open_store", "owner_meta", "recover_interrupted"]
+
+
+MIGRATIONS = (*REQUESTS_MIGRATIONS,)
+"""Every part's migrations beyond the store's own, in the order they apply."""
+
 
 def open_store(path: Path) -> Store:
     """The store at ``path`` (created 0700/0600), with every migration applied."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(path, extra_migrations=REQUESTS_MIGRATIONS)
+    return Store.open(path, extra_migrations=MIGRATIONS)
 
 
 def owner_meta() -> dict[str, object]:
