@@ -39,7 +39,12 @@ async def test_opening_recovers_what_a_dead_baton_left(tmp_path: Path) -> None:
             )
         )
         pending = await first.ledger.create(
-            PERMISSION, run_id="orphan", connection_id="c", jsonrpc_id=1, session_id="s", turn_id="t"
+            PERMISSION,
+            run_id="orphan",
+            connection_id="c",
+            jsonrpc_id=1,
+            session_id="s",
+            turn_id="t",
         )
     async with Baton.open(state_dir=state) as second:
         assert [r.request_id for r in second.recovered] == [pending.request_id]

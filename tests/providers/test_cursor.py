@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from baton.errors import RequestError, SecurityError
+from baton.events.extension import TurnContext
 from baton.events.model import (
     ArtifactGenerated,
     ArtifactViewed,
@@ -34,8 +35,6 @@ from baton.providers.cursor.questions import (
 )
 from baton.providers.cursor.tasks import role_of, task_completed
 from baton.providers.cursor.todos import TodoReducer
-from baton.providers.extension import TurnContext
-from baton.providers.inventory import PLAN_REVISION_KEY, REDACTION_KEY, USAGE_REPORTED_KEY
 
 
 def ctx(workspace: str = "/nonexistent", session: str = "sess") -> TurnContext:
@@ -505,7 +504,7 @@ def test_usage_is_unavailable_unless_reported() -> None:
     (usage,) = ext.end_turn(c)
     assert isinstance(usage, UsageReported) and not usage.available
     assert usage.reason == "Cursor's ACP reports no token usage"
-    c.extras[USAGE_REPORTED_KEY] = True
+    c.usage_reported = True
     assert ext.end_turn(c) == []
 
 
@@ -519,8 +518,8 @@ def test_shared_revision_counter_and_redaction_come_from_the_context() -> None:
 
     ext = CursorExtension()
     c = ctx()
-    c.extras[PLAN_REVISION_KEY] = lambda: 41
-    c.extras[REDACTION_KEY] = Redact()
+    c.next_plan_revision = lambda: 41
+    c.redaction = Redact()
     ext.begin_turn(c)
     outcome = ext.vendor_method(
         "cursor/update_todos",

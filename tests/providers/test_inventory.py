@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baton.events.acp_normalizer import STABLE_VARIANTS
+from baton.events.extension import TurnContext
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice
-from baton.providers.extension import TurnContext
 from baton.providers.inventory import (
     GENERIC_METHODS,
     GENERIC_UPDATES,

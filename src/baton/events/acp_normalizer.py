@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
+from baton.events.extension import NullExtension, ProviderExtension, TurnContext
 from baton.events.model import (
     CommandsUpdated,
     ConfigChanged,
@@ -40,7 +41,6 @@ from baton.events.model import (
 )
 from baton.events.redaction import Redaction
 from baton.events.tools import ToolCallTracker, _block_text
-from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
 
 COALESCE_MAX_BYTES = 64 * 1024
 MAX_PLAN_STEPS = 256
@@ -111,7 +111,13 @@ class AcpNormalizer:
         self._redaction = redaction
         self.extension: ProviderExtension = extension or NullExtension("generic")
         self.tools = ToolCallTracker(redaction=redaction, display_path=display_path)
-        self.context = TurnContext(session_id=None, turn_id=None, workspace=workspace)
+        self.context = TurnContext(
+            session_id=None,
+            turn_id=None,
+            workspace=workspace,
+            redaction=redaction,
+            next_plan_revision=self.next_plan_revision,
+        )
         self._pending: _Pending | None = None
         self._auto_message = 0
         self._last_variant = ""
@@ -119,8 +125,6 @@ class AcpNormalizer:
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
-        self.context.extras["redaction"] = redaction
-        self.context.extras["next_plan_revision"] = self.next_plan_revision
 
     # ------------------------------------------------------------------ turns
 
@@ -128,7 +132,7 @@ class AcpNormalizer:
         out = self.flush()
         self.context.session_id = session_id
         self.context.turn_id = turn_id
-        self.context.extras["usage_reported"] = False
+        self.context.usage_reported = False
         self.usage_reported = False
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
         return out
@@ -141,7 +145,7 @@ class AcpNormalizer:
             if usage is not None:
                 out.append(Draft(usage, raw=bounded_value(dict(prompt_usage))))
                 self.usage_reported = True
-        self.context.extras["usage_reported"] = self.usage_reported
+        self.context.usage_reported = self.usage_reported
         extension_drafts = [Draft(p) for p in self.extension.end_turn(self.context)]
         out.extend(extension_drafts)
         if not self.usage_reported and not any(
@@ -239,7 +243,7 @@ class AcpNormalizer:
         if variant == "usage_update":
             usage = _context_usage(update)
             self.usage_reported = True
-            self.context.extras["usage_reported"] = True
+            self.context.usage_reported = True
             return [Draft(usage, raw=self._raw(update))]
         if variant in UNSTABLE_VARIANTS:
             return self._notice(

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, TurnContext, VendorOutcome
 from baton.events.model import Payload
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
 from baton.providers.inventory import CODEX_INVENTORY, Claim, TableExtension, notice
 
 

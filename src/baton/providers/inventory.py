@@ -21,21 +21,9 @@ ACP reference, the seed's probe), ``inferred`` (third-party reading or a sibling
 agent; the mapping is implemented but the emission is unconfirmed). The capability
 matrix turns ``inferred``-only evidence into ``unverified``.
 
-Two keys of :attr:`TurnContext.extras <baton.providers.extension.TurnContext.extras>`
-are part of this seam (the generic normalizer sets them):
-
-``usage_reported`` (:data:`USAGE_REPORTED_KEY`)
-    ``True`` once the generic layer emitted a ``usage.reported`` with
-    ``available: true`` (``usage_update`` or ``PromptResponse.usage``) in this turn.
-    Extensions read it in ``end_turn`` to report usage *unavailable*, never zero.
-``redaction`` (:data:`REDACTION_KEY`)
-    Optional :class:`~baton.events.redaction.Redaction`; extensions pass every
-    agent-controlled display string (todo text, descriptions, notice summaries)
-    through it. Absent means no redaction (unit tests only).
-``next_plan_revision`` (:data:`PLAN_REVISION_KEY`)
-    Optional zero-argument callable returning the next plan revision shared with the
-    generic ``plan`` variant, so ``acp.plan`` and ``cursor.update_todos`` snapshots
-    never reuse a revision. Absent: the extension counts on its own.
+What the generic normalizer tells an extension about the turn travels in the typed
+fields of :class:`~baton.events.extension.TurnContext` (``redaction``,
+``usage_reported``, ``next_plan_revision``).
 """
 
 from __future__ import annotations
@@ -47,9 +35,8 @@ from functools import partial
 from typing import Any, Literal
 
 from baton.events.bounds import clip_text
+from baton.events.extension import InventoryEntry, JsonObject, TurnContext, VendorOutcome
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
-from baton.events.redaction import NoRedaction, Redaction
-from baton.providers.extension import InventoryEntry, JsonObject, TurnContext, VendorOutcome
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -61,10 +48,7 @@ __all__ = [
     "GENERIC_UPDATES",
     "INVENTORIES",
     "OPENCODE_INVENTORY",
-    "PLAN_REVISION_KEY",
     "QWEN_INVENTORY",
-    "REDACTION_KEY",
-    "USAGE_REPORTED_KEY",
     "Claim",
     "Evidence",
     "NativeEvent",
@@ -72,12 +56,8 @@ __all__ = [
     "TableExtension",
     "is_canonical_family",
     "notice",
-    "redactor",
 ]
 
-USAGE_REPORTED_KEY = "usage_reported"
-REDACTION_KEY = "redaction"
-PLAN_REVISION_KEY = "next_plan_revision"
 
 Evidence = Literal["observed", "documented", "inferred"]
 Kind = Literal["update", "method", "meta"]
@@ -553,15 +533,6 @@ INVENTORIES: Mapping[str, ProviderInventory] = {
 # --------------------------------------------------------------------------- helpers
 
 
-def redactor(ctx: TurnContext) -> Redaction:
-    """The redaction the generic layer put in ``ctx.extras`` (see module docstring)."""
-    found = ctx.extras.get(REDACTION_KEY)
-    if found is not None and callable(getattr(found, "text", None)):
-        redaction: Redaction = found
-        return redaction
-    return NoRedaction()
-
-
 def notice(
     category: str,
     summary: str,
@@ -572,7 +543,7 @@ def notice(
     variant: str | None = None,
 ) -> ProviderNotice:
     """A bounded (and, with ``ctx``, redacted) :class:`ProviderNotice`."""
-    text = redactor(ctx).text(summary) if ctx is not None else summary
+    text = ctx.redaction.text(summary) if ctx is not None else summary
     return ProviderNotice(
         category=category,
         severity=severity,
@@ -603,7 +574,7 @@ class TableExtension:
     native the inventory does not list, and :meth:`handled` lets tests compare the
     tables with the inventory both ways. Handlers get plain data and must not do I/O.
 
-    Beyond :class:`~baton.providers.extension.ProviderExtension`, the runner may call
+    Beyond :class:`~baton.events.extension.ProviderExtension`, the runner may call
     :meth:`observe_update` for every stable variant (to add, never replace, payloads
     from native detail such as ``_meta``) and :meth:`foreign_session_update` for a
     ``session/update`` whose ``sessionId`` is not the turn's session.
@@ -695,11 +666,11 @@ class TableExtension:
         return []
 
     def end_turn(self, ctx: TurnContext) -> list[Payload]:
-        if ctx.extras.get(USAGE_REPORTED_KEY):
+        if ctx.usage_reported:
             return []
         return [UsageReported(available=False, reason=self.usage_unavailable_reason)]
 
-    # ------------------------------------------------------------------ extras
+    # ------------------------------------------------------------- native detail
 
     def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
         """Extra payloads from the native detail of a stable variant (``_meta`` keys ...).

@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from baton.events.extension import JsonObject, ProviderExtension, TurnContext, VendorOutcome
 from baton.events.model import Payload
 from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
 from baton.providers.cursor import CursorExtension
-from baton.providers.extension import JsonObject, ProviderExtension, TurnContext, VendorOutcome
 from baton.providers.gemini import GeminiExtension
 from baton.providers.inventory import (
     GENERIC_METHODS,

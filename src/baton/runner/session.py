@@ -8,7 +8,7 @@ exactly one terminal event (:mod:`.turn_driver`); ``cancel()`` asks the agent to
 stop and ``kill()`` stops it when it will not. What the agent calls or notifies is
 answered by :mod:`.client_methods`; events are stamped by :mod:`.session_events`.
 No provider is special-cased: providers differ only by their profile and their
-:class:`~baton.providers.extension.ProviderExtension`.
+:class:`~baton.events.extension.ProviderExtension`.
 
 The session's own life is a table (:data:`TRANSITIONS`): ``opening → ready ⇄
 prompting → closed``. Calling ``prompt()`` during a turn or after ``close()`` is a
@@ -45,8 +45,8 @@ from baton.errors import (
 )
 from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import clip_text
+from baton.events.extension import ProviderExtension
 from baton.events.model import HarnessDiagnostic, SessionClosed, SessionFailed
-from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
 from baton.runner.client_methods import ClientMethods

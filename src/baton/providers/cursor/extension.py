@@ -21,21 +21,19 @@ Foreign sessions: a ``session/update`` whose ``sessionId`` is not the turn's goe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from baton.events.extension import JsonObject, TurnContext, VendorOutcome
 from baton.events.model import Payload, SecurityPayloadRejected
 from baton.providers.cursor import artifacts, plans, questions, tasks
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.children import ChildNormalizer
 from baton.providers.cursor.todos import TodoReducer
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
 from baton.providers.inventory import (
     CURSOR_INVENTORY,
-    PLAN_REVISION_KEY,
     TableExtension,
     notice,
-    redactor,
 )
 
 TODOS_FALLBACK = outcome("accepted", todos=[])
@@ -69,8 +67,7 @@ class CursorExtension(TableExtension):
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
         if self.reset_todos_each_turn:
             self.todos.reset()
-        source = ctx.extras.get(PLAN_REVISION_KEY)
-        self.todos.revision_source = _revision_source(source)
+        self.todos.revision_source = ctx.next_plan_revision
         self.children.begin_turn(ctx.session_id)
         return []
 
@@ -80,7 +77,7 @@ class CursorExtension(TableExtension):
     # ------------------------------------------------------------------ updates
 
     def _spawned(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        return self.children.spawned(ctx.session_id, update, redactor(ctx))
+        return self.children.spawned(ctx.session_id, update, ctx.redaction)
 
     def _state_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
         return self.children.state_update(ctx.session_id, update)
@@ -96,7 +93,7 @@ class CursorExtension(TableExtension):
     ) -> list[Payload]:
         variant = update.get("sessionUpdate")
         if variant == "subagent_spawned":
-            return self.children.spawned(session_id, update, redactor(ctx))
+            return self.children.spawned(session_id, update, ctx.redaction)
         if variant == "subagent_state_update":
             return self.children.state_update(session_id, update)
         bucketed = self.children.child_update(session_id, update)
@@ -107,20 +104,20 @@ class CursorExtension(TableExtension):
     # ------------------------------------------------------------------ methods
 
     def _update_todos(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
-        result = self.todos.apply(params, redaction=redactor(ctx))
+        result = self.todos.apply(params, redaction=ctx.redaction)
         return VendorOutcome(
             payloads=result.payloads, result=outcome("accepted", todos=result.todos)
         )
 
     def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = tasks.task_completed(
-            params, children=self.children, redaction=redactor(ctx)
+            params, children=self.children, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
     def _generate_image(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = artifacts.generate_image(
-            params, workspace=ctx.workspace, redaction=redactor(ctx)
+            params, workspace=ctx.workspace, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
@@ -161,14 +158,3 @@ def _refused(
         )
     )
     return VendorOutcome(payloads=payloads, route="reply", result=dict(reply))
-
-
-def _revision_source(value: Any) -> Callable[[], int] | None:
-    if not callable(value):
-        return None
-
-    def source() -> int:
-        revision = value()
-        return revision if isinstance(revision, int) and not isinstance(revision, bool) else 0
-
-    return source

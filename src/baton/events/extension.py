@@ -1,23 +1,65 @@
 """The seam between the generic ACP normalizer and one provider's native detail.
 
 The generic normalizer (:mod:`baton.events.acp_normalizer`) owns the stable ACP
-``session/update`` variants. A provider extension sees what the generic layer does
-not own: extra update variants (Cursor's ``subagent_spawned``), vendor methods
-(``cursor/*``) and provider ``_meta`` (Claude's ``parentToolUseId``). Extensions are
-sans-I/O state machines: they get plain data and return payloads plus, for vendor
-requests, what to answer. Everything they do not claim becomes a
+``session/update`` variants. A provider extension (:mod:`baton.providers`) sees what
+the generic layer does not own: extra update variants (Cursor's ``subagent_spawned``),
+vendor methods (``cursor/*``) and provider ``_meta`` (Claude's ``parentToolUseId``).
+Extensions are sans-I/O state machines: they get plain data and return payloads plus,
+for vendor requests, what to answer. Everything they do not claim becomes a
 ``provider.notice{unclassified}`` in the generic layer.
+
+The seam lives here, in ``events/``, beside the normalizer that calls it; providers
+implement it (``providers → events``, never back).
+
+Who is at fault: an agent payload that fails an explicit check raises
+:class:`MalformedPayload`, one that fails a model's validation raises pydantic's
+``ValidationError``; :data:`AGENT_FAULTS` is exactly those two, the only errors the
+normalizer and the extensions turn into a ``malformed`` notice. Anything else raised
+while handling a payload is a bug in baton and propagates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pydantic import ValidationError
+
 from baton.events.model import Payload
+from baton.events.redaction import NoRedaction, Redaction
+
+__all__ = [
+    "AGENT_FAULTS",
+    "InventoryEntry",
+    "JsonObject",
+    "MalformedPayload",
+    "NullExtension",
+    "ProviderExtension",
+    "TurnContext",
+    "VendorOutcome",
+    "require",
+]
 
 JsonObject = Mapping[str, Any]
+
+
+class MalformedPayload(ValueError):
+    """An agent's payload failed an explicit check: the agent's fault, never baton's."""
+
+
+AGENT_FAULTS: tuple[type[Exception], ...] = (MalformedPayload, ValidationError)
+"""The errors that mean "the agent sent something malformed"; nothing else is caught."""
+
+
+def require(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """``value`` if it is a ``kind``, else :class:`MalformedPayload` naming ``what``."""
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise MalformedPayload(f"{what} must not be a boolean")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise MalformedPayload(f"{what} must be {names}, not {type(value).__name__}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +92,24 @@ class InventoryEntry:
 
 @dataclass(slots=True)
 class TurnContext:
-    """What an extension may know about the active turn (no I/O handles)."""
+    """What an extension may know about the active turn (no I/O handles).
+
+    Set by the generic normalizer; typed so that what crosses the seam is checked.
+    """
 
     session_id: str | None
     turn_id: str | None
     workspace: str
-    extras: dict[str, Any] = field(default_factory=dict)
+    redaction: Redaction = field(default_factory=NoRedaction)
+    """Every agent-controlled display string an extension emits goes through it
+    (the runner always sets baton's redactor; the default is for unit tests)."""
+    usage_reported: bool = False
+    """The generic layer emitted an available ``usage.reported`` in this turn
+    (``usage_update`` or ``PromptResponse.usage``): report usage *unavailable*
+    in ``end_turn`` only when it is ``False``, never a made-up zero."""
+    next_plan_revision: Callable[[], int] | None = None
+    """The next plan revision shared with the generic ``plan`` variant, so that
+    ``acp.plan`` and a provider's plan snapshots never reuse one; ``None``: count alone."""
 
 
 class ProviderExtension(Protocol):
