@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,8 @@ async def test_a_second_prompt_and_a_prompt_after_close_are_usage_errors(
     with pytest.raises(UsageError, match="closed"):
         await session.prompt("after close")
     assert harness.types().count("turn.submitted") == 1
+
+
+def test_the_documented_diagram_is_the_table() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+    assert mermaid() in docs.read_text(encoding="utf-8"), "regenerate it from turn.mermaid()"

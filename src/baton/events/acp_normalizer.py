@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
-from baton.events.extension import NullExtension, ProviderExtension, TurnContext
+from baton.events.extension import (
+    AGENT_FAULTS,
+    MalformedPayload,
+    NullExtension,
+    ProviderExtension,
+    TurnContext,
+    require,
+)
 from baton.events.model import (
     CommandsUpdated,
     ConfigChanged,
@@ -187,7 +194,7 @@ class AcpNormalizer:
                 observed = self.extension.observe_update(variant, update, self.context)
                 if observed:
                     out.extend(Draft(p) for p in observed)
-        except (KeyError, TypeError, ValueError) as exc:
+        except AGENT_FAULTS as exc:  # only the agent's fault; a bug in baton propagates
             out.extend(
                 self._notice(
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
@@ -197,7 +204,9 @@ class AcpNormalizer:
 
     def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
         if variant in ("tool_call", "tool_call_update"):
-            if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
+            tool_call_id = update.get("toolCallId")
+            require(tool_call_id, (str, int), "toolCallId")
+            if variant == "tool_call" and self.tools.get(str(tool_call_id)) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
             payloads = self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
@@ -212,17 +221,18 @@ class AcpNormalizer:
         if variant == "available_commands_update":
             commands = update.get("availableCommands") or []
             if not isinstance(commands, list):
-                raise TypeError("availableCommands must be a list")
+                raise MalformedPayload("availableCommands must be a list")
             kept = [
                 self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
             ]
             return [Draft(CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]))]
         if variant == "current_mode_update":
-            return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
+            mode_id = require(update.get("currentModeId"), str, "currentModeId")
+            return [Draft(ModeChanged(mode_id=mode_id), raw=self._raw(update))]
         if variant == "config_option_update":
             options = update.get("configOptions")
             if not isinstance(options, list):
-                raise TypeError("configOptions must be a list")
+                raise MalformedPayload("configOptions must be a list")
             kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
             return [Draft(ConfigChanged(config_options=kept))]
         if variant == "session_info_update":
@@ -329,11 +339,11 @@ class AcpNormalizer:
     def _plan(self, update: Mapping[str, Any]) -> PlanUpdated:
         entries = update.get("entries")
         if not isinstance(entries, list):
-            raise TypeError("plan entries must be a list")
+            raise MalformedPayload("plan entries must be a list")
         steps = []
         for index, entry in enumerate(entries[:MAX_PLAN_STEPS]):
             if not isinstance(entry, Mapping):
-                raise TypeError("plan entry must be an object")
+                raise MalformedPayload("plan entry must be an object")
             native = str(entry.get("status", "pending"))
             status = _PLAN_STATUS.get(native, "pending")
             steps.append(
@@ -417,7 +427,7 @@ def _context_usage(update: Mapping[str, Any]) -> UsageReported:
         currency = str(cost.get("currency") or "") or None
     used, size = _int_or_none(update.get("used")), _int_or_none(update.get("size"))
     if used is None and size is None and amount is None:
-        raise ValueError("usage_update carries no numbers")
+        raise MalformedPayload("usage_update carries no numbers")
     return UsageReported(
         available=True,
         scope="context",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.events.bounds import DIFF_TEXT_BYTES, bounded_output, bounded_value, clip_text, utf8_tail
+from baton.events.extension import require
 from baton.events.model import (
     DiffContent,
     Location,
@@ -67,7 +68,7 @@ class ToolCallTracker:
     def upsert(
         self, update: Mapping[str, Any], *, now_ms: float, parent_tool_call_id: str | None = None
     ) -> list[Payload]:
-        tool_call_id = str(update["toolCallId"])
+        tool_call_id = str(require(update.get("toolCallId"), (str, int), "toolCallId"))
         state = self._calls.get(tool_call_id)
         first = state is None
         if state is None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
-from baton.events.extension import JsonObject, TurnContext, VendorOutcome
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import (
     DelegationChild,
     DelegationCompleted,
@@ -214,7 +214,7 @@ class ClaudeExtension(TableExtension):
         self, key: str, value: Any, update: JsonObject, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
-            raise TypeError("_claude/rateLimit is not an object")
+            raise MalformedPayload("_claude/rateLimit is not an object")
         status = value.get("status")
         fingerprint = (status, value.get("rateLimitType"), value.get("resetsAt"))
         if fingerprint == self._rate:

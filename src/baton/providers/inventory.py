@@ -35,7 +35,13 @@ from functools import partial
 from typing import Any, Literal
 
 from baton.events.bounds import clip_text
-from baton.events.extension import InventoryEntry, JsonObject, TurnContext, VendorOutcome
+from baton.events.extension import (
+    AGENT_FAULTS,
+    InventoryEntry,
+    JsonObject,
+    TurnContext,
+    VendorOutcome,
+)
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
 
 __all__ = [
@@ -558,12 +564,10 @@ MethodHandler = Callable[[JsonObject, bool, TurnContext], VendorOutcome]
 MetaHandler = Callable[[str, Any, JsonObject, TurnContext], list[Payload]]
 ForeignHandler = Callable[[str, JsonObject, TurnContext], list[Payload]]
 
-_HANDLER_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
-"""What a handler may raise on malformed agent input; it becomes a ``malformed`` notice.
-
-pydantic's ``ValidationError`` is a ``ValueError``. Anything else is a bug in baton
-and propagates.
-"""
+_HANDLER_ERRORS = AGENT_FAULTS
+"""What a handler may raise on malformed agent input (an explicit check's
+:class:`~baton.events.extension.MalformedPayload`, pydantic's ``ValidationError``);
+it becomes a ``malformed`` notice. Anything else is a bug in baton and propagates."""
 
 
 class TableExtension:

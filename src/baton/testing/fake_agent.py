@@ -134,6 +134,7 @@ from baton.testing.scenarios import (
     WaitCancel,
     dumps,
 )
+from baton.testing.scripts import run_turn
 from baton.testing.trace import TraceReplay
 
 __all__ = ["FakeAgent", "main"]
@@ -249,7 +250,7 @@ class FakeAgent:
     # -- turns ---------------------------------------------------------------------------------
 
     def _run_turn(self, turn: TurnScript) -> None:
-        script = self.core.run_turn(turn)
+        script = run_turn(self.core, turn)
         reply: Any = None
         while True:
             try:

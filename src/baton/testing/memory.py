@@ -43,6 +43,7 @@ from baton.testing.scenarios import (
     WaitCancel,
     dumps,
 )
+from baton.testing.scripts import run_turn
 
 __all__ = [
     "KILLED",
@@ -321,7 +322,7 @@ class ScenarioAgent:
                     future.set_result(action.message)
 
     async def _run_turn(self, turn: TurnScript) -> None:
-        script = self.core.run_turn(turn)
+        script = run_turn(self.core, turn)
         reply: Any = None
         while True:
             try:

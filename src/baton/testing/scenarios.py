@@ -188,7 +188,8 @@ TurnBody = Generator[Any, Any, Any]
 
 @dataclass
 class ScenarioCore:
-    """One fake agent's state and answers; drivers perform what it yields."""
+    """One fake agent's state and answers; drivers perform what it yields and run
+    each turn with :func:`baton.testing.scripts.run_turn`."""
 
     options: Options
     cwd: str = field(default_factory=lambda: str(Path.cwd()))
@@ -339,20 +340,6 @@ class ScenarioCore:
                 del self.turns[turn.session_id]
 
     # ------------------------------------------------------------- the turns
-
-    def run_turn(self, turn: TurnScript) -> TurnBody:
-        """The whole turn: the scenario's script, then the prompt's answer."""
-        from baton.testing.scripts import SCRIPTS
-
-        script = SCRIPTS.get(self.scenario, SCRIPTS["ok"])
-        outcome = yield from script(self, turn)
-        if outcome is NO_ANSWER:
-            return
-        result = outcome if isinstance(outcome, dict) else None
-        if result is None:
-            result = {"stopReason": "cancelled" if turn.cancelled else "end_turn"}
-        self.finish(turn)
-        yield Send(_result(turn.request_id, result))
 
     def update(self, update: Message, session_id: str | None = None) -> Send:
         return Send(

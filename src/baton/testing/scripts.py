@@ -21,13 +21,14 @@ from baton.testing.scenarios import (
     JoinStderrFlood,
     Raw,
     ScenarioCore,
+    Send,
     Stderr,
     TurnScript,
     WaitCancel,
     dumps,
 )
 
-__all__ = ["SCRIPTS", "Script"]
+__all__ = ["SCRIPTS", "Script", "run_turn"]
 
 Message = dict[str, Any]
 TurnBody = Generator[Any, Any, Any]
@@ -354,3 +355,16 @@ SCRIPTS: dict[str, Script] = {
     "fs": turn_fs,
 }
 """The turn of each scenario (the others answer like ``ok``)."""
+
+
+def run_turn(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """The whole turn: the scenario's script, then the prompt's answer (what drivers run)."""
+    script = SCRIPTS.get(core.scenario, SCRIPTS["ok"])
+    outcome = yield from script(core, turn)
+    if outcome is NO_ANSWER:
+        return
+    result = outcome if isinstance(outcome, dict) else None
+    if result is None:
+        result = {"stopReason": "cancelled" if turn.cancelled else "end_turn"}
+    core.finish(turn)
+    yield Send({"jsonrpc": "2.0", "id": turn.request_id, "result": result})
