@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from baton.errors import RequestError, SecurityError
-from baton.events.extension import TurnContext
+from baton.events.extension import MalformedPayload, TurnContext
 from baton.events.model import (
     ArtifactGenerated,
     ArtifactViewed,
@@ -90,7 +90,7 @@ def test_bad_items_are_skipped_visibly_and_missing_merge_merges() -> None:
     result = r.apply({"todos": [{"content": "no id"}, 7, {"id": "b", "content": 3}, {"id": "c"}]})
     assert notices(result.payloads) == ["malformed", "malformed"]
     assert [t["id"] for t in result.todos] == ["a", "c"]
-    with pytest.raises(TypeError):
+    with pytest.raises(MalformedPayload):  # the agent's fault: the extension's seam notices it
         r.apply({"todos": "nope", "merge": True})
 
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from baton.errors import SecurityError
+from baton.security.paths import resolve_inside
+
 from .channel import Channel, TurnCancelled, until_cancelled
 from .connection import ConnectionClosed
 from .jsonrpc import JsonObject, RpcError
@@ -271,10 +274,10 @@ def _target(cwd: str, path: str) -> tuple[str, str | None]:
             "",
             f"refused: {path!r} is absolute; file steps take paths relative to the session directory",
         )
-    root = Path(cwd).resolve()
-    resolved = Path(cwd, path).resolve()
-    if resolved == root or not resolved.is_relative_to(root):
-        return "", f"refused: {path!r} is outside the session directory"
+    try:  # baton's one containment check; links are followed only if they stay inside
+        resolve_inside(Path(cwd), path, must_exist=False, regular_file=True, allow_symlink=True)
+    except SecurityError as exc:
+        return "", f"refused: {path!r} is outside the session directory ({exc})"
     return os.path.normpath(os.path.join(cwd, path)), None
 
 
