@@ -13,8 +13,8 @@ import signal
 
 import pytest
 
-from baton.acp.process import process_alive
 from baton.errors import AgentTimeout, AuthRequired, RemoteCallError
+from baton.procgroup import process_alive
 from tests.support.harness import FAST_STOP, Harness, fake, group_gone
 
 

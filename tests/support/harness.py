@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 import pytest
 
-from baton.acp.process import group_alive
 from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
 from baton.app import Baton, Run
 from baton.events.model import CanonicalEvent
+from baton.procgroup import group_alive
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter

@@ -11,7 +11,6 @@ full pipe.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
+from baton.procgroup import exited_within, group_alive, signal_group, stop_group
 
 READ_CHUNK = 256 * 1024
 
@@ -37,46 +37,6 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     if found is None:
         raise AgentNotInstalled(f"agent command {exe!r} not found on PATH")
     return [found, *argv[1:]]
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process group has a live member; zombies (already dead) do not count.
-
-    On Linux the answer comes from ``/proc`` (a killed grandchild re-parented to an
-    init that reaps lazily stays a zombie for a while); elsewhere from ``killpg(0)``.
-    """
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (not missing, not a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
 class AgentProcess:
@@ -216,24 +176,15 @@ class AgentProcess:
         """Whether any live (non-zombie) process of the group still exists."""
         return group_alive(self.pgid)
 
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pgid, sig)
-
     async def terminate(self, grace: float = 2.0) -> int | None:
-        """Stop the whole group: EOF, then SIGTERM, then SIGKILL. Idempotent."""
+        """Stop the whole group: EOF, then :func:`~baton.procgroup.stop_group`. Idempotent."""
         stdin = self.proc.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()
-        code = await self.wait(grace) if self.proc.returncode is None else self.proc.returncode
-        if code is None or self.group_alive():
-            self._signal_group(signal.SIGTERM)
-            if code is None:
-                code = await self.wait(grace)
-        if code is None or self.group_alive():
-            self._signal_group(signal.SIGKILL)
-            if code is None:
-                code = await self.wait(grace)
+        if self.proc.returncode is None:
+            await self.wait(grace)
+        await stop_group(self.pgid, exited_within(self.proc), grace=grace)
+        code = self.proc.returncode
         if self._stderr_task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
@@ -252,4 +203,4 @@ class AgentProcess:
 
     def kill_now(self) -> None:
         """Last-resort synchronous kill (interpreter shutdown paths)."""
-        self._signal_group(signal.SIGKILL)
+        signal_group(self.pgid, signal.SIGKILL)

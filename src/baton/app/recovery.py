@@ -14,8 +14,8 @@ import socket
 import time
 from pathlib import Path
 
-from baton.acp.process import process_alive
 from baton.events.sequencer import Sequencer, format_ts
+from baton.procgroup import process_alive
 from baton.requests import payloads
 from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
 from baton.store.store import Store

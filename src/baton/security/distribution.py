@@ -17,15 +17,14 @@ runner before a launch:
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
+from baton.fsutil import atomic_write
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.manifest import Manifest, platform_key
 from baton.security.paths import sanitize_id
@@ -73,15 +72,7 @@ def load_manifest(path: Path) -> Manifest | None:
 def save_manifest(path: Path, manifest: Manifest) -> None:
     """Write atomically (temp file + rename), so a reader never sees half a manifest."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(manifest.to_json())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, manifest.to_json().encode("utf-8"), mode=0o644)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,13 +8,13 @@ crash never leaves a half-written session; a file that cannot be read counts as 
 
 import json
 import logging
-import os
 import re
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from baton.fsutil import atomic_write
 
 from .jsonrpc import JsonObject
 
@@ -139,16 +139,7 @@ class SessionStore:
         try:
             self._dir.mkdir(parents=True, exist_ok=True)
             data = json.dumps(record.to_json(), ensure_ascii=False).encode()
-            fd, temp = tempfile.mkstemp(dir=self._dir, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(data)
-                    file.flush()
-                    os.fsync(file.fileno())
-                os.replace(temp, self._path(record.session_id))
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            atomic_write(self._path(record.session_id), data)
         except OSError:
             log.exception("could not save session %s", record.session_id)
 

@@ -1,0 +1,111 @@
+"""Process groups: the one way baton stops what it started, and tells whether it lives.
+
+Everything baton runs (agents, terminals the agent asked for, notification commands, the
+built-in agent's shell steps) is started with ``start_new_session=True``, so it and all
+it spawns share one process group. :func:`stop_group` ends such a group the same way
+everywhere: SIGTERM the group, give the leader ``grace`` seconds, then SIGKILL whatever
+of the group is left (leftover children too, which a leader's exit does not end).
+Liveness ignores zombies: a process that exited but was not reaped yet is dead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+__all__ = ["exited_within", "group_alive", "process_alive", "signal_group", "stop_group"]
+
+log = logging.getLogger(__name__)
+
+WaitLeader = Callable[[float], Awaitable[bool]]
+"""``wait(seconds)``: whether the group's leader has exited within ``seconds``."""
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Signal a process group; ``False`` when no process of it is left to signal."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        log.warning("not allowed to signal process group %d", pgid)
+        return False
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a live member; zombies (already dead) do not count.
+
+    On Linux the answer comes from ``/proc`` (a killed grandchild re-parented to an
+    init that reaps lazily stays a zombie for a while); elsewhere from ``killpg(0)``.
+    """
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not missing, not a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+async def stop_group(
+    pgid: int, wait_leader: WaitLeader, *, grace: float, term: bool = True
+) -> bool:
+    """End the group led by ``pgid``: SIGTERM, ``grace`` for the leader, then SIGKILL.
+
+    ``term=False`` skips the polite step (a kill the caller asked for). Leftovers of the
+    group are killed even when the leader exited on its own. Returns whether the leader
+    has exited (``False`` only if it survived SIGKILL for ``grace`` seconds).
+    """
+    exited = await wait_leader(0)
+    if term and (not exited or group_alive(pgid)):
+        signal_group(pgid, signal.SIGTERM)
+        exited = await wait_leader(grace)
+    if not exited or group_alive(pgid):
+        signal_group(pgid, signal.SIGKILL)
+        exited = await wait_leader(grace)
+    return exited
+
+
+def exited_within(proc: asyncio.subprocess.Process) -> WaitLeader:
+    """The :data:`WaitLeader` of an asyncio child process."""
+
+    async def wait(seconds: float) -> bool:
+        if proc.returncode is not None:
+            return True
+        try:
+            await asyncio.wait_for(proc.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    return wait
