@@ -17,7 +17,10 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-TIERS: list[tuple[str, ...]] = [
+Layer = str | tuple[str, ...]
+"""A package or module prefix, or several that form one layer (they may import each other)."""
+
+TIERS: list[tuple[Layer, ...]] = [
     ("baton.__main__",),  # python -m baton
     ("baton.cli",),  # the command line: thin over the root
     ("baton.web",),  # the web surface (``baton serve`` mounts it)
@@ -26,17 +29,22 @@ TIERS: list[tuple[str, ...]] = [
     # Siblings: none of these imports another.
     ("baton.coordination", "baton.runner", "baton.testing", "baton.agents"),
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client
-    ("baton.requests",),  # human requests: documents, policy, states, the ledger
+    ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence
     ("baton.config", "baton.security"),
     ("baton.providers",),  # one extension per agent family
+    ("baton.security.paths",),  # the one containment check (providers use it)
     ("baton.events",),  # the canonical event model, normalizers, the extension seam
-    ("baton", "baton.errors", "baton.fsutil"),  # the error tree, one atomic write
+    ("baton", "baton.errors", "baton.fsutil", "baton.procgroup"),  # leaves everyone uses
 ]
-"""The layers, top first. Packages in one tier are siblings (except the bottom tier's
-modules, which are leaves everyone uses)."""
+"""The layers, top first. Layers in one tier are siblings, except in the bottom tier."""
 
-SIBLING_FREE = {TIERS.index(("baton", "baton.errors", "baton.fsutil"))}
+SIBLING_FREE = {len(TIERS) - 1}
+
+
+def _prefixes(layer: Layer) -> tuple[str, ...]:
+    return (layer,) if isinstance(layer, str) else layer
+
 
 PENDING_MOVES: dict[tuple[str, str], str] = {
     ("baton.runner.role_sessions", "baton.coordination"): "team moves it to baton.team",
@@ -92,15 +100,17 @@ GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
 
 def _tier(module: str) -> tuple[int, str]:
     """(tier index, the layer entry that holds ``module``): the longest matching prefix."""
-    best: tuple[int, str] | None = None
+    best: tuple[int, str, str] | None = None  # (tier, layer name, matched prefix)
     for index, tier in enumerate(TIERS):
-        for entry in tier:
-            if (module == entry or module.startswith(entry + ".")) and (
-                best is None or len(entry) > len(best[1])
-            ):
-                best = (index, entry)
+        for layer in tier:
+            name = _prefixes(layer)[0]
+            for prefix in _prefixes(layer):
+                if (module == prefix or module.startswith(prefix + ".")) and (
+                    best is None or len(prefix) > len(best[2])
+                ):
+                    best = (index, name, prefix)
     assert best is not None, f"{module} has no layer: give its package a place in TIERS"
-    return best
+    return best[0], best[1]
 
 
 def test_every_module_has_a_layer() -> None:
@@ -182,13 +192,11 @@ def test_the_checks_can_fail() -> None:
     """The detectors on a tiny graph with a cycle and an upward arrow."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _tier("baton.events.model") == (TIERS.index(("baton.events",)), "baton.events")
+    assert _tier("baton.security.paths")[1] == "baton.security.paths"
+    assert _tier("baton.security.redact")[1] == "baton.security"
     assert _tier("baton.runner.session")[1] == "baton.runner"
     with pytest.raises(AssertionError, match="no layer"):
         _tier("elsewhere.module")
-
-
-def _layer_names() -> list[str]:
-    return [entry.removeprefix("baton.") for tier in TIERS for entry in tier]
 
 
 def test_the_documented_layers_are_these() -> None:
@@ -199,5 +207,8 @@ def test_the_documented_layers_are_these() -> None:
     documented = [
         tuple(name.strip(" `") for name in row.split("|")[1].split("·")) for row in rows[1:]
     ]
-    expected = [tuple(entry.removeprefix("baton.") or "baton" for entry in tier) for tier in TIERS]
+    expected = [
+        tuple(p.removeprefix("baton.") for layer in tier for p in _prefixes(layer))
+        for tier in TIERS
+    ]
     assert documented == expected
