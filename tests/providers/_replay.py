@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from baton.events.extension import TurnContext
+from baton.events.extension import STABLE_VARIANTS, TurnContext
 from baton.events.model import Payload
-from baton.providers.inventory import GENERIC_METHODS, GENERIC_UPDATES
+from baton.providers.inventory import GENERIC_METHODS
 from baton.providers.registry import (
     ErrorReply,
     dispatch_foreign,
@@ -84,7 +84,7 @@ def replay(lines: Iterable[Mapping[str, Any]], family: str, workspace: str) -> l
             session = params.get("sessionId")
             if ctx.session_id is not None and session != ctx.session_id:
                 payloads = dispatch_foreign(ext, session, update, ctx)
-            elif variant in GENERIC_UPDATES:
+            elif variant in STABLE_VARIANTS:
                 if variant == "usage_update":
                     ctx.usage_reported = True
                 payloads = ext.observe_update(variant, update, ctx)

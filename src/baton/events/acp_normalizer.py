@@ -25,6 +25,8 @@ from typing import Any
 from baton.events.bounds import bounded_value, clip_text
 from baton.events.extension import (
     AGENT_FAULTS,
+    STABLE_VARIANTS,
+    UNSTABLE_VARIANTS,
     MalformedPayload,
     NullExtension,
     ProviderExtension,
@@ -52,30 +54,6 @@ from baton.events.tools import ToolCallTracker, _block_text
 COALESCE_MAX_BYTES = 64 * 1024
 MAX_PLAN_STEPS = 256
 MAX_COMMANDS = 256
-
-STABLE_VARIANTS: dict[str, str] = {
-    "user_message_chunk": "transcript.user",
-    "agent_message_chunk": "transcript.assistant",
-    "agent_thought_chunk": "transcript.thinking",
-    "tool_call": "tool.execution",
-    "tool_call_update": "tool.execution",
-    "plan": "plan.updated",
-    "available_commands_update": "commands.updated",
-    "current_mode_update": "mode.changed",
-    "config_option_update": "config.changed",
-    "session_info_update": "session.info_updated",
-    "usage_update": "usage.reported",
-}
-"""Every stable ACP v1 ``sessionUpdate`` variant and the canonical family it feeds."""
-
-UNSTABLE_VARIANTS: dict[str, str] = {
-    "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
-    "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
-    "notice": "unstable agent notice (schema.unstable)",
-    "compaction_update": "unstable context compaction progress (schema.unstable)",
-    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
-}
-"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
 
 _CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | TranscriptUser]] = {
     "agent_message_chunk": TranscriptAssistant,

@@ -31,6 +31,8 @@ from baton.events.redaction import NoRedaction, Redaction
 
 __all__ = [
     "AGENT_FAULTS",
+    "STABLE_VARIANTS",
+    "UNSTABLE_VARIANTS",
     "InventoryEntry",
     "JsonObject",
     "MalformedPayload",
@@ -42,6 +44,31 @@ __all__ = [
 ]
 
 JsonObject = Mapping[str, Any]
+
+STABLE_VARIANTS: Mapping[str, str] = {
+    "user_message_chunk": "transcript.user",
+    "agent_message_chunk": "transcript.assistant",
+    "agent_thought_chunk": "transcript.thinking",
+    "tool_call": "tool.execution",
+    "tool_call_update": "tool.execution",
+    "plan": "plan.updated",
+    "available_commands_update": "commands.updated",
+    "current_mode_update": "mode.changed",
+    "config_option_update": "config.changed",
+    "session_info_update": "session.info_updated",
+    "usage_update": "usage.reported",
+}
+"""Every stable ACP v1 ``sessionUpdate`` variant and the canonical family it feeds: the
+one table; the generic normalizer owns these, an extension may only add to them."""
+
+UNSTABLE_VARIANTS: Mapping[str, str] = {
+    "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
+    "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
+    "notice": "unstable agent notice (schema.unstable)",
+    "compaction_update": "unstable context compaction progress (schema.unstable)",
+    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
+}
+"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
 
 
 class MalformedPayload(ValueError):

@@ -37,6 +37,7 @@ from typing import Any, Literal
 from baton.events.bounds import clip_text
 from baton.events.extension import (
     AGENT_FAULTS,
+    STABLE_VARIANTS,
     InventoryEntry,
     JsonObject,
     TurnContext,
@@ -51,7 +52,6 @@ __all__ = [
     "CURSOR_INVENTORY",
     "GEMINI_INVENTORY",
     "GENERIC_METHODS",
-    "GENERIC_UPDATES",
     "INVENTORIES",
     "OPENCODE_INVENTORY",
     "QWEN_INVENTORY",
@@ -68,21 +68,6 @@ __all__ = [
 Evidence = Literal["observed", "documented", "inferred"]
 Kind = Literal["update", "method", "meta"]
 Status = Literal["implemented", "partial", "unsupported", "unverified"]
-
-GENERIC_UPDATES: Mapping[str, str] = {
-    "user_message_chunk": "transcript.user",
-    "agent_message_chunk": "transcript.assistant",
-    "agent_thought_chunk": "transcript.thinking",
-    "tool_call": "tool.execution",
-    "tool_call_update": "tool.execution",
-    "plan": "plan.updated",
-    "available_commands_update": "commands.updated",
-    "current_mode_update": "mode.changed",
-    "config_option_update": "config.changed",
-    "session_info_update": "session.info_updated",
-    "usage_update": "usage.reported",
-}
-"""Stable ACP variants owned by the generic normalizer (an extension may only add to them)."""
 
 GENERIC_METHODS: Mapping[str, str] = {
     "session/request_permission": "request",
@@ -180,7 +165,7 @@ def _stable(
     variants: Iterable[str], evidence: Evidence, source: str, notes: Mapping[str, str] | None = None
 ) -> tuple[NativeEvent, ...]:
     notes = notes or {}
-    return tuple(_u(v, GENERIC_UPDATES[v], notes.get(v, ""), evidence, source) for v in variants)
+    return tuple(_u(v, STABLE_VARIANTS[v], notes.get(v, ""), evidence, source) for v in variants)
 
 
 _CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
@@ -603,7 +588,7 @@ class TableExtension:
 
     def on_update(self, variant: str, handler: UpdateHandler) -> None:
         self._listed("update", variant)
-        if variant in GENERIC_UPDATES:
+        if variant in STABLE_VARIANTS:
             raise LookupError(f"{variant!r} is owned by the generic layer; use observe()")
         self._updates[variant] = handler
 
@@ -618,7 +603,7 @@ class TableExtension:
 
     def observe(self, variant: str, handler: UpdateHandler) -> None:
         self._listed("update", variant)
-        if variant not in GENERIC_UPDATES:
+        if variant not in STABLE_VARIANTS:
             raise LookupError(f"{variant!r} is not a generic variant; use on_update()")
         self._observers[variant] = handler
 
@@ -640,7 +625,7 @@ class TableExtension:
         if handler is not None:
             return self._guard(partial(handler, update, ctx), ctx, variant=variant)
         entry = self.inventory.get("update", variant)
-        if entry is None or variant in GENERIC_UPDATES:
+        if entry is None or variant in STABLE_VARIANTS:
             return None
         return [self._unsupported(entry, ctx, variant=variant)]
 
