@@ -35,6 +35,7 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.providers",),  # one extension per agent family
     ("baton.security.paths",),  # the one containment check (providers use it)
     ("baton.events",),  # the canonical event model, normalizers, the extension seam
+    (("baton.requests.model", "baton.requests.errors"),),  # request documents, pure data
     ("baton", "baton.errors", "baton.fsutil", "baton.procgroup"),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""

@@ -105,7 +105,7 @@ def replay(lines: Iterable[Mapping[str, Any]], family: str, workspace: str) -> l
                 "result": _result(outcome.result),
             }
             if outcome.request is not None:
-                record["request"] = outcome.request
+                record["request"] = outcome.request.model_dump(mode="json")
             out.append(record)
         elif msg.get("id") in prompts:
             result = msg.get("result") or {}

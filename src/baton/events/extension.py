@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from baton.events.model import Payload
 from baton.events.redaction import NoRedaction, Redaction
+from baton.requests.model import RequestDocument
 
 __all__ = [
     "AGENT_FAULTS",
@@ -95,14 +96,16 @@ class VendorOutcome:
 
     ``route="reply"``: answer at once with ``result`` (requests) or nothing
     (notifications). ``route="human"``: the method is a human decision
-    (question/plan); the runner hands ``request`` to the durable-requests ledger, and
-    answers ``result`` only if no ledger is attached (headless-safe fallback).
+    (question/plan); ``request`` is its document, built by the provider directly as a
+    :mod:`baton.requests.model` document (validated and bounded by the one document
+    model); the runner hands it to the durable-requests ledger. ``result`` is the
+    headless-safe answer, used when the request cannot reach a human.
     """
 
     payloads: Sequence[Payload] = ()
     route: Literal["reply", "human"] = "reply"
     result: Any = None
-    request: Any = None
+    request: RequestDocument | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from baton.acp import jsonrpc
 from baton.acp.connection import protocol_error_text
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
-from baton.errors import SecurityError
+from baton.errors import LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import HarnessDiagnostic, SecurityPathRefused
@@ -37,12 +37,7 @@ from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import RequestDocument
 from baton.runner import client_fs
-from baton.runner.request_documents import (
-    elicitation_document,
-    permission_document,
-    vendor_document,
-    vendor_kind,
-)
+from baton.runner.request_documents import elicitation_document, permission_document
 from baton.runner.requests_broker import RequestBroker, RequestContext
 from baton.runner.session_events import SessionEvents
 from baton.runner.terminals import TerminalManager
@@ -319,12 +314,11 @@ class ClientMethods:
             return None
         await self.events.drafts([Draft(p) for p in outcome.payloads])
         if outcome.route == "human" and has_id:
-            try:
-                document = vendor_document(method, self.events.redactor.value(outcome.request))
-            except InvalidDocument as exc:
-                await self._refuse(vendor_kind(method), msg_id, exc, params)
-                raise RpcError.invalid_params(str(exc)) from exc
-            return await self._resolve(msg_id, document)
+            if outcome.request is None:
+                raise LocalProtocolError(
+                    f"{method}: the provider routed it to a human without a document"
+                )
+            return await self._resolve(msg_id, outcome.request)
         if isinstance(outcome.result, ErrorReply):
             raise RpcError(outcome.result.code, outcome.result.message)
         return outcome.result if outcome.result is not None else {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from baton.errors import RequestError
 from baton.events.extension import JsonObject, TurnContext, VendorOutcome
 from baton.events.model import Payload, SecurityPayloadRejected
 from baton.providers.cursor import artifacts, plans, questions, tasks
@@ -35,6 +36,7 @@ from baton.providers.inventory import (
     TableExtension,
     notice,
 )
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
 
 TODOS_FALLBACK = outcome("accepted", todos=[])
 
@@ -123,27 +125,24 @@ class CursorExtension(TableExtension):
 
     def _ask_question(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
-            document = questions.normalize_question(params)
-        except questions.QuestionRefused as exc:
-            return _refused(
-                questions.METHOD, exc, exc.oversize, outcome("skipped", reason=str(exc)), ctx
-            )
+            document = questions.normalize_question(params, ctx.redaction)
+        except (InvalidDocument, PayloadTooLarge) as exc:
+            return _refused(questions.METHOD, exc, outcome("skipped", reason=str(exc)), ctx)
         return VendorOutcome(route="human", request=document, result=questions.HEADLESS_REPLY)
 
     def _create_plan(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
-            document = plans.normalize_plan(params)
-        except plans.PlanRefused as exc:
-            return _refused(
-                plans.METHOD, exc, exc.oversize, outcome("rejected", reason=str(exc)), ctx
-            )
+            document = plans.normalize_plan(params, ctx.redaction)
+        except (InvalidDocument, PayloadTooLarge) as exc:
+            return _refused(plans.METHOD, exc, outcome("rejected", reason=str(exc)), ctx)
         return VendorOutcome(route="human", request=document, result=plans.HEADLESS_REPLY)
 
 
 def _refused(
-    method: str, exc: Exception, oversize: bool, reply: Mapping[str, Any], ctx: TurnContext
+    method: str, exc: RequestError, reply: Mapping[str, Any], ctx: TurnContext
 ) -> VendorOutcome:
     """A human request baton cannot present faithfully: answered now, visibly."""
+    oversize = isinstance(exc, PayloadTooLarge)
     payloads: list[Payload] = []
     if oversize:
         payloads.append(
