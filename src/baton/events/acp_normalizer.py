@@ -31,6 +31,7 @@ from baton.events.model import (
     PlanStep,
     PlanUpdated,
     ProviderNotice,
+    SecurityRedactionFallback,
     SessionInfoUpdated,
     ToolExecutionProgressed,
     TranscriptAssistant,
@@ -75,6 +76,40 @@ _CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | Transcri
     "agent_thought_chunk": TranscriptThinking,
     "user_message_chunk": TranscriptUser,
 }
+KNOWN_FIELDS: dict[str, frozenset[str]] = {
+    "user_message_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "agent_message_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "agent_thought_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "tool_call": frozenset(
+        {
+            "sessionUpdate",
+            "toolCallId",
+            "title",
+            "kind",
+            "status",
+            "content",
+            "locations",
+            "rawInput",
+            "rawOutput",
+            "_meta",
+        }
+    ),
+    "plan": frozenset({"sessionUpdate", "entries", "_meta"}),
+    "available_commands_update": frozenset({"sessionUpdate", "availableCommands", "_meta"}),
+    "current_mode_update": frozenset({"sessionUpdate", "currentModeId", "_meta"}),
+    "config_option_update": frozenset({"sessionUpdate", "configOptions", "_meta"}),
+    "session_info_update": frozenset({"sessionUpdate", "title", "updatedAt", "_meta"}),
+    "usage_update": frozenset({"sessionUpdate", "used", "size", "cost", "_meta"}),
+}
+"""The fields ACP v1 defines for each stable variant (a test compares with the SDK)."""
+KNOWN_FIELDS["tool_call_update"] = KNOWN_FIELDS["tool_call"]
+_CHUNK_FIELDS = KNOWN_FIELDS["agent_message_chunk"]
+
+KNOWN_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+"""ACP v1 ContentBlock types; any other block is kept whole in ``raw``."""
+KNOWN_TOOL_CONTENT_TYPES = frozenset({"content", "diff", "terminal"})
+"""ACP v1 ToolCallContent types; any other item is kept whole in ``raw``."""
+
 _PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
@@ -94,7 +129,15 @@ class _Pending:
     size: int
     chunks: int
     content_type: str
-    meta: Any
+    keep: dict[str, Any]
+    """Native detail kept beside the text (``_meta``, unknown fields, unknown blocks)."""
+    context: str = ""
+    """What later chunks are redacted against (see :meth:`AcpNormalizer.flush_ready`)."""
+
+
+def _unknown_fields(update: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Fields of a known variant that ACP v1 does not define: kept, never dropped."""
+    return {k: v for k, v in update.items() if k not in known}
 
 
 class AcpNormalizer:
@@ -189,7 +232,19 @@ class AcpNormalizer:
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
                 )
             )
+        out.extend(self._fallbacks(self._subject(variant, update)))
         return out
+
+    def _subject(self, variant: str, update: Mapping[str, Any]) -> str:
+        """Where a redaction fallback happened: variant, tool call, workspace-relative path."""
+        subject = f"session/update {variant}"
+        tool_call_id = update.get("toolCallId")
+        if isinstance(tool_call_id, str):
+            subject += f" {tool_call_id}"
+            state = self.tools.get(tool_call_id)
+            if state is not None and state.locations:
+                subject += f" ({state.locations[0].path})"
+        return subject
 
     def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
         if variant in ("tool_call", "tool_call_update"):
@@ -197,11 +252,15 @@ class AcpNormalizer:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
             payloads = self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
+            unknown = _unknown_tool_detail(update)
             if len(payloads) == 1 and isinstance(payloads[0], ToolExecutionProgressed):
                 # Hot path: the normalized payload already holds every merged field;
-                # the native envelope is kept for starts and completions only.
-                return [Draft(payloads[0])]
+                # the native envelope is kept for starts and completions, and for
+                # whatever the payload has no place for (unknown fields and items).
+                return [Draft(payloads[0], raw=self._kept(unknown))]
             raw = self._raw(update, drop=("content", "rawInput", "rawOutput"))
+            if unknown.get("content") and isinstance(raw, dict):
+                raw["content"] = self._kept({"content": unknown["content"]})["content"]
             return [Draft(p, raw=raw) for p in payloads]
         if variant == "plan":
             return [Draft(self._plan(update), raw=self._raw(update))]
@@ -212,7 +271,12 @@ class AcpNormalizer:
             kept = [
                 self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
             ]
-            return [Draft(CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]))]
+            return [
+                Draft(
+                    CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]),
+                    raw=self._kept(_unknown_fields(update, KNOWN_FIELDS[variant])),
+                )
+            ]
         if variant == "current_mode_update":
             return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
         if variant == "config_option_update":
@@ -220,7 +284,12 @@ class AcpNormalizer:
             if not isinstance(options, list):
                 raise TypeError("configOptions must be a list")
             kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
-            return [Draft(ConfigChanged(config_options=kept))]
+            return [
+                Draft(
+                    ConfigChanged(config_options=kept),
+                    raw=self._kept(_unknown_fields(update, KNOWN_FIELDS[variant])),
+                )
+            ]
         if variant == "session_info_update":
             cleared = [k for k in ("title", "updatedAt") if k in update and update[k] is None]
             title = update.get("title")
@@ -271,6 +340,11 @@ class AcpNormalizer:
             return self._notice(
                 "malformed", f"{variant} text is not a string", update, variant=variant
             )
+        keep = _unknown_fields(update, _CHUNK_FIELDS)
+        if "_meta" in update:
+            keep["_meta"] = update["_meta"]
+        if content_type not in KNOWN_CONTENT_TYPES:
+            keep["content"] = content  # an unknown block: described in text, kept whole here
         message_id = update.get("messageId")
         out: list[Draft] = []
         pending = self._pending
@@ -287,38 +361,86 @@ class AcpNormalizer:
             pending.variant != variant
             or pending.message_id != message_id
             or pending.content_type != content_type
-            or pending.size >= COALESCE_MAX_BYTES
+            or pending.keep != keep
         ):
             out.extend(self.flush())
             pending = None
         self._last_variant = variant
         self._last_chunk = (variant, message_id)
         if pending is None:
-            self._pending = _Pending(
-                variant, message_id, [text], len(text), 1, content_type, update.get("_meta")
+            self._pending = pending = _Pending(
+                variant, message_id, [text], len(text), 1, content_type, keep
             )
         else:
             pending.parts.append(text)
             pending.size += len(text)
             pending.chunks += 1
+        if pending.size >= COALESCE_MAX_BYTES:
+            out.extend(self.flush_ready())
         return out
 
     def flush(self) -> list[Draft]:
-        """Emit the coalesced transcript text, if any."""
+        """Emit all coalesced transcript text: the message ends (something else came)."""
         pending = self._pending
         if pending is None:
             return []
         self._pending = None
+        text = "".join(pending.parts)
+        if not text:
+            return []
+        return self._transcript(pending, self._redaction.text_after(pending.context, text))
+
+    def flush_ready(self) -> list[Draft]:
+        """Emit the coalesced text that is safe to show now; hold back the rest.
+
+        Called after each read from the agent's pipe, so live views stream. What may
+        still be half a secret (the start of a bound credential, an unfinished word,
+        a line that holds ``password:`` but not yet its value, a private key without
+        its end) stays pending until the next chunk or the end of the message; what
+        is shown is redacted against the shown part of its line (see
+        ``Redactor.stream_cut``). The message stays open for its next chunks.
+        """
+        pending = self._pending
+        if pending is None or not pending.parts:
+            return []
+        text = "".join(pending.parts)
+        cut = self._redaction.stream_cut(text, pending.context)
+        if cut <= 0:
+            pending.parts = [text]
+            return []
+        shown, held = text[:cut], text[cut:]
+        out = self._transcript(pending, self._redaction.text_after(pending.context, shown))
+        pending.context = self._redaction.stream_context(pending.context, shown)
+        pending.parts = [held] if held else []
+        pending.size = len(held)
+        pending.chunks = 1 if held else 0
+        return out
+
+    def _transcript(self, pending: _Pending, text: str) -> list[Draft]:
         payload = _CHUNK_TYPES[pending.variant](
             message_id=pending.message_id,
-            text=self._redaction.text("".join(pending.parts)),
+            text=text,
             chunks=pending.chunks,
             content_type=pending.content_type,
         )
-        raw = None
-        if pending.meta is not None:
-            raw = {"_meta": bounded_value(self._redaction.value(pending.meta))}
-        return [Draft(payload, raw=raw)]
+        raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
+        return [
+            Draft(payload, raw=raw),
+            *self._fallbacks(f"{pending.variant} {pending.message_id}"),
+        ]
+
+    def _fallbacks(self, subject: str) -> list[Draft]:
+        """Every fail-closed redaction since the last call, as a visible security event."""
+        return [
+            Draft(
+                SecurityRedactionFallback(
+                    control="redaction",
+                    subject=clip_text(self._redaction.text(subject), 200),
+                    reason=reason,
+                )
+            )
+            for reason in self._redaction.drain_fallbacks()
+        ]
 
     # ------------------------------------------------------------------ helpers
 
@@ -355,16 +477,45 @@ class AcpNormalizer:
         if not isinstance(update, Mapping):
             return self._notice("malformed", "session/update without an update object", params)
         out = self.flush()
-        out.extend(
-            Draft(p)
-            for p in self.extension.foreign_session_update(session_id, update, self.context)
-        )
+        raw = bounded_value(self._redaction.value(dict(params)))
+        claimed = self.extension.foreign_session_update(session_id, update, self.context)
+        if claimed:
+            # The native update stays with the first payload it produced: kept, not just
+            # announced as kept.
+            out.append(Draft(claimed[0], raw=raw))
+            out.extend(Draft(p) for p in claimed[1:])
+        else:
+            variant = update.get("sessionUpdate")
+            out.append(
+                Draft(
+                    ProviderNotice(
+                        category="foreign_session",
+                        severity="info",
+                        summary=clip_text(
+                            self._redaction.text(
+                                f"update for session {session_id!r}, not this session; "
+                                "kept raw, not attributed to it"
+                            )
+                        ),
+                        method="session/update",
+                        variant=clip_text(variant, 200) if isinstance(variant, str) else None,
+                    ),
+                    raw=raw,
+                )
+            )
+        out.extend(self._fallbacks(f"session/update for session {clip_text(session_id, 160)}"))
         return out
 
     def next_plan_revision(self) -> int:
         """Plan revisions are shared with extensions that emit plans (Cursor todos)."""
         self._plan_revision += 1
         return self._plan_revision
+
+    def _kept(self, detail: dict[str, Any]) -> Any:
+        """Native detail the canonical payload has no place for; ``None`` when there is none."""
+        if not detail:
+            return None
+        return bounded_value(self._redaction.value(detail))
 
     def _raw(self, update: Mapping[str, Any], drop: tuple[str, ...] = ()) -> Any:
         kept = {k: v for k, v in update.items() if k not in drop} if drop else dict(update)
@@ -387,12 +538,34 @@ class AcpNormalizer:
                     severity=severity,
                     summary=clip_text(self._redaction.text(summary)),
                     method="session/update",
-                    variant=variant,
+                    variant=clip_text(variant, 200) if variant else None,
                 ),
                 raw=bounded_value(self._redaction.value(raw)),
             )
         )
+        out.extend(self._fallbacks(f"session/update {variant or '?'}"))
         return out
+
+
+def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
+    """Unknown fields of a tool update, and content items of unknown types (whole)."""
+    detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
+    content = update.get("content")
+    if isinstance(content, list):
+        unknown = [
+            item
+            for item in content
+            if not isinstance(item, Mapping)
+            or item.get("type") not in KNOWN_TOOL_CONTENT_TYPES
+            or (
+                item.get("type") == "content"
+                and isinstance(item.get("content"), Mapping)
+                and item["content"].get("type") not in KNOWN_CONTENT_TYPES
+            )
+        ]
+        if unknown:
+            detail["content"] = unknown
+    return detail
 
 
 def _int_or_none(value: Any) -> int | None:
