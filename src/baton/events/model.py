@@ -13,9 +13,11 @@ is generated from these models (``baton schema --check`` / tests fail when stale
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = 1
 
@@ -492,6 +494,13 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
 """The closed inventory of canonical event types."""
 
 
+EVENT_FLAGS: dict[str, str] = {
+    "unencodable_text": "text that could not be stored as received (a lone UTF-16 "
+    "surrogate, valid JSON but not encodable as UTF-8) was replaced by U+FFFD",
+}
+"""What a flag on an event means. The event is kept, in a safe form, and says so."""
+
+
 class CanonicalEvent(BaseModel):
     """One event of the canonical stream, as stored and as emitted in NDJSON."""
 
@@ -508,6 +517,8 @@ class CanonicalEvent(BaseModel):
     payload: SerializeAsAny[Payload]
     raw: JsonValue = None
     """The native payload this event came from, redacted and bounded."""
+    flags: list[str] = Field(default_factory=list)
+    """How this event differs from what was received (:data:`EVENT_FLAGS`); usually empty."""
 
     @model_validator(mode="before")
     @classmethod
@@ -526,5 +537,49 @@ class CanonicalEvent(BaseModel):
         return data
 
     def to_json(self) -> str:
-        """One line of NDJSON (no trailing newline); the serializer directly, on the hot path."""
-        return self.__pydantic_serializer__.to_json(self).decode()
+        """One line of NDJSON (no trailing newline); the serializer directly, on the hot path.
+
+        Serialized once: the store, NDJSON output and SSE share the line (kept outside
+        the fields, so equality and dumps ignore it; :meth:`model_copy` drops it).
+        """
+        line: str | None = self.__dict__.get("_json")
+        if line is None:
+            line = self.__pydantic_serializer__.to_json(self).decode()
+            object.__setattr__(self, "_json", line)
+        return line
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> CanonicalEvent:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("_json", None)
+        return copied
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _repaired(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_repaired(k): _repaired(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_repaired(v) for v in value]
+    return value
+
+
+def storable(event: CanonicalEvent) -> CanonicalEvent:
+    """``event`` itself when it serializes; else a safe copy that says what changed.
+
+    Valid JSON can hold what UTF-8 cannot (``"\\ud800"``: a lone surrogate). Such an
+    event is neither dropped nor allowed to fail its writer: every string is repaired
+    (lone surrogates become U+FFFD) and the event is flagged ``unencodable_text``.
+    The serialized line is kept on the event, so this costs no second serialization.
+    """
+    try:
+        event.to_json()
+    except PydanticSerializationError:
+        data = _repaired(event.model_dump(mode="python"))
+        data["flags"] = sorted({*data.get("flags", ()), "unencodable_text"})
+        event = CanonicalEvent.model_validate(data)
+        event.to_json()
+    return event
