@@ -326,3 +326,22 @@ def test_the_shown_context_carries_a_key_to_its_value() -> None:
     """``the token `` is shown (nothing secret yet); its value, a read later, is not."""
     shown = _shown(_stream(normalizer(), ["the token ", "= cl1-t0ken-v4lue\n"]))
     assert shown == f"the token = {MARKER}\n"
+
+
+def test_tool_kind_and_status_outside_acp_vocabulary_are_normalized_and_kept() -> None:
+    n = normalizer()
+    drafts = n.update(
+        upd(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "t1",
+                "title": "x",
+                "kind": "\x1b[2Jexploit",
+                "status": "weird",
+            }
+        ),
+        now_ms=0,
+    )
+    started = drafts[0].payload
+    assert started.kind == "other" and started.status == "pending"
+    assert drafts[0].raw["kind"] == "\x1b[2Jexploit" and drafts[0].raw["status"] == "weird"

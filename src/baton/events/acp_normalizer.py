@@ -40,7 +40,7 @@ from baton.events.model import (
     UsageReported,
 )
 from baton.events.redaction import Redaction
-from baton.events.tools import ToolCallTracker, _block_text
+from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
 from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
 
 COALESCE_MAX_BYTES = 64 * 1024
@@ -548,8 +548,13 @@ class AcpNormalizer:
 
 
 def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
-    """Unknown fields of a tool update, and content items of unknown types (whole)."""
+    """Unknown fields of a tool update, values outside ACP's kind/status vocabulary, and
+    content items of unknown types (whole)."""
     detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
+    for key, known in (("kind", TOOL_KINDS), ("status", TOOL_STATUSES)):
+        value = update.get(key)
+        if value is not None and value not in known:
+            detail[key] = value
     content = update.get("content")
     if isinstance(content, list):
         unknown = [

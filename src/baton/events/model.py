@@ -541,10 +541,13 @@ class CanonicalEvent(BaseModel):
 
         Serialized once: the store, NDJSON output and SSE share the line (kept outside
         the fields, so equality and dumps ignore it; :meth:`model_copy` drops it).
+        Unicode line separators are escaped (see :data:`_LINE_BREAKS`).
         """
         line: str | None = self.__dict__.get("_json")
         if line is None:
             line = self.__pydantic_serializer__.to_json(self).decode()
+            if "\u2028" in line or "\u2029" in line or "\x85" in line:
+                line = line.translate(_LINE_BREAKS)
             object.__setattr__(self, "_json", line)
         return line
 
@@ -553,6 +556,10 @@ class CanonicalEvent(BaseModel):
         copied.__dict__.pop("_json", None)
         return copied
 
+
+_LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
+"""Characters JSON may leave raw but ``str.splitlines()`` (and so many NDJSON readers)
+splits on: escaped, so that one event is always one line whoever reads it."""
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

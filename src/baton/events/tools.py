@@ -28,6 +28,23 @@ from baton.events.model import (
 from baton.events.redaction import Redaction
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TOOL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
+"""ACP v1 ToolCallStatus; any other value is ignored here and kept in ``raw``."""
+TOOL_KINDS = frozenset(
+    {
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    }
+)
+"""ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
 """Completed calls beyond this many are forgotten oldest-first (a late delta for one
 is then treated as a new call, visibly, rather than growing memory forever)."""
@@ -123,9 +140,9 @@ class ToolCallTracker:
             state.title = clip_text(self._redaction.text(title))
         kind = update.get("kind")
         if isinstance(kind, str) and kind:
-            state.kind = kind
+            state.kind = kind if kind in TOOL_KINDS else "other"
         status = update.get("status")
-        if isinstance(status, str) and status and not state.done:
+        if isinstance(status, str) and status in TOOL_STATUSES and not state.done:
             state.status = status
         locations = update.get("locations")
         if isinstance(locations, list):
