@@ -288,3 +288,38 @@ def test_value_never_crashes_and_is_idempotent(v: Any) -> None:
     once = r.value(v)
     json.dumps(once)
     assert r.value(once) == once
+
+
+def test_a_preview_never_shows_part_of_a_secret_cut_by_its_limit() -> None:
+    r = Redactor(BOUND_SECRETS)
+    lines = [f"line {i}: {shape.text}\n" for i, shape in enumerate(SHAPES)]
+    text = "".join(lines)
+    for limit in (256, 1000, 4096):
+        preview = r.preview(text, limit)
+        assert preview.startswith("…")
+        assert len(preview.encode()) <= limit + len("…".encode())
+        assert leaks(preview) == []
+        # only whole lines: the first shown line is a complete corpus line, redacted
+        assert preview[1:].split("\n")[0].startswith("line ")
+        for shape in SHAPES:  # no tail of any secret survives at the cut
+            tail = shape.secret[len(shape.secret) // 2 :]
+            assert len(tail) < 12 or tail not in preview, shape.name
+
+
+def test_a_preview_of_a_wrapped_ring_drops_its_partial_first_line() -> None:
+    r = Redactor()
+    assert r.preview("rStUvWxYz0123456789abcdEF ok\nnext line\n", 4096, whole=False) == (
+        "…next line\n"
+    )
+    assert r.preview("short\n", 4096) == "short\n"
+
+
+def test_the_whole_corpus_in_one_text_is_redacted_without_falling_back() -> None:
+    """One odd shape must not hide everything after it (a preview, a log of many lines)."""
+    r = Redactor(BOUND_SECRETS)
+    text = "".join(f"line {i}: {shape.text}\n" for i, shape in enumerate(SHAPES))
+    res = r.text_checked(text)
+    assert not res.fallback, res.reasons
+    assert leaks(res.value) == []
+    assert res.value.count("\nline ") == len(SHAPES) - 1
+    assert r.text(res.value) == res.value

@@ -725,11 +725,14 @@ class Redactor:
         if dashed and "Private-Lines" in s:
             for m in _PUTTY.finditer(s):
                 end = _PUTTY_END.search(s, m.end())
+                stop = len(s) if end is None else end.start()
+                if s[m.end() : stop].strip() in ("", MARKER):
+                    continue  # already redacted: the MAC line itself is no secret
                 if end is None:
                     flags.fail("PuTTY private key without its MAC line; rest of the text hidden")
                     add((m.end(), len(s)))
                     break
-                add((m.end(), end.end()))
+                add((m.end(), stop))
         return spans
 
     @staticmethod
@@ -830,6 +833,28 @@ class Redactor:
         while fallbacks:
             out.append(fallbacks.popleft())
         return out
+
+    def preview(self, text: str, limit: int, *, whole: bool = True) -> str:
+        """The end of ``text`` as a bounded diagnostic preview (stderr of an agent).
+
+        Redacted as a whole first, so a secret that the limit would cut in two is still
+        found; then the last ``limit`` bytes, starting at a line start, so no part of a
+        line cut by the limit is shown. ``whole=False``: ``text`` itself starts mid-stream
+        (a ring buffer that wrapped), so its first line is partial and never shown.
+        A cut is marked with a leading ``…``.
+        """
+        redacted = self.text(text)
+        cut = not whole
+        if not whole:
+            newline = redacted.find("\n")
+            redacted = redacted[newline + 1 :] if newline >= 0 else ""
+        data = redacted.encode("utf-8", errors="surrogatepass")
+        if len(data) > limit:
+            cut = True
+            redacted = data[-limit:].decode("utf-8", errors="ignore")
+            newline = redacted.find("\n")
+            redacted = redacted[newline + 1 :] if newline >= 0 else ""
+        return "…" + redacted if cut else redacted
 
     # -- streaming
 

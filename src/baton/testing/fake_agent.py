@@ -104,7 +104,8 @@ Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; bodies in :mod:`bato
 ``secrets`` (with ``--texts FILE``, a JSON list of strings)
     Each text as a transcript split across two writes, a stderr line and a tool call (title,
     ``rawInput``, ``rawOutput``, content text, a diff); then all of them in one
-    ``session/request_permission``; then ``end_turn``.
+    ``session/request_permission``; then ``end_turn``. With ``{"texts": [...], "die": true}``
+    in the file, it writes them all to stderr again and exits 3 instead of answering.
 
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).

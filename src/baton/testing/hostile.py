@@ -8,6 +8,7 @@ Mixed into :class:`baton.testing.fake_agent.FakeAgent` (standard library only, l
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,11 @@ class HostileScenarios:
 
         Each text goes out as a transcript split in two reads, a tool call (title, input,
         output, diff), a line of stderr, and the title and input of a permission request.
+        With ``{"texts": [...], "die": true}`` the agent then writes them all to stderr
+        again and exits 3 without answering the prompt.
         """
-        texts: list[str] = json.loads(Path(self.args.texts).read_text(encoding="utf-8"))
+        spec = json.loads(Path(self.args.texts).read_text(encoding="utf-8"))
+        texts: list[str] = spec["texts"] if isinstance(spec, dict) else spec
         for i, text in enumerate(texts):
             half = len(text) // 2
             self.chunk(f"[{i}] {text[:half]}", mid)
@@ -123,4 +127,9 @@ class HostileScenarios:
             },
         )
         self.chunk("All secrets were sent.", mid)
+        if isinstance(spec, dict) and spec.get("die"):
+            # End on stderr and die: the turn fails with a stderr preview of these lines.
+            for text in reversed(texts):
+                self._stderr(f"dying: {text}\n".encode())
+            os._exit(3)
         return None
