@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ class HostileScenarios:
         for i, text in enumerate(texts):
             half = len(text) // 2
             self.chunk(f"[{i}] {text[:half]}", mid)
+            time.sleep(0.002)  # as a model streams: the halves come in separate reads
             self.chunk(f"{text[half:]}\n", mid)
             self._stderr(f"stderr [{i}]: {text}\n".encode())
             self.update(
