@@ -345,3 +345,79 @@ def test_tool_kind_and_status_outside_acp_vocabulary_are_normalized_and_kept() -
     started = drafts[0].payload
     assert started.kind == "other" and started.status == "pending"
     assert drafts[0].raw["kind"] == "\x1b[2Jexploit" and drafts[0].raw["status"] == "weird"
+
+
+# ----------------------------------------------------------- attribution by the agent's ids
+
+
+def _turns(n: AcpNormalizer) -> None:
+    """Turn 1 starts tool t1 and message m1, then turn 2 begins."""
+    n.begin_turn("s1", "turn-1")
+    n.update(upd({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "slow"}), now_ms=0)
+    n.update(chunk("turn one says ", message_id="m1"), now_ms=0)
+    n.end_turn(None)
+    n.begin_turn("s1", "turn-2")
+
+
+def test_a_tool_update_of_turn_1_during_turn_2_belongs_to_turn_1() -> None:
+    """Was: recorded on turn 2."""
+    n = normalizer()
+    _turns(n)
+    drafts = n.update(
+        upd({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}),
+        now_ms=5,
+    )
+    done = [d for d in drafts if d.payload.TYPE == "tool.execution.completed"]
+    assert len(done) == 1 and done[0].turn_id == "turn-1" and "late" in done[0].flags
+    notices = [d for d in drafts if isinstance(d.payload, ProviderNotice)]
+    assert [(d.payload.category, d.turn_id) for d in notices] == [("late_update", "turn-1")]
+
+
+def test_a_late_chunk_of_turn_1_during_turn_2_belongs_to_turn_1() -> None:
+    n = normalizer()
+    _turns(n)
+    n.update(chunk("turn two starts ", message_id="m2"), now_ms=0)
+    out = n.update(chunk("and more from one\n", message_id="m1"), now_ms=0)
+    out += n.flush()
+    texts = {d.payload.text: (d.turn_id, d.flags) for d in out if d.payload.TYPE.startswith("tr")}
+    assert texts["and more from one\n"] == ("turn-1", ("late",))
+    assert texts["turn two starts "] == ("turn-2", ())
+
+
+def test_updates_after_the_prompt_response_are_late_in_their_turn() -> None:
+    n = normalizer()
+    n.begin_turn("s1", "turn-1")
+    (draft,) = n.update(
+        upd({"sessionUpdate": "current_mode_update", "currentModeId": "x"}), now_ms=0
+    )
+    assert draft.flags == ()
+    drafts = n.update(
+        upd({"sessionUpdate": "current_mode_update", "currentModeId": "y"}),
+        now_ms=0,
+        answered=True,
+    )
+    mode = [d for d in drafts if d.payload.TYPE == "mode.changed"]
+    assert mode[0].turn_id == "turn-1" and mode[0].flags == ("late",)
+
+
+def test_a_new_tool_call_reusing_a_finished_id_is_a_call_of_the_current_turn() -> None:
+    n = normalizer()
+    n.begin_turn("s1", "turn-1")
+    n.update(
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "completed"}), now_ms=0
+    )
+    n.end_turn(None)
+    n.begin_turn("s1", "turn-2")
+    drafts = n.update(
+        upd({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "again"}), now_ms=1
+    )
+    assert drafts[0].payload.TYPE == "tool.execution.started"
+    assert drafts[0].turn_id == "turn-2" and drafts[0].flags == ()
+
+
+def test_settling_open_calls_keeps_each_in_its_own_turn() -> None:
+    n = normalizer()
+    _turns(n)
+    n.update(upd({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "two"}), now_ms=0)
+    settled = {d.payload.tool_call_id: (d.turn_id, d.flags) for d in n.settle_open("failed", 9)}
+    assert settled == {"t1": ("turn-1", ("late",)), "t2": ("turn-2", ())}

@@ -18,8 +18,9 @@ id become one event, flushed when anything else happens, when ``flush()`` is cal
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
@@ -44,6 +45,8 @@ from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _bloc
 from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
 
 COALESCE_MAX_BYTES = 64 * 1024
+MAX_TRACKED_MESSAGES = 4096
+"""Message ids remembered for attribution (oldest forgotten first)."""
 MAX_PLAN_STEPS = 256
 MAX_COMMANDS = 256
 
@@ -115,10 +118,16 @@ _PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed":
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """A payload before stamping, with the (redacted, bounded) native payload."""
+    """A payload before stamping, with the (redacted, bounded) native payload.
+
+    ``turn_id`` is the turn the agent's own ids place it in (``None``: whichever turn
+    the caller stamps with); ``flags`` go on the event (:data:`EVENT_FLAGS`).
+    """
 
     payload: Payload
     raw: Any = None
+    turn_id: str | None = None
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -133,6 +142,8 @@ class _Pending:
     """Native detail kept beside the text (``_meta``, unknown fields, unknown blocks)."""
     context: str = ""
     """What later chunks are redacted against (see :meth:`AcpNormalizer.flush_ready`)."""
+    turn_id: str | None = None
+    late: bool = False
 
 
 def _unknown_fields(update: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
@@ -159,6 +170,10 @@ class AcpNormalizer:
         self._auto_message = 0
         self._last_variant = ""
         self._last_chunk: tuple[str, str] | None = None
+        self._message_turns: OrderedDict[str, str | None] = OrderedDict()
+        """The turn each agent message id was first seen in (bounded, oldest forgotten)."""
+        self._late_noticed: OrderedDict[str, None] = OrderedDict()
+        self._answered = False
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
@@ -171,6 +186,7 @@ class AcpNormalizer:
         out = self.flush()
         self.context.session_id = session_id
         self.context.turn_id = turn_id
+        self._answered = False
         self.context.extras["usage_reported"] = False
         self.usage_reported = False
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
@@ -202,38 +218,115 @@ class AcpNormalizer:
 
     # ---------------------------------------------------------------- updates
 
-    def update(self, params: Any, *, now_ms: float) -> list[Draft]:
-        """Normalize one ``session/update`` notification's params."""
+    def update(self, params: Any, *, now_ms: float, answered: bool = False) -> list[Draft]:
+        """Normalize one ``session/update`` notification's params.
+
+        ``answered``: the current turn's prompt response has already arrived, so this
+        update is late. Every draft says which turn it belongs to (:meth:`_owner`).
+        """
+        self._answered = answered
         if not isinstance(params, Mapping) or not isinstance(params.get("update"), Mapping):
             return self._notice("malformed", "session/update without an update object", params)
         update: Mapping[str, Any] = params["update"]
         variant = update.get("sessionUpdate")
         if not isinstance(variant, str):
             return self._notice("malformed", "session/update without sessionUpdate", update)
+        owner, late = self._owner(variant, update)
         chunk_type = _CHUNK_TYPES.get(variant)
         if chunk_type is not None:
-            out = self._chunk(variant, update)
+            out = self._chunk(variant, update, owner, late)
             if "_meta" in update:
-                out.extend(
-                    Draft(p) for p in self.extension.observe_update(variant, update, self.context)
-                )
+                observed = self.extension.observe_update(variant, update, self.context)
+                out.extend(self._attributed([Draft(p) for p in observed], owner, late))
             return out
         out = self.flush()
         self._last_variant = variant
+        own: list[Draft] = []
         try:
-            out.extend(self._dispatch(variant, update, now_ms))
+            own.extend(self._dispatch(variant, update, now_ms))
             if variant in STABLE_VARIANTS:
                 observed = self.extension.observe_update(variant, update, self.context)
                 if observed:
-                    out.extend(Draft(p) for p in observed)
+                    own.extend(Draft(p) for p in observed)
         except (KeyError, TypeError, ValueError) as exc:
-            out.extend(
+            own.extend(
                 self._notice(
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
                 )
             )
-        out.extend(self._fallbacks(self._subject(variant, update)))
+        own.extend(self._fallbacks(self._subject(variant, update)))
+        out.extend(self._attributed(own, owner, late))
         return out
+
+    def _owner(self, variant: str, update: Mapping[str, Any]) -> tuple[str | None, bool]:
+        """The turn an update belongs to, by the agent's own ids, and whether it is late.
+
+        A tool update belongs to the turn that started its tool call, a chunk to the turn
+        its ``messageId`` was first seen in; anything else (no id) to the current turn.
+        It is late when it belongs to an earlier turn, or when the current turn's prompt
+        was already answered. A ``tool_call`` that reuses the id of a finished call of
+        an earlier turn starts a new call.
+        """
+        current = self.context.turn_id
+        owner = current
+        if variant in ("tool_call", "tool_call_update"):
+            tool_call_id = update.get("toolCallId")
+            state = self.tools.get(str(tool_call_id)) if tool_call_id is not None else None
+            if state is not None:
+                if variant == "tool_call" and state.done and state.turn_id != current:
+                    self.tools.forget(state.tool_call_id)
+                else:
+                    owner = state.turn_id
+        elif variant in _CHUNK_TYPES:
+            message_id = update.get("messageId")
+            if isinstance(message_id, str) and message_id:
+                turns = self._message_turns
+                if message_id in turns:
+                    owner = turns[message_id]
+                else:
+                    if len(turns) >= MAX_TRACKED_MESSAGES:
+                        turns.popitem(last=False)
+                    turns[message_id] = current
+        late = self._answered or (owner is not None and owner != current)
+        return owner, late
+
+    def _attributed(self, drafts: list[Draft], owner: str | None, late: bool) -> list[Draft]:
+        """``drafts`` placed in ``owner``'s turn; a late one flagged (and noticed once)."""
+        if not drafts or (owner is None and not late):
+            return drafts
+        flags = ("late",) if late else ()
+        out = [replace(d, turn_id=owner, flags=d.flags + flags) for d in drafts]
+        if late and owner is not None and owner not in self._late_noticed:
+            if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
+                self._late_noticed.popitem(last=False)
+            self._late_noticed[owner] = None
+            out.insert(
+                0,
+                Draft(
+                    ProviderNotice(
+                        category="late_update",
+                        severity="info",
+                        summary="the agent sent updates for this turn after its prompt "
+                        "response; attributed to this turn by the agent's ids",
+                        method="session/update",
+                    ),
+                    turn_id=owner,
+                ),
+            )
+        return out
+
+    def settle_open(self, status: str, now_ms: float) -> list[Draft]:
+        """Close every unfinished tool call (the turn failed or was cancelled), each in
+        the turn that started it."""
+        current = self.context.turn_id
+        return [
+            Draft(
+                payload,
+                turn_id=turn_id,
+                flags=("late",) if turn_id is not None and turn_id != current else (),
+            )
+            for turn_id, payload in self.tools.settle_open_by_turn(status, now_ms)
+        ]
 
     def _subject(self, variant: str, update: Mapping[str, Any]) -> str:
         """Where a redaction fallback happened: variant, tool call, workspace-relative path."""
@@ -251,7 +344,9 @@ class AcpNormalizer:
             if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
-            payloads = self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
+            payloads = self.tools.upsert(
+                update, now_ms=now_ms, parent_tool_call_id=parent, turn_id=self.context.turn_id
+            )
             unknown = _unknown_tool_detail(update)
             if len(payloads) == 1 and isinstance(payloads[0], ToolExecutionProgressed):
                 # Hot path: the normalized payload already holds every merged field;
@@ -330,7 +425,9 @@ class AcpNormalizer:
 
     # --------------------------------------------------------------- transcript
 
-    def _chunk(self, variant: str, update: Mapping[str, Any]) -> list[Draft]:
+    def _chunk(
+        self, variant: str, update: Mapping[str, Any], owner: str | None, late: bool
+    ) -> list[Draft]:
         content = update.get("content")
         if not isinstance(content, Mapping):
             return self._notice("malformed", f"{variant} without content", update, variant=variant)
@@ -362,6 +459,8 @@ class AcpNormalizer:
             or pending.message_id != message_id
             or pending.content_type != content_type
             or pending.keep != keep
+            or pending.turn_id != owner
+            or pending.late != late
         ):
             out.extend(self.flush())
             pending = None
@@ -369,7 +468,15 @@ class AcpNormalizer:
         self._last_chunk = (variant, message_id)
         if pending is None:
             self._pending = pending = _Pending(
-                variant, message_id, [text], len(text), 1, content_type, keep
+                variant,
+                message_id,
+                [text],
+                len(text),
+                1,
+                content_type,
+                keep,
+                turn_id=owner,
+                late=late,
             )
         else:
             pending.parts.append(text)
@@ -424,10 +531,11 @@ class AcpNormalizer:
             content_type=pending.content_type,
         )
         raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
-        return [
+        drafts = [
             Draft(payload, raw=raw),
             *self._fallbacks(f"{pending.variant} {pending.message_id}"),
         ]
+        return self._attributed(drafts, pending.turn_id, pending.late)
 
     def _fallbacks(self, subject: str) -> list[Draft]:
         """Every fail-closed redaction since the last call, as a visible security event."""

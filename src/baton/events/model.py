@@ -119,6 +119,26 @@ class TurnCancelled(Payload):
     """True when the agent ignored ``session/cancel`` and its process group was killed."""
 
 
+class TurnStalled(Payload):
+    """Diagnostic, not terminal: the agent has said nothing for ``silent_ms``.
+
+    Emitted once when a running turn's silence reaches the threshold (configurable,
+    60 s by default), long before the turn timeout; :class:`TurnResumed` clears it.
+    """
+
+    TYPE: ClassVar[str] = "turn.stalled"
+    silent_ms: int
+    threshold_ms: int
+
+
+class TurnResumed(Payload):
+    """The agent spoke again after a :class:`TurnStalled`: the stall is cleared."""
+
+    TYPE: ClassVar[str] = "turn.resumed"
+    silent_ms: int
+    """How long the silence lasted in all."""
+
+
 TERMINAL_TURN_TYPES = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
 
 # ------------------------------------------------------------------------ transcript
@@ -460,6 +480,8 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         TurnCompleted,
         TurnFailed,
         TurnCancelled,
+        TurnStalled,
+        TurnResumed,
         TranscriptAssistant,
         TranscriptThinking,
         TranscriptUser,
@@ -497,6 +519,8 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
 EVENT_FLAGS: dict[str, str] = {
     "unencodable_text": "text that could not be stored as received (a lone UTF-16 "
     "surrogate, valid JSON but not encodable as UTF-8) was replaced by U+FFFD",
+    "late": "the agent sent this after its turn's prompt response (or during a later "
+    "turn); it is attributed to its own turn by the agent's ids, never to the current one",
 }
 """What a flag on an event means. The event is kept, in a safe form, and says so."""
 

@@ -398,6 +398,24 @@ tokens, Mailchimp keys (``…-us6``), Terraform Cloud tokens, Google refresh tok
 _PUTTY = re.compile(r"Private-Lines:[ \t]*[0-9]+")
 _PUTTY_END = re.compile(r"Private-MAC:[ \t]*[0-9a-fA-F]*")
 
+_BLOCKS: Final = (("-----BEGIN", _PEM_BEGIN, _PEM_END), ("Private-Lines", _PUTTY, _PUTTY_END))
+"""Multi-line secrets: (literal, start, end). Streamed text waits for their end."""
+
+
+def _open_block(s: str, stop: int) -> re.Match[str] | None:
+    """The last multi-line secret that starts in ``s[:stop]`` and has not ended in ``s``."""
+    found: re.Match[str] | None = None
+    for literal, start, end in _BLOCKS:
+        at = s.rfind(literal, 0, stop)
+        if at < 0:
+            continue
+        m = start.match(s, at)
+        open_ = m is not None and end.search(s, m.end()) is None
+        if open_ and m is not None and (found is None or m.start() > found.start()):
+            found = m
+    return found
+
+
 _ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
@@ -871,13 +889,11 @@ class Redactor:
         """
         n = len(pending)
         cut = n - self._secret_prefix_len(pending)
-        begin = pending.rfind("-----BEGIN", 0, cut)
-        if begin >= 0:
-            m = _PEM_BEGIN.match(pending, begin)
-            if m is not None and _PEM_END.search(pending, m.end()) is None:
-                start = pending.rfind("\n", 0, begin) + 1
-                if n - start <= MAX_HELD_CHARS:
-                    cut = start  # a private key without its END yet: wait for it
+        block = _open_block(pending, cut)
+        if block is not None:
+            start = pending.rfind("\n", 0, block.start()) + 1
+            if n - start <= MAX_HELD_CHARS:
+                cut = start  # a private key without its end yet: wait for it
         newline = pending.rfind("\n", 0, cut)
         line_start = newline + 1
         if line_start == cut:
@@ -910,15 +926,13 @@ class Redactor:
         """What the text that follows ``shown`` (which followed ``context``) is redacted against.
 
         The shown part of the current line (bounded), or, inside a private key whose
-        END has not come yet, its BEGIN line: whatever follows stays hidden until the
-        END arrives, however the key was split.
+        end has not come yet, its first line: whatever follows stays hidden until the
+        end arrives, however the key was split.
         """
         whole = context + shown
-        begin = whole.rfind("-----BEGIN")
-        if begin >= 0:
-            m = _PEM_BEGIN.match(whole, begin)
-            if m is not None and _PEM_END.search(whole, m.end()) is None:
-                return m.group(0)
+        block = _open_block(whole, len(whole))
+        if block is not None:
+            return block.group(0)
         newline = whole.rfind("\n")
         return whole[newline + 1 :][-STREAM_CONTEXT_CHARS:]
 
