@@ -30,20 +30,20 @@ from baton.events.redaction import Redaction
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TOOL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
 """ACP v1 ToolCallStatus; any other value is ignored here and kept in ``raw``."""
-TOOL_KINDS = frozenset(
-    {
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    }
+ACP_TOOL_KINDS: tuple[str, ...] = (
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
 )
+"""ACP v1 ToolKind, in the schema's order (the policy's actions are keyed by it)."""
+TOOL_KINDS = frozenset(ACP_TOOL_KINDS)
 """ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
 """Completed calls beyond this many are forgotten oldest-first (a late delta for one
