@@ -76,7 +76,7 @@ def _summary(record: RequestRecord, run: Any) -> dict[str, Any]:
     }
 
 
-@dataclass
+@dataclass(eq=False)
 class _Subscriber:
     topics: frozenset[str]
     queue: asyncio.Queue[tuple[str, str]] = field(default_factory=lambda: asyncio.Queue(16))
