@@ -130,7 +130,9 @@ async def test_a_session_only_works_on_the_origin_it_was_opened_on(
 async def test_login_is_refused_on_a_shared_host_name(store: Store, ledger: Ledger) -> None:
     async with _client(_app(store, ledger), BASE_URL) as client:
         code = await SessionAuth(store).issue_code()
-        response = await client.post("/api/login", json={"code": code}, headers={"Origin": BASE_URL})
+        response = await client.post(
+            "/api/login", json={"code": code}, headers={"Origin": BASE_URL}
+        )
         assert response.status_code == 403
         assert LOGIN_HOST in response.json()["message"]
         # The code was not spent by the refused attempt.
@@ -142,8 +144,9 @@ async def test_sessions_survive_a_restart_and_are_revocable(
 ) -> None:
     await _login(anonymous, store)
     secret = anonymous.cookies[COOKIE]
-    async with _client(create_app(store, ledger, token="another-token-after-restart",
-                                  login_host=LOGIN_HOST)) as restarted:
+    async with _client(
+        create_app(store, ledger, token="another-token-after-restart", login_host=LOGIN_HOST)
+    ) as restarted:
         restarted.cookies.set(COOKIE, secret)
         assert (await restarted.get("/api/requests")).status_code == 200
         assert await revoke_all(store) == 1
@@ -163,7 +166,9 @@ async def test_origin_is_checked_on_every_write_in_every_mode(
         for origin in ("http://127.0.0.1:5173", "null", "https://evil.example"):
             response = await client.post(url, json=ALLOW, headers=headers | {"Origin": origin})
             assert response.status_code == 403, origin
-        site = await client.post(url, json=ALLOW, headers=headers | {"Sec-Fetch-Site": "cross-site"})
+        site = await client.post(
+            url, json=ALLOW, headers=headers | {"Sec-Fetch-Site": "cross-site"}
+        )
         assert site.status_code == 403
         ok = await client.post(url, json=ALLOW, headers=headers | {"Origin": BASE_URL})
         assert ok.status_code == 200

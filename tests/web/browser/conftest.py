@@ -121,8 +121,20 @@ class Team:
             self.proc.wait(10)
 
     def task(self, to: str, subject: str, body: str) -> str:
-        out = baton("task", "new", "--to", to, "--subject", subject, "--body-file", "-",
-                    "--json", cwd=self.root, env=self.env, stdin=body)
+        out = baton(
+            "task",
+            "new",
+            "--to",
+            to,
+            "--subject",
+            subject,
+            "--body-file",
+            "-",
+            "--json",
+            cwd=self.root,
+            env=self.env,
+            stdin=body,
+        )
         import json
 
         return str(json.loads(out)["task_id"])
@@ -134,22 +146,40 @@ def team(tmp_path: Path) -> Iterator[Team]:
     root.mkdir()
     home = tmp_path / "home"
     home.mkdir()
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "PYTEST"))
-    } | {"HOME": str(home), "XDG_STATE_HOME": str(tmp_path / "xdg"), "NO_COLOR": "1"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "PYTEST"))} | {
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(tmp_path / "xdg"),
+        "NO_COLOR": "1",
+    }
     subprocess.run(["git", "init", "-q", "."], cwd=root, check=True)
-    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q",
-                    "--allow-empty", "-m", "start"], cwd=root, check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "start",
+        ],
+        cwd=root,
+        check=True,
+    )
     baton("init", cwd=root, env=env)
     config = root / "baton.toml"
     text = config.read_text()
     # QA asks before each command: the permission the tests answer by clicking.
-    text = text.replace('[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
-                        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
-                        '"ask_human"]\npermissions = "all"',
-                        '[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
-                        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
-                        '"ask_human"]\npermissions = "ask"')
+    text = text.replace(
+        '[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
+        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
+        '"ask_human"]\npermissions = "all"',
+        '[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
+        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
+        '"ask_human"]\npermissions = "ask"',
+    )
     assert 'permissions = "ask"' in text
     config.write_text(text)
     t = Team(root=root, env=env)

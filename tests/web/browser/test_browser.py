@@ -78,7 +78,10 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.goto(team.origin + "/runs")
     board.locator("table.history a").first.click()
     board.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
-    assert board.locator('.lane[data-lane="QA"] details.tool .badge', has_text="completed").count() >= 2
+    assert (
+        board.locator('.lane[data-lane="QA"] details.tool .badge', has_text="completed").count()
+        >= 2
+    )
     board.locator('.lane[data-lane="PM"], .lane[data-lane="QA"]').first.wait_for()
     shoot(board, "run-desktop")
     board.goto(team.origin + "/decisions?decided_by=human")
@@ -102,8 +105,12 @@ def test_phone_width_can_answer(team: Team, browser: Any) -> None:
     shoot(phone, "inbox-review-phone")
     review.get_by_role("button", name="Accept").click()
     review.locator(".status", has_text="accepted").wait_for()
-    for path, name in (("/team", "team"), ("/runs", "runs"), ("/decisions", "decisions"),
-                       (f"/tasks/{task_id}", "task")):
+    for path, name in (
+        ("/team", "team"),
+        ("/runs", "runs"),
+        ("/decisions", "decisions"),
+        (f"/tasks/{task_id}", "task"),
+    ):
         phone.goto(team.origin + path)
         if name == "team":
             phone.locator(f'#stages [data-task="{task_id}"]').wait_for()
@@ -140,8 +147,9 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
     seen: list[dict[str, str]] = []
 
     def do_GET(self) -> None:
-        _Recorder.seen.append({"host": self.headers.get("host", ""),
-                               "cookie": self.headers.get("cookie", "")})
+        _Recorder.seen.append(
+            {"host": self.headers.get("host", ""), "cookie": self.headers.get("cookie", "")}
+        )
         self.send_response(200)
         self.send_header("content-type", "text/plain")
         self.end_headers()
