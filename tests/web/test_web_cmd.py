@@ -14,7 +14,6 @@ import httpx
 import pytest
 import typer
 import uvicorn
-from starlette.applications import Starlette
 from typer.testing import CliRunner
 
 from baton.cli import web_cmd

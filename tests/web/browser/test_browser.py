@@ -6,7 +6,7 @@ import http.server
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -144,7 +144,7 @@ def test_a_page_open_across_a_restart_keeps_working_and_catches_up(
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    seen: list[dict[str, str]] = []
+    seen: ClassVar[list[dict[str, str]]] = []
 
     def do_GET(self) -> None:
         _Recorder.seen.append(
