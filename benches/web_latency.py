@@ -21,16 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from benches.common import cpu_note, print_table
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 RECORDER = """
 (runId) => new Promise((resolve) => {
   window.__arrivals = {};
@@ -81,7 +73,7 @@ async def _measure(pages: int, events: int, rate: float) -> list[float]:
         try:
             async with async_playwright() as p:
                 browser = await p.chromium.launch(
-                    executable_path=CHROMIUM, headless=True, args=ARGS
+                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
                 )
                 # One context per page: a browser allows six HTTP/1.1 connections per
                 # host and profile, and each page holds three streams.

@@ -9,6 +9,7 @@ the closing note names). Waits are on page conditions, never sleeps.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,17 +24,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.support.project import baton_in, project_env
+
 REPO = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO / ".cache" / "artifacts" / "web"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 _URL = re.compile(r"baton dashboard: (http://\S+/login#code=\S+)")
 
 if not Path(CHROMIUM).exists() or shutil.which("git") is None:
@@ -44,17 +39,9 @@ if not Path(CHROMIUM).exists() or shutil.which("git") is None:
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 
-def baton(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "baton", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def baton(root: Path, *args: str) -> str:
+    """``baton ARGS`` in the project, as a user runs it (isolated HOME and state)."""
+    result = baton_in(root, *args, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -64,7 +51,6 @@ class Team:
     """One project and its ``baton up --serve`` (restartable on the same port)."""
 
     root: Path
-    env: dict[str, str]
     port: int = 0
     proc: subprocess.Popen[str] | None = None
     url: str = ""
@@ -75,7 +61,7 @@ class Team:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "baton", "up", "--serve", "--port", str(self.port)],
             cwd=self.root,
-            env=self.env,
+            env=project_env(self.root),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -106,7 +92,7 @@ class Team:
 
     def new_login_url(self) -> str:
         """Another one-time code (``baton serve --login-code``) for another browser."""
-        out = baton("serve", "--login-code", cwd=self.root, env=self.env)
+        out = baton(self.root, "serve", "--login-code")
         code = re.search(r"login code: (\S+)", out).group(1)  # type: ignore[union-attr]
         return f"{self.origin}/login#code={code}"
 
@@ -121,7 +107,11 @@ class Team:
             self.proc.wait(10)
 
     def task(self, to: str, subject: str, body: str) -> str:
+        """``baton task new`` as the human, as a user types it."""
+        body_file = self.root.parent / f"task-{len(self.output)}-{abs(hash(subject))}.md"
+        body_file.write_text(body, encoding="utf-8")
         out = baton(
+            self.root,
             "task",
             "new",
             "--to",
@@ -129,14 +119,9 @@ class Team:
             "--subject",
             subject,
             "--body-file",
-            "-",
+            str(body_file),
             "--json",
-            cwd=self.root,
-            env=self.env,
-            stdin=body,
         )
-        import json
-
         return str(json.loads(out)["task_id"])
 
 
@@ -144,53 +129,29 @@ class Team:
 def team(tmp_path: Path) -> Iterator[Team]:
     root = tmp_path / "proj"
     root.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BATON_", "PYTEST"))} | {
-        "HOME": str(home),
-        "XDG_STATE_HOME": str(tmp_path / "xdg"),
-        "NO_COLOR": "1",
-    }
-    subprocess.run(["git", "init", "-q", "."], cwd=root, check=True)
-    subprocess.run(
-        [
-            "git",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "start",
-        ],
-        cwd=root,
-        check=True,
-    )
-    baton("init", cwd=root, env=env)
+    (tmp_path / "home").mkdir()
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], cwd=root, check=True)
+    baton(root, "init")
     config = root / "baton.toml"
     text = config.read_text()
-    # QA asks before each command: the permission the tests answer by clicking.
-    text = text.replace(
-        '[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
-        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
-        '"ask_human"]\npermissions = "all"',
-        '[team.roles.QA]\nagent = "builtin"\nconcurrency = 1\n'
-        'tools = ["read_task", "write_report", "write_issue", "list_reports", '
-        '"ask_human"]\npermissions = "ask"',
-    )
-    assert 'permissions = "ask"' in text
+    # QA asks before each command and edit: the permissions the tests answer by clicking.
+    qa = text.index("[team.roles.QA]")
+    end = text.index('permissions = "all"', qa)
+    text = text[:end] + 'permissions = "ask"' + text[end + len('permissions = "all"') :]
     config.write_text(text)
-    t = Team(root=root, env=env)
+    t = Team(root=root)
     try:
         yield t
     finally:
         t.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Module-scoped: Playwright's sync API runs its own event loop, which must be gone
+    before the async tests of the other modules start theirs."""
     with playwright_api.sync_playwright() as p:
         instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:

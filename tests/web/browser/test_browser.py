@@ -20,7 +20,19 @@ QA_TASK = """Smoke test the project.
 echo "smoke: ok"
 test -f baton.toml && echo "config present"
 ```
+
+```file notes/smoke.txt
+smoke checked
+```
 """
+
+
+def _allow(page: Any, count: int) -> None:
+    """Answer the next ``count`` permission cards with "Allow once", as they arrive."""
+    for _ in range(count):
+        card = _card(page, "permission")
+        card.get_by_role("button", name="Allow once").click()
+        card.locator(".status", has_text="allowed once").wait_for()
 
 
 def _card(page: Any, kind: str) -> Any:
@@ -53,17 +65,21 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     shoot(inbox, "inbox-permission-desktop")
     card.get_by_role("button", name="Allow once").click()
     card.locator(".status", has_text="allowed once").wait_for()
+    _allow(inbox, 1)  # the file step
 
-    # The agent goes on: QA reports to the human, a review card arrives with the summary.
+    # The agent goes on: QA reports to the human, a review card arrives with the summary,
+    # the changed files and the full diff.
     review = _card(inbox, "review")
     assert task_id in review.inner_text()
+    assert "notes/smoke.txt" in review.locator("ul.files").inner_text()
+    assert "+smoke checked" in review.locator("table.diff-lines").inner_text().replace("\n", "")
     shoot(inbox, "inbox-review-desktop")
     review.locator("textarea[data-reason]").fill("Also print the date, please.")
     review.get_by_role("button", name="Send back").click()
     review.locator(".status", has_text="sent back").wait_for()
 
-    # Sent back with the reason: QA works again (a new permission), then the human accepts.
-    _card(inbox, "permission").get_by_role("button", name="Allow once").click()
+    # Sent back with the reason: QA works again (new permissions), then the human accepts.
+    _allow(inbox, 2)
     again = _card(inbox, "review")
     again.get_by_role("button", name="Accept").click()
     again.locator(".status", has_text="accepted").wait_for()
@@ -101,6 +117,7 @@ def test_phone_width_can_answer(team: Team, browser: Any) -> None:
     assert box is not None and box["width"] >= 300  # full-width buttons on a phone
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     button.click()
+    _allow(phone, 1)
     review = _card(phone, "review")
     shoot(phone, "inbox-review-phone")
     review.get_by_role("button", name="Accept").click()
@@ -140,6 +157,7 @@ def test_a_page_open_across_a_restart_keeps_working_and_catches_up(
     page.locator("#live-state.on").wait_for()
     card.get_by_role("button", name="Allow once").click()
     card.locator(".status", has_text="allowed once").wait_for()
+    _allow(page, 1)
     _card(page, "review")
 
 

@@ -343,30 +343,68 @@
     }));
   }
 
-  if (liveState) {
-    const topics = board ? "inbox,board" : "inbox";
+  // One live connection per browser, not per tab: browsers allow six HTTP/1.1
+  // connections per host, and every open page would otherwise hold one. The tab
+  // holding the "baton-live" lock (Web Locks) streams and rebroadcasts each message
+  // on a BroadcastChannel; the others listen. When that tab closes, the lock passes
+  // on and the next tab connects. Every message is a whole state, so nothing is lost.
+  const latest = {};
+  let liveStatus = ["…", "live"];
+  function showState(label, css) {
+    liveStatus = [label, css];
+    if (!liveState) return;
+    if (label === "log in again") liveState.replaceChildren(el("a", {href: "/login"}, label));
+    else liveState.textContent = label;
+    liveState.className = css;
+  }
+  function deliver(topic, data) {
+    latest[topic] = data;
+    if (topic === "inbox") onInbox(JSON.parse(data));
+    else if (topic === "board") onBoard(JSON.parse(data));
+  }
+  const channel = "BroadcastChannel" in window ? new BroadcastChannel("baton-live") : null;
+  let leader = false;
+  function lead() {
+    leader = true;
     let source;
+    const broadcast = (message) => { if (channel) channel.postMessage(message); };
+    const status = (label, css) => { showState(label, css); broadcast({type: "state", label, css}); };
     const connect = () => {
-      source = new EventSource("/api/live?topics=" + topics);
-      source.onopen = () => { liveState.textContent = "live"; liveState.className = "live on"; };
-      source.addEventListener("inbox", (m) => onInbox(JSON.parse(m.data)));
-      source.addEventListener("board", (m) => onBoard(JSON.parse(m.data)));
+      source = new EventSource("/api/live?topics=inbox,board");
+      source.onopen = () => status("live", "live on");
+      for (const topic of ["inbox", "board"]) {
+        source.addEventListener(topic, (m) => { deliver(topic, m.data); broadcast({type: "event", topic, data: m.data}); });
+      }
       source.onerror = () => {
-        liveState.className = "live off";
-        if (source.readyState === EventSource.CLOSED) {
-          // Refused (logged out, or the server said no): ask again in a while.
-          liveState.textContent = "offline";
-          setTimeout(async () => {
-            const r = await fetch("/api/requests?limit=1", {credentials: "same-origin"}).catch(() => null);
-            if (r && r.status === 401) { liveState.replaceChildren(el("a", {href: "/login"}, "log in again")); return; }
-            connect();
-          }, 3000);
-        } else {
-          liveState.textContent = "reconnecting…";
-        }
+        if (source.readyState !== EventSource.CLOSED) { status("reconnecting…", "live off"); return; }
+        // Refused (logged out, or the server said no): ask again in a while.
+        status("offline", "live off");
+        setTimeout(async () => {
+          const r = await fetch("/api/requests?limit=1", {credentials: "same-origin"}).catch(() => null);
+          if (r && r.status === 401) { status("log in again", "live off"); return; }
+          connect();
+        }, 3000);
       };
     };
     connect();
+    return new Promise(() => {});  // hold the lock while this tab lives
+  }
+  if (liveState) {
+    if (channel && navigator.locks) {
+      channel.onmessage = (m) => {
+        const msg = m.data || {};
+        if (msg.type === "event" && !leader) deliver(msg.topic, msg.data);
+        else if (msg.type === "state" && !leader) showState(msg.label, msg.css);
+        else if (msg.type === "hello" && leader) {
+          for (const [topic, data] of Object.entries(latest)) channel.postMessage({type: "event", topic, data});
+          channel.postMessage({type: "state", label: liveStatus[0], css: liveStatus[1]});
+        }
+      };
+      channel.postMessage({type: "hello"});
+      navigator.locks.request("baton-live", lead);
+    } else {
+      lead();
+    }
   }
 
   // ------------------------------------------------------------------- run view
@@ -565,20 +603,31 @@
     function follow() {
     const source = new EventSource("/api/runs/" + enc(runId) + "/stream");
     source.onopen = () => { state.textContent = "live"; };
-    source.onmessage = (message) => {
+    // Events are drawn once per frame, in a batch: a flooding agent costs one
+    // layout and one scroll per frame, not one per event.
+    const queue = [];
+    let scheduled = false;
+    const draw = () => {
+      scheduled = false;
       const follow = atBottom();
-      let e = null;
-      try { e = JSON.parse(message.data); } catch (error) { /* shown raw below */ }
-      const item = el("li", {}, clip(e ? e.seq + "  " + e.ts + "  " + e.type + "  " + JSON.stringify(e.payload) : message.data, 4000));
-      rawLog.append(item);
-      while (rawLog.childElementCount > 5000) rawLog.firstElementChild.remove();
-      if (e) {
+      for (const data of queue.splice(0)) {
+        let e = null;
+        try { e = JSON.parse(data); } catch (error) { /* shown raw below */ }
+        rawLog.append(el("li", {}, clip(e ? e.seq + "  " + e.ts + "  " + e.type + "  " + JSON.stringify(e.payload) : data, 4000)));
+        if (!e) continue;
         if (e.session_id && !(e.session_id in roles) && root.dataset.kind === "up" && e.type === "session.started") refreshSoon();
         try { render(e); } catch (error) { /* one odd event never stops the view */ }
         count = Math.max(count, e.seq);
-        countNode.textContent = String(count);
       }
+      while (rawLog.childElementCount > 5000) rawLog.firstElementChild.remove();
+      countNode.textContent = String(count);
       if (follow) window.scrollTo(0, document.body.scrollHeight); else jump.hidden = false;
+    };
+    source.onmessage = (message) => {
+      queue.push(message.data);
+      if (scheduled) return;
+      scheduled = true;
+      if (document.hidden) setTimeout(draw, 100); else requestAnimationFrame(draw);
     };
     source.addEventListener("end", (message) => {
       source.close();
