@@ -222,3 +222,47 @@ def test_login_code_is_single_use_and_other_servers_get_nothing(
     moved = browser.new_context().new_page()
     moved.goto(team.new_login_url().replace(team.origin.split("//")[1].split(":")[0], "127.0.0.1"))
     moved.wait_for_url(re.compile(r"baton-.*\.localhost:\d+/$"))
+
+
+HOSTILE_SUBJECT = 'Check <img src=x onerror="window.__xss=1"> \u202eexe.txt'
+HOSTILE_BODY = """<script>window.__xss = 1</script>
+
+[click me](javascript:window.__xss=1) <img src=x onerror="window.__xss=1">
+
+```sh
+echo '<script>window.__xss=1</script>' && printf '\\033[2J\\033]0;pwned\\007'
+```
+"""
+
+
+def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) -> None:
+    """Agent-controlled text (a task, its runbook output, its report) on the live board,
+    the inbox cards, the task page and the run view: shown as text, never run."""
+    url = team.start()
+    page = login(browser, url)
+    board = page.context.new_page()
+    board.goto(team.origin + "/team")
+    task_id = team.task("QA", HOSTILE_SUBJECT, HOSTILE_BODY)
+    board.locator(f'#stages [data-task="{task_id}"] .subject').wait_for()
+    subject = board.locator(f'#stages [data-task="{task_id}"] .subject').inner_text()
+    assert "<img src=x" in subject and "<U+202E>" in subject
+    _allow(page, 1)
+    review = _card(page, "review")
+    assert "<script>window.__xss=1</script>" in review.inner_text()
+    pages = [page, board]
+    for path in (f"/tasks/{task_id}", "/runs", "/decisions"):
+        extra = page.context.new_page()
+        extra.goto(team.origin + path)
+        pages.append(extra)
+    run = page.context.new_page()
+    run.goto(team.origin + "/runs")
+    run.locator("table.history a").first.click()
+    run.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
+    run.locator('.lane[data-lane="QA"] .msg.assistant', has_text="step").first.wait_for()
+    output = run.locator('.lane[data-lane="QA"] pre.output').first.text_content() or ""
+    assert "<script>" in output and "␛[2J" in output
+    pages.append(run)
+    for p in pages:
+        assert p.evaluate("window.__xss") is None, p.url
+        assert p.locator("img").count() == 0, p.url
+        assert p.locator('a[href^="javascript:"]').count() == 0, p.url

@@ -544,9 +544,12 @@
       const p = e.payload || {};
       const t = e.type;
       if (t === "transcript.assistant" || t === "transcript.thinking" || t === "transcript.user") {
+        // Chunks arrive coalesced, in order: append to the message while it is the
+        // last thing in its lane; anything in between starts a new block.
+        const body = lane(e.session_id);
         const key = t + ":" + p.message_id;
         let node = messages.get(key);
-        if (!node) {
+        if (!node || body.lastElementChild !== node) {
           if (t === "transcript.thinking") {
             const text = el("div", {class: "text"});
             node = el("details", {class: "thought"}, el("summary", {}, "thinking"), text);
@@ -557,9 +560,9 @@
             node.textTarget = node;
           }
           messages.set(key, node);
-          lane(e.session_id).append(node);
+          body.append(node);
         }
-        node.textTarget.textContent = visible(p.text);
+        node.textTarget.append(visible(p.text));
       } else if (t.startsWith("tool.execution.")) {
         toolCard(e);
       } else if (t === "turn.submitted") {
