@@ -191,3 +191,16 @@ def test_task_documents_are_rendered_but_inert() -> None:
     assert 'href="javascript' not in page
     assert RLO not in page and "\x1b" not in page
     assert "&lt;script&gt;" in page
+
+
+def test_expiry_comes_from_the_request_only() -> None:
+    from types import SimpleNamespace
+
+    from baton.requests.states import State
+    from baton.web.summaries import expires_at
+
+    deadline = "2026-02-01T00:10:00.000Z"
+    assert expires_at(SimpleNamespace(state=State.PENDING, expires_at=deadline)) == deadline  # type: ignore[arg-type]
+    assert expires_at(SimpleNamespace(state=State.ANSWERED, expires_at=deadline)) is None  # type: ignore[arg-type]
+    assert expires_at(SimpleNamespace(state=State.PENDING, expires_at="soon")) is None  # type: ignore[arg-type]
+    assert expires_at(SimpleNamespace(state=State.PENDING)) is None  # type: ignore[arg-type]

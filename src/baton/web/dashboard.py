@@ -361,11 +361,10 @@ async def _card(ctx: WebContext, record: RequestRecord) -> str:
     from baton.web.api import task_changes_for
     from baton.web.summaries import expires_at
 
-    run = await asyncio.to_thread(ctx.store.get_run, record.run_id)
     changes = None
     if isinstance(record.document, ReviewRequest):
         changes = await task_changes_for(ctx, record.document.role)
-    return request_card(record, expires=expires_at(record, run), changes=changes)
+    return request_card(record, expires=expires_at(record), changes=changes)
 
 
 def render_dashboard(cards: list[str], total: int, *, agents: list[str], roles: list[str]) -> str:

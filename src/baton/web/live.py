@@ -46,24 +46,20 @@ SETTLED_SHOWN: Final = 50
 _WAKE_TYPES: Final = ("request.", "turn.", "session.", "tool.execution.completed")
 
 
-async def inbox_state(ledger: Ledger, store: Store) -> dict[str, Any]:
+async def inbox_state(ledger: Ledger) -> dict[str, Any]:
     """The inbox as one message: every pending request, and the recently settled ones."""
     pending = await ledger.pending()
     settled = await ledger.list_requests(
         states=[State.ANSWERED, State.DELIVERED, State.CANCELLED, State.EXPIRED],
         limit=SETTLED_SHOWN,
     )
-    runs: dict[str, Any] = {}
-    for record in pending:
-        if record.run_id not in runs:
-            runs[record.run_id] = await asyncio.to_thread(store.get_run, record.run_id)
     return {
-        "pending": [_summary(r, runs.get(r.run_id)) for r in pending],
-        "settled": [_summary(r, None) for r in reversed(settled)],
+        "pending": [_summary(r) for r in pending],
+        "settled": [_summary(r) for r in reversed(settled)],
     }
 
 
-def _summary(record: RequestRecord, run: Any) -> dict[str, Any]:
+def _summary(record: RequestRecord) -> dict[str, Any]:
     return {
         "request_id": record.request_id,
         "kind": record.kind,
@@ -71,7 +67,7 @@ def _summary(record: RequestRecord, run: Any) -> dict[str, Any]:
         "run_id": record.run_id,
         "state": record.state.value,
         "created_at": record.created_at,
-        "expires_at": expires_at(record, run),
+        "expires_at": expires_at(record),
         "decision": decision_text(record) if record.state is not State.PENDING else None,
     }
 
@@ -175,7 +171,7 @@ class LiveHub:
         if "inbox" in wanted or "board" in wanted:
             pending = await self._ledger.pending()
         if "inbox" in wanted:
-            computed["inbox"] = lambda: inbox_state(self._ledger, self._store)
+            computed["inbox"] = lambda: inbox_state(self._ledger)
         if "board" in wanted and self._board is not None:
             board = self._board
             records = pending or []

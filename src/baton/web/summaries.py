@@ -6,7 +6,7 @@ decisions history and the request cards, so a decision reads the same everywhere
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from baton.requests.ledger import RequestRecord
@@ -18,7 +18,6 @@ from baton.requests.model import (
     ReviewAnswer,
 )
 from baton.requests.states import State
-from baton.store.records import RunRecord
 
 __all__ = ["decided_by_text", "decision_text", "expires_at", "parse_ts", "run_outcome"]
 
@@ -31,21 +30,17 @@ def parse_ts(value: str) -> datetime | None:
         return None
 
 
-def expires_at(record: RequestRecord, run: RunRecord | None) -> str | None:
-    """When an unanswered request expires, if its run said how long it waits.
+def expires_at(record: RequestRecord) -> str | None:
+    """When an unanswered request expires, if whoever waits for it set a deadline.
 
-    The ledger has no deadline column; a run that waits a bounded time records
-    ``wait_timeout`` (seconds) in its meta. None: it waits until answered.
+    The deadline belongs to the request (``expires_at``, coming with the store's
+    request migration: set from ``--wait-timeout`` by the waiting process). Until
+    a record carries one, there is no countdown, never a guessed one.
     """
-    if run is None or record.state is not State.PENDING:
+    if record.state is not State.PENDING:
         return None
-    timeout = run.meta.get("wait_timeout")
-    created = parse_ts(record.created_at)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        return None
-    if created is None:
-        return None
-    return (created + timedelta(seconds=float(timeout))).isoformat().replace("+00:00", "Z")
+    value = getattr(record, "expires_at", None)
+    return value if isinstance(value, str) and parse_ts(value) is not None else None
 
 
 def _answer_text(answer: Any) -> str:
