@@ -106,6 +106,8 @@ def run_outcome(status: str, counts: dict[str, int], pending: int) -> dict[str, 
             return {"label": f"waiting for you ({pending})", "tone": "warn"}
         return {"label": "running", "tone": "info"}
     if status == "completed":
+        if pending:  # `baton up --until-idle` ends with reviews waiting for you
+            return {"label": f"stopped, waiting for you ({pending})", "tone": "warn"}
         if counts.get("turn.failed", 0):
             return {"label": "completed, with failed turns", "tone": "bad"}
         if failed and not ok:
