@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from baton.errors import ConfigError
 from baton.requests.ledger import Ledger
 from baton.store.store import Store
 from baton.web.app import create_app
@@ -105,9 +106,12 @@ class DashboardServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host.strip("[]"), self.port))
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            raise ConfigError(
+                f"cannot serve the dashboard on {self.host}:{self.port}: {exc.strerror or exc} "
+                "(another server there? pick another --port)"
+            ) from exc
         sock.listen(128)
         sock.setblocking(False)
         self._socket = sock
