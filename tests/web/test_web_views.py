@@ -204,3 +204,42 @@ def test_expiry_comes_from_the_request_only() -> None:
     assert expires_at(SimpleNamespace(state=State.ANSWERED, expires_at=deadline)) is None  # type: ignore[arg-type]
     assert expires_at(SimpleNamespace(state=State.PENDING, expires_at="soon")) is None  # type: ignore[arg-type]
     assert expires_at(SimpleNamespace(state=State.PENDING)) is None  # type: ignore[arg-type]
+
+
+async def test_runs_filter_by_role(client: httpx.AsyncClient, store: Store) -> None:
+    from baton.events.model import SessionStarted
+    from baton.store.records import SessionRecord
+
+    for run_id in ("run-old", "run-new", "run-other"):
+        store.create_run(run_record(run_id, kind="up"))
+    store.upsert_session(
+        SessionRecord(
+            session_id="role-QA",
+            agent="builtin",
+            agent_session_id="as-qa",
+            cwd="/w",
+            identity_key="k",
+            created_at=TS,
+            updated_at=TS,
+            role="QA",
+            run_id="run-new",
+        )
+    )
+    started = SessionStarted(
+        agent="builtin", how="new", agent_session_id="as-qa", cwd="/w", protocol_version=1
+    )
+    store.append(
+        CanonicalEvent(
+            type=started.TYPE,
+            seq=1,
+            run_id="run-old",
+            session_id="as-qa",
+            turn_id=None,
+            ts=TS,
+            payload=started,
+        )
+    )
+    await store.flush()
+    found = (await client.get("/api/runs?role=QA")).json()["runs"]
+    assert {r["run_id"] for r in found} == {"run-old", "run-new"}
+    assert (await client.get("/api/runs?role=PM")).json()["runs"] == []

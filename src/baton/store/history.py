@@ -72,11 +72,12 @@ def runs_page(store: Store, f: RunFilter, limit: int) -> list[RunRecord]:
             where.append(f"{column} = ?")
             params.append(value)
     if f.role:
+        # A role session's row names the last run it worked in; older runs are found by
+        # their session.started events, read per candidate run through the primary key.
         where.append(
-            "(run_id IN (SELECT run_id FROM sessions WHERE role = ?)"
-            " OR run_id IN (SELECT DISTINCT e.run_id FROM events e JOIN sessions s"
-            " ON e.session_id = s.agent_session_id WHERE s.role = ?"
-            " AND e.type = 'session.started'))"
+            "(run_id IN (SELECT run_id FROM sessions WHERE role = ?) OR EXISTS ("
+            "SELECT 1 FROM events e WHERE e.run_id = runs.run_id AND e.type = 'session.started'"
+            " AND e.session_id IN (SELECT agent_session_id FROM sessions WHERE role = ?)))"
         )
         params += [f.role, f.role]
     _range(where, params, "created_at", f)
