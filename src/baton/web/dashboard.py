@@ -579,14 +579,13 @@ def render_decisions_page(
             f"{text(r['title'])}</td>"
             f'<td data-label="kind">{text(r["kind"])}</td>'
             f'<td data-label="decision">{text(r["decision"] or r["state"])}</td>'
-            f'<td data-label="by">{text(r["decided_by_text"])}</td>'
             f'<td data-label="run"><a href="{href("/runs/", r["run_id"])}">'
             f"<code>{text(r['run_id'])}</code></a></td>"
             f'<td data-label="asked"><time>{text(r["created_at"])}</time></td></tr>'
         )
     table = (
         '<table class="history"><thead><tr><th>request</th><th>kind</th><th>decision</th>'
-        f"<th>decided</th><th>run</th><th>asked</th></tr></thead><tbody>{''.join(items)}"
+        f"<th>run</th><th>asked</th></tr></thead><tbody>{''.join(items)}"
         "</tbody></table>"
         if items
         else '<p class="empty">No decisions match.</p>'

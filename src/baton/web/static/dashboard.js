@@ -461,7 +461,13 @@
     let count = Number(countNode.textContent) || 0;
     let refreshTimer = null;
 
-    showRaw.addEventListener("change", () => { rawLog.hidden = !showRaw.checked; });
+    // Raw lines are kept as data and only become elements while "raw events" is on.
+    const rawLines = [];
+    const rawItem = (line) => el("li", {}, clip(line, 4000));
+    showRaw.addEventListener("change", () => {
+      rawLog.hidden = !showRaw.checked;
+      rawLog.replaceChildren(...(showRaw.checked ? rawLines.map(rawItem) : []));
+    });
     showThoughts.addEventListener("change", () => {
       root.querySelectorAll("details.thought").forEach((d) => { d.open = showThoughts.checked; });
     });
@@ -616,12 +622,14 @@
       for (const data of queue.splice(0)) {
         let e = null;
         try { e = JSON.parse(data); } catch (error) { /* shown raw below */ }
-        rawLog.append(el("li", {}, clip(e ? e.seq + "  " + e.ts + "  " + e.type + "  " + JSON.stringify(e.payload) : data, 4000)));
+        rawLines.push(data);  // the canonical line, as stored
+        if (showRaw.checked) rawLog.append(rawItem(data));
         if (!e) continue;
         if (e.session_id && !(e.session_id in roles) && root.dataset.kind === "up" && e.type === "session.started") refreshSoon();
         try { render(e); } catch (error) { /* one odd event never stops the view */ }
         count = Math.max(count, e.seq);
       }
+      if (rawLines.length > 5000) rawLines.splice(0, rawLines.length - 5000);
       while (rawLog.childElementCount > 5000) rawLog.firstElementChild.remove();
       countNode.textContent = String(count);
       if (follow) window.scrollTo(0, document.body.scrollHeight); else jump.hidden = false;
