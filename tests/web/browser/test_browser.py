@@ -36,7 +36,11 @@ def _allow(page: Any, count: int) -> None:
 
 
 def _card(page: Any, kind: str) -> Any:
-    """The next pending card of this kind, by its id (it moves once it is decided)."""
+    """The next pending card of this kind, by its id (it moves once it is decided).
+
+    Callers wait for the previous card's decision first, so "the first pending card"
+    is never one whose answer is still on its way.
+    """
     card = page.locator(f"#cards article.kind-{kind}:not(.done)").first
     card.wait_for()
     request_id = card.get_attribute("data-request-id")
@@ -117,6 +121,7 @@ def test_phone_width_can_answer(team: Team, browser: Any) -> None:
     assert box is not None and box["width"] >= 300  # full-width buttons on a phone
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     button.click()
+    card.locator(".status", has_text="allowed once").wait_for()
     _allow(phone, 1)
     review = _card(phone, "review")
     shoot(phone, "inbox-review-phone")
