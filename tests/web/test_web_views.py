@@ -243,3 +243,85 @@ async def test_runs_filter_by_role(client: httpx.AsyncClient, store: Store) -> N
     found = (await client.get("/api/runs?role=QA")).json()["runs"]
     assert {r["run_id"] for r in found} == {"run-old", "run-new"}
     assert (await client.get("/api/runs?role=PM")).json()["runs"] == []
+
+
+def test_the_board_reads_the_team_loops_view() -> None:
+    """``baton.team.views.TeamView`` (team's read model) maps onto the board's snapshot."""
+    from types import SimpleNamespace as NS
+
+    from baton.web.board import snapshot_from_team_view
+
+    def task(task_id: str, stage: str, **extra: object) -> NS:
+        fields = {
+            "task_id": task_id,
+            "stage": stage,
+            "sender": "ADMIN",
+            "recipient": "PM",
+            "subject": f"do {task_id}",
+            "parent": None,
+            "children": (),
+            "baton_status": None,
+            "role": "PM",
+            "turns": 0,
+            "report_ref": None,
+            "note": "",
+        }
+        return NS(**(fields | extra))
+
+    slot = {
+        "usage": {"availability": "unavailable"},
+        "files_changed": (),
+        "turns": 2,
+        "tool_calls_count": 3,
+        "updated_at": "t",
+    }
+    view = NS(
+        daemon="running",
+        updated_at="t",
+        team={"name": "default", "leader": "PM", "human": "ADMIN"},
+        roles=(
+            NS(role="PM", agent="builtin", leader=True, paused_for_s=0.0),
+            NS(role="QA", agent="builtin", leader=False, paused_for_s=0.0),
+            NS(role="OPS", agent="builtin", leader=False, paused_for_s=30.0),
+        ),
+        slots=(
+            NS(
+                name="PM",
+                role="PM",
+                agent="builtin",
+                status="working",
+                session_id="as-pm",
+                current_task="T-1",
+                **slot,
+            ),
+            NS(
+                name="QA",
+                role="QA",
+                agent="builtin",
+                status="ready",
+                session_id="as-qa",
+                current_task="T-2",
+                **slot,
+            ),
+        ),
+        counts={"inbox": 0, "active": 2},
+        refusals=(),
+        tasks=(
+            task("T-1", "active", children=("T-2",), baton_status="waiting_children"),
+            task(
+                "T-2",
+                "active",
+                parent="T-1",
+                recipient="QA",
+                role="QA",
+                baton_status="needs_attention",
+            ),
+        ),
+        attention=(task("T-2", "active", note="no report after the reminder"),),
+    )
+    snap = snapshot_from_team_view(view, project="/p", done=(), pending=(), descriptions={})
+    states = {r.name: r.state for r in snap.roles}
+    assert states == {"PM": "working", "QA": "attention", "OPS": "stalled"}
+    assert [t.children for t in snap.tasks] == [("T-2",), ()]
+    assert snap.roles[1].usage is None and snap.roles[1].tool_calls == 3
+    assert snap.stalls[0]["reason"] == "no report after the reminder"

@@ -231,12 +231,9 @@ async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     from baton.coordination.errors import CoordinationError
 
     board = _board_source(ctx)
-    port = getattr(board, "context", None)
-    if port is None or ctx.project_dir is None:
-        raise ApiError(404, "NoTeam", "this board cannot read FCoP documents")
     snapshot = await asyncio.to_thread(board.snapshot, [])
     try:
-        docs = await asyncio.to_thread(task_documents, port.port, task_id)
+        docs = await asyncio.to_thread(task_documents, board.port, task_id)
     except CoordinationError as exc:
         raise ApiError(404, "UnknownTask", str(exc)) from None
     task = next((t for t in snapshot_data(snapshot)["tasks"] if t["task_id"] == task_id), None)
@@ -284,16 +281,9 @@ async def run_detail(ctx: WebContext, run: RunRecord) -> dict[str, Any]:
 async def task_changes_for(ctx: WebContext, role: str | None) -> dict[str, Any] | None:
     """The changed files (and their diff) the role's sessions reported, for a review."""
     board = ctx.board
-    coordination = getattr(board, "context", None)
-    if coordination is None or ctx.project_dir is None or not role:
+    if board is None or ctx.project_dir is None or not role:
         return None
-    from baton.coordination.state import CoordinationState
-
-    state = await asyncio.to_thread(CoordinationState.load, coordination.paths.state_file)
-    files: list[str] = []
-    for session in state.sessions.values():
-        if session.role == role:
-            files += [f for f in session.files_changed if f not in files]
+    files = await asyncio.to_thread(board.files_changed, role)
     return await asyncio.to_thread(task_changes, ctx.project_dir, files)
 
 

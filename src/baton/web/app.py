@@ -31,7 +31,7 @@ from baton.web.actions import ActionRefused, RunLauncher
 from baton.web.answers import status_for
 from baton.web.api import ApiError, api_routes
 from baton.web.auth import AuthConfig, Gate
-from baton.web.board import BoardSource, ProjectBoardSource
+from baton.web.board import BoardSource, open_board
 from baton.web.context import WebContext
 from baton.web.dashboard import dashboard_routes
 from baton.web.live import LiveHub
@@ -104,7 +104,7 @@ def create_app(
     board: BoardSource | None = None
     if project_dir is not None:
         try:
-            board = ProjectBoardSource(project_dir, store)
+            board = open_board(project_dir, store)
         except BatonError:
             board = None  # no [team] / no FCoP workspace: the rest still works
     launcher = RunLauncher(project_dir, store) if project_dir is not None and start_runs else None

@@ -25,20 +25,25 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from baton.coordination.fcop_port import Stage
+from baton.coordination.context import CoordinationContext
+from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
+from baton.store.store import Store
 
 __all__ = [
     "STAGES",
     "BoardSnapshot",
     "BoardSource",
-    "ProjectBoardSource",
     "RoleView",
+    "StateFileBoardSource",
     "TaskView",
+    "TeamViewBoardSource",
     "UsageView",
+    "open_board",
     "session_state",
     "snapshot_data",
 ]
@@ -113,9 +118,55 @@ class BoardSnapshot:
 
 
 class BoardSource(Protocol):
-    """Anything that can produce a snapshot (blocking; called in a worker thread)."""
+    """Where the board's facts come from (blocking calls; run them in a worker thread)."""
+
+    @property
+    def port(self) -> FcopPort:
+        """The project's FCoP port (task documents are read through it)."""
+        ...
+
+    @property
+    def role_names(self) -> tuple[str, ...]: ...
 
     def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot: ...
+
+    def files_changed(self, role: str) -> list[str]:
+        """What the role's sessions reported as changed (for a review's diff)."""
+        ...
+
+
+def open_board(project_dir: Path, store: Store) -> BoardSource:
+    """The board of the project: from the team's read models when the team loop keeps
+    its state in the store (``baton.team.views``), else from ``state.json``."""
+    from baton.coordination.context import open_context
+
+    ctx = open_context(project_dir)
+    try:
+        from baton.team import views  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return StateFileBoardSource(ctx, store)
+    return TeamViewBoardSource(ctx, store, views)
+
+
+def _done_tasks(port: FcopPort, notes: list[str]) -> list[TaskInfo]:
+    """The newest settled TASKs (FCoP keeps them all; the board shows a few)."""
+    settled: tuple[Stage, ...] = ("done", "archive")
+    infos: list[TaskInfo] = []
+    for stage in settled:
+        try:
+            infos += port.list_stage(stage)
+        except Exception as exc:
+            notes.append(f"cannot list {stage}: {exc}")
+    infos.sort(key=lambda t: t.created_at, reverse=True)
+    return infos[:MAX_DONE_SHOWN]
+
+
+def _waiting_by_session(pending: Sequence[RequestRecord]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for request in pending:
+        if request.session_id:
+            out.setdefault(request.session_id, []).append(request.request_id)
+    return out
 
 
 def snapshot_data(snapshot: BoardSnapshot) -> dict[str, Any]:
@@ -133,7 +184,7 @@ def session_state(
         return "waiting"
     if task_status == "stalled" or breaker_open:
         return "stalled"
-    if status == "failed":
+    if status == "failed" or task_status in ("needs_attention", "failed"):
         return "attention"
     if status == "working":
         return "working"
@@ -160,41 +211,46 @@ def _children(tasks: Iterable[TaskView]) -> dict[str, list[str]]:
     return out
 
 
-class ProjectBoardSource:
-    """Today's facts: FCoP stages + ``state.json`` + store sessions + the ledger."""
+class StateFileBoardSource:
+    """The facts before the team loop's store: FCoP stages + ``state.json`` + store
+    sessions + the ledger."""
 
-    def __init__(self, project_dir: Any, store: Any) -> None:
-        from baton.coordination.context import open_context
-
-        self._ctx = open_context(project_dir)
+    def __init__(self, ctx: CoordinationContext, store: Store) -> None:
+        self._ctx = ctx
         self._store = store
 
     @property
-    def context(self) -> Any:
-        return self._ctx
+    def port(self) -> FcopPort:
+        return self._ctx.port
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(self._ctx.team.role_names)
+
+    def files_changed(self, role: str) -> list[str]:
+        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
+
+        state = CoordinationState.load(self._ctx.paths.state_file)
+        files: list[str] = []
+        for session in state.sessions.values():
+            if session.role == role:
+                files += [f for f in session.files_changed if f not in files]
+        return files
 
     def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
-        from baton.coordination.state import CoordinationState
+        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
 
         ctx = self._ctx
         state = CoordinationState.load(ctx.paths.state_file)
         notes: list[str] = []
         infos = []
         open_stages: tuple[Stage, ...] = ("inbox", "active", "review")
-        settled_stages: tuple[Stage, ...] = ("done", "archive")
         for stage in open_stages:
             try:
                 infos += ctx.port.list_stage(stage)
             except Exception as exc:  # a workspace mid-change: say so, show the rest
                 notes.append(f"cannot list {stage}: {exc}")
-        done_infos = []
-        for stage in settled_stages:
-            try:
-                done_infos += ctx.port.list_stage(stage)
-            except Exception as exc:
-                notes.append(f"cannot list {stage}: {exc}")
-        done_infos.sort(key=lambda t: t.created_at, reverse=True)
-        infos += done_infos[:MAX_DONE_SHOWN]
+        infos += _done_tasks(ctx.port, notes)
         views = []
         for info in infos:
             record = state.tasks.get(info.task_id)
@@ -296,3 +352,153 @@ def review_task(record: RequestRecord) -> str | None:
     """The task a review request is about (links a card to the board)."""
     doc = record.document
     return doc.task_id if isinstance(doc, ReviewRequest) else None
+
+
+class TeamViewBoardSource:
+    """The team loop's read models in the store (``baton.team.views.team_view``)."""
+
+    def __init__(self, ctx: CoordinationContext, store: Store, views: Any) -> None:
+        self._ctx = ctx
+        self._store = store
+        self._views = views
+
+    @property
+    def port(self) -> FcopPort:
+        return self._ctx.port
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(self._ctx.team.role_names)
+
+    def files_changed(self, role: str) -> list[str]:
+        files: list[str] = []
+        for slot in self._views.slot_views(self._store):
+            if slot.role == role:
+                files += [f for f in slot.files_changed if f not in files]
+        return files
+
+    def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
+        notes: list[str] = []
+        view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
+        return snapshot_from_team_view(
+            view,
+            project=str(self._ctx.project_dir),
+            done=_done_tasks(self._ctx.port, notes),
+            pending=pending,
+            descriptions={r.name: r.description for r in self._ctx.team.roles.values()},
+            notes=notes,
+        )
+
+
+def snapshot_from_team_view(
+    view: Any,
+    *,
+    project: str,
+    done: Sequence[TaskInfo],
+    pending: Sequence[RequestRecord],
+    descriptions: Mapping[str, str],
+    notes: Sequence[str] = (),
+) -> BoardSnapshot:
+    """A ``baton.team.views.TeamView`` as the board's snapshot (pure)."""
+    tasks = [
+        TaskView(
+            task_id=t.task_id,
+            subject=t.subject,
+            stage=t.stage,
+            sender=t.sender,
+            recipient=t.recipient,
+            parent=t.parent,
+            children=tuple(t.children),
+            status=t.baton_status,
+            turns=t.turns,
+            report_ref=t.report_ref,
+            note=t.note,
+        )
+        for t in view.tasks
+    ]
+    shown = {t.task_id for t in tasks}
+    tasks += [
+        TaskView(
+            task_id=i.task_id,
+            subject=i.subject,
+            stage=i.stage,
+            sender=i.sender,
+            recipient=i.recipient,
+            parent=i.parent,
+            created_at=i.created_at,
+        )
+        for i in done
+        if i.task_id not in shown
+    ]
+    kids = _children(tasks)
+    tasks = [
+        t if t.children else TaskView(**{**asdict(t), "children": tuple(kids.get(t.task_id, ()))})
+        for t in tasks
+    ]
+    status_of = {t.task_id: t.status for t in tasks}
+    paused = {r.role: r.paused_for_s > 0 for r in view.roles}
+    leaders = {r.role for r in view.roles if r.leader}
+    waiting = _waiting_by_session(pending)
+    roles: list[RoleView] = []
+    for slot in view.slots:
+        asks = tuple(waiting.get(slot.session_id or "", ()))
+        roles.append(
+            RoleView(
+                name=slot.name,
+                role=slot.role,
+                agent=slot.agent,
+                leader=slot.role in leaders,
+                state=session_state(
+                    status=slot.status,
+                    task_status=status_of.get(slot.current_task or ""),
+                    waiting=bool(asks),
+                    breaker_open=paused.get(slot.role, False),
+                ),
+                current_task=slot.current_task,
+                turns=slot.turns,
+                tool_calls=slot.tool_calls_count,
+                usage=_usage(slot.usage),
+                waiting_requests=asks,
+                note=descriptions.get(slot.role, ""),
+                updated_at=slot.updated_at,
+            )
+        )
+    with_slot = {r.role for r in roles}
+    roles += [
+        RoleView(
+            name=r.role,
+            role=r.role,
+            agent=r.agent,
+            leader=r.leader,
+            state="stalled" if r.paused_for_s > 0 else "idle",
+            current_task=None,
+            turns=0,
+            tool_calls=0,
+            usage=None,
+            note=descriptions.get(r.role, ""),
+        )
+        for r in view.roles
+        if r.role not in with_slot
+    ]
+    return BoardSnapshot(
+        project=project,
+        team=view.team.get("name", ""),
+        leader=view.team.get("leader", ""),
+        human=view.team.get("human", ""),
+        daemon=view.daemon,
+        updated_at=view.updated_at,
+        roles=tuple(sorted(roles, key=lambda r: r.name)),
+        tasks=tuple(tasks),
+        counts=dict(view.counts),
+        stalls=tuple(
+            {
+                "task_id": t.task_id,
+                "role": t.role or t.recipient,
+                "reason": t.note or t.baton_status,
+            }
+            for t in view.attention
+        ),
+        refusals=tuple(view.refusals),
+        pending_requests=len(pending),
+        notes=tuple(notes),
+    )

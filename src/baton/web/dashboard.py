@@ -646,9 +646,7 @@ def dashboard_routes(ctx: WebContext) -> list[Route]:
     )
 
     def roles() -> list[str]:
-        board = ctx.board
-        ctx_ = getattr(board, "context", None)
-        return list(ctx_.team.role_names) if ctx_ is not None else []
+        return list(ctx.board.role_names) if ctx.board is not None else []
 
     async def home(request: Request) -> Response:
         pending = await ctx.ledger.pending()
