@@ -19,11 +19,12 @@ from baton.procgroup import process_alive
 from baton.requests import payloads
 from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
 from baton.store.store import Store
+from baton.store.web_sessions import WEB_MIGRATIONS
 
 __all__ = ["MIGRATIONS", "open_store", "owner_meta", "recover_interrupted"]
 
 
-MIGRATIONS = (*REQUESTS_MIGRATIONS,)
+MIGRATIONS = (*REQUESTS_MIGRATIONS, *WEB_MIGRATIONS)
 """Every part's migrations beyond the store's own, in the order they apply."""
 
 

@@ -131,7 +131,8 @@ class ClientMethods:
             await self.requests.delivered(record, self.events.for_turn(record.turn_id))
 
     async def on_batch_end(self) -> None:
-        await self.events.drafts(self.normalizer.flush())
+        """Show only what cannot be half a secret (the rest waits for the next read)."""
+        await self.events.drafts(self.normalizer.flush_ready())
 
     # ---------------------------------------------------------------- updates
 

@@ -338,6 +338,8 @@ class AgentSession:
         if self.turns is not None:
             await self.turns.cancel("the session is closing", CancelCause.CLOSING)
         await self._shutdown()
+        # Text held back at a read's end (it might have been half a secret) is kept now.
+        await self.events.drafts(self.normalizer.flush())
         await self.events.emit(SessionClosed(reason=reason, exit_code=self.returncode))
 
     async def _shutdown(self) -> None:

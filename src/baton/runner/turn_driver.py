@@ -166,7 +166,13 @@ class TurnDriver:
         )
 
     def stderr_preview(self) -> str:
-        return self.events.redactor.text(self.transport.stderr.tail(DIAGNOSTIC_PREVIEW_BYTES))
+        """Redact the whole ring, then cut at a line start (a tail could begin mid-secret)."""
+        ring = self.transport.stderr
+        return self.events.redactor.preview(
+            ring.tail(ring.capacity),
+            DIAGNOSTIC_PREVIEW_BYTES,
+            whole=ring.total_bytes <= ring.capacity,
+        )
 
     # ---------------------------------------------------------------- waiting
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAKE_AGENT_MODULE",
+    "HOSTILE_SCENARIOS",
     "SCENARIOS",
     "AgentEnd",
     "InMemoryAgent",
@@ -93,6 +94,10 @@ SCENARIOS: tuple[str, ...] = (
     "fs",
     "replay",
 )
+
+#: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).
+HOSTILE_SCENARIOS: tuple[str, ...] = ("lone-surrogate", "secrets")
+SCENARIOS += HOSTILE_SCENARIOS
 
 
 def fake_agent_argv(

@@ -99,6 +99,17 @@ Scenarios (``--scenario``):
     A live request that is not the next one of the trace gets a -32601 error; unmatched
     notifications and replies are ignored.
 
+Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`baton.testing.hostile`):
+
+``lone-surrogate``
+    A chunk and a tool call title holding ``"\\ud800"``/``"\\udfff"`` (valid JSON, not encodable
+    as UTF-8), between two normal chunks; then ``end_turn``.
+``secrets`` (with ``--texts FILE``, a JSON list of strings)
+    Each text as a transcript split across two writes, a stderr line and a tool call (title,
+    ``rawInput``, ``rawOutput``, content text, a diff); then all of them in one
+    ``session/request_permission``; then ``end_turn``. With ``{"texts": [...], "die": true}``
+    in the file, it writes them all to stderr again and exits 3 instead of answering.
+
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).
 """
@@ -111,6 +122,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, BinaryIO
 
 from baton.testing import SCENARIOS
@@ -123,6 +135,7 @@ from baton.testing.scenarios import (
     Hang,
     JoinStderrFlood,
     Options,
+    Pause,
     Raw,
     ReplayIn,
     ScenarioCore,
@@ -157,6 +170,7 @@ class FakeAgent:
                 nbytes=args.bytes,
                 session_id=args.session_id,
                 grandchild_keeps_stdio=args.grandchild_keeps_stdio,
+                texts=args.texts,
             )
         )
         self.trace: str | None = args.trace
@@ -279,6 +293,8 @@ class FakeAgent:
             self.write(dumps({"jsonrpc": "2.0", "id": turn.request_id, "result": action.result}))
         elif isinstance(action, JoinStderrFlood) and self._flood_thread is not None:
             self._flood_thread.join()
+        elif isinstance(action, Pause):
+            time.sleep(action.seconds)
         return None
 
 
@@ -328,6 +344,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--bytes", type=int, default=None, help="huge-line / stderr-flood: size in bytes"
     )
     parser.add_argument("--trace", default=None, help="replay: the NDJSON trace to replay")
+    parser.add_argument("--texts", default=None, help="secrets: a JSON list of texts to send")
     parser.add_argument("--session-id", default="fake-1")
     parser.add_argument("--max-lifetime", type=float, default=600.0)
     parser.add_argument("--grandchild-keeps-stdio", action="store_true")

@@ -34,6 +34,7 @@ from baton.testing.scenarios import (
     Hang,
     JoinStderrFlood,
     Options,
+    Pause,
     Raw,
     ScenarioCore,
     Send,
@@ -360,6 +361,8 @@ class ScenarioAgent:
             await end.send({"jsonrpc": "2.0", "id": turn.request_id, "result": action.result})
         elif isinstance(action, JoinStderrFlood):
             pass  # the in-memory flood was written at start
+        elif isinstance(action, Pause):
+            await asyncio.sleep(action.seconds)
         return None
 
 

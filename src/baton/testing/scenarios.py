@@ -31,6 +31,7 @@ __all__ = [
     "Hang",
     "JoinStderrFlood",
     "Options",
+    "Pause",
     "Raw",
     "ReplayIn",
     "ScenarioCore",
@@ -110,6 +111,13 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class Pause:
+    """Let the client read what was written so far (as a model streams between tokens)."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class JoinStderrFlood:
     """Wait until the start-up stderr flood was written (process driver)."""
 
@@ -123,7 +131,7 @@ class SpawnGrandchild:
     request_id: Any
 
 
-Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Answer | JoinStderrFlood
+Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Answer | Pause | JoinStderrFlood
 
 # ------------------------------------------------- what the reader loop must do
 
@@ -171,6 +179,8 @@ class Options:
     nbytes: int | None = None
     session_id: str = "fake-1"
     grandchild_keeps_stdio: bool = False
+    texts: str | None = None
+    """``secrets``: a JSON file with the texts to send."""
 
 
 @dataclass(slots=True)
