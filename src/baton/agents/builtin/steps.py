@@ -17,7 +17,7 @@ from typing import Literal
 from baton.errors import SecurityError
 from baton.security.paths import resolve_inside
 
-from .channel import Channel, TurnCancelled, until_cancelled
+from .channel import Channel, TurnInterrupted, until_cancelled
 from .connection import ConnectionClosed
 from .jsonrpc import JsonObject, RpcError
 from .mcp_client import McpError, McpHub
@@ -121,12 +121,12 @@ class _Call:
 
 
 async def run_step(ctx: StepContext, number: int, label: str, action: Action) -> StepRun:
-    """Run one step through its whole tool-call lifecycle; never raises TurnCancelled."""
+    """Run one step through its whole tool-call lifecycle; never raises TurnInterrupted."""
     call = _Call(ctx.channel, f"step-{number}-{uuid.uuid4().hex[:8]}")
     try:
         ending = await _execute(ctx, call, label, action)
         status = Status.SUCCEEDED if ending.status == "completed" else Status.FAILED
-    except TurnCancelled:
+    except TurnInterrupted:
         ending = _Ending("failed", {"cancelled": True}, reason="cancelled")
         status = Status.CANCELLED
     assert call.opening is not None, "every step opens its tool call before it can end"
@@ -184,7 +184,7 @@ async def _permit(
         request["content"] = list(content)
     answer = await ctx.channel.ask_permission(request)
     if ctx.channel.cancel.is_set():
-        raise TurnCancelled
+        raise TurnInterrupted
     if answer.always:
         ctx.always_allowed.add(kind)
     return None if answer.granted else answer.reason
@@ -206,7 +206,7 @@ async def _shell(ctx: StepContext, call: _Call, label: str, step: ShellStep) -> 
         on_output=lambda text: call.progress(content=[text_content(text)]),
     )
     if result.cancelled:
-        raise TurnCancelled
+        raise TurnInterrupted
     raw_output: JsonObject = {
         "exitCode": result.exit_code,
         "durationMs": result.duration_ms,

@@ -9,7 +9,7 @@ have no failed state, the tool call says it failed); then the automatic report i
 from dataclasses import dataclass
 from typing import Literal
 
-from .channel import TurnCancelled, until_cancelled
+from .channel import TurnInterrupted, until_cancelled
 from .jsonrpc import JsonObject
 from .mcp_client import ToolIndex
 from .runbook import Runbook, label, parse_runbook, truncate
@@ -24,7 +24,7 @@ from .summary import (
 )
 from .updates import PlanStatus, agent_message, plan, user_message
 
-__all__ = ["HELP", "TurnResult", "run_turn"]
+__all__ = ["HELP", "TurnEnding", "run_turn"]
 
 HELP = (
     "This prompt has no runbook steps, so there is nothing for me to do. I am baton's runbook "
@@ -38,7 +38,7 @@ REPORT_LABEL = "report: write_report"
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnEnding:
     """How the turn ended and what `session/load` should replay of it."""
 
     stop_reason: Literal["end_turn", "cancelled"]
@@ -52,7 +52,7 @@ class _Planned:
     action: Action
 
 
-async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
+async def run_turn(ctx: StepContext, number: int, text: str) -> TurnEnding:
     """Run the runbook in ``text`` as turn ``number`` of the session."""
     runbook = parse_runbook(text)
     replay: list[JsonObject] = [user_message(text, f"msg-{number}-user")]
@@ -61,7 +61,7 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     if ctx.hub is not None and (runbook.steps or runbook.delegations or runbook.auto_report):
         try:
             index = await until_cancelled(ctx.hub.index(), cancel)
-        except TurnCancelled:
+        except TurnInterrupted:
             return await _finish(
                 ctx, number, replay, summarize([], cancelled=True), cancelled=True, title=None
             )
@@ -151,11 +151,11 @@ async def _finish(
     *,
     cancelled: bool,
     title: str | None,
-) -> TurnResult:
+) -> TurnEnding:
     update = agent_message(message, f"msg-{number}-1")
     await ctx.channel.update(update)
     replay.append(update)
-    return TurnResult("cancelled" if cancelled else "end_turn", tuple(replay), title)
+    return TurnEnding("cancelled" if cancelled else "end_turn", tuple(replay), title)
 
 
 class _Board:
