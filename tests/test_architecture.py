@@ -36,7 +36,13 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.security.paths",),  # the one containment check (providers use it)
     ("baton.events",),  # the canonical event model, normalizers, the extension seam
     (("baton.requests.model", "baton.requests.errors"),),  # request documents, pure data
-    ("baton", "baton.errors", "baton.fsutil", "baton.procgroup"),  # leaves everyone uses
+    (
+        "baton",
+        "baton.errors",
+        "baton.fsutil",
+        "baton.procgroup",
+        "baton.aiotasks",
+    ),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""
 

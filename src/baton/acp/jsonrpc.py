@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from baton.errors import BatonError
+
 JsonRpcId = int | str
 
 PARSE_ERROR = -32700
@@ -143,7 +145,7 @@ def error(msg_id: JsonRpcId | None, code: int, message: str, data: Any = None) -
     return {"jsonrpc": "2.0", "id": msg_id, "error": err}
 
 
-class RpcError(Exception):
+class RpcError(BatonError):
     """Raised by an inbound request handler to answer with a JSON-RPC error."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

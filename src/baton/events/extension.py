@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
+from baton.errors import RemoteProtocolError
 from baton.events.model import Payload
 from baton.events.redaction import NoRedaction, Redaction
 from baton.requests.model import RequestDocument
@@ -72,7 +73,7 @@ UNSTABLE_VARIANTS: Mapping[str, str] = {
 """Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
 
 
-class MalformedPayload(ValueError):
+class MalformedPayload(RemoteProtocolError):
     """An agent's payload failed an explicit check: the agent's fault, never baton's."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from baton.acp.jsonrpc import JsonRpcId
+from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.requests import payloads, replies
@@ -163,11 +164,7 @@ class RequestBroker:
                         return await self.ledger.get(request_id)
             return await self.ledger.get(request_id)
         finally:
-            for task in waiters:
-                task.cancel()
-            for task in waiters:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(waiters)
 
     async def refuse(
         self,

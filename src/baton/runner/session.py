@@ -34,6 +34,7 @@ from baton.acp.client import AcpClient
 from baton.acp.connection import JsonRpcConnection
 from baton.acp.process import AgentProcess
 from baton.acp.transport import AgentTransport, Launch, TransportFactory, spawn_subprocess
+from baton.aiotasks import cancel_and_wait
 from baton.config import agent_roots_dir
 from baton.errors import (
     AgentError,
@@ -349,7 +350,7 @@ class AgentSession:
         await self.terminals.close()
         if self.transport is not None:
             await self.transport.close()
-        await _stop_tasks(self._tasks)
+        await cancel_and_wait(self._tasks)
         self.launch.cleanup()
 
     async def _watch_exit(self) -> None:
@@ -365,18 +366,3 @@ class AgentSession:
                 stderr_preview=self.stderr_preview(),
             )
         )
-
-
-async def _stop_tasks(tasks: Sequence[asyncio.Task[None]]) -> None:
-    """Cancel and reap the session's tasks without swallowing the caller's own cancel.
-
-    ``asyncio.wait`` never raises a task's exception; one that died of a bug is logged.
-    """
-    live = [t for t in tasks if t is not asyncio.current_task()]
-    for task in live:
-        task.cancel()
-    if live:
-        await asyncio.wait(live)
-    for task in live:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("session task %s failed", task.get_name(), exc_info=task.exception())

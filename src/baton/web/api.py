@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from baton.errors import BatonError, RemoteFault
 from baton.requests.ledger import RequestRecord
 from baton.requests.render import to_data
 from baton.requests.states import State
@@ -57,7 +58,7 @@ MAX_ANSWER_BYTES: Final = 256 * 1024
 MAX_EVENTS_PAGE: Final = 10_000
 
 
-class ApiError(Exception):
+class ApiError(BatonError, RemoteFault):
     """A refusal decided by the HTTP layer itself (bad query, body, media type)."""
 
     def __init__(self, status: int, error: str, message: str) -> None:

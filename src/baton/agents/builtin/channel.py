@@ -10,6 +10,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from baton.errors import BuiltinAgentError
+
 from .connection import Connection, ConnectionClosed
 from .jsonrpc import JsonObject, RpcError
 from .updates import PERMISSION_OPTIONS
@@ -19,7 +21,7 @@ __all__ = ["Channel", "Permission", "TurnInterrupted", "until_cancelled"]
 T = TypeVar("T")
 
 
-class TurnInterrupted(Exception):
+class TurnInterrupted(BuiltinAgentError):
     """The turn was cancelled while waiting."""
 
 
