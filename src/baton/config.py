@@ -35,6 +35,16 @@ from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile, CredentialBinding
 
+__all__ = [
+    "CONFIG_NAME",
+    "BatonConfig",
+    "agent_roots_dir",
+    "default_state_dir",
+    "find_project_dir",
+    "load_config",
+    "parse_profile",
+]
+
 CONFIG_NAME = "baton.toml"
 
 _STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin")

@@ -43,6 +43,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = [
+    "AgentError",
+    "AgentExited",
+    "AgentNotInstalled",
+    "AgentStartError",
+    "AgentTimeout",
+    "AuthRequired",
+    "BatonError",
+    "BuiltinAgentError",
+    "ConfigError",
+    "LocalFault",
+    "LocalProtocolError",
+    "ProtocolError",
+    "RemoteCallError",
+    "RemoteFault",
+    "RemoteProtocolError",
+    "RequestError",
+    "SecurityError",
+    "StoreError",
+    "UsageError",
+]
+
 
 class BatonError(Exception):
     """Base of every error baton raises on purpose."""

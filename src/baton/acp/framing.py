@@ -12,6 +12,17 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "PREVIEW_BYTES",
+    "Frame",
+    "FrameError",
+    "FrameErrorKind",
+    "LineDecoder",
+    "decode_line",
+    "encode_message",
+]
+
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """Largest accepted line. ACP frames carry whole files and diffs; 16 MiB covers
 real agents while keeping a hostile or broken agent from exhausting memory."""

@@ -24,6 +24,29 @@ from typing import Any
 
 from baton.errors import BatonError
 
+__all__ = [
+    "AUTH_REQUIRED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "Invalid",
+    "JsonRpcId",
+    "Message",
+    "Notification",
+    "Request",
+    "Response",
+    "RpcError",
+    "classify",
+    "error",
+    "notification",
+    "request",
+    "result",
+]
+
 JsonRpcId = int | str
 
 PARSE_ERROR = -32700

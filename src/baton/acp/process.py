@@ -21,6 +21,12 @@ from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
 from baton.procgroup import exited_within, group_alive, signal_group, stop_group
 
+__all__ = [
+    "READ_CHUNK",
+    "AgentProcess",
+    "resolve_command",
+]
+
 READ_CHUNK = 256 * 1024
 
 

@@ -41,6 +41,12 @@ from baton.events.model import (
 )
 from baton.security.display import mark_agent_lines, neutralize_terminal
 
+__all__ = [
+    "HumanRenderer",
+    "NdjsonRenderer",
+    "safe",
+]
+
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
 

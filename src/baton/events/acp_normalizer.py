@@ -53,6 +53,18 @@ from baton.events.model import (
 from baton.events.redaction import Redaction
 from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
 
+__all__ = [
+    "COALESCE_MAX_BYTES",
+    "KNOWN_CONTENT_TYPES",
+    "KNOWN_FIELDS",
+    "KNOWN_TOOL_CONTENT_TYPES",
+    "MAX_COMMANDS",
+    "MAX_PLAN_STEPS",
+    "MAX_TRACKED_MESSAGES",
+    "AcpNormalizer",
+    "Draft",
+]
+
 COALESCE_MAX_BYTES = 64 * 1024
 MAX_TRACKED_MESSAGES = 4096
 """Message ids remembered for attribution (oldest forgotten first)."""

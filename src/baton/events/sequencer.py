@@ -9,6 +9,11 @@ from typing import Any
 
 from baton.events.model import CanonicalEvent, Payload, storable
 
+__all__ = [
+    "Sequencer",
+    "format_ts",
+]
+
 
 def format_ts(epoch: float) -> str:
     """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``."""

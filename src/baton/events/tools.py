@@ -28,6 +28,16 @@ from baton.events.model import (
 )
 from baton.events.redaction import Redaction
 
+__all__ = [
+    "ACP_TOOL_KINDS",
+    "MAX_TRACKED_CALLS",
+    "TERMINAL_STATUSES",
+    "TOOL_KINDS",
+    "TOOL_STATUSES",
+    "ToolCallTracker",
+    "ToolState",
+]
+
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TOOL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
 """ACP v1 ToolCallStatus; any other value is ignored here and kept in ``raw``."""

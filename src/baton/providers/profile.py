@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+__all__ = [
+    "DEFAULT_PASS_ENV",
+    "PYTHON_PLACEHOLDER",
+    "AgentProfile",
+    "CredentialBinding",
+]
+
 PYTHON_PLACEHOLDER = "$PYTHON"
 """Stands for the interpreter running baton in a profile's command."""
 

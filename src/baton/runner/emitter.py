@@ -13,6 +13,11 @@ from baton.events.sequencer import Sequencer
 if TYPE_CHECKING:
     from baton.store.store import Store
 
+__all__ = [
+    "EventEmitter",
+    "Listener",
+]
+
 Listener = Callable[[CanonicalEvent], None]
 
 

@@ -21,6 +21,11 @@ from baton.requests.model import (
     parse_document,
 )
 
+__all__ = [
+    "elicitation_document",
+    "permission_document",
+]
+
 
 def permission_document(
     params: Mapping[str, Any],

@@ -19,6 +19,12 @@ from baton.acp.jsonrpc import RpcError
 from baton.procgroup import exited_within, stop_group
 from baton.security.paths import resolve_inside
 
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "MAX_TERMINALS",
+    "TerminalManager",
+]
+
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 MAX_TERMINALS = 32
 

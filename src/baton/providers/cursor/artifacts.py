@@ -36,6 +36,14 @@ from baton.providers.cursor._common import outcome
 from baton.providers.cursor.containment import display_candidate, resolve_artifact_reference
 from baton.security.paths import PathRefused
 
+__all__ = [
+    "CONTROL",
+    "MAX_REFERENCES",
+    "METHOD",
+    "generate_image",
+    "media_type",
+]
+
 METHOD = "cursor/generate_image"
 CONTROL = "artifact_containment"
 MAX_REFERENCES = 32

@@ -38,6 +38,11 @@ from baton.providers.inventory import (
 )
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
 
+__all__ = [
+    "TODOS_FALLBACK",
+    "CursorExtension",
+]
+
 TODOS_FALLBACK = outcome("accepted", todos=[])
 
 

@@ -43,6 +43,17 @@ from baton.events.model import Payload, PlanStep, PlanUpdated, ProviderNotice
 from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, safe_id
 
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_ITEMS",
+    "MAX_SNAPSHOT_BYTES",
+    "SOURCE",
+    "CanonicalStatus",
+    "TodoReducer",
+    "TodoResult",
+    "step_size",
+]
+
 MAX_ITEMS = 256
 MAX_CONTENT_CHARS = 4000
 MAX_SNAPSHOT_BYTES = 240 * 1024
