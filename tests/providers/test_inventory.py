@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from baton.events.acp_normalizer import STABLE_VARIANTS
 from baton.events.extension import TurnContext
@@ -238,12 +239,16 @@ def test_any_payload_yields_payloads_or_notices_never_an_exception(
 ) -> None:
     ext = extension_for(family)
     c = ctx()
-    ext.begin_turn(c)
+    produced: list[object] = list(ext.begin_turn(c))
     if name not in GENERIC_METHODS:
-        dispatch_method(ext, name, params, has_id=has_id, ctx=c)
+        outcome = dispatch_method(ext, name, params, has_id=has_id, ctx=c)
+        produced += outcome.payloads
     if name not in STABLE_VARIANTS:
-        dispatch_update(ext, name, {"sessionUpdate": name, **params}, c)
+        produced += dispatch_update(ext, name, {"sessionUpdate": name, **params}, c)
     else:
-        ext.observe_update(name, {"sessionUpdate": name, **params}, c)
-    ext.foreign_session_update("other", {"sessionUpdate": name, **params}, c)
-    ext.end_turn(c)
+        produced += ext.observe_update(name, {"sessionUpdate": name, **params}, c)
+    produced += ext.foreign_session_update("other", {"sessionUpdate": name, **params}, c)
+    produced += ext.end_turn(c)
+    for payload in produced:
+        assert isinstance(payload, BaseModel) and payload.TYPE in PAYLOAD_TYPES  # type: ignore[attr-defined]
+        assert type(payload).model_validate_json(payload.model_dump_json()) == payload
