@@ -37,6 +37,8 @@ from baton.providers.profile import AgentProfile, CredentialBinding
 
 __all__ = [
     "CONFIG_NAME",
+    "PROFILE_KEYS",
+    "SECRETS_KEYS",
     "BatonConfig",
     "agent_roots_dir",
     "default_state_dir",
@@ -49,7 +51,7 @@ CONFIG_NAME = "baton.toml"
 
 _STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin")
 _FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout")
-_KNOWN_KEYS = frozenset(
+PROFILE_KEYS = frozenset(
     {
         *_STR_FIELDS,
         *_FLOAT_FIELDS,
@@ -66,6 +68,12 @@ _KNOWN_KEYS = frozenset(
         "openai_model",
     }
 )
+
+
+"""The keys of a ``[profiles.NAME]`` table."""
+
+SECRETS_KEYS = frozenset({"file"})
+"""The keys of the ``[secrets]`` table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +179,7 @@ def parse_profile(
 ) -> AgentProfile:
     """One ``[profiles.NAME]`` table, validated, optionally extending another profile."""
     where = f"[profiles.{name}]"
-    unknown = sorted(set(section) - _KNOWN_KEYS)
+    unknown = sorted(set(section) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
     base_name = section.get("extends")

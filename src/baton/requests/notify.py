@@ -36,9 +36,13 @@ from baton.requests.ledger import RequestRecord
 from baton.requests.policy import Decision
 from baton.requests.render import safe_text, to_data
 
-__all__ = ["NotifyConfig", "notify", "notify_if_escalated"]
+__all__ = ["NOTIFY_KEYS", "NotifyConfig", "notify", "notify_if_escalated"]
 
 _PREVIEW = 4096
+
+
+NOTIFY_KEYS = frozenset({"command", "webhook", "desktop", "timeout"})
+"""The keys of the ``[notify]`` table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +66,7 @@ class NotifyConfig:
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> NotifyConfig:
-        unknown = sorted(set(table) - {"command", "webhook", "desktop", "timeout"})
+        unknown = sorted(set(table) - NOTIFY_KEYS)
         if unknown:
             raise ConfigError(f"[notify] has unknown keys {unknown}")
         command = table.get("command", ())
