@@ -25,6 +25,8 @@ a transport: :class:`RoleTools` (plain synchronous methods over
 (the ``mcp`` low-level server over it). :func:`mcp_config` builds the ACP
 ``session/new`` ``mcpServers`` entry; :func:`fcop_mcp_config` builds the
 opt-in stock ``fcop-mcp`` entry instead.
+
+Length: each role-scoped tool is a schema plus a short handler over the port; the server is their one table.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ Transcript chunks are coalesced: consecutive chunks of the same kind and message
 id become one event, flushed when anything else happens, when ``flush()`` is called
 (the connection calls it after each read), or when the text reaches
 :data:`COALESCE_MAX_BYTES`.
+
+Length: one handler per stable ACP variant of the closed table, and the attribution and coalescing they share.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ of vanishing.
 
 Bump :data:`SCHEMA_VERSION` on any incompatible change; ``schema/events.schema.json``
 is generated from these models (``baton schema --check`` / tests fail when stale).
+
+Length: one frozen model per canonical event type: the closed set, the JSON Schema's source, read as one inventory.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ matrix turns ``inferred``-only evidence into ``unverified``.
 What the generic normalizer tells an extension about the turn travels in the typed
 fields of :class:`~baton.events.extension.TurnContext` (``redaction``,
 ``usage_reported``, ``next_plan_revision``).
+
+Length: the closed inventories of every family are data tables; the table-driven extension base beside them is what reads them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ link), owned by the user running baton, mode 0600 or stricter, and at most 1 MiB
 Errors name the variable or key, never a value. Bound values shorter than
 :data:`~baton.security.redact.MIN_SECRET_LENGTH` are refused (the redactor could not
 tell them from ordinary text).
+
+Length: the five sources of a launch environment and their checks are one ordered procedure.
 """
 
 from __future__ import annotations

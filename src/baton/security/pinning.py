@@ -33,6 +33,8 @@ Decisions:
   trees never contain links.
 * **Set-id and sticky bits are refused**; only permission bits are pinned.
 * Empty directories are not pinned (they carry no code); every regular file is.
+
+Length: pin, verify and materialize share one manifest walk; apart they would each re-implement it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ so fields can be added without breaking clients; a run's events are NDJSON, the
 stored lines byte for byte, because that is the canonical stream's own format
 and clients already parse it (``baton run --json`` prints the same lines).
 Errors are ``{"error": "<Type>", "message": "..."}`` (see :mod:`baton.web.app`).
+
+Length: every ``/api`` route is a small handler beside its siblings; splitting them by route would scatter one URL scheme and its one error mapping.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ Session states, decided in one pure function (:func:`session_state`):
 ``working``        a turn is running
 ``idle``           none of the above (no session yet, or between tasks)
 =================  ==========================================================
+
+Length: one read model (the snapshot dataclasses) and its two sources, kept together so both sources are held to the same shape.
 """
 
 from __future__ import annotations
