@@ -35,6 +35,7 @@ __all__ = [
     "PRIVATE_MASK",
     "PathRefused",
     "display_path",
+    "file_kind",
     "resolve_inside",
     "sanitize_id",
 ]
@@ -48,7 +49,8 @@ MAX_PATH_CHARS: Final = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for refusals)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISLNK(mode):
@@ -59,7 +61,7 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
-    return "not a regular file"
+    return "a special file"
 
 
 class PathRefused(SecurityError):
@@ -149,8 +151,7 @@ def resolve_inside(
         if index < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
             raise PathRefused(f"{_safe(str(shown))} is not a directory")
         if index == len(parts) - 1 and regular_file and not stat.S_ISREG(st.st_mode):
-            kind = _kind(st.st_mode)
-            detail = kind if kind == "not a regular file" else f"not a regular file ({kind})"
+            detail = f"not a regular file ({file_kind(st.st_mode)})"
             raise PathRefused(f"{_safe(str(shown))} is {detail}")
     if not parts and regular_file:
         raise PathRefused("the workspace itself is not a regular file")
