@@ -62,12 +62,22 @@ def test_serve_defaults_to_loopback_and_a_fresh_token(
         configs.append(self.config)
 
     monkeypatch.setattr(uvicorn.Server, "serve", fake_serve)
+    bound: list[tuple[str, int]] = []
+
+    def fake_bind(host: str, port: int) -> socket.socket:
+        """The real bind on a free port: the default one may be taken on a shared machine."""
+        bound.append((host, port))
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        return sock
+
+    monkeypatch.setattr(web_cmd, "bind", fake_bind)
     result = CliRunner().invoke(_root(), ["serve"])
     assert result.exit_code == 0, result.output
     (config,) = configs
-    assert (config.host, config.port) == ("127.0.0.1", 8765)
+    assert bound == [("127.0.0.1", 8765)]
     assert isinstance(config.app, Starlette)
-    match = re.search(r"http://127\.0\.0\.1:8765/\?token=(\S+)", result.output)
+    match = re.search(r"http://127\.0\.0\.1:\d+/\?token=(\S+)", result.output)
     assert match is not None
     assert len(match.group(1)) >= 40
     assert (tmp_path / "state" / "baton.db").exists()

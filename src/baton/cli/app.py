@@ -18,28 +18,19 @@ import importlib
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from baton import __version__
 from baton.cli.project import ProjectOption, set_global_project
-from baton.cli.shared import (
-    EXIT_CANCELLED,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    crash_report,
-    describe,
-    exit_for,
-    say_error,
-)
+from baton.cli.shared import EXIT_FAILED, EXIT_OK, EXIT_USAGE, BatonTyper, report, say_error
 from baton.errors import BatonError
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
-app = typer.Typer(
+app = BatonTyper(
     name="baton",
     help="Run teams of ACP coding agents, durably and safely.",
     no_args_is_help=True,
@@ -151,6 +142,43 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
     return f"{prefix}{message[:1].lower()}{message[1:]}", f"see `{path} --help`", code
 
 
+class BatonGroup(TyperGroup):
+    """The root group: every command's errors become one line and an exit code here,
+    so ``main()`` and typer's ``CliRunner`` behave the same."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except BaseException as exc:
+            raise typer.Exit(handle(exc, sys.argv[1:])) from None
+
+
+app.info.cls = BatonGroup
+
+
+def handle(exc: BaseException, args: list[str]) -> int:
+    """Print the one line for ``exc`` and return the exit code."""
+    if isinstance(exc, typer.Exit):
+        return exc.exit_code
+    if isinstance(exc, BatonError | typer.Abort | KeyboardInterrupt):
+        return report(exc, args)
+    if isinstance(exc, BrokenPipeError):
+        # `baton runs | head`: the reader left; say nothing more (and not on flush at exit).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    if isinstance(exc, _USAGE_ERRORS):
+        message, hint, code = _usage_line(exc)
+        if message:
+            say_error(message, hint)
+        return code
+    if isinstance(exc, Exception):
+        return report(exc, args)
+    raise exc
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command; errors become one line and an exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
@@ -158,41 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         result = command.main(args=args, prog_name="baton", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
-    except typer.Exit as exc:
-        code = exc.exit_code
-    except BatonError as exc:
-        say_error(*describe(exc))
-        code = exit_for(exc)
-    except (typer.Abort, KeyboardInterrupt):
-        code = EXIT_CANCELLED
-    except BrokenPipeError:
-        # `baton runs | head`: the reader left; say nothing more (and not on flush at exit).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 128 + signal.SIGPIPE
-    except _USAGE_ERRORS as exc:
-        message, hint, code = _usage_line(exc)
-        if message:
-            say_error(message, hint)
-    except Exception as exc:
-        code = _crash(exc, args)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        code = handle(exc, args)
     sys.exit(code)
-
-
-def _crash(exc: BaseException, args: list[str]) -> int:
-    """A bug inside baton: the report goes to a file, one line to the terminal."""
-    from baton.config import find_project_dir
-
-    where = None
-    try:
-        project = find_project_dir(Path.cwd())
-        if project is not None:
-            where = project / ".baton" / "crash"
-        path = crash_report(exc, argv=["baton", *args], where=where)
-    except OSError:
-        path = crash_report(exc, argv=["baton", *args])
-    say_error(
-        f"internal error ({type(exc).__name__}), a bug in baton",
-        f"the full report is in {path}; please attach it to an issue",
-    )
-    return EXIT_FAILED

@@ -27,17 +27,21 @@ and nothing else on stdout; every single-object command (``status``, ``task show
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, ParamSpec, TypeVar
 
+import typer
 from rich.console import Console
 
 from baton.cli.render import HumanRenderer, NdjsonRenderer
@@ -53,16 +57,21 @@ __all__ = [
     "EXIT_STOP",
     "EXIT_USAGE",
     "ApprovePreset",
+    "BatonTyper",
     "CommandError",
+    "command_app",
     "crash_report",
     "err",
     "exit_for",
     "exit_for_signal",
     "fail_line",
+    "guarded",
     "out",
     "print_json",
     "print_ndjson",
+    "progress",
     "renderer",
+    "report",
     "say_error",
 ]
 
@@ -75,7 +84,14 @@ EXIT_STOP: Final = 5
 EXIT_STEPS: Final = 6
 EXIT_CANCELLED: Final = 128 + signal.SIGINT
 
+PROGRESS_AFTER_SECONDS: Final = 2.0
+"""A step that takes longer than this says what it is doing (:func:`progress`)."""
+
 ApprovePreset = Literal["reads", "all", "none"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 """stderr: progress, hints and errors (never data)."""
@@ -167,6 +183,67 @@ def crash_report(exc: BaseException, *, argv: Iterable[str], where: Path | None 
     return path
 
 
+def report(exc: BaseException, args: Iterable[str] = ()) -> int:
+    """Print the one line for one of baton's errors (or a bug) and return the exit code."""
+    if isinstance(exc, BatonError):
+        say_error(*describe(exc))
+        return exit_for(exc)
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
+        return EXIT_CANCELLED
+    from baton.config import find_project_dir
+
+    argv = ["baton", *args]
+    try:
+        project = find_project_dir(Path.cwd())
+        where = project / ".baton" / "crash" if project is not None else None
+        path = crash_report(exc, argv=argv, where=where)
+    except OSError:
+        path = crash_report(exc, argv=argv)
+    say_error(
+        f"internal error ({type(exc).__name__}), a bug in baton",
+        f"the full report is in {path}; please attach it to an issue",
+    )
+    return EXIT_FAILED
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R]:
+    """A command whose errors become the shared one line and exit code, wherever it is
+    invoked from (the ``baton`` entry point, a sub-app, typer's ``CliRunner``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            raise typer.Exit(report(exc, sys.argv[1:])) from None
+
+    return wrapper
+
+
+class BatonTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :func:`guarded`; every cli module uses it."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunction], CommandFunction]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(fn: CommandFunction) -> CommandFunction:
+            register(guarded(fn))
+            return fn
+
+        return decorator
+
+
+def command_app(**kwargs: Any) -> BatonTyper:
+    """The ``app`` of a cli module (mounted at the top level by :mod:`baton.cli.app`)."""
+    kwargs.setdefault("add_completion", False)
+    kwargs.setdefault("pretty_exceptions_enable", False)
+    return BatonTyper(**kwargs)
+
+
 def print_json(obj: Mapping[str, Any]) -> None:
     """One compact JSON object on one line (single-object commands)."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
@@ -183,6 +260,31 @@ def print_ndjson(rows: Iterable[Mapping[str, Any]]) -> None:
 def plural(count: int, word: str, many: str | None = None) -> str:
     """``1 step``, ``2 steps``, ``0 steps``."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+@contextlib.contextmanager
+def progress(label: str, *, after: float = PROGRESS_AFTER_SECONDS) -> Iterator[None]:
+    """Say what a slow step is doing: a spinner on a terminal, one line otherwise.
+
+    Nothing is shown when the step ends within ``after`` seconds.
+    """
+    if err.is_terminal:
+        status = err.status(label, spinner="dots")
+        timer = threading.Timer(after, status.start)
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+            status.stop()
+        return
+    timer = threading.Timer(after, lambda: err.print(f"baton: {label}", style="dim", markup=False))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def renderer(json_output: bool) -> HumanRenderer | NdjsonRenderer:
