@@ -25,7 +25,15 @@ from typer.core import TyperGroup
 
 from baton import __version__
 from baton.cli.project import ProjectOption, set_global_project
-from baton.cli.shared import EXIT_FAILED, EXIT_OK, EXIT_USAGE, BatonTyper, report, say_error
+from baton.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    INVOCATION,
+    BatonTyper,
+    report,
+    say_error,
+)
 from baton.errors import BatonError
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
@@ -138,7 +146,9 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
         if close:
             message += " (did you mean " + " or ".join(f"`{path} {c}`" for c in close) + "?)"
         return message, f"`{path} --help` lists the commands", code
-    message = message.rstrip(".")
+    message = message.rstrip(".").replace("(Possible options:", "(did you mean")
+    if "(did you mean" in message and not message.endswith("?)"):
+        message = message.removesuffix(")") + "?)"
     return f"{prefix}{message[:1].lower()}{message[1:]}", f"see `{path} --help`", code
 
 
@@ -182,6 +192,7 @@ def handle(exc: BaseException, args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command; errors become one line and an exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
+    INVOCATION[:] = args
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="baton", standalone_mode=False)

@@ -131,7 +131,7 @@ class HumanRenderer:
         labeler: Labeler | None = None,
         request_hint: RequestHint | None = None,
     ) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or Console(highlight=False, soft_wrap=True)
         self.tally = Tally()
         self.labeler = labeler
         self.request_hint = request_hint

@@ -89,6 +89,9 @@ PROGRESS_AFTER_SECONDS: Final = 2.0
 
 ApprovePreset = Literal["reads", "all", "none"]
 
+INVOCATION: list[str] = []
+"""The arguments :func:`baton.cli.app.main` was called with (for crash reports)."""
+
 P = ParamSpec("P")
 R = TypeVar("R")
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
@@ -98,8 +101,9 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def out() -> Console:
-    """stdout for people: no highlighting (it would colour agent text), the terminal's width."""
-    return Console(highlight=False)
+    """stdout for people: no highlighting (it would colour agent text); long lines are left
+    to the terminal to wrap (soft wrap), so ids and paths are never split or cut."""
+    return Console(highlight=False, soft_wrap=True)
 
 
 class CommandError(BatonError):
@@ -219,7 +223,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
         except BrokenPipeError:
             raise
         except Exception as exc:
-            raise typer.Exit(report(exc, sys.argv[1:])) from None
+            raise typer.Exit(report(exc, INVOCATION or sys.argv[1:])) from None
 
     return wrapper
 
