@@ -93,7 +93,9 @@ class Tally:
 
     def __init__(self) -> None:
         self.denied = 0
+        self.expired = 0
         self.failed_steps = 0
+        self.failure_shown = False
         self.waiting: dict[str, RequestCreated] = {}
         self.last_event = time.monotonic()
 
@@ -110,14 +112,32 @@ class Tally:
                 "deny",
             ):
                 self.denied += 1
-        elif isinstance(payload, RequestExpired | RequestCancelled | RequestRejected):
+        elif isinstance(payload, RequestExpired):
             self.waiting.pop(payload.request_id, None)
+            self.expired += 1
+        elif isinstance(payload, RequestCancelled | RequestRejected):
+            self.waiting.pop(payload.request_id, None)
+        elif isinstance(payload, SessionFailed | TurnFailed):
+            self.failure_shown = True
         elif isinstance(payload, ToolExecutionCompleted) and payload.status == "failed":
             self.failed_steps += 1
 
     @property
     def clean(self) -> bool:
-        return self.denied == 0 and self.failed_steps == 0
+        return self.denied == 0 and self.expired == 0 and self.failed_steps == 0
+
+    def describe(self) -> str:
+        """``1 request denied, 1 step failed``: what kept the turn from running every step."""
+        parts = []
+        for count, what in (
+            (self.denied, "request denied"),
+            (self.expired, "request expired unanswered"),
+            (self.failed_steps, "step failed"),
+        ):
+            if count:
+                noun, _, rest = what.partition(" ")
+                parts.append(f"{count} {noun}{'' if count == 1 else 's'} {rest}")
+        return ", ".join(parts)
 
 
 class HumanRenderer:

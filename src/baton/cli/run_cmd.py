@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from baton.cli.project import ProjectOption, project_config, start_dir
-from baton.cli.render import HumanRenderer, safe
+from baton.cli.render import HumanRenderer
 from baton.cli.shared import (
     EXIT_CANCELLED,
     EXIT_FAILED,
@@ -28,7 +29,6 @@ from baton.cli.shared import (
     describe,
     err,
     exit_for,
-    plural,
     renderer,
     say_error,
 )
@@ -51,6 +51,7 @@ from baton.requests.render import answer_hint
 from baton.requests.render import render as render_request
 from baton.runner.context import recover_interrupted
 from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.security.display import terminal_safe
 
 if TYPE_CHECKING:
     from baton.runner.session import AgentSession, TurnOutcome
@@ -118,7 +119,8 @@ class HeadlessHint:
         if url:
             where += f" or the dashboard {url}"
         err.print(
-            f"  → waiting for you: {safe(answer_hint(record))} ({where}); "
+            f"  → waiting for you: {terminal_safe(answer_hint(record), inline=True, mark=False)}"
+            f" ({where}); "
             f"{_outcome(record)} at {_clock(deadline)} UTC ({_left(deadline)}) if nobody answers",
             style="magenta",
         )
@@ -130,7 +132,7 @@ class HeadlessHint:
             deadline = self.deadlines.get(request_id)
             if deadline is not None:
                 err.print(
-                    f"  ⏳ still waiting for {safe(request_id)}: `baton answer {safe(request_id)} …`"
+                    f"  ⏳ still waiting for {escape(request_id)}: `baton answer {escape(request_id)} …`"
                     f" ({_left(deadline)} left)",
                     style="magenta",
                 )
@@ -251,7 +253,8 @@ async def _run_turn(
             code = exit_for(exc)
             if not json_output:
                 view.close()
-                say_error(*describe(exc))
+                if not view.tally.failure_shown:
+                    say_error(*describe(exc))
         finally:
             if reminder is not None:
                 reminder.cancel()
@@ -267,24 +270,15 @@ async def _run_turn(
     if interrupts.exit_code is not None and status != "completed":
         code = interrupts.exit_code
     if not json_output:
-        tally = view.tally
         if code == EXIT_STEPS:
             err.print(
-                f"baton: the turn completed, but {_steps(tally.denied, tally.failed_steps)}"
-                f" (exit {EXIT_STEPS})",
+                f"baton: the turn completed, but not every step ran ({view.tally.describe()});"
+                f" exit {EXIT_STEPS}",
                 style="yellow",
+                markup=False,
             )
         err.print(f"run {run_id} · replay: baton log {run_id}", style="dim")
     return code
-
-
-def _steps(denied: int, failed: int) -> str:
-    parts = []
-    if denied:
-        parts.append(plural(denied, "request") + " denied")
-    if failed:
-        parts.append(plural(failed, "step") + " failed")
-    return " and ".join(parts)
 
 
 APPROVE_HELP = (
