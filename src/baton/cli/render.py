@@ -150,12 +150,13 @@ class HumanRenderer:
         live: bool = True,
         labeler: Labeler | None = None,
         request_hint: RequestHint | None = None,
+        label_width: int = 3,
     ) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.tally = Tally()
         self.labeler = labeler
         self.request_hint = request_hint
-        self._label_width = 3
+        self._label_width = label_width
         self._running: dict[str, str] = {}
         self._text_from: tuple[str | None, str] | None = None
         self._col0 = True
@@ -304,7 +305,7 @@ class HumanRenderer:
                 self._failed_titles.add(payload.title)
             self._print(Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]", "dim")))
             if payload.output and payload.output.tail.strip():
-                lines = payload.output.tail.rstrip("\n").splitlines()
+                lines = payload.output.tail.rstrip("\n").split("\n")
                 shown = lines[-8:] if payload.status == "failed" else lines[-4:]
                 if len(lines) > len(shown):
                     self._print(Text(f"  … {len(lines) - len(shown)} more lines", style="dim"))

@@ -25,27 +25,29 @@ FOLLOW_POLL_SECONDS: Final = 0.25
 
 
 class RoleLabels:
-    """The role each event of a team run comes from, read from the store's sessions."""
+    """The role each event of a team run comes from, read from the store's sessions.
+
+    A session is recorded just after it starts, so an unknown session id is looked up
+    again (at most every :data:`RELOOK_SECONDS`) until its record appears.
+    """
+
+    RELOOK_SECONDS: Final = 0.5
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._roles: dict[str, str] = {}
-        self._missing: set[str] = set()
+        self._looked = -1e9
 
     def __call__(self, event: CanonicalEvent) -> str | None:
         sid = event.session_id
         if sid is None:
             return None
-        if sid not in self._roles and sid not in self._missing:
+        if sid not in self._roles and time.monotonic() - self._looked >= self.RELOOK_SECONDS:
+            self._looked = time.monotonic()
             for record in self.store.list_sessions(1000):
                 if record.role:
                     self._roles[record.agent_session_id] = record.role
-            if sid not in self._roles:
-                self._missing.add(sid)  # not recorded yet; ask again on its next turn
-        role = self._roles.get(sid)
-        if role is None and event.type == "turn.started":
-            self._missing.discard(sid)
-        return role or sid[:12]
+        return self._roles.get(sid) or "…"
 
 
 def run_data(r: RunRecord) -> dict[str, Any]:

@@ -91,8 +91,11 @@ async def _up(
     await recover_interrupted(store, ledger)
     run_id = new_run_id()
     emitter = start_run(store, run_id, kind="up", agent="team", cwd=ctx.project_dir)
+    roles = list(ctx.team.roles)
     view: HumanRenderer | NdjsonRenderer = (
-        NdjsonRenderer() if json_output else HumanRenderer(labeler=RoleLabels(store))
+        NdjsonRenderer()
+        if json_output
+        else HumanRenderer(labeler=RoleLabels(store), label_width=max(map(len, roles)))
     )
     emitter.listeners.append(view)
 
@@ -115,7 +118,6 @@ async def _up(
         human_sink=sink,
     )
     sink.daemon = daemon
-    roles = list(ctx.team.roles)
     say = err if json_output else out()
     say.print(
         f"baton up · watching {plural(len(roles), 'role')} ({', '.join(roles)}) in "
