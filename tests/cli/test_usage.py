@@ -144,3 +144,48 @@ def test_a_bug_prints_one_line_and_writes_the_report(
     report = Path(match.group(1)).read_text()
     assert "RuntimeError: the store exploded" in report and "Traceback" in report
     assert "argv: ['baton', 'runs']" in report
+
+
+def test_shell_completion_completes_commands(tmp_path: Path, user_home: Path) -> None:
+    script = baton_cli(tmp_path, "--show-completion", "bash", home=user_home)
+    assert script.returncode == 0 and "_BATON_COMPLETE" in script.stdout
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(user_home),
+        "_BATON_COMPLETE": "complete_bash",
+        "COMP_WORDS": "baton sta",
+        "COMP_CWORD": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "baton"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["status"]
+
+
+def test_json_has_one_shape_rule_on_every_command(project: Path, user_home: Path) -> None:
+    import json
+
+    made = baton_cli(
+        project, "task", "new", "--to", "PM", "--subject", "Shape", "--json", home=user_home
+    )
+    assert made.returncode == 0, made.stderr
+    task_id = json.loads(made.stdout)["task_id"]
+    ran = baton_cli(project, "run", "--json", "--approve", "all", "hello", home=user_home)
+    assert ran.returncode == 0, ran.stderr
+    for listing in (["runs"], ["agents"], ["sessions"], ["task", "list"], ["inbox", "--all"]):
+        result = baton_cli(project, *listing, "--json", home=user_home)
+        assert result.returncode == 0, (listing, result.stderr)
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        assert all(isinstance(row, dict) for row in rows), listing
+        if listing[0] in ("runs", "agents", "task"):
+            assert rows, listing
+    for single in (["status"], ["task", "show", task_id[:12]]):
+        result = baton_cli(project, *single, "--json", home=user_home)
+        assert result.returncode == 0, (single, result.stderr)
+        assert result.stdout.count("\n") == 1 and isinstance(json.loads(result.stdout), dict)
+    shown = json.loads(baton_cli(project, "task", "show", task_id, "--json", home=user_home).stdout)
+    assert shown["task_id"] == task_id and shown["body"].strip() == "Shape"

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
-from rich.panel import Panel
+from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -194,8 +194,21 @@ def _body(doc: RequestDocument) -> list[RenderableType]:
 
 
 def render(record: RequestRecord) -> RenderableType:
-    """A panel for one request: its document, state, and how to answer it."""
-    parts: list[RenderableType] = []
+    """One request: a heading with its id and kind, its document, state, and how to answer.
+
+    No box around it: a box narrows the text and makes long ids wrap inside it; soft-wrapped
+    lines keep every id whole for copying.
+    """
+    parts: list[RenderableType] = [
+        Rule(style="dim"),
+        Text.assemble(
+            (record.request_id, "bold"),
+            "  ",
+            (record.kind, "magenta"),
+            "  ",
+            _t(record.title, "bold"),
+        ),
+    ]
     if record.document is not None:
         parts += _body(record.document)
     else:
@@ -213,7 +226,4 @@ def render(record: RequestRecord) -> RenderableType:
     parts.append(Text(safe_text(status), style="dim"))
     if record.state.value == "pending":
         parts.append(Text(answer_hint(record), style="green"))
-    heading = Text.assemble(
-        (record.request_id, "bold"), "  ", (record.kind, "magenta"), "  ", _t(record.title, "bold")
-    )
-    return Panel(Group(heading, *parts))
+    return Group(*parts)
