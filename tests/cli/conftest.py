@@ -50,3 +50,18 @@ def project(tmp_path: Path, user_home: Path) -> Path:
     result = baton_cli(repo, "init", home=user_home)
     assert result.returncode == 0, result.stderr
     return repo
+
+
+def spawn_baton(
+    cwd: Path, *args: str, home: Path, stdin: bool = False, stderr: bool = True
+) -> subprocess.Popen[str]:
+    """``baton ARGS`` in the background (text pipes), as a second shell would start it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "baton", *args],
+        cwd=cwd,
+        env=user_env(home),
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+        text=True,
+    )

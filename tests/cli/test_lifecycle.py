@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 
 from baton.events.model import CanonicalEvent
 from baton.store.store import Store
-from tests.cli.conftest import baton_cli, user_env
+from tests.cli.conftest import baton_cli, spawn_baton
 
 
 def agents_in(workspace: Path) -> set[int]:
@@ -54,15 +53,7 @@ def test_sigterm_and_sighup_stop_a_run_cleanly(
             f'command = ["{sys.executable}", "-m", "baton.testing.fake_agent", "--scenario", '
             '"hang-prompt"]\n'
         )
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--agent", "fake", "--json", "go"],
-        cwd=project,
-        env=user_env(user_home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    runner = spawn_baton(project, "run", "--agent", "fake", "--json", "go", home=user_home)
     assert runner.stdout is not None
     seen: list[CanonicalEvent] = []
     agents: set[int] = set()
@@ -90,15 +81,7 @@ def test_sigterm_and_sighup_stop_a_run_cleanly(
 
 
 def test_down_stops_a_running_up_from_another_shell(project: Path, user_home: Path) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "baton", "up"],
-        cwd=project,
-        env=user_env(user_home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    up = spawn_baton(project, "up", home=user_home)
     try:
         assert up.stdout is not None
         first = up.stdout.readline()
@@ -123,15 +106,7 @@ def test_down_stops_a_running_up_from_another_shell(project: Path, user_home: Pa
 
 
 def test_idle_up_prints_a_heartbeat(project: Path, user_home: Path) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "baton", "up", "--heartbeat", "0.4"],
-        cwd=project,
-        env=user_env(user_home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    up = spawn_baton(project, "up", "--heartbeat", "0.4", home=user_home, stderr=False)
     try:
         assert up.stdout is not None
         up.stdout.readline()  # watching …
@@ -149,14 +124,16 @@ RUNBOOK = "```sh\necho needs-a-yes\n```\n"
 def test_headless_run_says_how_where_and_until_when_then_exits_6(
     project: Path, user_home: Path
 ) -> None:
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--wait-timeout", "3", "--remind-every", "0.5", "-"],
-        cwd=project,
-        env=user_env(user_home),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    runner = spawn_baton(
+        project,
+        "run",
+        "--wait-timeout",
+        "3",
+        "--remind-every",
+        "0.5",
+        "-",
+        home=user_home,
+        stdin=True,
     )
     out, err = runner.communicate(RUNBOOK, timeout=120)
     assert runner.returncode == 6, err
@@ -174,14 +151,16 @@ def test_headless_run_says_how_where_and_until_when_then_exits_6(
 
 
 def test_log_takes_a_prefix_and_follows_a_running_run(project: Path, user_home: Path) -> None:
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "baton", "run", "--json", "--wait-timeout", "60", "-"],
-        cwd=project,
-        env=user_env(user_home),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+    runner = spawn_baton(
+        project,
+        "run",
+        "--json",
+        "--wait-timeout",
+        "60",
+        "-",
+        home=user_home,
+        stdin=True,
+        stderr=False,
     )
     assert runner.stdin is not None and runner.stdout is not None
     runner.stdin.write(RUNBOOK)
@@ -193,13 +172,8 @@ def test_log_takes_a_prefix_and_follows_a_running_run(project: Path, user_home: 
         if event.type == "request.created":
             request_id = event.payload.request_id  # type: ignore[attr-defined]
             break
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "baton", "log", "--follow", run_id[: len("run-20261201-11")]],
-        cwd=project,
-        env=user_env(user_home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    follower = spawn_baton(
+        project, "log", "--follow", run_id[: len("run-20261201-11")], home=user_home
     )
     try:
         answer = baton_cli(project, "answer", request_id[:10], "--allow", home=user_home)

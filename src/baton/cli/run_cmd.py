@@ -29,6 +29,7 @@ from baton.cli.shared import (
     describe,
     err,
     exit_for,
+    progress,
     renderer,
     say_error,
 )
@@ -228,14 +229,15 @@ async def _run_turn(
     reminder = loop.create_task(remind()) if headless is not None else None
     with Interrupts(on_first, on_again) as interrupts:
         try:
-            session = await AgentSession.open(
-                profile,
-                workspace=workspace,
-                emitter=emitter,
-                requests=broker,
-                state_dir=config.state_dir,
-                secrets_file=config.secrets_file,
-            )
+            with progress(f"starting {profile.name}…", spinner=False):
+                session = await AgentSession.open(
+                    profile,
+                    workspace=workspace,
+                    emitter=emitter,
+                    requests=broker,
+                    state_dir=config.state_dir,
+                    secrets_file=config.secrets_file,
+                )
             if interrupts.first is not None:
                 status = "cancelled"
             else:

@@ -267,12 +267,15 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def progress(label: str, *, after: float = PROGRESS_AFTER_SECONDS) -> Iterator[None]:
-    """Say what a slow step is doing: a spinner on a terminal, one line otherwise.
+def progress(
+    label: str, *, after: float = PROGRESS_AFTER_SECONDS, spinner: bool = True
+) -> Iterator[None]:
+    """Say what a slow step is doing: a spinner on a terminal, one line otherwise (or
+    always one line when ``spinner`` is off: a live event view owns the terminal).
 
     Nothing is shown when the step ends within ``after`` seconds.
     """
-    if err.is_terminal:
+    if spinner and err.is_terminal:
         status = err.status(label, spinner="dots")
         timer = threading.Timer(after, status.start)
         timer.start()

@@ -27,7 +27,16 @@ from baton.cli.project import ProjectOption, coordination, project_config
 from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.cli.runs_cmds import RoleLabels
 from baton.cli.services import announce, find, pid_alive
-from baton.cli.shared import EXIT_FAILED, EXIT_OK, CommandError, command_app, err, out, plural
+from baton.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CommandError,
+    command_app,
+    err,
+    out,
+    plural,
+    progress,
+)
 from baton.cli.signals import Interrupts, describe_signal
 from baton.cli.wiring import new_run_id, open_store, start_run
 from baton.config import load_config
@@ -103,17 +112,24 @@ async def _up(
         await emitter.emit(payload)
 
     sink = LedgerHumanSink(ledger, run_id, emit)
+    open_role = role_session_factory(
+        config,
+        workspace=ctx.project_dir,
+        store=store,
+        ledger=ledger,
+        emitter=emitter,
+        fcop_mcp=ctx.team.fcop_mcp,
+    )
+
+    async def factory(spec: Any, binding: Any) -> Any:
+        """A role session, with a progress line when starting it takes a while."""
+        with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
+            return await open_role(spec, binding)
+
     daemon = Daemon(
         port=ctx.port,
         team=ctx.team,
-        factory=role_session_factory(
-            config,
-            workspace=ctx.project_dir,
-            store=store,
-            ledger=ledger,
-            emitter=emitter,
-            fcop_mcp=ctx.team.fcop_mcp,
-        ),
+        factory=factory,
         state_dir=ctx.state_dir,
         human_sink=sink,
     )
