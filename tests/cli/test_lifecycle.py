@@ -186,3 +186,44 @@ def test_log_takes_a_prefix_and_follows_a_running_run(project: Path, user_home: 
     assert follower.returncode == 0, err
     assert "needs-a-yes" in out and "✔ turn completed" in out
     assert out.index("? permission request") < out.index("✔ turn completed")
+
+
+def test_serve_says_port_in_use_before_any_url(project: Path, user_home: Path) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        port = taken.getsockname()[1]
+        result = baton_cli(project, "serve", "--port", str(port), home=user_home)
+    finally:
+        taken.close()
+    assert result.returncode == 1
+    assert result.stdout == ""  # no token URL for a server that never ran
+    assert result.stderr.strip() == (
+        f"baton: port {port} on 127.0.0.1 is already in use (another `baton serve`?) — "
+        "pass --port N, or --port 0 for any free port"
+    )
+
+
+def test_serve_stops_on_sigterm_and_headless_runs_point_at_it(
+    project: Path, user_home: Path
+) -> None:
+    serve = spawn_baton(project, "serve", "--port", "0", home=user_home)
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()
+        assert line.startswith("baton dashboard: http://127.0.0.1:"), line
+        url = line.split()[2].split("?")[0]
+        record = project / ".baton" / "services" / "serve.json"
+        assert record.exists() and "token" not in record.read_text()
+        run = baton_cli(project, "run", "--wait-timeout", "1", "-", home=user_home, stdin=RUNBOOK)
+        assert run.returncode == 6
+        assert f"(from another shell or the dashboard {url})" in run.stderr
+        assert "plan ✘ sh: echo needs-a-yes" in run.stdout  # a failed step is not ticked
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 143
+    finally:
+        serve.kill()
+    assert not record.exists()
