@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,12 +60,6 @@ def _err() -> Console:
 
 def _say(console: Console, text: str) -> None:
     console.print(neutralize_terminal(text), markup=False, highlight=False)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Baton's errors reach the shared error line (:mod:`baton.cli.shared`) unchanged."""
-    yield
 
 
 def _config(project: Path | None, *, needs_project: bool = False) -> BatonConfig:
@@ -120,9 +113,8 @@ def doctor(
     project: ProjectOption = None,
 ) -> None:
     """Show, per profile, exactly what an agent launch would receive (values masked)."""
-    with _errors():
-        cfg = _config(project)
-        rows = [_doctor_row(cfg, p, os.environ) for p in _profiles(cfg, agent)]
+    cfg = _config(project)
+    rows = [_doctor_row(cfg, p, os.environ) for p in _profiles(cfg, agent)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
@@ -185,36 +177,35 @@ def pin(
     project: ProjectOption = None,
 ) -> None:
     """Pin an installed agent's whole tree (every file's mode, size and SHA-256)."""
-    with _errors():
-        cfg = _config(project, needs_project=True)
-        profile = cfg.profile(agent)
-        version = "unknown"
-        if root is None or entrypoint is None:
-            install = locate_install(profile, os.environ)
-            if root is not None and install.root != root.resolve():
-                raise ConfigError(
-                    f"{profile.command[0]} does not run from {root}; pass --entrypoint as well"
-                )
-            root = install.root
-            entrypoint = entrypoint or install.entrypoint
-            version = install.version
-        manifest = pin_tree(
-            root,
-            entrypoint,
-            agent=profile.name,
-            version=version,
-            allow_external_hardlinks=allow_hardlinks,
-        )
-        target = out or manifest_path(profile, cfg.state_dir)
-        existing = load_manifest(target)
-        if existing is not None and existing.agent == manifest.agent:
-            key = platform_key()
-            manifest = Manifest(
-                manifest.agent,
-                manifest.version,
-                existing.with_platform(key, manifest.for_platform(key)).platforms,
+    cfg = _config(project, needs_project=True)
+    profile = cfg.profile(agent)
+    version = "unknown"
+    if root is None or entrypoint is None:
+        install = locate_install(profile, os.environ)
+        if root is not None and install.root != root.resolve():
+            raise ConfigError(
+                f"{profile.command[0]} does not run from {root}; pass --entrypoint as well"
             )
-        save_manifest(target, manifest)
+        root = install.root
+        entrypoint = entrypoint or install.entrypoint
+        version = install.version
+    manifest = pin_tree(
+        root,
+        entrypoint,
+        agent=profile.name,
+        version=version,
+        allow_external_hardlinks=allow_hardlinks,
+    )
+    target = out or manifest_path(profile, cfg.state_dir)
+    existing = load_manifest(target)
+    if existing is not None and existing.agent == manifest.agent:
+        key = platform_key()
+        manifest = Manifest(
+            manifest.agent,
+            manifest.version,
+            existing.with_platform(key, manifest.for_platform(key)).platforms,
+        )
+    save_manifest(target, manifest)
     entry = manifest.for_platform()
     _say(_out(), f"pinned {agent} {manifest.version} ({platform_key()}): {len(entry.files)} files")
     _say(_out(), f"  closure sha256 {entry.closure_sha256}")
@@ -232,24 +223,21 @@ def verify(
     project: ProjectOption = None,
 ) -> None:
     """Verify an installed agent against its pin; exit 1 naming every difference."""
-    with _errors():
-        cfg = _config(project, needs_project=True)
-        profile = cfg.profile(agent)
-        path = manifest_path(profile, cfg.state_dir)
-        manifest = load_manifest(path)
-        if manifest is None:
-            raise ConfigError(
-                f"{agent} is not pinned ({path} does not exist); run `baton pin {agent}`"
-            )
-        tree = root if root is not None else locate_install(profile, os.environ).root
-        try:
-            verify_tree(tree, manifest)
-        except PinMismatch as exc:
-            err = _err()
-            _say(err, f"baton: {agent} at {tree} does not match its pin {path}")
-            for problem in exc.problems:
-                _say(err, f"  ✗ {problem}")
-            raise typer.Exit(EXIT_CHECK_FAILED) from None
+    cfg = _config(project, needs_project=True)
+    profile = cfg.profile(agent)
+    path = manifest_path(profile, cfg.state_dir)
+    manifest = load_manifest(path)
+    if manifest is None:
+        raise ConfigError(f"{agent} is not pinned ({path} does not exist); run `baton pin {agent}`")
+    tree = root if root is not None else locate_install(profile, os.environ).root
+    try:
+        verify_tree(tree, manifest)
+    except PinMismatch as exc:
+        err = _err()
+        _say(err, f"baton: {agent} at {tree} does not match its pin {path}")
+        for problem in exc.problems:
+            _say(err, f"  ✗ {problem}")
+        raise typer.Exit(EXIT_CHECK_FAILED) from None
     pin_entry = manifest.for_platform()
     _say(_out(), f"verified {agent} {manifest.version}: {len(pin_entry.files)} files match {path}")
 
@@ -284,15 +272,14 @@ def admit_cmd(
     project: ProjectOption = None,
 ) -> None:
     """Print the admission verdict for a workspace; exit 1 when it is refused."""
-    with _errors():
-        workspace = directory or start_dir(project)
-        if agent is None:
-            families: tuple[str, ...] = tuple(sorted(KNOWN_FAMILIES - {"builtin"}))
-            allow = False
-        else:
-            profile = _config(project).profile(agent)
-            families, allow = profile.admission, profile.allow_workspace_config
-        verdict = admit(workspace, families, allow_workspace_config=allow)
+    workspace = directory or start_dir(project)
+    if agent is None:
+        families: tuple[str, ...] = tuple(sorted(KNOWN_FAMILIES - {"builtin"}))
+        allow = False
+    else:
+        profile = _config(project).profile(agent)
+        families, allow = profile.admission, profile.allow_workspace_config
+    verdict = admit(workspace, families, allow_workspace_config=allow)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:
