@@ -101,10 +101,11 @@ async def _up(
     run_id = new_run_id()
     emitter = start_run(store, run_id, kind="up", agent="team", cwd=ctx.project_dir)
     roles = list(ctx.team.roles)
+    labels = RoleLabels(store)
     view: HumanRenderer | NdjsonRenderer = (
         NdjsonRenderer()
         if json_output
-        else HumanRenderer(labeler=RoleLabels(store), label_width=max(map(len, roles)))
+        else HumanRenderer(labeler=labels, label_width=max(map(len, roles)))
     )
     emitter.listeners.append(view)
 
@@ -123,8 +124,12 @@ async def _up(
 
     async def factory(spec: Any, binding: Any) -> Any:
         """A role session, with a progress line when starting it takes a while."""
-        with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-            return await open_role(spec, binding)
+        labels.starting.append(spec.name)
+        try:
+            with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
+                return await open_role(spec, binding)
+        finally:
+            labels.starting.remove(spec.name)
 
     daemon = Daemon(
         port=ctx.port,
