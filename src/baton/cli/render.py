@@ -14,6 +14,7 @@ failed steps) and the requests still waiting for an answer.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -54,6 +55,25 @@ __all__ = ["HumanRenderer", "NdjsonRenderer", "RequestHint", "Tally", "safe"]
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
 _FAILED_STEP_MARK = "✘"
+_DEFERRED_MARK = "⏳"
+DEFERRED_CODES = frozenset({"CHILDREN_OPEN"})
+"""Tool refusals that mean "not yet" in a healthy flow, not a failure: a leader's report
+while its delegated tasks still run (``coordination.mcp_server`` ``write_report``)."""
+
+
+def _refusal_code(payload: _ToolExecution) -> str | None:
+    """The ``{"error": {"code": …}}`` of a refused MCP tool call, if its output is one."""
+    text = payload.output.tail if payload.output else ""
+    if not text.lstrip().startswith("{") or len(text) > 8192:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
 
 RequestHint = Callable[[RequestCreated], str | None]
 """What to print under a new request (how and where to answer it), or nothing."""
@@ -119,7 +139,11 @@ class Tally:
             self.waiting.pop(payload.request_id, None)
         elif isinstance(payload, SessionFailed | TurnFailed):
             self.failure_shown = True
-        elif isinstance(payload, ToolExecutionCompleted) and payload.status == "failed":
+        elif (
+            isinstance(payload, ToolExecutionCompleted)
+            and payload.status == "failed"
+            and _refusal_code(payload) not in DEFERRED_CODES
+        ):
             self.failed_steps += 1
 
     @property
@@ -163,6 +187,7 @@ class HumanRenderer:
         self._plan_contents: list[str] = []
         self._plan_statuses: dict[str, str] = {}
         self._failed_titles: set[str] = set()
+        self._deferred_titles: set[str] = set()
         self._label: str | None = None
         self._live: Live | None = None
         if live and self.console.is_terminal:
@@ -301,6 +326,16 @@ class HumanRenderer:
             self._refresh()
             style = _STATUS_STYLE.get(payload.status, "white")
             mark = {"completed": "✔", "failed": "✘"}.get(payload.status, "■")
+            if payload.status == "failed" and _refusal_code(payload) in DEFERRED_CODES:
+                self._deferred_titles.add(payload.title)
+                self._print(
+                    Text.assemble(
+                        (f"{_DEFERRED_MARK} ", "yellow"),
+                        (title, ""),
+                        (" — later: the delegated tasks are still open", "dim"),
+                    )
+                )
+                return
             if payload.status == "failed":
                 self._failed_titles.add(payload.title)
             self._print(Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]", "dim")))
@@ -339,6 +374,8 @@ class HumanRenderer:
         """A step whose tool call failed is not ticked, whatever the agent's plan says."""
         if step.status == "completed" and step.content in self._failed_titles:
             return _FAILED_STEP_MARK
+        if step.status == "completed" and step.content in self._deferred_titles:
+            return _DEFERRED_MARK
         return _PLAN_MARK.get(step.status, "?")
 
     @staticmethod

@@ -71,8 +71,7 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     ]
     title = _title(runbook, planned)
     report_server = None
-    if runbook.auto_report and not runbook.has_report_step and not runbook.delegations:
-        # A leader that delegates reports later, when baton prompts it to consolidate.
+    if runbook.auto_report and not runbook.has_report_step:
         report_server = index.provider("write_report")
     if not planned and report_server is None:
         return await _finish(
