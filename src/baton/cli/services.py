@@ -2,7 +2,9 @@
 
 ``baton up`` and ``baton serve`` write ``<state>/services/<name>.json`` (their pid,
 start time and, for the dashboard, its URL without the token) when they start and
-remove it when they stop. ``baton down`` finds the daemon there; a headless
+remove it when they stop; ``<name>.stop`` says a stop was asked for. (These files are
+to become rows of the Store's services repository; this module is the only reader and
+writer, so that swap stays here.) ``baton down`` finds the daemon there; a headless
 ``baton run`` finds the dashboard to point at. A record whose process is gone (a
 crash, ``kill -9``) counts as absent.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from baton.fsutil import atomic_write
 
-__all__ = ["announce", "find", "pid_alive"]
+__all__ = ["announce", "find", "pid_alive", "request_stop", "stop_requested"]
 
 
 def _path(state_dir: Path, name: str) -> Path:
@@ -55,6 +57,23 @@ def find(state_dir: Path, name: str) -> dict[str, Any] | None:
     return {str(k): v for k, v in data.items()}
 
 
+def _stop_path(state_dir: Path, name: str) -> Path:
+    return state_dir / "services" / f"{name}.stop"
+
+
+def request_stop(state_dir: Path, name: str, pid: int) -> None:
+    """Say that the stop about to be signalled to ``pid`` was asked for (``baton down``)."""
+    atomic_write(_stop_path(state_dir, name), str(pid).encode("ascii"))
+
+
+def stop_requested(state_dir: Path, name: str) -> bool:
+    """Whether a stop was asked for this process (so it is not an interruption)."""
+    try:
+        return _stop_path(state_dir, name).read_text(encoding="ascii").strip() == str(os.getpid())
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def announce(state_dir: Path, name: str, **info: Any) -> Iterator[dict[str, Any]]:
     """Write the record for this process while the block runs, remove it after."""
@@ -69,3 +88,6 @@ def announce(state_dir: Path, name: str, **info: Any) -> Iterator[dict[str, Any]
         if current is None or current.get("pid") == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+        if stop_requested(state_dir, name):
+            with contextlib.suppress(FileNotFoundError):
+                _stop_path(state_dir, name).unlink()

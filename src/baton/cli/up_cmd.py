@@ -26,7 +26,7 @@ import typer
 from baton.cli.project import ProjectOption, coordination, project_config
 from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.cli.runs_cmds import RoleLabels
-from baton.cli.services import announce, find, pid_alive
+from baton.cli.services import announce, find, pid_alive, request_stop, stop_requested
 from baton.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -49,9 +49,6 @@ __all__ = ["app"]
 app = command_app()
 
 SERVICE: Final = "up"
-DOWN_REQUEST: Final = "up.down"
-"""Beside the service record: written by ``baton down`` before its SIGTERM, so ``up``
-knows the stop was asked for (exit 0), not an interruption (143)."""
 
 
 @app.command()
@@ -148,12 +145,11 @@ async def _up(
         markup=False,
         style="bold",
     )
-    down_file = ctx.state_dir / "services" / DOWN_REQUEST
     asked_down = False
 
     def stop(signum: int) -> None:
         nonlocal asked_down
-        asked_down = signum == signal.SIGTERM and _down_requested(down_file)
+        asked_down = signum == signal.SIGTERM and stop_requested(ctx.state_dir, SERVICE)
         why = "baton down" if asked_down else describe_signal(signum)
         err.print(f"baton: {why}: stopping the team (sessions close cleanly)", style="yellow")
         daemon.stop()
@@ -182,8 +178,6 @@ async def _up(
             beater.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beater
-            with contextlib.suppress(FileNotFoundError):
-                down_file.unlink()
             await sink.close()
             await emitter.flush()
             store.finish_run(run_id, status, format_ts(time.time()))
@@ -205,13 +199,6 @@ async def _up(
     return EXIT_OK if not summary.stalled else EXIT_FAILED
 
 
-def _down_requested(path: Path) -> bool:
-    try:
-        return path.read_text(encoding="ascii").strip() == str(os.getpid())
-    except OSError:
-        return False
-
-
 @app.command()
 def down(
     timeout: Annotated[
@@ -226,8 +213,7 @@ def down(
         out().print("no `baton up` is running for this project", markup=False)
         return
     pid = int(record["pid"])
-    request = config.state_dir / "services" / DOWN_REQUEST
-    request.write_text(str(pid), encoding="ascii")
+    request_stop(config.state_dir, SERVICE, pid)
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:

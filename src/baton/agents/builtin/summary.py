@@ -66,12 +66,7 @@ def summarize(
         elif report.status is Status.CANCELLED:
             sentences.append("The report was cancelled.")
         else:
-            reason = report.reason or "unknown error"
-            if "CHILDREN_OPEN" in reason:
-                # A leader's early report while its delegated tasks run: expected, not a failure.
-                sentences.append("The report waits until the delegated tasks have reported.")
-            else:
-                sentences.append(f"The report could not be filed: {reason}.")
+            sentences.append(f"The report could not be filed: {report.reason or 'unknown error'}.")
     sentences.extend(notes)
     return " ".join(sentences)
 
