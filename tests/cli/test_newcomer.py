@@ -86,7 +86,7 @@ def test_readme_first_screen_gets_a_newcomer_to_their_own_repository(
     up = step(commands[3])
     assert "baton up · watching 4 roles (PM, DEV, QA, OPS)" in up.text
     assert "QA ▏" in up.text and "OPS ▏" in up.text  # interleaved output says who speaks
-    assert "CHILDREN_OPEN" not in up.text and "✘" not in up.text  # nothing alarming
+    assert "✘" not in up.text  # nothing alarming: no failed step, turn or session
     assert "plan (1 step)" in up.text and "plan (1 steps)" not in up.text
     assert "waiting for you 1" in up.text
     inbox = step(commands[4])
