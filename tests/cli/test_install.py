@@ -60,37 +60,23 @@ def test_the_wheel_ships_the_schema_and_runs_outside_the_checkout(tmp_path: Path
     }
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-c",
-            "import sys; sys.path[:0] = __import__('os').environ"
-            "['PYTHONPATH'].split(':'); from baton.cli.app import main; main()",
-            "schema",
-            "--check",
-        ],
-        cwd=outside,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    installed = (
+        "import sys; sys.path[:0] = __import__('os').environ['PYTHONPATH'].split(':'); "
+        "from baton.cli.app import main; main()"
     )
+
+    def baton(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-I", "-c", installed, *args],
+            cwd=outside,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    check = baton("schema", "--check")
     assert check.returncode == 0, check.stderr
     assert str(tmp_path / "site") in check.stderr  # the installed copy was checked
-    schema = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-c",
-            "import sys; sys.path[:0] = __import__('os').environ"
-            "['PYTHONPATH'].split(':'); from baton.cli.app import main; main()",
-            "schema",
-        ],
-        cwd=outside,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    schema = baton("schema")
     assert json.loads(schema.stdout)["$id"].startswith("https://baton.dev/schema/events/")
