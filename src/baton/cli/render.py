@@ -115,7 +115,6 @@ class Tally:
         self.denied = 0
         self.expired = 0
         self.failed_steps = 0
-        self.failure_shown = False
         self.waiting: dict[str, RequestCreated] = {}
         self.last_event = time.monotonic()
 
@@ -137,8 +136,6 @@ class Tally:
             self.expired += 1
         elif isinstance(payload, RequestCancelled | RequestRejected):
             self.waiting.pop(payload.request_id, None)
-        elif isinstance(payload, SessionFailed | TurnFailed):
-            self.failure_shown = True
         elif (
             isinstance(payload, ToolExecutionCompleted)
             and payload.status == "failed"

@@ -255,8 +255,7 @@ async def _run_turn(
             code = exit_for(exc)
             if not json_output:
                 view.close()
-                if not view.tally.failure_shown:
-                    say_error(*describe(exc))
+                say_error(*describe(exc))  # stderr carries the error even when the view showed it
         finally:
             if reminder is not None:
                 reminder.cancel()
