@@ -199,12 +199,12 @@ def test_serve_says_port_in_use_before_any_url(project: Path, user_home: Path) -
         result = baton_cli(project, "serve", "--port", str(port), home=user_home)
     finally:
         taken.close()
-    assert result.returncode == 1
-    assert result.stdout == ""  # no token URL for a server that never ran
-    assert result.stderr.strip() == (
-        f"baton: port {port} on 127.0.0.1 is already in use (another `baton serve`?) — "
-        "pass --port N, or --port 0 for any free port"
-    )
+    assert result.returncode == 2
+    assert result.stdout == ""  # no login URL for a server that never ran
+    line = result.stderr.strip()
+    assert line.startswith(f"baton: cannot serve the dashboard on 127.0.0.1:{port}") and (
+        "pick another --port" in line and "\n" not in line
+    ), line
 
 
 def test_serve_stops_on_sigterm_and_headless_runs_point_at_it(
@@ -214,10 +214,10 @@ def test_serve_stops_on_sigterm_and_headless_runs_point_at_it(
     try:
         assert serve.stdout is not None
         line = serve.stdout.readline()
-        assert line.startswith("baton dashboard: http://127.0.0.1:"), line
-        url = line.split()[2].split("?")[0]
+        assert line.startswith("baton dashboard: http://"), line
+        url = line.split()[2].split("/login")[0] + "/"
         record = project / ".baton" / "services" / "serve.json"
-        assert record.exists() and "token" not in record.read_text()
+        assert record.exists() and "code=" not in record.read_text()
         run = baton_cli(project, "run", "--wait-timeout", "1", "-", home=user_home, stdin=RUNBOOK)
         assert run.returncode == 6
         assert f"(from another shell or the dashboard {url})" in run.stderr

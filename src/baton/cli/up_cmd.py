@@ -63,6 +63,12 @@ def up(
     heartbeat: Annotated[
         float, typer.Option(hidden=True, help="Seconds of silence before an idle line.")
     ] = 60.0,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Also serve the dashboard (prints a login URL).")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Dashboard port (with --serve).", min=0, max=65535)
+    ] = 8765,
     project: ProjectOption = None,
 ) -> None:
     """Run the team: the doorbell wakes the right role as FCoP tasks arrive.
@@ -78,13 +84,24 @@ def up(
             hint="stop it with `baton down`",
         )
     code = asyncio.run(
-        _up(project, until_idle=until_idle, json_output=json_output, heartbeat=heartbeat)
+        _up(
+            project,
+            until_idle=until_idle,
+            json_output=json_output,
+            heartbeat=heartbeat,
+            serve_port=port if serve else None,
+        )
     )
     raise typer.Exit(code)
 
 
 async def _up(
-    project: Path | None, *, until_idle: bool, json_output: bool, heartbeat: float
+    project: Path | None,
+    *,
+    until_idle: bool,
+    json_output: bool,
+    heartbeat: float,
+    serve_port: int | None = None,
 ) -> int:
     from baton.coordination.daemon import Daemon
     from baton.runner.daemon_human import LedgerHumanSink
@@ -169,8 +186,18 @@ async def _up(
     status = "failed"
     summary = None
     beater = asyncio.get_running_loop().create_task(beat())
+    dashboard = None
     with announce(ctx.state_dir, SERVICE, run_id=run_id), Interrupts(stop) as signals:
         try:
+            if serve_port is not None:
+                from baton.web.server import DashboardServer
+
+                dashboard = DashboardServer(
+                    store, ledger, port=serve_port, project_dir=ctx.project_dir
+                )
+                await dashboard.start()
+                err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
+                err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
             await sink.resume()
             summary = await daemon.run(until_idle=until_idle)
             status = "completed"
@@ -178,6 +205,8 @@ async def _up(
             beater.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beater
+            if dashboard is not None:
+                await dashboard.stop()
             await sink.close()
             await emitter.flush()
             store.finish_run(run_id, status, format_ts(time.time()))
