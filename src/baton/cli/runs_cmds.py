@@ -28,8 +28,7 @@ class RoleLabels:
     """The role each event of a team run comes from, read from the store's sessions.
 
     A session is recorded just after it starts, so an unknown session id is looked up
-    again (at most every :data:`RELOOK_SECONDS`) until its record appears; meanwhile, if
-    exactly one role is being started (:attr:`starting`, kept by ``baton up``), it is that one.
+    again (at most every :data:`RELOOK_SECONDS`) until its record appears.
     """
 
     RELOOK_SECONDS: Final = 0.5
@@ -38,7 +37,6 @@ class RoleLabels:
         self.store = store
         self._roles: dict[str, str] = {}
         self._looked = -1e9
-        self.starting: list[str] = []
 
     def __call__(self, event: CanonicalEvent) -> str | None:
         sid = event.session_id
@@ -49,10 +47,7 @@ class RoleLabels:
             for record in self.store.list_sessions(1000):
                 if record.role:
                     self._roles[record.agent_session_id] = record.role
-        role = self._roles.get(sid)
-        if role is None and len(self.starting) == 1:
-            role = self._roles[sid] = self.starting[0]
-        return role or "…"
+        return self._roles.get(sid) or "…"
 
 
 def run_data(r: RunRecord) -> dict[str, Any]:

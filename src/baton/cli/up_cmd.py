@@ -138,12 +138,8 @@ async def _up(
 
     async def factory(spec: Any, binding: Any) -> Any:
         """A role session, with a progress line when starting it takes a while."""
-        labels.starting.append(spec.name)
-        try:
-            with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-                return await open_role(spec, binding)
-        finally:
-            labels.starting.remove(spec.name)
+        with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
+            return await open_role(spec, binding)
 
     daemon = Daemon(
         port=ctx.port,
