@@ -5,7 +5,9 @@ spawns (npm launchers start native children) share one process group, which
 :meth:`AgentProcess.terminate` signals as a whole: close stdin, wait, SIGTERM the
 group, wait, SIGKILL the group. stderr is read continuously into a
 :class:`~baton.acp.stderr_ring.StderrRing` so a chatty agent can never block on a
-full pipe.
+full pipe. On Linux the agent also gets ``PR_SET_PDEATHSIG = SIGKILL``: if baton
+dies (even by SIGKILL) the kernel kills the agent at once (the team loop's reaper,
+:mod:`baton.team.reaper`, then ends the rest of its session).
 """
 
 from __future__ import annotations
@@ -15,13 +17,46 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
 
 READ_CHUNK = 256 * 1024
+_PR_SET_PDEATHSIG = 1
+
+
+def _prctl() -> Callable[[int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        fn: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+_PRCTL = _prctl()
+"""Resolved once in the parent, so the child does as little as possible before exec."""
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` asking the kernel to SIGKILL the child when baton dies (Linux)."""
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    kill = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill)
+        if os.getppid() != parent:  # baton died before the request took effect
+            os._exit(1)
+
+    return preexec
 
 
 def resolve_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
@@ -108,6 +143,7 @@ class AgentProcess:
                 env=dict(env),
                 cwd=str(cwd),
                 start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),
             )
         except OSError as exc:
             raise AgentStartError(f"could not start {command[0]}: {exc}") from exc
@@ -206,7 +242,7 @@ class AgentProcess:
             self._signal_group(signal.SIGKILL)
             if code is None:
                 code = await self.wait(grace)
-        if self._stderr_task is not None:
+        if self._stderr_task is not None and not self._stderr_task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
             except TimeoutError:

@@ -533,7 +533,18 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        result = self._call("create_task", **kwargs)
+        try:
+            result = self._call("create_task", **kwargs)
+        except FcopProtocolError as exc:
+            if exc.code != "RECOVERY_REQUIRED" or "without its durable operation fact" not in str(
+                exc
+            ):
+                raise
+            # A crash between publishing the TASK and its create fact (rule R3).
+            from baton.coordination.fcop_recovery import complete_create_fact
+
+            complete_create_fact(self, opid)
+            result = self._call("create_task", **kwargs)
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
@@ -991,7 +1002,55 @@ class FcopPort:
             raise CODE_TO_ERROR["INVALID_TRANSITION"](
                 f"{task_id} is in {task.stage}, not review", code="INVALID_TRANSITION"
             )
-        return self._decide_task(task, decision, approver, reason, review_ref)
+        try:
+            return self._decide_task(task, decision, approver, reason, review_ref)
+        except FcopProtocolError as exc:
+            if exc.code != "RECOVERY_REQUIRED" or "conflicting receipt" not in str(exc):
+                raise
+            # A crash after this round's receipt, before its target (rule R5): finish that
+            # move from its own receipt instead of authorizing a second one.
+            replayed = self.replay_prepared(task_id, from_stage="review")
+            if replayed is None:
+                raise
+            return replayed
+
+    def replay_prepared(self, task_id: str, *, from_stage: str) -> TransitionInfo | None:
+        """R5: replay the exact request of ``task_id``'s one unfinished (``PREPARED``) move.
+
+        ``fcop`` finishes a move whose receipt matches a request exactly; an
+        authorized move (T4/T5) can only be replayed with its own REVIEW and
+        authorization refs, which are in the receipt. None when there is no such
+        receipt with its source still in place.
+        """
+        source = self.stage_dir(from_stage) / f"{task_id}.md"
+        if not source.is_file():
+            return None
+        needle = f'"task_id":"{task_id}"'.encode()
+        pending = []
+        for path in sorted((self.fcop_dir / "operations").glob("transition-*.json")):
+            data = path.read_bytes()
+            if needle not in data:
+                continue
+            value = json.loads(data)
+            if (
+                value.get("stage") == "PREPARED"
+                and value.get("from_stage") == from_stage
+                and value.get("task_id") == task_id
+                and not (self.root / str(value.get("target_path", ""))).exists()
+            ):
+                pending.append(value)
+        if len(pending) != 1:
+            return None
+        value = pending[0]
+        request: dict[str, Any] = {
+            name: value[name] for name in ("task_id", "from_stage", "to_stage", "tool", "actor")
+        }
+        for name in ("report_ref", "review_ref", "authorization_ref", "family_digest"):
+            if value.get(name) is not None:
+                request[name] = value[name]
+        if value.get("request_profile_ref") is not None:
+            request["profile_ref"] = value["request_profile_ref"]
+        return self._transition_info(self._call("transition", **request))
 
     def _decide_task(
         self,

@@ -49,6 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+from baton import crashpoints
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
 from baton.store._readers import ReadPool
@@ -916,6 +917,8 @@ class Store:
                     future.set_exception(err)
                     self._failure_surfaced = True
                 raise err from exc
+        if segments:
+            crashpoints.durable_write("store.commit")
         # Committed: only now may anyone observe these writes. Subscribers first,
         # so a returned flush() also means they have been handed the events.
         try:

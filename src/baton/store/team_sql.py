@@ -387,12 +387,15 @@ class Table:
     ) -> int:
         """Update the row with ``key`` where every ``guard`` column still has its value."""
         names = list(values)
-        self._check([*names, *(guard or {})])
+        guard = dict(guard or {})
+        self._check([*names, *guard])
         assignments = ", ".join(f"{n} = ?" for n in names)
-        conditions = "".join(f" AND {n} = ?" for n in guard or {})
+        conditions = "".join(
+            f" AND {n} IS NULL" if v is None else f" AND {n} = ?" for n, v in guard.items()
+        )
         return tx.execute(
             f"UPDATE {self.name} SET {assignments} WHERE {self.key} = ?{conditions}",  # noqa: S608
-            [*values.values(), key, *(guard or {}).values()],
+            [*values.values(), key, *(v for v in guard.values() if v is not None)],
         )
 
     def delete(self, tx: Tx, key: Any) -> int:
@@ -438,3 +441,106 @@ class _Turns(Table):
 
 
 TURNS: Final = _Turns("team_turns", TURN_COLUMNS, "task_id")
+
+
+# ------------------------------------------------------------------------ queries
+
+
+def insert_outbox(tx: Tx, values: Mapping[str, Any]) -> int:
+    """Append an outbox row; returns its id (writers are serialized, so max is ours)."""
+    OUTBOX.insert(tx, values)
+    return int(tx.scalar("SELECT max(id) FROM team_outbox") or 0)
+
+
+def open_outbox(tx: Tx, limit: int = 100) -> list[Row]:
+    return OUTBOX.where(tx, "consumed_at IS NULL", order="id", limit=limit)
+
+
+def consume_outbox(tx: Tx, outbox_id: int, at: str) -> int:
+    return OUTBOX.update(tx, outbox_id, {"consumed_at": at}, guard={"consumed_at": None})
+
+
+def tasks_in_states(tx: Tx, states: Sequence[str]) -> list[Row]:
+    marks = ", ".join("?" for _ in states)
+    return TASKS.where(tx, f"state IN ({marks})", states, order="created_at, task_id")
+
+
+def all_tasks(tx: Tx, *, limit: int | None = None) -> list[Row]:
+    return TASKS.where(tx, order="updated_at DESC, task_id", limit=limit)
+
+
+def children_of(tx: Tx, parent: str) -> list[Row]:
+    return TASKS.where(tx, "parent = ?", (parent,), order="created_at, task_id")
+
+
+def open_turns(tx: Tx) -> list[Row]:
+    return TURNS.where(tx, "state IN ('dispatched', 'running')", order="task_id, dispatch")
+
+
+def turns_of(tx: Tx, task_id: str) -> list[Row]:
+    return TURNS.where(tx, "task_id = ?", (task_id,), order="dispatch")
+
+
+def all_slots(tx: Tx) -> list[Row]:
+    return SLOTS.where(tx, order="slot")
+
+
+def all_roles(tx: Tx) -> list[Row]:
+    return ROLES.where(tx, order="role")
+
+
+def open_question(tx: Tx, task_id: str, attempt_id: str) -> Row | None:
+    rows = QUESTIONS.where(
+        tx,
+        "task_id = ? AND attempt_id = ? AND state IN ('pending', 'answered')",
+        (task_id, attempt_id),
+        order="asked_at DESC",
+        limit=1,
+    )
+    return rows[0] if rows else None
+
+
+def questions_in_states(tx: Tx, states: Sequence[str]) -> list[Row]:
+    marks = ", ".join("?" for _ in states)
+    return QUESTIONS.where(tx, f"state IN ({marks})", states, order="asked_at")
+
+
+def question_by_request(tx: Tx, request_id: str) -> Row | None:
+    rows = QUESTIONS.where(tx, "request_id = ?", (request_id,), limit=1)
+    return rows[0] if rows else None
+
+
+def insert_refusal(tx: Tx, values: Mapping[str, Any]) -> None:
+    REFUSALS.insert(tx, values)
+
+
+def recent_refusals(tx: Tx, limit: int = 20) -> list[Row]:
+    return list(reversed(REFUSALS.where(tx, order="id DESC", limit=limit)))
+
+
+def refused_in_place(tx: Tx) -> list[Row]:
+    """Inbox entries refused in place and remembered (reported once across restarts)."""
+    return REFUSALS.where(tx, "in_place = 1 AND cleared = 0", order="id")
+
+
+def clear_refusals(tx: Tx, names: Sequence[str]) -> int:
+    if not names:
+        return 0
+    marks = ", ".join("?" for _ in names)
+    return tx.execute(
+        f"UPDATE team_refusals SET cleared = 1 WHERE in_place = 1 AND name IN ({marks})",  # noqa: S608
+        list(names),
+    )
+
+
+def count_refusals(tx: Tx) -> int:
+    return REFUSALS.count(tx)
+
+
+def meta(tx: Tx, key: str) -> str | None:
+    row = META.get(tx, key)
+    return None if row is None else str(row[1])
+
+
+def set_meta(tx: Tx, key: str, value: str) -> None:
+    META.upsert(tx, {"key": key, "value": value})

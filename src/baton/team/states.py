@@ -106,6 +106,37 @@ class Machine(Generic[S, E]):
                 event=event.value,
             ) from None
 
+    def path(self, state: S | None, target: S) -> tuple[E, ...]:
+        """The shortest event sequence from ``state`` to ``target`` (empty when already there).
+
+        Recovery derives where a TASK *is* from FCoP, then walks baton's record
+        there through legal moves only (each one recorded); raises when no such
+        walk exists.
+        """
+        if state == target:
+            return ()
+        frontier: list[tuple[S | None, tuple[E, ...]]] = [(state, ())]
+        seen: set[S | None] = {state}
+        while frontier:
+            nxt: list[tuple[S | None, tuple[E, ...]]] = []
+            for src, events in frontier:
+                for (from_state, event), dst in self.transitions.items():
+                    if from_state != src or dst in seen:
+                        continue
+                    walk = (*events, event)
+                    if dst == target:
+                        return walk
+                    seen.add(dst)
+                    nxt.append((dst, walk))
+            frontier = nxt
+        shown = "nothing" if state is None else repr(state.value)
+        raise IllegalTeamTransition(
+            f"no {self.name} transition path from {shown} to {target.value!r}",
+            machine=self.name,
+            state=None if state is None else state.value,
+            event=f"->{target.value}",
+        )
+
     def mermaid(self) -> str:
         """The state diagram, generated from the table (``docs/coordination.md``)."""
         lines = ["stateDiagram-v2"]
