@@ -142,3 +142,50 @@ async def test_another_process_wakes_us_after_its_commit(db_path: Path) -> None:
         assert store.read_tx(_notes) == ["child"]
     finally:
         store.close()
+
+
+def test_services_are_rows_any_process_can_find(db_path: Path) -> None:
+    from baton.store.services_sql import (
+        ServiceRecord,
+        list_services,
+        register_service,
+        unregister_service,
+    )
+
+    store = _open(db_path)
+    try:
+        up = ServiceRecord("up-1", "up", 4242, "host", "boot", "2026-01-01T00:00:00.000Z")
+        web = ServiceRecord(
+            "serve-1",
+            "serve",
+            4343,
+            "host",
+            "boot",
+            "2026-01-01T00:00:01.000Z",
+            url="http://127.0.0.1:8765/",
+            port=8765,
+            meta={"token": False},
+        )
+        store.write_sync(lambda tx: register_service(tx, up))
+        store.write_sync(lambda tx: register_service(tx, web))
+        assert store.read_tx(lambda tx: list_services(tx, "serve")) == [web]
+        assert store.read_tx(list_services) == [up, web]
+        store.write_sync(lambda tx: unregister_service(tx, "up-1"))
+        assert store.read_tx(list_services) == [web]
+    finally:
+        store.close()
+
+
+async def test_a_request_keeps_its_deadline(db_path: Path) -> None:
+    from baton.requests.ledger import Ledger
+    from tests.requests.reqbuild import META, permission
+
+    store = _open(db_path)
+    try:
+        ledger = Ledger(store)
+        record = await ledger.create(
+            permission(), jsonrpc_id=1, expires_at="2026-01-01T00:10:00.000Z", **META
+        )
+        assert (await ledger.get(record.request_id)).expires_at == "2026-01-01T00:10:00.000Z"
+    finally:
+        store.close()

@@ -239,8 +239,13 @@ class Ledger:
         turn_id: str | None,
         supersedes: str | None = None,
         request_id: str | None = None,
+        expires_at: str | None = None,
     ) -> Change:
-        """A new ``pending`` request as a change (refuses an oversize document first)."""
+        """A new ``pending`` request as a change (refuses an oversize document first).
+
+        ``expires_at``: the deadline of whoever waits for it, when it has one (shown by
+        surfaces as a countdown; the waiter itself expires it).
+        """
         text = check_limits(document)
         data = text.encode("utf-8")
         now = self.now()
@@ -270,6 +275,7 @@ class Ledger:
             updated_at=now,
             answered_at=None,
             delivered_at=None,
+            expires_at=expires_at,
         )
         values = self._row_values(record)
 
@@ -308,6 +314,7 @@ class Ledger:
             "supersedes": record.supersedes,
             "created_at": record.created_at,
             "updated_at": record.updated_at,
+            "expires_at": record.expires_at,
         }
 
     async def create(
@@ -321,6 +328,7 @@ class Ledger:
         turn_id: str | None,
         supersedes: str | None = None,
         request_id: str | None = None,
+        expires_at: str | None = None,
         journal: Journal | None = None,
     ) -> RequestRecord:
         """Persist a new ``pending`` request (and its ``request.created``); returns after commit.
@@ -340,6 +348,7 @@ class Ledger:
             turn_id=turn_id,
             supersedes=supersedes,
             request_id=request_id,
+            expires_at=expires_at,
         )
         await self._commit(change, journal)
         return change.records[0]

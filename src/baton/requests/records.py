@@ -54,6 +54,8 @@ class RequestRecord:
     updated_at: str
     answered_at: str | None
     delivered_at: str | None
+    expires_at: str | None = None
+    """When whoever waits gives up on it (UTC, RFC 3339); None: no deadline."""
 
     @property
     def is_open(self) -> bool:
@@ -74,7 +76,7 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         request_id, kind, state, run_id, session_id, turn_id, connection_id, jsonrpc_id,
         tool_call_id, title, document_json, document_bytes, document_sha256, revision,
         answer_json, decided_by, rule, reason, supersedes, created_at, updated_at,
-        answered_at, delivered_at,
+        answered_at, delivered_at, expires_at,
     ) = row  # fmt: skip
     return RequestRecord(
         request_id=request_id,
@@ -102,4 +104,5 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         updated_at=updated_at,
         answered_at=answered_at,
         delivered_at=delivered_at,
+        expires_at=expires_at,
     )

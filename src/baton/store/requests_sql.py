@@ -78,12 +78,20 @@ REQUESTS_MIGRATIONS: tuple[Migration, ...] = (
             WHERE state IN ('pending', 'answered') AND connection_id IS NULL;
         """,
     ),
+    Migration(
+        "requests.0003_expires_at",
+        """
+        ALTER TABLE requests ADD COLUMN expires_at TEXT;
+        """,
+    ),
 )
 """``jsonrpc_id`` is JSON text (ids may be strings or numbers); ``document_json`` is
 the canonical JSON of the document, byte-exact; ``supersedes`` links a request
 the agent re-issued after ``session/load`` to the one it replaces. The partial
 unique index refuses a second open request with the same JSON-RPC id on the same
-connection: a duplicate delivery never creates a second interaction. Requests
+connection: a duplicate delivery never creates a second interaction. ``expires_at``
+is the deadline of whoever waits with a timeout (``baton run --wait-timeout``);
+NULL when nobody does (the team loop's reviews wait for as long as it takes). Requests
 with no connection (the team loop's reviews, questions, attention requests) are
 found again by their ``jsonrpc_id`` key (``review:…``, ``ask:…``)."""
 
@@ -111,6 +119,7 @@ COLUMNS: Final = (
     "updated_at",
     "answered_at",
     "delivered_at",
+    "expires_at",
 )
 _KNOWN: Final = frozenset(COLUMNS)
 _SELECT: Final = f"SELECT {', '.join(COLUMNS)} FROM requests"  # noqa: S608 - fixed columns

@@ -64,6 +64,7 @@ from baton.store.records import (
     session_to_row,
 )
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
+from baton.store.services_sql import SERVICES_MIGRATIONS
 from baton.store.subscription import Subscription
 from baton.store.team_sql import TEAM_MIGRATIONS
 from baton.store.tx import Tx
@@ -75,7 +76,12 @@ T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
 
-ALL_MIGRATIONS: Final = (*CORE_MIGRATIONS, *REQUESTS_MIGRATIONS, *TEAM_MIGRATIONS)
+ALL_MIGRATIONS: Final = (
+    *CORE_MIGRATIONS,
+    *REQUESTS_MIGRATIONS,
+    *TEAM_MIGRATIONS,
+    *SERVICES_MIGRATIONS,
+)
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
 DEFAULT_BUSY_TIMEOUT_MS: Final = 5000
