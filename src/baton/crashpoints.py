@@ -2,13 +2,16 @@
 
 Inert unless ``BATON_CRASH_COUNTER`` is set (only ``tests/crash`` sets it). Then
 every durable write of the team (``fcop``'s publication, receipt-stage
-replacement and authoritative removal; every store commit) in every process of
-one ``baton up`` (the daemon and its role MCP servers, which inherit the
-variables) increments one shared counter (a file, under ``flock``) and appends
-``<n> <kind> <pid>`` to ``BATON_CRASH_TRACE``. The write that makes the counter
-equal ``BATON_CRASH_AT`` kills the daemon (``BATON_CRASH_DAEMON``, else this
-process) with SIGKILL right *after* it completed: a crash at exactly that
-durable boundary, with everything before it on disk and nothing after it.
+replacement and authoritative removal, each named by kind, e.g.
+``fcop.publish:active/TASK`` or ``fcop.replace_durable:operations/TARGET_DURABLE``;
+every store commit, ``store.commit``) in every process of one ``baton up`` (the
+daemon and its role MCP servers, which inherit the variables) increments one
+shared counter (a file, under ``flock``) and appends ``<n> <kind> <pid>`` to
+``BATON_CRASH_TRACE``. The write that makes the count equal ``BATON_CRASH_AT``
+(counting only writes of kind ``BATON_CRASH_KIND`` when that is set) kills the
+daemon (``BATON_CRASH_DAEMON``, else this process) with SIGKILL right *after* it
+completed: a crash at exactly that durable boundary, with everything before it
+on disk and nothing after it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from typing import Any, TypeVar
 
 __all__ = ["ENV", "durable_write", "install_from_env"]
 
-ENV = ("BATON_CRASH_AT", "BATON_CRASH_COUNTER", "BATON_CRASH_TRACE", "BATON_CRASH_DAEMON")
+ENV = (
+    "BATON_CRASH_AT",
+    "BATON_CRASH_KIND",
+    "BATON_CRASH_COUNTER",
+    "BATON_CRASH_TRACE",
+    "BATON_CRASH_DAEMON",
+)
 F = TypeVar("F", bound=Callable[..., Any])
 
 _installed = False
@@ -45,22 +54,22 @@ def _count(kind: str) -> None:
     counter = os.environ.get("BATON_CRASH_COUNTER")
     if not counter:
         return
-    path = Path(counter)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    wanted = os.environ.get("BATON_CRASH_KIND") or None
+    fd = os.open(counter, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        raw = os.pread(fd, 32, 0).strip()
-        n = int(raw) + 1 if raw else 1
-        data = str(n).encode()
-        os.pwrite(fd, data.ljust(32), 0)
+        raw = os.pread(fd, 64, 0).decode().split()
+        total = int(raw[0]) + 1 if raw else 1
+        matching = (int(raw[1]) if len(raw) > 1 else 0) + (wanted is None or kind == wanted)
+        os.pwrite(fd, f"{total} {matching}".encode().ljust(64), 0)
         trace = os.environ.get("BATON_CRASH_TRACE")
         if trace:
             with open(trace, "a", encoding="utf-8") as stream:
-                stream.write(f"{n} {kind} {os.getpid()}\n")
+                stream.write(f"{total} {kind} {os.getpid()}\n")
         target = int(os.environ.get("BATON_CRASH_AT", "0") or 0)
     finally:
         os.close(fd)
-    if n == target:
+    if target and matching == target and (wanted is None or kind == wanted):
         daemon = int(os.environ.get("BATON_CRASH_DAEMON", "0") or 0) or os.getpid()
         with contextlib.suppress(ProcessLookupError):
             os.kill(daemon, signal.SIGKILL)
@@ -73,12 +82,23 @@ def durable_write(kind: str) -> None:
         _count(kind)
 
 
-def _wrap(fn: F, kind: str) -> F:
+def _kind(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """``fcop.publish:active/TASK``, ``fcop.replace_durable:operations/TARGET_DURABLE``, ..."""
+    target = Path(str(args[0] if args else kwargs.get("path", "")))
+    what = target.name.split("-", 1)[0].removesuffix(".md").removesuffix(".json")
+    if name == "replace_durable":
+        data = args[1] if len(args) > 1 else kwargs.get("data", b"")
+        for stage in ("TARGET_DURABLE", "COMMITTED", "PREPARED"):
+            if f'"stage":"{stage}"'.encode() in data:
+                what = stage
+    return f"fcop.{name}:{target.parent.name}/{what}"
+
+
+def _wrap(fn: F, name: str) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         result = fn(*args, **kwargs)
-        target = args[0] if args else kwargs.get("path")
-        _count(f"{kind}:{Path(str(target)).parent.name}/{Path(str(target)).name.split('-')[0]}")
+        _count(_kind(name, args, kwargs))
         return result
 
     return wrapper  # type: ignore[return-value]
@@ -95,7 +115,7 @@ def install_from_env() -> bool:
     encoding = importlib.import_module("fcop.v4.encoding")
     for name in _FCOP_WRITERS:
         originals[name] = getattr(encoding, name)
-    wrapped = {name: _wrap(fn, f"fcop.{name}") for name, fn in originals.items()}
+    wrapped = {name: _wrap(fn, name) for name, fn in originals.items()}
     for module_name in _FCOP_MODULES:
         with contextlib.suppress(ImportError):
             module = importlib.import_module(module_name)

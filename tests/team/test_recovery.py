@@ -202,3 +202,53 @@ def test_r4_abandoned_temporaries_are_removed_young_ones_kept(port: FcopPort) ->
 def _events(team: Team) -> list[str]:
     runs = [r.run_id for r in team.store.list_runs()]
     return [line for run in runs for line in team.store.iter_event_json(run)]
+
+
+def test_a_redelivered_create_finds_its_task_after_it_moved_on(port: FcopPort) -> None:
+    """Found by the crash harness: fcop replays a create only while its TASK is untouched in
+    the inbox; a leader re-prompted after its child was claimed got RECOVERY_REQUIRED and
+    stopped delegating (the next child was lost)."""
+    parent = port.create_task(sender="ADMIN", recipient="PM", subject="P", body="b")
+    request = {
+        "sender": "PM",
+        "recipient": "QA",
+        "subject": "child",
+        "body": "b",
+        "parent": parent.task_id,
+        "operation_id": "baton:delegate-child",
+    }
+    first = port.create_task(**request)  # type: ignore[arg-type]
+    port.claim(first.task_id, actor="QA")
+    again = port.create_task(**request)  # type: ignore[arg-type]
+    assert again.task_id == first.task_id and again.existing
+    assert len(port.children(parent.task_id)) == 1
+    with contextlib.suppress(CoordinationError):
+        port.create_task(**{**request, "body": "different"})  # type: ignore[arg-type]
+        raise AssertionError("a conflicting request reused the operation id")
+
+
+def test_r3_also_for_a_task_that_was_claimed_since(port: FcopPort) -> None:
+    """Found by the crash harness: the child created in the killed turn was claimed before
+    the re-prompted leader delegated it again."""
+    parent = port.create_task(sender="ADMIN", recipient="PM", subject="P", body="b")
+    request = {
+        "sender": "PM",
+        "recipient": "QA",
+        "subject": "child",
+        "body": "b",
+        "parent": parent.task_id,
+        "operation_id": "baton:delegate-claimed",
+    }
+    created = port.create_task(**request)  # type: ignore[arg-type]
+    fact = next(
+        f
+        for f in (port.fcop_dir / "operations").glob("create-*.json")
+        if created.task_id in f.read_text()
+    )
+    content = fact.read_bytes()
+    fact.unlink()  # the crash between the TASK and its fact
+    port.claim(created.task_id, actor="QA")  # and the child was picked up since
+    again = port.create_task(**request)  # type: ignore[arg-type]
+    assert again.task_id == created.task_id and again.existing
+    assert fact.read_bytes() == content
+    assert validate_workspace(port.root)["valid"]

@@ -17,46 +17,14 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
+from baton.lifeline import preexec_die_with_parent
 
 READ_CHUNK = 256 * 1024
-_PR_SET_PDEATHSIG = 1
-
-
-def _prctl() -> Callable[[int, int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        fn: Callable[[int, int], int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return fn
-
-
-_PRCTL = _prctl()
-"""Resolved once in the parent, so the child does as little as possible before exec."""
-
-
-def _die_with_parent(parent: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking the kernel to SIGKILL the child when baton dies (Linux)."""
-    prctl = _PRCTL
-    if prctl is None:
-        return None
-    kill = int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, kill)
-        if os.getppid() != parent:  # baton died before the request took effect
-            os._exit(1)
-
-    return preexec
 
 
 def resolve_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
@@ -143,7 +111,7 @@ class AgentProcess:
                 env=dict(env),
                 cwd=str(cwd),
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=preexec_die_with_parent(os.getpid()),
             )
         except OSError as exc:
             raise AgentStartError(f"could not start {command[0]}: {exc}") from exc

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.coordination.errors import CoordinationError
+from baton.lifeline import process_start_ticks
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
@@ -40,30 +41,11 @@ __all__ = [
     "CurrentTask",
     "OutboxRecord",
     "SlotAccess",
-    "process_start_ticks",
 ]
 
 BINDING_VERSION = 2
 """2: the binding moved from a side file into the store (``team_slots.binding``)."""
 MAX_OUTBOX_DATA = 64 * 1024
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot): a pid plus this is unique.
-
-    ``None`` when no such live process exists (or it is a zombie).
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if not fields or fields[0] in ("Z", "X"):
-        return None
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -533,23 +533,63 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        try:
-            result = self._call("create_task", **kwargs)
-        except FcopProtocolError as exc:
-            if exc.code != "RECOVERY_REQUIRED" or "without its durable operation fact" not in str(
-                exc
-            ):
-                raise
-            # A crash between publishing the TASK and its create fact (rule R3).
-            from baton.coordination.fcop_recovery import complete_create_fact
+        for attempt in range(2):
+            try:
+                result = self._call("create_task", **kwargs)
+                break
+            except FcopProtocolError as exc:
+                if exc.code != "RECOVERY_REQUIRED":
+                    raise
+                if "without its durable operation fact" in str(exc) and attempt == 0:
+                    # A crash between publishing the TASK and its create fact (rule R3).
+                    from baton.coordination.fcop_recovery import complete_create_fact
 
-            complete_create_fact(self, opid)
-            result = self._call("create_task", **kwargs)
+                    complete_create_fact(self, opid)
+                    continue
+                if "differs from durable fact" in str(exc):
+                    # Core replays a create only while its TASK is untouched in the inbox; a
+                    # redelivered request for a TASK that has moved on finds it by its fact.
+                    moved = self._created_by(opid)
+                    if moved is not None:
+                        return moved
+                raise
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
             operation_id=opid,
             path=Path(result["path"]),
+        )
+
+    def _created_by(self, operation_id: str) -> CreatedTask | None:
+        """The TASK a create operation made, by its durable fact, wherever it is now.
+
+        Trusted only when the TASK itself names the operation and the fact's request
+        digest (what Core would check if the TASK were still in the inbox).
+        """
+        from fcop.v4.encoding import canonical, digest
+
+        key = digest(
+            canonical(
+                {
+                    "workspace_id": self.workspace_id,
+                    "operation_kind": "create_task",
+                    "operation_id": operation_id,
+                }
+            )
+        )
+        path = self.fcop_dir / "operations" / f"create-{key}.json"
+        try:
+            fact = json.loads(path.read_bytes())
+            task = self.read_task(str(fact["task_id"]))
+        except (OSError, ValueError, KeyError, CoordinationError):
+            return None
+        fields = self._call("read_task", task_id=task.task_id)
+        if fields.get("operation_id") != operation_id or fields.get(
+            "normalized_request_digest"
+        ) != fact.get("digest"):
+            return None
+        return CreatedTask(
+            task_id=task.task_id, existing=True, operation_id=operation_id, path=task.path
         )
 
     # --------------------------------------------------------------- reads

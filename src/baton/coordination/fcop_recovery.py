@@ -36,7 +36,9 @@ TASK (its ``operation_id``, ``normalized_request_digest``, id, path and bytes),
 so baton rebuilds it with ``fcop``'s canonical encoding, validates it against
 ``fcop``'s ``create-operation`` schema and publishes it with ``fcop``'s
 no-overwrite publication; ``inspect_workspace`` then reports the operation
-``COMMITTED``. Exactly one TASK must carry the ``operation_id``.
+``COMMITTED``. Exactly one TASK must carry the ``operation_id``. A TASK that has
+left the inbox since (it was claimed) no longer has its original bytes; their
+digest is the ``source_digest`` of its one valid claim receipt, which is then used.
 
 **R4: abandoned publication temporaries.** ``.fcop-create-*.tmp`` /
 ``.fcop-replace-*.tmp`` left in a lifecycle or bucket directory make ``fcop``'s
@@ -248,12 +250,10 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
     if fact_path.exists():
         raise Unresolved("create-fact", fields["task_id"], f"{fact_path.name} already exists")
     initial = f"fcop/_lifecycle/inbox/{fields['task_id']}.md"
-    if path.relative_to(port.root).as_posix() != initial:
-        raise Unresolved(
-            "create-fact",
-            fields["task_id"],
-            "the TASK moved on since it was created; its original bytes are not provable",
-        )
+    if path.relative_to(port.root).as_posix() == initial:
+        content_digest = digest(path.read_bytes())
+    else:
+        content_digest = _original_digest(port, fields["task_id"], initial)
     fact = {
         "contract": "fcop-create-task-v1",
         "key": key,
@@ -263,7 +263,7 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
         "task_id": fields["task_id"],
         "path": initial,
         "digest": fields["normalized_request_digest"],
-        "content_digest": digest(path.read_bytes()),
+        "content_digest": content_digest,
     }
     from fcop.v4.schema import _validate
 
@@ -273,6 +273,31 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
     except FcopError as exc:
         raise Unresolved("create-fact", fields["task_id"], f"fcop refused the fact: {exc}") from exc
     return Repair("create-fact", fields["task_id"], f"create fact {fact_path.name} published")
+
+
+def _original_digest(port: FcopPort, task_id: str, initial: str) -> str:
+    """The digest of a TASK's bytes as created, after it left the inbox: its claim receipt
+    recorded them (``source_digest`` of the one valid ``inbox → active`` receipt)."""
+    from fcop.errors import FcopError
+    from fcop.v4.receipts import validate_receipt
+
+    claims = []
+    for path, value in _receipts_for(port, task_id):
+        if value.get("from_stage") != "inbox" or value.get("source_path") != initial:
+            continue
+        try:
+            validate_receipt(port.root, path, value)
+        except FcopError:
+            continue
+        claims.append(value)
+    if len(claims) != 1:
+        raise Unresolved(
+            "create-fact",
+            task_id,
+            f"the TASK left the inbox and {len(claims)} valid claim receipts name its original "
+            "bytes (exactly one is required)",
+        )
+    return str(claims[0]["source_digest"])
 
 
 def clean_temporaries(

@@ -627,7 +627,7 @@ def mcp_config(
         "args": [
             "-u",
             "-m",
-            "baton.coordination.mcp_server",
+            "baton.coordination.role_mcp",
             "--store",
             str(binding.store_path),
             "--slot",

@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from baton.coordination.binding import process_start_ticks
 from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
 from baton.coordination.errors import CoordinationError
 from baton.coordination.fcop_port import FcopPort
@@ -51,6 +50,7 @@ from baton.coordination.fcop_recovery import (
 from baton.coordination.team import TeamConfig
 from baton.errors import BatonError
 from baton.events.model import Payload, TeamRecovery, TeamRefusal
+from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.requests.model import ElicitationRequest, StringField
 from baton.requests.model import ElicitationSchema as _Schema

@@ -10,8 +10,10 @@ Three layers, because each alone has a hole:
    holding the read end of a pipe whose only write end is the daemon's. It
    learns each agent's session id (agents run in their own session) and, the
    moment the pipe reports end-of-file (the daemon exited, even by SIGKILL), it
-   SIGKILLs every process of those sessions (found in ``/proc``), repeating
-   until none is left (bounded), then exits.
+   SIGKILLs every process of those sessions (found in ``/proc``) and every role
+   MCP server of this project's store (agents start those in sessions of their
+   own; their command line names the store), repeating until none is left
+   (bounded), then exits.
 3. **the role MCP servers' own pidfd watch** on their daemon, and their write
    tools' refusal once it is gone (:mod:`baton.coordination.mcp_server`), for
    whatever runs outside those sessions (a server an agent started with
@@ -36,10 +38,14 @@ _SWEEP_FOR = 1.0
 """Seconds the reaper keeps sweeping a session (children forked during the kill)."""
 
 
-def session_members(sessions: set[int]) -> list[int]:
-    """Live pids whose session id is one of ``sessions`` (from ``/proc``)."""
+_ROLE_MCP = b"baton.coordination.role_mcp"
+
+
+def session_members(sessions: set[int], store: str | None = None) -> list[int]:
+    """Live pids in one of ``sessions``, or role MCP servers of ``store`` (from ``/proc``)."""
     found = []
     me = os.getpid()
+    marker = ("\0" + store + "\0").encode() if store else None
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
@@ -49,17 +55,28 @@ def session_members(sessions: set[int]) -> list[int]:
             continue
         # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[0] not in ("Z", "X") and int(fields[3]) in sessions:
+        if len(fields) <= 3 or fields[0] in ("Z", "X"):
+            continue
+        if int(fields[3]) in sessions:
             found.append(int(entry.name))
+        elif marker is not None:
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if _ROLE_MCP in cmdline and marker in b"\0" + cmdline:
+                found.append(int(entry.name))
     return found
 
 
-def kill_sessions(sessions: set[int], *, sweep_for: float = _SWEEP_FOR) -> int:
-    """SIGKILL every process of ``sessions`` until none is left (or ``sweep_for`` passed)."""
+def kill_sessions(
+    sessions: set[int], *, store: str | None = None, sweep_for: float = _SWEEP_FOR
+) -> int:
+    """SIGKILL every process of ``sessions`` (and ``store``'s role MCP servers) until none is left."""
     killed = 0
     deadline = time.monotonic() + sweep_for
     while True:
-        members = session_members(sessions)
+        members = session_members(sessions, store)
         if not members:
             return killed
         for pid in members:
@@ -71,8 +88,10 @@ def kill_sessions(sessions: set[int], *, sweep_for: float = _SWEEP_FOR) -> int:
         time.sleep(0.01)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Read session ids from stdin until end-of-file, then kill those sessions."""
+    args = sys.argv[1:] if argv is None else argv
+    store = args[args.index("--store") + 1] if "--store" in args else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the daemon's to handle
     sessions: set[int] = set()
     stream = sys.stdin.buffer
@@ -84,7 +103,7 @@ def main() -> int:
             sid = int(line.strip())
             if sid > 1:
                 sessions.add(sid)
-    kill_sessions(sessions)
+    kill_sessions(sessions, store=store)
     return 0
 
 
@@ -96,11 +115,13 @@ class Reaper:
         self._watched: set[int] = set()
 
     @classmethod
-    async def start(cls) -> Reaper:
+    async def start(cls, store: Path | None = None) -> Reaper:
+        """Start the reaper; ``store``: also end that store's role MCP servers."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "baton.team.reaper",
+            *(["--store", str(store)] if store is not None else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from baton import crashpoints
 from baton.config import BatonConfig
 from baton.coordination.context import CoordinationContext
+from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
@@ -36,7 +37,7 @@ async def run_team(
     """Run the team until idle (or until ``loop.stop()``); the reaper ends with it."""
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
-    reaper = await Reaper.start()
+    reaper = await Reaper.start(store.path)
     try:
         loop = TeamLoop(
             port=ctx.port,
@@ -48,7 +49,11 @@ async def run_team(
                 ledger=ledger,
                 emitter=emitter,
                 fcop_mcp=ctx.team.fcop_mcp,
-                mcp_env={k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                mcp_env={
+                    **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                    "BATON_DAEMON_PID": str(os.getpid()),
+                    "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
+                },
             ),
             store=store,
             journal=emitter,

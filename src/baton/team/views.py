@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from baton.coordination.binding import process_start_ticks
 from baton.coordination.fcop_port import FcopPort, TaskInfo
 from baton.coordination.team import TeamConfig
+from baton.lifeline import process_start_ticks
 from baton.requests.records import record_from_row
 from baton.store import requests_sql, team_sql
 from baton.store.store import Store
