@@ -62,15 +62,15 @@ CHECKLIST = """Release {n}.
 
 - [ ] @DEV build the artifact
   ```sh
-  echo run >> counters/DEV.log
+  date +%s.%N >> counters/DEV.log
   ```
 - [ ] @QA test the artifact
   ```sh
-  echo run >> counters/QA.log
+  date +%s.%N >> counters/QA.log
   ```
 - [ ] @OPS stage the release
   ```sh
-  echo run >> counters/OPS.log
+  date +%s.%N >> counters/OPS.log
   ```
 """
 INVARIANTS = (
@@ -80,7 +80,10 @@ INVARIANTS = (
     "review in inbox",
     "no orphan",
 )
-ORPHAN_GRACE = 1.5
+AFTERLIFE = 1.0
+"""Seconds after a kill within which the last side effect of the dead daemon's agents may land."""
+ORPHAN_DEADLINE = 10.0
+"""Seconds within which every process of the dead daemon must be gone (the time taken is reported)."""
 UP_TIMEOUT = 300.0
 
 
@@ -101,6 +104,8 @@ class Tally:
     flows: int = 0
     restarts: int = 0
     seconds: float = 0.0
+    cleanup: float = 0.0
+    """The longest wait for a dead daemon's processes to be gone (polling included)."""
 
     def checked(self, point: str, invariant: str) -> None:
         self.checks.setdefault(point, collections.Counter())[invariant] += 1
@@ -134,7 +139,8 @@ class Tally:
         out += [line(r) for r in rows]
         out.append(
             f"\n{self.flows} flows, {self.restarts} runs of `baton up`, {self.total_kills} kills, "
-            f"{len(self.breaks)} invariant breaks, {self.seconds:.0f} s"
+            f"{len(self.breaks)} invariant breaks, {self.seconds:.0f} s; slowest cleanup after a "
+            f"kill {self.cleanup:.2f} s (as polled)"
         )
         return "\n".join(out)
 
@@ -239,17 +245,30 @@ def _processes_of(project: Project, extra: Iterable[int] = ()) -> list[tuple[int
 # ------------------------------------------------------------------------ invariants
 
 
-def check_after_kill(project: Project, tally: Tally, point: str, reaper_pids: set[int]) -> None:
-    deadline = time.monotonic() + ORPHAN_GRACE
+def check_after_kill(
+    project: Project, tally: Tally, point: str, reaper_pids: set[int], killed_at: float
+) -> None:
+    """No process of the dead daemon is left, and none did work more than 1 s after it died."""
+    deadline = time.monotonic() + ORPHAN_DEADLINE
+    started = time.monotonic()
     left = _processes_of(project, reaper_pids)
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
         left = _processes_of(project, reaper_pids)
+    tally.cleanup = max(tally.cleanup, time.monotonic() - started)
     if left:
         for pid, _ in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         raise InvariantBroken("no orphan", f"{len(left)} processes outlived the kill: {left}")
+    for role in ROLES:
+        path = project.root / "counters" / f"{role}.log"
+        if path.exists():
+            late = [float(t) for t in path.read_text().split() if float(t) > killed_at + AFTERLIFE]
+            if late:
+                raise InvariantBroken(
+                    "no orphan", f"{role}'s step ran {late[0] - killed_at:.2f}s after the kill"
+                )
     tally.checked(point, "no orphan")
 
 
@@ -357,21 +376,25 @@ def _check_review(project: Project, port: Any, root: str) -> str | None:
     return pending[0] if pending else None
 
 
-def check_at_rest(project: Project, tally: Tally, point: str) -> str | None:
+def check_at_rest(project: Project, tally: Tally, points: list[str]) -> str | None:
+    """Invariants 1-4 after a run came back idle, credited to every kill it recovered from."""
     port = project.port()
     root = project.root_task()
-    _check_one_stage(project)
-    tally.checked(point, "one stage + valid")
-    _check_runs(project, port, root)
-    tally.checked(point, "no double claim/run")
-    _check_no_lost_work(port, root, final=False)
-    tally.checked(point, "no lost work")
+    for invariant, check in (
+        ("one stage + valid", lambda: _check_one_stage(project)),
+        ("no double claim/run", lambda: _check_runs(project, port, root)),
+        ("no lost work", lambda: _check_no_lost_work(port, root, final=False)),
+    ):
+        check()
+        for point in points:
+            tally.checked(point, invariant)
     review = _check_review(project, port, root)
-    tally.checked(point, "review in inbox")
+    for point in points:
+        tally.checked(point, "review in inbox")
     return review
 
 
-def check_final(project: Project, tally: Tally, point: str) -> None:
+def check_final(project: Project, tally: Tally, points: list[str]) -> None:
     port = project.port()
     root = project.root_task()
     _check_one_stage(project)
@@ -383,7 +406,8 @@ def check_final(project: Project, tally: Tally, point: str) -> None:
     for role in ROLES:
         if _counter(project, role) < 1:
             raise InvariantBroken("no lost work", f"{role}'s step never ran")
-    tally.checked(point, "no lost work")
+    for point in points:
+        tally.checked(point, "no lost work")
 
 
 # ------------------------------------------------------------------------------ runs
@@ -404,8 +428,10 @@ class Kill:
         return f"boundary: {self.kind or 'any durable write'}"
 
 
-def run_up(project: Project, kill: Kill | None, trace: Path) -> tuple[int, set[int], list[str]]:
-    """One ``baton up --until-idle``; returns (exit code, reaper pids, kinds it wrote)."""
+def run_up(
+    project: Project, kill: Kill | None, trace: Path
+) -> tuple[int, set[int], list[str], float]:
+    """One ``baton up --until-idle``: (exit code, reaper pids, kinds it wrote, time it ended)."""
     counter = trace.with_suffix(".count")
     counter.unlink(missing_ok=True)
     trace.unlink(missing_ok=True)
@@ -443,11 +469,12 @@ def run_up(project: Project, kill: Kill | None, trace: Path) -> tuple[int, set[i
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise RuntimeError("baton up did not finish in time") from None
+    ended = time.time()
     err = proc.stderr.read() if proc.stderr else ""
     if code not in (0, -signal.SIGKILL):
         raise RuntimeError(f"baton up exited {code}: {err[-3000:]}")
     kinds = [line.split()[1] for line in trace.read_text().splitlines()] if trace.exists() else []
-    return code, reapers, kinds
+    return code, reapers, kinds, ended
 
 
 def _reapers_of(pid: int) -> set[int]:
@@ -479,12 +506,14 @@ def drive_flow(
     plan = list(kills)
     runs = 0
     answered = False
+    recovering: list[str] = []
+    """Kill points since the last run that came back idle: its checks are their recovery's."""
     while True:
         runs += 1
         if runs > max_runs:
             raise RuntimeError(f"flow {index} did not finish in {max_runs} runs")
         kill = plan.pop(0) if plan else None
-        code, reapers, kinds = run_up(project, kill, trace)
+        code, reapers, kinds, ended = run_up(project, kill, trace)
         tally.restarts += 1
         seen += kinds
         if code == -signal.SIGKILL:
@@ -493,15 +522,18 @@ def drive_flow(
             if kill.delay is None and kinds:
                 point = f"boundary: {kinds[-1]}"
             tally.kills[point] += 1
-            check_after_kill(project, tally, point, reapers)
+            check_after_kill(project, tally, point, reapers, ended)
+            recovering.append(point)
             continue
         point = "at rest (no kill)" if kill is None else f"{kill.point} (did not fire)"
-        review = check_at_rest(project, tally, point)
+        review = check_at_rest(project, tally, [point, *recovering])
+        finished_points = [point, *recovering]
+        recovering = []
         port = project.port()
         root = project.root_task()
         stage = port.read_task(root).stage
         if stage == "done":
-            check_final(project, tally, point)
+            check_final(project, tally, finished_points)
             tally.flows += 1
             return seen
         if review is not None and not answered:
@@ -527,35 +559,51 @@ def boundary_kinds(base: Path, tally: Tally) -> tuple[list[str], list[str]]:
     return order, seen
 
 
-def campaign(kills: int, *, seed: int, base: Path, boundaries: bool = True) -> Tally:
-    """Every boundary kind at least once, then random and strided kills to ``kills``."""
+KILLS_PER_FLOW = 6
+"""Kills planned per flow; each killed run restarts the same flow, so it makes progress."""
+
+
+def boundary_plans(kinds: list[str], every: list[str]) -> list[list[Kill]]:
+    """Every kind of durable write, killed at its first and (when it repeats) last occurrence."""
+    counts = collections.Counter(every)
+    targeted = [Kill(kind=k, at=1) for k in kinds]
+    targeted += [Kill(kind=k, at=counts[k]) for k in kinds if counts[k] > 1]
+    return [targeted[i : i + KILLS_PER_FLOW] for i in range(0, len(targeted), KILLS_PER_FLOW)]
+
+
+def random_plans(kills: int, rng: random.Random) -> list[list[Kill]]:
+    """Random delays into a run, and the Nth durable write of any kind."""
+    plans = []
+    while sum(map(len, plans)) < kills:
+        plan = []
+        for _ in range(min(KILLS_PER_FLOW, kills - sum(map(len, plans)))):
+            if rng.random() < 0.5:
+                plan.append(Kill(delay=rng.uniform(0.5, 8.0)))
+            else:
+                plan.append(Kill(at=rng.randint(1, 60)))
+        plans.append(plan)
+    return plans
+
+
+def campaign(
+    kills: int, *, seed: int, base: Path, boundaries: bool = True, first_flow: int = 1
+) -> Tally:
+    """Every boundary kind (when ``boundaries``), then random kills until ``kills`` have fired."""
     rng = random.Random(seed)
     tally = Tally()
     started = time.monotonic()
-    kinds, kinds_seen = boundary_kinds(base, tally)
     plans: list[list[Kill]] = []
-    planned = 0
     if boundaries:
-        counts = collections.Counter(kinds_seen)
-        targeted = [Kill(kind=k, at=1) for k in kinds]
-        targeted += [Kill(kind=k, at=counts[k]) for k in kinds if counts[k] > 1]
-        for i in range(0, len(targeted), 6):
-            plans.append(targeted[i : i + 6])
-            planned += len(targeted[i : i + 6])
-    while planned < kills:
-        plan = []
-        for _ in range(8):
-            if rng.random() < 0.5:
-                plan.append(Kill(delay=rng.uniform(0.2, 6.0)))
-            else:
-                plan.append(Kill(at=rng.randint(1, 40)))
-        plans.append(plan)
-        planned += len(plan)
-    for i, plan in enumerate(plans, start=1):
+        kinds, every = boundary_kinds(base, tally)
+        plans += boundary_plans(kinds, every)
+    index = first_flow
+    while plans or tally.total_kills < kills:
+        plan = plans.pop(0) if plans else random_plans(kills - tally.total_kills, rng)[0]
         try:
-            drive_flow(base, i, plan, tally)
+            drive_flow(base, index, plan, tally)
         except InvariantBroken as exc:
-            tally.breaks.append(f"flow {i}: {exc}")
+            tally.breaks.append(f"flow {index}: {exc}")
+        index += 1
     tally.seconds = time.monotonic() - started
     return tally
 
