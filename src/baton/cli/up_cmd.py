@@ -32,13 +32,28 @@ def up(
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Also serve the dashboard (prints a login URL).")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Dashboard port (with --serve).", min=0, max=65535)
+    ] = 8765,
 ) -> None:
     """Run the team: the doorbell wakes the right role as FCoP tasks arrive."""
-    code = asyncio.run(_up(Path.cwd(), until_idle=until_idle, json_output=json_output))
+    code = asyncio.run(
+        _up(
+            Path.cwd(),
+            until_idle=until_idle,
+            json_output=json_output,
+            serve_port=port if serve else None,
+        )
+    )
     raise typer.Exit(code)
 
 
-async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
+async def _up(
+    cwd: Path, *, until_idle: bool, json_output: bool, serve_port: int | None = None
+) -> int:
     """Run the team loop (:func:`baton.team.service.run_team`); SIGINT, SIGTERM and SIGHUP
     stop it gracefully: running turns are interrupted and recorded so (exit 130)."""
     from baton.coordination.context import open_context
@@ -73,7 +88,15 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
     for sig in signals:
         loop.add_signal_handler(sig, on_signal, sig.name)
     status = "failed"
+    dashboard = None
     try:
+        if serve_port is not None:
+            from baton.web.server import DashboardServer
+
+            dashboard = DashboardServer(store, ledger, port=serve_port, project_dir=ctx.project_dir)
+            await dashboard.start()
+            err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
+            err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
         try:
             summary = await run_team(
                 ctx,
@@ -91,6 +114,8 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
+        if dashboard is not None:
+            await dashboard.stop()
         await emitter.flush()
         store.finish_run(run_id, status, format_ts(time.time()))
         view.close()

@@ -69,6 +69,7 @@ from baton.store.subscription import Subscription
 from baton.store.team_sql import TEAM_MIGRATIONS
 from baton.store.tx import Tx
 from baton.store.wake import WakeChannel, WakeListener, wake_dir_for
+from baton.store.web_sessions import WEB_MIGRATIONS
 
 __all__ = ["Store"]
 
@@ -81,6 +82,7 @@ ALL_MIGRATIONS: Final = (
     *REQUESTS_MIGRATIONS,
     *TEAM_MIGRATIONS,
     *SERVICES_MIGRATIONS,
+    *WEB_MIGRATIONS,
 )
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
