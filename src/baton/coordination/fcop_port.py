@@ -533,10 +533,15 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        for attempt in range(2):
+        for attempt in range(3):
             try:
                 result = self._call("create_task", **kwargs)
                 break
+            except FileNotFoundError:
+                # Core's replay read the TASK just as it moved on (a claim): read again.
+                if attempt == 2:
+                    raise
+                continue
             except FcopProtocolError as exc:
                 if exc.code != "RECOVERY_REQUIRED":
                     raise
