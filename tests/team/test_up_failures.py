@@ -167,7 +167,7 @@ def test_a_signal_shuts_up_down_and_status_says_interrupted(
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
             up.wait(10)
-    assert code == 130, (code, (up.stderr.read() if up.stderr else "")[-6000:])
+    assert code == 128 + sig, (code, (up.stderr.read() if up.stderr else "")[-6000:])
     _wait_for(lambda: not _processes_in(repo), 5, "the agents to stop")
     row = _board_row(repo, task)
     assert row["baton_status"] == "interrupted", row

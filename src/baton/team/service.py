@@ -17,6 +17,7 @@ from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
+from baton.team.contract import RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
 from baton.team.role_sessions import role_session_factory
@@ -33,28 +34,30 @@ async def run_team(
     emitter: EventEmitter,
     until_idle: bool,
     on_loop: Callable[[TeamLoop], None] | None = None,
+    decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper ends with it."""
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
     reaper = await Reaper.start(store.path)
     try:
+        factory = role_session_factory(
+            config,
+            workspace=ctx.project_dir,
+            store=store,
+            ledger=ledger,
+            emitter=emitter,
+            fcop_mcp=ctx.team.fcop_mcp,
+            mcp_env={
+                **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                "BATON_DAEMON_PID": str(os.getpid()),
+                "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
+            },
+        )
         loop = TeamLoop(
             port=ctx.port,
             team=ctx.team,
-            factory=role_session_factory(
-                config,
-                workspace=ctx.project_dir,
-                store=store,
-                ledger=ledger,
-                emitter=emitter,
-                fcop_mcp=ctx.team.fcop_mcp,
-                mcp_env={
-                    **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
-                    "BATON_DAEMON_PID": str(os.getpid()),
-                    "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
-                },
-            ),
+            factory=decorate(factory) if decorate is not None else factory,
             store=store,
             journal=emitter,
             run_id=emitter.run_id,
