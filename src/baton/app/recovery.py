@@ -1,8 +1,8 @@
-"""Opening the project's store with every part's migrations, and recovering after a crash.
+"""Opening the project's store, and recovering after a crash.
 
-The store owns runs, sessions and events; other parts (the human-request ledger,
-coordination, the web's sessions) add their own tables through named migrations.
-:data:`MIGRATIONS` is the one place that knows them all. Recovery runs when a
+The store owns every table (runs, sessions, events, the human-request ledger, the
+team loop, services, the web's sessions); its one list of migrations is
+:data:`baton.store.store.ALL_MIGRATIONS`, applied by ``Store.open``. Recovery runs when a
 :class:`~baton.app.Baton` opens: runs whose owning process died are marked
 ``interrupted`` and their open requests expire with a visible reason.
 """
@@ -17,21 +17,16 @@ from pathlib import Path
 from baton.events.sequencer import Sequencer, format_ts
 from baton.procgroup import process_alive
 from baton.requests import payloads
-from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
+from baton.requests.ledger import Ledger, RequestRecord
 from baton.store.store import Store
-from baton.store.web_sessions import WEB_MIGRATIONS
 
-__all__ = ["MIGRATIONS", "open_store", "owner_meta", "recover_interrupted"]
-
-
-MIGRATIONS = (*REQUESTS_MIGRATIONS, *WEB_MIGRATIONS)
-"""Every part's migrations beyond the store's own, in the order they apply."""
+__all__ = ["open_store", "owner_meta", "recover_interrupted"]
 
 
 def open_store(path: Path) -> Store:
     """The store at ``path`` (created 0700/0600), with every migration applied."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(path, extra_migrations=MIGRATIONS)
+    return Store.open(path)
 
 
 def owner_meta() -> dict[str, object]:

@@ -11,7 +11,8 @@ then built from the root, never wired by hand:
 * :meth:`Baton.broker` is a request broker under a policy (with ``[notify]``);
 * :meth:`Baton.open_session` starts an agent session in a run (the project's state dir,
   secrets file and environment filled in); sessions still open at close are closed;
-* :meth:`Baton.role_sessions` and :meth:`Baton.human_sink` are the team daemon's seams.
+* :meth:`Baton.run_team` runs the team loop (:mod:`baton.team`) in a run, its role
+  sessions, reviews and questions on this root's store, ledger and emitter.
 
 Closing the root (leaving the ``async with``) closes what it opened, in reverse order.
 """
@@ -44,9 +45,9 @@ from baton.store.records import RunRecord, RunStatus
 from baton.store.store import Store
 
 if TYPE_CHECKING:
-    from baton.coordination.daemon import RoleSessionFactory
-    from baton.coordination.team import FcopMcpCompat
-    from baton.runner.daemon_human import LedgerHumanSink
+    from baton.coordination.context import CoordinationContext
+    from baton.team.contract import RoleSessionFactory
+    from baton.team.loop import RunSummary, TeamLoop
 
 __all__ = ["Baton", "Run", "new_run_id"]
 
@@ -151,7 +152,7 @@ class Baton:
                 await session.close("baton is closing")
         finally:
             await self.ledger.aclose()
-            self.store.close()
+            await self.store.aclose()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -247,33 +248,32 @@ class Baton:
         self._sessions.append(session)
         return session
 
-    # -------------------------------------------------------- the team's seams
+    # ------------------------------------------------------------------ the team
 
-    def role_sessions(
+    async def run_team(
         self,
         run: Run,
+        ctx: CoordinationContext,
         *,
-        workspace: Path,
-        terminal: HumanChannel | None = None,
-        wait_timeout: float | None = None,
-        fcop_mcp: FcopMcpCompat | None = None,
-    ) -> RoleSessionFactory:
-        """The role-session factory the team daemon opens one session per role slot with."""
-        from baton.runner.role_sessions import role_session_factory
+        until_idle: bool,
+        on_loop: Callable[[TeamLoop], None] | None = None,
+        decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
+    ) -> RunSummary:
+        """Run the team of ``ctx`` in ``run`` until idle (or until ``loop.stop()``).
 
-        return role_session_factory(
+        ``on_loop`` receives the loop once built (to stop it from a signal handler);
+        ``decorate`` wraps the role-session factory (a progress line while starting).
+        """
+        self._check_open()
+        from baton.team.service import run_team
+
+        return await run_team(
+            ctx,
             self.config,
-            workspace=workspace,
             store=self.store,
             ledger=self.ledger,
             emitter=run.emitter,
-            terminal=terminal,
-            wait_timeout=wait_timeout,
-            fcop_mcp=fcop_mcp,
+            until_idle=until_idle,
+            on_loop=on_loop,
+            decorate=decorate,
         )
-
-    def human_sink(self, run: Run) -> LedgerHumanSink:
-        """Reviews and questions of the team daemon as durable ledger requests of ``run``."""
-        from baton.runner.daemon_human import LedgerHumanSink
-
-        return LedgerHumanSink(self.ledger, run.run_id, run.emit)

@@ -8,9 +8,9 @@ and no part re-implements it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from baton.events.acp_normalizer import Draft
 from baton.events.bounds import bounded_value, clip_text
@@ -19,9 +19,12 @@ from baton.runner.emitter import EventEmitter
 from baton.runner.turn import Turn
 from baton.security.redact import Redactor
 
-__all__ = ["Emit", "SessionEvents", "SessionStats"]
+if TYPE_CHECKING:
+    from baton.store.tx import Tx
 
-Emit = Callable[[Payload], Awaitable[None]]
+__all__ = ["SessionEvents", "SessionStats", "TurnEvents"]
+
+T = TypeVar("T")
 
 Severity = Literal["info", "warning", "error"]
 
@@ -96,10 +99,24 @@ class SessionEvents:
             raw=bounded_value(self.redactor.value(raw)) if raw is not None else None,
         )
 
-    def for_turn(self, turn_id: str | None) -> Emit:
-        """An ``emit`` bound to one turn (the request broker's callback)."""
+    def for_turn(self, turn_id: str | None) -> TurnEvents:
+        """The events of one turn, as the request broker speaks them."""
+        return TurnEvents(self, turn_id)
 
-        async def emit(payload: Payload) -> None:
-            await self.emit(payload, turn_id=turn_id)
 
-        return emit
+@dataclass(frozen=True, slots=True)
+class TurnEvents:
+    """One turn's events for the request broker: emit one (a view of what happened), or
+    commit a state change with its events in one transaction (the turn's journal,
+    :meth:`EventEmitter.commit`), so the ledger and the event log never disagree."""
+
+    events: SessionEvents
+    turn_id: str | None
+
+    async def __call__(self, payload: Payload) -> None:
+        await self.events.emit(payload, turn_id=self.turn_id)
+
+    async def commit(self, payloads: Sequence[Payload], fn: Callable[[Tx], T]) -> T:
+        return await self.events.emitter.commit(
+            payloads, fn, session_id=self.events.agent_session_id, turn_id=self.turn_id
+        )
