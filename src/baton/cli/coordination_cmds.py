@@ -13,6 +13,7 @@ text and go through :func:`~baton.security.display.terminal_safe`.
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from baton.app import Baton
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.config import load_config
@@ -261,8 +263,9 @@ def task_show(
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
 
 
-def _open_store(ctx: CoordinationContext) -> Store:
-    return Store.open(load_config(ctx.project_dir).db_path)
+def _open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
+    """The project's store for reading (the composition root's reading view)."""
+    return Baton.reading(config=load_config(ctx.project_dir))
 
 
 def _records(ctx: CoordinationContext) -> dict[str, TaskRecord]:
@@ -356,7 +359,7 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         console.print(
             f"review for {_s(data['team']['human'])}: {_s(r['task_id'])} "
             f"({_s(r['subject'])}) report {_s(r['report_id'])} result {_s(r['result'])}"
-            f" [{_s(state)}] {_s(r['request_id'])}"
+            f" \\[{_s(state)}] {_s(r['request_id'])}"  # a literal "[", not markup
         )
     for q in data["questions"]:
         console.print(f"question from {_s(q['role'])} ({_s(q['request_id'])}): {_s(q['question'])}")
