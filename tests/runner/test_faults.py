@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from baton.errors import AgentTimeout, AuthRequired, RemoteCallError
 from baton.procgroup import process_alive
+from baton.requests.states import State
 from tests.support.harness import FAST_STOP, Harness, fake, group_gone
 
 
@@ -172,6 +174,27 @@ async def test_permission_decisions_are_events_and_delivered(
     assert len(harness.of("request.delivered")) == 1
     completed = harness.of("tool.execution.completed")
     assert completed[0].status == ("completed" if verdict == "allow" else "failed")
+
+
+async def test_a_request_that_waits_carries_its_deadline(harness: Harness) -> None:
+    """The broker's wait timeout is the request's ``expires_at``; it expires then."""
+    session = await harness.open(fake("permission"), preset="reads", wait_timeout=0.5)
+    before = datetime.now(UTC) - timedelta(milliseconds=1)
+    outcome = await session.prompt("go")
+    after = datetime.now(UTC)
+    assert outcome.status == "completed"
+    (created,) = harness.of("request.created")
+    record = await harness.ledger.get(created.request_id)
+    assert record.state is State.EXPIRED and record.expires_at is not None
+    deadline = datetime.fromisoformat(record.expires_at) - timedelta(milliseconds=500)
+    assert before <= deadline <= after
+
+
+async def test_a_request_decided_at_once_has_no_deadline(harness: Harness) -> None:
+    session = await harness.open(fake("permission"), preset="all", wait_timeout=30)
+    await session.prompt("go")
+    (created,) = harness.of("request.created")
+    assert (await harness.ledger.get(created.request_id)).expires_at is None
 
 
 async def test_reported_usage_is_kept(harness: Harness) -> None:

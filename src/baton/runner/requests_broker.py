@@ -107,6 +107,7 @@ class RequestBroker:
             document, workspace=ctx.workspace, human_available=self.human_available
         )
         document = decision.granted(document)
+        waits = decision.needs_human and self.wait_timeout is not None and self.wait_timeout > 0
         try:
             record = await self.ledger.create(
                 document,
@@ -115,6 +116,8 @@ class RequestBroker:
                 jsonrpc_id=ctx.jsonrpc_id,
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
+                # The waiter's deadline belongs to the request (surfaces show a countdown).
+                expires_at=self.ledger.now(after=self.wait_timeout or 0) if waits else None,
                 journal=emit,
             )
         except PayloadTooLarge as exc:
