@@ -27,7 +27,7 @@ from baton.app import Baton, new_run_id
 from baton.cli.project import ProjectOption, coordination, project_config
 from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.cli.runs_cmds import RoleLabels
-from baton.cli.services import announce, find, pid_alive, request_stop, stop_requested
+from baton.cli.services import announce, find, request_stop, stop_requested
 from baton.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -39,6 +39,7 @@ from baton.cli.shared import (
     progress,
 )
 from baton.cli.signals import Interrupts, describe_signal
+from baton.procgroup import process_alive
 
 __all__ = ["app"]
 
@@ -260,8 +261,8 @@ def _wait_exit(pid: int, timeout: float) -> bool:
             poller.poll(timeout * 1000)
         finally:
             os.close(fd)
-        return not pid_alive(pid)
+        return not process_alive(pid)
     deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not pid_alive(pid)
+    return not process_alive(pid)
