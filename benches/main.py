@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest, web_latency
+from benches import answers, doorbell, ingest, transports, web_latency
 from benches.common import cpu_note
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--only", choices=["ingest", "answers", "doorbell", "web"], default=None)
+    parser.add_argument(
+        "--only", choices=["ingest", "answers", "doorbell", "web", "transports"], default=None
+    )
     args = parser.parse_args()
     print(f"# baton benchmarks ({cpu_note()})")
     if args.only in (None, "ingest"):
@@ -25,6 +27,8 @@ def main() -> None:
         )
     if args.only in (None, "web"):
         web_latency.run(300 if args.quick else 1000)
+    if args.only in (None, "transports"):
+        transports.run(3 if args.quick else 10)
 
 
 if __name__ == "__main__":
