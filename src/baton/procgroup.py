@@ -17,6 +17,8 @@ import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from baton.lifeline import proc_stat, processes
+
 __all__ = ["exited_within", "group_alive", "process_alive", "signal_group", "stop_group"]
 
 log = logging.getLogger(__name__)
@@ -43,20 +45,8 @@ def group_alive(pgid: int) -> bool:
     On Linux the answer comes from ``/proc`` (a killed grandchild re-parented to an
     init that reaps lazily stays a zombie for a while); elsewhere from ``killpg(0)``.
     """
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-        return False
+    if Path("/proc").is_dir():
+        return any(stat.pgrp == pgid and stat.live for _, stat in processes())
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -69,12 +59,10 @@ def group_alive(pgid: int) -> bool:
 def process_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (not missing, not a zombie)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
+        stat = proc_stat(pid)
     except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+        return True  # it exists; we may not look
+    return stat is not None and stat.live
 
 
 async def stop_group(

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from baton.events.sequencer import Sequencer, format_ts
+from baton.lifeline import boot_id
 from baton.procgroup import process_alive
 from baton.requests import payloads
 from baton.requests.ledger import Ledger, RequestRecord
@@ -31,20 +32,13 @@ def open_store(path: Path) -> Store:
 
 def owner_meta() -> dict[str, object]:
     """Recorded on each run so a later baton can tell whether its owner still lives."""
-    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id()}
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": boot_id()}
 
 
 def _owner_dead(meta: dict[str, object]) -> bool:
     if meta.get("host") != socket.gethostname():
         return False  # another machine's run: not ours to judge
-    if meta.get("boot") and meta.get("boot") != _boot_id():
+    if meta.get("boot") and meta.get("boot") != boot_id():
         return True
     pid = meta.get("pid")
     return isinstance(pid, int) and pid != os.getpid() and not process_alive(pid)

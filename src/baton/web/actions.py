@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from baton.config import load_config
 from baton.errors import BatonError, ConfigError
+from baton.lifeline import boot_id
 from baton.store.store import Store
 
 __all__ = [
@@ -90,13 +91,6 @@ def _is_baton_process(pid: int) -> bool:
     return b"baton" in cmdline
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
 def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     """SIGINT to the live ``baton run`` owning ``run_id`` (what Ctrl-C does there)."""
     run = store.get_run(run_id)
@@ -114,7 +108,7 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     if (
         not isinstance(pid, int)
         or meta.get("host") != socket.gethostname()
-        or (meta.get("boot") and meta.get("boot") != _boot_id())
+        or (meta.get("boot") and meta.get("boot") != boot_id())
         or not _is_baton_process(pid)
     ):
         raise ActionRefused(f"the process that owns run {run_id} is not running on this machine")
