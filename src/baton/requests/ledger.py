@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from baton.errors import RequestError
 from baton.events.model import Payload
+from baton.events.sequencer import format_dt
 from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
 from baton.requests.model import (
     Answer,
@@ -181,8 +182,7 @@ class Ledger:
     def now(self, after: float = 0.0) -> str:
         """The ledger's clock as stored (UTC, milliseconds); ``after`` seconds ahead of now
         for a deadline (a request's ``expires_at``)."""
-        at = self._clock() + timedelta(seconds=after)
-        return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return format_dt(self._clock() + timedelta(seconds=after))
 
     async def _read(self, fn: Callable[[Tx], T]) -> T:
         return await self._store.aread(fn)

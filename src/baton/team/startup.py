@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import socket
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +29,7 @@ from baton.coordination.fcop_recovery import (
 from baton.coordination.team import TeamConfig
 from baton.errors import BatonError
 from baton.events.model import Payload, TeamRecovery
+from baton.events.sequencer import utc_now
 from baton.lifeline import boot_id, process_start_ticks
 from baton.store import team_sql
 from baton.store.journal import Journal
@@ -46,10 +46,6 @@ LIVE_STATES = tuple(s.value for s in TaskState if s not in (TaskState.SETTLED, T
 
 class DaemonBusy(BatonError):
     """Another ``baton up`` already runs this project."""
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Startup:
