@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -174,6 +175,27 @@ async def test_permission_decisions_are_events_and_delivered(
     assert len(harness.of("request.delivered")) == 1
     completed = harness.of("tool.execution.completed")
     assert completed[0].status == ("completed" if verdict == "allow" else "failed")
+
+
+async def test_a_reply_the_agent_has_is_delivered_even_when_the_turn_ends_first(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent answers the prompt as soon as it read our permission reply; recording that
+    reply ``delivered`` may still be under way then. The turn's end must not cancel it."""
+    ledger = harness.ledger
+    mark_delivered = ledger.mark_delivered
+
+    async def slow_commit(request_id: str, **kw: Any) -> Any:
+        for _ in range(200):  # let the reader dispatch the prompt's answer first
+            await asyncio.sleep(0)
+        return await mark_delivered(request_id, **kw)
+
+    monkeypatch.setattr(ledger, "mark_delivered", slow_commit)
+    session = await harness.open(fake("permission"), preset="all")
+    assert (await session.prompt("go")).status == "completed"
+    (created,) = harness.of("request.created")
+    assert (await ledger.get(created.request_id)).state is State.DELIVERED
+    assert not harness.of("request.cancelled")
 
 
 async def test_a_request_that_waits_carries_its_deadline(harness: Harness) -> None:

@@ -19,6 +19,8 @@ the agent with an internal error and logs it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,10 @@ class ClientMethods:
         """While ``session/load`` replays history: count updates, do not re-emit them."""
         self.replayed = 0
         self._answered: dict[JsonRpcId, RequestRecord] = {}
+        """Answered requests whose reply is being written to the agent."""
+        self._recording: dict[JsonRpcId, RequestRecord] = {}
+        """Replies the agent has, whose ``delivered`` is being committed."""
+        self._replies = asyncio.Condition()
         self._late_noticed: set[str] = set()
 
     # ---------------------------------------------------------- InboundHandler
@@ -127,8 +133,30 @@ class ClientMethods:
     async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
         """Exactly once: ``delivered`` only after the reply reached the agent's pipe."""
         record = self._answered.pop(request_id, None)
-        if record is not None and ok:
-            await self.requests.delivered(record, self.events.for_turn(record.turn_id))
+        try:
+            if record is not None and ok:
+                self._recording[request_id] = record
+                await self.requests.delivered(record, self.events.for_turn(record.turn_id))
+        finally:
+            self._recording.pop(request_id, None)
+            async with self._replies:
+                self._replies.notify_all()
+
+    async def replies_settled(self, turn_id: str, grace: float) -> None:
+        """Before a turn's end cancels its open requests (an agent answers the prompt as soon
+        as it has read our last reply, which may be before we recorded it): a reply already
+        written is recorded ``delivered`` first, and one still being written gets ``grace``
+        seconds to get there; what is still unwritten then is cancelled with the turn."""
+
+        def of_turn(entries: dict[JsonRpcId, RequestRecord]) -> bool:
+            return any(record.turn_id == turn_id for record in entries.values())
+
+        async with self._replies:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._replies.wait_for(lambda: not of_turn(self._answered)), grace
+                )
+            await self._replies.wait_for(lambda: not of_turn(self._recording))
 
     async def on_batch_end(self) -> None:
         """Show only what cannot be half a secret (the rest waits for the next read)."""

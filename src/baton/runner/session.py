@@ -224,6 +224,7 @@ class AgentSession:
             events=self.events,
             normalizer=self.normalizer,
             requests=self.requests,
+            replies_settled=self.inbound.replies_settled,
         )
         self._tasks = [
             asyncio.create_task(self.conn.run(), name="acp-reader"),

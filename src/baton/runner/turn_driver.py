@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,6 +41,10 @@ __all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
 
 CANCEL_GRACE_SECONDS = 5.0
 """How long an agent has to stop after ``session/cancel`` before it is killed."""
+
+REPLY_WRITE_GRACE_SECONDS = 2.0
+"""How long a turn's end waits for a reply still being written to the agent (one that is
+written is always recorded ``delivered`` before the turn cancels what is left)."""
 
 Terminal = TurnCompleted | TurnFailed | TurnCancelled
 
@@ -86,6 +90,7 @@ class TurnDriver:
         events: SessionEvents,
         normalizer: AcpNormalizer,
         requests: RequestBroker,
+        replies_settled: Callable[[str, float], Awaitable[None]] | None = None,
         cancel_grace: float = CANCEL_GRACE_SECONDS,
     ) -> None:
         self.client = client
@@ -93,6 +98,8 @@ class TurnDriver:
         self.events = events
         self.normalizer = normalizer
         self.requests = requests
+        self.replies_settled = replies_settled
+        """Waits until the turn's written replies are recorded (the client methods')."""
         self.cancel_grace = cancel_grace
 
     # ------------------------------------------------------------------ public
@@ -297,7 +304,11 @@ class TurnDriver:
         )
 
     async def _cancel_asks(self, turn: Turn, reason: str) -> None:
-        """Open requests of this turn are cancelled; their waiters answer ``cancelled``."""
+        """Open requests of this turn are cancelled; their waiters answer ``cancelled``.
+
+        A reply the agent already has is recorded ``delivered`` first, never cancelled."""
+        if self.replies_settled is not None:
+            await self.replies_settled(turn.turn_id, REPLY_WRITE_GRACE_SECONDS)
         await self.requests.cancel_turn(turn.turn_id, reason, self.events.for_turn(turn.turn_id))
 
     async def _send_cancel(self) -> None:
