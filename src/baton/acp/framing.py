@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from baton.events.model import repair_unencodable
+from baton.events.surrogates import repair_unencodable
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",

@@ -15,11 +15,12 @@ Length: one frozen model per canonical event type: the closed set, the JSON Sche
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 from pydantic_core import PydanticSerializationError
+
+from baton.events.surrogates import repair_unencodable
 
 __all__ = [
     "EVENT_FLAGS",
@@ -702,32 +703,6 @@ class CanonicalEvent(BaseModel):
 _LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
 """Characters JSON may leave raw but ``str.splitlines()`` (and so many NDJSON readers)
 splits on: escaped, so that one event is always one line whoever reads it."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def repair_unencodable(value: Any) -> tuple[Any, bool]:
-    """``value`` with every lone surrogate (valid in JSON, not in UTF-8) replaced by
-    U+FFFD, and whether anything was replaced. Containers are copied only then."""
-    if isinstance(value, str):
-        if _SURROGATE.search(value) is None:
-            return value, False
-        return _SURROGATE.sub("\ufffd", value), True
-    if isinstance(value, dict):
-        changed = False
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            k2, c1 = repair_unencodable(k)
-            v2, c2 = repair_unencodable(v)
-            out[k2] = v2
-            changed = changed or c1 or c2
-        return (out, True) if changed else (value, False)
-    if isinstance(value, list | tuple):
-        items = [repair_unencodable(v) for v in value]
-        if any(c for _, c in items):
-            return [v for v, _ in items], True
-        return value, False
-    return value, False
 
 
 def storable(event: CanonicalEvent) -> CanonicalEvent:
