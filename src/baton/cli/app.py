@@ -368,6 +368,7 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
         ),
         state_dir=ctx.state_dir,
         human_sink=sink,
+        emit=emit,
     )
     sink.daemon = daemon
     loop = asyncio.get_running_loop()

@@ -60,7 +60,13 @@ from baton.coordination.binding import (
     write_binding,
     write_pointer,
 )
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
+from baton.coordination.doorbell import (
+    Doorbell,
+    DoorbellEvent,
+    TaskArrived,
+    TaskRefused,
+    refusal_payload,
+)
 from baton.coordination.errors import (
     CoordinationError,
     FcopProtocolError,
@@ -78,6 +84,8 @@ from baton.coordination.header import (
     revision_prompt,
     task_prompt,
 )
+from baton.coordination.intake.stability import FileFacts
+from baton.coordination.intake.sweep import Sweeper
 from baton.coordination.state import (
     MAX_FILES_CHANGED,
     CoordinationPaths,
@@ -91,6 +99,7 @@ from baton.coordination.state import (
     now_iso,
 )
 from baton.coordination.team import RoleSpec, TeamConfig
+from baton.events.model import Payload
 
 __all__ = [
     "Daemon",
@@ -243,6 +252,8 @@ class Daemon:
         human_sink: HumanSink | None = None,
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
+        emit: Callable[[Payload], Awaitable[None]] | None = None,
+        sweep_interval: float = 5.0,
     ) -> None:
         self.port = port
         self.port.human = team.human  # the reviewer policy's human is the team's
@@ -264,6 +275,12 @@ class Daemon:
             refused_ledger=self.paths.refused,
             step_ms=doorbell_step_ms,
         )
+        self.emit = emit
+        """Where stored events go (``baton up`` passes its emitter); refusals use it."""
+        self.sweeper = Sweeper(port.root, worker=self.doorbell.worker, limits=self.doorbell.limits)
+        """Screens every file Core reads outside the inbox (intake, item 5 of issue 9)."""
+        self.sweep_interval = sweep_interval
+        self._swept: set[tuple[str, FileFacts]] = set()
         self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
         self._slots: dict[str, list[_Slot]] = {}
         self._queued: set[tuple[str, str]] = set()
@@ -339,7 +356,9 @@ class Daemon:
                 workers = [tg.create_task(self._router(), name="router")]
                 for slots in self._slots.values():
                     workers += [tg.create_task(self._worker(s), name=s.name) for s in slots]
+                workers.append(tg.create_task(self._sweep_loop(), name="sweep"))
                 try:
+                    await self._sweep()
                     await self._recover()
                     if until_idle:
                         await self._wait_idle()
@@ -399,6 +418,9 @@ class Daemon:
         while True:
             async with self._changed:
                 await self._changed.wait_for(lambda: self._busy == 0 and self.events.empty())
+            if self.doorbell.settling:
+                await self.doorbell.wait_settled()  # a file still being written
+                continue
             # Catch what the kernel has not delivered yet, and the spool.
             emitted = await self.doorbell.scan("rescan")
             await self._drain_spool()
@@ -428,6 +450,32 @@ class Daemon:
             ),
         )
 
+    # ------------------------------------------------------------------ intake
+
+    async def _sweep(self) -> int:
+        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails."""
+        report = await self._io(self.sweeper.sweep)
+        refused = 0
+        for finding in report.refused:
+            key = (finding.origin, finding.facts)
+            if key in self._swept:
+                continue  # left in place (quarantine off): said once
+            self._swept.add(key)
+            event = await self._io(self.doorbell.refuse_file, finding)
+            if event.quarantined_to is not None:
+                self.sweeper.forget(finding.origin)
+            await self.events.put(event)
+            refused += 1
+        return refused
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self._sweep()
+            except Exception:
+                log.exception("intake sweep failed")
+
     # ------------------------------------------------------------------ router
 
     async def _router(self) -> None:
@@ -456,6 +504,8 @@ class Daemon:
                 )
             )
             self._save()
+            if self.emit is not None:
+                await self.emit(refusal_payload(event))
             return
         assert isinstance(event, TaskArrived)
         if event.for_human:

@@ -67,6 +67,9 @@ from baton.coordination.errors import (
     TaskNotFound,
     WorkspaceNotInitialized,
 )
+from baton.coordination.intake.limits import DEFAULT_LIMITS
+from baton.coordination.intake.sweep import oversize
+from baton.coordination.intake.yaml_guard import harden_fcop
 
 __all__ = [
     "STAGES",
@@ -249,6 +252,8 @@ def _prime_fcop() -> None:
             from fcop.v4 import schema
 
             schema._validators()
+        # Every envelope Core parses in this process is bounded (intake's limits).
+        harden_fcop()
         _primed = True
 
 
@@ -260,6 +265,12 @@ def _fcop_errors() -> Iterator[None]:
         yield
     except FcopError as exc:
         raise map_fcop_error(exc) from exc
+    except RecursionError as exc:
+        # Core's JSON facts (operations/*.json, fcop.json) parse with the stdlib's
+        # unbounded-depth decoder; deep nesting in one of them is an invalid file.
+        raise InvalidEnvelope(
+            "a file under fcop/ nests too deeply to parse", code="INVALID_ENVELOPE"
+        ) from exc
 
 
 def operation_id_for(*parts: str) -> str:
@@ -307,8 +318,10 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
         evidence.append("fcop/fcop.json is a symlink")
     elif manifest.is_file():
         try:
+            if manifest.stat().st_size > DEFAULT_LIMITS.max_json_bytes:
+                raise ValueError("oversize manifest")
             value = json.loads(manifest.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             value = None
         if isinstance(value, dict) and value.get("protocol_version") == "4.0":
             profiles = value.get("profiles")
@@ -520,6 +533,15 @@ class FcopPort:
         opid = operation_id or operation_id_for(
             "create_task", sender, recipient, subject, body, parent or "", priority
         )
+        # Core's create scan reads every TASK and operation fact whole: refuse, by
+        # lstat alone, to hand it one over intake's caps (the daemon quarantines it).
+        blocked = oversize(self.root)
+        if blocked:
+            where = "; ".join(f"{f.origin}: {f.verdict.detail}" for f in blocked[:5])
+            raise InvalidEnvelope(
+                f"fcop/ holds files Core cannot read safely ({where}); `baton up` quarantines them",
+                code="INVALID_ENVELOPE",
+            )
         kwargs: dict[str, Any] = {
             "workspace_id": self.workspace_id,
             "operation_id": opid,
