@@ -93,7 +93,6 @@ log = logging.getLogger("baton.coordination.doorbell")
 
 RefusalReason = Literal[
     ScreenReason,
-    "symlink",
     "bad_name",
     "invalid_envelope",
     "invalid_relation",

@@ -65,6 +65,7 @@ ScreenReason = Literal[
     "parse_crashed",
     "unreadable",
     "not_a_file",
+    "symlink",
     "unstable",
 ]
 
@@ -187,12 +188,14 @@ def screen_envelope(
             "front_matter_too_large",
             f"{size} bytes of front matter, over the {limits.max_frontmatter_bytes}-byte limit",
         )
+    from fcop.errors import FcopError
+
     try:
         fields = yaml.load(header, Loader=_loader(limits))  # noqa: S506 - a bounded SafeLoader
     except YamlLimitError as exc:
         return Refused(exc.reason, exc.detail)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
-        # fcop's duplicate-key constructor raises its own (ValueError-like) protocol error.
+    except (yaml.YAMLError, ValueError, TypeError, FcopError) as exc:
+        # FcopError: Core's loader refuses duplicate and non-string keys itself.
         return Refused("yaml_invalid", _one_line(str(exc)))
     except RecursionError:
         return Refused("yaml_too_deep", "nesting exhausted the parser's recursion limit")

@@ -137,7 +137,7 @@ def _cap(target: Target, limits: IntakeLimits) -> int:
 
 def _lstat_verdict(target: Target, limits: IntakeLimits) -> Refused | None:
     if target.is_symlink:
-        return Refused("not_a_file", "a symlink (FCoP forbids links)")
+        return Refused("symlink", "a symlink (FCoP forbids links)")
     if not target.is_regular:
         return Refused("not_a_file", "not a regular file")
     cap = _cap(target, limits)
