@@ -159,6 +159,6 @@ def test_oversize_file_anywhere_stops_create_before_core_reads_it(port: FcopPort
     with (done / "TASK-huge.md").open("wb") as handle:
         handle.truncate(3 * 1024**3)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with pytest.raises(InvalidEnvelope, match="TASK-huge.md"):
+    with pytest.raises(InvalidEnvelope, match=r"TASK-huge\.md"):
         port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 50

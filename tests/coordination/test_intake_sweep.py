@@ -137,7 +137,6 @@ def test_a_file_replaced_since_the_verdict_is_not_moved(port: FcopPort, tmp_path
     path.unlink()
     path.write_text("new and longer")
     assert (
-        quarantine(path, into=tmp_path, reason="r", detail="d", origin="o", expected=facts)
-        is None
+        quarantine(path, into=tmp_path, reason="r", detail="d", origin="o", expected=facts) is None
     )
     assert path.read_text() == "new and longer"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ def test_recheck_backs_off_only_for_files_core_may_prove() -> None:
 
 
 @pytest.fixture
-def worker() -> ParseWorker:
+def worker() -> Iterator[ParseWorker]:
     with ParseWorker() as w:
         yield w
 
@@ -141,6 +142,7 @@ def test_an_overrunning_parse_is_killed_and_the_next_gets_a_fresh_worker(
     with ParseWorker(IntakeLimits(parse_deadline_s=0.02)) as quick:
         quick.start()
         first_pid = quick.pid
+        assert first_pid is not None
         verdict = quick.screen_envelope(slow).verdict
         assert isinstance(verdict, Refused) and verdict.reason == "parse_timeout"
         assert quick.kills == 1 and quick.pid is None

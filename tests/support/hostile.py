@@ -137,7 +137,9 @@ CORPUS: tuple[Hostile, ...] = (
         "invalid_utf8",
         _bytes(lambda t, x: with_header(x, t, "note: \udcff").encode("utf-8", "surrogateescape")),
     ),
-    Hostile("CRLF line endings", "not_lf", _text(lambda t, x: with_header(x, t).replace("\n", "\r\n"))),
+    Hostile(
+        "CRLF line endings", "not_lf", _text(lambda t, x: with_header(x, t).replace("\n", "\r\n"))
+    ),
     Hostile("byte-order mark", "not_lf", _text(lambda t, x: "\ufeff" + with_header(x, t))),
     Hostile(
         "ANSI escapes in the subject",
