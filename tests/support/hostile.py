@@ -9,11 +9,52 @@ refusal is about the payload and nothing else. Used by the intake tests and by
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CORPUS", "Hostile", "alias_bomb", "with_header"]
+__all__ = ["CORPUS", "Hostile", "Measured", "alias_bomb", "run_measured", "with_header"]
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    code: int
+    out: str
+    err: str
+    peak_mib: float
+    """Peak RSS of the command and every descendant it waited for (Linux ``ru_maxrss``)."""
+    seconds: float
+
+
+_PEAK = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[2:]).returncode\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(code)\n"
+)
+
+
+def run_measured(
+    command: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> Measured:
+    """Run ``command``; its exit code, output, wall time and peak memory (its own process tree)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-c", _PEAK, peak.name, *command],
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        seconds = time.monotonic() - started
+        kib = int(Path(peak.name).read_text() or 0)
+    return Measured(proc.returncode, proc.stdout, proc.stderr, kib / 1024, seconds)
 
 
 def with_header(template: str, task_id: str, extra: str = "", *, subject: str | None = None) -> str:

@@ -24,8 +24,11 @@ import typer
 from baton.coordination.context import CoordinationContext, init_project, open_context
 from baton.coordination.errors import LegacyWorkspaceError
 from baton.coordination.fcop_port import TaskInfo
+from baton.coordination.intake.board import open_tasks
+from baton.coordination.intake.screen import unsafe_line
 from baton.coordination.state import CoordinationState
 from baton.errors import BatonError
+from baton.security.display import neutralize_terminal
 
 __all__ = ["app", "status_data"]
 
@@ -121,6 +124,11 @@ def task_new(
         if ctx.team.role_for(to) is None:
             known = ", ".join(ctx.team.role_names)
             raise BatonError(f"{to!r} is not a role of this team (roles: {known})")
+        if unsafe_line(subject):
+            raise BatonError(
+                "the subject must be one line of printable text "
+                "(no control, bidi or line-break characters)"
+            )
         if body_file is None:
             body = subject
         elif str(body_file) == "-":
@@ -175,9 +183,8 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     """Everything ``baton status --json`` prints (also for the web UI)."""
     state = CoordinationState.load(ctx.paths.state_file)
     now = time.time()
-    board = []
-    for stage in ("inbox", "active", "review"):
-        board += [_task_row(t, state) for t in ctx.port.list_stage(stage)]
+    guarded = open_tasks(ctx.port)  # screened first: no file under fcop/ can stop status
+    board = [_task_row(t, state) for t in guarded.tasks]
     return {
         "project": str(ctx.project_dir),
         "workspace": {
@@ -201,6 +208,10 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         ],
         "sessions": [asdict(s) for s in state.sessions.values()],
         "board": {"counts": ctx.port.stage_counts(), "open": board},
+        "unsafe_files": [
+            {"path": f.origin, "reason": f.verdict.reason, "detail": f.verdict.detail}
+            for f in guarded.unsafe
+        ],
         "pending_reviews": [
             {k: v for k, v in asdict(r).items() if k != "body"}
             for r in state.pending_reviews.values()
@@ -252,6 +263,13 @@ def status(root: RootOption = None, as_json: JsonOption = False) -> None:
         typer.echo(f"stalled: {s['task_id']} ({s['role']}): {s['reason']} [{s['issue_id']}]")
     for r in data["refusals"]:
         typer.echo(f"refused inbox entry {r['name']}: {r['reason']} [{r['issue_id']}]")
+    for u in data["unsafe_files"]:
+        typer.echo(
+            neutralize_terminal(
+                f"unsafe file {u['path']}: {u['reason']} ({u['detail']}); not read, "
+                "`baton up` quarantines it"
+            ).replace("\n", " ")
+        )
 
 
 @app.command()

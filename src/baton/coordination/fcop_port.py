@@ -68,7 +68,8 @@ from baton.coordination.errors import (
     WorkspaceNotInitialized,
 )
 from baton.coordination.intake.limits import DEFAULT_LIMITS
-from baton.coordination.intake.sweep import oversize
+from baton.coordination.intake.sweep import culprits, oversize
+from baton.coordination.intake.worker import shared_worker
 from baton.coordination.intake.yaml_guard import harden_fcop
 
 __all__ = [
@@ -555,12 +556,26 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        result = self._call("create_task", **kwargs)
+        try:
+            result = self._call("create_task", **kwargs)
+        except InvalidEnvelope as exc:
+            raise self._named_culprits(exc) from exc
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
             operation_id=opid,
             path=Path(result["path"]),
+        )
+
+    def _named_culprits(self, exc: InvalidEnvelope) -> InvalidEnvelope:
+        """Core's create scan hit a bad file somewhere: name it (screened in the worker)."""
+        found = culprits(self.root, worker=shared_worker())
+        if not found:
+            return exc
+        where = "; ".join(f"{f.origin}: {f.verdict.reason}" for f in found[:5])
+        return InvalidEnvelope(
+            f"fcop/ holds files Core cannot read ({where}); `baton up` quarantines them",
+            code="INVALID_ENVELOPE",
         )
 
     # --------------------------------------------------------------- reads

@@ -57,6 +57,7 @@ from baton.coordination.fcop_port import (
     TaskInfo,
     operation_id_for,
 )
+from baton.coordination.intake.screen import unsafe_line
 from baton.coordination.team import FcopMcpCompat
 
 __all__ = [
@@ -310,6 +311,8 @@ class RoleTools:
         task, attempt = self._current()
         if not result.strip():
             raise ToolRefused("INVALID_ARGUMENT", 'result must be a word like "done"')
+        if unsafe_line(result.strip()):
+            raise ToolRefused("INVALID_ARGUMENT", "result must be printable text on one line")
         if self.binding.is_leader:
             open_children = self.port.children(task.task_id, stages=("inbox", "active"))
             if open_children:
@@ -418,6 +421,12 @@ class RoleTools:
             )
         if not subject.strip():
             raise ToolRefused("INVALID_ARGUMENT", "subject must not be empty")
+        if unsafe_line(subject.strip()):
+            raise ToolRefused(
+                "INVALID_ARGUMENT",
+                "subject must be one line of printable text (no control, bidi or "
+                "line-break characters)",
+            )
         created = self.port.create_task(
             sender=self.binding.role,
             recipient=recipient,

@@ -49,6 +49,7 @@ __all__ = [
     "SweepReport",
     "Sweeper",
     "Target",
+    "culprits",
     "oversize",
     "targets",
 ]
@@ -167,6 +168,21 @@ def oversize(
     return found
 
 
+def culprits(
+    project_root: Path, *, worker: ParseWorker, limits: IntakeLimits = DEFAULT_LIMITS
+) -> list[Finding]:
+    """After Core refused a whole-workspace operation: which files made it (screened now)."""
+    sweeper = Sweeper(
+        project_root,
+        worker=worker,
+        limits=limits,
+        stages=LIFECYCLE_STAGES,
+        appends=True,
+        require_stable=False,
+    )
+    return list(sweeper.sweep().refused)
+
+
 class Sweeper:
     """Screen the surface, remembering verdicts by file identity (thread-safe)."""
 
@@ -178,6 +194,7 @@ class Sweeper:
         limits: IntakeLimits = DEFAULT_LIMITS,
         stages: Sequence[str] = ("active", "review", "done", "archive"),
         appends: bool = True,
+        require_stable: bool = True,
         wall_clock: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -186,6 +203,8 @@ class Sweeper:
         self.limits = limits
         self.stages = tuple(stages)
         self.appends = appends
+        self.require_stable = require_stable
+        """False for read-only callers (``status``): screen a fresh file now, don't wait."""
         self.wall_clock = wall_clock
         self.clock = clock
         self._passed: dict[str, FileFacts] = {}
@@ -264,7 +283,7 @@ class Sweeper:
             return Refused(
                 "unstable", f"still changing after {stability.seconds:.0f} s; not read"
             ), False
-        if isinstance(stability, Settling):
+        if isinstance(stability, Settling) and self.require_stable:
             return stability, False
         if target.kind == "json":
             result = self.worker.screen_json(target.path)
@@ -274,6 +293,6 @@ class Sweeper:
             return Settling(0.0), True  # replaced since the listing: judge it next pass
         if isinstance(result.verdict, Refused):
             return result.verdict, True
-        if not result.still:
+        if not result.still and self.require_stable:
             return Settling(self.limits.settle_s), True
         return None, True
