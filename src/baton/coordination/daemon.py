@@ -86,6 +86,16 @@ from baton.coordination.header import (
 )
 from baton.coordination.intake.stability import FileFacts
 from baton.coordination.intake.sweep import Sweeper
+from baton.coordination.ordering import (
+    Prerequisite,
+    Ready,
+    Unmet,
+    Wait,
+    gate,
+    not_run_report,
+    prerequisite_ids,
+)
+from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.coordination.state import (
     MAX_FILES_CHANGED,
     CoordinationPaths,
@@ -442,7 +452,11 @@ class Daemon:
             waiting_human=tuple(sorted(set(waiting))),
             stalled=tuple(sorted(r.task_id for r in tasks if r.status == "stalled")),
             blocked=tuple(
-                sorted(r.task_id for r in tasks if r.status in ("waiting_children", "paused"))
+                sorted(
+                    r.task_id
+                    for r in tasks
+                    if r.status in ("waiting_children", "waiting_prerequisites", "paused")
+                )
             ),
             refused=len(self.state.refusals),
             paused_roles=tuple(
@@ -603,6 +617,16 @@ class Daemon:
         fresh_claim = False
         if job.kind == "work":
             if task.stage == "inbox":
+                decision = await self._gate(task)
+                if isinstance(decision, Wait):
+                    waiting = ", ".join(decision.waiting_for)
+                    self._note(
+                        task.task_id, status="waiting_prerequisites", note=f"after {waiting}"
+                    )
+                    return
+                if isinstance(decision, Unmet):
+                    await self._not_run(slot, task, decision)
+                    return
                 try:
                     claim = await self._io(self.port.claim, task.task_id, actor=role)
                 except LifecycleConflict as exc:
@@ -721,6 +745,13 @@ class Daemon:
             result = TurnResult("failed", error=f"{type(exc).__name__}: {exc}")
             await self._close_session(slot, status="failed")
         self._record_turn(record, result)
+        task_record = self.state.tasks[task_id]
+        for path in result.files_changed:
+            if (
+                path not in task_record.files_changed
+                and len(task_record.files_changed) < MAX_FILES_CHANGED
+            ):
+                task_record.files_changed.append(path)
         self._save()
         if record.zero_tool_streak >= self.team.zero_tool_limit:
             await self._open_breaker(slot, task_id)
@@ -821,6 +852,8 @@ class Daemon:
             )
             return
         self._note(task.task_id, status="waiting_review")
+        if self.team.child_acceptance == "on_consolidation":
+            await self._release_dependents(task.parent)
         if self.team.child_acceptance == "explicit" or task.parent is None:
             self._enqueue(spec.name, Job("review", task.task_id))
         else:
@@ -872,6 +905,54 @@ class Daemon:
                 )
             )
         return out
+
+    # ----------------------------------------------------------------- ordering
+
+    async def _gate(self, task: TaskInfo) -> Ready | Wait | Unmet:
+        """:func:`~baton.coordination.ordering.gate` over this task's sibling prerequisites."""
+        if task.parent is None or not task.references:
+            return Ready()
+        siblings = {s.task_id: s for s in await self._io(self.port.children, task.parent)}
+        prerequisites = []
+        for task_id in prerequisite_ids(task.references, siblings):
+            sibling = siblings[task_id]
+            head = None
+            if sibling.attempt_id is not None:
+                head = await self._io(self.port.find_report_head, task_id, sibling.attempt_id)
+            prerequisites.append(
+                Prerequisite(
+                    task_id, sibling.recipient, sibling.stage, head.result if head else None
+                )
+            )
+        return gate(prerequisites, acceptance=self.team.child_acceptance)
+
+    async def _not_run(self, slot: _Slot, task: TaskInfo, unmet: Unmet) -> None:
+        """A task whose prerequisites did not finish: claimed, reported blocked by baton, submitted."""
+        try:
+            claim = await self._io(self.port.claim, task.task_id, actor=slot.spec.name)
+        except LifecycleConflict:
+            return
+        result, body = not_run_report(unmet)
+        head = await self._io(
+            self.port.write_report,
+            task_id=task.task_id,
+            attempt_id=claim.attempt_id,
+            sender=SYSTEM_SENDER,
+            recipient=task.sender,
+            result=result,
+            body=body,
+        )
+        self._note(task.task_id, status="not_run", note="; ".join(unmet.reasons))
+        await self._submit(slot, replace(task, stage="active", attempt_id=claim.attempt_id), head)
+
+    async def _release_dependents(self, parent_id: str | None) -> None:
+        """A sibling finished: let the tasks still in the inbox look at their gate again."""
+        if parent_id is None:
+            return
+        for waiting in await self._io(self.port.children, parent_id, ("inbox",)):
+            spec = self.team.role_for(waiting.recipient)
+            if spec is not None and waiting.references:
+                self._enqueue(spec.name, Job("work", waiting.task_id))
 
     # ------------------------------------------------------------------ reviews
 
@@ -953,6 +1034,7 @@ class Daemon:
         if approve:
             self._note(task_id, status="done")
             if task.parent:
+                await self._release_dependents(task.parent)
                 await self._maybe_consolidate(task.parent)
         else:
             spec = self.team.role_for(task.recipient)
@@ -1022,6 +1104,36 @@ class Daemon:
                 return question
         return None
 
+    async def _review_document(self, task: TaskInfo, head: ReportInfo) -> str:
+        """What the human reviews: :func:`~baton.coordination.review_summary.review_document`."""
+        children = [
+            ChildSummary(
+                c.task_id,
+                c.role,
+                c.subject,
+                c.result,
+                c.report_id,
+                c.body,
+                tuple(self._files_of(c.task_id)),
+            )
+            for c in await self._child_reports(task)
+        ]
+        facts = ReviewFacts(
+            task_id=task.task_id,
+            subject=task.subject,
+            role=head.sender,
+            result=head.result,
+            report_id=head.report_id,
+            body=head.body,
+            children=tuple(children),
+            files_changed=tuple(self._files_of(task.task_id)),
+        )
+        return review_document(facts)
+
+    def _files_of(self, task_id: str) -> list[str]:
+        record = self.state.tasks.get(task_id)
+        return list(record.files_changed) if record is not None else []
+
     async def _request_human_review(self, task: TaskInfo, head: ReportInfo) -> None:
         key = f"{task.task_id}:{head.attempt_id}"
         if key in self.state.pending_reviews:
@@ -1036,6 +1148,7 @@ class Daemon:
             result=head.result,
             body=head.body,
             requested_at=now_iso(),
+            summary=await self._review_document(task, head),
         )
         self.state.pending_reviews[key] = review
         self._note(task.task_id, status="waiting_human")

@@ -127,6 +127,8 @@ class TaskInfo:
     claims: int = 0
     """How many ``claim_task`` transitions the TASK has (exactly one after T2)."""
     path: Path = Path()
+    references: tuple[str, ...] = ()
+    """Its weak relations; those naming sibling TASKs are prerequisites (:mod:`~baton.coordination.ordering`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,6 +617,7 @@ class FcopPort:
             last_transition=dict(transitions[-1]) if transitions else {},
             claims=_entry_claims(transitions),
             path=path,
+            references=tuple(r for r in fields.get("references") or () if isinstance(r, str)),
         )
 
     def scan_inbox(self) -> list[InboxEntry]:

@@ -129,8 +129,8 @@ class TaskRecord:
     role: str
     subject: str = ""
     status: str = "queued"
-    """queued, working, waiting_children, reported, waiting_review, waiting_human,
-    done, revising, stalled, paused."""
+    """queued, working, waiting_prerequisites, not_run, waiting_children, reported,
+    waiting_review, waiting_human, done, revising, stalled, paused."""
     attempt_id: str | None = None
     turns: int = 0
     reminders: int = 0
@@ -138,6 +138,8 @@ class TaskRecord:
     parent: str | None = None
     note: str = ""
     updated_at: str | None = None
+    files_changed: list[str] = field(default_factory=list)
+    """Files the agents reported writing while working on this task (bounded)."""
 
 
 @dataclass(slots=True)
@@ -156,6 +158,8 @@ class PendingReview:
     status: str = "pending"
     decided_by: str | None = None
     decision: str | None = None
+    summary: str = ""
+    """The document the human reviews (:func:`~baton.coordination.review_summary.review_document`)."""
 
 
 @dataclass(slots=True)

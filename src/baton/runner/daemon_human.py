@@ -67,7 +67,8 @@ class LedgerHumanSink:
         document = ReviewRequest(
             task_id=review.task_id,
             report_ref=review.report_id,
-            summary=f"{review.role}: {review.subject} — result {review.result}\n\n{review.body}",
+            summary=review.summary
+            or f"{review.role}: {review.subject} — result {review.result}\n\n{review.body}",
             role=review.role,
         )
         await self._open(document, jsonrpc_id=f"review:{review.key}")
