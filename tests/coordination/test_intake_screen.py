@@ -162,3 +162,17 @@ def test_oversize_file_anywhere_stops_create_before_core_reads_it(port: FcopPort
     with pytest.raises(InvalidEnvelope, match=r"TASK-huge\.md"):
         port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 50
+
+
+def test_flow_depth_is_bounded_per_line_before_pyyaml_scans() -> None:
+    from baton.coordination.intake.yaml_guard import flow_depth
+
+    assert flow_depth("a: [[1], {b: [2]}]\nc: d") == 3
+    assert flow_depth('subject: "[[[["') == 4  # quotes counted: over, never under
+    assert flow_depth("a: [\n  [\n    [1]\n  ]\n]") == 1  # across lines: the composer's job
+    one_line = b"---\ntype: TASK\ntask_id: TASK-x\nd: " + b"[" * 15000 + b"\n---\n"
+    verdict = screen_envelope(one_line, expect_id="TASK-x")
+    assert isinstance(verdict, Refused) and verdict.reason == "yaml_too_deep"
+    across = "d: " + "".join("[\nx," for _ in range(3000)) + "]" * 3000
+    verdict = screen_envelope(f"---\ntype: TASK\n{across}\n---\n".encode())
+    assert isinstance(verdict, Refused) and verdict.reason == "yaml_too_deep"

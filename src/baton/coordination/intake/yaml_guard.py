@@ -36,6 +36,7 @@ __all__ = [
     "YamlLimitReason",
     "bounded_loader",
     "expanded_size",
+    "flow_depth",
     "harden_fcop",
 ]
 
@@ -96,6 +97,30 @@ def expanded_size(root: Node, limits: IntakeLimits) -> tuple[int, int]:
     return size(root)
 
 
+def flow_depth(text: str) -> int:
+    """An upper bound of the flow nesting (``[``/``{``) opened on any one line, in O(n).
+
+    PyYAML's scanner keeps a possible simple key per open flow level and re-checks
+    them all at each token until the line ends, so nesting opened on one line is
+    quadratic (5,000 ``[`` take seconds before the composer sees the first event,
+    where its depth limit would apply). Across lines the keys go stale and the
+    composer's limit is enough. So each line's brackets are counted as written,
+    quotes included: it can over-count (brackets in a quoted scalar), never under-count.
+    """
+    deepest = 0
+    for line in text.split("\n"):
+        if "[" not in line and "{" not in line:
+            continue
+        depth = 0
+        for ch in line:
+            if ch in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif ch in "]}" and depth:
+                depth -= 1
+    return deepest
+
+
 class _Bounded:
     """Mixin over a PyYAML ``Loader``: counts while composing (see the module docstring)."""
 
@@ -114,6 +139,11 @@ class _Bounded:
                 raise YamlLimitError(
                     "front_matter_too_large",
                     f"{size} bytes of front matter, over the {limits.max_frontmatter_bytes}-byte limit",
+                )
+            text = stream if isinstance(stream, str) else stream.decode("utf-8", "replace")
+            if flow_depth(text) > limits.max_depth:
+                raise YamlLimitError(
+                    "yaml_too_deep", f"flow collections nested more than {limits.max_depth} deep"
                 )
         super().__init__(stream)  # type: ignore[call-arg]
         self._depth = 0
