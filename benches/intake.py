@@ -23,11 +23,9 @@ serving. Two tables:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import resource
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from baton.coordination.intake.limits import DEFAULT_LIMITS
 from baton.coordination.intake.worker import ParseWorker
 from benches.common import print_table
 from tests.support.hostile import CORPUS, Hostile, alias_bomb, run_measured, with_header
+from tests.support.project import git_repo, stock_fcop_validate
 
 WAIT = 60.0
 
@@ -219,9 +218,8 @@ def _command_rows(tmp: Path) -> list[list[str]]:
     rows: list[list[str]] = []
     results: dict[str, dict[str, tuple[int, float, float]]] = {}
     for kind in ("clean", "hostile"):
-        repo = tmp / kind / "repo"
-        repo.mkdir(parents=True)
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        (tmp / kind).mkdir()
+        repo = git_repo(tmp / kind)
         assert _baton(repo, "init")[0] == 0
         if kind == "hostile":
             _plant(repo)
@@ -269,7 +267,7 @@ def run(quick: bool = False) -> None:
         rows = asyncio.run(_doorbell_rows(port, template))
         print_table(
             f"Hostile inbox files through the doorbell (settle window {DEFAULT_LIMITS.settle_s:g} s, "
-            f"parse deadline {DEFAULT_LIMITS.parse_deadline_s:g} s)",
+            f"parse budget {DEFAULT_LIMITS.parse_deadline_s:g} CPU-s)",
             [
                 "file",
                 "verdict",
@@ -297,19 +295,5 @@ def run(quick: bool = False) -> None:
             ],
             _command_rows(tmp),
         )
-        stock = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "fcop"),
-                "validate",
-                "--json",
-                "--root",
-                str(tmp / "hostile" / "repo"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        print(
-            f"\nstock `fcop validate` on the hostile project after `baton up`: "
-            f"valid={json.loads(stock.stdout)['data']['valid']}"
-        )
+        valid = stock_fcop_validate(tmp / "hostile" / "repo")["valid"]
+        print(f"\nstock `fcop validate` on the hostile project after `baton up`: valid={valid}")

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.hostile import alias_bomb, run_measured, with_header
+from tests.support.project import git_repo, stock_fcop_validate
 
-FCOP_CLI = Path(sys.executable).parent / "fcop"
 BAD_BYTES = ("\x1b", "\u202e", "\x07", "\x9b")
 
 
@@ -35,9 +34,7 @@ def run(repo: Path, *args: str, timeout: float = 240) -> tuple[int, str, str, fl
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    root = git_repo(tmp_path)
     code, _, err, _ = run(root, "init")
     assert code == 0, err
     return root
@@ -141,10 +138,52 @@ def test_up_quarantines_every_hostile_file_stores_the_refusals_and_keeps_serving
         repo, "task", "new", "--to", "QA", "--subject", "after", "--body-file", "GOOD.md"
     )
     assert code == 0, err
-    stock = subprocess.run(
-        [str(FCOP_CLI), "validate", "--json", "--root", str(repo)],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    assert stock_fcop_validate(repo)["valid"] is True
+
+
+AGENT_WRITES_HOSTILE_FILES = """Release.
+
+- [ ] @DEV build, and (being hostile) poison the workspace
+  ```sh
+  python3 - <<'PY'
+  import pathlib
+  fcop = pathlib.Path("fcop")
+  bomb = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+      f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)
+  ]
+  head = "---\\ntype: REPORT\\nreport_id: REPORT-bomb\\n"
+  (fcop / "reports" / "REPORT-bomb.md").write_text(head + "\\n".join(bomb) + "\\n---\\n")
+  deep = "---\\ntype: TASK\\nd: " + "[" * 5000 + "\\n---\\n"
+  (fcop / "_lifecycle" / "done" / "TASK-deep.md").write_text(deep)
+  (fcop / "operations" / "create-deep.json").write_text("[" * 100000)
+  PY
+  echo poisoned
+  ```
+- [ ] @QA check after DEV
+  ```sh
+  echo qa-ok
+  ```
+"""
+
+
+def test_up_keeps_serving_when_an_agent_poisons_fcop_mid_run(repo: Path) -> None:
+    """DEV's own write_report fails on the file it planted (Core parses every REPORT); the
+    sweep after its turn quarantines the files, the reminder turn reports, QA and PM finish."""
+    (repo / "TASK.md").write_text(AGENT_WRITES_HOSTILE_FILES)
+    code, _, err, _ = run(
+        repo, "task", "new", "--to", "PM", "--subject", "poison", "--body-file", "TASK.md"
     )
-    assert json.loads(stock.stdout)["data"]["valid"] is True, stock.stdout
+    assert code == 0, err
+    code, out, err, peak = run(repo, "up", "--until-idle", "--json")
+    assert code == 0, err[-3000:]
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    rejected = sorted(
+        Path(e["payload"]["subject"]).name
+        for e in events
+        if e["type"] == "security.payload_rejected"
+    )
+    assert rejected == ["REPORT-bomb.md", "TASK-deep.md", "create-deep.json"]
+    status = json.loads(run(repo, "status", "--json")[1])
+    assert [r["subject"] for r in status["pending_reviews"]] == ["poison"]
+    assert status["unsafe_files"] == [] and peak < 200
+    assert stock_fcop_validate(repo)["valid"] is True

@@ -4,47 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
+from baton.coordination.doorbell import DoorbellEvent, TaskArrived, TaskRefused
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.intake.limits import IntakeLimits
 from baton.coordination.intake.quarantine import reason_path
+from tests.coordination.test_doorbell import next_event, ringing
 from tests.support.hostile import CORPUS
-
-ROLES = {"PM", "DEV", "QA", "OPS"}
-WAIT = 30.0
-FCOP_CLI = Path(sys.executable).parent / "fcop"
-
-
-def route(recipient: str) -> str | None:
-    return recipient if recipient in ROLES else None
-
-
-@asynccontextmanager
-async def ringing(
-    port: FcopPort, tmp_path: Path, limits: IntakeLimits
-) -> AsyncIterator[tuple[Doorbell, asyncio.Queue[DoorbellEvent]]]:
-    queue: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
-    bell = Doorbell(port, route, queue, quarantine_dir=tmp_path / "quarantine", limits=limits)
-    stop = asyncio.Event()
-    task = asyncio.create_task(bell.run(stop))
-    try:
-        await asyncio.wait_for(bell.ready.wait(), WAIT)
-        yield bell, queue
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, WAIT)
-
-
-async def next_event(queue: asyncio.Queue[DoorbellEvent]) -> DoorbellEvent:
-    return await asyncio.wait_for(queue.get(), WAIT)
+from tests.support.project import stock_fcop_validate
 
 
 def hand_written(port: FcopPort, task_id: str, body: str) -> str:
@@ -73,7 +43,7 @@ async def test_a_task_written_in_two_chunks_is_read_whole(
     split = text.index("recipient:") if cut == "in the front matter" else text.index("echo second")
     path = port.stage_dir("inbox") / "TASK-twochunks.md"
     limits = IntakeLimits(settle_s=2.0)
-    async with ringing(port, tmp_path, limits) as (bell, queue):
+    async with ringing(port, tmp_path, limits=limits) as (bell, queue):
         with path.open("w") as handle:
             handle.write(text[:split])
             handle.flush()
@@ -92,7 +62,7 @@ async def test_a_file_that_never_stops_changing_is_refused_as_unstable(
 ) -> None:
     path = port.stage_dir("inbox") / "TASK-forever.md"
     limits = IntakeLimits(settle_s=0.4, max_settle_s=1.5)
-    async with ringing(port, tmp_path, limits) as (_, queue):
+    async with ringing(port, tmp_path, limits=limits) as (_, queue):
         with path.open("w") as handle:
             handle.write("---\n")
             event: DoorbellEvent | None = None
@@ -112,7 +82,7 @@ async def test_a_task_core_created_is_proven_without_waiting_for_the_window(
     port: FcopPort, tmp_path: Path
 ) -> None:
     limits = IntakeLimits(settle_s=600.0)  # only the proof can let it through in time
-    async with ringing(port, tmp_path, limits) as (_, queue):
+    async with ringing(port, tmp_path, limits=limits) as (_, queue):
         created = await asyncio.to_thread(
             port.create_task, sender="ADMIN", recipient="DEV", subject="fast", body="b"
         )
@@ -128,7 +98,7 @@ async def test_every_hostile_class_is_refused_and_baton_keeps_serving(
     limits = IntakeLimits(settle_s=0.3)
     inbox = port.stage_dir("inbox")
     names = {f"TASK-hostile-{i}.md": h for i, h in enumerate(CORPUS)}
-    async with ringing(port, tmp_path, limits) as (_, queue):
+    async with ringing(port, tmp_path, limits=limits) as (_, queue):
         first = await next_event(queue)
         assert isinstance(first, TaskArrived) and first.task_id == template.task_id
         for name, hostile in names.items():
@@ -156,10 +126,4 @@ async def test_every_hostile_class_is_refused_and_baton_keeps_serving(
     assert sorted(p.name for p in inbox.iterdir()) == sorted(
         f"{t}.md" for t in (template.task_id, good.task_id)
     )
-    stock = subprocess.run(
-        [str(FCOP_CLI), "validate", "--json", "--root", str(port.root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert json.loads(stock.stdout)["data"]["valid"] is True, stock.stdout
+    assert stock_fcop_validate(port.root)["valid"] is True

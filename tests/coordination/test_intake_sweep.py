@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +17,7 @@ from baton.coordination.intake.stability import FileFacts
 from baton.coordination.intake.sweep import Sweeper, oversize
 from baton.coordination.intake.worker import ParseWorker
 from tests.support.hostile import alias_bomb, with_header
-
-FCOP_CLI = Path(sys.executable).parent / "fcop"
+from tests.support.project import stock_fcop_validate
 
 
 class Clock:
@@ -37,17 +34,6 @@ class Clock:
 def worker() -> Iterator[ParseWorker]:
     with ParseWorker() as w:
         yield w
-
-
-def stock_validate(root: Path) -> dict[str, object]:
-    out = subprocess.run(
-        [str(FCOP_CLI), "validate", "--json", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    data: dict[str, object] = json.loads(out.stdout)["data"]
-    return data
 
 
 def test_sweep_finds_hostile_files_outside_the_inbox_and_remembers_verdicts(
@@ -112,7 +98,7 @@ def test_quarantine_moves_the_file_with_its_reason_and_keeps_fcop_valid(
     port.create_task(sender="ADMIN", recipient="DEV", subject="real", body="b")
     bad = port.stage_dir("inbox") / "TASK-bad.md"
     bad.write_text("---\nnot: [closed\n---\n")
-    assert stock_validate(port.root)["valid"] is False
+    assert stock_fcop_validate(port.root)["valid"] is False
     facts = FileFacts.of(bad.lstat())
     moved = quarantine(
         bad,
@@ -127,7 +113,7 @@ def test_quarantine_moves_the_file_with_its_reason_and_keeps_fcop_valid(
     assert record["reason"] == "yaml_invalid"
     assert record["origin"] == "fcop/_lifecycle/inbox/TASK-bad.md"
     assert record["facts"]["ino"] == facts.ino
-    assert stock_validate(port.root)["valid"] is True
+    assert stock_fcop_validate(port.root)["valid"] is True
 
 
 def test_a_file_replaced_since_the_verdict_is_not_moved(port: FcopPort, tmp_path: Path) -> None:

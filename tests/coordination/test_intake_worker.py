@@ -139,7 +139,7 @@ def test_an_overrunning_parse_is_killed_and_the_next_gets_a_fresh_worker(
     slow = tmp_path / "TASK-slow.md"
     keys = "\n".join(f"k{i}: v{i}" for i in range(2500))  # ~0.3 s of pure-Python YAML
     slow.write_text(with_header(template.read_text(), "TASK-slow", keys))
-    with ParseWorker(IntakeLimits(parse_deadline_s=0.02)) as quick:
+    with ParseWorker(IntakeLimits(parse_deadline_s=0.05)) as quick:  # CPU seconds
         quick.start()
         first_pid = quick.pid
         assert first_pid is not None
@@ -176,7 +176,7 @@ def test_a_worker_that_dies_or_hangs_is_a_refusal_not_a_hang(tmp_path: Path) -> 
     launcher = tmp_path / "python"
     launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {script}\n")
     launcher.chmod(0o755)
-    with ParseWorker(IntakeLimits(parse_deadline_s=0.3), python=str(launcher)) as fake:
+    with ParseWorker(IntakeLimits(parse_wall_s=0.5), python=str(launcher)) as fake:
         hung = fake.screen_envelope(tmp_path / "TASK-hang.md").verdict
         assert isinstance(hung, Refused) and hung.reason == "parse_timeout"
         died = fake.screen_envelope(tmp_path / "TASK-die.md").verdict
@@ -190,3 +190,32 @@ def test_a_bomb_is_refused_by_counting_not_by_a_kill(tmp_path: Path, worker: Par
     result = worker.screen_envelope(bomb, expect_id="TASK-bomb")
     assert isinstance(result.verdict, Refused) and result.verdict.reason == "yaml_aliases"
     assert worker.kills == 0
+
+
+def test_the_worker_dies_with_its_parent(tmp_path: Path) -> None:
+    """No orphan: a SIGKILLed baton takes its parse worker with it (PR_SET_PDEATHSIG)."""
+    import signal
+    import subprocess
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from baton.coordination.intake.worker import ParseWorker\n"
+        "w = ParseWorker(); w.start(); print(w.pid, flush=True); time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert Path(f"/proc/{child}").exists()
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and _is_zombie_free(pid)

@@ -10,16 +10,12 @@ to ADMIN over a blocked child, and the review quoted PM's consolidation prompt
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.project import baton_in
-
-FCOP_CLI = Path(sys.executable).parent / "fcop"
+from tests.support.project import baton_in, git_repo, stock_fcop_validate
 
 ORDERED = """Ship the artifact.
 
@@ -55,9 +51,7 @@ BROKEN = """Ship the artifact.
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    root = git_repo(tmp_path)
     assert baton_in(root, "init").returncode == 0
     return root
 
@@ -73,13 +67,7 @@ def run_team(repo: Path, body: str) -> dict[str, Any]:
     inbox = baton_in(repo, "inbox", "--json")
     reviews = [json.loads(line) for line in inbox.stdout.splitlines() if line.strip()]
     [review] = [r for r in reviews if r["kind"] == "review"]
-    stock = subprocess.run(
-        [str(FCOP_CLI), "validate", "--json", "--root", str(repo)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert json.loads(stock.stdout)["data"]["valid"] is True, stock.stdout
+    assert stock_fcop_validate(repo)["valid"] is True
     return review
 
 

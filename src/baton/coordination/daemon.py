@@ -291,6 +291,7 @@ class Daemon:
         """Screens every file Core reads outside the inbox (intake, item 5 of issue 9)."""
         self.sweep_interval = sweep_interval
         self._swept: set[tuple[str, FileFacts]] = set()
+        self._sweeping = asyncio.Lock()
         self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
         self._slots: dict[str, list[_Slot]] = {}
         self._queued: set[tuple[str, str]] = set()
@@ -466,21 +467,30 @@ class Daemon:
 
     # ------------------------------------------------------------------ intake
 
-    async def _sweep(self) -> int:
-        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails."""
-        report = await self._io(self.sweeper.sweep)
-        refused = 0
-        for finding in report.refused:
-            key = (finding.origin, finding.facts)
-            if key in self._swept:
-                continue  # left in place (quarantine off): said once
-            self._swept.add(key)
-            event = await self._io(self.doorbell.refuse_file, finding)
-            if event.quarantined_to is not None:
-                self.sweeper.forget(finding.origin)
-            await self.events.put(event)
-            refused += 1
-        return refused
+    async def _sweep(self, *, after_turn: bool = False) -> int:
+        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails.
+
+        Runs at start (before recovery), every ``sweep_interval`` and after every turn
+        (an agent may have written anything under ``fcop/``); a pass over unchanged
+        files opens none of them.
+        """
+        async with self._sweeping:
+            # After a turn, what the agent wrote is complete: judge it now, not in 1 s.
+            report = await self._io(
+                self.sweeper.sweep, require_stable=False if after_turn else None
+            )
+            refused = 0
+            for finding in report.refused:
+                key = (finding.origin, finding.facts)
+                if key in self._swept:
+                    continue  # left in place (quarantine off): said once
+                self._swept.add(key)
+                event = await self._io(self.doorbell.refuse_file, finding)
+                if event.quarantined_to is not None:
+                    self.sweeper.forget(finding.origin)
+                await self.events.put(event)
+                refused += 1
+            return refused
 
     async def _sweep_loop(self) -> None:
         while True:
@@ -785,6 +795,10 @@ class Daemon:
         self, slot: _Slot, task_id: str, attempt: str, job: Job
     ) -> Literal["reported", "waiting_children", "waiting_human", "moved", "no_report"]:
         await self._drain_spool()
+        try:
+            await self._sweep(after_turn=True)
+        except Exception:
+            log.exception("intake sweep after a turn failed")
         task = await self._io(self.port.read_task, task_id)
         if task.stage != "active" or task.attempt_id != attempt:
             return "moved"

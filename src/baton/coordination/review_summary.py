@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from baton.coordination.results import OVERRIDE_HEADING, normalize_result
+from baton.security.display import neutralize_terminal
 
 __all__ = [
     "DRAFT_HEADING",
@@ -68,6 +69,7 @@ class ReviewFacts:
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     """The report text worth showing, bounded and ``> ``-quoted (never empty)."""
+    text = neutralize_terminal(text)  # excerpts of agent text: inert in the document itself
     lines = [line.rstrip() for line in text.strip("\n").split("\n") if not _DIRECTIVE.match(line)]
     kept = "\n".join(lines).strip()
     if len(kept) > limit:

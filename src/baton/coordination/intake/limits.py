@@ -37,7 +37,10 @@ class IntakeLimits:
     max_expanded_chars: int = 2 * MiB
     """Scalar characters after alias expansion."""
     parse_deadline_s: float = 1.5
-    """Wall-clock budget of one screen in the worker; past it the worker is killed."""
+    """CPU seconds the worker may spend on one file; past them it is killed. CPU, not wall
+    time, so a loaded machine does not refuse a good file (a Core TASK takes ~2 ms)."""
+    parse_wall_s: float = 20.0
+    """Wall-clock cap of one screen (a starved or stopped worker); past it, killed too."""
     worker_address_space: int = 384 * MiB
     """``RLIMIT_AS`` of the worker process once it has imported its parsers."""
     settle_s: float = 1.0

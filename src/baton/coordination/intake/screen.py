@@ -27,7 +27,7 @@ from typing import Any, Literal
 import yaml
 
 from baton.coordination.intake.limits import DEFAULT_LIMITS, IntakeLimits
-from baton.coordination.intake.yaml_guard import YamlLimitError, bounded_loader
+from baton.coordination.intake.yaml_guard import YamlLimitError, YamlLimitReason, bounded_loader
 from baton.security.display import neutralize_terminal
 
 __all__ = [
@@ -45,16 +45,11 @@ __all__ = [
 ]
 
 ScreenReason = Literal[
+    YamlLimitReason,
     "too_large",
     "invalid_utf8",
     "not_lf",
     "incomplete_front_matter",
-    "front_matter_too_large",
-    "yaml_too_deep",
-    "yaml_anchors",
-    "yaml_aliases",
-    "yaml_recursive_alias",
-    "yaml_expansion",
     "yaml_invalid",
     "not_an_envelope",
     "id_mismatch",

@@ -218,29 +218,43 @@ class Sweeper:
         with self._lock:
             return self._judge(target)[0]
 
-    def sweep(self) -> SweepReport:
-        """One pass over the surface (see the module docstring)."""
+    def sweep(self, *, require_stable: bool | None = None) -> SweepReport:
+        """One pass over the surface (see the module docstring).
+
+        ``require_stable=False`` judges fresh files now: right after an agent's turn
+        ended, whatever it wrote is complete (Core itself never exposes a partial file
+        under these names: it links finished temporaries into place).
+        """
         with self._lock:
-            refused: list[Finding] = []
-            settling: list[str] = []
-            screened = seen = 0
-            present: set[str] = set()
-            for target in targets(self.root, stages=self.stages, appends=self.appends):
-                seen += 1
-                present.add(target.origin)
-                verdict, opened = self._judge(target)
-                screened += opened
-                if isinstance(verdict, Refused):
-                    refused.append(Finding(target.path, target.origin, verdict, target.facts))
-                elif isinstance(verdict, Settling):
-                    settling.append(target.origin)
-            for gone in set(self._passed) - present:
-                del self._passed[gone]
-            for gone in set(self._refused) - present:
-                del self._refused[gone]
-            for gone in set(self._first) - present:
-                del self._first[gone]
-            return SweepReport(tuple(refused), tuple(settling), screened, seen)
+            saved = self.require_stable
+            if require_stable is not None:
+                self.require_stable = require_stable
+            try:
+                return self._sweep()
+            finally:
+                self.require_stable = saved
+
+    def _sweep(self) -> SweepReport:
+        refused: list[Finding] = []
+        settling: list[str] = []
+        screened = seen = 0
+        present: set[str] = set()
+        for target in targets(self.root, stages=self.stages, appends=self.appends):
+            seen += 1
+            present.add(target.origin)
+            verdict, opened = self._judge(target)
+            screened += opened
+            if isinstance(verdict, Refused):
+                refused.append(Finding(target.path, target.origin, verdict, target.facts))
+            elif isinstance(verdict, Settling):
+                settling.append(target.origin)
+        for gone in set(self._passed) - present:
+            del self._passed[gone]
+        for gone in set(self._refused) - present:
+            del self._refused[gone]
+        for gone in set(self._first) - present:
+            del self._first[gone]
+        return SweepReport(tuple(refused), tuple(settling), screened, seen)
 
     def forget(self, origin: str) -> None:
         """Drop a remembered verdict (after the caller moved the file away)."""

@@ -149,8 +149,8 @@ class ParseWorker:
             except (BrokenPipeError, OSError):
                 self._stop(kill=True)
                 return WorkerResult(Refused("parse_crashed", "the parse worker had exited"))
-            deadline = started + self.limits.parse_deadline_s
-            answer = self._read_line(deadline)
+            deadline = started + self.limits.parse_wall_s
+            answer = self._read_line(deadline, cpu_budget=self.limits.parse_deadline_s)
             seconds = time.monotonic() - started
             if isinstance(answer, Refused):
                 return WorkerResult(answer, seconds=seconds)
@@ -164,10 +164,11 @@ class ParseWorker:
                 self._stop(kill=False)
             return result
 
-    def _read_line(self, deadline: float) -> bytes | Refused:
+    def _read_line(self, deadline: float, *, cpu_budget: float | None = None) -> bytes | Refused:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
+        cpu_start = _cpu_seconds(proc.pid) if cpu_budget is not None else None
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -175,10 +176,24 @@ class ParseWorker:
                 self._stop(kill=True)
                 return Refused(
                     "parse_timeout",
-                    f"no verdict within {self.limits.parse_deadline_s:g} s; the parser was killed",
+                    f"no verdict within {self.limits.parse_wall_s:g} s; the parser was killed",
                 )
-            ready, _, _ = select.select([fd], [], [], remaining)
+            ready, _, _ = select.select([fd], [], [], min(remaining, 0.05))
             if not ready:
+                spent = _cpu_seconds(proc.pid)
+                over = (
+                    cpu_start is not None
+                    and cpu_budget is not None
+                    and spent is not None
+                    and spent - cpu_start > cpu_budget
+                )
+                if over:
+                    self.kills += 1
+                    self._stop(kill=True)
+                    return Refused(
+                        "parse_timeout",
+                        f"the parse used more than {cpu_budget:g} s of CPU; it was killed",
+                    )
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -240,6 +255,22 @@ class ParseWorker:
         if proc.stdout is not None:
             proc.stdout.close()
         return code
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of ``pid`` so far, from ``/proc`` (None off Linux)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat_line.rpartition(")")[2].split()
+    try:
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (IndexError, ValueError):
+        return None
 
 
 def _exit_text(code: int | None) -> str:
