@@ -332,8 +332,11 @@ class Doorbell:
         async with self._lock:
             if self._seen(entry):
                 return 0
+            facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
+            # Only this loop touches _settling; the thread reads its own entry.
+            state = self._settling.setdefault(entry.name, _Settle(first=(facts, self.clock())))
             try:
-                event = await asyncio.to_thread(self._inspect, entry, source, detected)
+                event = await asyncio.to_thread(self._inspect, entry, state, source, detected)
             except Exception as exc:  # the watcher must outlive any single file
                 log.exception("doorbell could not handle %s", entry.name)
                 event = TaskRefused(
@@ -410,7 +413,11 @@ class Doorbell:
     # -------------------------------------------------------------- inspecting
 
     def _inspect(
-        self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float
+        self,
+        entry: InboxEntry,
+        state: _Settle,
+        source: Literal["drain", "watch", "rescan"],
+        detected: float,
     ) -> DoorbellEvent | _Later | None:
         """Classify one entry (runs in a worker thread; all I/O is here)."""
         if entry.is_symlink:
@@ -425,7 +432,7 @@ class Doorbell:
                 "too_large",
                 f"{entry.size} bytes, over the {self.max_task_bytes}-byte limit; not read",
             )
-        screened = self._screen(entry)
+        screened = self._screen(entry, state)
         if screened is not None:
             return screened
         try:
@@ -477,14 +484,10 @@ class Doorbell:
             published_ns=entry.ctime_ns,
         )
 
-    def _screen(self, entry: InboxEntry) -> TaskRefused | _Later | None:
+    def _screen(self, entry: InboxEntry, state: _Settle) -> TaskRefused | _Later | None:
         """Stability, then the guarded parse in the worker; None: Core may read it."""
-        try:
-            facts = FileFacts.of(entry.path.lstat())
-        except FileNotFoundError:
-            return None  # gone (claimed or moved): Core's read says so
+        facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
         now = self.clock()
-        state = self._settling.setdefault(entry.name, _Settle(first=(facts, now)))
         stability = assess(
             facts,
             now_wall=self.wall_clock(),
@@ -700,6 +703,9 @@ def _lstat_entry(path: Path) -> InboxEntry | None:
         is_regular=stat.S_ISREG(info.st_mode),
         size=info.st_size,
         ctime_ns=info.st_ctime_ns,
+        mtime_ns=info.st_mtime_ns,
+        ino=info.st_ino,
+        dev=info.st_dev,
     )
 
 

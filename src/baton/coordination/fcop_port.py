@@ -192,6 +192,9 @@ class InboxEntry:
     size: int
     ctime_ns: int = 0
     """When the name appeared (Core hard-links the finished file into place)."""
+    mtime_ns: int = 0
+    ino: int = 0
+    dev: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,6 +654,9 @@ class FcopPort:
                             is_regular=stat.S_ISREG(info.st_mode),
                             size=info.st_size,
                             ctime_ns=info.st_ctime_ns,
+                            mtime_ns=info.st_mtime_ns,
+                            ino=info.st_ino,
+                            dev=info.st_dev,
                         )
                     )
         except FileNotFoundError as exc:
