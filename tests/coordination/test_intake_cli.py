@@ -187,3 +187,24 @@ def test_up_keeps_serving_when_an_agent_poisons_fcop_mid_run(repo: Path) -> None
     assert [r["subject"] for r in status["pending_reviews"]] == ["poison"]
     assert status["unsafe_files"] == [] and peak < 200
     assert stock_fcop_validate(repo)["valid"] is True
+
+
+@pytest.mark.parametrize("manifest", ["deep", "huge"])
+def test_a_hostile_manifest_stops_commands_with_a_message_not_a_traceback(
+    repo: Path, manifest: str
+) -> None:
+    path = repo / "fcop" / "fcop.json"
+    path.unlink()
+    if manifest == "deep":
+        path.write_text("[" * 200_000 + "]" * 200_000)
+    else:
+        with path.open("wb") as handle:
+            handle.truncate(2 * 1024**3)
+    for args in (
+        ("status",),
+        ("task", "new", "--to", "QA", "--subject", "x"),
+        ("up", "--until-idle"),
+    ):
+        code, _, err, peak = run(repo, *args, timeout=120)
+        assert code != 0 and "Traceback" not in err, (args, err[-2000:])
+        assert "fcop.json" in err and peak < 200

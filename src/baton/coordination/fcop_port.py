@@ -315,6 +315,21 @@ def _legacy_guidance(root: Path, label: str, evidence: Sequence[str]) -> str:
     )
 
 
+def _read_manifest(manifest: Path, evidence: list[str]) -> Any:
+    """``fcop/fcop.json`` read bounded (any file under ``fcop/`` may be hostile)."""
+    try:
+        size = manifest.stat().st_size
+        if size > DEFAULT_LIMITS.max_json_bytes:
+            evidence.append(
+                f"fcop/fcop.json is {size} bytes, over the {DEFAULT_LIMITS.max_json_bytes}-byte limit"
+            )
+            return None
+        return json.loads(manifest.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        evidence.append("fcop/fcop.json is not readable JSON")
+        return None
+
+
 def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
     """Classify ``root``: no workspace, an FCoP 4.0 one, or a legacy one. Never writes."""
     root = root.resolve()
@@ -323,12 +338,7 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
     if manifest.is_symlink():
         evidence.append("fcop/fcop.json is a symlink")
     elif manifest.is_file():
-        try:
-            if manifest.stat().st_size > DEFAULT_LIMITS.max_json_bytes:
-                raise ValueError("oversize manifest")
-            value = json.loads(manifest.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-            value = None
+        value = _read_manifest(manifest, evidence)
         if isinstance(value, dict) and value.get("protocol_version") == "4.0":
             profiles = value.get("profiles")
             return WorkspaceStatus(
@@ -340,7 +350,7 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
                 else (),
             )
         if value is None:
-            evidence.append("fcop/fcop.json is not readable JSON")
+            pass  # _read_manifest said why
         else:
             declared = value.get("protocol_version", value.get("version", "none"))
             evidence.append(f"fcop/fcop.json declares version {declared!r}, not protocol 4.0")
@@ -380,7 +390,8 @@ def refuse_legacy(status: WorkspaceStatus) -> None:
     """A 1.x–3.x workspace is explained (with migration guidance), never touched."""
     if status.kind == "legacy":
         raise LegacyWorkspaceError(
-            f"{status.root}: legacy FCoP {status.legacy_kind} workspace; not touched",
+            f"{status.root}: legacy FCoP {status.legacy_kind} workspace "
+            f"({'; '.join(status.evidence)}); not touched",
             kind=status.legacy_kind or "unknown",
             evidence=status.evidence,
             guidance=status.guidance,
@@ -457,13 +468,7 @@ class FcopPort:
 
         self.root = Path(root).resolve()
         status = inspect_workspace_kind(self.root)
-        if status.kind == "legacy":
-            raise LegacyWorkspaceError(
-                f"{self.root}: legacy FCoP {status.legacy_kind} workspace; not touched",
-                kind=status.legacy_kind or "unknown",
-                evidence=status.evidence,
-                guidance=status.guidance,
-            )
+        refuse_legacy(status)
         if status.kind == "absent":
             raise WorkspaceNotInitialized(f"{self.root}: no FCoP workspace (run `baton init`)")
         self.authority = authority
