@@ -127,3 +127,14 @@ async def test_every_hostile_class_is_refused_and_baton_keeps_serving(
         f"{t}.md" for t in (template.task_id, good.task_id)
     )
     assert stock_fcop_validate(port.root)["valid"] is True
+
+
+async def test_a_rechecked_file_reports_how_and_when_it_was_first_seen(
+    port: FcopPort, tmp_path: Path
+) -> None:
+    text = hand_written(port, "TASK-later", BODY)
+    async with ringing(port, tmp_path, limits=IntakeLimits(settle_s=0.5)) as (_, queue):
+        (port.stage_dir("inbox") / "TASK-later.md").write_text(text)
+        event = await next_event(queue)
+    assert isinstance(event, TaskArrived) and event.source == "watch"
+    assert event.detected_at < event.emitted_at

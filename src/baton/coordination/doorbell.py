@@ -170,6 +170,9 @@ class _Later:
 @dataclass(slots=True)
 class _Settle:
     first: tuple[FileFacts, float]
+    source: Literal["drain", "watch", "rescan"] = "watch"
+    """How the file was first noticed (a re-check reports that, not itself)."""
+    detected: float = 0.0
     attempts: int = 0
     timer: asyncio.TimerHandle | None = None
 
@@ -334,7 +337,11 @@ class Doorbell:
                 return 0
             facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
             # Only this loop touches _settling; the thread reads its own entry.
-            state = self._settling.setdefault(entry.name, _Settle(first=(facts, self.clock())))
+            state = self._settling.setdefault(
+                entry.name, _Settle(first=(facts, self.clock()), source=source, detected=detected)
+            )
+            if state.attempts:  # a re-check: the event says when and how it was first seen
+                source, detected = state.source, state.detected
             try:
                 event = await asyncio.to_thread(self._inspect, entry, state, source, detected)
             except Exception as exc:  # the watcher must outlive any single file
@@ -508,6 +515,7 @@ class Doorbell:
             proof=Proof(self.port.root, self.port.workspace_id),
         )
         if result.before is not None and result.before != facts:
+            state.attempts += 1
             return _Later(0.005)  # replaced or rewritten since the lstat: look again
         stable = isinstance(stability, Stable) or result.proven
         verdict = result.verdict
