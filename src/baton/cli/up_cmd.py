@@ -32,13 +32,28 @@ def up(
         ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Also serve the dashboard (prints a login URL).")
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", help="Dashboard port (with --serve).", min=0, max=65535)
+    ] = 8765,
 ) -> None:
     """Run the team: the doorbell wakes the right role as FCoP tasks arrive."""
-    code = asyncio.run(_up(Path.cwd(), until_idle=until_idle, json_output=json_output))
+    code = asyncio.run(
+        _up(
+            Path.cwd(),
+            until_idle=until_idle,
+            json_output=json_output,
+            serve_port=port if serve else None,
+        )
+    )
     raise typer.Exit(code)
 
 
-async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
+async def _up(
+    cwd: Path, *, until_idle: bool, json_output: bool, serve_port: int | None = None
+) -> int:
     from baton.coordination.context import open_context
     from baton.coordination.daemon import Daemon
     from baton.runner.daemon_human import LedgerHumanSink
@@ -78,13 +93,23 @@ async def _up(cwd: Path, *, until_idle: bool, json_output: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, daemon.stop)
     status = "failed"
+    dashboard = None
     try:
+        if serve_port is not None:
+            from baton.web.server import DashboardServer
+
+            dashboard = DashboardServer(store, ledger, port=serve_port, project_dir=ctx.project_dir)
+            await dashboard.start()
+            err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
+            err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
         await sink.resume()
         summary = await daemon.run(until_idle=until_idle)
         status = "completed"
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+        if dashboard is not None:
+            await dashboard.stop()
         await sink.close()
         await emitter.flush()
         store.finish_run(run_id, status, format_ts(time.time()))

@@ -1,80 +1,89 @@
 """``baton serve``: the web dashboard and JSON API over the project's store.
 
-Safe by default: it binds 127.0.0.1 and requires a random token, printed once
-as a URL that logs the browser in (see :mod:`baton.web.auth`). ``--no-token`` is
-refused unless the bind address is loopback, because without a token anyone who
-can reach the port could approve an agent's shell commands. The server process
-opens the store like any other baton process (WAL, its own writer), so it can run
-beside ``baton run`` and the daemon; answers given here wake them through the
-ledger's doorbell.
+Safe by default: it binds 127.0.0.1; browsers log in with a one-time code
+printed here (``/login#code=…`` on the project's own ``*.localhost`` host name,
+valid once, for ten minutes) and get a stored session that is not the API
+token (see :mod:`baton.web.sessions`); scripts use ``Authorization: Bearer``
+with the API token printed beside it. ``--no-token`` is refused unless the bind
+address is loopback. ``--login-code`` prints a fresh code for a running server;
+``--logout-all`` ends every browser session. The server opens the store like
+any other baton process, so it runs beside ``baton run`` and ``baton up``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
+import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from baton.web.server import is_loopback_bind
 
 __all__ = ["app", "is_loopback_bind", "serve"]
 
 app = typer.Typer(help="The web dashboard.", no_args_is_help=True)
 
 
-def is_loopback_bind(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _url(host: str, port: int) -> str:
-    shown = f"[{host.strip('[]')}]" if ":" in host else host
-    return f"http://{shown}:{port}/"
-
-
-async def _serve(host: str, port: int, token: str | None) -> None:
-    import uvicorn
-
+async def _serve(host: str, port: int, no_token: bool) -> None:
     from baton.config import load_config
     from baton.requests.ledger import Ledger
     from baton.runner.context import open_store, recover_interrupted
-    from baton.web.app import create_app
+    from baton.web.server import DashboardServer
 
-    store = open_store(load_config(Path.cwd()).db_path)
+    config = load_config(Path.cwd())
+    store = open_store(config.db_path)
     ledger = Ledger(store)
+    server = DashboardServer(
+        store, ledger, host=host, port=port, project_dir=config.project_dir, no_token=no_token
+    )
     try:
         # Requests of runs whose process died become expired first, so the
         # dashboard never offers to answer a request nobody can deliver.
         await recover_interrupted(store, ledger)
-        config = uvicorn.Config(
-            create_app(store, ledger, token=token),
-            host=host.strip("[]"),
-            port=port,
-            log_level="warning",
-            proxy_headers=False,
-            server_header=False,
-            lifespan="off",
-            # An SSE stream never ends on its own; don't wait on it forever at Ctrl-C.
-            timeout_graceful_shutdown=3,
-        )
-        url = _url(host, port)
-        if token is None:
-            typer.echo(f"baton dashboard: {url} (no token: loopback only)")
+        await server.start()
+        if no_token:
+            typer.echo(f"baton dashboard: {server.base_url}/ (no login: loopback only)")
         else:
-            typer.echo(f"baton dashboard: {url}?token={token}")
-            typer.echo(f"API: Authorization: Bearer {token}")
-        await uvicorn.Server(config).serve()
+            typer.echo(f"baton dashboard: {await server.login_url()}")
+            typer.echo(
+                "  (a one-time login code, valid for ten minutes; "
+                "`baton serve --login-code` prints another)"
+            )
+            typer.echo(f"API: Authorization: Bearer {server.token}")
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        waiter = asyncio.create_task(server.wait())
+        await asyncio.wait(
+            {waiter, asyncio.create_task(stop.wait())}, return_when=asyncio.FIRST_COMPLETED
+        )
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
     finally:
-        # Synchronous close: on Ctrl-C the event loop cancels this task once
-        # uvicorn returns, and an awaited close would be cut short here.
+        await server.stop()
         await ledger.aclose()
         store.close()
+
+
+async def _admin(*, logout_all: bool, login_code: bool) -> None:
+    from baton.config import load_config
+    from baton.runner.context import open_store
+    from baton.store.web_sessions import revoke_all
+    from baton.web.sessions import SessionAuth
+
+    store = open_store(load_config(Path.cwd()).db_path)
+    try:
+        if logout_all:
+            ended = await revoke_all(store)
+            typer.echo(f"ended {ended} browser session(s); open pages must log in again")
+        if login_code:
+            code = await SessionAuth(store).issue_code()
+            typer.echo(f"login code: {code} (valid once, for ten minutes: open /login)")
+    finally:
+        await store.aclose()
 
 
 @app.command()
@@ -87,10 +96,18 @@ def serve(
         bool,
         typer.Option("--no-token", help="No authentication (only with a loopback --host)."),
     ] = False,
+    logout_all: Annotated[
+        bool, typer.Option("--logout-all", help="End every browser session, then exit.")
+    ] = False,
+    login_code: Annotated[
+        bool,
+        typer.Option("--login-code", help="Print a fresh one-time login code, then exit."),
+    ] = False,
 ) -> None:
-    """Serve the dashboard: pending requests to answer, and live run events."""
-    from baton.web.auth import generate_token
-
+    """Serve the dashboard: the team board, live runs, and the inbox to answer."""
+    if logout_all or login_code:
+        asyncio.run(_admin(logout_all=logout_all, login_code=login_code))
+        return
     loopback = is_loopback_bind(host)
     if no_token and not loopback:
         typer.echo(
@@ -101,7 +118,7 @@ def serve(
         raise typer.Exit(2)
     if not loopback:
         typer.echo(
-            f"warning: serving on {host} over plain HTTP; the token travels unencrypted",
+            f"warning: serving on {host} over plain HTTP; codes and cookies travel unencrypted",
             err=True,
         )
-    asyncio.run(_serve(host, port, None if no_token else generate_token()))
+    asyncio.run(_serve(host, port, no_token))

@@ -572,7 +572,12 @@ class AgentSession:
     def stderr_preview(self) -> str:
         if self.process is None:
             return ""
-        return self.redactor.text(self.process.stderr.tail(DIAGNOSTIC_PREVIEW_BYTES))
+        ring = self.process.stderr
+        return self.redactor.preview(
+            ring.tail(ring.capacity),
+            DIAGNOSTIC_PREVIEW_BYTES,
+            whole=ring.total_bytes <= ring.capacity,
+        )
 
     async def close(self, reason: str = "closed by baton") -> None:
         """End the session and release everything; idempotent."""
@@ -956,7 +961,7 @@ class _Handler:
         await self.session.response_written(request_id, ok)
 
     async def on_batch_end(self) -> None:
-        await self.session._emit_drafts(self.session.normalizer.flush())
+        await self.session._emit_drafts(self.session.normalizer.flush_ready())
 
 
 def _parse(model: Any, raw: Any, method: str) -> Any:
