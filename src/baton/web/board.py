@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 
 from baton.coordination.context import CoordinationContext
 from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
+from baton.coordination.intake.board import open_tasks
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
 from baton.store.store import Store
@@ -244,12 +245,13 @@ class StateFileBoardSource:
         state = CoordinationState.load(ctx.paths.state_file)
         notes: list[str] = []
         infos = []
-        open_stages: tuple[Stage, ...] = ("inbox", "active", "review")
-        for stage in open_stages:
-            try:
-                infos += ctx.port.list_stage(stage)
-            except Exception as exc:  # a workspace mid-change: say so, show the rest
-                notes.append(f"cannot list {stage}: {exc}")
+        try:
+            # Screened in intake's worker first: an unsafe file is a note, never parsed here.
+            guarded = open_tasks(ctx.port)
+            infos += list(guarded.tasks)
+            notes += [f"unsafe file {f.origin}: {f.verdict.reason}" for f in guarded.unsafe]
+        except Exception as exc:  # a workspace mid-change: say so, show the rest
+            notes.append(f"cannot list the open tasks: {exc}")
         infos += _done_tasks(ctx.port, notes)
         views = []
         for info in infos:
