@@ -3,12 +3,12 @@ their enforcement in the role MCP tools (``write_report``, ``create_task``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from baton.agents.builtin.runbook import parse_runbook
-from baton.coordination.binding import CurrentTask, write_pointer
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.header import ChildReport, PromptContext, consolidation_prompt
 from baton.coordination.mcp_server import RoleTools, ToolRefused
@@ -26,7 +26,8 @@ from baton.coordination.review_summary import (
     consolidation_draft,
     review_document,
 )
-from tests.coordination.test_mcp_server import make_binding
+from baton.store.store import Store
+from tests.coordination.slots import open_slot, own_project, point
 
 DONE = ChildOutcome("TASK-a", "DEV", "done")
 BLOCKED = ChildOutcome("TASK-b", "QA", "blocked")
@@ -169,12 +170,19 @@ def test_consolidation_prompt_states_the_honest_result_and_drafts_the_report() -
 
 
 @pytest.fixture
-def leader(root: Path, state_dir: Path, port: FcopPort) -> tuple[RoleTools, str, str]:
-    binding = make_binding(root, state_dir, "PM")
+def leader(
+    root: Path, state_dir: Path, port: FcopPort
+) -> Iterator[tuple[RoleTools, str, str]]:
+    store = Store.open(state_dir / "baton.db")
+    own_project(store)  # this process plays the daemon
+    access = open_slot(store, root, "PM")
     parent = port.create_task(sender="ADMIN", recipient="PM", subject="Release", body="b")
     attempt = port.claim(parent.task_id, actor="PM").attempt_id
-    write_pointer(binding.pointer_path, CurrentTask(parent.task_id, attempt, 1))
-    return RoleTools(binding, port=port), parent.task_id, attempt
+    point(access, parent.task_id, attempt)
+    try:
+        yield RoleTools(access, port=port), parent.task_id, attempt
+    finally:
+        store.close()
 
 
 def _child(port: FcopPort, tools: RoleTools, role: str, result: str, after: str = "") -> str:
