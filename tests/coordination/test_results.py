@@ -170,9 +170,7 @@ def test_consolidation_prompt_states_the_honest_result_and_drafts_the_report() -
 
 
 @pytest.fixture
-def leader(
-    root: Path, state_dir: Path, port: FcopPort
-) -> Iterator[tuple[RoleTools, str, str]]:
+def leader(root: Path, state_dir: Path, port: FcopPort) -> Iterator[tuple[RoleTools, str, str]]:
     store = Store.open(state_dir / "baton.db")
     own_project(store)  # this process plays the daemon
     access = open_slot(store, root, "PM")
