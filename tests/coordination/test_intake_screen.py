@@ -176,3 +176,19 @@ def test_flow_depth_is_bounded_per_line_before_pyyaml_scans() -> None:
     across = "d: " + "".join("[\nx," for _ in range(3000)) + "]" * 3000
     verdict = screen_envelope(f"---\ntype: TASK\n{across}\n---\n".encode())
     assert isinstance(verdict, Refused) and verdict.reason == "yaml_too_deep"
+
+
+def test_listing_a_stage_or_children_never_reads_an_oversize_file(port: FcopPort) -> None:
+    """The web board and the ordering facts list stages in process: ``lstat`` first."""
+    parent = port.create_task(sender="ADMIN", recipient="PM", subject="p", body="b")
+    kept = port.create_task(
+        sender="PM", recipient="DEV", subject="c", body="b", parent=parent.task_id
+    )
+    huge = port.stage_dir("inbox") / "TASK-huge.md"
+    with huge.open("wb") as out:
+        out.write(kept.path.read_bytes().replace(kept.task_id.encode(), b"TASK-huge"))
+        out.truncate(2 * 1024**3)  # sparse: 2 GiB that Core would read whole
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert {t.task_id for t in port.list_stage("inbox")} == {parent.task_id, kept.task_id}
+    assert [c.task_id for c in port.children(parent.task_id)] == [kept.task_id]
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 50

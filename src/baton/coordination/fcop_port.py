@@ -729,11 +729,14 @@ class FcopPort:
     def list_stage(self, stage: Stage) -> list[TaskInfo]:
         """Every valid TASK in one stage, read through Core (O(stage), not O(workspace)).
 
-        Invalid entries are skipped here; the doorbell is what reports them.
+        Invalid entries are skipped here; the doorbell and intake's sweep report them.
+        A file over intake's size cap is skipped by ``lstat`` before Core reads it whole.
         """
         tasks = []
         for entry in self._scan_stage(stage):
             if entry.task_id is None or entry.is_symlink or not entry.is_regular:
+                continue
+            if entry.size > DEFAULT_LIMITS.max_file_bytes:
                 continue
             try:
                 task = self.read_task(entry.task_id)
@@ -764,6 +767,8 @@ class FcopPort:
             for entry in self._scan_stage(stage):
                 if entry.task_id is None or entry.is_symlink or not entry.is_regular:
                     continue
+                if entry.size > DEFAULT_LIMITS.max_file_bytes:
+                    continue  # over intake's cap: never read whole (the sweep refuses it)
                 if not self._frontmatter_has(entry.path, needle):
                     continue
                 try:

@@ -28,7 +28,6 @@ from typing import Any, Literal, Protocol
 
 from baton.coordination.context import CoordinationContext
 from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
-from baton.coordination.intake.board import open_tasks
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
 from baton.store.store import Store
@@ -147,7 +146,7 @@ def _done_tasks(port: FcopPort, notes: list[str]) -> list[TaskInfo]:
     infos: list[TaskInfo] = []
     for stage in settled:
         try:
-            infos += open_tasks(port, (stage,)).tasks  # screened first
+            infos += port.list_stage(stage)
         except Exception as exc:
             notes.append(f"cannot list {stage}: {exc}")
     infos.sort(key=lambda t: t.created_at, reverse=True)
