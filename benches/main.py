@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest, transports, web_latency
+from benches import answers, doorbell, ingest, intake, transports, web_latency
 from benches.common import cpu_note
 
 
@@ -12,7 +12,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument(
-        "--only", choices=["ingest", "answers", "doorbell", "web", "transports"], default=None
+        "--only",
+        choices=["ingest", "answers", "doorbell", "web", "transports", "intake"],
+        default=None,
     )
     args = parser.parse_args()
     print(f"# baton benchmarks ({cpu_note()})")
@@ -29,6 +31,8 @@ def main() -> None:
         web_latency.run(300 if args.quick else 1000)
     if args.only in (None, "transports"):
         transports.run(3 if args.quick else 10)
+    if args.only in (None, "intake"):
+        intake.run(quick=args.quick)
 
 
 if __name__ == "__main__":
