@@ -1,0 +1,137 @@
+"""O(1) creates and claims on an FCoP 4.0 workspace, byte-compatible with fcop 4.0.5.
+
+The seam the port (and whoever rewrites it) calls; see ``docs/lifecycle.md``.
+:class:`Lifecycle` answers with fcop's own result dicts and raises fcop's own
+``V4ProtocolError`` codes, so a caller that mapped ``fcop.Project`` results
+keeps its mapping. Cost is constant in the number of settled tasks:
+
+* :meth:`Lifecycle.create` — T1, fcop's plan with a derived TASK id, O(1) commit;
+* :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
+* :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
+* :meth:`Lifecycle.inspect` — where one TASK is and how its claim stands;
+* :meth:`Lifecycle.recover` — fcop's ``recover_operation`` on baton's claim receipt.
+
+fcop stays the authority: every workspace this writes passes
+``fcop.workspace.validate_workspace`` and the stock tools (``fcop validate``,
+``inspect_workspace``, stock ``fcop-mcp``) keep working on it (tested).
+Use :func:`available` first: with an fcop other than the pinned 4.0.5 the
+writer is off and callers use ``fcop.Project``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baton.coordination.lifecycle._fcop import PINNED, supported
+
+__all__ = ["PINNED", "Lifecycle", "TaskState", "available"]
+
+
+def available() -> bool:
+    """Whether this writer may be used with the installed ``fcop`` (exactly 4.0.5)."""
+    return supported()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """One TASK's location and baton's claim of it, found in O(1) without writing."""
+
+    task_id: str
+    stages: tuple[str, ...]
+    """Every stage holding ``TASK-….md`` (two during a move's window, none if absent)."""
+    claim_receipt: str | None
+    """Workspace-relative path of baton's T2 receipt, when one exists."""
+    claim_stage: str | None = None
+    """That receipt's stage: PREPARED, TARGET_DURABLE or COMMITTED."""
+    claim_state: str | None = None
+    """fcop's classification of it (``fcop.v4.receipts.classify``): NOT_COMMITTED,
+    RECOVERABLE_DUPLICATE, COMMITTED, DIVERGENT_DUPLICATE or INDETERMINATE."""
+
+    @property
+    def two_stage(self) -> bool:
+        return len(self.stages) > 1
+
+
+class Lifecycle:
+    """T1 and T2 for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        trusted_profiles: Mapping[str, Callable[..., str]] | None = None,
+    ) -> None:
+        from baton.coordination.lifecycle._core import Workspace
+        from baton.coordination.lifecycle._fcop import prime
+
+        prime()
+        self._ws = Workspace.open(root, trusted_profiles=trusted_profiles)
+
+    @property
+    def root(self) -> Path:
+        return Path(self._ws.root)
+
+    @property
+    def workspace_id(self) -> str:
+        return str(self._ws.manifest["workspace_id"])
+
+    @property
+    def workspace(self) -> Any:
+        """The bound Core (``_Creation`` subclass); tests use it for fault injection."""
+        return self._ws
+
+    def create(
+        self,
+        *,
+        operation_id: str,
+        sender: str,
+        recipient: str,
+        subject: str,
+        body: str,
+        priority: str = "P2",
+        parent: str | None = None,
+        branch_of: str | None = None,
+        references: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """T1: fcop's ``create_task`` result (``task_id``, ``path``, ``existing``, …)."""
+        kwargs: dict[str, Any] = {
+            "workspace_id": self.workspace_id,
+            "operation_id": operation_id,
+            "sender": sender,
+            "recipient": recipient,
+            "subject": subject,
+            "body": body,
+            "priority": priority,
+        }
+        if parent is not None:
+            kwargs["parent"] = parent
+        if branch_of is not None:
+            kwargs["branch_of"] = branch_of
+        if references:
+            kwargs["references"] = list(references)
+        return self._ws.create_task(**kwargs)
+
+    def claim(self, task_id: str, *, actor: str) -> dict[str, Any]:
+        """T2 (inbox → active): fcop's ``transition`` result with the new ``attempt_id``."""
+        from baton.coordination.lifecycle.claim import claim
+
+        return claim(self._ws, task_id, actor=actor)
+
+    def read_task(self, task_id: str) -> dict[str, Any]:
+        """fcop's ``read_task`` (fields plus ``path``), validated by fcop."""
+        return dict(self._ws.read_task(task_id=task_id))
+
+    def inspect(self, task_id: str) -> TaskState:
+        """Where ``task_id`` is and how baton's claim of it stands (reads only)."""
+        from baton.coordination.lifecycle.inspect import inspect
+
+        return inspect(self._ws, task_id)
+
+    def recover(self, task_id: str) -> dict[str, Any]:
+        """fcop's ``recover_operation`` on baton's claim receipt of ``task_id``."""
+        from baton.coordination.lifecycle.inspect import recover
+
+        return recover(self._ws, task_id)

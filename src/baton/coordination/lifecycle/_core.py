@@ -1,0 +1,329 @@
+"""fcop's own Core (``fcop.v4.creation._Creation``) bound to O(1) primitives.
+
+fcop 4.0.5 spends most of a claim or a create on checks that are constant-size
+but slow, and on scans that grow with history. This subclass keeps fcop's code
+for every rule and replaces only *how* it reaches the files:
+
+* ``_check`` (manifest unchanged, certified local filesystem, complete layout,
+  one device) is fcop's full check once per process; afterwards a call compares
+  the manifest *bytes* with the bound ones and ``lstat``\\ s the layout (no
+  symlink, a directory, the same device). Any difference falls back to fcop's
+  full check, which raises exactly what fcop raises.
+* ``_paths`` (where an id lives) is one ``lstat`` per candidate instead of
+  fcop's ``safe_path`` walk; a symlink is refused with fcop's error.
+* ``_resolve`` parses through :class:`EnvelopeMemo`: fcop's own pure-Python
+  parser, memoized by the SHA-256 of the bytes (a parse is a function of the
+  bytes, so a hit is exactly what fcop would have parsed).
+
+Everything else (schemas, relations, identity, digests, publication, locks,
+receipts) is fcop's. The history scans live in the writer modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import stat
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]
+from fcop.errors import V4ProtocolError
+from fcop.v4.creation import _Creation
+from fcop.v4.encoding import BUCKETS, ID_RE, STAGES, _mapping, _parse_envelope_bytes, strict_text
+
+from baton.coordination.lifecycle._fcop import fail
+
+__all__ = ["EnvelopeMemo", "Workspace", "emitted_frontmatter", "frontmatter_roundtrips"]
+
+_LAYOUT: tuple[str, ...] = (
+    "fcop",
+    "fcop/_lifecycle",
+    *(f"fcop/_lifecycle/{stage}" for stage in STAGES),
+    *(f"fcop/{bucket}" for bucket in BUCKETS.values()),
+    "fcop/operations",
+    "fcop/cold",
+)
+"""Every directory fcop's ``_check`` verifies, parents first."""
+
+
+class _CUniqueLoader(yaml.CSafeLoader):  # type: ignore[misc]
+    """libyaml's parser with fcop's duplicate-key-rejecting mapping constructor."""
+
+
+_CUniqueLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def emitted_frontmatter(data: bytes) -> dict[str, Any] | None:
+    """libyaml's parse of frontmatter PyYAML's emitter produced (None if it does not parse)."""
+    try:
+        text = strict_text(data)
+        parsed = yaml.load(text.split("---\n", 2)[1], Loader=_CUniqueLoader)  # noqa: S506
+    except (V4ProtocolError, yaml.YAMLError, IndexError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def frontmatter_roundtrips(data: bytes, fields: Mapping[str, Any]) -> bool:
+    """Whether ``data``'s frontmatter parses (with libyaml) back to exactly ``fields``.
+
+    Only used on bytes baton just produced with PyYAML's own emitter (fcop's
+    ``yaml.safe_dump``): on emitter output the C and pure parsers agree (a
+    property test holds them to it), so this is fcop's round-trip check at a
+    tenth of the cost. Untrusted files are never parsed this way: libyaml
+    accepts inputs PyYAML's pure scanner rejects.
+    """
+    parsed = emitted_frontmatter(data)
+    return parsed is not None and parsed == dict(fields)
+
+
+class EnvelopeMemo:
+    """fcop's envelope parse and validation, memoized by the SHA-256 of the bytes.
+
+    Parsing is a pure function of the bytes, and ``_Creation._validate`` a pure
+    function of the parsed fields and the file's stem (the workspace id is
+    fixed per binding), so a hit is exactly what fcop would have computed.
+    Callers get a deep copy because fcop mutates parsed fields (``_relations``
+    normalizes ``references``). Bounded LRU; thread-safe.
+    """
+
+    def __init__(self, capacity: int = 2048) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[bytes, tuple[dict[str, Any], set[str]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.misses = 0
+
+    def _get(self, key: bytes) -> tuple[dict[str, Any], set[str]] | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def _put(self, key: bytes, fields: dict[str, Any], stems: set[str]) -> None:
+        with self._lock:
+            self._items[key] = (copy.deepcopy(fields), stems)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+    def parse(self, data: bytes) -> dict[str, Any]:
+        """``fcop.v4.encoding._parse_envelope_bytes(data)`` (fcop's pure-Python parser)."""
+        key = hashlib.sha256(data).digest()
+        hit = self._get(key)
+        if hit is not None:
+            return copy.deepcopy(hit[0])
+        fields = _parse_envelope_bytes(data)  # raises fcop's INVALID_ENVELOPE
+        self.misses += 1
+        self._put(key, fields, set())
+        return fields
+
+    def validated(
+        self, data: bytes, stem: str, validate: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The parse of ``data``, passed through ``validate`` once per (bytes, stem)."""
+        key = hashlib.sha256(data).digest()
+        hit = self._get(key)
+        if hit is not None and stem in hit[1]:
+            return copy.deepcopy(hit[0])
+        fields = validate(self.parse(data))
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is not None:
+                entry[1].add(stem)
+        return fields
+
+    def seed(self, data: bytes, fields: dict[str, Any], stem: str) -> None:
+        """Record bytes baton just emitted and checked (see :func:`frontmatter_roundtrips`)."""
+        self._put(hashlib.sha256(data).digest(), fields, {stem})
+
+
+_DERIVED_TASK_ID: ContextVar[str | None] = ContextVar("baton_derived_task_id", default=None)
+
+
+class Workspace(_Creation):
+    """One bound FCoP 4.0 workspace: fcop's Core with the fast primitives above.
+
+    Build it with :meth:`open`; share it across threads like ``fcop.Project``.
+    """
+
+    manifest_bytes: bytes
+    device: int
+
+    @classmethod
+    def open(
+        cls,
+        root: Path,
+        *,
+        trusted_profiles: Mapping[str, Callable[..., str]] | None = None,
+        memo: EnvelopeMemo | None = None,
+    ) -> Workspace:
+        """Bind ``root`` as fcop does (``open_if_declared``), then run fcop's full check once."""
+        root = Path(root).resolve()
+        base = _Creation.open_if_declared(root, trusted_profiles=trusted_profiles)
+        if base is None or base.invalid:
+            raise fail(
+                "UNSUPPORTED_WORKSPACE_VERSION",
+                "A canonical 4.0 workspace is required",
+                operation="workspace_binding",
+            )
+        ws = cls(root, base.manifest, trusted_profiles=trusted_profiles)
+        ws.memo = memo or EnvelopeMemo()
+        _Creation._check(ws)
+        ws.manifest_bytes = (root / "fcop" / "fcop.json").read_bytes()
+        ws.device = os.lstat(root / "fcop" / "fcop.json").st_dev
+        return ws
+
+    memo: EnvelopeMemo
+
+    # ----------------------------------------------------------- fast checks
+
+    def _check(self, workspace_id: str | None = None) -> None:
+        if not self._layout_unchanged():
+            super()._check(workspace_id)  # raises what fcop raises, or passes: rebind
+            self.manifest_bytes = (self.root / "fcop" / "fcop.json").read_bytes()
+            self.device = os.lstat(self.root / "fcop" / "fcop.json").st_dev
+            return
+        if workspace_id is not None and workspace_id != self.manifest["workspace_id"]:
+            raise fail(
+                "WORKSPACE_ID_MISMATCH",
+                "Request workspace identity mismatch",
+                operation="workspace_binding",
+            )
+
+    def _layout_unchanged(self) -> bool:
+        """The manifest holds the bound bytes and every layout directory is intact."""
+        try:
+            for relative in ("", *_LAYOUT):
+                info = os.lstat(self.root / relative)
+                if not stat.S_ISDIR(info.st_mode) or info.st_dev != self.device:
+                    return False
+            manifest = self.root / "fcop" / "fcop.json"
+            info = os.lstat(manifest)
+            if not stat.S_ISREG(info.st_mode) or info.st_dev != self.device:
+                return False
+            return manifest.read_bytes() == self.manifest_bytes
+        except OSError:
+            return False
+
+    def _paths(self, envelope_id: str) -> list[Path]:
+        if not isinstance(envelope_id, str) or not ID_RE.fullmatch(envelope_id):
+            raise fail(
+                "RELATION_INVALID", "Invalid typed envelope reference", subject=str(envelope_id)
+            )
+        kind = envelope_id.split("-", 1)[0]
+        folders = [f"_lifecycle/{s}" for s in STAGES] if kind == "TASK" else [BUCKETS[kind]]
+        found = []
+        for folder in folders:
+            path = self.root / "fcop" / folder / f"{envelope_id}.md"
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                raise fail(
+                    "INVALID_ENVELOPE",
+                    "Symlink/junction in workspace path",
+                    subject=f"fcop/{folder}/{envelope_id}.md",
+                )
+            found.append(path)
+        return found
+
+    def read_validated(self, path: Path) -> tuple[bytes, dict[str, Any]]:
+        """The bytes at ``path`` and ``_validate(parse_envelope(path), path)``, memoized."""
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise fail("INVALID_ENVELOPE", "Unreadable envelope", subject=str(path)) from exc
+        fields = self.memo.validated(data, path.stem, lambda parsed: self._validate(parsed, path))
+        return data, fields
+
+    def remember(self, path: Path, data: bytes) -> None:
+        """Seed the memo with an envelope baton just published (fcop's emitter output)."""
+        fields = emitted_frontmatter(data)
+        if fields is not None:
+            self.memo.seed(data, fields, path.stem)
+
+    def _resolve(
+        self, envelope_id: str, *, seen: frozenset[str] = frozenset()
+    ) -> tuple[Path, dict[str, Any]]:
+        path, _, fields = self.resolve_bytes(envelope_id, seen=seen)
+        return path, fields
+
+    def resolve_bytes(
+        self, envelope_id: str, *, seen: frozenset[str] = frozenset()
+    ) -> tuple[Path, bytes, dict[str, Any]]:
+        """fcop's ``_resolve`` (exactly one path, valid, strong relations), plus the bytes read."""
+        paths = self._paths(envelope_id)
+        if len(paths) != 1:
+            raise fail(
+                "STATE_AMBIGUOUS" if len(paths) > 1 else "RELATION_INVALID",
+                "Reference must resolve to exactly one envelope",
+                subject=envelope_id,
+            )
+        path = paths[0]
+        data, fields = self.read_validated(path)
+        if envelope_id in seen:
+            raise fail("RELATION_INVALID", "Cyclic strong relation", subject=envelope_id)
+        for key in ("parent", "branch_of"):
+            target = fields.get(key)
+            if target is not None:
+                self._strong_task(target, seen=seen | {envelope_id})
+        return path, data, fields
+
+    def family_root(self, task_id: str) -> str:
+        """fcop's ``family_root_for`` (which Root's family lock guards this TASK)."""
+        paths = self._paths(task_id)
+        if not paths:
+            raise fail("RELATION_INVALID", "TASK does not exist", subject=task_id)
+        roots: set[str] = set()
+        for path in paths:
+            _, fields = self.read_validated(path)
+            root = fields.get("branch_of") or task_id
+            if not isinstance(root, str) or not root.startswith("TASK-"):
+                raise fail("RELATION_INVALID", "Invalid Branch Root", subject=task_id)
+            roots.add(root)
+        if len(roots) != 1:
+            raise fail("RECOVERY_REQUIRED", "TASK copies disagree on family identity")
+        return roots.pop()
+
+    crash_hook: Callable[[str, str], None] | None = None
+    """Tests only: called at every durable boundary (``operation``, ``stage``) to kill the process."""
+
+    def boundary(self, operation: str, stage: str) -> None:
+        """A durable boundary: fcop's fault plan (``inject_fault``) and the test crash hook."""
+        if operation == "transition":
+            self._trigger_fault("transition", stage)
+        if self.crash_hook is not None:
+            self.crash_hook(operation, stage)
+
+    # ------------------------------------------------------ creation hooks
+
+    def create_task(self, **kwargs: Any) -> dict[str, Any]:
+        """fcop's ``create_task`` (plan, branch lock, commit) with a derived TASK id."""
+        from baton.coordination.lifecycle.create import derived_task_id, operation_key
+
+        workspace_id, operation_id = kwargs.get("workspace_id"), kwargs.get("operation_id")
+        if not isinstance(workspace_id, str) or not isinstance(operation_id, str):
+            return dict(super().create_task(**kwargs))  # fcop refuses the request
+        token = _DERIVED_TASK_ID.set(derived_task_id(operation_key(workspace_id, operation_id)))
+        try:
+            return dict(super().create_task(**kwargs))
+        finally:
+            _DERIVED_TASK_ID.reset(token)
+
+    def _common(self, kind: str, sender: str, recipient: str) -> dict[str, Any]:
+        fields: dict[str, Any] = super()._common(kind, sender, recipient)
+        derived = _DERIVED_TASK_ID.get()
+        if kind == "TASK" and derived is not None:
+            fields["task_id"] = derived  # same key order, fcop's value shape
+        return fields
+
+    def _commit_create_operation(self, plan: dict[str, Any]) -> dict[str, Any]:
+        from baton.coordination.lifecycle.create import commit
+
+        return commit(self, plan)

@@ -1,0 +1,46 @@
+"""The fcop 4.0.5 internals the lifecycle writer is built from, imported in one place.
+
+The writer composes fcop's own encoding, publication, lock and receipt
+primitives (``fcop.v4.*``) instead of re-implementing them, so what it writes
+is what fcop writes; those modules are private, so this is the one file a new
+``fcop`` release has to get past. :func:`supported` gates on the exact pinned
+version: with any other version the writer is unavailable and the port keeps
+calling ``fcop.Project`` (always correct, only slower).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+__all__ = ["PINNED", "supported"]
+
+PINNED = "4.0.5"
+
+
+def supported() -> bool:
+    """Whether the installed ``fcop`` is the release the writer was proven against."""
+    try:
+        from fcop import __version__
+    except ImportError:  # pragma: no cover - fcop is a hard dependency
+        return False
+    return bool(__version__ == PINNED)
+
+
+def prime() -> None:
+    """Build fcop's schema validators once, its jsonschema deprecation warning muted."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from fcop.v4 import schema
+
+        schema._validators()
+
+
+def fail(
+    code: str, message: str, *, operation: str | None = None, subject: str | None = None
+) -> Any:
+    """fcop's own error (``V4ProtocolError`` with a frozen code), for identical mapping."""
+    from fcop.errors import _V4Code
+    from fcop.v4.encoding import fail as fcop_fail
+
+    return fcop_fail(_V4Code(code), message, operation=operation, subject=subject)

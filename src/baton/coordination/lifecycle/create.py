@@ -1,0 +1,202 @@
+"""T1 (``create_task``) in O(1): fcop's planning, a commit that never scans history.
+
+fcop 4.0.5 plans a create in constant time and then, under the operation's key
+lock, reads every JSON fact in ``fcop/operations/`` and parses every TASK in
+every stage, looking for a TASK that an interrupted create published without
+its operation fact. That search is what makes T1 O(n).
+
+baton keeps the plan (``_Creation._plan_create``: request rules, normalization,
+relations, the request digest, the envelope bytes, the fact, each checked by
+fcop's schemas) and the commit order (TASK first, then its fact, each with
+fcop's fsynced no-overwrite ``publish``, under fcop's key lock), and makes the
+search constant: the TASK id is *derived* from the operation key instead of
+drawn at random, so "did an interrupted create of this operation publish its
+TASK?" is five ``lstat`` calls. The id has fcop's shape (``TASK-`` + 32 hex).
+
+Outcomes, as fcop's:
+
+* the fact exists: the same request gets the TASK back (``existing``), a
+  different one ``OPERATION_ID_CONFLICT``, damage ``RECOVERY_REQUIRED``;
+* no fact, no TASK: publish both;
+* no fact, the TASK at the derived id still in the inbox, carrying this
+  operation's id and request digest: the earlier create crashed between its
+  two publications. fcop would refuse (``RECOVERY_REQUIRED``) forever; baton
+  publishes the missing fact, exactly the one that create would have written
+  (its content digest is of the TASK's unchanged bytes), and answers
+  ``existing``. Any other TASK there is ``RECOVERY_REQUIRED``.
+
+Not carried over: fcop's search for *copies* of a fact under non-canonical
+names and for a leftover temporary of the fact (both scans of
+``fcop/operations/``); neither can come from fcop's or baton's own writes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from fcop.errors import V4ProtocolError
+from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, publish, read_json
+from fcop.v4.schema import _validate
+
+from baton.coordination.lifecycle._core import Workspace
+from baton.coordination.lifecycle._fcop import fail
+
+__all__ = ["derived_task_id", "operation_key"]
+
+
+def operation_key(workspace_id: str, operation_id: str) -> str:
+    """fcop's create key: the SHA-256 of the canonical (workspace, kind, operation id)."""
+    return str(
+        digest(
+            canonical(
+                {
+                    "workspace_id": workspace_id,
+                    "operation_kind": "create_task",
+                    "operation_id": operation_id,
+                }
+            )
+        )
+    )
+
+
+def derived_task_id(key: str) -> str:
+    """The TASK id baton gives the create with operation key ``key``."""
+    value = digest(canonical({"contract": "baton-derived-task-id-v1", "key": key}))
+    return f"TASK-{value[:32]}"
+
+
+def _no_symlink(path: Path) -> None:
+    if path.is_symlink():
+        raise fail(
+            "INVALID_ENVELOPE",
+            "Symlink/junction in workspace path",
+            subject=path.as_posix(),
+        )
+
+
+def commit(ws: Workspace, plan: dict[str, Any]) -> dict[str, Any]:
+    """The durable half of T1 under fcop's key lock (``_commit_create_operation``)."""
+    planned = plan["fact"]
+    key = planned["key"]
+    task_id = planned["task_id"]
+    if task_id != derived_task_id(key):
+        raise fail("INVALID_ENVELOPE", "Create plan without a derived TASK identity")
+    operations = ws.root / "fcop" / "operations"
+    fact_path = operations / f"create-{key}.json"
+    lock_path = operations / f"create-{key}.lock"
+    _no_symlink(fact_path)
+    _no_symlink(lock_path)
+    with operation_lock(lock_path):
+        ws._check(planned["workspace_id"])
+        if os.path.lexists(fact_path):
+            return _replay(ws, plan, fact_path)
+        paths = ws._paths(task_id)
+        if paths:
+            return _complete(ws, plan, paths, fact_path)
+        task_path = ws.root / planned["path"]
+        publish(task_path, plan["data"])
+        ws.remember(task_path, plan["data"])
+        ws.boundary("create", "TASK_PUBLISHED")
+        publish(fact_path, canonical(planned) + b"\n")
+        ws.boundary("create", "COMMITTED")
+        return _result(planned, task_path, plan, existing=False)
+
+
+def _result(
+    fact: dict[str, Any], path: Path, plan: dict[str, Any], *, existing: bool
+) -> dict[str, Any]:
+    return {
+        "task_id": fact["task_id"],
+        "path": str(path),
+        "digest": plan["fact"]["digest"],
+        "existing": existing,
+        "warnings": plan["warnings"],
+    }
+
+
+def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, Any]:
+    """fcop's answer to a known operation: the TASK back, a conflict, or damage."""
+    planned = plan["fact"]
+    opid = planned["operation_id"]
+    try:
+        fact = read_json(fact_path)
+    except V4ProtocolError as exc:
+        raise fail("RECOVERY_REQUIRED", "Unreadable operation fact", operation=opid) from exc
+    _validate("create-operation", fact, code=_code("RECOVERY_REQUIRED"))
+    if (
+        fact.get("key") != planned["key"]
+        or fact.get("operation_id") != opid
+        or fact.get("workspace_id") != planned["workspace_id"]
+        or fact.get("operation_kind") != "create_task"
+    ):
+        raise fail("RECOVERY_REQUIRED", "Operation identity damaged", operation=opid)
+    if fact.get("digest") != planned["digest"]:
+        raise fail(
+            "OPERATION_ID_CONFLICT",
+            "Operation key already has a different digest",
+            operation=opid,
+        )
+    try:
+        relative = fact["path"]
+        if (
+            not isinstance(relative, str)
+            or "\\" in relative
+            or any(part in {"", ".", ".."} for part in relative.split("/"))
+            or relative != f"fcop/_lifecycle/inbox/{fact['task_id']}.md"
+        ):
+            raise fail("RECOVERY_REQUIRED", "Noncanonical operation path")
+        initial_path = ws.root / relative
+        path, data, fields = ws.resolve_bytes(fact["task_id"])
+        valid = (
+            path == initial_path
+            and digest(data) == fact["content_digest"]
+            and fields.get("operation_id") == opid
+            and fields.get("normalized_request_digest") == planned["digest"]
+            and fields.get("operation_kind") == "create_task"
+        )
+    except (KeyError, V4ProtocolError) as exc:
+        raise fail("RECOVERY_REQUIRED", "Operation result is unprovable", operation=opid) from exc
+    if not valid:
+        raise fail(
+            "RECOVERY_REQUIRED", "Operation result differs from durable fact", operation=opid
+        )
+    return _result(fact, path, plan, existing=True)
+
+
+def _complete(
+    ws: Workspace, plan: dict[str, Any], paths: list[Path], fact_path: Path
+) -> dict[str, Any]:
+    """A TASK at the derived id without its fact: finish that create, or refuse."""
+    planned = plan["fact"]
+    opid = planned["operation_id"]
+    inbox = ws.root / planned["path"]
+    orphan = RuntimeError("not the interrupted create of this operation")
+    try:
+        if paths != [inbox]:
+            raise orphan
+        path, data, fields = ws.resolve_bytes(planned["task_id"])
+        if (
+            path != inbox
+            or fields.get("operation_id") != opid
+            or fields.get("operation_kind") != "create_task"
+            or fields.get("normalized_request_digest") != planned["digest"]
+        ):
+            raise orphan
+    except (RuntimeError, V4ProtocolError) as exc:
+        raise fail(
+            "RECOVERY_REQUIRED",
+            "TASK exists without its durable operation fact",
+            operation=opid,
+        ) from exc
+    fact = {**planned, "content_digest": digest(data)}
+    _validate("create-operation", parse_json(canonical(fact)))
+    publish(fact_path, canonical(fact) + b"\n")
+    return _result(fact, path, plan, existing=True)
+
+
+def _code(name: str) -> Any:
+    from fcop.errors import _V4Code
+
+    return _V4Code(name)
