@@ -9,7 +9,7 @@ keeps its mapping. Cost is constant in the number of settled tasks:
 * :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
 * :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
 * :meth:`Lifecycle.inspect` — where one TASK is and how its claim stands;
-* :meth:`Lifecycle.recover` — fcop's ``recover_operation`` on baton's claim receipt.
+* :meth:`Lifecycle.recover` — settle a crashed create or claim (fcop's ``recover_operation``).
 
 fcop stays the authority: every workspace this writes passes
 ``fcop.workspace.validate_workspace`` and the stock tools (``fcop validate``,
@@ -49,10 +49,21 @@ class TaskState:
     claim_state: str | None = None
     """fcop's classification of it (``fcop.v4.receipts.classify``): NOT_COMMITTED,
     RECOVERABLE_DUPLICATE, COMMITTED, DIVERGENT_DUPLICATE or INDETERMINATE."""
+    temporaries: tuple[str, ...] = ()
+    """fcop ``publish`` temporaries of this TASK left in ``inbox/`` or ``active/`` by a crash."""
 
     @property
     def two_stage(self) -> bool:
         return len(self.stages) > 1
+
+    @property
+    def needs_recovery(self) -> bool:
+        """A crash left something :meth:`Lifecycle.recover` settles."""
+        return (
+            self.two_stage
+            or bool(self.temporaries)
+            or (self.claim_stage is not None and self.claim_stage != "COMMITTED")
+        )
 
 
 class Lifecycle:
@@ -131,7 +142,7 @@ class Lifecycle:
         return inspect(self._ws, task_id)
 
     def recover(self, task_id: str) -> dict[str, Any]:
-        """fcop's ``recover_operation`` on baton's claim receipt of ``task_id``."""
+        """Settle what a crash left for ``task_id`` (see :func:`.inspect.recover`)."""
         from baton.coordination.lifecycle.inspect import recover
 
         return recover(self._ws, task_id)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import re
 import stat
 import threading
 from collections import OrderedDict
@@ -241,6 +242,31 @@ class Workspace(_Creation):
             raise fail("INVALID_ENVELOPE", "Unreadable envelope", subject=str(path)) from exc
         fields = self.memo.validated(data, path.stem, lambda parsed: self._validate(parsed, path))
         return data, fields
+
+    def sweep_temporaries(self, stage: str, task_id: str) -> list[str]:
+        """Remove fcop ``publish`` temporaries of ``task_id`` a crash left in ``stage``.
+
+        Call only holding the lock that guards publication of ``task_id`` into
+        ``stage`` (the create key lock for the inbox, the family lock for
+        ``active/``), after the operation's authoritative state is settled.
+        One listing of ``stage`` (live work: ``inbox/`` or ``active/``).
+        """
+        removed = []
+        for path in self.temporaries(stage, task_id):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(path.relative_to(self.root).as_posix())
+        if removed:
+            from fcop.v4.encoding import sync_directory
+
+            sync_directory(self.root / "fcop" / "_lifecycle" / stage)
+        return removed
+
+    def temporaries(self, stage: str, task_id: str) -> list[Path]:
+        """fcop ``publish`` temporaries of ``task_id`` in one stage (``mkstemp``'s names)."""
+        pattern = re.compile(re.escape(f".fcop-create-{task_id}-") + r"[a-z0-9_]{8}\.tmp\Z")
+        with os.scandir(self.root / "fcop" / "_lifecycle" / stage) as entries:
+            return sorted(Path(e.path) for e in entries if pattern.match(e.name))
 
     def remember(self, path: Path, data: bytes) -> None:
         """Seed the memo with an envelope baton just published (fcop's emitter output)."""

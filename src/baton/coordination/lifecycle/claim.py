@@ -111,6 +111,40 @@ def _own_receipt(ws: Workspace, path: Path, task_id: str) -> dict[str, Any] | No
     return dict(value)
 
 
+def promote_published(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict[str, Any]:
+    """The one crash window fcop calls INDETERMINATE that its own evidence settles.
+
+    A move that died after linking its target and before recording
+    TARGET_DURABLE leaves a PREPARED receipt with *both* copies present. fcop's
+    ``classify`` refuses it (the stage does not prove the link durable) and
+    every reader then sees STATE_AMBIGUOUS forever. But both copies match the
+    receipt's digests, and the target's digest covers the new transition event
+    (a fresh attempt UUID and time), so the target is this operation's
+    complete output (``publish`` fsyncs before linking). baton makes the link
+    durable (directory fsync) and records TARGET_DURABLE with fcop's
+    ``set_stage``; fcop's own RECOVERABLE_DUPLICATE recovery then finishes it.
+    Anything else is returned unchanged.
+    """
+    from fcop.v4.encoding import sync_directory
+    from fcop.v4.receipts import set_stage
+
+    if receipt["stage"] != "PREPARED":
+        return receipt
+    source = ws.root / receipt["source_path"]
+    target = ws.root / receipt["target_path"]
+    try:
+        both = (
+            digest(source.read_bytes()) == receipt["source_digest"]
+            and digest(target.read_bytes()) == receipt["target_digest"]
+        )
+    except OSError:
+        return receipt
+    if not both:
+        return receipt
+    sync_directory(target.parent)
+    return dict(set_stage(ws.root, path, receipt, "TARGET_DURABLE"))
+
+
 def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[str, Any]:
     lifecycle = CoreLifecycle(ws)
     request = {
@@ -131,8 +165,10 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
                 "T2/T3 are not externally replayable operations",
                 subject=task_id,
             )
+        existing = promote_published(ws, path, existing)
         result: dict[str, Any] = lifecycle._recover(path, existing, existing=True)
         ws._returned_unprotected_operations.add(operation_id)
+        ws.sweep_temporaries("active", task_id)
         return result
 
     lifecycle_dir = ws.root / "fcop" / "_lifecycle"
@@ -197,6 +233,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     ws.boundary("transition", "PREPARED")
     result = _finish(ws, published, receipt, source, target, source_bytes, target_bytes, updated)
     ws._returned_unprotected_operations.add(operation_id)
+    ws.sweep_temporaries("active", task_id)
     return result
 
 

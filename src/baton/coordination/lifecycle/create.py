@@ -101,6 +101,7 @@ def commit(ws: Workspace, plan: dict[str, Any]) -> dict[str, Any]:
         ws.boundary("create", "TASK_PUBLISHED")
         publish(fact_path, canonical(planned) + b"\n")
         ws.boundary("create", "COMMITTED")
+        ws.sweep_temporaries("inbox", task_id)
         return _result(planned, task_path, plan, existing=False)
 
 
@@ -162,6 +163,7 @@ def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, A
         raise fail(
             "RECOVERY_REQUIRED", "Operation result differs from durable fact", operation=opid
         )
+    ws.sweep_temporaries("inbox", fact["task_id"])
     return _result(fact, path, plan, existing=True)
 
 
@@ -193,6 +195,7 @@ def _complete(
     fact = {**planned, "content_digest": digest(data)}
     _validate("create-operation", parse_json(canonical(fact)))
     publish(fact_path, canonical(fact) + b"\n")
+    ws.sweep_temporaries("inbox", fact["task_id"])
     return _result(fact, path, plan, existing=True)
 
 

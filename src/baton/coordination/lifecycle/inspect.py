@@ -1,71 +1,222 @@
-"""One TASK's location and baton's claim of it, in O(1); recovery through fcop's own API.
+"""One TASK's crash state, found without scanning history, and its recovery.
 
-A crash inside a claim leaves one of fcop's five receipt states. Because
-baton's claim receipt has a derived name (:mod:`.claim`), the state of a
-TASK's claim is found without scanning ``fcop/operations/``: :func:`inspect`
-reports it, :func:`recover` hands that receipt to fcop's
-``recover_operation`` under the family lock (fcop's recovery takes none, and a
-live claim between its TARGET_DURABLE and COMMITTED steps must not be raced).
+A crash inside a create or a claim leaves one of a few states, each of which
+fcop's own protocol already defines:
+
+* a claim receipt short of COMMITTED (fcop's five-state classification:
+  NOT_COMMITTED, RECOVERABLE_DUPLICATE, COMMITTED, DIVERGENT_DUPLICATE,
+  INDETERMINATE); baton's receipt has a derived name (:mod:`.claim`), so it is
+  found with one ``lstat``;
+* a created TASK without its operation fact (:mod:`.create`);
+* a temporary ``.fcop-create-<TASK id>-*.tmp`` that fcop's ``publish`` keeps
+  "as recovery evidence" when it dies between writing and linking; fcop's
+  ``validate_workspace`` reports it as an unexpected bucket entry.
+
+:func:`inspect` reports them (reads only); :func:`recover` settles them, under
+the TASK's family lock (fcop's ``recover_operation`` takes none, and a live
+claim between its TARGET_DURABLE and COMMITTED steps must not be raced):
+receipts go to fcop's ``recover_operation``, a missing fact is published as
+:mod:`.create` would, and temporaries of a TASK whose move is settled are
+removed. The rule is written down in ``docs/lifecycle.md``.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from fcop.errors import V4ProtocolError
+from fcop.v4.encoding import operation_lock, parse_json, read_json
 from fcop.v4.linearization import family_boundary
-from fcop.v4.receipts import classify
+from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
 from baton.coordination.lifecycle import TaskState
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail
-from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path
+from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
 
 __all__ = ["inspect", "recover"]
 
+_TEMP_STAGES = ("inbox", "active")
+"""Where T1 (inbox) and T2 (active) publish a TASK, so where their temporaries can be."""
 
-def inspect(ws: Workspace, task_id: str) -> TaskState:
-    """Stages holding ``task_id`` and, if baton claimed it, that receipt's classification."""
-    ws._check()
+
+def _task_id(task_id: str) -> str:
     if not isinstance(task_id, str) or not task_id.startswith("TASK-"):
         raise fail("INVALID_ENVELOPE", "Expected TASK ID", subject=str(task_id))
+    return task_id
+
+
+def temporaries(ws: Workspace, task_id: str) -> list[Path]:
+    """fcop ``publish`` temporaries of ``task_id`` in the stages T1 and T2 publish into.
+
+    O(entries of ``inbox/`` and ``active/``): live work, not history.
+    """
+    return [path for stage in _TEMP_STAGES for path in ws.temporaries(stage, task_id)]
+
+
+def _claim_state(ws: Workspace, receipt: dict[str, Any]) -> str:
+    # inspect_workspace's rule: a COMMITTED receipt stays COMMITTED after later moves.
+    if receipt["stage"] == "COMMITTED":
+        return "COMMITTED"
+    return str(classify(ws.root, receipt))
+
+
+def inspect(ws: Workspace, task_id: str) -> TaskState:
+    """Stages holding ``task_id``, baton's claim of it, leftover temporaries (reads only)."""
+    ws._check()
+    task_id = _task_id(task_id)
     stages = tuple(path.parent.name for path in ws._paths(task_id))
+    temps = tuple(p.relative_to(ws.root).as_posix() for p in temporaries(ws, task_id))
     path = claim_receipt_path(ws, task_id)
     receipt = _own_receipt(ws, path, task_id)
     if receipt is None:
-        return TaskState(task_id=task_id, stages=stages, claim_receipt=None)
-    # inspect_workspace's rule: a COMMITTED receipt stays COMMITTED after later moves.
-    state = "COMMITTED" if receipt["stage"] == "COMMITTED" else classify(ws.root, receipt)
+        return TaskState(task_id=task_id, stages=stages, claim_receipt=None, temporaries=temps)
     return TaskState(
         task_id=task_id,
         stages=stages,
         claim_receipt=path.relative_to(ws.root).as_posix(),
         claim_stage=str(receipt["stage"]),
-        claim_state=str(state),
+        claim_state=_claim_state(ws, receipt),
+        temporaries=temps,
     )
 
 
-def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
-    """fcop's ``recover_operation`` for baton's claim of ``task_id`` (its result dict).
+def _foreign_receipts(ws: Workspace, task_id: str) -> list[tuple[Path, dict[str, Any]]]:
+    """Other clients' unfinished receipts of ``task_id``: a scan of ``fcop/operations``.
 
-    RECOVERABLE_DUPLICATE (both copies, TARGET_DURABLE) removes the inbox copy;
-    COMMITTED completes the receipt; NOT_COMMITTED (PREPARED, only the inbox
-    copy) changes nothing: the TASK is still claimable and the next claim by
-    the same actor finishes that receipt. DIVERGENT_DUPLICATE and INDETERMINATE
-    carry ``error_code`` RECOVERY_REQUIRED and change nothing.
+    The only O(history) step here, taken only when a TASK is in two stages and
+    baton holds no receipt for it (a stock fcop client's move was interrupted).
+    """
+    found = []
+    own = claim_receipt_path(ws, task_id)
+    with os.scandir(ws.root / "fcop" / "operations") as entries:
+        names = sorted(e.name for e in entries if e.name.startswith("transition-"))
+    for name in names:
+        path = ws.root / "fcop" / "operations" / name
+        if path == own or not name.endswith(".json"):
+            continue
+        try:
+            value = read_json(path)
+            if value.get("contract") != RECEIPT_CONTRACT or value.get("task_id") != task_id:
+                continue
+            value = validate_receipt(ws.root, path, value)
+        except V4ProtocolError:
+            continue  # damaged receipts are fcop's to report (inspect_workspace), not ours
+        if value["stage"] != "COMMITTED" and value["workspace_id"] == ws.manifest["workspace_id"]:
+            found.append((path, dict(value)))
+    return found
+
+
+def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict[str, Any]:
+    receipt = promote_published(ws, path, receipt)
+    result: dict[str, Any] = ws.recover_operation(
+        operation_id=receipt["operation_id"],
+        source_path=receipt["source_path"],
+        target_path=receipt["target_path"],
+        receipt_path=path.relative_to(ws.root).as_posix(),
+    )
+    return result
+
+
+def _complete_fact(ws: Workspace, task_id: str) -> str | None:
+    """Publish the operation fact of a baton create that died before writing it."""
+    from fcop.v4.encoding import canonical, digest, publish
+    from fcop.v4.schema import _validate
+
+    from baton.coordination.lifecycle.create import derived_task_id, operation_key
+
+    inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
+    if ws._paths(task_id) != [inbox]:
+        return None
+    data, fields = ws.read_validated(inbox)
+    opid = fields.get("operation_id")
+    request_digest = fields.get("normalized_request_digest")
+    if (
+        not isinstance(opid, str)
+        or not isinstance(request_digest, str)
+        or fields.get("operation_kind") != "create_task"
+    ):
+        return None
+    key = operation_key(ws.manifest["workspace_id"], opid)
+    if derived_task_id(key) != task_id:
+        return None  # not created by baton: fcop's own rule (RECOVERY_REQUIRED on replay) stands
+    operations = ws.root / "fcop" / "operations"
+    fact_path = operations / f"create-{key}.json"
+    with operation_lock(operations / f"create-{key}.lock"):
+        if os.path.lexists(fact_path):
+            return "COMMITTED"
+        fact = {
+            "contract": "fcop-create-task-v1",
+            "key": key,
+            "workspace_id": ws.manifest["workspace_id"],
+            "operation_kind": "create_task",
+            "operation_id": opid,
+            "task_id": task_id,
+            "path": inbox.relative_to(ws.root).as_posix(),
+            "digest": request_digest,
+            "content_digest": digest(data),
+        }
+        _validate("create-operation", parse_json(canonical(fact)))
+        publish(fact_path, canonical(fact) + b"\n")
+    return "COMPLETED"
+
+
+def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
+    """Settle what an interrupted create or claim of ``task_id`` left (see the module doc).
+
+    Returns ``{"task_id", "claim", "foreign", "create", "removed"}``: fcop's
+    ``recover_operation`` result for baton's claim receipt (or None), the same
+    for other clients' unfinished receipts (scanned only when the TASK is in two
+    stages without a baton receipt), the create's fact (``COMMITTED``,
+    ``COMPLETED`` or None) and the temporaries removed. Nothing that fcop
+    classifies DIVERGENT_DUPLICATE or INDETERMINATE is changed.
     """
     ws._check()
-    path = claim_receipt_path(ws, task_id)
-    if not os.path.lexists(path):
-        raise fail("RECOVERY_REQUIRED", "No baton claim receipt for this TASK", subject=task_id)
+    task_id = _task_id(task_id)
     root_id = ws.family_root(task_id)
+    out: dict[str, Any] = {
+        "task_id": task_id,
+        "claim": None,
+        "foreign": [],
+        "create": None,
+        "removed": [],
+    }
     with family_boundary(ws.root, ws.manifest["workspace_id"], root_id):
+        ws._check()
+        path = claim_receipt_path(ws, task_id)
         receipt = _own_receipt(ws, path, task_id)
-        assert receipt is not None
-        result: dict[str, Any] = ws.recover_operation(
-            operation_id=receipt["operation_id"],
-            source_path=receipt["source_path"],
-            target_path=receipt["target_path"],
-            receipt_path=path.relative_to(ws.root).as_posix(),
+        if receipt is not None:
+            out["claim"] = (
+                {"classification": "COMMITTED", "task_id": task_id}
+                if receipt["stage"] == "COMMITTED"
+                else _recover_receipt(ws, path, receipt)
+            )
+        elif len(ws._paths(task_id)) > 1:
+            out["foreign"] = [_recover_receipt(ws, p, r) for p, r in _foreign_receipts(ws, task_id)]
+        out["create"] = _complete_fact(ws, task_id)
+        settled = len(ws._paths(task_id)) == 1 and all(
+            r.get("classification") in {"COMMITTED", "NOT_COMMITTED", "RECOVERABLE_DUPLICATE"}
+            for r in [out["claim"] or {"classification": "COMMITTED"}, *out["foreign"]]
         )
-    return result
+        if settled:
+            out["removed"] += ws.sweep_temporaries("active", task_id)
+            out["removed"] += _sweep_inbox(ws, task_id)
+    return out
+
+
+def _sweep_inbox(ws: Workspace, task_id: str) -> list[str]:
+    """Inbox temporaries, under the create key lock of the TASK's operation."""
+    from baton.coordination.lifecycle.create import operation_key
+
+    paths = ws._paths(task_id)
+    if len(paths) != 1:
+        return []
+    _, fields = ws.read_validated(paths[0])
+    opid = fields.get("operation_id")
+    if not isinstance(opid, str):
+        return []
+    key = operation_key(ws.manifest["workspace_id"], opid)
+    with operation_lock(ws.root / "fcop" / "operations" / f"create-{key}.lock"):
+        return ws.sweep_temporaries("inbox", task_id)

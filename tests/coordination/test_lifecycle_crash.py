@@ -1,0 +1,183 @@
+"""A crash at any point of baton's create or claim is recoverable, and fcop agrees.
+
+A real child process runs one operation and dies (``os._exit``, what SIGKILL
+leaves) before its Nth mutating file-system call, for every N up to the
+operation's full count. After each crash, on a copy of the workspace:
+
+* :meth:`Lifecycle.inspect` reports the state without writing;
+* the documented rule (``Lifecycle.recover``, then the same request again)
+  finishes the operation exactly once;
+* fcop agrees: ``validate_workspace`` is valid with no warnings, and for the
+  claim, fcop's *own* replay of the same claim (``Project.transition``) also
+  finishes it — fcop finds baton's receipt under the name it would use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton.coordination.authority import TrustedAuthority
+from baton.coordination.errors import LifecycleConflict
+from baton.coordination.fcop_port import FcopPort, map_fcop_error
+from baton.coordination.lifecycle import Lifecycle
+
+CRASHER = Path(__file__).with_name("lifecycle_crasher.py")
+CRASHED = 86
+
+pytestmark = pytest.mark.slow
+
+
+def _child(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(CRASHER), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _validate(root: Path) -> dict[str, Any]:
+    from fcop.workspace import validate_workspace
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result: dict[str, Any] = validate_workspace(root)
+    return result
+
+
+def _total(root: Path, tmp: Path, *args: str) -> int:
+    """How many mutating calls the operation makes when nothing interrupts it."""
+    dry = tmp / "dry"
+    shutil.copytree(root, dry, symlinks=True)
+    done = _child(str(dry), *args, "1000000")
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip())
+
+
+def _crash_copies(root: Path, tmp: Path, *args: str) -> list[tuple[int, Path]]:
+    total = _total(root, tmp, *args)
+    assert total >= 6, "the operation should publish, fsync and link several times"
+    copies = []
+    for n in range(1, total + 1):
+        copy = tmp / f"crash{n}"
+        shutil.copytree(root, copy, symlinks=True)
+        result = _child(str(copy), *args, str(n))
+        assert result.returncode == CRASHED, (n, result.returncode, result.stderr)
+        copies.append((n, copy))
+    return copies
+
+
+def test_a_claim_killed_at_any_point_is_finished_by_the_rule_and_by_fcop(
+    root: Path, authority: TrustedAuthority, tmp_path: Path
+) -> None:
+    port = FcopPort(root, authority=authority)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="s", body="b").task_id
+    seen_states: set[tuple[tuple[str, ...], str | None]] = set()
+    for n, copy in _crash_copies(root, tmp_path, "claim", task, "DEV"):
+        lifecycle = Lifecycle(copy)
+        state = lifecycle.inspect(task)
+        seen_states.add((state.stages, state.claim_state))
+        assert state.stages in {("inbox",), ("active",), ("inbox", "active")}, (n, state)
+
+        # fcop's own replay of the same claim, on a copy of the crashed workspace.
+        fcop_copy = tmp_path / f"fcop{n}"
+        shutil.copytree(copy, fcop_copy, symlinks=True)
+        recovered = Lifecycle(fcop_copy)
+        recovered.recover(task)  # settles the two-stage window and temporaries first
+        import fcop
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            fcop_result = fcop.Project(fcop_copy).transition(
+                task_id=task, from_stage="inbox", to_stage="active", tool="claim_task", actor="DEV"
+            )
+        assert fcop_result["status"] == "COMMITTED"
+        check = _validate(fcop_copy)
+        assert check["valid"] and not check["warnings"], (n, check)
+
+        # baton's rule: recover, then the same claim again.
+        outcome = lifecycle.recover(task)
+        assert outcome["task_id"] == task
+        result = lifecycle.claim(task, actor="DEV")
+        assert result["status"] == "COMMITTED"
+        after = lifecycle.inspect(task)
+        assert after.stages == ("active",) and after.claim_state == "COMMITTED", (n, after)
+        assert not after.temporaries, (n, after)
+        check = _validate(copy)
+        assert check["valid"] and not check["warnings"], (n, check)
+        fields = lifecycle.read_task(task)
+        claims = [t for t in fields["transitions"] if t["tool"] == "claim_task"]
+        assert len(claims) == 1 and claims[0]["attempt_id"] == result["attempt_id"]
+    # The crashes really landed in every one of fcop's intermediate states.
+    assert (("inbox",), None) in seen_states  # before the receipt existed
+    assert (("inbox",), "NOT_COMMITTED") in seen_states
+    assert (("inbox", "active"), "RECOVERABLE_DUPLICATE") in seen_states
+    assert (("active",), "COMMITTED") in seen_states
+
+
+def test_a_conflicting_actor_cannot_take_over_an_interrupted_claim(
+    root: Path, authority: TrustedAuthority, tmp_path: Path
+) -> None:
+    """fcop's rule: a PREPARED claim by DEV is DEV's to finish; QA gets RECOVERY_REQUIRED."""
+    port = FcopPort(root, authority=authority)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="s", body="b").task_id
+    lifecycle = Lifecycle(root)
+    lifecycle.workspace.inject_fault(operation="transition", stage="PREPARED")
+    with pytest.raises(Exception) as crashed:
+        lifecycle.claim(task, actor="DEV")
+    assert getattr(crashed.value, "code", None) == "RECOVERY_REQUIRED"
+    fresh = Lifecycle(root)
+    assert fresh.inspect(task).claim_state == "NOT_COMMITTED"
+    with pytest.raises(Exception) as refused:
+        fresh.claim(task, actor="QA")
+    assert getattr(refused.value, "code", None) == "RECOVERY_REQUIRED"
+    assert fresh.claim(task, actor="DEV")["existing"] is True
+    with pytest.raises(LifecycleConflict):
+        try:
+            Lifecycle(root).claim(task, actor="QA")
+        except Exception as exc:
+            raise map_fcop_error(exc) from exc
+
+
+def test_a_create_killed_at_any_point_leaves_one_task_for_its_operation(
+    root: Path, tmp_path: Path
+) -> None:
+    opid = "baton:crash-create"
+    for n, copy in _crash_copies(root, tmp_path, "create", opid, ""):
+        lifecycle = Lifecycle(copy)
+        tasks = sorted((copy / "fcop" / "_lifecycle" / "inbox").glob("TASK-*.md"))
+        for task in tasks:  # the rule: settle what the crash left, then ask again
+            lifecycle.recover(task.stem)
+        result = lifecycle.create(
+            operation_id=opid, sender="ADMIN", recipient="DEV", subject="crash", body="b\n"
+        )
+        tasks = sorted((copy / "fcop" / "_lifecycle" / "inbox").glob("TASK-*.md"))
+        assert [t.stem for t in tasks] == [result["task_id"]], n
+        facts = [
+            json.loads(p.read_bytes()) for p in (copy / "fcop" / "operations").glob("create-*.json")
+        ]
+        assert [f["task_id"] for f in facts] == [result["task_id"]], n
+        leftovers = [
+            p.name
+            for p in (copy / "fcop" / "_lifecycle" / "inbox").iterdir()
+            if not p.name.startswith("TASK-")
+        ]
+        check = _validate(copy)
+        if leftovers:
+            # A temporary of a create that never linked its TASK: fcop's publish keeps it as
+            # evidence and fcop's validator names it; nothing authoritative is wrong.
+            assert all(p.startswith(".fcop-create-TASK-") for p in leftovers), leftovers
+            assert {e["code"] for e in check["errors"]} == {"INVALID_ENVELOPE"}, check
+        else:
+            assert check["valid"] and not check["warnings"], (n, check)
+        assert os.path.exists(result["path"])
