@@ -66,6 +66,20 @@ class TaskState:
         )
 
 
+def _invoke(ws: Any, name: str, call: Callable[[], Any], **refs: Any) -> Any:
+    """Run ``call`` with fcop's error annotation (``fcop.Project._invoke``'s defaults)."""
+    from fcop.errors import V4ProtocolError
+
+    try:
+        return call()
+    except V4ProtocolError as exc:
+        if exc.operation_ref is None:
+            exc.operation_ref = refs.get("operation_id") or name
+        if exc.subject_ref is None:
+            exc.subject_ref = refs.get("task_id") or ws.manifest.get("workspace_id")
+        raise
+
+
 class Lifecycle:
     """T1 and T2 for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
 
@@ -123,17 +137,26 @@ class Lifecycle:
             kwargs["branch_of"] = branch_of
         if references:
             kwargs["references"] = list(references)
-        return self._ws.create_task(**kwargs)
+        result: dict[str, Any] = _invoke(
+            self._ws, "create_task", lambda: self._ws.create_task(**kwargs), **kwargs
+        )
+        return result
 
     def claim(self, task_id: str, *, actor: str) -> dict[str, Any]:
         """T2 (inbox → active): fcop's ``transition`` result with the new ``attempt_id``."""
         from baton.coordination.lifecycle.claim import claim
 
-        return claim(self._ws, task_id, actor=actor)
+        result: dict[str, Any] = _invoke(
+            self._ws, "transition", lambda: claim(self._ws, task_id, actor=actor), task_id=task_id
+        )
+        return result
 
     def read_task(self, task_id: str) -> dict[str, Any]:
         """fcop's ``read_task`` (fields plus ``path``), validated by fcop."""
-        return dict(self._ws.read_task(task_id=task_id))
+        result: dict[str, Any] = _invoke(
+            self._ws, "read_task", lambda: self._ws.read_task(task_id=task_id), task_id=task_id
+        )
+        return dict(result)
 
     def inspect(self, task_id: str) -> TaskState:
         """Where ``task_id`` is and how baton's claim of it stands (reads only)."""
