@@ -416,6 +416,15 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _open_lifecycle(root: Path, trusted: Mapping[str, Any]) -> Any:
+    """baton's O(1) lifecycle writer for ``root``, or None when fcop is not the pinned 4.0.5."""
+    from baton.coordination import lifecycle
+
+    if not lifecycle.available():
+        return None
+    return lifecycle.Lifecycle(root, trusted_profiles=trusted)
+
+
 class FcopPort:
     """Typed, error-mapped access to one FCoP 4.0 workspace through ``fcop.Project``.
 
@@ -452,6 +461,8 @@ class FcopPort:
         trusted = authority.trusted_profiles if authority else {}
         with _fcop_errors():
             self._project: Any = fcop.Project(self.root, trusted_profiles=trusted)
+            # T1, T2 and TASK reads in O(1) of history (docs/lifecycle.md); fcop.Project otherwise.
+            self._lifecycle: Any = _open_lifecycle(self.root, trusted)
         self.workspace_id: str = status.workspace_id or ""
         self.profiles = status.profiles
         self._read_attempts = max(1, read_attempts)
@@ -475,6 +486,13 @@ class FcopPort:
     def _call(self, name: str, **kwargs: Any) -> Any:
         with _fcop_errors():
             return getattr(self._project, name)(**kwargs)
+
+    def _fast(self, name: str, call: Callable[[Any], Any], **fallback: Any) -> Any:
+        """``call(lifecycle)`` when the O(1) writer is on, else ``fcop.Project.<name>``."""
+        if self._lifecycle is None:
+            return self._call(name, **fallback)
+        with _fcop_errors():
+            return call(self._lifecycle)
 
     def _retrying(self, what: Callable[[], _T], task_id: str) -> _T:
         delay = self._read_backoff
@@ -533,7 +551,11 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        result = self._call("create_task", **kwargs)
+        result = self._fast(
+            "create_task",
+            lambda lc: lc.create(**{k: v for k, v in kwargs.items() if k != "workspace_id"}),
+            **kwargs,
+        )
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
@@ -549,7 +571,7 @@ class FcopPort:
             raise InvalidEnvelope(f"not a TASK id: {task_id!r}", code="INVALID_ENVELOPE")
 
         def once() -> TaskInfo:
-            fields = self._call("read_task", task_id=task_id)
+            fields = self._fast("read_task", lambda lc: lc.read_task(task_id), task_id=task_id)
             path = Path(fields["path"])
             try:
                 body = _split_body(path.read_bytes())
@@ -684,8 +706,9 @@ class FcopPort:
 
         A lost race raises :class:`~baton.coordination.errors.LifecycleConflict`.
         """
-        result = self._call(
+        result = self._fast(
             "transition",
+            lambda lc: lc.claim(task_id, actor=actor),
             task_id=task_id,
             from_stage="inbox",
             to_stage="active",
