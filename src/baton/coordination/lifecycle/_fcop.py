@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["PINNED", "supported"]
+__all__ = ["PINNED", "fail", "prime", "supported", "validate"]
 
 PINNED = "4.0.5"
 
@@ -44,3 +44,12 @@ def fail(
     from fcop.v4.encoding import fail as fcop_fail
 
     return fcop_fail(_V4Code(code), message, operation=operation, subject=subject)
+
+
+def validate(name: str, value: dict[str, Any], *, code: str = "INVALID_ENVELOPE") -> None:
+    """fcop's schema check (``fcop.v4.schema._validate``), imported with its warning muted."""
+    prime()
+    from fcop.errors import _V4Code
+    from fcop.v4.schema import _validate
+
+    _validate(name, value, code=_V4Code(code))

@@ -31,10 +31,10 @@ orphan receipt then classifies ``INDETERMINATE`` in ``inspect_workspace``
 from __future__ import annotations
 
 import os
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from uuid import UUID, uuid4, uuid5
 
 import yaml  # type: ignore[import-untyped]
 from fcop.errors import V4ProtocolError
@@ -57,20 +57,19 @@ from fcop.v4.receipts import (
     receipt_path,
     validate_receipt,
 )
-from fcop.v4.schema import _validate
 
 from baton.coordination.lifecycle._core import Workspace, frontmatter_roundtrips
-from baton.coordination.lifecycle._fcop import fail
+from baton.coordination.lifecycle._fcop import fail, validate
 
 __all__ = ["CLAIM_NAMESPACE", "claim", "claim_operation_id", "claim_receipt_path"]
 
-CLAIM_NAMESPACE = uuid.UUID("6f1d3c52-5b0e-4d4a-9a43-8f0c2b7e9d11")
+CLAIM_NAMESPACE = UUID("6f1d3c52-5b0e-4d4a-9a43-8f0c2b7e9d11")
 """The UUID-5 namespace of baton's claim operation ids (fixed forever: names depend on it)."""
 
 
 def claim_operation_id(workspace_id: str, task_id: str) -> str:
     """The operation id of baton's T2 of ``task_id`` (a UUID URN, fcop's receipt naming)."""
-    return uuid.uuid5(CLAIM_NAMESPACE, f"{workspace_id}\x1f{task_id}\x1fclaim_task").urn
+    return uuid5(CLAIM_NAMESPACE, f"{workspace_id}\x1f{task_id}\x1fclaim_task").urn
 
 
 def claim_receipt_path(ws: Workspace, task_id: str) -> Path:
@@ -192,7 +191,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
             raise fail(
                 "INVALID_TRANSITION", "An archived Root freezes its Branch family", subject=task_id
             )
-    attempt_id = uuid.uuid4().urn
+    attempt_id = uuid4().urn
     event: dict[str, Any] = {
         "at": datetime.now(UTC).isoformat(),
         "attempt_id": attempt_id,
@@ -205,7 +204,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
         raise fail("RECOVERY_REQUIRED", "A conflicting receipt already claims T2", subject=task_id)
     updated = dict(fields)
     updated["transitions"] = [*fields["transitions"], event]
-    target_bytes = rewritten(source_bytes, updated, task_id)
+    target_bytes, read_back = rewritten(source_bytes, updated, task_id)
     receipt: dict[str, Any] = {
         "contract": RECEIPT_CONTRACT,
         "version": 1,
@@ -231,7 +230,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     }
     published = Path(publish_prepared(ws.root, receipt))
     ws.boundary("transition", "PREPARED")
-    result = _finish(ws, published, receipt, source, target, source_bytes, target_bytes, updated)
+    result = _finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
     ws._returned_unprotected_operations.add(operation_id)
     ws.sweep_temporaries("active", task_id)
     return result
@@ -245,14 +244,14 @@ def _finish(
     target: Path,
     source_bytes: bytes,
     target_bytes: bytes,
-    receipt_fields: dict[str, Any],
+    read_back: dict[str, Any],
 ) -> dict[str, Any]:
     """fcop's ``Lifecycle._finish``: the source re-checked, then the three durable steps."""
     data, _ = ws.read_validated(source)
     if data != source_bytes:
         raise fail("RECOVERY_REQUIRED", "Source differs from receipt", subject=receipt["task_id"])
     publish(target, target_bytes)
-    ws.memo.seed(target_bytes, receipt_fields, target.stem)
+    ws.memo.seed(target_bytes, read_back, target.stem)
     receipt = _set_stage(receipt_file, receipt, "TARGET_DURABLE")
     ws.boundary("transition", "TARGET_DURABLE")
     remove_authoritative(source)
@@ -285,14 +284,15 @@ def _set_stage(path: Path, receipt: dict[str, Any], stage: str) -> dict[str, Any
     return updated
 
 
-def rewritten(source_bytes: bytes, fields: dict[str, Any], subject: str) -> bytes:
-    """fcop's ``rewritten_envelope_bytes``: new frontmatter, the Markdown bytes kept.
+def rewritten(source_bytes: bytes, fields: dict[str, Any], subject: str) -> tuple[bytes, Any]:
+    """fcop's ``rewritten_envelope_bytes``, plus the fields fcop's parser reads back from it.
 
-    The frontmatter is fcop's own ``yaml.safe_dump`` (PyYAML's emitter; libyaml's
-    folds long strings differently, so it is not used). The output check is the
-    same as fcop's — it parses back to ``fields`` and passes the schema — with
-    the parse done by libyaml when it round-trips (emitter output, where both
-    parsers agree) and by fcop's parser otherwise.
+    New frontmatter from fcop's own ``yaml.safe_dump`` (PyYAML's emitter;
+    libyaml's folds long strings differently, so it is not used), the Markdown
+    bytes kept. fcop's output check is its parser and the schema; here the
+    parse is libyaml's when it reproduces ``fields`` (on emitter output the two
+    parsers agree, a property test holds them to it) and fcop's otherwise
+    (PyYAML's emitter does not round-trip every string, e.g. a lone U+0085).
     """
     text = strict_text(source_bytes)
     if not text.startswith("---\n") or "\n---\n" not in text[3:]:
@@ -300,8 +300,6 @@ def rewritten(source_bytes: bytes, fields: dict[str, Any], subject: str) -> byte
     suffix = text.split("---\n", 2)[2]
     header = str(yaml.safe_dump(fields, allow_unicode=True, sort_keys=False))
     data = ("---\n" + header + "---\n" + suffix).encode("utf-8")
-    if frontmatter_roundtrips(data, fields):
-        _validate(fields["type"].lower(), fields)
-    else:
-        _validate(fields["type"].lower(), _parse_envelope_bytes(data))
-    return data
+    read_back = fields if frontmatter_roundtrips(data, fields) else _parse_envelope_bytes(data)
+    validate(fields["type"].lower(), read_back)
+    return data, read_back

@@ -38,10 +38,9 @@ from typing import Any
 
 from fcop.errors import V4ProtocolError
 from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, publish, read_json
-from fcop.v4.schema import _validate
 
 from baton.coordination.lifecycle._core import Workspace
-from baton.coordination.lifecycle._fcop import fail
+from baton.coordination.lifecycle._fcop import fail, validate
 
 __all__ = ["derived_task_id", "operation_key"]
 
@@ -125,7 +124,7 @@ def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, A
         fact = read_json(fact_path)
     except V4ProtocolError as exc:
         raise fail("RECOVERY_REQUIRED", "Unreadable operation fact", operation=opid) from exc
-    _validate("create-operation", fact, code=_code("RECOVERY_REQUIRED"))
+    validate("create-operation", fact, code="RECOVERY_REQUIRED")
     if (
         fact.get("key") != planned["key"]
         or fact.get("operation_id") != opid
@@ -193,13 +192,7 @@ def _complete(
             operation=opid,
         ) from exc
     fact = {**planned, "content_digest": digest(data)}
-    _validate("create-operation", parse_json(canonical(fact)))
+    validate("create-operation", parse_json(canonical(fact)))
     publish(fact_path, canonical(fact) + b"\n")
     ws.sweep_temporaries("inbox", fact["task_id"])
     return _result(fact, path, plan, existing=True)
-
-
-def _code(name: str) -> Any:
-    from fcop.errors import _V4Code
-
-    return _V4Code(name)

@@ -33,7 +33,7 @@ from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
 from baton.coordination.lifecycle import TaskState
 from baton.coordination.lifecycle._core import Workspace
-from baton.coordination.lifecycle._fcop import fail
+from baton.coordination.lifecycle._fcop import fail, validate
 from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
 
 __all__ = ["inspect", "recover"]
@@ -123,7 +123,6 @@ def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict
 def _complete_fact(ws: Workspace, task_id: str) -> str | None:
     """Publish the operation fact of a baton create that died before writing it."""
     from fcop.v4.encoding import canonical, digest, publish
-    from fcop.v4.schema import _validate
 
     from baton.coordination.lifecycle.create import derived_task_id, operation_key
 
@@ -158,7 +157,7 @@ def _complete_fact(ws: Workspace, task_id: str) -> str | None:
             "digest": request_digest,
             "content_digest": digest(data),
         }
-        _validate("create-operation", parse_json(canonical(fact)))
+        validate("create-operation", parse_json(canonical(fact)))
         publish(fact_path, canonical(fact) + b"\n")
     return "COMPLETED"
 
