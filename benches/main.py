@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest
+from benches import answers, doorbell, ingest, task_new
 from benches.common import cpu_note
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--only", choices=["ingest", "answers", "doorbell"], default=None)
+    parser.add_argument(
+        "--only", choices=["ingest", "answers", "doorbell", "task-new"], default=None
+    )
     args = parser.parse_args()
     print(f"# baton benchmarks ({cpu_note()})")
     if args.only in (None, "ingest"):
@@ -22,6 +24,11 @@ def main() -> None:
         doorbell.run(
             doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
             doorbell.QUICK_PROBES if args.quick else doorbell.PROBES,
+        )
+    if args.only in (None, "task-new"):
+        task_new.run(
+            doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
+            task_new.QUICK_SAMPLES if args.quick else task_new.SAMPLES,
         )
 
 
