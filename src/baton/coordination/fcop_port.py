@@ -67,6 +67,7 @@ from baton.coordination.errors import (
     TaskNotFound,
     WorkspaceNotInitialized,
 )
+from baton.coordination.lifecycle import create_request
 
 __all__ = [
     "STAGES",
@@ -538,24 +539,18 @@ class FcopPort:
         opid = operation_id or operation_id_for(
             "create_task", sender, recipient, subject, body, parent or "", priority
         )
-        kwargs: dict[str, Any] = {
-            "workspace_id": self.workspace_id,
-            "operation_id": opid,
-            "sender": sender,
-            "recipient": recipient,
-            "subject": subject,
-            "body": body,
-            "priority": priority,
-        }
-        if parent is not None:
-            kwargs["parent"] = parent
-        if references:
-            kwargs["references"] = list(references)
-        result = self._fast(
-            "create_task",
-            lambda lc: lc.create(**{k: v for k, v in kwargs.items() if k != "workspace_id"}),
-            **kwargs,
+        kwargs = create_request(
+            workspace_id=self.workspace_id,
+            operation_id=opid,
+            sender=sender,
+            recipient=recipient,
+            subject=subject,
+            body=body,
+            priority=priority,
+            parent=parent,
+            references=references,
         )
+        result = self._fast("create_task", lambda lc: lc.create_task(**kwargs), **kwargs)
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),

@@ -27,7 +27,7 @@ from typing import Any
 
 from baton.coordination.lifecycle._fcop import PINNED, supported
 
-__all__ = ["PINNED", "Lifecycle", "TaskState", "available"]
+__all__ = ["PINNED", "Lifecycle", "TaskState", "available", "create_request"]
 
 
 def available() -> bool:
@@ -64,6 +64,38 @@ class TaskState:
             or bool(self.temporaries)
             or (self.claim_stage is not None and self.claim_stage != "COMMITTED")
         )
+
+
+def create_request(
+    *,
+    workspace_id: str,
+    operation_id: str,
+    sender: str,
+    recipient: str,
+    subject: str,
+    body: str,
+    priority: str = "P2",
+    parent: str | None = None,
+    branch_of: str | None = None,
+    references: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The keyword arguments of fcop's ``create_task`` (optional relations only when set)."""
+    request: dict[str, Any] = {
+        "workspace_id": workspace_id,
+        "operation_id": operation_id,
+        "sender": sender,
+        "recipient": recipient,
+        "subject": subject,
+        "body": body,
+        "priority": priority,
+    }
+    if parent is not None:
+        request["parent"] = parent
+    if branch_of is not None:
+        request["branch_of"] = branch_of
+    if references:
+        request["references"] = list(references)
+    return request
 
 
 def _invoke(ws: Any, name: str, call: Callable[[], Any], **refs: Any) -> Any:
@@ -122,23 +154,25 @@ class Lifecycle:
         references: Sequence[str] = (),
     ) -> dict[str, Any]:
         """T1: fcop's ``create_task`` result (``task_id``, ``path``, ``existing``, …)."""
-        kwargs: dict[str, Any] = {
-            "workspace_id": self.workspace_id,
-            "operation_id": operation_id,
-            "sender": sender,
-            "recipient": recipient,
-            "subject": subject,
-            "body": body,
-            "priority": priority,
-        }
-        if parent is not None:
-            kwargs["parent"] = parent
-        if branch_of is not None:
-            kwargs["branch_of"] = branch_of
-        if references:
-            kwargs["references"] = list(references)
+        return self.create_task(
+            **create_request(
+                workspace_id=self.workspace_id,
+                operation_id=operation_id,
+                sender=sender,
+                recipient=recipient,
+                subject=subject,
+                body=body,
+                priority=priority,
+                parent=parent,
+                branch_of=branch_of,
+                references=references,
+            )
+        )
+
+    def create_task(self, **request: Any) -> dict[str, Any]:
+        """T1 with ``fcop.Project.create_task``'s keyword arguments (see :func:`create_request`)."""
         result: dict[str, Any] = _invoke(
-            self._ws, "create_task", lambda: self._ws.create_task(**kwargs), **kwargs
+            self._ws, "create_task", lambda: self._ws.create_task(**request), **request
         )
         return result
 
