@@ -54,7 +54,6 @@ from fcop.v4.receipts import (
     RECEIPT_CONTRACT,
     RECEIPT_STAGES,
     publish_prepared,
-    receipt_path,
     validate_receipt,
 )
 
@@ -73,8 +72,16 @@ def claim_operation_id(workspace_id: str, task_id: str) -> str:
 
 
 def claim_receipt_path(ws: Workspace, task_id: str) -> Path:
-    """Where baton's T2 receipt of ``task_id`` is, or will be."""
-    return Path(receipt_path(ws.root, claim_operation_id(ws.manifest["workspace_id"], task_id)))
+    """Where baton's T2 receipt of ``task_id`` is, or will be (fcop's ``receipt_path`` name).
+
+    ``fcop/operations`` itself is checked by every ``_check``; a symlink at the
+    receipt's own name is refused with fcop's error.
+    """
+    operation = UUID(claim_operation_id(ws.manifest["workspace_id"], task_id))
+    path = ws.root / "fcop" / "operations" / f"transition-{operation.hex}.json"
+    if path.is_symlink():
+        raise fail("INVALID_ENVELOPE", "Symlink/junction in workspace path", subject=path.name)
+    return path
 
 
 def claim(ws: Workspace, task_id: str, *, actor: str) -> dict[str, Any]:
