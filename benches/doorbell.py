@@ -77,12 +77,12 @@ SIZES: tuple[int, ...] = (10, 1_000, 10_000)
 QUICK_SIZES: tuple[int, ...] = (10, 1_000)
 PROBES = 20
 QUICK_PROBES = 5
-LARGE = 10_000
-LARGE_PROBES = 3
-"""From ``LARGE`` settled tasks on, 3 probes per writer: an fcop probe costs ~85 s of
-Core's O(n) work (T1 ~30 s, T2 ~18 s, REPORT ~8 s, T3 ~25 s at 10,000) and a baton
-probe still waits ~40 s for the REPORT and T3 that go through fcop, so 20 would take
-an hour. With 3 probes p99 is the largest of the three."""
+MEDIUM = 1_000
+SLOW_PROBES = {MEDIUM: {"fcop": 5, "baton": PROBES}, 10_000: {"fcop": 3, "baton": 5}}
+"""Fewer probes where fcop's writer is slow: an fcop probe costs ~85 s of Core's O(n)
+work at 10,000 settled tasks on a quiet machine (T1 ~30 s, T2 ~18 s, REPORT ~8 s, T3
+~25 s) and a baton probe still waits for the REPORT and the T3 that go through fcop.
+With 3 or 5 probes, p50 is their median and p99 the largest."""
 MODES: tuple[str, ...] = ("fcop", "baton")
 """The T1/T2 writer: ``fcop.Project`` (baseline) or ``baton.coordination.lifecycle``."""
 ROLE = "DEV"
@@ -543,7 +543,7 @@ def _no_fsync() -> Iterator[None]:
         os.fsync = real
 
 
-async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
+async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResult:
     from baton.config import load_config
     from baton.coordination.binding import Binding
     from baton.coordination.context import init_project, open_context
@@ -706,10 +706,11 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
         load_start = os.getloadavg()[0]
         probes = []
         with FSYNC:
-            for i in range(1, count + 1):
+            for i in range(1, max(counts.values()) + 1):
                 order = MODES if i % 2 else MODES[::-1]  # alternate who goes first
                 for mode in order:
-                    probes.append(await probe(i, mode))
+                    if i <= counts[mode]:
+                        probes.append(await probe(i, mode))
         load_end = os.getloadavg()[0]
         port._lifecycle = writer
         if validated is not None:  # and once more with both writers' probes in it
@@ -727,8 +728,12 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
     )
 
 
-def _probes_for(size: int, probes: int) -> int:
-    return probes if size < LARGE else min(probes, LARGE_PROBES)
+def _probes_for(size: int, probes: int) -> dict[str, int]:
+    """Probes per writer at ``size``: ``probes`` each, fewer where fcop is slow."""
+    slow = next((v for k, v in sorted(SLOW_PROBES.items(), reverse=True) if size >= k), None)
+    if slow is None:
+        return {mode: probes for mode in MODES}
+    return {mode: min(probes, slow[mode]) for mode in MODES}
 
 
 def run(sizes: Sequence[int], probes: int) -> None:

@@ -33,20 +33,18 @@ from pathlib import Path
 from benches.common import print_table
 from benches.doorbell import (
     FSYNC,
-    LARGE,
     MODES,
     History,
     _cost,
     _ms,
     _no_fsync,
     _pct,
+    _probes_for,
     _ratio,
 )
 
 SAMPLES = 20
 QUICK_SAMPLES = 5
-LARGE_FCOP_SAMPLES = 3
-"""fcop's T1 takes 20-40 s at 10,000 settled tasks; three of them are the median of three."""
 CLI_SAMPLES = 5
 TARGET_MS = 50.0
 """Issue 15: ``task new`` p99 < 50 ms (T1: the command's own work, not interpreter start)."""
@@ -97,10 +95,7 @@ def _measure(size: int, samples: int, tmp: Path) -> SizeResult:
     t0 = time.perf_counter()
     project, env = _workspace(size, tmp)
     result = SizeResult(size, build_s=time.perf_counter() - t0)
-    counts = {
-        "fcop": min(samples, LARGE_FCOP_SAMPLES) if size >= LARGE else samples,
-        "baton": samples,
-    }
+    counts = _probes_for(size, samples)  # fewer fcop samples where fcop's T1 takes seconds
     result.inproc = {m: [] for m in MODES}
     result.t1 = {m: [] for m in MODES}
     result.t1_cost = {m: [] for m in MODES}
