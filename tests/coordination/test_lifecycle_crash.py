@@ -185,3 +185,60 @@ def test_a_create_killed_at_any_point_leaves_one_task_for_its_operation(
         check = _validate(copy)
         assert check["valid"] and not check["warnings"], (n, check)
         assert os.path.exists(result["path"])
+
+
+def test_recover_publishes_the_fact_a_crashed_create_did_not_write(root: Path) -> None:
+    lifecycle = Lifecycle(root)
+
+    def die(operation: str, stage: str) -> None:
+        if (operation, stage) == ("create", "TASK_PUBLISHED"):
+            raise SystemExit("killed between the TASK and its fact")
+
+    lifecycle.workspace.crash_hook = die
+    request = {"sender": "ADMIN", "recipient": "DEV", "subject": "s", "body": "b\n"}
+    with pytest.raises(SystemExit):
+        lifecycle.create(operation_id="op-half", **request)
+    (task,) = [p.stem for p in (root / "fcop" / "_lifecycle" / "inbox").glob("TASK-*.md")]
+    assert not list((root / "fcop" / "operations").glob("create-*.json"))
+    import fcop
+
+    project = fcop.Project(root)
+    with warnings.catch_warnings(), pytest.raises(Exception) as stuck:
+        warnings.simplefilter("ignore", DeprecationWarning)
+        project.create_task(workspace_id=lifecycle.workspace_id, operation_id="op-half", **request)
+    assert getattr(stuck.value, "code", None) == "RECOVERY_REQUIRED"  # fcop alone: stuck
+    assert Lifecycle(root).recover(task)["create"] == "COMPLETED"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        again = project.create_task(
+            workspace_id=lifecycle.workspace_id, operation_id="op-half", **request
+        )
+    assert again["existing"] and again["task_id"] == task  # fcop now finds baton's fact
+    check = _validate(root)
+    assert check["valid"] and not check["warnings"], check
+
+
+def test_recover_finishes_a_stock_fcop_claim_left_in_two_stages(root: Path) -> None:
+    """A foreign move (stock fcop, random receipt name) found by the one scan, fixed by fcop."""
+    lifecycle = Lifecycle(root)
+    task = lifecycle.create(
+        operation_id="op-foreign", sender="ADMIN", recipient="DEV", subject="s", body="b"
+    )["task_id"]
+    import fcop
+
+    project = fcop.Project(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        project._v4_creation.inject_fault(operation="transition", stage="TARGET_DURABLE")
+        with pytest.raises(Exception, match="TARGET_DURABLE"):
+            project.transition(
+                task_id=task, from_stage="inbox", to_stage="active", tool="claim_task", actor="DEV"
+            )
+    state = Lifecycle(root).inspect(task)
+    assert state.two_stage and state.claim_receipt is None and state.needs_recovery
+    outcome = Lifecycle(root).recover(task)
+    assert [r["classification"] for r in outcome["foreign"]] == ["RECOVERABLE_DUPLICATE"]
+    after = Lifecycle(root).inspect(task)
+    assert after.stages == ("active",) and not after.needs_recovery
+    check = _validate(root)
+    assert check["valid"] and not check["warnings"], check

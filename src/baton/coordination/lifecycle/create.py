@@ -166,33 +166,82 @@ def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, A
     return _result(fact, path, plan, existing=True)
 
 
+def operation_key_of(ws: Workspace, task_id: str) -> str | None:
+    """The create key of the operation that made ``task_id`` (None if it names none)."""
+    paths = ws._paths(task_id)
+    if len(paths) != 1:
+        return None
+    _, fields = ws.read_validated(paths[0])
+    opid = fields.get("operation_id")
+    if not isinstance(opid, str) or fields.get("operation_kind") != "create_task":
+        return None
+    return operation_key(ws.manifest["workspace_id"], opid)
+
+
+def missing_fact(ws: Workspace, task_id: str) -> tuple[Path, dict[str, Any]] | None:
+    """The fact an interrupted baton create of ``task_id`` did not publish, or None.
+
+    Derived from the TASK itself, which must be untouched in the inbox (its bytes
+    are the ones the fact's ``content_digest`` binds), valid with its relations,
+    and at the id derived from its own operation key: then it is provably that
+    operation's result. The caller holds the operation's key lock.
+    """
+    inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
+    if ws._paths(task_id) != [inbox]:
+        return None
+    path, data, fields = ws.resolve_bytes(task_id)
+    opid, request_digest = fields.get("operation_id"), fields.get("normalized_request_digest")
+    if (
+        path != inbox
+        or not isinstance(opid, str)
+        or not isinstance(request_digest, str)
+        or fields.get("operation_kind") != "create_task"
+    ):
+        return None
+    key = operation_key(ws.manifest["workspace_id"], opid)
+    if derived_task_id(key) != task_id:
+        return None  # not a baton create: fcop's rule (RECOVERY_REQUIRED) stands
+    fact = {
+        "contract": "fcop-create-task-v1",
+        "key": key,
+        "workspace_id": ws.manifest["workspace_id"],
+        "operation_kind": "create_task",
+        "operation_id": opid,
+        "task_id": task_id,
+        "path": inbox.relative_to(ws.root).as_posix(),
+        "digest": request_digest,
+        "content_digest": digest(data),
+    }
+    validate("create-operation", parse_json(canonical(fact)))
+    return ws.root / "fcop" / "operations" / f"create-{key}.json", fact
+
+
+def publish_fact(ws: Workspace, path: Path, fact: dict[str, Any]) -> None:
+    """Publish a completed fact (fcop's ``publish``) and sweep the TASK's temporaries."""
+    publish(path, canonical(fact) + b"\n")
+    ws.sweep_temporaries("inbox", fact["task_id"])
+
+
 def _complete(
     ws: Workspace, plan: dict[str, Any], paths: list[Path], fact_path: Path
 ) -> dict[str, Any]:
     """A TASK at the derived id without its fact: finish that create, or refuse."""
     planned = plan["fact"]
     opid = planned["operation_id"]
-    inbox = ws.root / planned["path"]
-    orphan = RuntimeError("not the interrupted create of this operation")
     try:
-        if paths != [inbox]:
-            raise orphan
-        path, data, fields = ws.resolve_bytes(planned["task_id"])
-        if (
-            path != inbox
-            or fields.get("operation_id") != opid
-            or fields.get("operation_kind") != "create_task"
-            or fields.get("normalized_request_digest") != planned["digest"]
-        ):
-            raise orphan
-    except (RuntimeError, V4ProtocolError) as exc:
+        found = missing_fact(ws, planned["task_id"])
+    except V4ProtocolError:
+        found = None
+    if (
+        found is None
+        or found[0] != fact_path
+        or found[1]["operation_id"] != opid
+        or found[1]["digest"] != planned["digest"]
+    ):
         raise fail(
             "RECOVERY_REQUIRED",
             "TASK exists without its durable operation fact",
             operation=opid,
-        ) from exc
-    fact = {**planned, "content_digest": digest(data)}
-    validate("create-operation", parse_json(canonical(fact)))
-    publish(fact_path, canonical(fact) + b"\n")
-    ws.sweep_temporaries("inbox", fact["task_id"])
-    return _result(fact, path, plan, existing=True)
+        )
+    publish_fact(ws, fact_path, found[1])
+    return _result(found[1], ws.root / planned["path"], plan, existing=True)

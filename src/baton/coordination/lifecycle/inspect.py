@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from fcop.errors import V4ProtocolError
-from fcop.v4.encoding import operation_lock, parse_json, read_json
+from fcop.v4.encoding import operation_lock, read_json
 from fcop.v4.linearization import family_boundary
 from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
 from baton.coordination.lifecycle import TaskState
 from baton.coordination.lifecycle._core import Workspace
-from baton.coordination.lifecycle._fcop import fail, validate
+from baton.coordination.lifecycle._fcop import fail
 from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
 
 __all__ = ["inspect", "recover"]
@@ -122,43 +122,19 @@ def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict
 
 def _complete_fact(ws: Workspace, task_id: str) -> str | None:
     """Publish the operation fact of a baton create that died before writing it."""
-    from fcop.v4.encoding import canonical, digest, publish
+    from baton.coordination.lifecycle.create import missing_fact, operation_key_of, publish_fact
 
-    from baton.coordination.lifecycle.create import derived_task_id, operation_key
-
-    inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
-    if ws._paths(task_id) != [inbox]:
+    key = operation_key_of(ws, task_id)
+    if key is None:
         return None
-    data, fields = ws.read_validated(inbox)
-    opid = fields.get("operation_id")
-    request_digest = fields.get("normalized_request_digest")
-    if (
-        not isinstance(opid, str)
-        or not isinstance(request_digest, str)
-        or fields.get("operation_kind") != "create_task"
-    ):
-        return None
-    key = operation_key(ws.manifest["workspace_id"], opid)
-    if derived_task_id(key) != task_id:
-        return None  # not created by baton: fcop's own rule (RECOVERY_REQUIRED on replay) stands
     operations = ws.root / "fcop" / "operations"
-    fact_path = operations / f"create-{key}.json"
     with operation_lock(operations / f"create-{key}.lock"):
-        if os.path.lexists(fact_path):
+        if os.path.lexists(operations / f"create-{key}.json"):
             return "COMMITTED"
-        fact = {
-            "contract": "fcop-create-task-v1",
-            "key": key,
-            "workspace_id": ws.manifest["workspace_id"],
-            "operation_kind": "create_task",
-            "operation_id": opid,
-            "task_id": task_id,
-            "path": inbox.relative_to(ws.root).as_posix(),
-            "digest": request_digest,
-            "content_digest": digest(data),
-        }
-        validate("create-operation", parse_json(canonical(fact)))
-        publish(fact_path, canonical(fact) + b"\n")
+        found = missing_fact(ws, task_id)
+        if found is None:
+            return None
+        publish_fact(ws, *found)
     return "COMPLETED"
 
 
@@ -207,15 +183,10 @@ def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
 
 def _sweep_inbox(ws: Workspace, task_id: str) -> list[str]:
     """Inbox temporaries, under the create key lock of the TASK's operation."""
-    from baton.coordination.lifecycle.create import operation_key
+    from baton.coordination.lifecycle.create import operation_key_of
 
-    paths = ws._paths(task_id)
-    if len(paths) != 1:
+    key = operation_key_of(ws, task_id)
+    if key is None:
         return []
-    _, fields = ws.read_validated(paths[0])
-    opid = fields.get("operation_id")
-    if not isinstance(opid, str):
-        return []
-    key = operation_key(ws.manifest["workspace_id"], opid)
     with operation_lock(ws.root / "fcop" / "operations" / f"create-{key}.lock"):
         return ws.sweep_temporaries("inbox", task_id)
