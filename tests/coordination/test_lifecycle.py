@@ -430,3 +430,20 @@ def test_why_libyaml_is_kept_away_from_untrusted_files_and_from_writing() -> Non
     assert yaml.dump(long, Dumper=yaml.CSafeDumper, allow_unicode=True) != yaml.safe_dump(
         long, allow_unicode=True
     )
+
+
+def test_the_fast_check_falls_back_to_fcops_on_any_layout_change(root: Path) -> None:
+    lifecycle = Lifecycle(root)
+    first = lifecycle.create(operation_id="a", sender="A", recipient="B", subject="s", body="b")
+    manifest = root / "fcop" / "fcop.json"
+    value = json.loads(manifest.read_bytes())
+    manifest.write_text(json.dumps(value, indent=2) + "\n")  # same manifest, other bytes
+    assert lifecycle.claim(first["task_id"], actor="B")["status"] == "COMMITTED"  # fcop: equal
+    assert lifecycle.workspace.manifest_bytes == manifest.read_bytes()  # rebound
+    cold = root / "fcop" / "cold"
+    moved = root.parent / "cold-elsewhere"
+    cold.rename(moved)
+    cold.symlink_to(moved)
+    with pytest.raises(Exception) as linked:
+        lifecycle.create(operation_id="b", sender="A", recipient="B", subject="s", body="b")
+    assert getattr(linked.value, "code", None) == "INVALID_ENVELOPE"  # fcop's safe_path verdict
