@@ -242,3 +242,41 @@ def test_recover_finishes_a_stock_fcop_claim_left_in_two_stages(root: Path) -> N
     assert after.stages == ("active",) and not after.needs_recovery
     check = _validate(root)
     assert check["valid"] and not check["warnings"], check
+
+
+def test_the_rules_take_what_another_scan_found(root: Path) -> None:
+    """team's host sweep finds receipts and TASKs by scanning; the rules are lifecycle's."""
+    import fcop
+
+    lifecycle = Lifecycle(root)
+    request = {"sender": "ADMIN", "recipient": "DEV", "subject": "s", "body": "b\n"}
+    project = fcop.Project(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        made = project.create_task(
+            workspace_id=lifecycle.workspace_id, operation_id="op-fcop", **request
+        )
+        # What a crash between fcop's two publications leaves: the TASK, no fact.
+        (fact,) = (root / "fcop" / "operations").glob("create-*.json")
+        fact.unlink()
+        assert lifecycle.complete_fact(made["task_id"]) is None  # fcop's random id: not proven
+        assert lifecycle.complete_fact(made["task_id"], derived_only=False) == "COMPLETED"
+        again = project.create_task(
+            workspace_id=lifecycle.workspace_id, operation_id="op-fcop", **request
+        )
+        assert again["existing"] and again["task_id"] == made["task_id"]
+
+        project._v4_creation.inject_fault(operation="transition", stage="TARGET_DURABLE")
+        with pytest.raises(Exception, match="TARGET_DURABLE"):
+            project.transition(
+                task_id=made["task_id"],
+                from_stage="inbox",
+                to_stage="active",
+                tool="claim_task",
+                actor="DEV",
+            )
+    (receipt,) = (root / "fcop" / "operations").glob("transition-*.json")
+    result = lifecycle.recover_receipt(receipt.relative_to(root))
+    assert result["classification"] == "RECOVERABLE_DUPLICATE"
+    check = _validate(root)
+    assert check["valid"] and not check["warnings"], check

@@ -9,7 +9,9 @@ keeps its mapping. Cost is constant in the number of settled tasks:
 * :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
 * :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
 * :meth:`Lifecycle.inspect` — where one TASK is and how its claim stands;
-* :meth:`Lifecycle.recover` — settle a crashed create or claim (fcop's ``recover_operation``).
+* :meth:`Lifecycle.recover` — settle a crashed create or claim (fcop's ``recover_operation``);
+  :meth:`Lifecycle.recover_receipt` and :meth:`Lifecycle.complete_fact` are its two
+  rules for callers that found a receipt or a TASK by their own scan.
 
 fcop stays the authority: every workspace this writes passes
 ``fcop.workspace.validate_workspace`` and the stock tools (``fcop validate``,
@@ -197,6 +199,19 @@ class Lifecycle:
         from baton.coordination.lifecycle.inspect import inspect
 
         return inspect(self._ws, task_id)
+
+    def recover_receipt(self, receipt_path: Path | str) -> dict[str, Any]:
+        """Any lifecycle receipt through fcop's recovery (see :func:`.inspect.recover_receipt`)."""
+        from baton.coordination.lifecycle.inspect import recover_receipt
+
+        result: dict[str, Any] = recover_receipt(self._ws, Path(receipt_path))
+        return result
+
+    def complete_fact(self, task_id: str, *, derived_only: bool = True) -> str | None:
+        """The fact a crashed create did not write (see :func:`.inspect.complete_fact`)."""
+        from baton.coordination.lifecycle.inspect import complete_fact
+
+        return complete_fact(self._ws, task_id, derived_only=derived_only)
 
     def recover(self, task_id: str) -> dict[str, Any]:
         """Settle what a crash left for ``task_id`` (see :func:`.inspect.recover`)."""

@@ -178,13 +178,16 @@ def operation_key_of(ws: Workspace, task_id: str) -> str | None:
     return operation_key(ws.manifest["workspace_id"], opid)
 
 
-def missing_fact(ws: Workspace, task_id: str) -> tuple[Path, dict[str, Any]] | None:
+def missing_fact(
+    ws: Workspace, task_id: str, *, derived_only: bool = True
+) -> tuple[Path, dict[str, Any]] | None:
     """The fact an interrupted baton create of ``task_id`` did not publish, or None.
 
     Derived from the TASK itself, which must be untouched in the inbox (its bytes
     are the ones the fact's ``content_digest`` binds), valid with its relations,
     and at the id derived from its own operation key: then it is provably that
-    operation's result. The caller holds the operation's key lock.
+    operation's result (``derived_only=False`` drops the last condition, for a
+    caller that proved uniqueness otherwise). The caller holds the key lock.
     """
     inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
     if ws._paths(task_id) != [inbox]:
@@ -199,7 +202,7 @@ def missing_fact(ws: Workspace, task_id: str) -> tuple[Path, dict[str, Any]] | N
     ):
         return None
     key = operation_key(ws.manifest["workspace_id"], opid)
-    if derived_task_id(key) != task_id:
+    if derived_only and derived_task_id(key) != task_id:
         return None  # not a baton create: fcop's rule (RECOVERY_REQUIRED) stands
     fact = {
         "contract": "fcop-create-task-v1",

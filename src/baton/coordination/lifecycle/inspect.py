@@ -36,7 +36,7 @@ from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail
 from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
 
-__all__ = ["inspect", "recover"]
+__all__ = ["complete_fact", "inspect", "recover", "recover_receipt"]
 
 _TEMP_STAGES = ("inbox", "active")
 """Where T1 (inbox) and T2 (active) publish a TASK, so where their temporaries can be."""
@@ -120,8 +120,38 @@ def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict
     return result
 
 
-def _complete_fact(ws: Workspace, task_id: str) -> str | None:
-    """Publish the operation fact of a baton create that died before writing it."""
+def recover_receipt(ws: Workspace, path: Path) -> dict[str, Any]:
+    """Any lifecycle receipt (baton's or another client's) through fcop's recovery.
+
+    fcop's ``validate_receipt`` first; then, under the TASK's family lock, the
+    PREPARED-with-both-copies window is settled (:func:`.claim.promote_published`)
+    and the receipt goes to fcop's ``recover_operation``. Its result dict.
+    """
+    from fcop.v4.encoding import safe_path
+
+    given = Path(path)
+    relative = given.relative_to(ws.root) if given.is_absolute() else given
+    path = Path(safe_path(ws.root, relative.as_posix()))
+    try:
+        receipt = dict(validate_receipt(ws.root, path, read_json(path)))
+    except V4ProtocolError as exc:
+        raise fail("RECOVERY_REQUIRED", "Unreadable or damaged lifecycle receipt") from exc
+    if receipt["workspace_id"] != ws.manifest["workspace_id"]:
+        raise fail("WORKSPACE_ID_MISMATCH", "Receipt of another workspace")
+    root_id = ws.family_root(receipt["task_id"])
+    with family_boundary(ws.root, ws.manifest["workspace_id"], root_id):
+        return _recover_receipt(ws, path, receipt)
+
+
+def complete_fact(ws: Workspace, task_id: str, *, derived_only: bool = True) -> str | None:
+    """Publish the operation fact a create of ``task_id`` died before writing.
+
+    ``COMMITTED`` when the fact exists, ``COMPLETED`` when it was published now,
+    None when the TASK is not provably that create's result (see
+    :func:`.create.missing_fact`). ``derived_only=False`` also accepts a TASK id
+    fcop drew at random: the caller must have established that it is the only
+    TASK carrying its ``operation_id`` (a scan).
+    """
     from baton.coordination.lifecycle.create import missing_fact, operation_key_of, publish_fact
 
     key = operation_key_of(ws, task_id)
@@ -131,7 +161,7 @@ def _complete_fact(ws: Workspace, task_id: str) -> str | None:
     with operation_lock(operations / f"create-{key}.lock"):
         if os.path.lexists(operations / f"create-{key}.json"):
             return "COMMITTED"
-        found = missing_fact(ws, task_id)
+        found = missing_fact(ws, task_id, derived_only=derived_only)
         if found is None:
             return None
         publish_fact(ws, *found)
@@ -170,7 +200,7 @@ def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
             )
         elif len(ws._paths(task_id)) > 1:
             out["foreign"] = [_recover_receipt(ws, p, r) for p, r in _foreign_receipts(ws, task_id)]
-        out["create"] = _complete_fact(ws, task_id)
+        out["create"] = complete_fact(ws, task_id)
         settled = len(ws._paths(task_id)) == 1 and all(
             r.get("classification") in {"COMMITTED", "NOT_COMMITTED", "RECOVERABLE_DUPLICATE"}
             for r in [out["claim"] or {"classification": "COMMITTED"}, *out["foreign"]]
