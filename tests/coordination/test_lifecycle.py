@@ -447,3 +447,27 @@ def test_the_fast_check_falls_back_to_fcops_on_any_layout_change(root: Path) -> 
     with pytest.raises(Exception) as linked:
         lifecycle.create(operation_id="b", sender="A", recipient="B", subject="s", body="b")
     assert getattr(linked.value, "code", None) == "INVALID_ENVELOPE"  # fcop's safe_path verdict
+
+
+def test_a_move_finishing_between_listing_and_reading_is_listed_again(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fcop's reader answers INVALID_ENVELOPE here; a claim that lost the race must lose."""
+    lifecycle = Lifecycle(root)
+    task = lifecycle.create(operation_id="op", sender="A", recipient="B", subject="s", body="b")
+    inbox = Path(task["path"])
+    active = inbox.parents[1] / "active" / inbox.name
+    real = Path.read_bytes
+    moved: list[Any] = []
+
+    def racing(self: Path) -> bytes:
+        if self == inbox and not moved:  # the winner's T2 lands right after our lstat
+            moved.append(None)
+            moved[0] = Lifecycle(root).claim(task["task_id"], actor="B")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", racing)
+    with pytest.raises(Exception) as lost:
+        lifecycle.claim(task["task_id"], actor="C")
+    assert isinstance(map_fcop_error(lost.value), LifecycleConflict), lost.value
+    assert moved and active.exists() and not inbox.exists()

@@ -196,7 +196,7 @@ def _creator(root: str, use_baton: bool, start: Any, out: Any) -> None:
 @pytest.mark.slow
 def test_eight_mixed_claimers_one_winner(root: Path, authority: TrustedAuthority) -> None:
     context = multiprocessing.get_context("fork")
-    for round_ in range(3):
+    for round_ in range(6):
         task = Lifecycle(root).create(
             operation_id=f"op-race-{round_}", sender="ADMIN", recipient="DEV", subject="s", body="b"
         )["task_id"]
@@ -213,7 +213,12 @@ def test_eight_mixed_claimers_one_winner(root: Path, authority: TrustedAuthority
             p.join(timeout=60)
         winners = [r for r in results if r[1] == "won"]
         assert len(winners) == 1, results
-        assert {r[1] for r in results} - {"won"} <= {"INVALID_TRANSITION", "STATE_AMBIGUOUS"}
+        ours = {code for who, code, _ in results if int(who[1:]) % 2 == 0} - {"won"}
+        theirs = {code for who, code, _ in results if int(who[1:]) % 2 == 1} - {"won"}
+        assert ours <= {"INVALID_TRANSITION", "STATE_AMBIGUOUS"}, results
+        # fcop's own pre-lock read can lose the race to the winner's unlink and answer
+        # INVALID_ENVELOPE ("Unreadable envelope"); baton lists again instead.
+        assert theirs <= {"INVALID_TRANSITION", "STATE_AMBIGUOUS", "INVALID_ENVELOPE"}, results
         fields = Lifecycle(root).read_task(task)
         claims = [t for t in fields["transitions"] if t["tool"] == "claim_task"]
         assert [c["attempt_id"] for c in claims] == [winners[0][2]]

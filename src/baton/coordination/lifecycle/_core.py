@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml  # type: ignore[import-untyped]
 from fcop.errors import V4ProtocolError
@@ -40,6 +40,8 @@ from fcop.v4.encoding import BUCKETS, ID_RE, STAGES, _mapping, _parse_envelope_b
 from baton.coordination.lifecycle._fcop import fail
 
 __all__ = ["EnvelopeMemo", "Workspace", "emitted_frontmatter", "frontmatter_roundtrips"]
+
+_R = TypeVar("_R")
 
 _LAYOUT: tuple[str, ...] = (
     "fcop",
@@ -161,6 +163,28 @@ class EnvelopeMemo:
         self._put(hashlib.sha256(data).digest(), fields, {stem})
 
 
+class Vanished(Exception):
+    """A listed envelope was gone when read: a concurrent move finished in between."""
+
+
+def _settled(read: Callable[[], _R], subject: str, attempts: int = 4) -> _R:
+    """Repeat a list-then-read lookup a concurrent move raced (bounded).
+
+    fcop's own readers report this race as INVALID_ENVELOPE ("Unreadable
+    envelope"): a claim that loses fcop's 8-process race can get it instead of
+    INVALID_TRANSITION. Listing again sees the move finished.
+    """
+    for _ in range(attempts - 1):
+        try:
+            return read()
+        except Vanished:
+            continue
+    try:
+        return read()
+    except Vanished as exc:
+        raise fail("STATE_AMBIGUOUS", "TASK moved while it was read", subject=subject) from exc
+
+
 _DERIVED_TASK_ID: ContextVar[str | None] = ContextVar("baton_derived_task_id", default=None)
 
 
@@ -261,9 +285,15 @@ class Workspace(_Creation):
         return found
 
     def read_validated(self, path: Path) -> tuple[bytes, dict[str, Any]]:
-        """The bytes at ``path`` and ``_validate(parse_envelope(path), path)``, memoized."""
+        """The bytes at ``path`` and ``_validate(parse_envelope(path), path)``, memoized.
+
+        A file that vanished since it was listed raises :class:`Vanished` (a move
+        finished in between); any other read error is fcop's INVALID_ENVELOPE.
+        """
         try:
             data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise Vanished(str(path)) from exc
         except OSError as exc:
             raise fail("INVALID_ENVELOPE", "Unreadable envelope", subject=str(path)) from exc
         fields = self.memo.validated(data, path.stem, lambda parsed: self._validate(parsed, path))
@@ -310,6 +340,11 @@ class Workspace(_Creation):
         self, envelope_id: str, *, seen: frozenset[str] = frozenset()
     ) -> tuple[Path, bytes, dict[str, Any]]:
         """fcop's ``_resolve`` (exactly one path, valid, strong relations), plus the bytes read."""
+        return _settled(lambda: self._resolve_once(envelope_id, seen), envelope_id)
+
+    def _resolve_once(
+        self, envelope_id: str, seen: frozenset[str]
+    ) -> tuple[Path, bytes, dict[str, Any]]:
         paths = self._paths(envelope_id)
         if len(paths) != 1:
             raise fail(
@@ -329,6 +364,9 @@ class Workspace(_Creation):
 
     def family_root(self, task_id: str) -> str:
         """fcop's ``family_root_for`` (which Root's family lock guards this TASK)."""
+        return _settled(lambda: self._family_root_once(task_id), task_id)
+
+    def _family_root_once(self, task_id: str) -> str:
         paths = self._paths(task_id)
         if not paths:
             raise fail("RELATION_INVALID", "TASK does not exist", subject=task_id)

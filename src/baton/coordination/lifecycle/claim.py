@@ -57,7 +57,7 @@ from fcop.v4.receipts import (
     validate_receipt,
 )
 
-from baton.coordination.lifecycle._core import Workspace, frontmatter_roundtrips
+from baton.coordination.lifecycle._core import Vanished, Workspace, frontmatter_roundtrips
 from baton.coordination.lifecycle._fcop import fail, validate
 
 __all__ = ["CLAIM_NAMESPACE", "claim", "claim_operation_id", "claim_receipt_path"]
@@ -254,7 +254,10 @@ def _finish(
     read_back: dict[str, Any],
 ) -> dict[str, Any]:
     """fcop's ``Lifecycle._finish``: the source re-checked, then the three durable steps."""
-    data, _ = ws.read_validated(source)
+    try:
+        data, _ = ws.read_validated(source)
+    except Vanished:
+        data = b""  # removed under the family lock: by a writer that does not take it
     if data != source_bytes:
         raise fail("RECOVERY_REQUIRED", "Source differs from receipt", subject=receipt["task_id"])
     publish(target, target_bytes)

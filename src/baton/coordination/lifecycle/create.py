@@ -168,10 +168,10 @@ def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, A
 
 def operation_key_of(ws: Workspace, task_id: str) -> str | None:
     """The create key of the operation that made ``task_id`` (None if it names none)."""
-    paths = ws._paths(task_id)
-    if len(paths) != 1:
+    try:
+        _, _, fields = ws.resolve_bytes(task_id)
+    except V4ProtocolError:
         return None
-    _, fields = ws.read_validated(paths[0])
     opid = fields.get("operation_id")
     if not isinstance(opid, str) or fields.get("operation_kind") != "create_task":
         return None
