@@ -280,3 +280,63 @@ def test_the_rules_take_what_another_scan_found(root: Path) -> None:
     assert result["classification"] == "RECOVERABLE_DUPLICATE"
     check = _validate(root)
     assert check["valid"] and not check["warnings"], check
+
+
+def test_a_fact_missing_after_the_task_moved_on_is_rebuilt_from_its_claim(root: Path) -> None:
+    """team's harness found it: the create died before its fact, the TASK was claimed since."""
+    import fcop
+
+    lifecycle = Lifecycle(root)
+
+    def die(operation: str, stage: str) -> None:
+        if (operation, stage) == ("create", "TASK_PUBLISHED"):
+            raise SystemExit("killed between the TASK and its fact")
+
+    lifecycle.workspace.crash_hook = die
+    request = {"sender": "ADMIN", "recipient": "DEV", "subject": "s", "body": "b\n"}
+    with pytest.raises(SystemExit):
+        lifecycle.create(operation_id="op-moved", **request)
+    lifecycle.workspace.crash_hook = None
+    (task,) = [p.stem for p in (root / "fcop" / "_lifecycle" / "inbox").glob("TASK-*.md")]
+    claim = lifecycle.claim(task, actor="DEV")
+    with pytest.raises(Exception, match="differs from durable fact"):  # fcop's answer, moved on
+        Lifecycle(root).create(operation_id="op-moved", **request)
+    (fact_path,) = (root / "fcop" / "operations").glob("create-*.json")
+    fact = json.loads(fact_path.read_bytes())
+    receipt = json.loads((root / claim["receipt_ref"]).read_bytes())
+    assert fact["task_id"] == task and fact["content_digest"] == receipt["source_digest"]
+    project = fcop.Project(root)
+    with warnings.catch_warnings(), pytest.raises(Exception, match="differs from durable fact"):
+        warnings.simplefilter("ignore", DeprecationWarning)
+        project.create_task(workspace_id=lifecycle.workspace_id, operation_id="op-moved", **request)
+    check = _validate(root)
+    assert check["valid"] and not check["warnings"], check
+
+    # The same for fcop's own writers, with what a scan found (random TASK and receipt ids).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        made = project.create_task(
+            workspace_id=lifecycle.workspace_id, operation_id="op-fcop", **request
+        )
+        moved = project.transition(
+            task_id=made["task_id"],
+            from_stage="inbox",
+            to_stage="active",
+            tool="claim_task",
+            actor="DEV",
+        )
+    fcop_fact = next(
+        p
+        for p in (root / "fcop" / "operations").glob("create-*.json")
+        if json.loads(p.read_bytes())["task_id"] == made["task_id"]
+    )
+    original = fcop_fact.read_bytes()
+    fcop_fact.unlink()
+    assert lifecycle.complete_fact(made["task_id"], derived_only=False) is None  # no receipt
+    assert (
+        lifecycle.complete_fact(
+            made["task_id"], derived_only=False, claim_receipt=moved["receipt_ref"]
+        )
+        == "COMPLETED"
+    )
+    assert fcop_fact.read_bytes() == original  # exactly the fact fcop wrote

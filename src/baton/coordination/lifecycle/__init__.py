@@ -207,11 +207,18 @@ class Lifecycle:
         result: dict[str, Any] = recover_receipt(self._ws, Path(receipt_path))
         return result
 
-    def complete_fact(self, task_id: str, *, derived_only: bool = True) -> str | None:
+    def complete_fact(
+        self,
+        task_id: str,
+        *,
+        derived_only: bool = True,
+        claim_receipt: Path | str | None = None,
+    ) -> str | None:
         """The fact a crashed create did not write (see :func:`.inspect.complete_fact`)."""
         from baton.coordination.lifecycle.inspect import complete_fact
 
-        return complete_fact(self._ws, task_id, derived_only=derived_only)
+        receipt = None if claim_receipt is None else self.root / Path(claim_receipt)
+        return complete_fact(self._ws, task_id, derived_only=derived_only, claim_receipt=receipt)
 
     def recover(self, task_id: str) -> dict[str, Any]:
         """Settle what a crash left for ``task_id`` (see :func:`.inspect.recover`)."""

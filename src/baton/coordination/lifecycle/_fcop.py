@@ -2,7 +2,8 @@
 
 The writer composes fcop's own encoding, publication, lock and receipt
 primitives (``fcop.v4.*``) instead of re-implementing them, so what it writes
-is what fcop writes; those modules are private, so this is the one file a new
+is what fcop writes (the durable writers are called as ``encoding.publish``
+etc., so a harness that wraps them in ``fcop.v4.encoding`` sees baton's writes); those modules are private, so this is the one file a new
 ``fcop`` release has to get past. :func:`supported` gates on the exact pinned
 version: with any other version the writer is unavailable and the port keeps
 calling ``fcop.Project`` (always correct, only slower).

@@ -38,14 +38,12 @@ from uuid import UUID, uuid4, uuid5
 
 import yaml  # type: ignore[import-untyped]
 from fcop.errors import V4ProtocolError
+from fcop.v4 import encoding
 from fcop.v4.encoding import (
     _parse_envelope_bytes,
     canonical,
     digest,
-    publish,
     read_json,
-    remove_authoritative,
-    replace_durable,
     strict_text,
 )
 from fcop.v4.lifecycle import Lifecycle as CoreLifecycle
@@ -260,11 +258,11 @@ def _finish(
         data = b""  # removed under the family lock: by a writer that does not take it
     if data != source_bytes:
         raise fail("RECOVERY_REQUIRED", "Source differs from receipt", subject=receipt["task_id"])
-    publish(target, target_bytes)
+    encoding.publish(target, target_bytes)
     ws.memo.seed(target_bytes, read_back, target.stem)
     receipt = _set_stage(receipt_file, receipt, "TARGET_DURABLE")
     ws.boundary("transition", "TARGET_DURABLE")
-    remove_authoritative(source)
+    encoding.remove_authoritative(source)
     receipt = _set_stage(receipt_file, receipt, "COMMITTED")
     ws.boundary("transition", "COMMITTED")
     result = {
@@ -290,7 +288,7 @@ def _set_stage(path: Path, receipt: dict[str, Any], stage: str) -> dict[str, Any
     if stage not in RECEIPT_STAGES:
         raise fail("RECOVERY_REQUIRED", "Invalid receipt stage update")
     updated = {**receipt, "stage": stage}
-    replace_durable(path, canonical(updated) + b"\n")
+    encoding.replace_durable(path, canonical(updated) + b"\n")
     return updated
 
 

@@ -18,12 +18,12 @@ Outcomes, as fcop's:
 * the fact exists: the same request gets the TASK back (``existing``), a
   different one ``OPERATION_ID_CONFLICT``, damage ``RECOVERY_REQUIRED``;
 * no fact, no TASK: publish both;
-* no fact, the TASK at the derived id still in the inbox, carrying this
-  operation's id and request digest: the earlier create crashed between its
-  two publications. fcop would refuse (``RECOVERY_REQUIRED``) forever; baton
-  publishes the missing fact, exactly the one that create would have written
-  (its content digest is of the TASK's unchanged bytes), and answers
-  ``existing``. Any other TASK there is ``RECOVERY_REQUIRED``.
+* no fact, the TASK at the derived id carrying this operation's id and
+  request digest: the earlier create crashed between its two publications.
+  fcop would refuse (``RECOVERY_REQUIRED``) forever; baton publishes the
+  missing fact, exactly the one that create would have written (see
+  :func:`missing_fact`), and answers as for a known operation. Any other TASK
+  there is ``RECOVERY_REQUIRED``.
 
 Not carried over: fcop's search for *copies* of a fact under non-canonical
 names and for a leftover temporary of the fact (both scans of
@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from fcop.errors import V4ProtocolError
-from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, publish, read_json
+from fcop.v4 import encoding
+from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, read_json
 
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail, validate
@@ -95,10 +96,10 @@ def commit(ws: Workspace, plan: dict[str, Any]) -> dict[str, Any]:
         if paths:
             return _complete(ws, plan, paths, fact_path)
         task_path = ws.root / planned["path"]
-        publish(task_path, plan["data"])
+        encoding.publish(task_path, plan["data"])
         ws.remember(task_path, plan["data"])
         ws.boundary("create", "TASK_PUBLISHED")
-        publish(fact_path, canonical(planned) + b"\n")
+        encoding.publish(fact_path, canonical(planned) + b"\n")
         ws.boundary("create", "COMMITTED")
         ws.sweep_temporaries("inbox", task_id)
         return _result(planned, task_path, plan, existing=False)
@@ -179,24 +180,31 @@ def operation_key_of(ws: Workspace, task_id: str) -> str | None:
 
 
 def missing_fact(
-    ws: Workspace, task_id: str, *, derived_only: bool = True
+    ws: Workspace,
+    task_id: str,
+    *,
+    derived_only: bool = True,
+    claim_receipt: Path | None = None,
 ) -> tuple[Path, dict[str, Any]] | None:
-    """The fact an interrupted baton create of ``task_id`` did not publish, or None.
+    """The fact an interrupted create of ``task_id`` did not publish, or None.
 
-    Derived from the TASK itself, which must be untouched in the inbox (its bytes
-    are the ones the fact's ``content_digest`` binds), valid with its relations,
-    and at the id derived from its own operation key: then it is provably that
-    operation's result (``derived_only=False`` drops the last condition, for a
-    caller that proved uniqueness otherwise). The caller holds the key lock.
+    A pure function of the TASK: valid with its relations, carrying its
+    ``operation_id`` and request digest, at the id derived from its own
+    operation key (``derived_only=False`` drops that condition, for a caller
+    whose scan showed it is the only TASK with that ``operation_id``). The
+    fact's ``content_digest`` binds the TASK's bytes *as created*: its bytes
+    now while it is still in the inbox, otherwise the ``source_digest`` of its
+    one T2 receipt (baton's derived one, or ``claim_receipt`` found by a scan),
+    whose claim event must be the TASK's second transition. The caller holds
+    the operation's key lock.
     """
     inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
-    if ws._paths(task_id) != [inbox]:
+    if len(ws._paths(task_id)) != 1:
         return None
     path, data, fields = ws.resolve_bytes(task_id)
     opid, request_digest = fields.get("operation_id"), fields.get("normalized_request_digest")
     if (
-        path != inbox
-        or not isinstance(opid, str)
+        not isinstance(opid, str)
         or not isinstance(request_digest, str)
         or fields.get("operation_kind") != "create_task"
     ):
@@ -204,6 +212,9 @@ def missing_fact(
     key = operation_key(ws.manifest["workspace_id"], opid)
     if derived_only and derived_task_id(key) != task_id:
         return None  # not a baton create: fcop's rule (RECOVERY_REQUIRED) stands
+    content = digest(data) if path == inbox else _created_digest(ws, task_id, fields, claim_receipt)
+    if content is None:
+        return None
     fact = {
         "contract": "fcop-create-task-v1",
         "key": key,
@@ -213,15 +224,41 @@ def missing_fact(
         "task_id": task_id,
         "path": inbox.relative_to(ws.root).as_posix(),
         "digest": request_digest,
-        "content_digest": digest(data),
+        "content_digest": content,
     }
     validate("create-operation", parse_json(canonical(fact)))
     return ws.root / "fcop" / "operations" / f"create-{key}.json", fact
 
 
+def _created_digest(
+    ws: Workspace, task_id: str, fields: dict[str, Any], receipt_path: Path | None
+) -> str | None:
+    """The digest of a moved TASK's bytes as created: its T2 receipt's ``source_digest``."""
+    from fcop.v4.receipts import validate_receipt
+
+    from baton.coordination.lifecycle.claim import claim_receipt_path
+
+    path = receipt_path or claim_receipt_path(ws, task_id)
+    transitions = fields.get("transitions")
+    try:
+        receipt = validate_receipt(ws.root, path, read_json(path))
+    except (V4ProtocolError, OSError):
+        return None
+    if (
+        receipt["task_id"] != task_id
+        or receipt["workspace_id"] != ws.manifest["workspace_id"]
+        or receipt["source_path"] != f"fcop/_lifecycle/inbox/{task_id}.md"
+        or not isinstance(transitions, list)
+        or len(transitions) < 2
+        or transitions[1] != receipt["transition"]
+    ):
+        return None
+    return str(receipt["source_digest"])
+
+
 def publish_fact(ws: Workspace, path: Path, fact: dict[str, Any]) -> None:
     """Publish a completed fact (fcop's ``publish``) and sweep the TASK's temporaries."""
-    publish(path, canonical(fact) + b"\n")
+    encoding.publish(path, canonical(fact) + b"\n")
     ws.sweep_temporaries("inbox", fact["task_id"])
 
 
@@ -247,4 +284,4 @@ def _complete(
             operation=opid,
         )
     publish_fact(ws, fact_path, found[1])
-    return _result(found[1], ws.root / planned["path"], plan, existing=True)
+    return _replay(ws, plan, fact_path)  # the TASK back, or fcop's answer if it moved on

@@ -143,14 +143,21 @@ def recover_receipt(ws: Workspace, path: Path) -> dict[str, Any]:
         return _recover_receipt(ws, path, receipt)
 
 
-def complete_fact(ws: Workspace, task_id: str, *, derived_only: bool = True) -> str | None:
+def complete_fact(
+    ws: Workspace,
+    task_id: str,
+    *,
+    derived_only: bool = True,
+    claim_receipt: Path | None = None,
+) -> str | None:
     """Publish the operation fact a create of ``task_id`` died before writing.
 
     ``COMMITTED`` when the fact exists, ``COMPLETED`` when it was published now,
     None when the TASK is not provably that create's result (see
     :func:`.create.missing_fact`). ``derived_only=False`` also accepts a TASK id
     fcop drew at random: the caller must have established that it is the only
-    TASK carrying its ``operation_id`` (a scan).
+    TASK carrying its ``operation_id`` (a scan); ``claim_receipt`` is the T2
+    receipt such a scan found for a TASK that has left the inbox.
     """
     from baton.coordination.lifecycle.create import missing_fact, operation_key_of, publish_fact
 
@@ -161,7 +168,7 @@ def complete_fact(ws: Workspace, task_id: str, *, derived_only: bool = True) -> 
     with operation_lock(operations / f"create-{key}.lock"):
         if os.path.lexists(operations / f"create-{key}.json"):
             return "COMMITTED"
-        found = missing_fact(ws, task_id, derived_only=derived_only)
+        found = missing_fact(ws, task_id, derived_only=derived_only, claim_receipt=claim_receipt)
         if found is None:
             return None
         publish_fact(ws, *found)
