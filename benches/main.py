@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest, task_new
+from benches import answers, doorbell, ingest, task_new, web_latency
 from benches.common import cpu_note
 
 
@@ -12,7 +12,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument(
-        "--only", choices=["ingest", "answers", "doorbell", "task-new"], default=None
+        "--only", choices=["ingest", "answers", "doorbell", "task-new", "web"], default=None
     )
     args = parser.parse_args()
     print(f"# baton benchmarks ({cpu_note()})")
@@ -30,6 +30,8 @@ def main() -> None:
             doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
             task_new.QUICK_SAMPLES if args.quick else task_new.SAMPLES,
         )
+    if args.only in (None, "web"):
+        web_latency.run(300 if args.quick else 1000)
 
 
 if __name__ == "__main__":

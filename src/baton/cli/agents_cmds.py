@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from baton.config import load_config
+from baton.cli.project import ProjectOption, any_config
+from baton.cli.render import safe
+from baton.cli.shared import command_app, out, print_ndjson
 
 __all__ = ["app"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = command_app()
 
 
 @app.command()
-def agents(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Agent profiles and whether each is installed."""
-    config = load_config(Path.cwd())
-    rows = []
+def agents(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="NDJSON, one profile per line.")
+    ] = False,
+    project: ProjectOption = None,
+) -> None:
+    """Agent profiles (built-in and the project's) and whether each is installed."""
+    config = any_config(project)
+    rows: list[dict[str, Any]] = []
     for profile in config.profiles.values():
         argv = profile.argv()
         found = shutil.which(argv[0], path=os.environ.get("PATH")) if argv else None
@@ -39,11 +43,21 @@ def agents(json_output: Annotated[bool, typer.Option("--json")] = False) -> None
             }
         )
     if json_output:
-        for row in rows:
-            typer.echo(json.dumps(row))
+        print_ndjson(rows)
         return
-    table = Table("agent", "installed", "command", "source", box=None)
-    for profile, row in zip(config.profiles.values(), rows, strict=True):
-        mark = "[green]yes[/]" if row["installed"] else f"[dim]no — {profile.install_hint}[/]"
-        table.add_row(profile.name, mark, " ".join(profile.argv()), profile.source)
-    Console(highlight=False).print(table)
+    console = out()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("agent", no_wrap=True)
+    table.add_column("installed", no_wrap=True)
+    table.add_column("command", overflow="fold")
+    table.add_column("from", no_wrap=True)
+    missing = []
+    for row in rows:
+        mark = "[green]yes[/]" if row["installed"] else "[dim]no[/]"
+        table.add_row(safe(row["name"]), mark, safe(" ".join(row["command"])), safe(row["source"]))
+        if not row["installed"] and row["install_hint"]:
+            missing.append(row)
+    console.print(table)
+    for row in missing:
+        # One line each, never cut: the command is what the user copies.
+        console.print(f"install {safe(row['name'])}: {safe(row['install_hint'])}", soft_wrap=True)

@@ -67,7 +67,7 @@ from baton.coordination.errors import (
     TaskNotFound,
     WorkspaceNotInitialized,
 )
-from baton.coordination.lifecycle import create_request
+from baton.coordination.lifecycle import Lifecycle, create_request, open_writer
 
 __all__ = [
     "STAGES",
@@ -417,15 +417,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _open_lifecycle(root: Path, trusted: Mapping[str, Any]) -> Any:
-    """baton's O(1) lifecycle writer for ``root``, or None when fcop is not the pinned 4.0.5."""
-    from baton.coordination import lifecycle
-
-    if not lifecycle.available():
-        return None
-    return lifecycle.Lifecycle(root, trusted_profiles=trusted)
-
-
 class FcopPort:
     """Typed, error-mapped access to one FCoP 4.0 workspace through ``fcop.Project``.
 
@@ -463,7 +454,7 @@ class FcopPort:
         with _fcop_errors():
             self._project: Any = fcop.Project(self.root, trusted_profiles=trusted)
             # T1, T2 and TASK reads in O(1) of history (docs/lifecycle.md); fcop.Project otherwise.
-            self._lifecycle: Any = _open_lifecycle(self.root, trusted)
+            self._lifecycle: Lifecycle | None = open_writer(self.root, trusted_profiles=trusted)
         self.workspace_id: str = status.workspace_id or ""
         self.profiles = status.profiles
         self._read_attempts = max(1, read_attempts)
@@ -478,6 +469,11 @@ class FcopPort:
 
     def stage_dir(self, stage: str) -> Path:
         return self.root / "fcop" / "_lifecycle" / stage
+
+    @property
+    def lifecycle(self) -> Lifecycle | None:
+        """baton's O(1) T1/T2 writer (``coordination.lifecycle``), None with another fcop."""
+        return self._lifecycle
 
     @property
     def can_authorize(self) -> bool:
@@ -550,12 +546,70 @@ class FcopPort:
             parent=parent,
             references=references,
         )
-        result = self._fast("create_task", lambda lc: lc.create_task(**kwargs), **kwargs)
+        for attempt in range(3):
+            try:
+                result = self._create_once(kwargs)
+                break
+            except FileNotFoundError:
+                # Core's replay read the TASK just as it moved on (a claim): read again.
+                if attempt == 2:
+                    raise
+                continue
+            except FcopProtocolError as exc:
+                if exc.code != "RECOVERY_REQUIRED":
+                    raise
+                if "without its durable operation fact" in str(exc) and attempt == 0:
+                    # A crash between publishing the TASK and its create fact (rule R3);
+                    # baton's writer completes its own, this is for a TASK fcop.Project made.
+                    from baton.coordination.fcop_recovery import complete_create_fact
+
+                    complete_create_fact(self, opid)
+                    continue
+                if "differs from durable fact" in str(exc):
+                    # Core replays a create only while its TASK is untouched in the inbox; a
+                    # redelivered request for a TASK that has moved on finds it by its fact.
+                    moved = self._created_by(opid)
+                    if moved is not None:
+                        return moved
+                raise
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
             operation_id=opid,
             path=Path(result["path"]),
+        )
+
+    def _create_once(self, kwargs: Mapping[str, Any]) -> Any:
+        """One T1: baton's O(1) writer, or ``fcop.Project.create_task`` when it is off.
+
+        Only the fallback runs Core's O(history) create scan, which reads every TASK and
+        operation fact whole; a guard against oversized files belongs on that path only.
+        """
+        return self._fast("create_task", lambda lc: lc.create_task(**kwargs), **kwargs)
+
+    def _created_by(self, operation_id: str) -> CreatedTask | None:
+        """The TASK a create operation made, by its durable fact, wherever it is now.
+
+        Trusted only when the TASK itself names the operation and the fact's request
+        digest (what Core would check if the TASK were still in the inbox).
+        """
+        from baton.coordination.lifecycle.create import operation_key
+
+        key = operation_key(self.workspace_id, operation_id)
+        path = self.fcop_dir / "operations" / f"create-{key}.json"
+        try:
+            fact = json.loads(path.read_bytes())
+            task = self.read_task(str(fact["task_id"]))
+        except (OSError, ValueError, KeyError, CoordinationError):
+            return None
+        tid = task.task_id
+        fields = self._fast("read_task", lambda lc: lc.read_task(tid), task_id=tid)
+        if fields.get("operation_id") != operation_id or fields.get(
+            "normalized_request_digest"
+        ) != fact.get("digest"):
+            return None
+        return CreatedTask(
+            task_id=task.task_id, existing=True, operation_id=operation_id, path=task.path
         )
 
     # --------------------------------------------------------------- reads
@@ -1009,7 +1063,55 @@ class FcopPort:
             raise CODE_TO_ERROR["INVALID_TRANSITION"](
                 f"{task_id} is in {task.stage}, not review", code="INVALID_TRANSITION"
             )
-        return self._decide_task(task, decision, approver, reason, review_ref)
+        try:
+            return self._decide_task(task, decision, approver, reason, review_ref)
+        except FcopProtocolError as exc:
+            if exc.code != "RECOVERY_REQUIRED" or "conflicting receipt" not in str(exc):
+                raise
+            # A crash after this round's receipt, before its target (rule R5): finish that
+            # move from its own receipt instead of authorizing a second one.
+            replayed = self.replay_prepared(task_id, from_stage="review")
+            if replayed is None:
+                raise
+            return replayed
+
+    def replay_prepared(self, task_id: str, *, from_stage: str) -> TransitionInfo | None:
+        """R5: replay the exact request of ``task_id``'s one unfinished (``PREPARED``) move.
+
+        ``fcop`` finishes a move whose receipt matches a request exactly; an
+        authorized move (T4/T5) can only be replayed with its own REVIEW and
+        authorization refs, which are in the receipt. None when there is no such
+        receipt with its source still in place.
+        """
+        source = self.stage_dir(from_stage) / f"{task_id}.md"
+        if not source.is_file():
+            return None
+        needle = f'"task_id":"{task_id}"'.encode()
+        pending = []
+        for path in sorted((self.fcop_dir / "operations").glob("transition-*.json")):
+            data = path.read_bytes()
+            if needle not in data:
+                continue
+            value = json.loads(data)
+            if (
+                value.get("stage") == "PREPARED"
+                and value.get("from_stage") == from_stage
+                and value.get("task_id") == task_id
+                and not (self.root / str(value.get("target_path", ""))).exists()
+            ):
+                pending.append(value)
+        if len(pending) != 1:
+            return None
+        value = pending[0]
+        request: dict[str, Any] = {
+            name: value[name] for name in ("task_id", "from_stage", "to_stage", "tool", "actor")
+        }
+        for name in ("report_ref", "review_ref", "authorization_ref", "family_digest"):
+            if value.get(name) is not None:
+                request[name] = value[name]
+        if value.get("request_profile_ref") is not None:
+            request["profile_ref"] = value["request_profile_ref"]
+        return self._transition_info(self._call("transition", **request))
 
     def _decide_task(
         self,

@@ -27,14 +27,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.lifecycle._fcop import PINNED, supported
+from baton.coordination.lifecycle._fcop import PINNED, publish_temporary, supported
 
-__all__ = ["PINNED", "Lifecycle", "TaskState", "available", "create_request"]
+__all__ = [
+    "PINNED",
+    "Lifecycle",
+    "TaskState",
+    "available",
+    "create_request",
+    "open_writer",
+    "publish_temporary",
+]
 
 
 def available() -> bool:
     """Whether this writer may be used with the installed ``fcop`` (exactly 4.0.5)."""
     return supported()
+
+
+def open_writer(
+    root: Path, *, trusted_profiles: Mapping[str, Callable[..., str]] | None = None
+) -> Lifecycle | None:
+    """The writer for ``root``, or None when the installed ``fcop`` is not the pinned one."""
+    return Lifecycle(root, trusted_profiles=trusted_profiles) if available() else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import threading
 from collections import OrderedDict
@@ -37,7 +36,7 @@ from fcop.errors import V4ProtocolError
 from fcop.v4.creation import _Creation
 from fcop.v4.encoding import BUCKETS, ID_RE, STAGES, _mapping, _parse_envelope_bytes, strict_text
 
-from baton.coordination.lifecycle._fcop import fail
+from baton.coordination.lifecycle._fcop import fail, publish_temporary
 
 __all__ = ["EnvelopeMemo", "Workspace", "emitted_frontmatter", "frontmatter_roundtrips"]
 
@@ -320,9 +319,9 @@ class Workspace(_Creation):
 
     def temporaries(self, stage: str, task_id: str) -> list[Path]:
         """fcop ``publish`` temporaries of ``task_id`` in one stage (``mkstemp``'s names)."""
-        pattern = re.compile(re.escape(f".fcop-create-{task_id}-") + r"[a-z0-9_]{8}\.tmp\Z")
+        mine = ("create", task_id)
         with os.scandir(self.root / "fcop" / "_lifecycle" / stage) as entries:
-            return sorted(Path(e.path) for e in entries if pattern.match(e.name))
+            return sorted(Path(e.path) for e in entries if publish_temporary(e.name) == mine)
 
     def remember(self, path: Path, data: bytes) -> None:
         """Seed the memo with an envelope baton just published (fcop's emitter output)."""

@@ -11,12 +11,15 @@ calling ``fcop.Project`` (always correct, only slower).
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
-__all__ = ["PINNED", "fail", "prime", "supported", "validate"]
+__all__ = ["PINNED", "fail", "prime", "publish_temporary", "supported", "validate"]
 
 PINNED = "4.0.5"
+
+_TEMPORARY = re.compile(r"\.fcop-(create|replace)-(.+)-[a-z0-9_]{8}\.tmp")
 
 
 def supported() -> bool:
@@ -54,3 +57,14 @@ def validate(name: str, value: dict[str, Any], *, code: str = "INVALID_ENVELOPE"
     from fcop.v4.schema import _validate
 
     _validate(name, value, code=_V4Code(code))
+
+
+def publish_temporary(name: str) -> tuple[str, str] | None:
+    """``(kind, stem)`` when ``name`` is an fcop publication temporary, else None.
+
+    fcop's ``publish`` (kind ``create``) and ``replace_durable`` (kind ``replace``)
+    write ``tempfile.mkstemp(prefix=f".fcop-{kind}-{stem}-", suffix=".tmp")`` next
+    to the final file, whose stem is ``stem``; a crash can leave one behind.
+    """
+    match = _TEMPORARY.fullmatch(name)
+    return None if match is None else (match.group(1), match.group(2))
