@@ -8,7 +8,9 @@ Every consumer reads the same agent (:mod:`benches.flood_agent`, ``message`` or
 * ``acp sdk loop``: ``agent-client-protocol``'s ``ClientSideConnection`` validating
   every notification into its models, a handler that only counts;
 * ``baton pipeline``: baton's session in-process (ordered dispatch, normalization,
-  redaction, stamping, the durable SQLite log, flushed before the clock stops);
+  redaction, stamping, the durable SQLite log, flushed before the clock stops); with
+  orjson installed also ``baton pipeline, orjson frames`` (the frame decoder patched to
+  try orjson first), the measured gain of adopting it;
 * ``acpx --format json`` (acpx 0.19.1 from npm, when it can be installed),
   ``baton run --json`` and ``baton run`` (the live view, to a file): whole CLI
   processes, so their cost per update is the difference of a large and a small flood
@@ -21,6 +23,7 @@ each as a ratio to the floor and to the SDK measured beside it, with the load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -28,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -196,6 +199,30 @@ async def baton_pipeline(kind: str, count: int) -> tuple[float, int, list[float]
         return elapsed, seen, samples
 
 
+@contextlib.contextmanager
+def _orjson_frames() -> Iterator[None]:
+    """baton's frame decoder with orjson first (json.loads for whatever orjson refuses:
+    lone surrogates, NaN, huge ints), to measure the gain before adopting it."""
+    import types
+
+    import orjson  # type: ignore[import-not-found,unused-ignore]
+
+    from baton.acp import framing
+
+    def loads(data: bytes | bytearray | str) -> Any:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return json.loads(data)
+
+    original = vars(framing)["json"]
+    setattr(framing, "json", types.SimpleNamespace(loads=loads, dumps=json.dumps))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(framing, "json", original)  # noqa: B010
+
+
 # ------------------------------------------------------------------ CLI processes
 
 
@@ -313,6 +340,10 @@ def run(count: int, repeats: int) -> None:
                 elapsed, seen, samples = asyncio.run(baton_pipeline(kind, count))
                 add(kind, "baton pipeline", _us(elapsed, seen))
                 memory = samples
+                if "floor orjson" in parsers:
+                    with _orjson_frames():
+                        elapsed, seen, _ = asyncio.run(baton_pipeline(kind, count))
+                    add(kind, "baton pipeline, orjson frames", _us(elapsed, seen))
                 if acpx is not None:
                     add(kind, "acpx --format json", cli(partial(acpx_run, acpx, tmp, kind)))
                 add(kind, "baton run --json", cli(partial(project.run, kind, json_out=True)))
