@@ -71,6 +71,7 @@ from baton.coordination.intake.limits import DEFAULT_LIMITS
 from baton.coordination.intake.sweep import culprits, oversize
 from baton.coordination.intake.worker import shared_worker
 from baton.coordination.intake.yaml_guard import harden_fcop
+from baton.coordination.lifecycle import Lifecycle, create_request, open_writer
 
 __all__ = [
     "STAGES",
@@ -476,6 +477,8 @@ class FcopPort:
         trusted = authority.trusted_profiles if authority else {}
         with _fcop_errors():
             self._project: Any = fcop.Project(self.root, trusted_profiles=trusted)
+            # T1, T2 and TASK reads in O(1) of history (docs/lifecycle.md); fcop.Project otherwise.
+            self._lifecycle: Lifecycle | None = open_writer(self.root, trusted_profiles=trusted)
         self.workspace_id: str = status.workspace_id or ""
         self.profiles = status.profiles
         self._read_attempts = max(1, read_attempts)
@@ -492,6 +495,11 @@ class FcopPort:
         return self.root / "fcop" / "_lifecycle" / stage
 
     @property
+    def lifecycle(self) -> Lifecycle | None:
+        """baton's O(1) T1/T2 writer (``coordination.lifecycle``), None with another fcop."""
+        return self._lifecycle
+
+    @property
     def can_authorize(self) -> bool:
         """True when T4–T7 can succeed: Profile adopted and our evaluator registered."""
         return self.authority is not None and self.authority.profile_ref in self.profiles
@@ -499,6 +507,13 @@ class FcopPort:
     def _call(self, name: str, **kwargs: Any) -> Any:
         with _fcop_errors():
             return getattr(self._project, name)(**kwargs)
+
+    def _fast(self, name: str, call: Callable[[Any], Any], **fallback: Any) -> Any:
+        """``call(lifecycle)`` when the O(1) writer is on, else ``fcop.Project.<name>``."""
+        if self._lifecycle is None:
+            return self._call(name, **fallback)
+        with _fcop_errors():
+            return call(self._lifecycle)
 
     def _retrying(self, what: Callable[[], _T], task_id: str) -> _T:
         delay = self._read_backoff
@@ -544,31 +559,20 @@ class FcopPort:
         opid = operation_id or operation_id_for(
             "create_task", sender, recipient, subject, body, parent or "", priority
         )
-        # Core's create scan reads every TASK and operation fact whole: refuse, by
-        # lstat alone, to hand it one over intake's caps (the daemon quarantines it).
-        blocked = oversize(self.root)
-        if blocked:
-            where = "; ".join(f"{f.origin}: {f.verdict.detail}" for f in blocked[:5])
-            raise InvalidEnvelope(
-                f"fcop/ holds files Core cannot read safely ({where}); `baton up` quarantines them",
-                code="INVALID_ENVELOPE",
-            )
-        kwargs: dict[str, Any] = {
-            "workspace_id": self.workspace_id,
-            "operation_id": opid,
-            "sender": sender,
-            "recipient": recipient,
-            "subject": subject,
-            "body": body,
-            "priority": priority,
-        }
-        if parent is not None:
-            kwargs["parent"] = parent
-        if references:
-            kwargs["references"] = list(references)
+        kwargs = create_request(
+            workspace_id=self.workspace_id,
+            operation_id=opid,
+            sender=sender,
+            recipient=recipient,
+            subject=subject,
+            body=body,
+            priority=priority,
+            parent=parent,
+            references=references,
+        )
         for attempt in range(3):
             try:
-                result = self._call("create_task", **kwargs)
+                result = self._create_once(kwargs)
                 break
             except InvalidEnvelope as exc:
                 raise self._named_culprits(exc) from exc
@@ -581,7 +585,8 @@ class FcopPort:
                 if exc.code != "RECOVERY_REQUIRED":
                     raise
                 if "without its durable operation fact" in str(exc) and attempt == 0:
-                    # A crash between publishing the TASK and its create fact (rule R3).
+                    # A crash between publishing the TASK and its create fact (rule R3);
+                    # baton's writer completes its own, this is for a TASK fcop.Project made.
                     from baton.coordination.fcop_recovery import complete_create_fact
 
                     complete_create_fact(self, opid)
@@ -611,23 +616,34 @@ class FcopPort:
             code="INVALID_ENVELOPE",
         )
 
+    def _create_once(self, kwargs: Mapping[str, Any]) -> Any:
+        """One T1: baton's O(1) writer, or ``fcop.Project.create_task`` when it is off.
+
+        Only the fallback runs Core's O(history) create scan, which reads every TASK and
+        operation fact whole; a guard against oversized files belongs on that path only.
+        """
+        if self._lifecycle is None:
+            # Refuse, by lstat alone, to hand Core's scan a file over intake's caps
+            # (the daemon quarantines it).
+            blocked = oversize(self.root)
+            if blocked:
+                where = "; ".join(f"{f.origin}: {f.verdict.detail}" for f in blocked[:5])
+                raise InvalidEnvelope(
+                    f"fcop/ holds files Core cannot read safely ({where}); "
+                    "`baton up` quarantines them",
+                    code="INVALID_ENVELOPE",
+                )
+        return self._fast("create_task", lambda lc: lc.create_task(**kwargs), **kwargs)
+
     def _created_by(self, operation_id: str) -> CreatedTask | None:
         """The TASK a create operation made, by its durable fact, wherever it is now.
 
         Trusted only when the TASK itself names the operation and the fact's request
         digest (what Core would check if the TASK were still in the inbox).
         """
-        from fcop.v4.encoding import canonical, digest
+        from baton.coordination.lifecycle.create import operation_key
 
-        key = digest(
-            canonical(
-                {
-                    "workspace_id": self.workspace_id,
-                    "operation_kind": "create_task",
-                    "operation_id": operation_id,
-                }
-            )
-        )
+        key = operation_key(self.workspace_id, operation_id)
         path = self.fcop_dir / "operations" / f"create-{key}.json"
         try:
             if path.lstat().st_size > DEFAULT_LIMITS.max_json_bytes:
@@ -636,7 +652,8 @@ class FcopPort:
             task = self.read_task(str(fact["task_id"]))
         except (OSError, ValueError, KeyError, TypeError, RecursionError, CoordinationError):
             return None
-        fields = self._call("read_task", task_id=task.task_id)
+        tid = task.task_id
+        fields = self._fast("read_task", lambda lc: lc.read_task(tid), task_id=tid)
         if fields.get("operation_id") != operation_id or fields.get(
             "normalized_request_digest"
         ) != fact.get("digest"):
@@ -653,7 +670,7 @@ class FcopPort:
             raise InvalidEnvelope(f"not a TASK id: {task_id!r}", code="INVALID_ENVELOPE")
 
         def once() -> TaskInfo:
-            fields = self._call("read_task", task_id=task_id)
+            fields = self._fast("read_task", lambda lc: lc.read_task(task_id), task_id=task_id)
             path = Path(fields["path"])
             try:
                 body = _split_body(path.read_bytes())
@@ -797,8 +814,9 @@ class FcopPort:
 
         A lost race raises :class:`~baton.coordination.errors.LifecycleConflict`.
         """
-        result = self._call(
+        result = self._fast(
             "transition",
+            lambda lc: lc.claim(task_id, actor=actor),
             task_id=task_id,
             from_stage="inbox",
             to_stage="active",
