@@ -193,6 +193,17 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "team/perf (issues 9, 15): the port calls rule R3's repair lazily; perf's "
         "coordination.lifecycle (below the port) takes the mechanics"
     ),
+    frozenset(
+        {
+            "baton.coordination.lifecycle._core",
+            "baton.coordination.lifecycle.claim",
+            "baton.coordination.lifecycle.create",
+        }
+    ): "perf (issue 15, merged 16:40): the lifecycle package's modules import each other",
+    frozenset({"baton.coordination.lifecycle", "baton.coordination.lifecycle.inspect"}): (
+        "perf (issue 15): the package face and inspect import each other"
+    ),
+    frozenset({"baton.cli.app", "baton.cli.entry"}): "cli: the --version fast path (64c4d52)",
 }
 """Cycles another issue is removing; each must still exist (a stale entry fails)."""
 

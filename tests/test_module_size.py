@@ -9,6 +9,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LIMIT = 400
 
 PENDING: dict[str, str] = {
+    "baton/coordination/intake/worker.py": "intake (merged 16:40): its owner states why",
+    "baton/coordination/lifecycle/_core.py": "perf (merged 16:40): its owner states why",
     "baton/team/decide.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/team/executor.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/team/loop.py": "team (issue 9, just merged): its owner states why or splits it",

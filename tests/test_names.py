@@ -30,6 +30,8 @@ KNOWN: dict[str, str] = {
     "Usage": "team: team.records.Usage vs team.contract.Usage",
     "Policy": "team: team.decide.Policy vs requests.policy.Policy",
     "Claim": "team/agents: team.decide.Claim vs providers.inventory.Claim",
+    "TaskState": "perf/team: coordination.lifecycle.TaskState vs team.states.TaskState",
+    "Wait": "intake/team: coordination.ordering.Wait vs team.decide.Wait",
     "TaskView": "team/web: team.decide.TaskView vs web.board.TaskView",
     "RoleView": "team/web: team.views.RoleView vs web.board.RoleView",
 }

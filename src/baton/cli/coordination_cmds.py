@@ -27,6 +27,8 @@ from baton.cli.shared import CommandError, command_app, out, plural, print_json,
 from baton.config import load_config
 from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
+from baton.coordination.intake.board import open_tasks
+from baton.coordination.intake.screen import unsafe_line
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
@@ -121,6 +123,11 @@ def task_new(
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
+    if unsafe_line(subject):
+        raise CommandError(
+            "the subject must be one line of printable text "
+            "(no control, bidi or line-break characters)"
+        )
     if body_file is None:
         body = subject
     elif str(body_file) == "-":
@@ -163,7 +170,7 @@ def task_list(
     ctx = coordination(project)
     state = _records(ctx)
     stages = STAGES if all_stages else ("inbox", "active", "review")
-    rows = [_task_row(t, state) for stage in stages for t in ctx.port.list_stage(stage)]
+    rows = [_task_row(t, state) for t in open_tasks(ctx.port, stages).tasks]  # screened first
     if as_json:
         print_ndjson(rows)
         return
@@ -314,6 +321,7 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "attention": data["attention"],
         "interrupted": data["interrupted"],
         "refusals": data["refusals"],
+        "unsafe_files": data["unsafe_files"],
     }
 
 
@@ -368,6 +376,11 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
     for r in data["refusals"]:
         console.print(
             f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} \\[{_s(r['issue_id'])}]"
+        )
+    for u in data["unsafe_files"]:
+        console.print(
+            f"unsafe file {_s(u['path'])}: {_s(u['reason'])} ({_s(u['detail'])}); not read, "
+            "`baton up` quarantines it"
         )
     if data["pending_reviews"] or data["questions"] or data["attention"]:
         console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)

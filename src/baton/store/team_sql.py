@@ -201,6 +201,12 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        "team.0002_task_files_changed",
+        # The files the agents reported writing while working on a TASK (a JSON list,
+        # bounded by the writer): the review document a human reads lists them.
+        "ALTER TABLE team_tasks ADD COLUMN files_changed TEXT NOT NULL DEFAULT '[]';",
+    ),
 )
 
 TASK_COLUMNS: Final = (
@@ -229,6 +235,7 @@ TASK_COLUMNS: Final = (
     "version",
     "created_at",
     "updated_at",
+    "files_changed",
 )
 TURN_COLUMNS: Final = (
     "task_id",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.config import load_config
+from baton.coordination.intake.screen import unsafe_line
 from baton.errors import BatonError, ConfigError
 from baton.lifeline import boot_id
 from baton.store.store import Store
@@ -64,8 +65,11 @@ def create_task(
         known = ", ".join(ctx.team.role_names)
         raise ConfigError(f"{to!r} is not a role of this team (roles: {known})")
     subject = subject.strip()
-    if not subject or "\n" in subject or len(subject) > MAX_SUBJECT_CHARS:
-        raise ConfigError(f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} characters")
+    if not subject or unsafe_line(subject) or len(subject) > MAX_SUBJECT_CHARS:
+        raise ConfigError(
+            f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} printable characters "
+            "(no control, bidi or line-break characters)"
+        )
     if len(body.encode("utf-8")) > ctx.team.max_task_bytes:
         raise ConfigError(f"the body is over the team's max_task_bytes ({ctx.team.max_task_bytes})")
     created = ctx.port.create_task(

@@ -235,8 +235,9 @@ class TeamViewBoardSource:
         return files
 
     def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
-        notes: list[str] = []
         view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
+        # Intake screened these and did not parse them: a note each, never a card.
+        notes = [f"unsafe file {u['path']}: {u['reason']}" for u in view.unsafe_files]
         return snapshot_from_team_view(
             view,
             project=str(self._ctx.project_dir),

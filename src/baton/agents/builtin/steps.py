@@ -67,6 +67,8 @@ class StepRun:
 
     outcome: StepOutcome
     replay: tuple[JsonObject, JsonObject]
+    structured: JsonObject | None = None
+    """An MCP tool's ``structuredContent`` (e.g. the id ``create_task`` made)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,10 @@ async def run_step(ctx: StepContext, number: int, label: str, action: Action) ->
         output=ending.output,
         denied=ending.denied,
     )
-    return StepRun(outcome, (call.opening, final))
+    structured = ending.raw_output.get("structuredContent")
+    return StepRun(
+        outcome, (call.opening, final), structured if isinstance(structured, dict) else None
+    )
 
 
 async def _execute(ctx: StepContext, call: _Call, label: str, action: Action) -> _Ending:
