@@ -18,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import signal
 import sys
 import time
@@ -460,36 +458,6 @@ def log(
 
 
 @app.command()
-def agents(json_output: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Agent profiles and whether each is installed."""
-    config = load_config(Path.cwd())
-    rows = []
-    for profile in config.profiles.values():
-        argv = profile.argv()
-        found = shutil.which(argv[0], path=os.environ.get("PATH")) if argv else None
-        rows.append(
-            {
-                "name": profile.name,
-                "title": profile.title,
-                "command": argv,
-                "installed": found is not None,
-                "path": found,
-                "source": profile.source,
-                "install_hint": profile.install_hint,
-            }
-        )
-    if json_output:
-        for row in rows:
-            typer.echo(json.dumps(row))
-        return
-    table = Table("agent", "installed", "command", "source", box=None)
-    for profile, row in zip(config.profiles.values(), rows, strict=True):
-        mark = "[green]yes[/]" if row["installed"] else f"[dim]no — {profile.install_hint}[/]"
-        table.add_row(profile.name, mark, " ".join(profile.argv()), profile.source)
-    Console(highlight=False).print(table)
-
-
-@app.command()
 def probe(
     agent: Annotated[str, typer.Argument(help="Agent profile to probe.")],
     cwd: Annotated[Path, typer.Option(help="Workspace for session/new.")] = Path(),
@@ -610,6 +578,7 @@ for _module in (
     "baton.cli.coordination_cmds",
     "baton.cli.capabilities_cmd",
     "baton.cli.web_cmd",
+    "baton.cli.agents_cmds",
 ):
     _mount(_module)
 

@@ -1,0 +1,190 @@
+"""``baton agents``, ``agents install`` and ``agents login``: from zero to a real agent.
+
+* ``baton agents`` lists the profiles: whether each is installed (and which version, from
+  baton's tools dir or ``PATH``), its pin state, the approval mode baton selects, and
+  whether credentials are bound (a bound credential, or a login made with ``agents login``).
+* ``baton agents install NAME…`` installs the exact npm package of a built-in profile into
+  baton's tools dir and pins the installed tree (:mod:`baton.agent_tools`).
+* ``baton agents login NAME`` runs the agent's own login (ACP terminal authentication)
+  inside the profile's login root, which later launches of the profile use as their
+  private root (:mod:`baton.agent_login`).
+
+Errors go through the CLI's one translation (``Type: message``, exit code by type).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from baton.agent_tools import (
+    RegistryUnreachable,
+    install_agent,
+    installed_agent,
+    node_version,
+    tools_dir,
+)
+from baton.config import BatonConfig, load_config
+from baton.errors import ConfigError
+from baton.providers.approval import APPROVAL_TABLES
+from baton.providers.profile import AgentProfile
+from baton.security.display import neutralize_terminal
+from baton.security.distribution import locate_install, pin_status
+from baton.security.launch_env import plan_launch
+
+__all__ = ["agent_rows", "app"]
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+agents_app = typer.Typer(
+    help="Agent profiles: installed version, pin, approval mode, credentials.",
+    invoke_without_command=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(agents_app, name="agents")
+
+EXIT_OFFLINE = 3
+"""``agents install`` when npm cannot reach its registry (the agent cannot be installed)."""
+
+
+def _say(console: Console, text: str) -> None:
+    console.print(neutralize_terminal(text), markup=False, highlight=False)
+
+
+def _credentials(config: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]) -> str:
+    """``env:NAME``/``file:NAME`` for bound credentials that resolve, ``login`` for a login."""
+    from baton.agent_login import login_record
+
+    parts: list[str] = []
+    if profile.credentials:
+        plan = plan_launch(
+            profile, root=Path("/nonexistent"), environ=environ, secrets_file=config.secrets_file
+        )
+        missing = {p.split()[1] for p in plan.problems if p.startswith("credential ")}
+        for binding in profile.credentials:
+            state = "missing" if binding.name in missing else binding.source
+            parts.append(f"{binding.name} ({state})")
+    record = login_record(profile, environ)
+    if record is not None:
+        parts.append(f"login ({record.get('method', '?')})")
+    return ", ".join(parts) or "none"
+
+
+def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One row per profile, as ``baton agents --json`` prints them."""
+    rows = []
+    for profile in config.profiles.values():
+        install = installed_agent(profile, environ)
+        where: str | None
+        version: str | None
+        if install is not None:
+            where, version = str(install.executable), install.version
+            pin = "pinned (tools dir)" if install.manifest_path.is_file() else "not pinned"
+        else:
+            argv = profile.argv()
+            where = shutil.which(argv[0], path=environ.get("PATH")) if argv else None
+            version = None
+            if where is not None and profile.package is not None:
+                try:
+                    version = locate_install(profile, environ).version
+                except Exception:  # a broken install shows as unknown, not a crash
+                    version = "unknown"
+            pin = pin_status(profile, config.state_dir)
+        table = APPROVAL_TABLES.get(profile.family)
+        rows.append(
+            {
+                "name": profile.name,
+                "title": profile.title,
+                "source": profile.source,
+                "installed": where is not None,
+                "path": where,
+                "version": version,
+                "package": profile.package_spec,
+                "pin": pin,
+                "version_matches": None
+                if version is None or profile.version is None
+                else version == profile.version,
+                "mode": profile.mode,
+                "agent_approves": profile.agent_approves,
+                "approval_evidence": table.evidence if table else None,
+                "credentials": _credentials(config, profile, environ),
+                "install_hint": profile.install_hint,
+            }
+        )
+    return rows
+
+
+@agents_app.callback()
+def agents(
+    ctx: typer.Context,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Agent profiles: installed version, pin state, approval mode, credentials."""
+    if ctx.invoked_subcommand is not None:
+        return
+    config = load_config(Path.cwd())
+    rows = agent_rows(config, os.environ)
+    if json_output:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    table = Table("agent", "installed", "pin", "mode", "credentials", box=None)
+    for row in rows:
+        if row["installed"]:
+            version = row["version"] or "?"
+            if row["version_matches"] is False:
+                version += f" (baton pins {row['package']})"
+            installed = f"[green]{neutralize_terminal(version)}[/]"
+        else:
+            installed = f"[dim]no — {neutralize_terminal(row['install_hint'] or '')}[/]"
+        mode = row["mode"] or "—"
+        if row["agent_approves"]:
+            mode += " [red](agent approves)[/]"
+        table.add_row(
+            neutralize_terminal(row["name"]),
+            installed,
+            neutralize_terminal(row["pin"]),
+            mode,
+            neutralize_terminal(row["credentials"]),
+        )
+    Console(highlight=False).print(table)
+
+
+@agents_app.command("install")
+def install(
+    names: Annotated[list[str], typer.Argument(help="Built-in profiles to install.")],
+    tools: Annotated[
+        Path | None,
+        typer.Option("--tools-dir", help="Where to install (default: $BATON_TOOLS_DIR or XDG)."),
+    ] = None,
+) -> None:
+    """Install the pinned npm package of each profile into baton's tools dir, and pin it."""
+    config = load_config(Path.cwd())
+    profiles = [config.profile(name) for name in names]
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    out = Console(highlight=False, soft_wrap=True)
+    environ = dict(os.environ)
+    node = node_version(environ)
+    if node is None:
+        raise ConfigError("node is not on PATH: install Node.js 20 or newer first")
+    target = tools if tools is not None else tools_dir(environ)
+    for profile in profiles:
+        try:
+            installed = install_agent(
+                profile, environ, tools=target, log=lambda line: _say(err, line)
+            )
+        except RegistryUnreachable as exc:
+            _say(err, f"RegistryUnreachable: {exc}")
+            raise typer.Exit(EXIT_OFFLINE) from None
+        _say(
+            out, f"{profile.name}: {installed.package}@{installed.version} → {installed.executable}"
+        )
+    _say(err, f"node {node}; tools dir {target}")

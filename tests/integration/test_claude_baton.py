@@ -1,0 +1,94 @@
+"""The real Claude agent (``claude-agent-acp``, npm, pinned) driven through baton, offline.
+
+It talks to a scripted Anthropic Messages server on loopback (``tests/support/anthropic_stub``);
+everything between the stub and baton is real: the agent, the private root with baton's seeded
+``settings.json``, the approval mode baton selects, ACP over stdio (recorded and checked against
+the official schema), the policy, the ledger and the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.support.agents import claude_profile
+from tests.support.anthropic_stub import AnthropicStub
+from tests.support.harness import Harness
+from tests.support.real_session import assert_wire_conforms, open_real
+
+pytestmark = [pytest.mark.slow, pytest.mark.real_agent]
+
+
+@pytest.fixture
+async def stub(harness: Harness) -> AsyncIterator[AnthropicStub]:
+    with AnthropicStub(cwd=harness.workspace) as s:
+        yield s
+
+
+async def test_an_allowed_write_is_asked_decided_and_lands(
+    harness: Harness, stub: AnthropicStub
+) -> None:
+    session = await open_real(harness, claude_profile(stub.origin), preset="all")
+    started = harness.of("session.started")[0]
+    assert started.current_mode == "default"
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert outcome.status == "completed" and outcome.stop_reason == "end_turn"
+    assert (harness.workspace / stub.file_name).read_text() == stub.file_content
+    created = harness.of("request.created")
+    assert [c.kind for c in created] == ["permission"]
+    answered = harness.of("request.answered")[0]
+    assert answered.decided_by == "policy" and answered.answer["decision"] == "allow"
+    assert len(harness.of("request.delivered")) == 1
+    done = harness.of("tool.execution.completed")
+    assert done and done[-1].kind == "edit" and done[-1].status == "completed"
+    assert outcome.tool_calls == 1
+    assert_wire_conforms(harness)
+
+
+async def test_approve_none_leaves_no_file_and_records_the_denial(
+    harness: Harness, stub: AnthropicStub
+) -> None:
+    session = await open_real(harness, claude_profile(stub.origin), preset="none")
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert outcome.status == "completed"
+    assert not (harness.workspace / stub.file_name).exists()
+    answered = harness.of("request.answered")
+    assert [a.answer["decision"] for a in answered] == ["deny"]
+    assert answered[0].rule and answered[0].rule.startswith("preset-none:deny")
+    assert_wire_conforms(harness)
+
+
+async def test_a_human_answers_through_the_ledger(harness: Harness, stub: AnthropicStub) -> None:
+    from baton.requests.model import PermissionAnswer
+
+    session = await open_real(harness, claude_profile(stub.origin), preset="reads", wait_timeout=120)
+    turn = asyncio.create_task(session.prompt("write hello.txt", timeout=180))
+    async with asyncio.timeout(120):
+        while not harness.of("request.created"):
+            await asyncio.sleep(0.05)
+    request_id = harness.of("request.created")[0].request_id
+    await harness.ledger.answer(
+        request_id, PermissionAnswer(decision="allow"), decided_by="human", rule="cli"
+    )
+    outcome = await turn
+    assert outcome.status == "completed"
+    assert (harness.workspace / stub.file_name).read_text() == stub.file_content
+    answered = harness.of("request.answered")[0]
+    assert answered.decided_by == "human"
+    assert_wire_conforms(harness)
+
+
+async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
+    with AnthropicStub(cwd=harness.workspace, script="hang") as stub:
+        session = await open_real(harness, claude_profile(stub.origin))
+        turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
+        await asyncio.to_thread(stub.stalled.wait, 120)
+        await session.cancel("test cancel")
+        outcome = await asyncio.wait_for(turn, 60)
+        stub.release()
+    assert outcome.status == "cancelled"
+    cancelled = harness.of("turn.cancelled")
+    assert len(cancelled) == 1 and not cancelled[0].forced
+    assert_wire_conforms(harness)

@@ -1,0 +1,71 @@
+"""The real Codex agent (Zed ``codex-acp``, npm, pinned) driven through baton, offline.
+
+It talks to a scripted OpenAI Responses server on loopback (``tests/support/responses_stub``),
+configured by a ``config.toml`` seeded into its private ``CODEX_HOME``. Without bubblewrap Codex
+cannot sandbox a command, so the scripted model asks to run its write escalated, which Codex
+sends to the client as a permission request before the tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.support.agents import codex_profile
+from tests.support.harness import Harness
+from tests.support.real_session import assert_wire_conforms, open_real
+from tests.support.responses_stub import ResponsesStub
+
+pytestmark = [pytest.mark.slow, pytest.mark.real_agent]
+
+
+@pytest.fixture
+async def stub(harness: Harness) -> AsyncIterator[ResponsesStub]:
+    with ResponsesStub(cwd=harness.workspace) as s:
+        yield s
+
+
+async def test_an_allowed_command_is_asked_decided_and_writes(
+    harness: Harness, stub: ResponsesStub
+) -> None:
+    session = await open_real(harness, codex_profile(stub.base_url), preset="all")
+    assert harness.of("session.started")[0].current_mode == "read-only"
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert outcome.status == "completed" and outcome.stop_reason == "end_turn"
+    assert (harness.workspace / stub.file_name).read_text() == stub.file_content
+    created = harness.of("request.created")
+    assert [c.kind for c in created] == ["permission"]
+    answered = harness.of("request.answered")[0]
+    assert answered.decided_by == "policy" and answered.answer["decision"] == "allow"
+    done = harness.of("tool.execution.completed")
+    assert done and done[-1].kind == "execute" and done[-1].status == "completed"
+    assert outcome.tool_calls == 1
+    assert_wire_conforms(harness)
+
+
+async def test_approve_none_leaves_no_file_and_records_the_denial(
+    harness: Harness, stub: ResponsesStub
+) -> None:
+    session = await open_real(harness, codex_profile(stub.base_url), preset="none")
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert outcome.status in ("completed", "cancelled")
+    assert not (harness.workspace / stub.file_name).exists()
+    answered = harness.of("request.answered")
+    assert [a.answer["decision"] for a in answered] == ["deny"]
+    assert_wire_conforms(harness)
+
+
+async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
+    with ResponsesStub(cwd=harness.workspace, script="hang") as stub:
+        session = await open_real(harness, codex_profile(stub.base_url))
+        turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
+        await asyncio.to_thread(stub.stalled.wait, 120)
+        await session.cancel("test cancel")
+        outcome = await asyncio.wait_for(turn, 60)
+        stub.release()
+    assert outcome.status == "cancelled"
+    cancelled = harness.of("turn.cancelled")
+    assert len(cancelled) == 1 and not cancelled[0].forced
+    assert_wire_conforms(harness)

@@ -1,0 +1,77 @@
+"""Opening a real npm agent through baton's runner, with its wire traffic recorded.
+
+Every session opened here runs the agent behind :mod:`tests.support.wiretap`, so a test can
+end with :func:`assert_wire_conforms`: every message of both directions checked against the
+official ACP JSON Schema (:mod:`tests.support.acp_schema`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from baton.providers.profile import AgentProfile
+from baton.requests.policy import Policy
+from baton.runner.requests_broker import RequestBroker
+from baton.runner.session import AgentSession
+from tests.support.acp_schema import WireValidator
+from tests.support.agents import DUMMY_KEY
+from tests.support.harness import Harness
+from tests.support.wiretap import read_tap, tapped
+
+__all__ = ["assert_wire_conforms", "open_real", "tap_log"]
+
+_VALIDATOR: WireValidator | None = None
+
+
+def tap_log(harness: Harness) -> Path:
+    return harness.tmp / "wire.ndjson"
+
+
+async def open_real(
+    harness: Harness,
+    profile: AgentProfile,
+    *,
+    preset: str = "reads",
+    policy: Policy | None = None,
+    wait_timeout: float | None = 0,
+    broker: RequestBroker | None = None,
+    **kwargs: Any,
+) -> AgentSession:
+    """Open ``profile`` (its command behind the tap) with baton's real runner."""
+    profile = dataclasses.replace(profile, command=tuple(tapped(profile.argv(), tap_log(harness))))
+    requests = broker or RequestBroker(
+        harness.ledger, policy or Policy.preset(preset), wait_timeout=wait_timeout
+    )
+    environ = {
+        "PATH": os.environ["PATH"],
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "OPENAI_API_KEY": DUMMY_KEY,
+        # No tools-dir install may stand in for the command under test.
+        "BATON_TOOLS_DIR": str(harness.tmp / "no-tools"),
+    }
+    session = await AgentSession.open(
+        profile,
+        workspace=harness.workspace,
+        emitter=harness.emitter(),
+        requests=requests,
+        state_dir=harness.tmp / "state",
+        environ=environ,
+        **kwargs,
+    )
+    harness.sessions.append(session)
+    return session
+
+
+def assert_wire_conforms(harness: Harness) -> list[dict[str, Any]]:
+    """Validate the recorded traffic against the ACP schema; return the records."""
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        _VALIDATOR = WireValidator.load()
+    records = read_tap(tap_log(harness))
+    assert records, "nothing was recorded on the wire"
+    problems = _VALIDATOR.validate(records)
+    assert problems == [], "\n".join(problems)
+    return records
