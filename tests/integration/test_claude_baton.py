@@ -63,7 +63,9 @@ async def test_approve_none_leaves_no_file_and_records_the_denial(
 async def test_a_human_answers_through_the_ledger(harness: Harness, stub: AnthropicStub) -> None:
     from baton.requests.model import PermissionAnswer
 
-    session = await open_real(harness, claude_profile(stub.origin), preset="reads", wait_timeout=120)
+    session = await open_real(
+        harness, claude_profile(stub.origin), preset="reads", wait_timeout=120
+    )
     turn = asyncio.create_task(session.prompt("write hello.txt", timeout=180))
     async with asyncio.timeout(120):
         while not harness.of("request.created"):

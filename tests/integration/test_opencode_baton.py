@@ -150,3 +150,17 @@ async def test_session_load_replays_without_recounting(harness: Harness, stub: L
     assert len(harness.of("transcript.assistant")) == before, "replayed history is not new events"
     outcome = await second.prompt("write the file again", timeout=120)
     assert outcome.status == "completed"
+
+
+async def test_the_wire_conforms_to_the_acp_schema_both_ways(
+    harness: Harness, stub: LLMStub
+) -> None:
+    """Permission asked, edit written through baton's fs/write_text_file: all schema-valid."""
+    from tests.support.real_session import assert_wire_conforms, open_real
+
+    session = await open_real(harness, profile_for(stub, PERMISSION_ASK), preset="all")
+    outcome = await session.prompt("write the file", timeout=120)
+    assert outcome.status == "completed"
+    records = assert_wire_conforms(harness)
+    methods = {r["msg"].get("method") for r in records}
+    assert {"session/request_permission", "fs/write_text_file"} <= methods

@@ -59,9 +59,7 @@ def require_agent(profile: AgentProfile, root: Path = AGENTS_DIR) -> InstalledAg
     reason = skip_reason(root)
     if reason is not None:
         pytest.skip(reason)
-    pytest.fail(
-        f"{profile.package_spec} is not installed under {root}: run scripts/install-agents"
-    )
+    pytest.fail(f"{profile.package_spec} is not installed under {root}: run scripts/install-agents")
 
 
 def _with_endpoint(

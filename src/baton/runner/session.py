@@ -794,7 +794,7 @@ class AgentSession:
                 return client_fs.read_text_file(self.workspace, params)
             written = client_fs.write_text_file(self.workspace, params)
             self.stats.files_written.add(display_path(self.workspace, written))
-            return None
+            return {}  # WriteTextFileResponse is an object, never null (ACP schema)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("path")), str(exc))
             raise RpcError(-32602, f"refused: {exc}") from exc
