@@ -13,6 +13,7 @@ status. Standard library only, and run as a file, so it imports nothing from the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -65,10 +66,8 @@ def _pump(source: IO[bytes], sink: IO[bytes], recorder: _Recorder, direction: st
             except (BrokenPipeError, OSError, ValueError):
                 break
     finally:
-        try:
+        with contextlib.suppress(OSError):
             sink.close()
-        except OSError:
-            pass
 
 
 def main(argv: list[str]) -> int:
