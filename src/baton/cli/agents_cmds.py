@@ -32,6 +32,7 @@ from baton.agent_tools import (
     node_version,
     tools_dir,
 )
+from baton.cli.shared import EXIT_AGENT
 from baton.config import BatonConfig, load_config
 from baton.errors import ConfigError
 from baton.providers.approval import APPROVAL_TABLES
@@ -51,8 +52,8 @@ agents_app = typer.Typer(
 )
 app.add_typer(agents_app, name="agents")
 
-EXIT_OFFLINE = 3
-"""``agents install`` when npm cannot reach its registry (the agent cannot be installed)."""
+EXIT_OFFLINE = EXIT_AGENT
+"""``agents install`` when npm cannot reach its registry: the agent cannot be installed."""
 
 
 def _say(console: Console, text: str) -> None:

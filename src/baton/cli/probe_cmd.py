@@ -1,0 +1,106 @@
+"""``baton probe``: what an agent advertises (protocol, capabilities, auth, modes, options)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from baton.cli.render import safe
+from baton.cli.shared import EXIT_AGENT
+from baton.cli.wiring import new_run_id, open_store, start_run
+from baton.config import BatonConfig, load_config
+from baton.errors import AgentError
+from baton.events.sequencer import format_ts
+from baton.providers.profile import AgentProfile
+from baton.requests.ledger import Ledger
+from baton.requests.policy import Policy
+from baton.runner.emitter import EventEmitter
+from baton.runner.requests_broker import RequestBroker
+
+__all__ = ["app"]
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command()
+def probe(
+    agent: Annotated[str, typer.Argument(help="Agent profile to probe.")],
+    cwd: Annotated[Path, typer.Option(help="Workspace for session/new.")] = Path(),
+    json_output: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show what an agent advertises: protocol, capabilities, auth, modes, config options."""
+    workspace = cwd.resolve()
+    config = load_config(workspace)
+    profile = config.profile(agent)
+    result = asyncio.run(_probe(config, profile, workspace))
+    if json_output:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        console = Console(highlight=False)
+        table = Table("field", "value", box=None, show_header=False)
+        for key, value in result.items():
+            table.add_row(key, safe(json.dumps(value, ensure_ascii=False)))
+        console.print(table)
+    raise typer.Exit(0 if result.get("session_error") is None else EXIT_AGENT)
+
+
+async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
+    store = open_store(config)
+    ledger = Ledger(store)
+    run_id = new_run_id()
+    emitter = start_run(store, run_id, kind="probe", agent=profile.name, cwd=workspace)
+    out: dict[str, Any] = {"agent": profile.name}
+    try:
+        return await _probe_session(config, profile, workspace, emitter, ledger, out)
+    finally:
+        await emitter.flush()
+        store.finish_run(
+            run_id, "failed" if out.get("session_error") else "completed", format_ts(time.time())
+        )
+        await ledger.aclose()
+        store.close()
+
+
+async def _probe_session(
+    config: BatonConfig,
+    profile: AgentProfile,
+    workspace: Path,
+    emitter: EventEmitter,
+    ledger: Ledger,
+    out: dict[str, Any],
+) -> dict[str, Any]:
+    from baton.runner.session import AgentSession
+
+    try:
+        session = await AgentSession.open(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
+            state_dir=config.state_dir,
+            secrets_file=config.secrets_file,
+        )
+    except AgentError as exc:
+        out["session_error"] = f"{type(exc).__name__}: {exc}"
+        auth = getattr(exc, "auth_methods", ())
+        if auth:
+            out["auth_methods"] = list(auth)
+        return out
+    try:
+        init = session.initialize_result
+        if init is not None:
+            out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        out["session"] = {
+            k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
+        }
+        out["session_error"] = None
+    finally:
+        await session.close("probe finished")
+    return out
