@@ -94,3 +94,90 @@ async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
     cancelled = harness.of("turn.cancelled")
     assert len(cancelled) == 1 and not cancelled[0].forced
     assert_wire_conforms(harness)
+
+
+# ------------------------------------------------------------- approval mode and audit
+
+
+async def test_a_self_approving_mode_is_refused(harness: Harness, stub: AnthropicStub) -> None:
+    from baton.errors import SecurityError
+
+    with pytest.raises(SecurityError, match="acceptEdits"):
+        await open_real(harness, claude_profile(stub.origin, mode="acceptEdits"))
+    [refused] = harness.of("security.approval_refused")
+    assert refused.mode == "acceptEdits"
+    assert not harness.of("turn.submitted") and not stub.completions()
+
+
+async def test_the_initial_mode_is_verified_too(harness: Harness, stub: AnthropicStub) -> None:
+    """Without baton's seeded settings and mode, claude-agent-acp starts in `auto`: refused."""
+    from baton.errors import SecurityError
+
+    with pytest.raises(SecurityError, match="'auto'"):
+        await open_real(harness, claude_profile(stub.origin, mode=None, files=()))
+    assert harness.of("security.approval_refused")[0].mode == "auto"
+
+
+async def test_agent_approves_runs_flagged_and_every_write_is_audited(
+    harness: Harness, stub: AnthropicStub
+) -> None:
+    profile = claude_profile(stub.origin, mode=None, files=(), agent_approves=True)
+    session = await open_real(harness, profile, preset="none")
+    [bypass] = harness.of("security.approval_bypass")
+    assert bypass.mode == "auto"
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert (harness.workspace / stub.file_name).exists(), "auto mode writes without asking"
+    assert not harness.of("request.created")
+    [finding] = harness.of("security.unapproved_mutation")
+    assert finding.expected and finding.kind == "edit" and finding.path == stub.file_name
+    assert outcome.unapproved_mutations == 0, "expected under agent_approves: not a failure"
+    assert_wire_conforms(harness)
+
+
+def _allow_rule_settings() -> tuple[object, ...]:
+    import json
+
+    from baton.providers.profile import SeedFile
+
+    settings = {"permissions": {"defaultMode": "default", "allow": ["Write"]}}
+    return (SeedFile("$CLAUDE_CONFIG_DIR/settings.json", content=json.dumps(settings)),)
+
+
+async def test_the_audit_catches_a_write_its_own_allow_rule_approved(
+    harness: Harness, stub: AnthropicStub
+) -> None:
+    """Mode `default` (asks), but the agent's own allow rule lets it write unasked."""
+    profile = claude_profile(stub.origin, files=_allow_rule_settings())
+    session = await open_real(harness, profile, preset="none")
+    assert harness.of("session.started")[0].approval == "asks"
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert (harness.workspace / stub.file_name).exists()
+    assert not harness.of("request.created"), "Claude never asked"
+    [finding] = harness.of("security.unapproved_mutation")
+    assert not finding.expected and finding.tool_call_id
+    assert outcome.unapproved_mutations == 1
+    assert_wire_conforms(harness)
+
+
+async def test_a_strict_audit_cancels_the_turn(harness: Harness) -> None:
+    import dataclasses
+
+    from baton.requests.policy import Policy
+    from tests.support.anthropic_stub import MessagesRequest
+    from tests.support.model_server import Hang, Reply, ToolCall
+
+    def script(req: MessagesRequest) -> Reply:
+        # Write, then stall: only a cancel ends the turn (the stub sees the disconnect).
+        if not req.has_tool_result:
+            path = str(harness.workspace / "hello.txt")
+            return ToolCall("Write", {"file_path": path, "content": "x\n"}, call_id="toolu_w")
+        return Hang()
+
+    with AnthropicStub(cwd=harness.workspace, script=script) as stub:
+        profile = claude_profile(stub.origin, files=_allow_rule_settings())
+        policy = dataclasses.replace(Policy.preset("none"), audit="strict")
+        session = await open_real(harness, profile, policy=policy)
+        outcome = await session.prompt("write hello.txt", timeout=180)
+        stub.release()
+    assert outcome.status == "cancelled" and outcome.unapproved_mutations == 1
+    assert "strict audit" in harness.of("turn.cancelled")[0].reason

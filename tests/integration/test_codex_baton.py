@@ -69,3 +69,54 @@ async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
     cancelled = harness.of("turn.cancelled")
     assert len(cancelled) == 1 and not cancelled[0].forced
     assert_wire_conforms(harness)
+
+
+# ------------------------------------------------------------- approval mode and audit
+
+
+async def test_a_self_approving_preset_is_refused(harness: Harness, stub: ResponsesStub) -> None:
+    from baton.errors import SecurityError
+
+    with pytest.raises(SecurityError, match="'auto'"):
+        await open_real(harness, codex_profile(stub.base_url, mode="auto"))
+    assert harness.of("security.approval_refused")[0].mode == "auto"
+    assert not stub.completions()
+
+
+async def test_a_config_that_approves_itself_is_caught_at_start(
+    harness: Harness, stub: ResponsesStub
+) -> None:
+    """Codex's own config.toml can make the session start in full access: that is verified."""
+    from baton.errors import SecurityError
+    from tests.support.agents import codex_config
+
+    config = 'approval_policy = "never"\nsandbox_mode = "danger-full-access"\n'
+    profile = codex_profile(stub.base_url, mode=None, config=config + codex_config(stub.base_url))
+    with pytest.raises(SecurityError, match="full-access"):
+        await open_real(harness, profile)
+
+
+async def test_full_access_with_agent_approves_runs_flagged_and_audited(
+    harness: Harness, stub: ResponsesStub
+) -> None:
+    from tests.support.model_server import Reply, Text, ToolCall
+    from tests.support.responses_stub import ResponsesRequest, shell_quote
+
+    def plain_command(req: ResponsesRequest) -> Reply:
+        # No sandbox escalation: in full access Codex just runs it.
+        if req.has_tool_result:
+            return Text("done")
+        command = f"printf %s {shell_quote(stub.file_content)} > {stub.file_name}"
+        return ToolCall("exec_command", {"cmd": command, "workdir": str(harness.workspace)})
+
+    stub.script = plain_command
+    profile = codex_profile(stub.base_url, mode="full-access", agent_approves=True)
+    session = await open_real(harness, profile, preset="none")
+    assert harness.of("security.approval_bypass")[0].mode == "full-access"
+    outcome = await session.prompt("write hello.txt", timeout=180)
+    assert (harness.workspace / stub.file_name).exists(), "full access runs without asking"
+    assert not harness.of("request.created")
+    [finding] = harness.of("security.unapproved_mutation")
+    assert finding.expected and finding.kind == "execute"
+    assert outcome.unapproved_mutations == 0
+    assert_wire_conforms(harness)

@@ -21,12 +21,15 @@ from rich.text import Text
 
 from baton.events.model import (
     CanonicalEvent,
+    FileWritten,
     HarnessDiagnostic,
     PlanStep,
     PlanUpdated,
     ProviderNotice,
     RequestAnswered,
     RequestCreated,
+    SecurityApprovalBypass,
+    SecurityUnapprovedMutation,
     SessionFailed,
     SessionStarted,
     ToolExecutionCompleted,
@@ -154,6 +157,19 @@ class HumanRenderer:
                 self._print(
                     f"[yellow]! {payload.category}:[/] {escape(safe(payload.summary))}", style="dim"
                 )
+        elif isinstance(payload, FileWritten):
+            self._print(
+                f"[cyan]✎ wrote {escape(safe(payload.path))}[/] ({payload.bytes:,} bytes, "
+                f"sha256 {payload.sha256[:12]}…)",
+                style="dim",
+            )
+        elif isinstance(payload, SecurityApprovalBypass) or (
+            isinstance(payload, SecurityUnapprovedMutation) and payload.expected
+        ):
+            self._print(
+                f"[yellow]⚠ {event.type}:[/] {escape(safe(payload.subject))}: "
+                f"{escape(safe(payload.reason))}"
+            )
         elif event.type.startswith("security."):
             summary = payload.model_dump()
             self._print(

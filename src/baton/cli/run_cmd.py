@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ from baton.cli.shared import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_SECURITY,
     EXIT_STOP,
     ApprovePreset,
     err,
@@ -38,7 +40,7 @@ from baton.requests.model import (
     PlanAnswer,
     PlanRequest,
 )
-from baton.requests.policy import Policy
+from baton.requests.policy import AuditMode, Policy
 from baton.requests.render import render as render_request
 from baton.runner.context import recover_interrupted
 from baton.runner.requests_broker import HumanChannel, RequestBroker
@@ -99,6 +101,7 @@ async def _run_turn(
     wait_timeout: float | None,
     json_output: bool,
     timeout: float | None,
+    audit: AuditMode = "record",
 ) -> int:
     from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession
 
@@ -107,7 +110,7 @@ async def _run_turn(
     await recover_interrupted(store, ledger)
     broker = RequestBroker(
         ledger,
-        Policy.preset(preset),
+        dataclasses.replace(Policy.preset(preset), audit=audit),
         terminal=terminal,
         wait_timeout=wait_timeout,
         notify=notify_config(config),
@@ -167,6 +170,13 @@ async def _run_turn(
             code = EXIT_CANCELLED
         else:
             code = EXIT_FAILED
+        if outcome.unapproved_mutations:
+            # A mutation no recorded decision allowed: the run failed its security check.
+            code = EXIT_SECURITY
+            err.print(
+                f"[red]baton: {outcome.unapproved_mutations} mutation(s) without a recorded "
+                "decision (security.unapproved_mutation)[/]"
+            )
     except BatonError as exc:
         code = exit_for(exc)
         if not json_output:
@@ -210,8 +220,17 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(help="Turn timeout in seconds (profile default).")
     ] = None,
+    audit: Annotated[
+        str,
+        typer.Option(
+            help="A mutation no decision allowed: record (exit 4 at the end) or strict "
+            "(also cancel the turn at once)."
+        ),
+    ] = "record",
 ) -> None:
     """Run one prompt turn against an agent."""
+    if audit not in ("record", "strict"):
+        raise ConfigError("--audit must be one of: record, strict")
     if approve not in ("reads", "all", "none"):
         raise ConfigError("--approve must be one of: reads, all, none")
     preset: ApprovePreset = approve  # type: ignore[assignment]
@@ -236,6 +255,7 @@ def run(
             wait_timeout=wait_timeout,
             json_output=json_output,
             timeout=timeout,
+            audit=audit,  # type: ignore[arg-type]
         )
     )
     raise typer.Exit(code)

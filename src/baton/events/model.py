@@ -48,6 +48,8 @@ class SessionStarted(Payload):
     config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
     replayed_updates: int = 0
     reason: str | None = None
+    approval: Literal["asks", "read_only", "self_approves", "unknown"] | None = None
+    """Who approves mutations in the effective mode (``baton.providers.approval``)."""
 
 
 class SessionInfoUpdated(Payload):
@@ -447,6 +449,46 @@ class SecurityRedactionFallback(SecurityEvent):
     TYPE: ClassVar[str] = "security.redaction_fallback"
 
 
+class SecurityApprovalRefused(SecurityEvent):
+    """The session's mode would let the agent approve its own mutations: refused."""
+
+    TYPE: ClassVar[str] = "security.approval_refused"
+    mode: str | None = None
+
+
+class SecurityApprovalBypass(SecurityEvent):
+    """The session runs in a mode where the agent approves itself (``agent_approves = true``)."""
+
+    TYPE: ClassVar[str] = "security.approval_bypass"
+    mode: str | None = None
+
+
+class SecurityUnapprovedMutation(SecurityEvent):
+    """A mutation (tool call, client fs write, terminal) that no recorded decision allowed."""
+
+    TYPE: ClassVar[str] = "security.unapproved_mutation"
+    mutation: Literal["tool_call", "fs_write", "terminal"]
+    tool_call_id: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    """Workspace-relative (masked when outside)."""
+    expected: bool = False
+    """The profile says ``agent_approves``: recorded, but not a failure of the run."""
+
+
+# -------------------------------------------------------------------------- files
+
+
+class FileWritten(Payload):
+    """The agent wrote a file through the client (``fs/write_text_file``)."""
+
+    TYPE: ClassVar[str] = "file.written"
+    path: str
+    """Workspace-relative."""
+    bytes: int
+    sha256: str
+
+
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
     cls.TYPE: cls
     for cls in (
@@ -487,6 +529,10 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         SecurityPathRefused,
         SecurityPayloadRejected,
         SecurityRedactionFallback,
+        SecurityApprovalRefused,
+        SecurityApprovalBypass,
+        SecurityUnapprovedMutation,
+        FileWritten,
     )
 }
 """The closed inventory of canonical event types."""

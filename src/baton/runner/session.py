@@ -47,10 +47,16 @@ from baton.errors import (
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, bounded_value, clip_text
 from baton.events.model import (
+    ConfigChanged,
+    FileWritten,
     HarnessDiagnostic,
+    ModeChanged,
     Payload,
     ProviderNotice,
+    SecurityApprovalBypass,
+    SecurityApprovalRefused,
     SecurityPathRefused,
+    SecurityUnapprovedMutation,
     SessionClosed,
     SessionFailed,
     SessionStarted,
@@ -59,7 +65,9 @@ from baton.events.model import (
     TurnFailed,
     TurnSubmitted,
     UsageReported,
+    _ToolExecution,
 )
+from baton.providers import approval
 from baton.providers.extension import ProviderExtension
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import ErrorReply, extension_for
@@ -67,6 +75,7 @@ from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import RequestDocument
+from baton.requests.states import State
 from baton.runner import client_fs
 from baton.runner.emitter import EventEmitter
 from baton.runner.launch import admit_or_refuse, verified_argv
@@ -79,6 +88,7 @@ from baton.runner.requests_broker import RequestBroker, RequestContext
 from baton.runner.settings import apply_settings
 from baton.runner.terminals import TerminalManager
 from baton.runner.turn import Turn
+from baton.security.audit import PermissionAudit
 from baton.security.launch_env import LaunchEnvironment, prepare_launch
 from baton.security.paths import display_path
 from baton.security.redact import Redactor
@@ -107,6 +117,9 @@ class TurnOutcome:
     """The turn's reported token usage; ``None`` when the agent reported none."""
     files_written: tuple[str, ...] = ()
     """Workspace-relative files the agent wrote through ``fs/write_text_file``."""
+    unapproved_mutations: int = 0
+    """Mutations no recorded decision allowed (``security.unapproved_mutation``), not
+    counting those a profile with ``agent_approves`` expects."""
 
 
 @dataclass(slots=True)
@@ -151,6 +164,13 @@ class AgentSession:
         self.initialize_result: acp_schema.InitializeResponse | None = None
         self.session_result: dict[str, Any] = {}
         self.stats = SessionStats()
+        self.audit = PermissionAudit(
+            str(workspace),
+            expected=profile.agent_approves,
+            display=partial(display_path, workspace),
+        )
+        self.approval: approval.ApprovalVerdict | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.connection_id = uuid.uuid4().hex
         self._reader: asyncio.Task[None] | None = None
         self._exit_watch: asyncio.Task[None] | None = None
@@ -263,7 +283,11 @@ class AgentSession:
             self.how = "new"
         self.session_result = result or {}
         await self._apply_settings()
+        verdict = approval.verify(self.profile, self.session_result)
+        self.approval = verdict
+        await self._check_approval(verdict, at_start=True)
         await self.emitter.emit(self._started_payload(), session_id=self.agent_session_id)
+        await self._approval_notes(verdict)
 
     async def _initialize(self) -> acp_schema.InitializeResponse:
         request = acp_schema.InitializeRequest(
@@ -342,9 +366,85 @@ class AgentSession:
     async def _settings_notice(self, summary: str) -> None:
         await self._notice("config_skipped", summary, method="session/set_config_option")
 
+    async def _check_approval(self, verdict: approval.ApprovalVerdict, *, at_start: bool) -> None:
+        """A mode in which the agent approves itself is refused unless the profile allows it."""
+        if not verdict.self_approves or self.profile.agent_approves:
+            return
+        text = (
+            f"{self.profile.name}: the agent would approve its own mutations ({verdict.message()}); "
+            "choose a mode that asks (see docs/agents.md) or set agent_approves = true in the "
+            "profile to run it anyway, flagged"
+        )
+        turn = self._turn or self._last_turn
+        await self.emitter.emit(
+            SecurityApprovalRefused(
+                control="approval-mode",
+                subject=self.profile.name,
+                reason=clip_text(self.redactor.text(text)),
+                mode=verdict.mode,
+            ),
+            session_id=self.agent_session_id,
+            turn_id=None if at_start or turn is None else turn.turn_id,
+        )
+        if at_start:
+            raise SecurityError(text)
+        self._spawn(self.cancel(f"the agent switched to a self-approving mode {verdict.mode!r}"))
+
+    async def _approval_notes(self, verdict: approval.ApprovalVerdict) -> None:
+        """After ``session.started``: the bypass flag, or why nothing could be verified."""
+        if verdict.self_approves:
+            if self.profile.agent_approves:
+                await self._approval_bypass(verdict)
+        elif verdict.klass == "unknown":
+            known = self.profile.family in approval.APPROVAL_TABLES
+            await self._notice(
+                "approval_unverified",
+                f"baton cannot verify who approves mutations: {verdict.message()}",
+                severity="warning" if known else "info",
+            )
+
+    async def _approval_bypass(self, verdict: approval.ApprovalVerdict) -> None:
+        turn = self._turn or self._last_turn
+        await self.emitter.emit(
+            SecurityApprovalBypass(
+                control="approval-mode",
+                subject=self.profile.name,
+                reason=clip_text(
+                    f"agent_approves = true: {verdict.message()}; mutations are not decided by "
+                    "baton in this session"
+                ),
+                mode=verdict.mode,
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn.turn_id if turn else None,
+        )
+
+    async def _reverify_approval(self, payload: Payload) -> None:
+        """The agent reported a new mode or new options: who approves now?"""
+        if isinstance(payload, ModeChanged):
+            modes = dict(self.session_result.get("modes") or {})
+            modes["currentModeId"] = payload.mode_id
+            self.session_result["modes"] = modes
+        elif isinstance(payload, ConfigChanged):
+            self.session_result["configOptions"] = list(payload.config_options)
+        if self.approval is None:
+            return  # still being set up: the start check reads this state
+        verdict = approval.verify(self.profile, self.session_result)
+        previous, self.approval = self.approval, verdict
+        if (previous.mode, previous.klass) == (verdict.mode, verdict.klass):
+            return
+        await self._check_approval(verdict, at_start=False)
+        await self._approval_notes(verdict)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def _started_payload(self) -> SessionStarted:
         init = self.initialize_result
         modes = self.session_result.get("modes") or {}
+        effective = approval.advertised_mode(self.session_result)
         return SessionStarted(
             agent=self.profile.name,
             how=self.how,
@@ -357,11 +457,12 @@ class AgentSession:
                 else None
             ),
             modes=[bounded_value(m) for m in modes.get("availableModes", [])][:64],
-            current_mode=modes.get("currentModeId"),
+            current_mode=effective[0][1] if effective else modes.get("currentModeId"),
             config_options=[
                 bounded_value(o) for o in self.session_result.get("configOptions") or []
             ][:64],
             replayed_updates=self._replayed,
+            approval=self.approval.klass if self.approval else None,
         )
 
     # ==================================================================== turns
@@ -529,6 +630,9 @@ class AgentSession:
             tool_calls=tool_calls,
             usage=turn_usage,
             files_written=tuple(sorted(self.stats.files_written - files_before)),
+            unapproved_mutations=0
+            if self.profile.agent_approves
+            else self.audit.count(turn.turn_id),
         )
 
     async def cancel(self, reason: str = "cancelled by the user") -> None:
@@ -653,9 +757,26 @@ class AgentSession:
 
     async def _emit_drafts(self, drafts: Sequence[Any]) -> None:
         turn = self._turn or self._last_turn
-        await self.emitter.emit_drafts(
-            drafts, session_id=self.agent_session_id, turn_id=turn.turn_id if turn else None
-        )
+        turn_id = turn.turn_id if turn else None
+        await self.emitter.emit_drafts(drafts, session_id=self.agent_session_id, turn_id=turn_id)
+        for draft in drafts:
+            payload = draft.payload
+            if isinstance(payload, _ToolExecution):
+                await self._audited(self.audit.tool(payload, turn_id), turn_id)
+            elif isinstance(payload, ModeChanged | ConfigChanged):
+                await self._reverify_approval(payload)
+
+    async def _audited(
+        self, findings: Sequence[SecurityUnapprovedMutation], turn_id: str | None
+    ) -> None:
+        """Emit audit findings; a strict policy cancels the turn on an unexpected one."""
+        for finding in findings:
+            await self.emitter.emit(finding, session_id=self.agent_session_id, turn_id=turn_id)
+        turn = self._turn
+        strict = self.requests.policy.audit == "strict"
+        live = turn is not None and turn.turn_id == turn_id and not turn.done
+        if findings and strict and live and self.audit.unexpected(findings):
+            self._spawn(self.cancel("strict audit: a mutation no decision allowed"))
 
     async def _notice(
         self,
@@ -778,6 +899,8 @@ class AgentSession:
             raise RpcError.invalid_params(str(exc)) from exc
         if resolution.record is not None:
             self._answered[msg_id] = resolution.record
+            if resolution.record.state is State.ANSWERED:
+                self.audit.decided(resolution.record)
         return resolution.reply
 
     async def response_written(self, msg_id: JsonRpcId, ok: bool) -> None:
@@ -794,6 +917,7 @@ class AgentSession:
                 return client_fs.read_text_file(self.workspace, params)
             written = client_fs.write_text_file(self.workspace, params)
             self.stats.files_written.add(display_path(self.workspace, written))
+            await self._file_written(written, params)
             return {}  # WriteTextFileResponse is an object, never null (ACP schema)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("path")), str(exc))
@@ -807,6 +931,11 @@ class AgentSession:
         try:
             if method == "terminal/create":
                 result = await self.terminals.create(params)
+                turn_id = self._turn.turn_id if self._turn else None
+                command = self.redactor.text(
+                    " ".join(str(p) for p in [params.get("command"), *(params.get("args") or [])])
+                )
+                await self._audited(self.audit.client_terminal(command, turn_id), turn_id)
                 await self._notice(
                     "terminal",
                     f"terminal/create {params.get('command')!r} as {result['terminalId']}",
@@ -824,6 +953,22 @@ class AgentSession:
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("cwd")), str(exc))
             raise RpcError(-32602, f"refused: {exc}") from exc
+
+    async def _file_written(self, written: Any, params: dict[str, Any]) -> None:
+        """A client fs write is an event (path, size, digest) and an audited mutation."""
+        data = str(params.get("content", "")).encode("utf-8", errors="surrogatepass")
+        turn = self._turn or self._last_turn
+        turn_id = turn.turn_id if turn else None
+        await self.emitter.emit(
+            FileWritten(
+                path=display_path(self.workspace, written),
+                bytes=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+            ),
+            session_id=self.agent_session_id,
+            turn_id=turn_id,
+        )
+        await self._audited(self.audit.client_write(str(written), turn_id), turn_id)
 
     async def _path_refused(self, method: str, path: str, reason: str) -> None:
         turn = self._turn or self._last_turn

@@ -38,6 +38,11 @@ SCENARIOS: tuple[str, ...] = (
     "usage",
     "fs",
     "replay",
+    "skip-permission",
+    "write-unasked",
+    "terminal-unasked",
+    "ignore-denial",
+    "switch-mode",
 )
 
 

@@ -96,6 +96,28 @@ Scenarios (``--scenario``):
     A live request that is not the next one of the trace gets a -32601 error; unmatched
     notifications and replies are ignored.
 
+``skip-permission``
+    The fault the permission audit exists for: the prompt announces ``tool_call`` ``skip-1``
+    (kind ``edit``, ``pending``, location ``<cwd>/skipped.txt``), writes that file *itself*
+    without asking anything, then reports the call ``completed``.
+``write-unasked``
+    Calls ``fs/write_text_file`` for ``<cwd>/unasked.txt`` without a permission request.
+``terminal-unasked``
+    Calls ``terminal/create`` (``echo unasked``) without a permission request, waits for it to
+    exit and releases it.
+``ignore-denial``
+    Asks permission for ``tool_call`` ``deny-1`` (kind ``edit``, ``<cwd>/denied.txt``); whatever
+    the answer, writes the file itself and reports the call ``completed``.
+``switch-mode``
+    During the prompt switches its own mode to ``--switch-to`` (default ``acceptEdits``) and
+    says so with ``current_mode_update``, then waits for a cancel (answering ``cancelled``) or
+    ends the turn after two seconds.
+
+Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
+config option over ``--mode-values`` (comma-separated; default
+``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
+``session/set_config_option`` change it (``--stuck-mode`` answers them but keeps the mode).
+
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).
 """
@@ -160,6 +182,7 @@ class FakeAgent:
         self.authenticated = False
         self._flood_thread: threading.Thread | None = None
         self._replay: _Replay | None = None
+        self.mode: str | None = args.mode
 
     # -- output --------------------------------------------------------------------------------
 
@@ -289,6 +312,8 @@ class FakeAgent:
             "authenticate": self.on_authenticate,
             "session/new": self.on_new_session,
             "session/prompt": self.on_prompt,
+            "session/set_mode": self.on_set_mode,
+            "session/set_config_option": self.on_set_config_option,
         }
 
     # -- handlers ------------------------------------------------------------------------------
@@ -335,7 +360,55 @@ class FakeAgent:
             self.cwd = cwd
         if self.scenario == "spawn-grandchild" or self.args.grandchild_keeps_stdio:
             self._spawn_grandchild()
-        self.respond(rid, {"sessionId": self.session_id})
+        self.respond(rid, {"sessionId": self.session_id, **self._mode_state()})
+
+    # -- modes ---------------------------------------------------------------------------------
+
+    def _mode_values(self) -> list[str]:
+        return [v for v in self.args.mode_values.split(",") if v]
+
+    def _mode_state(self) -> Message:
+        if self.mode is None:
+            return {}
+        values = self._mode_values()
+        return {
+            "modes": {
+                "currentModeId": self.mode,
+                "availableModes": [{"id": v, "name": v} for v in values],
+            },
+            "configOptions": self._config_options(),
+        }
+
+    def _config_options(self) -> list[Message]:
+        return [
+            {
+                "id": "mode",
+                "name": "Mode",
+                "category": "mode",
+                "type": "select",
+                "currentValue": self.mode,
+                "options": [{"value": v, "name": v} for v in self._mode_values()],
+            }
+        ]
+
+    def _set_mode(self, rid: Any, value: Any) -> bool:
+        if self.mode is None or value not in self._mode_values():
+            self.respond_error(rid, -32602, f"unknown mode {value!r}")
+            return False
+        if not self.args.stuck_mode:
+            self.mode = str(value)
+        return True
+
+    def on_set_mode(self, rid: Any, params: Message) -> None:
+        if self._set_mode(rid, params.get("modeId")):
+            self.respond(rid, {})
+
+    def on_set_config_option(self, rid: Any, params: Message) -> None:
+        if params.get("configId") != "mode":
+            self.respond_error(rid, -32602, f"unknown config option {params.get('configId')!r}")
+            return
+        if self._set_mode(rid, params.get("value")):
+            self.respond(rid, {"configOptions": self._config_options()})
 
     def on_prompt(self, rid: Any, params: Message) -> None:
         session_id = str(params.get("sessionId") or self.session_id)
@@ -696,6 +769,84 @@ class FakeAgent:
             self.chunk(json.dumps(report), mid)
         return None
 
+    def _unasked_tool(self, turn: _Turn, tool_call_id: str, name: str, *, ask: bool) -> str:
+        """An edit of ``<cwd>/name`` the agent makes itself (optionally after asking)."""
+        path = str(Path(self.cwd) / name)
+        tool_call = {
+            "toolCallId": tool_call_id,
+            "title": f"Write {name}",
+            "kind": "edit",
+            "locations": [{"path": path}],
+            "rawInput": {"file_path": path, "content": "written without asking\n"},
+        }
+        self.update({"sessionUpdate": "tool_call", "status": "pending", **tool_call})
+        chosen = "not asked"
+        if ask:
+            reply = self.call(
+                "session/request_permission",
+                {
+                    "sessionId": turn.session_id,
+                    "toolCall": tool_call,
+                    "options": [
+                        {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                    ],
+                },
+            )
+            outcome = (reply.get("result") or {}).get("outcome") or {}
+            chosen = str(outcome.get("optionId") or outcome.get("outcome") or "error")
+        Path(path).write_text("written without asking\n")
+        self.update(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": tool_call_id,
+                "status": "completed",
+                "rawOutput": {"output": f"wrote {name} (answer: {chosen})"},
+            }
+        )
+        return chosen
+
+    def turn_skip_permission(self, turn: _Turn, mid: str) -> Any:
+        self._unasked_tool(turn, "skip-1", "skipped.txt", ask=False)
+        self.chunk("Wrote skipped.txt without asking.", mid)
+        if self.args.linger:
+            turn.cancelled.wait(self.args.linger)
+        return None
+
+    def turn_ignore_denial(self, turn: _Turn, mid: str) -> Any:
+        chosen = self._unasked_tool(turn, "deny-1", "denied.txt", ask=True)
+        self.chunk(f"Wrote denied.txt although the answer was {chosen}.", mid)
+        return None
+
+    def turn_write_unasked(self, turn: _Turn, mid: str) -> Any:
+        path = str(Path(self.cwd) / "unasked.txt")
+        reply = self.call(
+            "fs/write_text_file",
+            {"sessionId": turn.session_id, "path": path, "content": "written unasked\n"},
+        )
+        self.chunk(json.dumps({"method": "fs/write_text_file", "reply": reply}), mid)
+        return None
+
+    def turn_terminal_unasked(self, turn: _Turn, mid: str) -> Any:
+        created = self.call(
+            "terminal/create",
+            {"sessionId": turn.session_id, "command": "echo", "args": ["unasked"]},
+        )
+        terminal_id = (created.get("result") or {}).get("terminalId")
+        if terminal_id is not None:
+            ids = {"sessionId": turn.session_id, "terminalId": terminal_id}
+            self.call("terminal/wait_for_exit", ids)
+            self.call("terminal/release", ids)
+        self.chunk(json.dumps({"method": "terminal/create", "reply": created}), mid)
+        return None
+
+    def turn_switch_mode(self, turn: _Turn, mid: str) -> Any:
+        self.mode = str(self.args.switch_to)
+        self.update({"sessionUpdate": "current_mode_update", "currentModeId": self.mode})
+        self.chunk(f"Switched myself to {self.mode}.", mid)
+        turn.cancelled.wait(2.0)
+        return None
+
     # -- side effects --------------------------------------------------------------------------
 
     def _stderr(self, data: bytes) -> None:
@@ -852,6 +1003,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--session-id", default="fake-1")
     parser.add_argument("--max-lifetime", type=float, default=600.0)
     parser.add_argument("--grandchild-keeps-stdio", action="store_true")
+    parser.add_argument("--mode", default=None, help="advertise modes, currently this one")
+    parser.add_argument("--mode-values", default="default,acceptEdits,plan,auto")
+    parser.add_argument("--stuck-mode", action="store_true", help="never really change mode")
+    parser.add_argument("--switch-to", default="acceptEdits", help="switch-mode: the new mode")
+    parser.add_argument("--linger", type=float, default=0.0, help="skip-permission: then wait")
     return parser.parse_args(argv)
 
 
