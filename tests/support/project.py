@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 
-def baton_in(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def baton_in(
+    repo: Path, *args: str, timeout: float = 240, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(repo.parent / "home"),
         "XDG_STATE_HOME": str(repo.parent / "xdg"),
         "COLUMNS": "200",
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],

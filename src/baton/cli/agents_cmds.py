@@ -189,3 +189,87 @@ def install(
             out, f"{profile.name}: {installed.package}@{installed.version} → {installed.executable}"
         )
     _say(err, f"node {node}; tools dir {target}")
+
+
+@agents_app.command("login")
+def login(
+    name: Annotated[str, typer.Argument(help="Profile to log in.")],
+    method: Annotated[
+        str | None, typer.Option("--method", help="Login method id (see --list).")
+    ] = None,
+    list_only: Annotated[
+        bool, typer.Option("--list", help="Only list the agent's login methods.")
+    ] = False,
+) -> None:
+    """Run the agent's own login inside the profile's login root (its tokens stay there)."""
+    import asyncio
+    import subprocess
+
+    from baton.agent_login import (
+        auth_methods,
+        authenticate,
+        choose_method,
+        login_root,
+        record_login,
+        terminal_login_argv,
+    )
+    from baton.errors import AgentError
+    from baton.security.distribution import verify_before_launch
+    from baton.security.launch_env import prepare_launch
+
+    config = load_config(Path.cwd())
+    profile = config.profile(name)
+    environ = dict(os.environ)
+    root = login_root(profile, environ)
+    verified = verify_before_launch(profile, config.state_dir, environ)
+    argv = profile.argv()
+    if verified is not None:
+        argv = [str(verified.executable), *argv[1:]]
+    launch = prepare_launch(
+        profile,
+        workspace=root / "home",  # no project takes part in a login
+        base_dir=root.parent,
+        environ=environ,
+        secrets_file=config.secrets_file,
+        persistent_root=root,
+    )
+    out = Console(highlight=False, soft_wrap=True)
+    # The agent runs in its own private HOME, not in the project it may not trust.
+    home = Path(launch.env["HOME"])
+    try:
+        methods = asyncio.run(
+            auth_methods(argv, launch.env, home, timeout=profile.initialize_timeout)
+        )
+        if list_only:
+            table = Table("method", "type", "name", "runs / needs", box=None)
+            for m in methods:
+                extra = " ".join(m.args) if m.type == "terminal" else ""
+                table.add_row(
+                    *(
+                        neutralize_terminal(v)
+                        for v in (m.id, m.type, m.name, extra or ", ".join(m.variables))
+                    )
+                )
+            out.print(table)
+            return
+        chosen = choose_method(methods, method)
+        _say(out, f"{profile.name}: logging in with {chosen.id} ({chosen.name}) in {root}")
+        if chosen.type == "terminal":
+            done = subprocess.run(
+                terminal_login_argv(argv, chosen),
+                env={**launch.env, **chosen.env},
+                cwd=home,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise AgentError(
+                    f"{profile.name}: the login ({chosen.id}) exited with code {done.returncode}"
+                )
+        else:
+            asyncio.run(
+                authenticate(argv, launch.env, home, chosen, timeout=profile.session_timeout)
+            )
+        record_login(root, chosen)
+    finally:
+        launch.cleanup()
+    _say(out, f"{profile.name}: logged in; its launches now use {root} as their private root")

@@ -33,6 +33,7 @@ from baton.acp.connection import ConnectionClosed, JsonRpcConnection, protocol_e
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
 from baton.acp.process import AgentProcess
+from baton.agent_login import logged_in_root
 from baton.config import agent_roots_dir
 from baton.errors import (
     AgentError,
@@ -220,7 +221,8 @@ class AgentSession:
                 base_dir=agent_roots_dir(state_dir, workspace, env_in),
                 environ=env_in,
                 secrets_file=secrets_file,
-                persistent_root=persistent_root,
+                # After `baton agents login`, the profile's login root holds its tokens.
+                persistent_root=persistent_root or logged_in_root(profile, env_in),
             )
         except (ConfigError, SecurityError) as exc:
             await emitter.emit(

@@ -235,8 +235,13 @@ def plan_launch(
     root: Path,
     environ: Mapping[str, str],
     secrets_file: Path | None,
+    tmp: str = "tmp",
 ) -> LaunchPlan:
-    """Compute the environment a launch of ``profile`` rooted at ``root`` would get."""
+    """Compute the environment a launch of ``profile`` rooted at ``root`` would get.
+
+    ``tmp`` is the sub-directory ``TMPDIR`` points at: ``tmp`` for an ephemeral root,
+    ``tmp/<launch>`` in a persistent one shared by concurrent launches.
+    """
     env: dict[str, str] = {}
     sources: dict[str, str] = {}
     problems: list[str] = []
@@ -266,6 +271,8 @@ def plan_launch(
         sources[name] = "profile"
     dirs: list[str] = []
     for name, sub in STANDARD_DIRS.items():
+        if sub == "tmp":
+            sub = tmp
         env[name] = str(root / sub)
         sources[name] = "private"
         if sub not in dirs:
@@ -468,15 +475,25 @@ class LaunchEnvironment:
     empties ``tmp``. Usable as a context manager. Its ``repr`` never shows values.
     """
 
-    __slots__ = ("_closed", "bound_secret_values", "env", "persistent", "plan", "profile", "root")
+    __slots__ = (
+        "_closed",
+        "bound_secret_values",
+        "env",
+        "persistent",
+        "plan",
+        "profile",
+        "root",
+        "tmp",
+    )
 
-    def __init__(self, plan: LaunchPlan, *, persistent: bool) -> None:
+    def __init__(self, plan: LaunchPlan, *, persistent: bool, tmp: str = "tmp") -> None:
         self.plan = plan
         self.profile = plan.profile
         self.root = plan.root
         self.env: Mapping[str, str] = plan.env
         self.bound_secret_values: tuple[str, ...] = plan.secret_values
         self.persistent = persistent
+        self.tmp = tmp
         self._closed = False
 
     def describe(self) -> list[EnvRow]:
@@ -484,13 +501,11 @@ class LaunchEnvironment:
         return list(self.plan.rows)
 
     def cleanup(self) -> None:
-        """Remove the private root (ephemeral) or empty its ``tmp`` (persistent)."""
+        """Remove the private root (ephemeral) or this launch's ``tmp`` (persistent)."""
         if self._closed:
             return
-        target = self.root / "tmp" if self.persistent else self.root
+        target = self.root / self.tmp if self.persistent else self.root
         _remove_tree(target)
-        if self.persistent:
-            _make_private_dir(self.root, "tmp")
         self._closed = True
 
     @property
@@ -546,9 +561,12 @@ def prepare_launch(
     )
     if preview.problems:
         raise ConfigError(f"cannot launch profile {profile.name!r}: " + "; ".join(preview.problems))
+    tmp = "tmp"
     if persistent_root is not None:
         _make_private_dir(persistent_root.parent, persistent_root.name, parents=True)
         root = persistent_root
+        # Launches sharing a persistent root (a login root) each get their own TMPDIR.
+        tmp = f"tmp/{sanitize_id(profile.name)}-{os.urandom(4).hex()}"
     else:
         # base_dir may be shared (even world-writable): create it if needed but never
         # touch an existing one; mkdtemp's 0700 directory with a random name is enough.
@@ -558,7 +576,7 @@ def prepare_launch(
         root = Path(tempfile.mkdtemp(prefix=f"{sanitize_id(profile.name)}-", dir=base_dir))
     try:
         os.chmod(root, 0o700)
-        plan = plan_launch(profile, root=root, environ=environ, secrets_file=secrets_file)
+        plan = plan_launch(profile, root=root, environ=environ, secrets_file=secrets_file, tmp=tmp)
         if plan.problems:  # the environment changed between the two plans
             raise ConfigError(
                 f"cannot launch profile {profile.name!r}: " + "; ".join(plan.problems)
@@ -571,7 +589,7 @@ def prepare_launch(
         if persistent_root is None:
             _remove_tree(root)
         raise
-    return LaunchEnvironment(plan, persistent=persistent_root is not None)
+    return LaunchEnvironment(plan, persistent=persistent_root is not None, tmp=tmp)
 
 
 @contextmanager

@@ -43,6 +43,7 @@ SCENARIOS: tuple[str, ...] = (
     "terminal-unasked",
     "ignore-denial",
     "switch-mode",
+    "terminal-login",
 )
 
 

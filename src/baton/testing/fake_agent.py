@@ -113,6 +113,13 @@ Scenarios (``--scenario``):
     says so with ``current_mode_update``, then waits for a cancel (answering ``cancelled``) or
     ends the turn after two seconds.
 
+``terminal-login``
+    ACP terminal authentication: ``initialize`` advertises ``authMethods`` ``[{id:
+    "fake-terminal", type: "terminal", args: ["--login-terminal"], env: {FAKE_LOGIN_MODE:
+    "terminal"}}]``; ``session/new`` answers -32000 until ``$HOME/.fake-login`` exists. Run
+    with ``--login-terminal`` the agent is its own login program instead: it writes that file
+    (its content names ``$FAKE_LOGIN_MODE``), prints ``fake agent: logged in`` and exits 0.
+
 Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
 config option over ``--mode-values`` (comma-separated; default
 ``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
@@ -319,9 +326,19 @@ class FakeAgent:
     # -- handlers ------------------------------------------------------------------------------
 
     def on_initialize(self, rid: Any, params: Message) -> None:
-        auth_methods = []
+        auth_methods: list[Message] = []
         if self.scenario == "auth-required":
             auth_methods = [{"id": "fake-login", "name": "Log in"}]
+        if self.scenario == "terminal-login":
+            auth_methods = [
+                {
+                    "id": "fake-terminal",
+                    "name": "Log in at the terminal",
+                    "type": "terminal",
+                    "args": ["--login-terminal"],
+                    "env": {"FAKE_LOGIN_MODE": "terminal"},
+                }
+            ]
         self.respond(
             rid,
             {
@@ -354,6 +371,9 @@ class FakeAgent:
     def on_new_session(self, rid: Any, params: Message) -> None:
         if self.scenario == "auth-required" and not self.authenticated:
             self.respond_error(rid, -32000, "Authentication required")
+            return
+        if self.scenario == "terminal-login" and not _login_file().exists():
+            self.respond_error(rid, -32000, "Authentication required: run the terminal login")
             return
         cwd = params.get("cwd")
         if isinstance(cwd, str) and cwd:
@@ -989,6 +1009,18 @@ class _Replay:
                 self.replacements.sort(key=lambda p: len(p[0]), reverse=True)
 
 
+def _login_file() -> Path:
+    return Path(os.environ.get("HOME", "/nonexistent")) / ".fake-login"
+
+
+def _terminal_login() -> int:
+    """``--login-terminal``: the agent's own login program (scenario ``terminal-login``)."""
+    _login_file().write_text(f"logged in via {os.environ.get('FAKE_LOGIN_MODE', '?')}\n")
+    sys.stdout.write("fake agent: logged in\n")
+    sys.stdout.flush()
+    return 0
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m baton.testing.fake_agent",
@@ -1008,11 +1040,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stuck-mode", action="store_true", help="never really change mode")
     parser.add_argument("--switch-to", default="acceptEdits", help="switch-mode: the new mode")
     parser.add_argument("--linger", type=float, default=0.0, help="skip-permission: then wait")
+    parser.add_argument("--login-terminal", action="store_true", help="run the terminal login")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.login_terminal:
+        os._exit(_terminal_login())
     if args.max_lifetime > 0:
         timer = threading.Timer(args.max_lifetime, os._exit, args=(124,))
         timer.daemon = True
