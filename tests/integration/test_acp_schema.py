@@ -85,3 +85,12 @@ def test_unknown_methods_and_orphan_responses_are_caught(validator: WireValidato
     )
     assert len(problems) == 2
     assert "session/telepathy" in problems[0] and "unknown id" in problems[1]
+
+
+def test_named_vendor_prefixes_are_envelope_checked_only(validator: WireValidator) -> None:
+    records = [
+        rec("agent", {"id": 3, "method": "craft/drainMidTurnQueue", "params": {}}),
+        rec("client", {"id": 3, "error": {"code": -32601, "message": "Method not found"}}),
+    ]
+    assert validator.validate(records)
+    assert validator.validate(records, vendor=("craft/",)) == []

@@ -8,8 +8,10 @@ definition: a request's ``params`` against ``<Name>Request``, a notification's a
 ``<Name>Notification``, a response's ``result`` against the ``<Name>Response`` of the method
 it answers (matched by id across the two directions), an error against ``Error``.
 
-Extension methods (``_…``) are checked only as JSON-RPC envelopes; any other method the schema
-does not define is a finding, as is a response to nothing::
+Extension methods (``_…``) are checked only as JSON-RPC envelopes, and so are the vendor
+methods of agents that do not follow that rule when the caller names their prefixes (Qwen
+Code's ``qwen/…`` and ``craft/…``, Cursor's ``cursor/…``); any other method the schema does not
+define is a finding, as is a response to nothing::
 
     problems = WireValidator.load().validate(read_tap(log))
     assert problems == []
@@ -80,8 +82,14 @@ class WireValidator:
             for e in errors[:5]
         ]
 
-    def validate(self, records: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Every schema violation in the recording (an empty list when it all conforms)."""
+    def validate(
+        self, records: Iterable[Mapping[str, Any]], *, vendor: tuple[str, ...] = ()
+    ) -> list[str]:
+        """Every schema violation in the recording (an empty list when it all conforms).
+
+        ``vendor``: method prefixes to treat like ``_`` extensions (checked as envelopes).
+        """
+        extension = ("_", *vendor)
         problems: list[str] = []
         requests: dict[tuple[str, str], str] = {}  # (sender, json id) -> method
         for index, record in enumerate(records):
@@ -99,7 +107,7 @@ class WireValidator:
                 kind = "Request" if "id" in msg else "Notification"
                 if kind == "Request":
                     requests[(str(direction), json.dumps(msg["id"]))] = method
-                if method.startswith("_"):
+                if method.startswith(extension):
                     continue
                 name = self._by_method.get((method, kind))
                 if name is None:
@@ -120,7 +128,7 @@ class WireValidator:
                 problems += self._check("Error", msg["error"], where)
             elif "result" not in msg:
                 problems.append(f"{where}: a response needs result or error")
-            elif not asked.startswith("_"):
+            elif not asked.startswith(extension):
                 name = self._by_method.get((asked, "Response"))
                 if name is None:
                     problems.append(f"{where}: no response {asked!r} in the ACP schema")

@@ -1,7 +1,7 @@
 """The real npm agents of the test tier: where they are, when to skip, how to point them offline.
 
-``scripts/install-agents`` (run by ``scripts/test``) installs the built-in ``claude`` and
-``codex`` profiles' pinned packages with ``baton agents install`` into ``<repo>/.cache/agents``.
+``scripts/install-agents`` (run by ``scripts/test``) installs the built-in ``claude``,
+``codex`` and ``qwen`` profiles' pinned packages with ``baton agents install`` into ``<repo>/.cache/agents``.
 When npm could not reach its registry it leaves ``.cache/agents/UNREACHABLE`` with the reason:
 then, and only then, the real-agent tests skip (saying why). A missing install otherwise fails
 the test, naming the script.
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from baton.agent_tools import InstalledAgent, installed_agent
-from baton.providers.catalog import CLAUDE, CODEX
+from baton.providers.catalog import CLAUDE, CODEX, QWEN
 from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "claude_profile",
     "codex_config",
     "codex_profile",
+    "qwen_profile",
     "require_agent",
     "skip_reason",
 ]
@@ -67,7 +68,7 @@ def _with_endpoint(
 ) -> AgentProfile:
     return dataclasses.replace(
         profile,
-        command=(str(install.executable),),
+        command=(str(install.executable), *profile.command[1:]),
         env=MappingProxyType({**profile.env, **env}),
         endpoint=endpoint,
         initialize_timeout=120.0,
@@ -112,4 +113,17 @@ def codex_profile(base_url: str, *, config: str | None = None, **changes: Any) -
         files=(*profile.files, seed),
         credentials=(CredentialBinding("OPENAI_API_KEY"),),
     )
+    return dataclasses.replace(profile, **changes)
+
+
+def qwen_profile(base_url: str, **changes: Any) -> AgentProfile:
+    """The built-in ``qwen`` profile against a chat-completions server at ``base_url``.
+
+    ``OPENAI_API_KEY`` is bound from baton's environment (pass ``DUMMY_KEY`` there).
+    """
+    install = require_agent(QWEN)
+    profile = _with_endpoint(
+        QWEN, install, base_url, {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted"}
+    )
+    profile = dataclasses.replace(profile, credentials=(CredentialBinding("OPENAI_API_KEY"),))
     return dataclasses.replace(profile, **changes)

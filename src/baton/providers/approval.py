@@ -121,8 +121,8 @@ _GEMINI = ApprovalTable(
             "yolo": ("self_approves", "approves every tool call itself"),
         }
     ),
-    evidence="gemini-cli approval modes (default, autoEdit, yolo, plan); not run here "
-    "(no offline model endpoint)",
+    evidence="gemini-cli 0.61.0 advertises default, autoEdit, yolo and plan and starts in "
+    "`default` (probed with a dummy key); no turn is run here",
 )
 
 _QWEN = ApprovalTable(
@@ -131,13 +131,14 @@ _QWEN = ApprovalTable(
     modes=_rules(
         {
             "default": ("asks", "asks before edits and shell commands"),
-            "plan": ("read_only", "read-only planning"),
+            "plan": ("read_only", "analyzes only; no edits or commands"),
             "auto-edit": ("self_approves", "applies edits without asking"),
-            "autoEdit": ("self_approves", "applies edits without asking"),
+            "auto": ("self_approves", "an LLM classifier approves actions instead of the client"),
             "yolo": ("self_approves", "approves every tool call itself"),
         }
     ),
-    evidence="Qwen Code approval modes (gemini-cli lineage: default, auto-edit, yolo, plan)",
+    evidence="qwen-code 0.24.4 against scripted chat completions "
+    "(tests/integration/test_qwen_baton.py); it starts in `auto`",
 )
 
 _CURSOR = ApprovalTable(
