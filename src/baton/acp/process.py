@@ -202,10 +202,13 @@ class AgentProcess:
             self._signal_group(signal.SIGTERM)
             if code is None:
                 code = await self.wait(grace)
+            # The leader may be gone while its children still shut down: give them the grace.
+            await self._group_gone(grace)
         if code is None or self.group_alive():
             self._signal_group(signal.SIGKILL)
             if code is None:
                 code = await self.wait(grace)
+            await self._group_gone(grace)
         if self._stderr_task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
@@ -213,6 +216,17 @@ class AgentProcess:
                 # Something outside the group holds the stderr pipe open; stop reading.
                 self._stderr_task.cancel()
         return code
+
+    async def _group_gone(self, timeout: float) -> bool:
+        """Until no live member of the group is left (a signalled process takes a moment to
+        die on a loaded machine), at most ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.group_alive():
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
     def kill_now(self) -> None:
         """Last-resort synchronous kill (interpreter shutdown paths)."""
