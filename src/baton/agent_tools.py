@@ -130,10 +130,23 @@ class InstalledAgent:
 def installed_agent(profile: AgentProfile, environ: Mapping[str, str]) -> InstalledAgent | None:
     """The tools-dir install of ``profile``'s package, or ``None``.
 
-    An install of another package (the profile was changed since) does not count.
+    The install made for the profile's own name comes first; a profile that extends a
+    built-in one (``claude-local``) uses the install of the same package and version. An
+    install of another package (the profile was changed since) does not count.
     """
-    root = tools_dir(environ) / sanitize_id(profile.name)
-    return _read_install(root, profile)
+    tools = tools_dir(environ)
+    own = _read_install(tools / sanitize_id(profile.name), profile)
+    if own is not None or profile.package is None:
+        return own
+    try:
+        candidates = sorted(p for p in tools.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return None
+    for root in candidates:
+        install = _read_install(root, profile)
+        if install is not None and install.version == profile.version:
+            return install
+    return None
 
 
 def _read_install(root: Path, profile: AgentProfile) -> InstalledAgent | None:

@@ -79,7 +79,7 @@ _KNOWN_KEYS = frozenset(
         "agent_approves",
     }
 )
-_ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+_ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
 """Fixed variables that name the agent's model endpoint (for the loopback key rule)."""
 
 

@@ -65,9 +65,7 @@ async def open_real(
     return session
 
 
-def assert_wire_conforms(
-    harness: Harness, *, vendor: tuple[str, ...] = ()
-) -> list[dict[str, Any]]:
+def assert_wire_conforms(harness: Harness, *, vendor: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Validate the recorded traffic against the ACP schema; return the records.
 
     ``vendor``: the agent's own method prefixes that break ACP's ``_`` rule (Qwen Code's).

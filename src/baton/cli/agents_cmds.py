@@ -25,6 +25,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+import baton
 from baton.agent_tools import (
     RegistryUnreachable,
     install_agent,
@@ -36,7 +37,7 @@ from baton.cli.shared import EXIT_AGENT
 from baton.config import BatonConfig, load_config
 from baton.errors import ConfigError
 from baton.providers.approval import APPROVAL_TABLES
-from baton.providers.profile import AgentProfile
+from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.display import neutralize_terminal
 from baton.security.distribution import locate_install, pin_status
 from baton.security.launch_env import plan_launch
@@ -93,7 +94,9 @@ def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str
             argv = profile.argv()
             where = shutil.which(argv[0], path=environ.get("PATH")) if argv else None
             version = None
-            if where is not None and profile.package is not None:
+            if profile.command[:1] == (PYTHON_PLACEHOLDER,):
+                version = f"{baton.__version__} (ships with baton)"
+            elif where is not None and profile.package is not None:
                 try:
                     version = locate_install(profile, environ).version
                 except Exception:  # a broken install shows as unknown, not a crash
