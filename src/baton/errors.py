@@ -8,6 +8,7 @@
     │   ├── AgentExited              the process died (exit code, stderr preview attached)
     │   ├── AgentTimeout             initialize / session/new / a turn took too long
     │   ├── AuthRequired             -32000 from the agent; names the advertised auth methods
+    │   ├── SessionRejected          session/new, load or resume answered with a JSON-RPC error
     │   └── ProtocolError
     │       ├── LocalProtocolError   we misused the protocol (a bug in baton)
     │       └── RemoteProtocolError  the agent sent something invalid
@@ -71,6 +72,15 @@ class AuthRequired(AgentError):
     def __init__(self, message: str, *, auth_methods: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.auth_methods = tuple(auth_methods)
+
+
+class SessionRejected(AgentError):
+    """The agent answered ``session/new`` (or ``load``/``resume``) with a JSON-RPC error."""
+
+    def __init__(self, message: str, *, code: int, method: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.method = method
 
 
 class ProtocolError(AgentError):

@@ -84,6 +84,8 @@ class RequestBroker:
         self.wait_timeout = wait_timeout
         """Seconds to wait in the ledger for another process; 0 = nobody to ask."""
         self.notify = notify or NotifyConfig()
+        self._cancelled: set[str] = set()
+        """Requests :meth:`cancel_turn` already announced: their waiter must not again."""
 
     @property
     def human_available(self) -> bool:
@@ -127,7 +129,8 @@ class RequestBroker:
                 record = result.record
             except NotPending:
                 record = await self.ledger.get(record.request_id)
-        await emit(payloads.for_state(record))
+        if record.state is not State.CANCELLED or record.request_id not in self._cancelled:
+            await emit(payloads.for_state(record))
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
         return Resolution(replies.cancelled_reply(document), record)
@@ -207,9 +210,13 @@ class RequestBroker:
         delivered = await self.ledger.mark_delivered(record.request_id)
         await emit(payloads.for_state(delivered))
 
-    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> None:
-        for record in await self.ledger.cancel_for_turn(turn_id, reason):
+    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> list[RequestRecord]:
+        """Cancel the turn's open requests (one ``request.cancelled`` each); return them."""
+        records = await self.ledger.cancel_for_turn(turn_id, reason)
+        for record in records:
+            self._cancelled.add(record.request_id)
             await emit(payloads.for_state(record))
+        return records
 
 
 __all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]

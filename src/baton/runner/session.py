@@ -13,6 +13,7 @@ profile and their :class:`~baton.providers.extension.ProviderExtension`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import os
@@ -44,6 +45,7 @@ from baton.errors import (
     RemoteCallError,
     RemoteProtocolError,
     SecurityError,
+    SessionRejected,
 )
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, bounded_value, clip_text
@@ -96,6 +98,8 @@ from baton.security.redact import Redactor
 
 PROTOCOL_VERSION = 1
 CANCEL_GRACE_SECONDS = 5.0
+REPLY_GRACE_SECONDS = 2.0
+"""How long a cancel waits for pending requests' ``cancelled`` answers to be written."""
 EXIT_GRACE_SECONDS = 2.0
 
 SessionHow = Literal["new", "load", "resume"]
@@ -172,6 +176,9 @@ class AgentSession:
         )
         self.approval: approval.ApprovalVerdict | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._written: collections.deque[str] = collections.deque(maxlen=256)
+        """Ids of our latest answers on the agent's pipe (cancel waits for pending ones)."""
+        self._reply_waiters: dict[str, asyncio.Event] = {}
         self.connection_id = uuid.uuid4().hex
         self._reader: asyncio.Task[None] | None = None
         self._exit_watch: asyncio.Task[None] | None = None
@@ -272,14 +279,22 @@ class AgentSession:
         if resume_session_id:
             result = await self._resume_or_load(resume_session_id, servers, caps)
         if result is None:
-            result = await self._call(
-                "session/new",
-                acp_schema.NewSessionRequest(cwd=str(self.workspace), mcp_servers=[]).model_dump(
-                    by_alias=True, exclude_none=True
+            try:
+                result = await self._call(
+                    "session/new",
+                    acp_schema.NewSessionRequest(
+                        cwd=str(self.workspace), mcp_servers=[]
+                    ).model_dump(by_alias=True, exclude_none=True)
+                    | {"mcpServers": servers},
+                    timeout=self.profile.session_timeout,
                 )
-                | {"mcpServers": servers},
-                timeout=self.profile.session_timeout,
-            )
+            except RemoteCallError as exc:
+                raise SessionRejected(
+                    f"{self.profile.name} refused session/new: "
+                    f"{clip_text(self.redactor.text(exc.remote_message))} (code {exc.code})",
+                    code=exc.code,
+                    method="session/new",
+                ) from exc
             parsed = _parse(acp_schema.NewSessionResponse, result, "session/new")
             self.agent_session_id = parsed.session_id
             self.how = "new"
@@ -530,6 +545,9 @@ class AgentSession:
         timed_out = not done
         if timed_out:
             turn.cancel_requested = turn.cancel_requested or f"turn timeout after {limit:g}s"
+            # As on every cancel path: pending requests are answered `cancelled` first, so
+            # an agent blocked on one can see the session/cancel that follows (ACP §1.7).
+            await self._cancel_pending_asks(turn, turn.cancel_requested, before_cancel=True)
             await self._send_cancel()
             done, _ = await asyncio.wait({request}, timeout=CANCEL_GRACE_SECONDS)
             if not done:
@@ -643,7 +661,7 @@ class AgentSession:
         if turn is None or turn.done:
             return
         turn.cancel_requested = turn.cancel_requested or reason
-        await self._cancel_pending_asks(turn, reason)
+        await self._cancel_pending_asks(turn, reason, before_cancel=True)
         await self._send_cancel()
 
     async def _send_cancel(self) -> None:
@@ -802,9 +820,39 @@ class AgentSession:
             raw=bounded_value(self.redactor.value(raw)) if raw is not None else None,
         )
 
-    async def _cancel_pending_asks(self, turn: Turn, reason: str) -> None:
-        """Open requests of this turn are cancelled; their waiters answer ``cancelled``."""
-        await self.requests.cancel_turn(turn.turn_id, reason, self._emitter_for(turn.turn_id))
+    async def _cancel_pending_asks(
+        self, turn: Turn, reason: str, *, before_cancel: bool = False
+    ) -> None:
+        """Open requests of this turn are cancelled; their waiters answer ``cancelled``.
+
+        ``before_cancel``: a ``session/cancel`` follows, so wait (briefly) until those
+        answers are on the agent's pipe: ACP has the client answer pending requests first.
+        """
+        records = await self.requests.cancel_turn(
+            turn.turn_id, reason, self._emitter_for(turn.turn_id)
+        )
+        if not before_cancel:
+            return
+        ours = [
+            r.jsonrpc_id
+            for r in records
+            if r.connection_id == self.connection_id and r.jsonrpc_id is not None
+        ]
+        waits = [self._reply_written(msg_id) for msg_id in ours]
+        if waits:
+            await asyncio.wait(
+                [asyncio.ensure_future(w) for w in waits], timeout=REPLY_GRACE_SECONDS
+            )
+
+    async def _reply_written(self, msg_id: JsonRpcId) -> None:
+        key = str(msg_id)
+        if key in self._written:
+            return
+        event = self._reply_waiters.setdefault(key, asyncio.Event())
+        try:
+            await event.wait()
+        finally:
+            self._reply_waiters.pop(key, None)
 
     def _emitter_for(self, turn_id: str | None) -> Callable[[Payload], Awaitable[None]]:
         async def emit(payload: Payload) -> None:
@@ -862,6 +910,8 @@ class AgentSession:
         if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
             raise RpcError.invalid_params("toolCall is required")
         known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        if known is None:
+            known = await self._seed_tool(params["toolCall"])
         try:
             document = permission_document(
                 params,
@@ -879,6 +929,17 @@ class AgentSession:
             )
             raise RpcError.invalid_params(str(exc)) from exc
         return await self._resolve(msg_id, document)
+
+    async def _seed_tool(self, tool_call: dict[str, Any]) -> Any:
+        """A permission for a tool call never announced (Codex asks first): its ``toolCall``
+        starts the tool record, so the call has its title and kind and counts as a call."""
+        tool_call_id = tool_call.get("toolCallId")
+        if not isinstance(tool_call_id, str) or not tool_call_id or self._turn is None:
+            return None
+        update = {"sessionUpdate": "tool_call", "status": "pending", **tool_call}
+        params = {"sessionId": self.agent_session_id, "update": update}
+        await self._emit_drafts(self.normalizer.update(params, now_ms=_now_ms()))
+        return self.normalizer.tools.get(tool_call_id)
 
     async def _resolve(self, msg_id: JsonRpcId, document: RequestDocument) -> dict[str, Any]:
         """The one path of every human-decision request: fence, ledger, reply."""
@@ -907,6 +968,11 @@ class AgentSession:
 
     async def response_written(self, msg_id: JsonRpcId, ok: bool) -> None:
         """Exactly once: ``delivered`` only after the reply reached the agent's pipe."""
+        key = str(msg_id)
+        self._written.append(key)
+        waiter = self._reply_waiters.get(key)
+        if waiter is not None:
+            waiter.set()
         record = self._answered.pop(msg_id, None)
         if record is not None and ok:
             await self.requests.delivered(record, self._emitter_for(record.turn_id))

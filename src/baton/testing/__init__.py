@@ -44,6 +44,8 @@ SCENARIOS: tuple[str, ...] = (
     "ignore-denial",
     "switch-mode",
     "terminal-login",
+    "session-new-error",
+    "permission-unannounced",
 )
 
 

@@ -120,6 +120,14 @@ Scenarios (``--scenario``):
     with ``--login-terminal`` the agent is its own login program instead: it writes that file
     (its content names ``$FAKE_LOGIN_MODE``), prints ``fake agent: logged in`` and exits 0.
 
+``session-new-error``
+    ``session/new`` answers the JSON-RPC error ``{code: -32603, message: "session store
+    unavailable"}``.
+``permission-unannounced``
+    Asks ``session/request_permission`` for ``toolCall`` ``u-1`` (kind ``execute``, title
+    ``rm -rf build``) it never announced with ``tool_call``; allowed, it sends only
+    ``tool_call_update``s (``in_progress``, then ``completed``), as Codex does.
+
 Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
 config option over ``--mode-values`` (comma-separated; default
 ``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
@@ -371,6 +379,9 @@ class FakeAgent:
     def on_new_session(self, rid: Any, params: Message) -> None:
         if self.scenario == "auth-required" and not self.authenticated:
             self.respond_error(rid, -32000, "Authentication required")
+            return
+        if self.scenario == "session-new-error":
+            self.respond_error(rid, -32603, "session store unavailable")
             return
         if self.scenario == "terminal-login" and not _login_file().exists():
             self.respond_error(rid, -32000, "Authentication required: run the terminal login")
@@ -825,6 +836,34 @@ class FakeAgent:
             }
         )
         return chosen
+
+    def turn_permission_unannounced(self, turn: _Turn, mid: str) -> Any:
+        tool_call = {
+            "toolCallId": "u-1",
+            "title": "rm -rf build",
+            "kind": "execute",
+            "status": "pending",
+            "rawInput": {"command": ["rm", "-rf", "build"]},
+        }
+        reply = self.call(
+            "session/request_permission",
+            {
+                "sessionId": turn.session_id,
+                "toolCall": tool_call,
+                "options": [
+                    {"optionId": "approved", "name": "Yes", "kind": "allow_once"},
+                    {"optionId": "abort", "name": "No", "kind": "reject_once"},
+                ],
+            },
+        )
+        outcome = (reply.get("result") or {}).get("outcome") or {}
+        if outcome.get("optionId") == "approved":
+            for status in ("in_progress", "completed"):
+                self.update(
+                    {"sessionUpdate": "tool_call_update", "toolCallId": "u-1", "status": status}
+                )
+        self.chunk("Done.", mid)
+        return None
 
     def turn_skip_permission(self, turn: _Turn, mid: str) -> Any:
         self._unasked_tool(turn, "skip-1", "skipped.txt", ask=False)
