@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.table import Table
 
 from baton.cli.render import safe
-from baton.cli.shared import EXIT_AGENT
+from baton.cli.shared import EXIT_AGENT, exit_for
 from baton.cli.wiring import new_run_id, open_store, start_run
 from baton.config import BatonConfig, load_config
-from baton.errors import AgentError
+from baton.errors import BatonError
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
@@ -40,6 +40,7 @@ def probe(
     config = load_config(workspace)
     profile = config.profile(agent)
     result = asyncio.run(_probe(config, profile, workspace))
+    code = 0 if result.get("session_error") is None else result.pop("_exit", EXIT_AGENT)
     if json_output:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -48,7 +49,7 @@ def probe(
         for key, value in result.items():
             table.add_row(key, safe(json.dumps(value, ensure_ascii=False)))
         console.print(table)
-    raise typer.Exit(0 if result.get("session_error") is None else EXIT_AGENT)
+    raise typer.Exit(code)
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
@@ -87,8 +88,12 @@ async def _probe_session(
             state_dir=config.state_dir,
             secrets_file=config.secrets_file,
         )
-    except AgentError as exc:
+    except BatonError as exc:
+        # Any refusal (security, configuration, the agent's own error) is a failed probe:
+        # printed, non-zero with the shared exit code, never stored as completed.
         out["session_error"] = f"{type(exc).__name__}: {exc}"
+        out["error_type"] = type(exc).__name__
+        out["_exit"] = exit_for(exc)
         auth = getattr(exc, "auth_methods", ())
         if auth:
             out["auth_methods"] = list(auth)
