@@ -99,3 +99,49 @@ async def test_a_permission_seeds_an_unannounced_tool_call(harness: Harness) -> 
     assert done.title == "rm -rf build" and done.kind == "execute" and done.status == "completed"
     assert outcome.tool_calls == 1
     assert not harness.of("security.unapproved_mutation")
+
+
+async def test_every_decision_names_its_rule(harness: Harness) -> None:
+    """The escalating policy rule on request.created; who answered (`cli`) on request.answered."""
+    import os
+    import sys
+
+    session = await _open(harness, fake("permission"))
+    turn = asyncio.create_task(session.prompt("go", timeout=120))
+    await _wait_for(harness, "request.created")
+    [created] = harness.of("request.created")
+    assert created.rule == "preset-reads:escalate:execute"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "baton",
+        "answer",
+        created.request_id,
+        "--allow",
+        "--db",
+        str(harness.tmp / "baton.db"),
+        env={"PATH": os.environ["PATH"], "HOME": str(harness.tmp / "home")},
+    )
+    assert await proc.wait() == 0
+    outcome = await turn
+    assert outcome.status == "completed"
+    [answered] = harness.of("request.answered")
+    assert answered.decided_by == "human" and answered.rule == "cli"
+    assert answered.escalated_by == "preset-reads:escalate:execute"
+
+
+async def test_automatic_decisions_name_their_rule(harness: Harness) -> None:
+    session = await AgentSession.open(
+        AgentProfile(name="fake", title="fake", command=tuple(fake("permission")), family="x"),
+        workspace=harness.workspace,
+        emitter=harness.emitter(),
+        requests=RequestBroker(harness.ledger, Policy.preset("none"), wait_timeout=0),
+        state_dir=harness.tmp / "state",
+        environ={"PATH": "/usr/bin:/bin"},
+    )
+    harness.sessions.append(session)
+    await session.prompt("go")
+    [created] = harness.of("request.created")
+    [answered] = harness.of("request.answered")
+    assert created.rule == answered.rule == "preset-none:deny:execute"
+    assert answered.decided_by == "policy" and answered.escalated_by is None

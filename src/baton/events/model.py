@@ -357,6 +357,8 @@ class RequestCreated(_Request):
     TYPE: ClassVar[str] = "request.created"
     title: str
     summary: JsonValue = None
+    rule: str | None = None
+    """The policy rule that decided or escalated it (``preset-reads:escalate:edit``)."""
 
 
 class RequestAnswered(_Request):
@@ -364,7 +366,10 @@ class RequestAnswered(_Request):
     decided_by: Literal["human", "policy", "headless"]
     answer: JsonValue
     rule: str | None = None
-    """The policy rule that decided, when ``decided_by`` is not ``human``."""
+    """The policy rule that decided, or the surface a human answered at (``cli``, ``web``,
+    ``terminal``)."""
+    escalated_by: str | None = None
+    """For a human decision: the policy rule that escalated the request to a human."""
 
 
 class RequestDelivered(_Request):

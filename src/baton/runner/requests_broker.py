@@ -38,6 +38,9 @@ from baton.requests.states import State
 
 Emit = Callable[[Payload], Awaitable[None]]
 
+TERMINAL_RULE = "terminal"
+"""The ``rule`` of an answer given at the terminal running ``baton run`` (cf. ``cli``, ``web``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
@@ -111,7 +114,7 @@ class RequestBroker:
         except PayloadTooLarge as exc:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
-        await emit(payloads.created(record))
+        await emit(payloads.created(record, rule=decision.rule))
         if decision.needs_human:
             if self.notify.enabled:
                 for diagnostic in await notify_if_escalated(decision, record, self.notify):
@@ -130,7 +133,8 @@ class RequestBroker:
             except NotPending:
                 record = await self.ledger.get(record.request_id)
         if record.state is not State.CANCELLED or record.request_id not in self._cancelled:
-            await emit(payloads.for_state(record))
+            escalated = decision.rule if decision.needs_human else None
+            await emit(payloads.for_state(record, escalated_by=escalated))
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
         return Resolution(replies.cancelled_reply(document), record)
@@ -161,7 +165,7 @@ class RequestBroker:
                                 request_id,
                                 value,
                                 decided_by="human",
-                                rule="answered at the terminal",
+                                rule=TERMINAL_RULE,
                             )
                         return await self.ledger.get(request_id)
             return await self.ledger.get(request_id)
