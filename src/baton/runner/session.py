@@ -535,7 +535,7 @@ class AgentSession:
         usage = None
         if request.done() and not request.cancelled() and request.exception() is None:
             result = request.result()
-            usage = result.get("usage") if isinstance(result, dict) else None
+            usage = _prompt_usage(result)
         return await self._finish_turn(turn, outcome, usage, tool_calls_before)
 
     async def _await_prompt(
@@ -1170,6 +1170,16 @@ class _Handler:
 
     async def on_batch_end(self) -> None:
         await self.session._emit_drafts(self.session.normalizer.flush())
+
+
+def _prompt_usage(result: Any) -> Any:
+    """A prompt result's usage: ``usage`` (ACP, unstable), else ``_meta.usage``."""
+    if not isinstance(result, dict):
+        return None
+    usage = result.get("usage")
+    if usage is None and isinstance(result.get("_meta"), dict):
+        usage = result["_meta"].get("usage")
+    return usage
 
 
 def _parse(model: Any, raw: Any, method: str) -> Any:

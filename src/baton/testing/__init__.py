@@ -46,6 +46,9 @@ SCENARIOS: tuple[str, ...] = (
     "terminal-login",
     "session-new-error",
     "permission-unannounced",
+    "usage-meta",
+    "usage-context",
+    "usage-result-meta",
 )
 
 

@@ -128,6 +128,17 @@ Scenarios (``--scenario``):
     ``rm -rf build``) it never announced with ``tool_call``; allowed, it sends only
     ``tool_call_update``s (``in_progress``, then ``completed``), as Codex does.
 
+``usage-meta``
+    Usage where Qwen Code puts it: two ``agent_message_chunk``s (one per model call) each
+    carrying ``_meta.usage`` ``{inputTokens: 10, outputTokens: 5, totalTokens: 15,
+    thoughtTokens: 1, cachedReadTokens: 2}``; the prompt result has no usage.
+``usage-context``
+    Only a ``usage_update`` ``{used: 500, size: 258400}`` (context window), as Zed codex-acp
+    reports; no token counts anywhere.
+``usage-result-meta``
+    The prompt result carries its usage in ``_meta.usage`` (``{inputTokens: 7, outputTokens:
+    3, totalTokens: 10}``) instead of ``usage``.
+
 Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
 config option over ``--mode-values`` (comma-separated; default
 ``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
@@ -836,6 +847,35 @@ class FakeAgent:
             }
         )
         return chosen
+
+    def turn_usage_meta(self, turn: _Turn, mid: str) -> Any:
+        usage = {
+            "inputTokens": 10,
+            "outputTokens": 5,
+            "totalTokens": 15,
+            "thoughtTokens": 1,
+            "cachedReadTokens": 2,
+        }
+        for text in ("First call. ", "Second call."):
+            self.update(
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "messageId": mid,
+                    "content": {"type": "text", "text": text},
+                    "_meta": {"usage": usage, "durationMs": 12},
+                }
+            )
+        return None
+
+    def turn_usage_context(self, turn: _Turn, mid: str) -> Any:
+        self.chunk("Working.", mid)
+        self.update({"sessionUpdate": "usage_update", "used": 500, "size": 258400})
+        return None
+
+    def turn_usage_result_meta(self, turn: _Turn, mid: str) -> Any:
+        self.chunk("Done.", mid)
+        usage = {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10}
+        return {"stopReason": "end_turn", "_meta": {"usage": usage}}
 
     def turn_permission_unannounced(self, turn: _Turn, mid: str) -> Any:
         tool_call = {
