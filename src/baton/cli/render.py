@@ -184,8 +184,9 @@ class HumanRenderer:
             self._refresh()
             style = _STATUS_STYLE.get(payload.status, "white")
             mark = {"completed": "✔", "failed": "✘"}.get(payload.status, "■")
+            where = " (the agent's own terminal)" if payload.agent_terminal_ids else ""
             line = Text.assemble(
-                (f"{mark} ", style), (title, "bold"), (f" [{payload.kind}]", "dim")
+                (f"{mark} ", style), (title, "bold"), (f" [{payload.kind}]{where}", "dim")
             )
             self._print(line)
             if payload.output and payload.output.tail.strip():

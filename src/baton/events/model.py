@@ -187,6 +187,10 @@ class _ToolExecution(Payload):
     diffs: list[DiffContent] = Field(default_factory=list)
     output: ToolOutput | None = None
     terminal_ids: list[str] = Field(default_factory=list)
+    agent_terminal_ids: list[str] = Field(default_factory=list)
+    """Of ``terminal_ids``, those the agent runs itself (not through baton's
+    ``terminal/create``): baton holds no output for them, so ``output`` is the agent's own
+    report of it."""
     parent_tool_call_id: str | None = None
     """Delegation lineage (e.g. Claude's ``_meta.claudeCode.parentToolUseId``)."""
 

@@ -48,7 +48,12 @@ from baton.errors import (
     SessionRejected,
 )
 from baton.events.acp_normalizer import AcpNormalizer, Draft
-from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, bounded_value, clip_text
+from baton.events.bounds import (
+    DIAGNOSTIC_PREVIEW_BYTES,
+    bounded_output,
+    bounded_value,
+    clip_text,
+)
 from baton.events.model import (
     ConfigChanged,
     FileWritten,
@@ -778,6 +783,7 @@ class AgentSession:
     async def _emit_drafts(self, drafts: Sequence[Any]) -> None:
         turn = self._turn or self._last_turn
         turn_id = turn.turn_id if turn else None
+        drafts = [self._with_terminals(d) for d in drafts]
         await self.emitter.emit_drafts(drafts, session_id=self.agent_session_id, turn_id=turn_id)
         for draft in drafts:
             payload = draft.payload
@@ -785,6 +791,26 @@ class AgentSession:
                 await self._audited(self.audit.tool(payload, turn_id), turn_id)
             elif isinstance(payload, ModeChanged | ConfigChanged):
                 await self._reverify_approval(payload)
+
+    def _with_terminals(self, draft: Any) -> Any:
+        """A tool event naming terminals: baton's keep their output, the agent's own are
+        labelled ``agent_terminal_ids`` and keep the output the agent reported."""
+        payload = draft.payload
+        if not isinstance(payload, _ToolExecution) or not payload.terminal_ids:
+            return draft
+        ours = [t for t in payload.terminal_ids if self.terminals.knows(t)]
+        theirs = [t for t in payload.terminal_ids if not self.terminals.knows(t)]
+        update: dict[str, Any] = {}
+        if theirs:
+            update["agent_terminal_ids"] = theirs
+        if payload.output is None:
+            texts = [self.terminals.output_of(t) or "" for t in ours]
+            text = "".join(texts) if ours else _reported_output(payload.raw_output)
+            if text:
+                update["output"] = bounded_output(self.redactor.text(text))
+        if not update:
+            return draft
+        return Draft(payload.model_copy(update=update), raw=draft.raw)
 
     async def _audited(
         self, findings: Sequence[SecurityUnapprovedMutation], turn_id: str | None
@@ -1170,6 +1196,18 @@ class _Handler:
 
     async def on_batch_end(self) -> None:
         await self.session._emit_drafts(self.session.normalizer.flush())
+
+
+def _reported_output(raw_output: Any) -> str | None:
+    """The output text an agent reported for a tool call itself (agent-side terminals)."""
+    if isinstance(raw_output, str):
+        return raw_output
+    if isinstance(raw_output, dict):
+        for key in ("output", "stdout", "aggregated_output", "formatted_output"):
+            value = raw_output.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
 
 
 def _prompt_usage(result: Any) -> Any:

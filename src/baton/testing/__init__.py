@@ -49,6 +49,8 @@ SCENARIOS: tuple[str, ...] = (
     "usage-meta",
     "usage-context",
     "usage-result-meta",
+    "agent-terminal",
+    "client-terminal-tool",
 )
 
 

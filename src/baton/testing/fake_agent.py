@@ -139,6 +139,15 @@ Scenarios (``--scenario``):
     The prompt result carries its usage in ``_meta.usage`` (``{inputTokens: 7, outputTokens:
     3, totalTokens: 10}``) instead of ``usage``.
 
+``agent-terminal``
+    A tool call ``at-1`` (kind ``execute``) whose content names terminal ``agent-term-1``,
+    one the agent runs itself (never created through ``terminal/create``), completed with
+    ``rawOutput`` ``{output: "built ok\\n", exit_code: 0}``.
+``client-terminal-tool``
+    Runs ``printf 'from the client terminal\\n'`` through ``terminal/create``, reports tool call
+    ``ct-1`` (kind ``execute``) naming that terminal, waits for exit, releases it, then
+    completes the tool call with content naming only the terminal.
+
 Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
 config option over ``--mode-values`` (comma-separated; default
 ``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
@@ -847,6 +856,65 @@ class FakeAgent:
             }
         )
         return chosen
+
+    def turn_agent_terminal(self, turn: _Turn, mid: str) -> Any:
+        terminal = [{"type": "terminal", "terminalId": "agent-term-1"}]
+        self.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "at-1",
+                "title": "make build",
+                "kind": "execute",
+                "status": "in_progress",
+                "content": terminal,
+            }
+        )
+        self.update(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "at-1",
+                "status": "completed",
+                "content": terminal,
+                "rawOutput": {"output": "built ok\n", "exit_code": 0},
+            }
+        )
+        self.chunk("Built.", mid)
+        return None
+
+    def turn_client_terminal_tool(self, turn: _Turn, mid: str) -> Any:
+        created = self.call(
+            "terminal/create",
+            {
+                "sessionId": turn.session_id,
+                "command": "printf",
+                "args": ["from the client terminal\n"],
+            },
+        )
+        terminal_id = (created.get("result") or {}).get("terminalId")
+        content = [{"type": "terminal", "terminalId": terminal_id}]
+        self.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "ct-1",
+                "title": "printf",
+                "kind": "execute",
+                "status": "in_progress",
+                "content": content,
+            }
+        )
+        ids = {"sessionId": turn.session_id, "terminalId": terminal_id}
+        self.call("terminal/wait_for_exit", ids)
+        self.call("terminal/release", ids)
+        self.update(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "ct-1",
+                "status": "completed",
+                "content": content,
+            }
+        )
+        self.chunk("Printed.", mid)
+        return None
 
     def turn_usage_meta(self, turn: _Turn, mid: str) -> Any:
         usage = {
