@@ -248,3 +248,40 @@ def test_an_asked_mutation_exits_0(tmp_path: Path) -> None:
     repo = _fake_project(tmp_path, "permission")
     result = baton_in(repo, "run", "go", "--agent", "fault", "--approve", "all")
     assert result.returncode == 0, result.stderr
+
+
+def test_status_and_sessions_count_unapproved_mutations_per_role(tmp_path: Path) -> None:
+    """A DEV role whose agent edits without asking: counted for DEV, shown by status."""
+    import subprocess
+    import sys
+
+    from tests.support.project import baton_in
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert baton_in(repo, "init").returncode == 0
+    command = [sys.executable, "-m", "baton.testing.fake_agent", "--scenario", "skip-permission"]
+    text = (repo / "baton.toml").read_text()
+    dev = '[team.roles.DEV]\nagent = "builtin"'
+    assert dev in text
+    text = text.replace(dev, '[team.roles.DEV]\nagent = "fault"')
+    text += f'\n[profiles.fault]\ncommand = {json.dumps(command)}\nfamily = "builtin"\n'
+    (repo / "baton.toml").write_text(text)
+    (repo / "TASK.md").write_text("Make the change.\n")
+    created = baton_in(
+        repo, "task", "new", "--to", "DEV", "--subject", "Edit", "--body-file", "TASK.md"
+    )
+    assert created.returncode == 0, created.stderr
+    baton_in(repo, "up", "--until-idle", "--json", timeout=300)
+    rows = json.loads(baton_in(repo, "sessions", "--json").stdout)
+    [dev_row] = [r for r in rows if r["role"] == "DEV"]
+    assert dev_row["unapproved_mutations"] >= 1 and dev_row["approval"] == "asks"
+    status = baton_in(repo, "status")
+    assert status.returncode == 0, status.stderr
+    [dev_line] = [line for line in status.stdout.splitlines() if line.strip().startswith("DEV")]
+    assert "UNAPPROVED MUTATIONS" in dev_line
+    [pm_line] = [line for line in status.stdout.splitlines() if line.strip().startswith("PM")]
+    assert "UNAPPROVED" not in pm_line
+    listed = baton_in(repo, "sessions")
+    assert "UNAPPROVED MUTATIONS" in listed.stdout

@@ -213,6 +213,16 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     }
 
 
+def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
+    """`` UNAPPROVED 2`` / `` AGENT APPROVES`` for a role's sessions (audit and approval mode)."""
+    mine = [s for s in sessions if s.get("role") == role]
+    count = sum(int(s.get("unapproved_mutations") or 0) for s in mine)
+    flags = f"  UNAPPROVED MUTATIONS {count}" if count else ""
+    if any(s.get("approval") == "self_approves" for s in mine):
+        flags += "  AGENT APPROVES ITSELF (agent_approves)"
+    return flags
+
+
 @app.command()
 def status(root: RootOption = None, as_json: JsonOption = False) -> None:
     """Roles, sessions, the task board, and what waits for you."""
@@ -230,8 +240,10 @@ def status(root: RootOption = None, as_json: JsonOption = False) -> None:
     for r in data["roles"]:
         paused = f"  PAUSED {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
         lead = " (leader)" if r["leader"] else ""
+        flags = _security_flags(data["sessions"], r["role"])
         typer.echo(
             f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}"
+            f"{flags}"
         )
     if data["board"]["open"]:
         typer.echo("open tasks:")
@@ -280,4 +292,5 @@ def sessions(root: RootOption = None, as_json: JsonOption = False) -> None:
             f"{s['name']:<8} {s['agent']:<10} {s['status']:<8} turns {s['turns']:<3} "
             f"tool calls {s['tool_calls_count']:<4} {tokens}; files {len(s['files_changed'])}; "
             f"last report {s['last_report_ref'] or '-'}"
+            f"{_security_flags([s], s['role'])}"
         )

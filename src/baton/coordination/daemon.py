@@ -135,6 +135,10 @@ class TurnResult:
     """None when the agent reported no usage (recorded as ``unavailable``, never zero)."""
     files_changed: tuple[str, ...] = ()
     error: str | None = None
+    unapproved_mutations: int = 0
+    """Mutations no recorded decision allowed (``security.unapproved_mutation``)."""
+    approval: str | None = None
+    """Who approves in the session's effective mode (``asks``, ``self_approves`` …)."""
 
 
 class RoleSession(Protocol):
@@ -679,6 +683,9 @@ class Daemon:
 
     def _record_turn(self, record: SessionRecord, result: TurnResult) -> None:
         record.tool_calls_count += result.tool_calls
+        record.unapproved_mutations += result.unapproved_mutations
+        if result.approval is not None:
+            record.approval = result.approval
         if result.status == "completed" and result.tool_calls == 0:
             record.zero_tool_streak += 1
         else:

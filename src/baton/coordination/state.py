@@ -111,6 +111,10 @@ class SessionRecord:
     """``idle`` (no session yet: no work, no wake), ``working``, ``ready``, ``failed``, ``closed``."""
     turns: int = 0
     tool_calls_count: int = 0
+    unapproved_mutations: int = 0
+    """Mutations without a recorded decision (the permission-integrity audit)."""
+    approval: str | None = None
+    """``asks``, ``read_only``, ``self_approves`` (an ``agent_approves`` bypass), ``unknown``."""
     zero_tool_streak: int = 0
     usage: UsageRecord = field(default_factory=UsageRecord)
     files_changed: list[str] = field(default_factory=list)
