@@ -16,7 +16,7 @@ import pytest
 from tests.support.agents import claude_profile
 from tests.support.anthropic_stub import AnthropicStub
 from tests.support.harness import Harness
-from tests.support.real_session import assert_wire_conforms, open_real
+from tests.support.real_session import assert_cancels_cleanly, assert_wire_conforms, open_real
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_agent]
 
@@ -84,16 +84,7 @@ async def test_a_human_answers_through_the_ledger(harness: Harness, stub: Anthro
 
 async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
     with AnthropicStub(cwd=harness.workspace, script="hang") as stub:
-        session = await open_real(harness, claude_profile(stub.origin))
-        turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
-        await asyncio.to_thread(stub.stalled.wait, 120)
-        await session.cancel("test cancel")
-        outcome = await asyncio.wait_for(turn, 60)
-        stub.release()
-    assert outcome.status == "cancelled"
-    cancelled = harness.of("turn.cancelled")
-    assert len(cancelled) == 1 and not cancelled[0].forced
-    assert_wire_conforms(harness)
+        await assert_cancels_cleanly(harness, stub, claude_profile(stub.origin))
 
 
 # ------------------------------------------------------------- approval mode and audit

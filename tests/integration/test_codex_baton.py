@@ -8,14 +8,13 @@ sends to the client as a permission request before the tool call.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tests.support.agents import codex_profile
 from tests.support.harness import Harness
-from tests.support.real_session import assert_wire_conforms, open_real
+from tests.support.real_session import assert_cancels_cleanly, assert_wire_conforms, open_real
 from tests.support.responses_stub import ResponsesStub
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_agent]
@@ -59,16 +58,7 @@ async def test_approve_none_leaves_no_file_and_records_the_denial(
 
 async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
     with ResponsesStub(cwd=harness.workspace, script="hang") as stub:
-        session = await open_real(harness, codex_profile(stub.base_url))
-        turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
-        await asyncio.to_thread(stub.stalled.wait, 120)
-        await session.cancel("test cancel")
-        outcome = await asyncio.wait_for(turn, 60)
-        stub.release()
-    assert outcome.status == "cancelled"
-    cancelled = harness.of("turn.cancelled")
-    assert len(cancelled) == 1 and not cancelled[0].forced
-    assert_wire_conforms(harness)
+        await assert_cancels_cleanly(harness, stub, codex_profile(stub.base_url))
 
 
 # ------------------------------------------------------------- approval mode and audit

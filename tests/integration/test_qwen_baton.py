@@ -9,7 +9,6 @@ matched by the audit to the decision that allowed them.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import AsyncIterator
 
@@ -18,7 +17,7 @@ import pytest
 from tests.support.agents import qwen_profile
 from tests.support.harness import Harness
 from tests.support.llm_stub import ChatRequest, LLMStub, Reply, Text, ToolCall
-from tests.support.real_session import assert_wire_conforms, open_real
+from tests.support.real_session import assert_cancels_cleanly, assert_wire_conforms, open_real
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_agent]
 
@@ -93,12 +92,4 @@ async def test_yolo_with_agent_approves_runs_flagged_and_audited(
 
 async def test_cancel_ends_the_turn_cancelled(harness: Harness) -> None:
     with LLMStub(cwd=harness.workspace, script="hang") as stub:
-        session = await open_real(harness, qwen_profile(stub.base_url))
-        turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
-        await asyncio.to_thread(stub.stalled.wait, 120)
-        await session.cancel("test cancel")
-        outcome = await asyncio.wait_for(turn, 60)
-        stub.release()
-    assert outcome.status == "cancelled"
-    assert len(harness.of("turn.cancelled")) == 1
-    assert_wire_conforms(harness, vendor=QWEN_VENDOR)
+        await assert_cancels_cleanly(harness, stub, qwen_profile(stub.base_url), vendor=QWEN_VENDOR)

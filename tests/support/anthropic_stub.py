@@ -26,6 +26,7 @@ from typing import Any
 from tests.support.model_server import (
     Fail,
     Hang,
+    ModelRequest,
     Reply,
     ScriptedHandler,
     ScriptedServer,
@@ -41,23 +42,12 @@ USAGE = {"input_tokens": 12, "output_tokens": 7}
 
 
 @dataclass(frozen=True)
-class MessagesRequest:
+class MessagesRequest(ModelRequest):
     """A parsed ``/v1/messages`` body with helpers for scripts."""
-
-    body: dict[str, Any]
-    index: int
 
     @property
     def messages(self) -> list[dict[str, Any]]:
         return [m for m in self.body.get("messages") or [] if isinstance(m, dict)]
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [
-            t["name"]
-            for t in self.body.get("tools") or []
-            if isinstance(t, dict) and isinstance(t.get("name"), str)
-        ]
 
     def blocks(self, block_type: str) -> list[dict[str, Any]]:
         out = []

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 __all__ = [
     "Fail",
     "Hang",
+    "ModelRequest",
     "RecordedRequest",
     "Reply",
     "ScriptedHandler",
@@ -67,6 +68,23 @@ class Fail:
 
 
 Reply = Text | ToolCall | Hang | Fail
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """A parsed model-call body (Messages, Responses): the helpers scripts share."""
+
+    body: dict[str, Any]
+    index: int
+    """0-based count of model calls before this one."""
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [
+            t["name"]
+            for t in self.body.get("tools") or []
+            if isinstance(t, dict) and isinstance(t.get("name"), str)
+        ]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ official ACP JSON Schema (:mod:`tests.support.acp_schema`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 from pathlib import Path
@@ -21,7 +22,7 @@ from tests.support.agents import DUMMY_KEY
 from tests.support.harness import Harness
 from tests.support.wiretap import read_tap, tapped
 
-__all__ = ["assert_wire_conforms", "open_real", "tap_log"]
+__all__ = ["assert_cancels_cleanly", "assert_wire_conforms", "open_real", "tap_log"]
 
 _VALIDATOR: WireValidator | None = None
 
@@ -63,6 +64,23 @@ async def open_real(
     )
     harness.sessions.append(session)
     return session
+
+
+async def assert_cancels_cleanly(
+    harness: Harness, stub: Any, profile: AgentProfile, *, vendor: tuple[str, ...] = ()
+) -> None:
+    """Cancel a turn while its model call stalls: one ``turn.cancelled``, not forced, and
+    the wire still conforms. ``stub`` is a scripted server started with ``script="hang"``."""
+    session = await open_real(harness, profile)
+    turn = asyncio.create_task(session.prompt("wait for me", timeout=180))
+    await asyncio.to_thread(stub.stalled.wait, 120)
+    await session.cancel("test cancel")
+    outcome = await asyncio.wait_for(turn, 60)
+    stub.release()
+    assert outcome.status == "cancelled"
+    cancelled = harness.of("turn.cancelled")
+    assert len(cancelled) == 1 and not cancelled[0].forced
+    assert_wire_conforms(harness, vendor=vendor)
 
 
 def assert_wire_conforms(harness: Harness, *, vendor: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any
 from tests.support.model_server import (
     Fail,
     Hang,
+    ModelRequest,
     Reply,
     ScriptedHandler,
     ScriptedServer,
@@ -51,24 +52,13 @@ def shell_quote(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class ResponsesRequest:
+class ResponsesRequest(ModelRequest):
     """A parsed ``/v1/responses`` body with helpers for scripts."""
-
-    body: dict[str, Any]
-    index: int
 
     @property
     def input_items(self) -> list[dict[str, Any]]:
         items = self.body.get("input")
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [
-            t["name"]
-            for t in self.body.get("tools") or []
-            if isinstance(t, dict) and isinstance(t.get("name"), str)
-        ]
 
     @property
     def has_tool_result(self) -> bool:

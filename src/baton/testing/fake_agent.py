@@ -820,6 +820,22 @@ class FakeAgent:
             self.chunk(json.dumps(report), mid)
         return None
 
+    def _ask(self, turn: _Turn, tool_call: Message, allow: str, reject: str) -> str:
+        """``session/request_permission`` with one allow and one reject option; the answer."""
+        reply = self.call(
+            "session/request_permission",
+            {
+                "sessionId": turn.session_id,
+                "toolCall": tool_call,
+                "options": [
+                    {"optionId": allow, "name": "Allow", "kind": "allow_once"},
+                    {"optionId": reject, "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        )
+        outcome = (reply.get("result") or {}).get("outcome") or {}
+        return str(outcome.get("optionId") or outcome.get("outcome") or "error")
+
     def _unasked_tool(self, turn: _Turn, tool_call_id: str, name: str, *, ask: bool) -> str:
         """An edit of ``<cwd>/name`` the agent makes itself (optionally after asking)."""
         path = str(Path(self.cwd) / name)
@@ -831,21 +847,7 @@ class FakeAgent:
             "rawInput": {"file_path": path, "content": "written without asking\n"},
         }
         self.update({"sessionUpdate": "tool_call", "status": "pending", **tool_call})
-        chosen = "not asked"
-        if ask:
-            reply = self.call(
-                "session/request_permission",
-                {
-                    "sessionId": turn.session_id,
-                    "toolCall": tool_call,
-                    "options": [
-                        {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
-                        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-                    ],
-                },
-            )
-            outcome = (reply.get("result") or {}).get("outcome") or {}
-            chosen = str(outcome.get("optionId") or outcome.get("outcome") or "error")
+        chosen = self._ask(turn, tool_call, "allow-once", "reject-once") if ask else "not asked"
         Path(path).write_text("written without asking\n")
         self.update(
             {
@@ -953,19 +955,7 @@ class FakeAgent:
             "status": "pending",
             "rawInput": {"command": ["rm", "-rf", "build"]},
         }
-        reply = self.call(
-            "session/request_permission",
-            {
-                "sessionId": turn.session_id,
-                "toolCall": tool_call,
-                "options": [
-                    {"optionId": "approved", "name": "Yes", "kind": "allow_once"},
-                    {"optionId": "abort", "name": "No", "kind": "reject_once"},
-                ],
-            },
-        )
-        outcome = (reply.get("result") or {}).get("outcome") or {}
-        if outcome.get("optionId") == "approved":
+        if self._ask(turn, tool_call, "approved", "abort") == "approved":
             for status in ("in_progress", "completed"):
                 self.update(
                     {"sessionUpdate": "tool_call_update", "toolCallId": "u-1", "status": status}
