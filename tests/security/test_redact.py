@@ -31,8 +31,8 @@ def redactor() -> Redactor:
     return Redactor(BOUND_SECRETS)
 
 
-def test_corpus_has_at_least_30_shapes() -> None:
-    assert len(SHAPES) >= 30
+def test_corpus_has_at_least_60_shapes() -> None:
+    assert len(SHAPES) >= 60
     assert len({s.name for s in SHAPES}) == len(SHAPES)
     for shape in SHAPES:
         assert shape.secret in shape.text or any(
@@ -56,7 +56,7 @@ def test_corpus_events_leak_nothing_in_ndjson(redactor: Redactor) -> None:
         line = redact_event(redactor, event).to_json()
         assert leaks(line) == [], (shape.name, event.type, line)
         checked += 1
-    assert checked >= 30 * 8
+    assert checked >= 60 * 8
 
 
 def test_counts_and_schema_ids_survive(redactor: Redactor) -> None:
@@ -140,6 +140,16 @@ def test_text_exemptions_and_non_secrets(redactor: Redactor) -> None:
         "bearer authentication is supported",
         "the task-abcdefghijklmnopqrstuvwxyz id",
         '{"schema": "baton.pin/v1"}',
+        # near misses of the wider shapes: must stay readable
+        "Slack docs: https://api.slack.com/messaging/webhooks explain incoming hooks",
+        "git hooks live in .git/hooks/pre-commit",
+        "monkey-patch the key-value store",
+        "TASK SKILLS: ASK the DESK",
+        "see https://discord.com/developers/docs/resources/webhook",
+        "version 1.2.3 of sl.app and dp.io",
+        "the design signal: ok",
+        "Private-Lines are documented in PuTTY's manual",
+        "~/projects/app/Q~ notes",
     ):
         assert redactor.text(s) == s, s
 
@@ -278,3 +288,38 @@ def test_value_never_crashes_and_is_idempotent(v: Any) -> None:
     once = r.value(v)
     json.dumps(once)
     assert r.value(once) == once
+
+
+def test_a_preview_never_shows_part_of_a_secret_cut_by_its_limit() -> None:
+    r = Redactor(BOUND_SECRETS)
+    lines = [f"line {i}: {shape.text}\n" for i, shape in enumerate(SHAPES)]
+    text = "".join(lines)
+    for limit in (256, 1000, 4096):
+        preview = r.preview(text, limit)
+        assert preview.startswith("…")
+        assert len(preview.encode()) <= limit + len("…".encode())
+        assert leaks(preview) == []
+        # only whole lines: the first shown line is a complete corpus line, redacted
+        assert preview[1:].split("\n")[0].startswith("line ")
+        for shape in SHAPES:  # no tail of any secret survives at the cut
+            tail = shape.secret[len(shape.secret) // 2 :]
+            assert len(tail) < 12 or tail not in preview, shape.name
+
+
+def test_a_preview_of_a_wrapped_ring_drops_its_partial_first_line() -> None:
+    r = Redactor()
+    assert r.preview("rStUvWxYz0123456789abcdEF ok\nnext line\n", 4096, whole=False) == (
+        "…next line\n"
+    )
+    assert r.preview("short\n", 4096) == "short\n"
+
+
+def test_the_whole_corpus_in_one_text_is_redacted_without_falling_back() -> None:
+    """One odd shape must not hide everything after it (a preview, a log of many lines)."""
+    r = Redactor(BOUND_SECRETS)
+    text = "".join(f"line {i}: {shape.text}\n" for i, shape in enumerate(SHAPES))
+    res = r.text_checked(text)
+    assert not res.fallback, res.reasons
+    assert leaks(res.value) == []
+    assert res.value.count("\nline ") == len(SHAPES) - 1
+    assert r.text(res.value) == res.value

@@ -46,10 +46,12 @@ def _preview(data: bytes | bytearray) -> str:
 class LineDecoder:
     """Split a byte stream into JSON frames, enforcing a per-line size limit."""
 
-    __slots__ = ("_buffer", "_discard_head", "_discarding", "max_line_bytes")
+    __slots__ = ("_buffer", "_discard_head", "_discarding", "blank_lines", "max_line_bytes")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self.max_line_bytes = max_line_bytes
+        self.blank_lines = 0
+        """Empty (or whitespace-only) lines between frames: skipped, but counted."""
         self._buffer = bytearray()
         self._discarding = 0
         """Bytes skipped so far of an oversized line (0 when not skipping)."""
@@ -87,6 +89,8 @@ class LineDecoder:
                 item = decode_line(line)
                 if item is not None:
                     out.append(item)
+                else:
+                    self.blank_lines += 1
             if buffer:
                 buffer.clear()
         rest = len(data) - start

@@ -214,7 +214,7 @@ class HumanRenderer:
             self._plan_contents = contents
             table = Table.grid(padding=(0, 1))
             for step in payload.steps:
-                table.add_row(_PLAN_MARK.get(step.status, "?"), self._step_label(step))
+                table.add_row(_PLAN_MARK.get(step.status, "?"), Text(self._step_label(step)))
             self._print(Text(f"plan ({len(payload.steps)} steps)", style="bold dim"))
             self._print(table)
         else:

@@ -18,8 +18,9 @@ id become one event, flushed when anything else happens, when ``flush()`` is cal
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
@@ -31,6 +32,7 @@ from baton.events.model import (
     PlanStep,
     PlanUpdated,
     ProviderNotice,
+    SecurityRedactionFallback,
     SessionInfoUpdated,
     ToolExecutionProgressed,
     TranscriptAssistant,
@@ -39,10 +41,12 @@ from baton.events.model import (
     UsageReported,
 )
 from baton.events.redaction import Redaction
-from baton.events.tools import ToolCallTracker, _block_text
+from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
 from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
 
 COALESCE_MAX_BYTES = 64 * 1024
+MAX_TRACKED_MESSAGES = 4096
+"""Message ids remembered for attribution (oldest forgotten first)."""
 MAX_PLAN_STEPS = 256
 MAX_COMMANDS = 256
 
@@ -75,15 +79,55 @@ _CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | Transcri
     "agent_thought_chunk": TranscriptThinking,
     "user_message_chunk": TranscriptUser,
 }
+KNOWN_FIELDS: dict[str, frozenset[str]] = {
+    "user_message_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "agent_message_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "agent_thought_chunk": frozenset({"sessionUpdate", "content", "messageId", "_meta"}),
+    "tool_call": frozenset(
+        {
+            "sessionUpdate",
+            "toolCallId",
+            "title",
+            "kind",
+            "status",
+            "content",
+            "locations",
+            "rawInput",
+            "rawOutput",
+            "_meta",
+        }
+    ),
+    "plan": frozenset({"sessionUpdate", "entries", "_meta"}),
+    "available_commands_update": frozenset({"sessionUpdate", "availableCommands", "_meta"}),
+    "current_mode_update": frozenset({"sessionUpdate", "currentModeId", "_meta"}),
+    "config_option_update": frozenset({"sessionUpdate", "configOptions", "_meta"}),
+    "session_info_update": frozenset({"sessionUpdate", "title", "updatedAt", "_meta"}),
+    "usage_update": frozenset({"sessionUpdate", "used", "size", "cost", "_meta"}),
+}
+"""The fields ACP v1 defines for each stable variant (a test compares with the SDK)."""
+KNOWN_FIELDS["tool_call_update"] = KNOWN_FIELDS["tool_call"]
+_CHUNK_FIELDS = KNOWN_FIELDS["agent_message_chunk"]
+
+KNOWN_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+"""ACP v1 ContentBlock types; any other block is kept whole in ``raw``."""
+KNOWN_TOOL_CONTENT_TYPES = frozenset({"content", "diff", "terminal"})
+"""ACP v1 ToolCallContent types; any other item is kept whole in ``raw``."""
+
 _PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """A payload before stamping, with the (redacted, bounded) native payload."""
+    """A payload before stamping, with the (redacted, bounded) native payload.
+
+    ``turn_id`` is the turn the agent's own ids place it in (``None``: whichever turn
+    the caller stamps with); ``flags`` go on the event (:data:`EVENT_FLAGS`).
+    """
 
     payload: Payload
     raw: Any = None
+    turn_id: str | None = None
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -94,7 +138,17 @@ class _Pending:
     size: int
     chunks: int
     content_type: str
-    meta: Any
+    keep: dict[str, Any]
+    """Native detail kept beside the text (``_meta``, unknown fields, unknown blocks)."""
+    context: str = ""
+    """What later chunks are redacted against (see :meth:`AcpNormalizer.flush_ready`)."""
+    turn_id: str | None = None
+    late: bool = False
+
+
+def _unknown_fields(update: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Fields of a known variant that ACP v1 does not define: kept, never dropped."""
+    return {k: v for k, v in update.items() if k not in known}
 
 
 class AcpNormalizer:
@@ -116,6 +170,10 @@ class AcpNormalizer:
         self._auto_message = 0
         self._last_variant = ""
         self._last_chunk: tuple[str, str] | None = None
+        self._message_turns: OrderedDict[str, str | None] = OrderedDict()
+        """The turn each agent message id was first seen in (bounded, oldest forgotten)."""
+        self._late_noticed: OrderedDict[str, None] = OrderedDict()
+        self._answered = False
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
@@ -128,6 +186,7 @@ class AcpNormalizer:
         out = self.flush()
         self.context.session_id = session_id
         self.context.turn_id = turn_id
+        self._answered = False
         self.context.extras["usage_reported"] = False
         self.usage_reported = False
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
@@ -160,49 +219,144 @@ class AcpNormalizer:
 
     # ---------------------------------------------------------------- updates
 
-    def update(self, params: Any, *, now_ms: float) -> list[Draft]:
-        """Normalize one ``session/update`` notification's params."""
+    def update(self, params: Any, *, now_ms: float, answered: bool = False) -> list[Draft]:
+        """Normalize one ``session/update`` notification's params.
+
+        ``answered``: the current turn's prompt response has already arrived, so this
+        update is late. Every draft says which turn it belongs to (:meth:`_owner`).
+        """
+        self._answered = answered
         if not isinstance(params, Mapping) or not isinstance(params.get("update"), Mapping):
             return self._notice("malformed", "session/update without an update object", params)
         update: Mapping[str, Any] = params["update"]
         variant = update.get("sessionUpdate")
         if not isinstance(variant, str):
             return self._notice("malformed", "session/update without sessionUpdate", update)
+        owner, late = self._owner(variant, update)
         chunk_type = _CHUNK_TYPES.get(variant)
         if chunk_type is not None:
-            out = self._chunk(variant, update)
+            out = self._chunk(variant, update, owner, late)
             if "_meta" in update:
-                out.extend(
-                    Draft(p) for p in self.extension.observe_update(variant, update, self.context)
-                )
+                observed = self.extension.observe_update(variant, update, self.context)
+                out.extend(self._attributed([Draft(p) for p in observed], owner, late))
             return out
         out = self.flush()
         self._last_variant = variant
+        own: list[Draft] = []
         try:
-            out.extend(self._dispatch(variant, update, now_ms))
+            own.extend(self._dispatch(variant, update, now_ms))
             if variant in STABLE_VARIANTS:
                 observed = self.extension.observe_update(variant, update, self.context)
                 if observed:
-                    out.extend(Draft(p) for p in observed)
+                    own.extend(Draft(p) for p in observed)
         except (KeyError, TypeError, ValueError) as exc:
-            out.extend(
+            own.extend(
                 self._notice(
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
                 )
             )
+        own.extend(self._fallbacks(self._subject(variant, update)))
+        out.extend(self._attributed(own, owner, late))
         return out
+
+    def _owner(self, variant: str, update: Mapping[str, Any]) -> tuple[str | None, bool]:
+        """The turn an update belongs to, by the agent's own ids, and whether it is late.
+
+        A tool update belongs to the turn that started its tool call, a chunk to the turn
+        its ``messageId`` was first seen in; anything else (no id) to the current turn.
+        It is late when it belongs to an earlier turn, or when the current turn's prompt
+        was already answered. A ``tool_call`` that reuses the id of a finished call of
+        an earlier turn starts a new call.
+        """
+        current = self.context.turn_id
+        owner = current
+        if variant in ("tool_call", "tool_call_update"):
+            tool_call_id = update.get("toolCallId")
+            state = self.tools.get(str(tool_call_id)) if tool_call_id is not None else None
+            if state is not None:
+                if variant == "tool_call" and state.done and state.turn_id != current:
+                    self.tools.forget(state.tool_call_id)
+                else:
+                    owner = state.turn_id
+        elif variant in _CHUNK_TYPES:
+            message_id = update.get("messageId")
+            if isinstance(message_id, str) and message_id:
+                turns = self._message_turns
+                if message_id in turns:
+                    owner = turns[message_id]
+                else:
+                    if len(turns) >= MAX_TRACKED_MESSAGES:
+                        turns.popitem(last=False)
+                    turns[message_id] = current
+        late = self._answered or (owner is not None and owner != current)
+        return owner, late
+
+    def _attributed(self, drafts: list[Draft], owner: str | None, late: bool) -> list[Draft]:
+        """``drafts`` placed in ``owner``'s turn; a late one flagged (and noticed once)."""
+        if not drafts or (owner is None and not late):
+            return drafts
+        flags = ("late",) if late else ()
+        out = [replace(d, turn_id=owner, flags=d.flags + flags) for d in drafts]
+        if late and owner is not None and owner not in self._late_noticed:
+            if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
+                self._late_noticed.popitem(last=False)
+            self._late_noticed[owner] = None
+            out.insert(
+                0,
+                Draft(
+                    ProviderNotice(
+                        category="late_update",
+                        severity="info",
+                        summary="the agent sent updates for this turn after its prompt "
+                        "response; attributed to this turn by the agent's ids",
+                        method="session/update",
+                    ),
+                    turn_id=owner,
+                ),
+            )
+        return out
+
+    def settle_open(self, status: str, now_ms: float) -> list[Draft]:
+        """Close every unfinished tool call (the turn failed or was cancelled), each in
+        the turn that started it."""
+        current = self.context.turn_id
+        return [
+            Draft(
+                payload,
+                turn_id=turn_id,
+                flags=("late",) if turn_id is not None and turn_id != current else (),
+            )
+            for turn_id, payload in self.tools.settle_open_by_turn(status, now_ms)
+        ]
+
+    def _subject(self, variant: str, update: Mapping[str, Any]) -> str:
+        """Where a redaction fallback happened: variant, tool call, workspace-relative path."""
+        subject = f"session/update {variant}"
+        tool_call_id = update.get("toolCallId")
+        if isinstance(tool_call_id, str):
+            subject += f" {tool_call_id}"
+            state = self.tools.get(tool_call_id)
+            if state is not None and state.locations:
+                subject += f" ({state.locations[0].path})"
+        return subject
 
     def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
         if variant in ("tool_call", "tool_call_update"):
             if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
-            payloads = self.tools.upsert(update, now_ms=now_ms, parent_tool_call_id=parent)
+            payloads = self.tools.upsert(
+                update, now_ms=now_ms, parent_tool_call_id=parent, turn_id=self.context.turn_id
+            )
+            unknown = _unknown_tool_detail(update)
             if len(payloads) == 1 and isinstance(payloads[0], ToolExecutionProgressed):
                 # Hot path: the normalized payload already holds every merged field;
-                # the native envelope is kept for starts and completions only.
-                return [Draft(payloads[0])]
+                # the native envelope is kept for starts and completions, and for
+                # whatever the payload has no place for (unknown fields and items).
+                return [Draft(payloads[0], raw=self._kept(unknown))]
             raw = self._raw(update, drop=("content", "rawInput", "rawOutput"))
+            if unknown.get("content") and isinstance(raw, dict):
+                raw["content"] = self._kept({"content": unknown["content"]})["content"]
             return [Draft(p, raw=raw) for p in payloads]
         if variant == "plan":
             return [Draft(self._plan(update), raw=self._raw(update))]
@@ -213,7 +367,12 @@ class AcpNormalizer:
             kept = [
                 self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
             ]
-            return [Draft(CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]))]
+            return [
+                Draft(
+                    CommandsUpdated(commands=[bounded_value(c, 2048) for c in kept]),
+                    raw=self._kept(_unknown_fields(update, KNOWN_FIELDS[variant])),
+                )
+            ]
         if variant == "current_mode_update":
             return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
         if variant == "config_option_update":
@@ -221,7 +380,12 @@ class AcpNormalizer:
             if not isinstance(options, list):
                 raise TypeError("configOptions must be a list")
             kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
-            return [Draft(ConfigChanged(config_options=kept))]
+            return [
+                Draft(
+                    ConfigChanged(config_options=kept),
+                    raw=self._kept(_unknown_fields(update, KNOWN_FIELDS[variant])),
+                )
+            ]
         if variant == "session_info_update":
             cleared = [k for k in ("title", "updatedAt") if k in update and update[k] is None]
             title = update.get("title")
@@ -262,7 +426,9 @@ class AcpNormalizer:
 
     # --------------------------------------------------------------- transcript
 
-    def _chunk(self, variant: str, update: Mapping[str, Any]) -> list[Draft]:
+    def _chunk(
+        self, variant: str, update: Mapping[str, Any], owner: str | None, late: bool
+    ) -> list[Draft]:
         content = update.get("content")
         if not isinstance(content, Mapping):
             return self._notice("malformed", f"{variant} without content", update, variant=variant)
@@ -272,6 +438,11 @@ class AcpNormalizer:
             return self._notice(
                 "malformed", f"{variant} text is not a string", update, variant=variant
             )
+        keep = _unknown_fields(update, _CHUNK_FIELDS)
+        if "_meta" in update:
+            keep["_meta"] = update["_meta"]
+        if content_type not in KNOWN_CONTENT_TYPES:
+            keep["content"] = content  # an unknown block: described in text, kept whole here
         message_id = update.get("messageId")
         out: list[Draft] = []
         pending = self._pending
@@ -288,38 +459,97 @@ class AcpNormalizer:
             pending.variant != variant
             or pending.message_id != message_id
             or pending.content_type != content_type
-            or pending.size >= COALESCE_MAX_BYTES
+            or pending.keep != keep
+            or pending.turn_id != owner
+            or pending.late != late
         ):
             out.extend(self.flush())
             pending = None
         self._last_variant = variant
         self._last_chunk = (variant, message_id)
         if pending is None:
-            self._pending = _Pending(
-                variant, message_id, [text], len(text), 1, content_type, update.get("_meta")
+            self._pending = pending = _Pending(
+                variant,
+                message_id,
+                [text],
+                len(text),
+                1,
+                content_type,
+                keep,
+                turn_id=owner,
+                late=late,
             )
         else:
             pending.parts.append(text)
             pending.size += len(text)
             pending.chunks += 1
+        if pending.size >= COALESCE_MAX_BYTES:
+            out.extend(self.flush_ready())
         return out
 
     def flush(self) -> list[Draft]:
-        """Emit the coalesced transcript text, if any."""
+        """Emit all coalesced transcript text: the message ends (something else came)."""
         pending = self._pending
         if pending is None:
             return []
         self._pending = None
+        text = "".join(pending.parts)
+        if not text:
+            return []
+        return self._transcript(pending, self._redaction.text_after(pending.context, text))
+
+    def flush_ready(self) -> list[Draft]:
+        """Emit the coalesced text that is safe to show now; hold back the rest.
+
+        Called after each read from the agent's pipe, so live views stream. What may
+        still be half a secret (the start of a bound credential, an unfinished word,
+        a line that holds ``password:`` but not yet its value, a private key without
+        its end) stays pending until the next chunk or the end of the message; what
+        is shown is redacted against the shown part of its line (see
+        ``Redactor.stream_cut``). The message stays open for its next chunks.
+        """
+        pending = self._pending
+        if pending is None or not pending.parts:
+            return []
+        text = "".join(pending.parts)
+        cut = self._redaction.stream_cut(text, pending.context)
+        if cut <= 0:
+            pending.parts = [text]
+            return []
+        shown, held = text[:cut], text[cut:]
+        out = self._transcript(pending, self._redaction.text_after(pending.context, shown))
+        pending.context = self._redaction.stream_context(pending.context, shown)
+        pending.parts = [held] if held else []
+        pending.size = len(held)
+        pending.chunks = 1 if held else 0
+        return out
+
+    def _transcript(self, pending: _Pending, text: str) -> list[Draft]:
         payload = _CHUNK_TYPES[pending.variant](
             message_id=pending.message_id,
-            text=self._redaction.text("".join(pending.parts)),
+            text=text,
             chunks=pending.chunks,
             content_type=pending.content_type,
         )
-        raw = None
-        if pending.meta is not None:
-            raw = {"_meta": bounded_value(self._redaction.value(pending.meta))}
-        return [Draft(payload, raw=raw)]
+        raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
+        drafts = [
+            Draft(payload, raw=raw),
+            *self._fallbacks(f"{pending.variant} {pending.message_id}"),
+        ]
+        return self._attributed(drafts, pending.turn_id, pending.late)
+
+    def _fallbacks(self, subject: str) -> list[Draft]:
+        """Every fail-closed redaction since the last call, as a visible security event."""
+        return [
+            Draft(
+                SecurityRedactionFallback(
+                    control="redaction",
+                    subject=clip_text(self._redaction.text(subject), 200),
+                    reason=reason,
+                )
+            )
+            for reason in self._redaction.drain_fallbacks()
+        ]
 
     # ------------------------------------------------------------------ helpers
 
@@ -356,16 +586,45 @@ class AcpNormalizer:
         if not isinstance(update, Mapping):
             return self._notice("malformed", "session/update without an update object", params)
         out = self.flush()
-        out.extend(
-            Draft(p)
-            for p in self.extension.foreign_session_update(session_id, update, self.context)
-        )
+        raw = bounded_value(self._redaction.value(dict(params)))
+        claimed = self.extension.foreign_session_update(session_id, update, self.context)
+        if claimed:
+            # The native update stays with the first payload it produced: kept, not just
+            # announced as kept.
+            out.append(Draft(claimed[0], raw=raw))
+            out.extend(Draft(p) for p in claimed[1:])
+        else:
+            variant = update.get("sessionUpdate")
+            out.append(
+                Draft(
+                    ProviderNotice(
+                        category="foreign_session",
+                        severity="info",
+                        summary=clip_text(
+                            self._redaction.text(
+                                f"update for session {session_id!r}, not this session; "
+                                "kept raw, not attributed to it"
+                            )
+                        ),
+                        method="session/update",
+                        variant=clip_text(variant, 200) if isinstance(variant, str) else None,
+                    ),
+                    raw=raw,
+                )
+            )
+        out.extend(self._fallbacks(f"session/update for session {clip_text(session_id, 160)}"))
         return out
 
     def next_plan_revision(self) -> int:
         """Plan revisions are shared with extensions that emit plans (Cursor todos)."""
         self._plan_revision += 1
         return self._plan_revision
+
+    def _kept(self, detail: dict[str, Any]) -> Any:
+        """Native detail the canonical payload has no place for; ``None`` when there is none."""
+        if not detail:
+            return None
+        return bounded_value(self._redaction.value(detail))
 
     def _raw(self, update: Mapping[str, Any], drop: tuple[str, ...] = ()) -> Any:
         kept = {k: v for k, v in update.items() if k not in drop} if drop else dict(update)
@@ -388,12 +647,39 @@ class AcpNormalizer:
                     severity=severity,
                     summary=clip_text(self._redaction.text(summary)),
                     method="session/update",
-                    variant=variant,
+                    variant=clip_text(variant, 200) if variant else None,
                 ),
                 raw=bounded_value(self._redaction.value(raw)),
             )
         )
+        out.extend(self._fallbacks(f"session/update {variant or '?'}"))
         return out
+
+
+def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
+    """Unknown fields of a tool update, values outside ACP's kind/status vocabulary, and
+    content items of unknown types (whole)."""
+    detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
+    for key, known in (("kind", TOOL_KINDS), ("status", TOOL_STATUSES)):
+        value = update.get(key)
+        if value is not None and value not in known:
+            detail[key] = value
+    content = update.get("content")
+    if isinstance(content, list):
+        unknown = [
+            item
+            for item in content
+            if not isinstance(item, Mapping)
+            or item.get("type") not in KNOWN_TOOL_CONTENT_TYPES
+            or (
+                item.get("type") == "content"
+                and isinstance(item.get("content"), Mapping)
+                and item["content"].get("type") not in KNOWN_CONTENT_TYPES
+            )
+        ]
+        if unknown:
+            detail["content"] = unknown
+    return detail
 
 
 def _int_or_none(value: Any) -> int | None:

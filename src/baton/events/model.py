@@ -13,9 +13,11 @@ is generated from these models (``baton schema --check`` / tests fail when stale
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic_core import PydanticSerializationError
 
 SCHEMA_VERSION = 1
 
@@ -117,6 +119,26 @@ class TurnCancelled(Payload):
     duration_ms: int
     forced: bool = False
     """True when the agent ignored ``session/cancel`` and its process group was killed."""
+
+
+class TurnStalled(Payload):
+    """Diagnostic, not terminal: the agent has said nothing for ``silent_ms``.
+
+    Emitted once when a running turn's silence reaches the threshold (configurable,
+    60 s by default), long before the turn timeout; :class:`TurnResumed` clears it.
+    """
+
+    TYPE: ClassVar[str] = "turn.stalled"
+    silent_ms: int
+    threshold_ms: int
+
+
+class TurnResumed(Payload):
+    """The agent spoke again after a :class:`TurnStalled`: the stall is cleared."""
+
+    TYPE: ClassVar[str] = "turn.resumed"
+    silent_ms: int
+    """How long the silence lasted in all."""
 
 
 TERMINAL_TURN_TYPES = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
@@ -509,6 +531,8 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         TurnCompleted,
         TurnFailed,
         TurnCancelled,
+        TurnStalled,
+        TurnResumed,
         TranscriptAssistant,
         TranscriptThinking,
         TranscriptUser,
@@ -547,6 +571,15 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
 """The closed inventory of canonical event types."""
 
 
+EVENT_FLAGS: dict[str, str] = {
+    "unencodable_text": "text that could not be stored as received (a lone UTF-16 "
+    "surrogate, valid JSON but not encodable as UTF-8) was replaced by U+FFFD",
+    "late": "the agent sent this after its turn's prompt response (or during a later "
+    "turn); it is attributed to its own turn by the agent's ids, never to the current one",
+}
+"""What a flag on an event means. The event is kept, in a safe form, and says so."""
+
+
 class CanonicalEvent(BaseModel):
     """One event of the canonical stream, as stored and as emitted in NDJSON."""
 
@@ -563,6 +596,8 @@ class CanonicalEvent(BaseModel):
     payload: SerializeAsAny[Payload]
     raw: JsonValue = None
     """The native payload this event came from, redacted and bounded."""
+    flags: list[str] = Field(default_factory=list)
+    """How this event differs from what was received (:data:`EVENT_FLAGS`); usually empty."""
 
     @model_validator(mode="before")
     @classmethod
@@ -581,5 +616,56 @@ class CanonicalEvent(BaseModel):
         return data
 
     def to_json(self) -> str:
-        """One line of NDJSON (no trailing newline); the serializer directly, on the hot path."""
-        return self.__pydantic_serializer__.to_json(self).decode()
+        """One line of NDJSON (no trailing newline); the serializer directly, on the hot path.
+
+        Serialized once: the store, NDJSON output and SSE share the line (kept outside
+        the fields, so equality and dumps ignore it; :meth:`model_copy` drops it).
+        Unicode line separators are escaped (see :data:`_LINE_BREAKS`).
+        """
+        line: str | None = self.__dict__.get("_json")
+        if line is None:
+            line = self.__pydantic_serializer__.to_json(self).decode()
+            if "\u2028" in line or "\u2029" in line or "\x85" in line:
+                line = line.translate(_LINE_BREAKS)
+            object.__setattr__(self, "_json", line)
+        return line
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> CanonicalEvent:
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("_json", None)
+        return copied
+
+
+_LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
+"""Characters JSON may leave raw but ``str.splitlines()`` (and so many NDJSON readers)
+splits on: escaped, so that one event is always one line whoever reads it."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _repaired(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_repaired(k): _repaired(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_repaired(v) for v in value]
+    return value
+
+
+def storable(event: CanonicalEvent) -> CanonicalEvent:
+    """``event`` itself when it serializes; else a safe copy that says what changed.
+
+    Valid JSON can hold what UTF-8 cannot (``"\\ud800"``: a lone surrogate). Such an
+    event is neither dropped nor allowed to fail its writer: every string is repaired
+    (lone surrogates become U+FFFD) and the event is flagged ``unencodable_text``.
+    The serialized line is kept on the event, so this costs no second serialization.
+    """
+    try:
+        event.to_json()
+    except PydanticSerializationError:
+        data = _repaired(event.model_dump(mode="python"))
+        data["flags"] = sorted({*data.get("flags", ()), "unencodable_text"})
+        event = CanonicalEvent.model_validate(data)
+        event.to_json()
+    return event

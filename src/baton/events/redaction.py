@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+__all__ = ["NoRedaction", "Redaction"]
+
 
 class Redaction(Protocol):
     def text(self, value: str) -> str: ...
 
     def value(self, value: Any) -> Any: ...
+
+    def stream_cut(self, pending: str, context: str = "") -> int:
+        """How much of streamed text may be shown before more arrives."""
+
+    def text_after(self, context: str, s: str) -> str:
+        """Redact ``s``, which continues already shown ``context``."""
+
+    def stream_context(self, context: str, shown: str) -> str:
+        """The context for the text that follows ``shown``."""
+
+    def drain_fallbacks(self) -> list[str]:
+        """Why redaction fell back since the last call (fixed phrases, no quoted text)."""
 
 
 class NoRedaction:
@@ -19,3 +33,15 @@ class NoRedaction:
 
     def value(self, value: Any) -> Any:
         return value
+
+    def stream_cut(self, pending: str, context: str = "") -> int:
+        return len(pending)
+
+    def text_after(self, context: str, s: str) -> str:
+        return s
+
+    def stream_context(self, context: str, shown: str) -> str:
+        return ""
+
+    def drain_fallbacks(self) -> list[str]:
+        return []

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.events.model import CanonicalEvent, Payload
+from baton.events.model import CanonicalEvent, Payload, storable
 
 
 def format_ts(epoch: float) -> str:
@@ -44,13 +44,15 @@ class Sequencer:
         raw: Any = None,
     ) -> CanonicalEvent:
         self.seq += 1
-        return CanonicalEvent(
-            type=payload.TYPE,
-            seq=self.seq,
-            run_id=self.run_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            ts=self._ts(),
-            payload=payload,
-            raw=raw,
+        return storable(
+            CanonicalEvent(
+                type=payload.TYPE,
+                seq=self.seq,
+                run_id=self.run_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                ts=self._ts(),
+                payload=payload,
+                raw=raw,
+            )
         )

@@ -28,6 +28,23 @@ from baton.events.model import (
 from baton.events.redaction import Redaction
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TOOL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
+"""ACP v1 ToolCallStatus; any other value is ignored here and kept in ``raw``."""
+ACP_TOOL_KINDS: tuple[str, ...] = (
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+)
+"""ACP v1 ToolKind, in the schema's order (the policy's actions are keyed by it)."""
+TOOL_KINDS = frozenset(ACP_TOOL_KINDS)
+"""ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
 """Completed calls beyond this many are forgotten oldest-first (a late delta for one
 is then treated as a new call, visibly, rather than growing memory forever)."""
@@ -48,6 +65,8 @@ class ToolState:
     parent_tool_call_id: str | None = None
     started_ms: float = 0.0
     done: bool = False
+    turn_id: str | None = None
+    """The turn whose update started this call: its later updates belong to it."""
 
 
 class ToolCallTracker:
@@ -65,13 +84,18 @@ class ToolCallTracker:
         return self._calls.get(tool_call_id)
 
     def upsert(
-        self, update: Mapping[str, Any], *, now_ms: float, parent_tool_call_id: str | None = None
+        self,
+        update: Mapping[str, Any],
+        *,
+        now_ms: float,
+        parent_tool_call_id: str | None = None,
+        turn_id: str | None = None,
     ) -> list[Payload]:
         tool_call_id = str(update["toolCallId"])
         state = self._calls.get(tool_call_id)
         first = state is None
         if state is None:
-            state = ToolState(tool_call_id=tool_call_id, started_ms=now_ms)
+            state = ToolState(tool_call_id=tool_call_id, started_ms=now_ms, turn_id=turn_id)
             self._remember(state)
         self._merge(state, update)
         if parent_tool_call_id and state.parent_tool_call_id is None:
@@ -95,18 +119,25 @@ class ToolCallTracker:
     def open_calls(self) -> list[ToolState]:
         return [s for s in self._calls.values() if not s.done]
 
+    def forget(self, tool_call_id: str) -> None:
+        """Drop a finished call (its id is being reused for a new one)."""
+        self._calls.pop(tool_call_id, None)
+
     def settle_open(self, status: str, now_ms: float) -> list[Payload]:
         """Close every unfinished call (turn cancelled/failed): ACP says the client
         marks them cancelled; baton records the given terminal status."""
-        out: list[Payload] = []
+        return [payload for _, payload in self.settle_open_by_turn(status, now_ms)]
+
+    def settle_open_by_turn(self, status: str, now_ms: float) -> list[tuple[str | None, Payload]]:
+        """:meth:`settle_open`, each completion with the turn its call belongs to."""
+        out: list[tuple[str | None, Payload]] = []
         for state in self.open_calls():
             state.status = status
             state.done = True
-            out.append(
-                self._payload(
-                    ToolExecutionCompleted, state, duration_ms=int(now_ms - state.started_ms)
-                )
+            payload = self._payload(
+                ToolExecutionCompleted, state, duration_ms=int(now_ms - state.started_ms)
             )
+            out.append((state.turn_id, payload))
         return out
 
     # ------------------------------------------------------------------ internals
@@ -123,9 +154,9 @@ class ToolCallTracker:
             state.title = clip_text(self._redaction.text(title))
         kind = update.get("kind")
         if isinstance(kind, str) and kind:
-            state.kind = kind
+            state.kind = kind if kind in TOOL_KINDS else "other"
         status = update.get("status")
-        if isinstance(status, str) and status and not state.done:
+        if isinstance(status, str) and status in TOOL_STATUSES and not state.done:
             state.status = status
         locations = update.get("locations")
         if isinstance(locations, list):

@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from baton.events.tools import ACP_TOOL_KINDS
 from baton.requests.model import (
     Answer,
     DecidedBy,
@@ -72,18 +73,6 @@ __all__ = [
 Action = Literal["allow", "deny", "escalate"]
 AuditMode = Literal["record", "strict"]
 
-ACP_TOOL_KINDS: tuple[str, ...] = (
-    "read",
-    "edit",
-    "delete",
-    "move",
-    "search",
-    "execute",
-    "think",
-    "fetch",
-    "switch_mode",
-    "other",
-)
 DEFAULT_AUTO_ALLOW: tuple[str, ...] = ("read", "search", "think")
 DEFAULT_ESCALATE: tuple[str, ...] = (
     "execute",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import contextlib
 import hashlib
 import os
@@ -701,7 +702,12 @@ class AgentSession:
     def stderr_preview(self) -> str:
         if self.process is None:
             return ""
-        return self.redactor.text(self.process.stderr.tail(DIAGNOSTIC_PREVIEW_BYTES))
+        ring = self.process.stderr
+        return self.redactor.preview(
+            ring.tail(ring.capacity),
+            DIAGNOSTIC_PREVIEW_BYTES,
+            whole=ring.total_bytes <= ring.capacity,
+        )
 
     async def close(self, reason: str = "closed by baton") -> None:
         """End the session and release everything; idempotent."""
@@ -788,7 +794,9 @@ class AgentSession:
         for draft in drafts:
             payload = draft.payload
             if isinstance(payload, _ToolExecution):
-                await self._audited(self.audit.tool(payload, turn_id), turn_id)
+                # The turn the agent's own ids place the call in (its decision's turn).
+                owner = draft.turn_id or turn_id
+                await self._audited(self.audit.tool(payload, owner), owner)
             elif isinstance(payload, ModeChanged | ConfigChanged):
                 await self._reverify_approval(payload)
 
@@ -810,7 +818,7 @@ class AgentSession:
                 update["output"] = bounded_output(self.redactor.text(text))
         if not update:
             return draft
-        return Draft(payload.model_copy(update=update), raw=draft.raw)
+        return dataclasses.replace(draft, payload=payload.model_copy(update=update))
 
     async def _audited(
         self, findings: Sequence[SecurityUnapprovedMutation], turn_id: str | None
@@ -1195,7 +1203,7 @@ class _Handler:
         await self.session.response_written(request_id, ok)
 
     async def on_batch_end(self) -> None:
-        await self.session._emit_drafts(self.session.normalizer.flush())
+        await self.session._emit_drafts(self.session.normalizer.flush_ready())
 
 
 def _reported_output(raw_output: Any) -> str | None:

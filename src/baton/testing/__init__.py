@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["FAKE_AGENT_MODULE", "SCENARIOS", "fake_agent_argv"]
+__all__ = ["FAKE_AGENT_MODULE", "HOSTILE_SCENARIOS", "SCENARIOS", "fake_agent_argv"]
 
 FAKE_AGENT_MODULE = "baton.testing.fake_agent"
 
@@ -52,6 +52,10 @@ SCENARIOS: tuple[str, ...] = (
     "agent-terminal",
     "client-terminal-tool",
 )
+
+#: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).
+HOSTILE_SCENARIOS: tuple[str, ...] = ("lone-surrogate", "secrets")
+SCENARIOS += HOSTILE_SCENARIOS
 
 
 def fake_agent_argv(

@@ -153,6 +153,17 @@ config option over ``--mode-values`` (comma-separated; default
 ``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
 ``session/set_config_option`` change it (``--stuck-mode`` answers them but keeps the mode).
 
+Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; bodies in :mod:`baton.testing.hostile`):
+
+``lone-surrogate``
+    A chunk and a tool call title holding ``"\\ud800"``/``"\\udfff"`` (valid JSON, not encodable
+    as UTF-8), between two normal chunks; then ``end_turn``.
+``secrets`` (with ``--texts FILE``, a JSON list of strings)
+    Each text as a transcript split across two writes, a stderr line and a tool call (title,
+    ``rawInput``, ``rawOutput``, content text, a diff); then all of them in one
+    ``session/request_permission``; then ``end_turn``. With ``{"texts": [...], "die": true}``
+    in the file, it writes them all to stderr again and exits 3 instead of answering.
+
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).
 """
@@ -171,6 +182,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from baton.testing import SCENARIOS
+from baton.testing.hostile import HostileScenarios
 
 __all__ = ["FakeAgent", "main"]
 
@@ -198,7 +210,7 @@ class _Pending:
         self.reply: Message = {}
 
 
-class FakeAgent:
+class FakeAgent(HostileScenarios):
     """The agent; one instance per process. Reads ``stdin``, writes ``stdout`` (both binary)."""
 
     def __init__(self, args: argparse.Namespace, stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -1169,6 +1181,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--bytes", type=int, default=None, help="huge-line / stderr-flood: size in bytes"
     )
     parser.add_argument("--trace", default=None, help="replay: the NDJSON trace to replay")
+    parser.add_argument("--texts", default=None, help="secrets: a JSON list of texts to send")
     parser.add_argument("--session-id", default="fake-1")
     parser.add_argument("--max-lifetime", type=float, default=600.0)
     parser.add_argument("--grandchild-keeps-stdio", action="store_true")
