@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import contextlib
+import dataclasses
 import hashlib
 import os
 import time
