@@ -82,10 +82,15 @@ async def stub(harness: Harness) -> AsyncIterator[LLMStub]:
 
 
 async def test_a_turn_streams_text_writes_a_file_and_ends(harness: Harness, stub: LLMStub) -> None:
-    session = await open_opencode(harness, profile_for(stub))
+    # No permission config of the user's: the built-in profile's OPENCODE_PERMISSION still
+    # makes OpenCode ask (its default writes unasked), and the policy allows.
+    session = await open_opencode(harness, profile_for(stub), preset="all")
     outcome = await session.prompt("write the file", timeout=120)
     assert outcome.status == "completed" and outcome.stop_reason == "end_turn"
     assert (harness.workspace / stub.file_name).read_text() == stub.file_content
+    assert [c.kind for c in harness.of("request.created")] == ["permission"]
+    assert harness.of("session.started")[0].approval == "asks"
+    assert not harness.of("security.unapproved_mutation")
     done = harness.of("tool.execution.completed")
     assert done and done[0].kind == "edit" and done[0].status == "completed"
     assert [loc.path for loc in done[0].locations] == [stub.file_name], (

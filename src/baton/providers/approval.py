@@ -107,7 +107,9 @@ _CODEX = ApprovalTable(
         }
     ),
     evidence="Zed codex-acp 0.16.0 against a scripted Responses server "
-    "(tests/integration/test_codex_baton.py); the TS adapter's presets from acp.md §1.9",
+    "(tests/integration/test_codex_baton.py); the TypeScript adapter "
+    "(@agentclientprotocol/codex-acp 2.6.0, probed offline) offers read-only, "
+    "workspace-write, agent (auto review) and agent-full-access and starts in `agent`",
 )
 
 _GEMINI = ApprovalTable(
