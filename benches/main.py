@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest
+from benches import answers, doorbell, ingest, web_latency
 from benches.common import cpu_note
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--only", choices=["ingest", "answers", "doorbell"], default=None)
+    parser.add_argument("--only", choices=["ingest", "answers", "doorbell", "web"], default=None)
     args = parser.parse_args()
     print(f"# baton benchmarks ({cpu_note()})")
     if args.only in (None, "ingest"):
@@ -23,6 +23,8 @@ def main() -> None:
             doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
             doorbell.QUICK_PROBES if args.quick else doorbell.PROBES,
         )
+    if args.only in (None, "web"):
+        web_latency.run(300 if args.quick else 1000)
 
 
 if __name__ == "__main__":

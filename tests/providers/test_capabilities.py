@@ -147,7 +147,8 @@ def test_cli_prints_text_markdown_and_json(tmp_path: Path) -> None:
 def test_cli_usage_errors_are_one_line_and_exit_2(args: list[str]) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert "ConfigError:" in result.output
+    assert result.output.startswith("baton: ") and result.output.count("\n") == 1
+    assert "ConfigError" not in result.output
 
 
 def test_cli_is_mounted_in_the_baton_app() -> None:

@@ -8,16 +8,20 @@ import sys
 from pathlib import Path
 
 
-def baton_in(
-    repo: Path, *args: str, timeout: float = 240, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
+def project_env(repo: Path) -> dict[str, str]:
+    """The environment of a user's ``baton`` in ``repo``: its own HOME and state beside it."""
+    return {
         "PATH": os.environ["PATH"],
         "HOME": str(repo.parent / "home"),
         "XDG_STATE_HOME": str(repo.parent / "xdg"),
         "COLUMNS": "200",
-        **(extra_env or {}),
     }
+
+
+def baton_in(
+    repo: Path, *args: str, timeout: float = 240, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**project_env(repo), **(extra_env or {})}
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],
         cwd=repo,

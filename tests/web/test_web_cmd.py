@@ -14,7 +14,6 @@ import httpx
 import pytest
 import typer
 import uvicorn
-from starlette.applications import Starlette
 from typer.testing import CliRunner
 
 from baton.cli import web_cmd
@@ -22,6 +21,7 @@ from baton.requests.ledger import Ledger
 from baton.requests.states import State
 from baton.store.store import Store
 from baton.web.app import create_app
+from baton.web.sessions import SessionAuth
 from tests.web.webbuild import TOKEN, append, create, permission_doc
 
 
@@ -51,31 +51,39 @@ def test_loopback_binds() -> None:
         assert not web_cmd.is_loopback_bind(host), host
 
 
-def test_serve_defaults_to_loopback_and_a_fresh_token(
+def test_serve_defaults_to_loopback_and_prints_a_one_time_login(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BATON_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
-    configs: list[uvicorn.Config] = []
+    bound: list[tuple[str, int]] = []
 
     async def fake_serve(self: uvicorn.Server, sockets: Any = None) -> None:
-        configs.append(self.config)
+        bound.append(sockets[0].getsockname()[:2])
 
     monkeypatch.setattr(uvicorn.Server, "serve", fake_serve)
-    result = CliRunner().invoke(_root(), ["serve"])
+    result = CliRunner().invoke(_root(), ["serve", "--port", "0"])
     assert result.exit_code == 0, result.output
-    (config,) = configs
-    assert (config.host, config.port) == ("127.0.0.1", 8765)
-    assert isinstance(config.app, Starlette)
-    match = re.search(r"http://127\.0\.0\.1:8765/\?token=(\S+)", result.output)
-    assert match is not None
-    assert len(match.group(1)) >= 40
+    ((host, port),) = bound
+    assert host == "127.0.0.1"
+    match = re.search(
+        rf"http://baton-[a-z0-9-]+\.localhost:{port}/login#code=([A-Z0-9]{{4}}-[A-Z0-9]{{4}}-[A-Z0-9]{{4}})",
+        result.output,
+    )
+    assert match is not None, result.output
+    assert "?token=" not in result.output  # no secret in a query string
+    token = re.search(r"Bearer (\S+)", result.output)
+    assert token is not None and len(token.group(1)) >= 40
     assert (tmp_path / "state" / "baton.db").exists()
-    again = CliRunner().invoke(_root(), ["serve", "--port", "9000"])
-    assert match.group(1) not in again.output  # a new token per start
-    loop = CliRunner().invoke(_root(), ["serve", "--no-token"])
+    again = CliRunner().invoke(_root(), ["serve", "--port", "0"])
+    assert match.group(1) not in again.output and token.group(1) not in again.output
+    loop = CliRunner().invoke(_root(), ["serve", "--no-token", "--port", "0"])
     assert loop.exit_code == 0
-    assert "token=" not in loop.output
+    assert "code=" not in loop.output and "Bearer" not in loop.output
+    fresh = CliRunner().invoke(_root(), ["serve", "--login-code"])
+    assert re.search(r"login code: [A-Z0-9]{4}-[A-Z0-9]{4}-[A-Z0-9]{4}", fresh.output)
+    out = CliRunner().invoke(_root(), ["serve", "--logout-all"])
+    assert out.exit_code == 0 and "ended 0 browser session(s)" in out.output
 
 
 @pytest.fixture
@@ -100,7 +108,13 @@ async def test_over_real_http(live_server: str, store: Store, ledger: Ledger) ->
     record = await create(ledger, permission_doc("make deploy"))
     await append(store, range(1, 4))
     async with httpx.AsyncClient(base_url=live_server, follow_redirects=True) as browser:
-        page = await browser.get(f"/?token={TOKEN}")  # logs in, lands on "/"
+        assert str((await browser.get("/")).url) == f"{live_server}/login"
+        code = await SessionAuth(store).issue_code()
+        login = await browser.post(
+            "/api/login", json={"code": code}, headers={"Origin": live_server}
+        )
+        assert login.status_code == 200
+        page = await browser.get("/")
         assert page.status_code == 200
         assert str(page.url) == f"{live_server}/"
         assert "make deploy" in page.text

@@ -38,7 +38,7 @@ async def test_dashboard_lists_pending_requests_and_runs(
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     page = response.text
-    assert "Pending requests (3)" in page
+    assert 'Waiting for you (<span id="inbox-count">3</span>)' in page
     assert '<pre class="command">make test</pre>' in page
     assert "Which database?" in page and "Postgres" in page and "SQLite" in page
     assert 'type="radio"' in page and 'type="checkbox"' in page  # single and multiple choice
@@ -73,9 +73,9 @@ async def test_hostile_agent_text_is_escaped(
     await create(ledger, permission_doc(HOSTILE, title=HOSTILE), run_id="run-2")
     await create(ledger, plan_doc(f"# Plan\n\n{HOSTILE}\n", name=HOSTILE))
     await create(ledger, question_doc(prompt=HOSTILE))
-    page = (await client.get("/")).text
-    # Our one script tag, and no other markup from the agent.
-    assert page.count("<script") == 1
+    page = "".join([(await client.get(p)).text for p in ("/", "/runs", "/runs/run-2")])
+    # Our one script tag per page, and no other markup from the agent.
+    assert page.count("<script") == 3
     assert "<img" not in page
     assert BREAKOUT not in page
     assert "\x1b" not in page and "\x07" not in page
@@ -95,7 +95,7 @@ async def test_run_page_and_unknown_run(client: httpx.AsyncClient, store: Store)
     assert 'data-run-id="run-1"' in page.text
     assert (await client.get("/runs/nope")).status_code == 404
     quoted = "run-%22%3E%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E"
-    assert f'href="/runs/{quoted}"' in (await client.get("/")).text
+    assert f'href="/runs/{quoted}"' in (await client.get("/runs")).text
     hostile = await client.get(f"/runs/{quoted}")
     assert hostile.status_code == 200
     assert "<img" not in hostile.text

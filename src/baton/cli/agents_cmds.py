@@ -14,7 +14,6 @@ Errors go through the CLI's one translation (``Type: message``, exit code by typ
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -33,23 +32,31 @@ from baton.agent_tools import (
     node_version,
     tools_dir,
 )
-from baton.cli.shared import EXIT_AGENT
-from baton.config import BatonConfig, load_config
-from baton.errors import ConfigError
+from baton.cli.project import ProjectOption, any_config
+from baton.cli.render import safe
+from baton.cli.shared import (
+    EXIT_AGENT,
+    EXIT_USAGE,
+    CommandError,
+    command_app,
+    err,
+    guarded,
+    out,
+    print_ndjson,
+    say_error,
+)
+from baton.config import BatonConfig
 from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
-from baton.security.display import neutralize_terminal
 from baton.security.distribution import locate_install, pin_status
 from baton.security.launch_env import plan_launch
 
 __all__ = ["agent_rows", "app"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-agents_app = typer.Typer(
+app = command_app()
+agents_app = command_app(
     help="Agent profiles: installed version, pin, approval mode, credentials.",
     invoke_without_command=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
 )
 app.add_typer(agents_app, name="agents")
 
@@ -58,7 +65,7 @@ EXIT_OFFLINE = EXIT_AGENT
 
 
 def _say(console: Console, text: str) -> None:
-    console.print(neutralize_terminal(text), markup=False, highlight=False)
+    console.print(safe(text), highlight=False)
 
 
 def _credentials(config: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]) -> str:
@@ -107,6 +114,7 @@ def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str
             {
                 "name": profile.name,
                 "title": profile.title,
+                "command": profile.argv(),
                 "source": profile.source,
                 "installed": where is not None,
                 "path": where,
@@ -127,39 +135,48 @@ def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str
 
 
 @agents_app.callback()
+@guarded
 def agents(
     ctx: typer.Context,
-    json_output: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="NDJSON, one profile per line.")
+    ] = False,
+    project: ProjectOption = None,
 ) -> None:
-    """Agent profiles: installed version, pin state, approval mode, credentials."""
+    """Agent profiles (built-in and the project's): installed version, pin, approval mode,
+    credentials. Then `baton agents install NAME` and `baton agents login NAME`."""
     if ctx.invoked_subcommand is not None:
         return
-    config = load_config(Path.cwd())
+    config = any_config(project)
     rows = agent_rows(config, os.environ)
     if json_output:
-        for row in rows:
-            typer.echo(json.dumps(row, ensure_ascii=False))
+        print_ndjson(rows)
         return
-    table = Table("agent", "installed", "pin", "mode", "credentials", box=None)
+    console = out()
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("agent", "installed", "pin", "mode", "credentials"):
+        table.add_column(column, overflow="fold")
+    missing = []
     for row in rows:
         if row["installed"]:
             version = row["version"] or "?"
             if row["version_matches"] is False:
                 version += f" (baton pins {row['package']})"
-            installed = f"[green]{neutralize_terminal(version)}[/]"
+            installed = f"[green]{safe(version)}[/]"
         else:
-            installed = f"[dim]no — {neutralize_terminal(row['install_hint'] or '')}[/]"
-        mode = row["mode"] or "—"
+            installed = "[dim]no[/]"
+            if row["install_hint"]:
+                missing.append(row)
+        mode = safe(row["mode"] or "—")
         if row["agent_approves"]:
             mode += " [red](agent approves)[/]"
         table.add_row(
-            neutralize_terminal(row["name"]),
-            installed,
-            neutralize_terminal(row["pin"]),
-            mode,
-            neutralize_terminal(row["credentials"]),
+            safe(row["name"]), installed, safe(row["pin"]), mode, safe(row["credentials"])
         )
-    Console(highlight=False).print(table)
+    console.print(table)
+    for row in missing:
+        # One line each, never cut: the command is what the user copies.
+        console.print(f"install {safe(row['name'])}: {safe(row['install_hint'])}", soft_wrap=True)
 
 
 @agents_app.command("install")
@@ -169,29 +186,32 @@ def install(
         Path | None,
         typer.Option("--tools-dir", help="Where to install (default: $BATON_TOOLS_DIR or XDG)."),
     ] = None,
+    project: ProjectOption = None,
 ) -> None:
     """Install the pinned npm package of each profile into baton's tools dir, and pin it."""
-    config = load_config(Path.cwd())
+    config = any_config(project)
     profiles = [config.profile(name) for name in names]
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    out = Console(highlight=False, soft_wrap=True)
+    console = out()
     environ = dict(os.environ)
     node = node_version(environ)
     if node is None:
-        raise ConfigError("node is not on PATH: install Node.js 20 or newer first")
+        raise CommandError(
+            "node is not on PATH", hint="install Node.js 20 or newer first", code=EXIT_USAGE
+        )
     target = tools if tools is not None else tools_dir(environ)
     for profile in profiles:
         try:
             installed = install_agent(
-                profile, environ, tools=target, log=lambda line: _say(err, line)
+                profile, environ, tools=target, log=lambda line: _say(err, f"baton: {line}")
             )
         except RegistryUnreachable as exc:
-            _say(err, f"RegistryUnreachable: {exc}")
+            say_error(f"RegistryUnreachable: {exc}", "check the network or npm's registry setting")
             raise typer.Exit(EXIT_OFFLINE) from None
         _say(
-            out, f"{profile.name}: {installed.package}@{installed.version} → {installed.executable}"
+            console,
+            f"{profile.name}: {installed.package}@{installed.version} → {installed.executable}",
         )
-    _say(err, f"node {node}; tools dir {target}")
+    _say(err, f"baton: node {node}; tools dir {target}")
 
 
 @agents_app.command("login")
@@ -203,6 +223,7 @@ def login(
     list_only: Annotated[
         bool, typer.Option("--list", help="Only list the agent's login methods.")
     ] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Run the agent's own login inside the profile's login root (its tokens stay there)."""
     import asyncio
@@ -220,7 +241,7 @@ def login(
     from baton.security.distribution import verify_before_launch
     from baton.security.launch_env import prepare_launch
 
-    config = load_config(Path.cwd())
+    config = any_config(project)
     profile = config.profile(name)
     environ = dict(os.environ)
     root = login_root(profile, environ)
@@ -236,7 +257,7 @@ def login(
         secrets_file=config.secrets_file,
         persistent_root=root,
     )
-    out = Console(highlight=False, soft_wrap=True)
+    console = out()
     # The agent runs in its own private HOME, not in the project it may not trust.
     home = Path(launch.env["HOME"])
     try:
@@ -248,15 +269,12 @@ def login(
             for m in methods:
                 extra = " ".join(m.args) if m.type == "terminal" else ""
                 table.add_row(
-                    *(
-                        neutralize_terminal(v)
-                        for v in (m.id, m.type, m.name, extra or ", ".join(m.variables))
-                    )
+                    *(safe(v) for v in (m.id, m.type, m.name, extra or ", ".join(m.variables)))
                 )
-            out.print(table)
+            console.print(table)
             return
         chosen = choose_method(methods, method)
-        _say(out, f"{profile.name}: logging in with {chosen.id} ({chosen.name}) in {root}")
+        _say(console, f"{profile.name}: logging in with {chosen.id} ({chosen.name}) in {root}")
         if chosen.type == "terminal":
             done = subprocess.run(
                 terminal_login_argv(argv, chosen),
@@ -275,4 +293,4 @@ def login(
         record_login(root, chosen)
     finally:
         launch.cleanup()
-    _say(out, f"{profile.name}: logged in; its launches now use {root} as their private root")
+    _say(console, f"{profile.name}: logged in; its launches now use {root} as their private root")

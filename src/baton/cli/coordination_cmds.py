@@ -1,18 +1,17 @@
-"""``baton init``, ``baton task new``, ``baton status``, ``baton sessions``: FCoP from the shell.
+"""``baton init``, ``task new|list|show``, ``status``, ``sessions``: FCoP from the shell.
 
 A thin typer layer over :mod:`baton.coordination`: every write goes through
 the ``fcop`` library (``task new`` is T1 as the human), every read is a
 directory listing plus Core reads of the non-terminal stages, and the daemon's
 own records come from ``state.json`` (written atomically by ``baton up``), so
-these commands work while the daemon runs. ``baton up`` itself is wired by
-the lead on top of the runner (see :class:`baton.coordination.daemon.Daemon`).
-Errors print ``Type: message`` and exit 1; a legacy workspace also prints how
-to migrate.
+these commands work while the daemon runs. The project is found like every
+command finds it (:mod:`baton.cli.project`); errors are the shared one line
+(:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
+text and go through :func:`~baton.security.display.terminal_safe`.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import asdict
@@ -20,35 +19,27 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from baton.coordination.context import CoordinationContext, init_project, open_context
-from baton.coordination.errors import LegacyWorkspaceError
-from baton.coordination.fcop_port import TaskInfo
+from baton.cli.project import ProjectOption, coordination, start_dir
+from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.coordination.context import CoordinationContext, init_project
+from baton.coordination.fcop_port import STAGES, TaskInfo
 from baton.coordination.state import CoordinationState
-from baton.errors import BatonError
+from baton.security.display import terminal_safe
 
 __all__ = ["app", "status_data"]
 
-app = typer.Typer(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
-task_app = typer.Typer(help="FCoP tasks.", no_args_is_help=True)
+app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
+task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-RootOption = Annotated[
-    Path | None, typer.Option("--root", help="Project directory (default: the current one).")
-]
 
 
-def _fail(exc: BatonError) -> typer.Exit:
-    typer.echo(f"{type(exc).__name__}: {exc}", err=True)
-    if isinstance(exc, LegacyWorkspaceError):
-        typer.echo("", err=True)
-        typer.echo(exc.guidance, err=True)
-    return typer.Exit(1)
-
-
-def _context(root: Path | None) -> CoordinationContext:
-    return open_context(root or Path.cwd())
+def _s(text: object) -> str:
+    """A value inside one of baton's lines, made safe (markup string)."""
+    return terminal_safe(str(text), inline=True)
 
 
 def _ignore_state_dir(project_dir: Path) -> bool:
@@ -67,34 +58,40 @@ def _ignore_state_dir(project_dir: Path) -> bool:
 
 
 @app.command()
-def init(root: RootOption = None) -> None:
-    """Create an FCoP 4.0 workspace (fcop/) and a team section in baton.toml (all on the built-in agent)."""
-    try:
-        result = init_project(root or Path.cwd())
-    except BatonError as exc:
-        raise _fail(exc) from exc
+def init(project: ProjectOption = None) -> None:
+    """Make this repository a baton project: an FCoP 4.0 workspace (fcop/) and a team in
+    baton.toml (every role on the built-in agent)."""
+    result = init_project(start_dir(project))
+    console = out()
     ws = result.workspace
     if result.workspace_created:
-        typer.echo(f"created FCoP 4.0 workspace {result.project_dir / 'fcop'} ({ws.workspace_id})")
+        console.print(
+            f"created FCoP 4.0 workspace {_s(result.project_dir / 'fcop')} ({_s(ws.workspace_id)})"
+        )
     else:
-        typer.echo(f"kept existing FCoP 4.0 workspace ({ws.workspace_id})")
+        console.print(f"kept existing FCoP 4.0 workspace ({_s(ws.workspace_id)})")
     if not ws.authority_adopted:
         typer.echo(
-            "warning: this workspace did not adopt baton's evaluator Profile when it was created; "
-            "tasks can be created, claimed, reported and submitted, but not approved (T4-T7). "
-            "Move fcop/ aside and run `baton init` again to enable approvals.",
+            "baton: warning: this workspace did not adopt baton's evaluator Profile when it was "
+            "created; tasks can be created, claimed, reported and submitted, but not approved "
+            "(T4-T7). Move fcop/ aside and run `baton init` again to enable approvals.",
             err=True,
         )
     config = {"written": "wrote", "appended": "added [team] to", "kept": "kept"}[result.config]
-    typer.echo(f"{config} {result.project_dir / 'baton.toml'}")
+    console.print(f"{config} {_s(result.project_dir / 'baton.toml')}")
     if _ignore_state_dir(result.project_dir):
-        typer.echo(f"added .baton/ to {result.project_dir / '.gitignore'} (keys and the store)")
+        console.print(
+            f"added .baton/ to {_s(result.project_dir / '.gitignore')} (keys and the store)"
+        )
     team = result.team
     roles = ", ".join(
         f"{r.name}{' (leader)' if r.is_leader else ''}={r.agent}" for r in team.roles.values()
     )
-    typer.echo(f"team {team.name!r}: {roles}; human: {team.human}")
-    typer.echo('next: baton task new --to PM --subject "..." --body-file TASK.md; baton up')
+    console.print(f"team {_s(team.name)}: {_s(roles)}; human: {_s(team.human)}")
+    console.print(
+        'next: baton task new --to PM --subject "…" --body-file TASK.md, then baton up',
+        markup=False,
+    )
 
 
 @task_app.command("new")
@@ -112,46 +109,154 @@ def task_new(
             "same task).",
         ),
     ] = None,
-    root: RootOption = None,
     as_json: JsonOption = False,
+    project: ProjectOption = None,
 ) -> None:
     """Create a task as the human (FCoP T1 through the fcop library)."""
-    try:
-        ctx = _context(root)
-        if ctx.team.role_for(to) is None:
-            known = ", ".join(ctx.team.role_names)
-            raise BatonError(f"{to!r} is not a role of this team (roles: {known})")
-        if body_file is None:
-            body = subject
-        elif str(body_file) == "-":
-            body = sys.stdin.read()
-        else:
+    ctx = coordination(project)
+    if ctx.team.role_for(to) is None:
+        known = ", ".join(ctx.team.role_names)
+        raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
+    if body_file is None:
+        body = subject
+    elif str(body_file) == "-":
+        body = sys.stdin.read()
+    else:
+        try:
             body = body_file.read_text(encoding="utf-8")
-        created = ctx.port.create_task(
-            sender=ctx.team.human,
-            recipient=to,
-            subject=subject,
-            body=body,
-            operation_id=operation_id,
-        )
-    except OSError as exc:
-        raise _fail(BatonError(f"cannot read the body: {exc}")) from exc
-    except BatonError as exc:
-        raise _fail(exc) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read the body {body_file}: {exc}") from None
+    created = ctx.port.create_task(
+        sender=ctx.team.human,
+        recipient=to,
+        subject=subject,
+        body=body,
+        operation_id=operation_id,
+    )
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "task_id": created.task_id,
-                    "existing": created.existing,
-                    "operation_id": created.operation_id,
-                    "recipient": to,
-                }
-            )
+        print_json(
+            {
+                "task_id": created.task_id,
+                "existing": created.existing,
+                "operation_id": created.operation_id,
+                "recipient": to,
+            }
         )
         return
     note = " (already existed: same request)" if created.existing else ""
-    typer.echo(f"{created.task_id} -> {to}{note}")
+    out().print(f"{_s(created.task_id)} → {_s(to)}{note}")
+
+
+@task_app.command("list")
+def task_list(
+    all_stages: Annotated[
+        bool, typer.Option("--all", help="Also done and archived tasks.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="NDJSON, one task per line.")] = False,
+    project: ProjectOption = None,
+) -> None:
+    """The tasks on the board (inbox, active, review; --all for every stage)."""
+    ctx = coordination(project)
+    state = CoordinationState.load(ctx.paths.state_file)
+    stages = STAGES if all_stages else ("inbox", "active", "review")
+    rows = [_task_row(t, state) for stage in stages for t in ctx.port.list_stage(stage)]
+    if as_json:
+        print_ndjson(rows)
+        return
+    console = out()
+    if not rows:
+        console.print("no open tasks" + ("" if all_stages else " (--all shows done ones)"))
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("task", no_wrap=True, min_width=len(rows[0]["task_id"]))
+    table.add_column("stage", no_wrap=True)
+    table.add_column("from → to", no_wrap=True)
+    table.add_column("subject", overflow="fold", ratio=1)
+    for row in rows:
+        state_note = f" [{row['baton_status']}]" if row["baton_status"] else ""
+        table.add_row(
+            _s(row["task_id"]),
+            _s(row["stage"]),
+            f"{_s(row['sender'])} → {_s(row['recipient'])}",
+            _s(row["subject"]) + _s(state_note),
+        )
+    console.print(table)
+    console.print(f"{plural(len(rows), 'task')} · `baton task show ID` for one", style="dim")
+
+
+def _find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
+    """A task by its whole id or a unique prefix (``TASK-`` may be left out)."""
+    wanted = prefix.strip()
+    if not wanted.upper().startswith("TASK-"):
+        wanted = "TASK-" + wanted
+    wanted = wanted.lower()
+    names = {
+        path.stem
+        for stage in STAGES
+        for path in ctx.port.stage_dir(stage).glob("TASK-*.md")
+        if path.stem.lower().startswith(wanted)
+    }
+    if not names:
+        raise CommandError(f"no task {prefix!r} in this project", hint="`baton task list --all`")
+    if len(names) > 1:
+        shown = ", ".join(sorted(names)[:3])
+        raise CommandError(f"task id prefix {prefix!r} is ambiguous ({shown}, …)", hint="type more")
+    return ctx.port.read_task(names.pop())
+
+
+@task_app.command("show")
+def task_show(
+    task_id: Annotated[str, typer.Argument(help="Task id or a unique prefix.")],
+    as_json: JsonOption = False,
+    project: ProjectOption = None,
+) -> None:
+    """One task: where it is, who has it, its children, reports and body."""
+    ctx = coordination(project)
+    task = _find_task(ctx, task_id)
+    state = CoordinationState.load(ctx.paths.state_file)
+    children = ctx.port.children(task.task_id)
+    reports = ctx.port.reports_for(task.task_id)
+    data = _task_row(task, state) | {
+        "body": task.body,
+        "priority": task.priority,
+        "created_at": task.created_at,
+        "children": [
+            {"task_id": c.task_id, "recipient": c.recipient, "stage": c.stage, "subject": c.subject}
+            for c in children
+        ],
+        "reports": [
+            {
+                "report_id": r.report_id,
+                "sender": r.sender,
+                "result": r.result,
+                "report_kind": r.report_kind,
+                "created_at": r.created_at,
+            }
+            for r in reports
+        ],
+    }
+    if as_json:
+        print_json(data)
+        return
+    console = out()
+    console.print(f"[bold]{_s(task.task_id)}[/]  {_s(task.subject)}")
+    note = f" [{data['baton_status']}]" if data["baton_status"] else ""
+    console.print(
+        f"stage {_s(task.stage)}{_s(note)} · {_s(task.sender)} → {_s(task.recipient)}"
+        f" · priority {_s(task.priority)}" + (f" · parent {_s(task.parent)}" if task.parent else "")
+    )
+    for child in data["children"]:
+        console.print(
+            f"  child {_s(child['task_id'])} → {_s(child['recipient'])} [{_s(child['stage'])}]"
+            f" {_s(child['subject'])}"
+        )
+    for report in data["reports"]:
+        console.print(
+            f"  report {_s(report['report_id'])} from {_s(report['sender'])}:"
+            f" {_s(report['result'])} ({_s(report['report_kind'])})"
+        )
+    console.print()
+    console.print(terminal_safe(task.body.rstrip() or "(no body)"))
 
 
 def _task_row(task: TaskInfo, state: CoordinationState) -> dict[str, Any]:
@@ -224,73 +329,80 @@ def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
 
 
 @app.command()
-def status(root: RootOption = None, as_json: JsonOption = False) -> None:
+def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
     """Roles, sessions, the task board, and what waits for you."""
-    try:
-        data = status_data(_context(root))
-    except BatonError as exc:
-        raise _fail(exc) from exc
+    data = status_data(coordination(project))
     if as_json:
-        typer.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data)
         return
+    console = out()
     counts = data["board"]["counts"]
-    typer.echo(f"project {data['project']}  daemon: {data['daemon']}")
-    typer.echo("tasks: " + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    typer.echo("roles:")
+    console.print(f"project {_s(data['project'])} · daemon {_s(data['daemon'])}")
+    console.print("tasks: " + " · ".join(f"{_s(k)} {v}" for k, v in counts.items()))
+    console.print("roles:")
     for r in data["roles"]:
-        paused = f"  PAUSED {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
+        paused = f"  paused {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
         lead = " (leader)" if r["leader"] else ""
         flags = _security_flags(data["sessions"], r["role"])
-        typer.echo(
-            f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}"
-            f"{flags}"
+        console.print(
+            f"  {_s(r['role'])}{lead}: {_s(r['agent'])} ×{r['concurrency']}"
+            f" {_s(r['permissions'])}{paused}{flags}"
         )
     if data["board"]["open"]:
-        typer.echo("open tasks:")
+        console.print("open tasks:")
         for t in data["board"]["open"]:
             extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
-            typer.echo(
-                f"  {t['stage']:<7} {t['task_id']} {t['sender']}->{t['recipient']}: "
-                f"{t['subject']}{extra}"
+            console.print(
+                f"  {_s(t['stage']):<7} {_s(t['task_id'])} {_s(t['sender'])} → "
+                f"{_s(t['recipient'])}: {_s(t['subject'])}{_s(extra)}"
             )
     for r in data["pending_reviews"]:
-        typer.echo(
-            f"review waiting for {data['team']['human']}: {r['task_id']} "
-            f"({r['subject']}) report {r['report_id']} result {r['result']}"
+        console.print(
+            f"review waiting for {_s(data['team']['human'])}: {_s(r['task_id'])} "
+            f"({_s(r['subject'])}) report {_s(r['report_id'])} result {_s(r['result'])}"
         )
     for q in data["questions"]:
-        typer.echo(f"question from {q['role']} ({q['request_id']}): {q['question']}")
-    for s in data["stalls"]:
-        typer.echo(f"stalled: {s['task_id']} ({s['role']}): {s['reason']} [{s['issue_id']}]")
+        console.print(f"question from {_s(q['role'])} ({_s(q['request_id'])}): {_s(q['question'])}")
+    for st in data["stalls"]:
+        console.print(
+            f"stalled: {_s(st['task_id'])} ({_s(st['role'])}): {_s(st['reason'])}"
+            f" [{_s(st['issue_id'])}]"
+        )
     for r in data["refusals"]:
-        typer.echo(f"refused inbox entry {r['name']}: {r['reason']} [{r['issue_id']}]")
+        console.print(
+            f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} [{_s(r['issue_id'])}]"
+        )
+    if data["pending_reviews"] or data["questions"]:
+        console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
 
 
 @app.command()
-def sessions(root: RootOption = None, as_json: JsonOption = False) -> None:
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="NDJSON, one session per line.")] = False,
+    project: ProjectOption = None,
+) -> None:
     """Per-session records: turns, tool calls, usage, files changed, last report."""
-    try:
-        ctx = _context(root)
-    except BatonError as exc:
-        raise _fail(exc) from exc
+    ctx = coordination(project)
     state = CoordinationState.load(ctx.paths.state_file)
     rows = [asdict(s) for s in state.sessions.values()]
     if as_json:
-        typer.echo(json.dumps(rows, indent=2, sort_keys=True))
+        print_ndjson(rows)
         return
+    console = out()
     if not rows:
-        typer.echo("no sessions yet (baton up starts them when work arrives)")
+        console.print("no sessions yet (baton up starts them when work arrives)")
         return
     for s in rows:
         usage = s["usage"]
         tokens = (
-            f"{usage['input_tokens']}in/{usage['output_tokens']}out"
+            f"{usage['input_tokens']} in / {usage['output_tokens']} out"
             if usage["availability"] == "reported"
             else "usage unavailable"
         )
-        typer.echo(
-            f"{s['name']:<8} {s['agent']:<10} {s['status']:<8} turns {s['turns']:<3} "
-            f"tool calls {s['tool_calls_count']:<4} {tokens}; files {len(s['files_changed'])}; "
-            f"last report {s['last_report_ref'] or '-'}"
+        console.print(
+            f"{_s(s['name']):<8} {_s(s['agent']):<10} {_s(s['status']):<8} "
+            f"{plural(s['turns'], 'turn')} · {plural(s['tool_calls_count'], 'tool call')} · "
+            f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
+            f"last report {_s(s['last_report_ref'] or '-')}"
             f"{_security_flags([s], s['role'])}"
         )

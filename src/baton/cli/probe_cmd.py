@@ -9,13 +9,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import safe
-from baton.cli.shared import EXIT_AGENT, exit_for
+from baton.cli.shared import (
+    EXIT_AGENT,
+    command_app,
+    exit_for,
+    out,
+    print_json,
+    progress,
+    say_error,
+)
 from baton.cli.wiring import new_run_id, open_store, start_run
-from baton.config import BatonConfig, load_config
+from baton.config import BatonConfig
 from baton.errors import BatonError
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
@@ -26,30 +34,34 @@ from baton.runner.requests_broker import RequestBroker
 
 __all__ = ["app"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = command_app()
 
 
 @app.command()
 def probe(
     agent: Annotated[str, typer.Argument(help="Agent profile to probe.")],
-    cwd: Annotated[Path, typer.Option(help="Workspace for session/new.")] = Path(),
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Show what an agent advertises: protocol, capabilities, auth, modes, config options."""
-    workspace = cwd.resolve()
-    config = load_config(workspace)
+    config = project_config(project)
+    workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
-    result = asyncio.run(_probe(config, profile, workspace))
-    code = 0 if result.get("session_error") is None else result.pop("_exit", EXIT_AGENT)
+    with progress(f"starting {profile.name} and asking what it supports…"):
+        result = asyncio.run(_probe(config, profile, workspace))
+    code = result.pop("_exit", EXIT_AGENT)
     if json_output:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        print_json(result)
     else:
-        console = Console(highlight=False)
+        console = out()
         table = Table("field", "value", box=None, show_header=False)
         for key, value in result.items():
-            table.add_row(key, safe(json.dumps(value, ensure_ascii=False)))
+            table.add_row(safe(key), safe(json.dumps(value, ensure_ascii=False)))
         console.print(table)
-    raise typer.Exit(code)
+    if result.get("session_error") is not None:
+        if not json_output:
+            say_error(f"{profile.name} did not start a session: {result['session_error']}")
+        raise typer.Exit(code)
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
@@ -91,7 +103,7 @@ async def _probe_session(
     except BatonError as exc:
         # Any refusal (security, configuration, the agent's own error) is a failed probe:
         # printed, non-zero with the shared exit code, never stored as completed.
-        out["session_error"] = f"{type(exc).__name__}: {exc}"
+        out["session_error"] = str(exc)
         out["error_type"] = type(exc).__name__
         out["_exit"] = exit_for(exc)
         auth = getattr(exc, "auth_methods", ())

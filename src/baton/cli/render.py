@@ -1,22 +1,28 @@
 """Rendering canonical events for people (rich) and for programs (NDJSON).
 
-Agent-controlled text is neutralized before it reaches the terminal (escape
-sequences, bidi overrides, C0/C1 controls) and lines that could pass for baton's
-own prompts are visibly marked as agent output.
+Everything an agent controls (text, tool titles and output, plan steps, request
+titles, error messages) reaches the terminal only through
+:func:`baton.security.display.terminal_safe`; baton's own lines start with one of
+:data:`~baton.security.display.BATON_MARKS` (or ``baton``), which that function marks
+when an agent line tries the same. With several sessions on one stream (``baton up``),
+every line carries the role it comes from.
+
+The renderer also keeps the tally a caller needs for its exit code (denied requests,
+failed steps) and the requests still waiting for an answer.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
-from collections.abc import Iterator
-from typing import Any, TextIO
+import time
+from collections.abc import Callable, Iterator
+from typing import TextIO
 
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.spinner import Spinner
-from rich.table import Table
 from rich.text import Text
 
 from baton.events.model import (
@@ -27,7 +33,10 @@ from baton.events.model import (
     PlanUpdated,
     ProviderNotice,
     RequestAnswered,
+    RequestCancelled,
     RequestCreated,
+    RequestExpired,
+    RequestRejected,
     SecurityApprovalBypass,
     SecurityUnapprovedMutation,
     SessionFailed,
@@ -42,15 +51,48 @@ from baton.events.model import (
     UsageReported,
     _ToolExecution,
 )
-from baton.security.display import mark_agent_lines, neutralize_terminal
+from baton.security.display import terminal_safe
+
+__all__ = ["HumanRenderer", "NdjsonRenderer", "RequestHint", "Tally", "safe"]
 
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
+_FAILED_STEP_MARK = "✘"
+_DEFERRED_MARK = "⏳"
+DEFERRED_CODES = frozenset({"CHILDREN_OPEN"})
+"""Tool refusals that mean "not yet" in a healthy flow, not a failure: a leader's report
+while its delegated tasks still run (``coordination.mcp_server`` ``write_report``)."""
+
+
+def _refusal_code(payload: _ToolExecution) -> str | None:
+    """The ``{"error": {"code": …}}`` of a refused MCP tool call, if its output is one."""
+    text = payload.output.tail if payload.output else ""
+    if not text.lstrip().startswith("{") or len(text) > 8192:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+RequestHint = Callable[[RequestCreated], str | None]
+"""What to print under a new request (how and where to answer it), or nothing."""
+
+Labeler = Callable[[CanonicalEvent], str | None]
+"""The role an event comes from (``baton up``), or ``None`` for baton's own."""
 
 
 def safe(text: str) -> str:
-    """Agent text made inert for a terminal, with forged framing marked."""
-    return mark_agent_lines(neutralize_terminal(text))
+    """Untrusted text for a rich markup string (:func:`terminal_safe`)."""
+    return terminal_safe(text)
+
+
+def _plain(text: str, *, inline: bool = False) -> str:
+    """Untrusted text for a :class:`Text` (no markup parsing)."""
+    return terminal_safe(text, inline=inline, markup=False)
 
 
 class NdjsonRenderer:
@@ -58,8 +100,10 @@ class NdjsonRenderer:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
+        self.tally = Tally()
 
     def __call__(self, event: CanonicalEvent) -> None:
+        self.tally(event)
         self.stream.write(event.to_json() + "\n")
         self.stream.flush()
 
@@ -67,21 +111,92 @@ class NdjsonRenderer:
         self.stream.flush()
 
 
+class Tally:
+    """What a run's exit code depends on beyond the turn's outcome, and what still waits."""
+
+    def __init__(self) -> None:
+        self.denied = 0
+        self.expired = 0
+        self.failed_steps = 0
+        self.waiting: dict[str, RequestCreated] = {}
+        self.last_event = time.monotonic()
+
+    def __call__(self, event: CanonicalEvent) -> None:
+        self.last_event = time.monotonic()
+        payload = event.payload
+        if isinstance(payload, RequestCreated):
+            self.waiting[payload.request_id] = payload
+        elif isinstance(payload, RequestAnswered):
+            self.waiting.pop(payload.request_id, None)
+            answer = payload.answer if isinstance(payload.answer, dict) else {}
+            if answer.get("decision") in ("deny", "reject") or answer.get("outcome") in (
+                "cancelled",
+                "deny",
+            ):
+                self.denied += 1
+        elif isinstance(payload, RequestExpired):
+            self.waiting.pop(payload.request_id, None)
+            self.expired += 1
+        elif isinstance(payload, RequestCancelled | RequestRejected):
+            self.waiting.pop(payload.request_id, None)
+        elif (
+            isinstance(payload, ToolExecutionCompleted)
+            and payload.status == "failed"
+            and _refusal_code(payload) not in DEFERRED_CODES
+        ):
+            self.failed_steps += 1
+
+    @property
+    def clean(self) -> bool:
+        return self.denied == 0 and self.expired == 0 and self.failed_steps == 0
+
+    def describe(self) -> str:
+        """``1 request denied, 1 step failed``: what kept the turn from running every step."""
+        parts = []
+        for count, what in (
+            (self.denied, "request denied"),
+            (self.expired, "request expired unanswered"),
+            (self.failed_steps, "step failed"),
+        ):
+            if count:
+                noun, _, rest = what.partition(" ")
+                parts.append(f"{count} {noun}{'' if count == 1 else 's'} {rest}")
+        return ", ".join(parts)
+
+
 class HumanRenderer:
     """A readable live view: streaming text, tool calls with spinners, the plan."""
 
-    def __init__(self, console: Console | None = None, *, live: bool = True) -> None:
-        self.console = console or Console(highlight=False)
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        live: bool = True,
+        labeler: Labeler | None = None,
+        request_hint: RequestHint | None = None,
+        label_width: int = 3,
+    ) -> None:
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.tally = Tally()
+        self.labeler = labeler
+        self.request_hint = request_hint
+        self._label_width = label_width
         self._running: dict[str, str] = {}
-        self._in_text: str | None = None
+        self._text_from: tuple[str | None, str] | None = None
+        self._col0 = True
         self._plan_contents: list[str] = []
         self._plan_statuses: dict[str, str] = {}
+        self._failed_titles: set[str] = set()
+        self._deferred_titles: set[str] = set()
+        self._label: str | None = None
         self._live: Live | None = None
         if live and self.console.is_terminal:
             self._live = Live(
                 self._status(), console=self.console, transient=True, refresh_per_second=8
             )
             self._live.start()
+
+    # ------------------------------------------------------------------ layout
 
     def _status(self) -> Group:
         rows = [Spinner("dots", text=Text(title, style="cyan")) for title in self._running.values()]
@@ -91,23 +206,60 @@ class HumanRenderer:
         if self._live is not None:
             self._live.update(self._status())
 
-    def _end_text(self) -> None:
-        if self._in_text is not None:
-            self.console.print()
-            self._in_text = None
+    def _prefix(self) -> Text:
+        if self._label is None:
+            return Text("")
+        if len(self._label) > self._label_width:
+            self._label_width = min(len(self._label), 12)
+        return Text(f"{self._label[:12]:>{self._label_width}} ▏", style="bold cyan")
 
-    def _print(self, *items: Any, **kwargs: Any) -> None:
+    def _end_text(self) -> None:
+        if self._text_from is not None:
+            if not self._col0:
+                self.console.print()
+            self._text_from = None
+            self._col0 = True
+
+    def _print(self, item: Text | str, *, style: str = "") -> None:
+        """One of baton's own lines (``str`` is rich markup built with :func:`safe`)."""
         self._end_text()
-        self.console.print(*items, **kwargs)
+        line = item if isinstance(item, Text) else Text.from_markup(item)
+        if style:
+            line.stylize(style)
+        self.console.print(Text.assemble(self._prefix(), line))
+
+    def say(self, markup: str, *, style: str = "") -> None:
+        """A line from the command itself (a reminder, a heartbeat), between events."""
+        self._print(markup, style=style)
+
+    def _stream(self, text: str, style: str) -> None:
+        """Agent text as it streams: each new line labelled and checked for forged marks."""
+        for index, part in enumerate(text.split("\n")):
+            if index > 0:
+                self.console.print()
+                self._col0 = True
+            if not part:
+                continue
+            if self._col0:
+                self.console.print(self._prefix(), end="")
+            self.console.print(
+                Text(terminal_safe(part, markup=False, mark=self._col0), style=style), end=""
+            )
+            self._col0 = False
+
+    # ------------------------------------------------------------------ events
 
     def __call__(self, event: CanonicalEvent) -> None:
+        self.tally(event)
+        self._label = self.labeler(event) if self.labeler is not None else None
         payload = event.payload
         if isinstance(payload, TranscriptAssistant | TranscriptThinking):
             style = "dim italic" if isinstance(payload, TranscriptThinking) else ""
-            if self._in_text != payload.TYPE:
+            source = (event.session_id, payload.TYPE)
+            if self._text_from != source:
                 self._end_text()
-                self._in_text = payload.TYPE
-            self.console.print(Text(safe(payload.text), style=style), end="")
+                self._text_from = source
+            self._stream(payload.text, style)
             return
         if isinstance(payload, _ToolExecution):
             self._tool(payload)
@@ -115,51 +267,53 @@ class HumanRenderer:
             self._plan(payload)
         elif isinstance(payload, SessionStarted):
             self._print(
-                f"[bold]baton[/] · {escape(payload.agent)} session "
-                f"{escape(payload.agent_session_id)} ({payload.how})",
+                f"baton · {safe(payload.agent)} session {safe(payload.agent_session_id)} "
+                f"({payload.how})",
                 style="dim",
             )
         elif isinstance(payload, RequestCreated):
             self._print(
-                f"[magenta]? {escape(payload.kind)} request {escape(payload.request_id)}:[/] "
-                f"{escape(safe(payload.title))}"
+                f"[magenta]? {safe(payload.kind)} request {safe(payload.request_id)}:[/] "
+                f"{terminal_safe(payload.title, inline=True)}"
             )
+            hint = self.request_hint(payload) if self.request_hint is not None else None
+            if hint:
+                self._print(Text(f"  → {hint}", style="magenta"))
         elif isinstance(payload, RequestAnswered):
             answer = payload.answer if isinstance(payload.answer, dict) else {}
             verdict = answer.get("decision") or answer.get("outcome") or answer.get("action")
+            rule = f" ({terminal_safe(payload.rule, inline=True)})" if payload.rule else ""
+            self._print(f"  → {safe(str(verdict))} by {payload.decided_by}{rule}", style="dim")
+        elif isinstance(payload, RequestExpired | RequestCancelled):
             self._print(
-                f"[magenta]  → {escape(str(verdict))}[/] by {payload.decided_by}"
-                + (f" ({escape(payload.rule)})" if payload.rule else ""),
+                f"  → request {safe(payload.request_id)} {payload.TYPE.split('.')[1]}: "
+                f"{terminal_safe(payload.reason, inline=True)}",
                 style="dim",
             )
         elif isinstance(payload, UsageReported):
             self._usage(payload)
         elif isinstance(payload, TurnCompleted):
             self._print(
-                f"[green]✔ turn completed[/] ({escape(payload.stop_reason)}, "
+                f"[green]✔ turn completed[/] ({safe(payload.stop_reason)}, "
                 f"{payload.duration_ms / 1000:.1f}s)"
             )
         elif isinstance(payload, TurnCancelled):
             forced = " (process killed)" if payload.forced else ""
-            self._print(f"[yellow]■ turn cancelled{forced}:[/] {escape(safe(payload.reason))}")
+            self._print(f"[yellow]■ turn cancelled{forced}:[/] {safe(payload.reason)}")
         elif isinstance(payload, TurnFailed):
-            self._print(
-                f"[red]✘ turn failed ({payload.error_type}):[/] {escape(safe(payload.message))}"
-            )
+            self._print(f"[red]✘ turn failed:[/] {safe(payload.message)}")
             if payload.stderr_preview:
-                self._print(Text(safe(payload.stderr_preview[-1500:]), style="dim red"))
+                self._print(Text(_plain(payload.stderr_preview[-1500:]), style="dim red"))
         elif isinstance(payload, SessionFailed):
-            self._print(
-                f"[red]✘ session failed ({payload.error_type}):[/] {escape(safe(payload.message))}"
-            )
+            self._print(f"[red]✘ session failed:[/] {safe(payload.message)}")
         elif isinstance(payload, ProviderNotice | HarnessDiagnostic):
             if getattr(payload, "severity", "warning") != "info":
                 self._print(
-                    f"[yellow]! {payload.category}:[/] {escape(safe(payload.summary))}", style="dim"
+                    f"[yellow]! {safe(payload.category)}:[/] {safe(payload.summary)}", style="dim"
                 )
         elif isinstance(payload, FileWritten):
             self._print(
-                f"[cyan]✎ wrote {escape(safe(payload.path))}[/] ({payload.bytes:,} bytes, "
+                f"[cyan]✎ wrote {safe(payload.path)}[/] ({payload.bytes:,} bytes, "
                 f"sha256 {payload.sha256[:12]}…)",
                 style="dim",
             )
@@ -167,44 +321,52 @@ class HumanRenderer:
             isinstance(payload, SecurityUnapprovedMutation) and payload.expected
         ):
             self._print(
-                f"[yellow]⚠ {event.type}:[/] {escape(safe(payload.subject))}: "
-                f"{escape(safe(payload.reason))}"
+                f"[yellow]⚠ {safe(event.type)}:[/] {safe(payload.subject)}: {safe(payload.reason)}"
             )
         elif event.type.startswith("security."):
             summary = payload.model_dump()
             self._print(
-                f"[red]⛔ {event.type}:[/] {escape(safe(str(summary.get('subject'))))}: "
-                f"{escape(safe(str(summary.get('reason'))))}"
+                f"[red]⛔ {safe(event.type)}:[/] {safe(str(summary.get('subject')))}: "
+                f"{safe(str(summary.get('reason')))}"
             )
 
     def _tool(self, payload: _ToolExecution) -> None:
-        title = safe(payload.title or payload.kind)
+        title = _plain(payload.title or payload.kind, inline=True)
+        kind = _plain(payload.kind, inline=True)
         if isinstance(payload, ToolExecutionCompleted) or payload.status in _STATUS_STYLE:
             self._running.pop(payload.tool_call_id, None)
             self._refresh()
             style = _STATUS_STYLE.get(payload.status, "white")
             mark = {"completed": "✔", "failed": "✘"}.get(payload.status, "■")
-            where = " (the agent's own terminal)" if payload.agent_terminal_ids else ""
-            line = Text.assemble(
-                (f"{mark} ", style), (title, "bold"), (f" [{payload.kind}]{where}", "dim")
-            )
-            self._print(line)
-            if payload.output and payload.output.tail.strip():
-                lines = payload.output.tail.rstrip("\n").splitlines()
-                shown = lines[-8:] if payload.status == "failed" else lines[-4:]
-                more = (
-                    f"  … {len(lines) - len(shown)} more lines\n" if len(lines) > len(shown) else ""
+            if payload.status == "failed" and _refusal_code(payload) in DEFERRED_CODES:
+                self._deferred_titles.add(payload.title)
+                self._print(
+                    Text.assemble(
+                        (f"{_DEFERRED_MARK} ", "yellow"),
+                        (title, ""),
+                        (" — later: the delegated tasks are still open", "dim"),
+                    )
                 )
-                body = "\n".join("  " + line for line in shown)
-                self._print(Text(more + safe(body), style="dim"))
+                return
+            if payload.status == "failed":
+                self._failed_titles.add(payload.title)
+            where = " (the agent's own terminal)" if payload.agent_terminal_ids else ""
+            self._print(
+                Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]{where}", "dim"))
+            )
+            if payload.output and payload.output.tail.strip():
+                lines = payload.output.tail.rstrip("\n").split("\n")
+                shown = lines[-8:] if payload.status == "failed" else lines[-4:]
+                if len(lines) > len(shown):
+                    self._print(Text(f"  … {len(lines) - len(shown)} more lines", style="dim"))
+                for line in shown:
+                    self._print(Text("  " + _plain(line), style="dim"))
             return
         if isinstance(payload, ToolExecutionStarted) or payload.tool_call_id not in self._running:
-            self._running[payload.tool_call_id] = f"{title} [{payload.kind}]"
+            self._running[payload.tool_call_id] = f"{title} [{kind}]"
             self._refresh()
             if self._live is None:
-                self._print(
-                    Text.assemble(("⋯ ", "cyan"), (title, ""), (f" [{payload.kind}]", "dim"))
-                )
+                self._print(Text.assemble(("⋯ ", "cyan"), (title, ""), (f" [{kind}]", "dim")))
 
     def _plan(self, payload: PlanUpdated) -> None:
         """The whole checklist when its steps change; one line per status change otherwise."""
@@ -212,28 +374,35 @@ class HumanRenderer:
         statuses: dict[str, str] = {s.step_id: s.status for s in payload.steps}
         if contents != self._plan_contents:
             self._plan_contents = contents
-            table = Table.grid(padding=(0, 1))
+            count = len(payload.steps)
+            self._print(Text(f"plan ({count} step{'' if count == 1 else 's'})", style="bold dim"))
             for step in payload.steps:
-                table.add_row(_PLAN_MARK.get(step.status, "?"), Text(self._step_label(step)))
-            self._print(Text(f"plan ({len(payload.steps)} steps)", style="bold dim"))
-            self._print(table)
+                self._print(Text.assemble(f"{self._mark(step)} ", self._step_label(step)))
         else:
             for step in payload.steps:
                 if self._plan_statuses.get(step.step_id) != step.status:
-                    mark = _PLAN_MARK.get(step.status, "?")
-                    self._print(Text(f"plan {mark} {self._step_label(step)}", style="dim"))
+                    line = Text.assemble(f"plan {self._mark(step)} ", self._step_label(step))
+                    self._print(line, style="dim")
         self._plan_statuses = statuses
+
+    def _mark(self, step: PlanStep) -> str:
+        """A step whose tool call failed is not ticked, whatever the agent's plan says."""
+        if step.status == "completed" and step.content in self._failed_titles:
+            return _FAILED_STEP_MARK
+        if step.status == "completed" and step.content in self._deferred_titles:
+            return _DEFERRED_MARK
+        return _PLAN_MARK.get(step.status, "?")
 
     @staticmethod
     def _step_label(step: PlanStep) -> str:
-        label = safe(step.content)
+        label = _plain(step.content, inline=True)
         if step.native_status == "cancelled":
-            label += " (Cancelled)"
+            label += " (cancelled)"
         return label
 
     def _usage(self, payload: UsageReported) -> None:
         if not payload.available:
-            self._print(f"usage: unavailable ({escape(payload.reason or '')})", style="dim")
+            self._print(Text(f"usage: unavailable ({_plain(payload.reason or '')})", style="dim"))
             return
         parts = []
         for label, value in (
@@ -245,8 +414,9 @@ class HumanRenderer:
             if value is not None:
                 parts.append(f"{label} {value:,}")
         if payload.cost_amount is not None:
-            parts.append(f"cost {payload.cost_amount:g} {payload.cost_currency or ''}".rstrip())
-        self._print("usage: " + ", ".join(parts), style="dim")
+            currency = _plain(payload.cost_currency or "", inline=True)
+            parts.append(f"cost {payload.cost_amount:g} {currency}".rstrip())
+        self._print(Text("usage: " + ", ".join(parts), style="dim"))
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

@@ -1,80 +1,110 @@
 """``baton serve``: the web dashboard and JSON API over the project's store.
 
-Safe by default: it binds 127.0.0.1 and requires a random token, printed once
-as a URL that logs the browser in (see :mod:`baton.web.auth`). ``--no-token`` is
-refused unless the bind address is loopback, because without a token anyone who
-can reach the port could approve an agent's shell commands. The server process
-opens the store like any other baton process (WAL, its own writer), so it can run
-beside ``baton run`` and the daemon; answers given here wake them through the
-ledger's doorbell.
+Safe by default: it binds 127.0.0.1; browsers log in with a one-time code
+printed here (``/login#code=…`` on the project's own ``*.localhost`` host name,
+valid once, for ten minutes) and get a stored session that is not the API
+token (see :mod:`baton.web.sessions`); scripts use ``Authorization: Bearer``
+with the API token printed beside it. ``--no-token`` is refused unless the bind
+address is loopback. ``--login-code`` prints a fresh code for a running server;
+``--logout-all`` ends every browser session. The server opens the store like
+any other baton process, so it runs beside ``baton run`` and ``baton up``. While it
+runs, its address (never a code or token) is in the project's services
+(:mod:`baton.cli.services`), so a headless ``baton run`` can say where to answer;
+SIGINT, SIGTERM and SIGHUP stop it cleanly, with ``128 + N`` (:mod:`baton.cli.signals`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["app", "is_loopback_bind", "serve"]
+from baton.cli.project import ProjectOption, project_config
+from baton.cli.shared import EXIT_OK, EXIT_USAGE, command_app, say_error
+from baton.cli.signals import Interrupts
+from baton.web.server import DashboardServer, is_loopback_bind
 
-app = typer.Typer(help="The web dashboard.", no_args_is_help=True)
+__all__ = ["app", "is_loopback_bind", "running_dashboard", "serve"]
 
-
-def is_loopback_bind(host: str) -> bool:
-    """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+app = command_app(help="The web dashboard.", no_args_is_help=True)
 
 
-def _url(host: str, port: int) -> str:
-    shown = f"[{host.strip('[]')}]" if ":" in host else host
-    return f"http://{shown}:{port}/"
+def running_dashboard(state_dir: Path) -> str | None:
+    """The address of this project's running dashboard (no code, no token), if one runs."""
+    from baton.cli.services import find
+
+    record = find(state_dir, "serve")
+    url = record.get("url") if record else None
+    return url if isinstance(url, str) else None
 
 
-async def _serve(host: str, port: int, token: str | None) -> None:
-    import uvicorn
-
-    from baton.config import load_config
+async def _serve(project: Path | None, host: str, port: int, no_token: bool) -> int:
+    from baton.cli.services import announce
     from baton.requests.ledger import Ledger
     from baton.runner.context import open_store, recover_interrupted
-    from baton.web.app import create_app
+    from baton.web.server import DashboardServer
 
-    store = open_store(load_config(Path.cwd()).db_path)
+    config = project_config(project)
+    store = open_store(config.db_path)
     ledger = Ledger(store)
+    server = DashboardServer(
+        store, ledger, host=host, port=port, project_dir=config.project_dir, no_token=no_token
+    )
     try:
         # Requests of runs whose process died become expired first, so the
         # dashboard never offers to answer a request nobody can deliver.
         await recover_interrupted(store, ledger)
-        config = uvicorn.Config(
-            create_app(store, ledger, token=token),
-            host=host.strip("[]"),
-            port=port,
-            log_level="warning",
-            proxy_headers=False,
-            server_header=False,
-            lifespan="off",
-            # An SSE stream never ends on its own; don't wait on it forever at Ctrl-C.
-            timeout_graceful_shutdown=3,
-        )
-        url = _url(host, port)
-        if token is None:
-            typer.echo(f"baton dashboard: {url} (no token: loopback only)")
-        else:
-            typer.echo(f"baton dashboard: {url}?token={token}")
-            typer.echo(f"API: Authorization: Bearer {token}")
-        await uvicorn.Server(config).serve()
+        await server.start()
+        stopped = asyncio.Event()
+        with (
+            announce(config.state_dir, "serve", url=f"{server.base_url}/"),
+            Interrupts(lambda _: stopped.set()) as signals,
+        ):
+            await _announce_urls(server, no_token)
+            await _until_stopped(server, stopped)
+        return signals.exit_code or EXIT_OK
     finally:
-        # Synchronous close: on Ctrl-C the event loop cancels this task once
-        # uvicorn returns, and an awaited close would be cut short here.
+        await server.stop()
         await ledger.aclose()
         store.close()
+
+
+async def _until_stopped(server: DashboardServer, stopped: asyncio.Event) -> None:
+    waiter = asyncio.create_task(server.wait())
+    stopper = asyncio.create_task(stopped.wait())
+    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+
+
+async def _announce_urls(server: DashboardServer, no_token: bool) -> None:
+    if no_token:
+        typer.echo(f"baton dashboard: {server.base_url}/ (no login: loopback only)")
+        return
+    typer.echo(f"baton dashboard: {await server.login_url()}")
+    typer.echo(
+        "  (a one-time login code, valid for ten minutes; "
+        "`baton serve --login-code` prints another)"
+    )
+    typer.echo(f"API: Authorization: Bearer {server.token}")
+
+
+async def _admin(project: Path | None, *, logout_all: bool, login_code: bool) -> None:
+    from baton.runner.context import open_store
+    from baton.store.web_sessions import revoke_all
+    from baton.web.sessions import SessionAuth
+
+    store = open_store(project_config(project).db_path)
+    try:
+        if logout_all:
+            ended = await revoke_all(store)
+            typer.echo(f"ended {ended} browser session(s); open pages must log in again")
+        if login_code:
+            code = await SessionAuth(store).issue_code()
+            typer.echo(f"login code: {code} (valid once, for ten minutes: open /login)")
+    finally:
+        await store.aclose()
 
 
 @app.command()
@@ -87,21 +117,30 @@ def serve(
         bool,
         typer.Option("--no-token", help="No authentication (only with a loopback --host)."),
     ] = False,
+    logout_all: Annotated[
+        bool, typer.Option("--logout-all", help="End every browser session, then exit.")
+    ] = False,
+    login_code: Annotated[
+        bool,
+        typer.Option("--login-code", help="Print a fresh one-time login code, then exit."),
+    ] = False,
+    project: ProjectOption = None,
 ) -> None:
-    """Serve the dashboard: pending requests to answer, and live run events."""
-    from baton.web.auth import generate_token
-
+    """Serve the dashboard: the team board, live runs, and the inbox to answer."""
+    if logout_all or login_code:
+        asyncio.run(_admin(project, logout_all=logout_all, login_code=login_code))
+        return
     loopback = is_loopback_bind(host)
     if no_token and not loopback:
-        typer.echo(
+        say_error(
             f"--no-token is only allowed on a loopback address, not {host!r}: "
             "anyone who reaches the port could approve agent actions",
-            err=True,
+            "drop --no-token, or bind 127.0.0.1",
         )
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     if not loopback:
         typer.echo(
-            f"warning: serving on {host} over plain HTTP; the token travels unencrypted",
+            f"baton: warning: serving on {host} over plain HTTP; codes and cookies travel unencrypted",
             err=True,
         )
-    asyncio.run(_serve(host, port, None if no_token else generate_token()))
+    raise typer.Exit(asyncio.run(_serve(project, host, port, no_token)))

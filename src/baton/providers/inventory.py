@@ -199,7 +199,7 @@ def _stable(
 
 _CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
 _TOOLS = ("tool_call", "tool_call_update")
-_SEED = "seed 000 (Cursor capability inventory)"
+_SEED = "Cursor capability inventory, 2026-09-28"
 _ACP2 = "acp.md §2 (Cursor extensions)"
 
 CURSOR_INVENTORY = ProviderInventory(

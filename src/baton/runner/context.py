@@ -17,12 +17,13 @@ from baton.events.sequencer import Sequencer, format_ts
 from baton.requests import payloads
 from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
 from baton.store.store import Store
+from baton.store.web_sessions import WEB_MIGRATIONS
 
 
 def open_store(path: Path) -> Store:
     """The store at ``path`` (created 0700/0600), with every migration applied."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(path, extra_migrations=REQUESTS_MIGRATIONS)
+    return Store.open(path, extra_migrations=(*REQUESTS_MIGRATIONS, *WEB_MIGRATIONS))
 
 
 def owner_meta() -> dict[str, object]:

@@ -566,6 +566,19 @@ class Store:
         rows = self._fetch_all(_SELECT_RUNS + " WHERE run_id = ?", (run_id,))
         return run_from_row(rows[0]) if rows else None
 
+    def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunRecord]:
+        """Runs whose id is ``prefix`` or starts with it (an exact match alone if there is
+        one), for ids typed by a human; ``limit`` bounds the ambiguous case."""
+        exact = self.get_run(prefix)
+        if exact is not None:
+            return [exact]
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._fetch_all(
+            _SELECT_RUNS + " WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id LIMIT ?",
+            (escaped + "%", limit),
+        )
+        return [run_from_row(row) for row in rows]
+
     def last_seq(self, run_id: str) -> int:
         """The highest *committed* seq of the run (0 if none)."""
         rows = self._fetch_all("SELECT max(seq) FROM events WHERE run_id = ?", (run_id,))

@@ -1,26 +1,24 @@
-"""Who may use the web surface: a bearer token, its cookie, and loopback-only without one.
+"""Who may use the web surface: host names, origins, a bearer token and browser sessions.
 
 The dashboard can answer an agent's permission requests, so reaching it is
-reaching the agents' tools. The rules, in one ASGI middleware (:class:`TokenGate`):
+reaching the agents' tools. The rules, in one ASGI middleware (:class:`Gate`):
 
-* **With a token** (the default of ``baton serve``): every request except the
-  static assets needs ``Authorization: Bearer <token>`` or the ``baton_token_<port>``
-  cookie. Browsers get the cookie by opening the printed URL once, with
-  ``?token=``; the gate answers that with a redirect to the same path without
-  the token (so it leaves the address bar and history) and sets the cookie
-  ``HttpOnly`` (page scripts, including injected ones, cannot read it) and
-  ``SameSite=Strict`` (other sites cannot make the browser send it). Because the
-  cookie is HttpOnly the dashboard's own ``fetch``/``EventSource`` calls ride on
-  it rather than on the header, so ``/api/*`` accepts either. Comparisons are
-  constant-time (:func:`hmac.compare_digest`). The cookie is named after the
-  server's port (``baton_token_8765``), as browsers do not keep cookies apart by port.
-* **Cross-site writes are refused** even with the cookie: a state-changing
-  request whose ``Origin`` is not this host is a 403, and the answer endpoint
-  only takes ``application/json`` (which a cross-site form cannot send without a
-  CORS preflight we never grant).
-* **Without a token** (``--no-token``, loopback binds only) the ``Host`` header
-  must name a loopback address: otherwise a web page could rebind its own DNS
-  name to 127.0.0.1 and drive the API from the user's browser.
+* **Host, always.** The ``Host`` header must name this server: a loopback name
+  or address, the project's ``*.localhost`` login host, or the address it was
+  explicitly bound to. Otherwise a page could rebind its own DNS name to
+  127.0.0.1 and drive the API from the user's browser. This holds in every mode,
+  ``--no-token`` included.
+* **Origin on every write, always.** A state-changing request whose ``Origin``
+  (or, without one, ``Sec-Fetch-Site``) says it comes from another origin is a
+  403, whatever credential it carries; JSON endpoints also take only
+  ``application/json``, which a cross-site form cannot send without a CORS
+  preflight that is never granted.
+* **A credential**, unless the server runs with ``--no-token`` (loopback only):
+  ``Authorization: Bearer <api token>`` for scripts, or a browser session cookie
+  (:mod:`baton.web.sessions`: opened with a one-time login code, stored, bound to
+  the origin it was opened on, never the API token). ``/login``, ``/api/login``
+  and the static assets need none. A browser without a session is sent to
+  ``/login``; an API client gets a 401.
 
 Every response also carries headers that keep agent text inert in a browser
 (a strict Content-Security-Policy, ``nosniff``, no framing, no referrer, no caching).
@@ -28,34 +26,43 @@ Every response also carries headers that keep agent text inert in a browser
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
 from typing import Final
-from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.security.display import escape_html
+from baton.web.sessions import SessionAuth
 
 __all__ = [
-    "COOKIE_NAME",
+    "COOKIE_PREFIX",
     "SECURITY_HEADERS",
-    "TokenGate",
+    "AuthConfig",
+    "Gate",
     "cookie_name",
     "generate_token",
     "is_loopback_host",
+    "project_host",
+    "request_origin",
+    "server_port",
+    "session_cookie",
     "tokens_match",
 ]
 
-COOKIE_NAME: Final = "baton_token"
-"""Prefix of the cookie's name; the server's port is appended (see :func:`cookie_name`)."""
+COOKIE_PREFIX: Final = "baton_session"
+"""Prefix of the session cookie's name; the server's port is appended."""
 PUBLIC_PREFIX: Final = "/assets/"
-"""Static script and stylesheet: no data, and a page must load them before it can auth."""
+PUBLIC_PATHS: Final = frozenset({"/login", "/api/login"})
 
 SECURITY_HEADERS: Final[Mapping[str, str]] = {
     # Only our own script and stylesheet may run or style; nothing inline, no
@@ -63,7 +70,7 @@ SECURITY_HEADERS: Final[Mapping[str, str]] = {
     # failed, injected markup could not execute.
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     ),
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
@@ -73,10 +80,11 @@ SECURITY_HEADERS: Final[Mapping[str, str]] = {
     "cross-origin-resource-policy": "same-origin",
 }
 _SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def generate_token() -> str:
-    """A fresh 256-bit URL-safe token (``baton serve`` makes one per start)."""
+    """A fresh 256-bit URL-safe token (the API token; ``baton serve`` makes one per start)."""
     return secrets.token_urlsafe(32)
 
 
@@ -87,18 +95,37 @@ def tokens_match(given: str | None, token: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
 
 
-def _strip_port(host: str) -> str:
+def project_host(project_dir: Path) -> str:
+    """``baton-<name>-<hash>.localhost``: this project's own browser host name.
+
+    Browsers resolve every ``*.localhost`` name to loopback without DNS, and keep
+    host-only cookies per host name, so a session cookie set here is never sent
+    to another server on ``127.0.0.1``/``localhost`` (nor to another project's).
+    """
+    resolved = str(project_dir.resolve())
+    name = _SLUG.sub("-", project_dir.resolve().name.lower()).strip("-")[:30].strip("-")
+    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:6]
+    return f"baton-{name or 'project'}-{digest}.localhost"
+
+
+def _split_host(host: str) -> tuple[str, str | None]:
+    """``name:port`` → (lower-case name without a trailing dot, port or None)."""
+    host = host.strip()
     if host.startswith("["):
         end = host.find("]")
-        return host[1:end] if end > 0 else ""
+        if end < 0:
+            return "", None
+        rest = host[end + 1 :]
+        return host[1:end].lower(), rest[1:] if rest.startswith(":") else None
     if host.count(":") == 1:
-        return host.split(":", 1)[0]
-    return host
+        name, port = host.split(":", 1)
+        return name.lower().rstrip("."), port
+    return host.lower().rstrip("."), None
 
 
 def is_loopback_host(host: str) -> bool:
     """``localhost`` or a loopback IP (``127.0.0.0/8``, ``::1``), with or without a port."""
-    name = _strip_port(host.strip()).lower().rstrip(".")
+    name, _ = _split_host(host)
     if name == "localhost":
         return True
     try:
@@ -107,36 +134,86 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def _bearer(headers: Headers) -> str | None:
-    scheme, _, value = headers.get("authorization", "").partition(" ")
-    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+def cookie_name(port: int | None) -> str:
+    """``baton_session_<port>``: two servers on one host name keep their own login."""
+    return f"{COOKIE_PREFIX}_{port}" if port else COOKIE_PREFIX
 
 
-def cookie_name(scope: Scope) -> str:
-    """``baton_token_<port>``: browsers scope cookies by host, not port, so two
-    servers on one machine would otherwise overwrite each other's login."""
+def server_port(scope: Scope) -> int | None:
+    """The port this server listens on (names the cookie; not the Host header's claim)."""
     server = scope.get("server")
-    port = server[1] if server else None
-    return f"{COOKIE_NAME}_{port}" if port else COOKIE_NAME
+    return int(server[1]) if server and server[1] else None
 
 
-def _cookie(headers: Headers, name: str) -> str | None:
+def request_origin(scope: Scope) -> str:
+    """``scheme://host[:port]`` as the browser addressed this server."""
+    return f"{scope['scheme']}://{Headers(scope=scope).get('host', '')}"
+
+
+def session_cookie(headers: Headers, name: str) -> str | None:
+    """The named cookie's value, or None (a malformed Cookie header is no credential)."""
     jar: SimpleCookie = SimpleCookie()
     try:
         jar.load(headers.get("cookie", ""))
-    except CookieError:  # a malformed Cookie header is no credential
+    except CookieError:
         return None
     morsel = jar.get(name)
     return morsel.value if morsel is not None else None
 
 
-def _same_origin(headers: Headers, scheme: str) -> bool:
-    """False only when the browser says the request comes from another origin."""
+def _bearer(headers: Headers) -> str | None:
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def same_origin(headers: Headers, scheme: str) -> bool:
+    """False when the browser says the request comes from another origin."""
     origin = headers.get("origin")
-    if origin is not None and origin != "null":
+    if origin is not None:
         return origin == f"{scheme}://{headers.get('host', '')}"
     site = headers.get("sec-fetch-site")
     return site in (None, "same-origin", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """How this server authenticates (built by ``create_app`` from its arguments)."""
+
+    api_token: str | None
+    """``Authorization: Bearer`` for scripts; None only with ``--no-token``."""
+    sessions: SessionAuth | None
+    """Browser sessions; None only with ``--no-token`` (then nothing is required)."""
+    login_host: str | None = None
+    """The project's ``*.localhost`` name: the only host a browser logs in on."""
+    extra_hosts: frozenset[str] = field(default_factory=frozenset)
+    """Host names besides loopback ones and ``login_host`` (an explicit ``--host``)."""
+    any_ip_host: bool = False
+    """Bound to a wildcard address: any IP literal is this server (never a DNS name)."""
+
+    def host_allowed(self, host: str) -> bool:
+        name, _ = _split_host(host)
+        if not name:
+            return False
+        if is_loopback_host(host) or name == self.login_host or name in self.extra_hosts:
+            return True
+        if self.any_ip_host:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                return False
+            return True
+        return False
+
+    def login_allowed(self, host: str) -> bool:
+        """A session cookie is only set on a host name no other local server shares."""
+        if self.login_host is None:
+            return True
+        name, _ = _split_host(host)
+        return (
+            name == self.login_host
+            or name in self.extra_hosts
+            or (self.any_ip_host and not is_loopback_host(host))
+        )
 
 
 def _deny(path: str, status: int, message: str) -> Response:
@@ -156,14 +233,16 @@ def _deny(path: str, status: int, message: str) -> Response:
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
-class TokenGate:
+class Gate:
     """The ASGI middleware enforcing the rules in the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
-        if token is not None and not token:
+    def __init__(self, app: ASGIApp, *, config: AuthConfig) -> None:
+        if config.api_token is not None and not config.api_token:
             raise ValueError("an empty token would let everyone in; pass None for no token")
+        if (config.api_token is None) != (config.sessions is None):
+            raise ValueError("a token and sessions go together (both None only with --no-token)")
         self._app = app
-        self._token = token
+        self._config = config
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -178,48 +257,37 @@ class TokenGate:
                         headers[name] = value
             await send(message)
 
-        response = self._check(scope)
+        response = await self._check(scope)
         if response is not None:
             await response(scope, receive, send_with_headers)
             return
         await self._app(scope, receive, send_with_headers)
 
-    def _check(self, scope: Scope) -> Response | None:
-        """``None`` to let the request through, else the refusal (or the cookie redirect)."""
+    async def _check(self, scope: Scope) -> Response | None:
+        """``None`` to let the request through, else the refusal (or a redirect to log in)."""
+        config = self._config
         path: str = scope["path"]
-        headers = Headers(scope=scope)
         method: str = scope["method"]
-        if path.startswith(PUBLIC_PREFIX) and method in _SAFE_METHODS:
+        headers = Headers(scope=scope)
+        if not config.host_allowed(headers.get("host", "")):
+            return _deny(path, 403, "This host name is not this baton server.")
+        if method not in _SAFE_METHODS and not same_origin(headers, scope["scheme"]):
+            return _deny(path, 403, "Cross-origin requests are refused.")
+        if config.sessions is None:
+            return None  # --no-token: loopback host names only (checked above)
+        if (path.startswith(PUBLIC_PREFIX) and method in _SAFE_METHODS) or path in PUBLIC_PATHS:
             return None
-        token = self._token
-        if token is None:
-            if not is_loopback_host(headers.get("host", "")):
-                return _deny(
-                    path, 403, "Without a token, baton only answers to a loopback host name."
-                )
+        assert config.api_token is not None
+        if tokens_match(_bearer(headers), config.api_token):
             return None
-        if tokens_match(_bearer(headers), token):
+        secret = session_cookie(headers, cookie_name(server_port(scope)))
+        if await config.sessions.check(secret, origin=request_origin(scope)):
             return None
-        if tokens_match(_cookie(headers, cookie_name(scope)), token):
-            if method not in _SAFE_METHODS and not _same_origin(headers, scope["scheme"]):
-                return _deny(path, 403, "Cross-origin requests are refused.")
-            return None
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        given = next((value for name, value in query if name == "token"), None)
-        if given is not None and method == "GET" and not path.startswith("/api/"):
-            if not tokens_match(given, token):
-                return _deny(path, 401, "That token is not valid for this baton server.")
-            rest = urlencode([(name, value) for name, value in query if name != "token"])
-            # One leading slash: "//host" would be a redirect to another site.
-            target = "/" + path.lstrip("/") + (f"?{rest}" if rest else "")
-            redirect = RedirectResponse(target, status_code=303)
-            redirect.set_cookie(
-                cookie_name(scope), token, httponly=True, samesite="strict", secure=False, path="/"
-            )
-            return redirect
+        if method == "GET" and not path.startswith("/api/"):
+            return RedirectResponse("/login", status_code=303)
         return _deny(
             path,
             401,
-            "A token is needed: open the URL that `baton serve` printed, "
-            "or send Authorization: Bearer <token>.",
+            "Log in first: open the login URL that `baton serve` printed "
+            "(or send Authorization: Bearer <api token>).",
         )

@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any, Final
-from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -42,10 +42,12 @@ from baton.requests.model import (
     ReviewRequest,
     StringField,
 )
-from baton.security.display import escape_html, safe_agent_text
+from baton.requests.states import State
 from baton.store.records import RunRecord
 from baton.web import assets
 from baton.web.context import WebContext
+from baton.web.pages import block, href, page, text
+from baton.web.summaries import decision_text
 
 __all__ = ["MAX_CARDS", "dashboard_routes", "render_dashboard", "render_run_page"]
 
@@ -54,70 +56,78 @@ MAX_CARDS: Final = 100
 RECENT_RUNS: Final = 20
 
 
-def _text(value: object) -> str:
-    """Agent or user text for an element or an attribute value."""
-    return escape_html(str(value))
-
-
-def _block(value: str) -> str:
-    """Multi-line agent text for a ``<pre>``: escaped, and forged framing marked."""
-    return escape_html(safe_agent_text(value))
-
-
 def _attr_json(value: dict[str, Any]) -> str:
     """A JSON answer template for a ``data-answer`` attribute (escaped like any text)."""
-    return _text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _run_href(run_id: str) -> str:
-    return _text("/runs/" + quote(run_id, safe=""))
-
-
-def page(title: str, body: str) -> str:
-    """The HTML shell: our stylesheet and script only (the CSP allows nothing else)."""
-    return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_text(title)}</title>"
-        f'<link rel="stylesheet" href="{assets.CSS_PATH}">'
-        f'<script src="{assets.JS_PATH}" defer></script>'
-        f"</head><body>{body}</body></html>"
-    )
+    return href("/runs/", run_id)
 
 
 # ----------------------------------------------------------------- request bodies
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def diff_table(lines: Iterable[str]) -> str:
+    """A unified diff as rows with old and new line numbers, ``+``/``-`` coloured."""
+    rows: list[str] = []
+    old = new = 0
+    for line in lines:
+        match = _HUNK.match(line)
+        if line.startswith(("+++", "---", "diff --git", "index ", "new file", "deleted file")):
+            css, left, right = "file", "", ""
+        elif match:
+            old, new = int(match.group(1)), int(match.group(2))
+            css, left, right = "hunk", "", ""
+        elif line.startswith("+"):
+            css, left, right = "add", "", str(new)
+            new += 1
+        elif line.startswith("-"):
+            css, left, right = "del", str(old), ""
+            old += 1
+        elif line.startswith("\\"):
+            css, left, right = "ctx", "", ""
+        else:
+            css, left, right = "ctx", str(old), str(new)
+            old += 1
+            new += 1
+        rows.append(
+            f'<tr class="{css}"><td class="ln">{left}</td><td class="ln">{right}</td>'
+            f"<td><pre>{block(line)}</pre></td></tr>"
+        )
+    if not rows:
+        return '<p class="hint">(no change)</p>'
+    return f'<table class="diff-lines">{"".join(rows)}</table>'
 
 
 def _diff(diff: DiffPreview) -> str:
     old = (diff.old_text or "").splitlines()
     new = diff.new_text.splitlines()
     source = "/dev/null" if diff.old_text is None else diff.path
-    rows: list[str] = []
-    for line in difflib.unified_diff(old, new, fromfile=source, tofile=diff.path, lineterm=""):
-        if line.startswith(("+++", "---")):
-            css = "file"
-        elif line.startswith("@@"):
-            css = "hunk"
-        elif line.startswith("+"):
-            css = "add"
-        elif line.startswith("-"):
-            css = "del"
-        else:
-            css = "ctx"
-        rows.append(f'<span class="{css}">{_block(line)}</span>')
-    body = "\n".join(rows) if rows else "(no change)"
+    lines = difflib.unified_diff(old, new, fromfile=source, tofile=diff.path, lineterm="")
     return (
-        f'<figure class="diff"><figcaption>{_text(diff.path)}</figcaption>'
-        f"<pre>{body}</pre></figure>"
+        f'<figure class="diff"><figcaption>{text(diff.path)}</figcaption>'
+        f"{diff_table(lines)}</figure>"
     )
 
 
-def _button(label: str, answer: dict[str, Any], *, css: str = "", with_reason: bool = False) -> str:
+def _button(
+    label: str,
+    answer: dict[str, Any],
+    *,
+    css: str = "",
+    with_reason: bool = False,
+    needs_reason: bool = False,
+) -> str:
     extra = " data-with-reason" if with_reason else ""
+    extra += " data-needs-reason" if needs_reason else ""
     klass = f' class="{css}"' if css else ""
     return (
         f'<button type="button"{klass} data-action="answer" '
-        f'data-answer="{_attr_json(answer)}"{extra}>{_text(label)}</button>'
+        f'data-answer="{_attr_json(answer)}"{extra}>{text(label)}</button>'
     )
 
 
@@ -130,19 +140,19 @@ _REASON: Final = (
 def _permission(doc: PermissionRequest) -> tuple[str, str]:
     call = doc.tool_call
     parts = [
-        f"<dl><dt>tool</dt><dd>{_text(call.kind)}</dd>"
-        f"<dt>call</dt><dd><code>{_text(call.tool_call_id)}</code></dd></dl>"
+        f"<dl><dt>tool</dt><dd>{text(call.kind)}</dd>"
+        f"<dt>call</dt><dd><code>{text(call.tool_call_id)}</code></dd></dl>"
     ]
     if call.command:
-        parts.append(f'<pre class="command">{_block(call.command)}</pre>')
+        parts.append(f'<pre class="command">{block(call.command)}</pre>')
     parts += [_diff(d) for d in call.diffs]
     if call.locations:
-        paths = ", ".join(_text(loc.path) for loc in call.locations)
+        paths = ", ".join(text(loc.path) for loc in call.locations)
         parts.append(f'<p class="paths">paths: {paths}</p>')
     if not call.command and not call.diffs and call.raw_input is not None:
         raw = json.dumps(call.raw_input, ensure_ascii=False, indent=2)
-        parts.append(f'<pre class="raw">{_block(raw)}</pre>')
-    offered = ", ".join(f"{_text(o.name)} ({_text(o.kind)})" for o in doc.options)
+        parts.append(f'<pre class="raw">{block(raw)}</pre>')
+    offered = ", ".join(f"{text(o.name)} ({text(o.kind)})" for o in doc.options)
     parts.append(f'<p class="hint">agent options: {offered}</p>')
     buttons = [_button("Allow once", {"kind": "permission", "decision": "allow"}, css="allow")]
     if doc.allow_always_granted and any(o.kind == "allow_always" for o in doc.options):
@@ -163,22 +173,22 @@ def _questions(record: RequestRecord, doc: QuestionRequest) -> tuple[str, str]:
         single = q.selection == "single"
         mode = "choose one" if single else "choose one or more"
         kind = "radio" if single else "checkbox"
-        name = _text(f"{record.request_id}/{q.id}")
+        name = text(f"{record.request_id}/{q.id}")
         options = []
         for o in q.options:
             described = (
-                f' <span class="hint">— {_text(o.description)}</span>' if o.description else ""
+                f' <span class="hint">— {text(o.description)}</span>' if o.description else ""
             )
             options.append(
                 f'<label class="option"><input type="{kind}" name="{name}" '
-                f'value="{_text(o.id)}" data-question="{_text(q.id)}"> '
-                f"<code>{_text(o.id)}</code> {_text(o.label)}{described}</label>"
+                f'value="{text(o.id)}" data-question="{text(q.id)}"> '
+                f"<code>{text(o.id)}</code> {text(o.label)}{described}</label>"
             )
         description = (
-            f'<pre class="description">{_block(q.description)}</pre>' if q.description else ""
+            f'<pre class="description">{block(q.description)}</pre>' if q.description else ""
         )
         parts.append(
-            f"<fieldset><legend><code>{_text(q.id)}</code> {_text(q.prompt)} "
+            f"<fieldset><legend><code>{text(q.id)}</code> {text(q.prompt)} "
             f'<span class="hint">({mode})</span></legend>{description}{"".join(options)}</fieldset>'
         )
     parts.append(_REASON)
@@ -194,22 +204,22 @@ def _questions(record: RequestRecord, doc: QuestionRequest) -> tuple[str, str]:
 def _plan(doc: PlanRequest) -> tuple[str, str]:
     parts: list[str] = []
     if doc.overview:
-        parts.append(f'<p class="overview">{_text(doc.overview)}</p>')
-    parts.append(f'<pre class="markdown">{_block(doc.markdown)}</pre>')
+        parts.append(f'<p class="overview">{text(doc.overview)}</p>')
+    parts.append(f'<pre class="markdown">{block(doc.markdown)}</pre>')
     if doc.todos:
         items = "".join(
-            f'<li>{_text(t.content)} <span class="hint">[{_text(t.status)}]</span></li>'
+            f'<li>{text(t.content)} <span class="hint">[{text(t.status)}]</span></li>'
             for t in doc.todos
         )
         parts.append(f'<h4>todos</h4><ul class="todos">{items}</ul>')
     for phase in doc.phases:
         items = "".join(
-            f'<li>{_text(t.content)} <span class="hint">[{_text(t.status)}]</span></li>'
+            f'<li>{text(t.content)} <span class="hint">[{text(t.status)}]</span></li>'
             for t in phase.todos
         )
-        parts.append(f"<h4>phase: {_text(phase.name)}</h4><ul>{items}</ul>")
+        parts.append(f"<h4>phase: {text(phase.name)}</h4><ul>{items}</ul>")
     project = " · project plan" if doc.is_project else ""
-    parts.append(f'<p class="hint">revision <code>{_text(doc.revision[:12])}</code>{project}</p>')
+    parts.append(f'<p class="hint">revision <code>{text(doc.revision[:12])}</code>{project}</p>')
     parts.append(_REASON)
     decide = {"kind": "plan", "revision": doc.revision}
     buttons = _button("Accept plan", decide | {"decision": "accept"}, css="allow", with_reason=True)
@@ -220,13 +230,13 @@ def _plan(doc: PlanRequest) -> tuple[str, str]:
 def _field(
     field: StringField | NumberField | BooleanField | MultiSelectField, required: bool
 ) -> str:
-    label = _text(field.title or field.name) + (" *" if required else "")
-    data = f'data-field="{_text(field.name)}" data-type="{_text(field.type)}"'
-    hint = f'<span class="hint">{_text(field.description)}</span>' if field.description else ""
+    label = text(field.title or field.name) + (" *" if required else "")
+    data = f'data-field="{text(field.name)}" data-type="{text(field.type)}"'
+    hint = f'<span class="hint">{text(field.description)}</span>' if field.description else ""
     if isinstance(field, MultiSelectField):
         boxes = "".join(
-            f'<label class="option"><input type="checkbox" value="{_text(c.value)}"> '
-            f"{_text(c.title or c.value)}</label>"
+            f'<label class="option"><input type="checkbox" value="{text(c.value)}"> '
+            f"{text(c.title or c.value)}</label>"
             for c in field.choices
         )
         return f"<fieldset {data}><legend>{label}</legend>{hint}{boxes}</fieldset>"
@@ -237,17 +247,17 @@ def _field(
         )
     if isinstance(field, NumberField):
         step = "1" if field.type == "integer" else "any"
-        value = f' value="{_text(field.default)}"' if field.default is not None else ""
+        value = f' value="{text(field.default)}"' if field.default is not None else ""
         control = f'<input type="number" step="{step}" {data}{value}>'
     elif field.choices is not None:
         options = "".join(
-            f'<option value="{_text(c.value)}"{" selected" if c.value == field.default else ""}>'
-            f"{_text(c.title or c.value)}</option>"
+            f'<option value="{text(c.value)}"{" selected" if c.value == field.default else ""}>'
+            f"{text(c.title or c.value)}</option>"
             for c in field.choices
         )
         control = f'<select {data}><option value="">—</option>{options}</select>'
     else:
-        value = f' value="{_text(field.default)}"' if field.default is not None else ""
+        value = f' value="{text(field.default)}"' if field.default is not None else ""
         control = f'<input type="text" {data}{value}>'
     return f'<label class="field">{label} {control} {hint}</label>'
 
@@ -255,30 +265,59 @@ def _field(
 def _elicitation(doc: ElicitationRequest) -> tuple[str, str]:
     schema = doc.requested_schema
     fields = "".join(_field(f, f.name in schema.required) for f in schema.fields)
-    body = f'<pre class="description">{_block(doc.message)}</pre><div class="form">{fields}</div>'
+    body = f'<pre class="description">{block(doc.message)}</pre><div class="form">{fields}</div>'
     buttons = '<button type="button" class="allow" data-action="form">Submit form</button>'
     buttons += _button("Decline", {"kind": "elicitation", "action": "decline"}, css="deny")
     return body, buttons
 
 
-def _review(doc: ReviewRequest) -> tuple[str, str]:
-    role = f"<dt>role</dt><dd>{_text(doc.role)}</dd>" if doc.role else ""
-    body = (
-        f"<dl><dt>task</dt><dd><code>{_text(doc.task_id)}</code></dd>"
-        f"<dt>report</dt><dd><code>{_text(doc.report_ref)}</code></dd>{role}</dl>"
-        f'<pre class="description">{_block(doc.summary)}</pre>{_REASON}'
-    )
+def _review(doc: ReviewRequest, changes: dict[str, Any] | None) -> tuple[str, str]:
+    role = f"<dt>role</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
+    task = href("/tasks/", doc.task_id)
+    parts = [
+        f'<dl><dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
+        f'<dt>report</dt><dd><a href="{task}#{text(doc.report_ref)}">'
+        f"<code>{text(doc.report_ref)}</code></a></dd>{role}</dl>",
+        f'<h4>work summary</h4><pre class="description">{block(doc.summary)}</pre>',
+    ]
+    if changes is not None:
+        files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
+        parts.append(
+            f'<h4>changed files ({len(changes["files"])})</h4><ul class="files">{files}</ul>'
+        )
+        if changes["note"]:
+            parts.append(f'<p class="hint">{text(changes["note"])}</p>')
+        if changes["diff"]:
+            parts.append(
+                '<details class="changes" open><summary>full diff</summary>'
+                f'<figure class="diff">{diff_table(changes["diff"].splitlines())}</figure>'
+                "</details>"
+            )
+    parts.append(_REASON)
     buttons = _button(
-        "Approve", {"kind": "review", "decision": "approve"}, css="allow", with_reason=True
+        "Accept", {"kind": "review", "decision": "approve"}, css="allow", with_reason=True
     )
     buttons += _button(
-        "Reject", {"kind": "review", "decision": "reject"}, css="deny", with_reason=True
+        "Send back",
+        {"kind": "review", "decision": "reject"},
+        css="deny",
+        with_reason=True,
+        needs_reason=True,
     )
-    return body, buttons
+    return "".join(parts), buttons
 
 
-def request_card(record: RequestRecord) -> str:
-    """One pending request: what the agent asks, and the controls that answer it."""
+def request_card(
+    record: RequestRecord,
+    *,
+    expires: str | None = None,
+    changes: dict[str, Any] | None = None,
+) -> str:
+    """One request: what the agent asks, and the controls that answer it (while pending).
+
+    ``expires``: when it expires (an ISO time, shown as a countdown); ``changes``:
+    for a review, the task's changed files and diff (:func:`baton.web.tasks.task_changes`).
+    """
     doc = record.document
     if isinstance(doc, PermissionRequest):
         body, buttons = _permission(doc)
@@ -289,91 +328,374 @@ def request_card(record: RequestRecord) -> str:
     elif isinstance(doc, ElicitationRequest):
         body, buttons = _elicitation(doc)
     elif isinstance(doc, ReviewRequest):
-        body, buttons = _review(doc)
+        body, buttons = _review(doc, changes)
     else:
         body = f'<p class="hint">document not kept ({record.document_bytes} bytes)</p>'
         buttons = ""
-    session = f" · session <code>{_text(record.session_id)}</code>" if record.session_id else ""
+    session = f" · session <code>{text(record.session_id)}</code>" if record.session_id else ""
+    countdown = (
+        f' · <span class="expiry" data-expires="{text(expires)}">expires {text(expires)}</span>'
+        if expires
+        else ""
+    )
+    pending = record.state is State.PENDING
+    status = "" if pending else text(decision_text(record))
     return (
-        f'<article class="request kind-{_text(record.kind)}" '
-        f'data-request-id="{_text(record.request_id)}">'
-        f"<header><h3>{_text(record.title)}</h3>"
-        f'<p class="meta"><code>{_text(record.request_id)}</code> · {_text(record.kind)}'
-        f' · run <a href="{_run_href(record.run_id)}"><code>{_text(record.run_id)}</code></a>'
-        f"{session} · {_text(record.created_at)}</p></header>"
-        f'{body}<div class="actions">{buttons}</div>'
-        '<p class="status" role="status" aria-live="polite"></p></article>'
+        f'<article class="request kind-{text(record.kind)}{"" if pending else " done"}" '
+        f'data-request-id="{text(record.request_id)}" id="req-{text(record.request_id)}">'
+        f"<header><h3>{text(record.title)}</h3>"
+        f'<p class="meta"><code>{text(record.request_id[:12])}</code> · {text(record.kind)}'
+        f' · run <a href="{_run_href(record.run_id)}"><code>{text(record.run_id)}</code></a>'
+        f"{session} · <time>{text(record.created_at)}</time>{countdown}</p></header>"
+        f'{body}<div class="actions">{buttons if pending else ""}</div>'
+        f'<p class="status{"" if pending else " ok"}" role="status" aria-live="polite">'
+        f"{status}</p></article>"
     )
 
 
-def _runs_table(runs: Iterable[RunRecord]) -> str:
-    rows = "".join(
-        f'<tr><td><a href="{_run_href(run.run_id)}"><code>{_text(run.run_id)}</code></a></td>'
-        f"<td>{_text(run.agent)}</td><td>{_text(run.kind)}</td>"
-        f'<td class="run-{_text(run.status)}">{_text(run.status)}</td>'
-        f"<td>{_text(run.created_at)}</td><td>{_text(run.ended_at or '')}</td>"
-        f"<td><code>{_text(run.cwd)}</code></td></tr>"
-        for run in runs
-    )
-    if not rows:
-        return '<p class="empty">No runs yet.</p>'
-    return (
-        "<table><thead><tr><th>run</th><th>agent</th><th>kind</th><th>status</th>"
-        f"<th>started</th><th>ended</th><th>cwd</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
+# ------------------------------------------------------------------------- pages
 
 
-def render_dashboard(pending: list[RequestRecord], runs: list[RunRecord]) -> str:
-    """The whole dashboard page (pure: records in, HTML out)."""
-    cards = "".join(request_card(r) for r in pending[:MAX_CARDS])
-    if len(pending) > MAX_CARDS:
-        cards += (
-            f'<p class="notice">{len(pending) - MAX_CARDS} more pending requests are not shown; '
-            "answer these first, or use <code>baton inbox</code>.</p>"
+async def _card(ctx: WebContext, record: RequestRecord) -> str:
+    """A card with what only the server can add: expiry, and a review's changes."""
+    from baton.web.api import task_changes_for
+    from baton.web.summaries import expires_at
+
+    changes = None
+    if isinstance(record.document, ReviewRequest):
+        changes = await task_changes_for(ctx, record.document.role)
+    return request_card(record, expires=expires_at(record), changes=changes)
+
+
+def render_dashboard(cards: list[str], total: int, *, agents: list[str], roles: list[str]) -> str:
+    """The inbox page: pending cards (kept live by the script), then the action forms."""
+    shown = "".join(cards[:MAX_CARDS])
+    more = (
+        f'<p class="notice">{total - MAX_CARDS} more pending requests are not shown; '
+        "answer these first, or use <code>baton inbox</code>.</p>"
+        if total > MAX_CARDS
+        else ""
+    )
+    empty = "" if total else '<p class="empty" id="inbox-empty">Nothing is waiting for you.</p>'
+    body = (
+        '<section id="requests" class="inbox">'
+        f'<h2>Waiting for you (<span id="inbox-count">{total}</span>)</h2>'
+        f'{empty}<div id="cards">{shown}</div>{more}</section>'
+        '<section id="decided" class="inbox decided" hidden><h2>Just decided</h2>'
+        '<div id="decided-cards"></div></section>' + _action_forms(agents, roles)
+    )
+    return page("baton", body, current="/")
+
+
+def _options(values: list[str]) -> str:
+    return "".join(f'<option value="{text(v)}">{text(v)}</option>' for v in values)
+
+
+def _action_forms(agents: list[str], roles: list[str]) -> str:
+    parts = ['<section id="act" class="act"><h2>Act</h2>']
+    if roles:
+        parts.append(
+            '<form id="new-task" class="card" data-action="new-task">'
+            "<h3>New task for a role</h3>"
+            f'<label>Role <select name="to" required>{_options(roles)}</select></label>'
+            '<label>Subject <input name="subject" required maxlength="200"></label>'
+            "<label>Body (Markdown; <code>- [ ] @ROLE …</code> delegates, fenced "
+            "<code>sh</code> blocks are steps for the built-in agent)"
+            '<textarea name="body" rows="5"></textarea></label>'
+            '<button type="submit" class="allow">Create task</button>'
+            '<p class="status" role="status" aria-live="polite"></p></form>'
         )
-    if not pending:
-        cards = '<p class="empty">Nothing is waiting for you.</p>'
-    # Every pending id, shown or not: the script compares them with the API's to
-    # tell the human that something new arrived.
-    ids = _text(" ".join(r.request_id for r in pending))
+    if agents:
+        parts.append(
+            '<form id="new-run" class="card" data-action="new-run">'
+            "<h3>One-off run</h3>"
+            f'<label>Agent <select name="agent" required>{_options(agents)}</select></label>'
+            '<label>Prompt <textarea name="prompt" rows="4" required></textarea></label>'
+            '<button type="submit" class="allow">Start run</button>'
+            '<p class="status" role="status" aria-live="polite"></p></form>'
+        )
+    parts.append("</section>")
+    return "".join(parts) if len(parts) > 2 else ""
+
+
+def render_team_page(has_team: bool) -> str:
+    """The board: an empty frame the script fills from the live ``board`` message."""
+    if not has_team:
+        return page(
+            "baton: team",
+            '<h2>Team</h2><p class="empty">This server has no team: run it in a project '
+            "with a <code>baton.toml</code> (<code>baton init</code>).</p>",
+            current="/team",
+        )
     body = (
-        '<header class="top"><h1>baton</h1><nav><a href="/">refresh</a></nav></header>'
-        '<p id="notice" class="notice" hidden></p><main>'
-        f'<section id="requests" data-pending="{ids}">'
-        f"<h2>Pending requests ({len(pending)})</h2>{cards}</section>"
-        f'<section id="runs"><h2>Recent runs</h2>{_runs_table(runs)}</section></main>'
+        '<section id="board" class="board" data-live="board">'
+        '<h2>Team <span id="board-meta" class="meta"></span></h2>'
+        '<div id="board-notes"></div>'
+        '<h3>Roles</h3><div id="roles" class="roles"><p class="empty">loading…</p></div>'
+        '<h3>Tasks</h3><div id="stages" class="stages"></div></section>'
     )
-    return page("baton", body)
+    return page("baton: team", body, current="/team")
 
 
-def render_run_page(run: RunRecord, last_seq: int) -> str:
-    """A run's live event view; the script fills it from the SSE stream."""
+def render_task_page(detail: dict[str, Any]) -> str:
+    """A task and its documents, rendered (agent Markdown made safe by ``render_markdown``)."""
+    task = detail.get("task") or {}
+    docs = []
+    for doc in detail["documents"]:
+        fields = " · ".join(f"{text(k)}: {text(v)}" for k, v in doc["fields"].items())
+        if doc["refused"]:
+            content = f'<p class="status error">refused by FCoP: {text(doc["refused"])}</p>'
+        else:
+            content = f'<div class="markdown">{doc["html"]}</div>'
+        docs.append(
+            f'<article class="doc kind-{text(doc["kind"].lower())}" id="{text(doc["doc_id"])}">'
+            f'<header><h3><span class="tag">{text(doc["kind"])}</span> '
+            f"<code>{text(doc['doc_id'])}</code></h3>"
+            f'<p class="meta">{text(doc["sender"])} → {text(doc["recipient"])} · '
+            f"{text(doc['created_at'])}{' · ' + fields if fields else ''}</p></header>"
+            f"{content}</article>"
+        )
+    links = []
+    if task.get("parent"):
+        links.append(
+            f'parent <a href="{href("/tasks/", task["parent"])}"><code>'
+            f"{text(task['parent'])}</code></a>"
+        )
+    for child in task.get("children", ()):
+        links.append(f'child <a href="{href("/tasks/", child)}"><code>{text(child)}</code></a>')
+    changes = detail["changes"]
+    files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
+    diff = (
+        f'<figure class="diff">{diff_table(changes["diff"].splitlines())}</figure>'
+        if changes["diff"]
+        else ""
+    )
+    subject = task.get("subject") or detail["documents"][0]["fields"].get("subject", "")
     body = (
-        '<header class="top"><h1>baton</h1><nav><a href="/">dashboard</a></nav></header><main>'
-        f"<h2>Run <code>{_text(run.run_id)}</code></h2>"
-        f'<p class="meta">{_text(run.agent)} · {_text(run.kind)} · {_text(run.status)} · '
-        f"<code>{_text(run.cwd)}</code> · {last_seq} events so far</p>"
+        f"<h2>Task <code>{text(detail['task_id'])}</code></h2>"
+        f'<p class="meta">{text(subject)} · stage {text(task.get("stage", "?"))}'
+        f"{' · ' + text(task['status']) if task.get('status') else ''}</p>"
+        f'<p class="links">{" · ".join(links)}</p>'
+        f"{''.join(docs)}"
+        f'<section class="changes"><h3>Changes by {text(detail["documents"][0]["recipient"])}'
+        f'</h3><ul class="files">{files}</ul>'
+        f"{'<p class=hint>' + text(changes['note']) + '</p>' if changes['note'] else ''}"
+        f"{diff}</section>"
+    )
+    return page(f"baton: {detail['task_id']}", body, current="/team")
+
+
+_RUN_STATUSES: Final = ("running", "completed", "failed", "cancelled", "interrupted")
+_REQUEST_STATES: Final = tuple(s.value for s in State)
+
+
+def _select(name: str, values: Iterable[str], current: str | None, label: str) -> str:
+    options = "".join(
+        f'<option value="{text(v)}"{" selected" if v == current else ""}>{text(v)}</option>'
+        for v in values
+    )
+    return f'<label>{label} <select name="{name}"><option value="">any</option>{options}</select></label>'
+
+
+def _input(name: str, current: str | None, label: str, kind: str = "text") -> str:
+    value = f' value="{text(current)}"' if current else ""
+    return f'<label>{label} <input type="{kind}" name="{name}"{value}></label>'
+
+
+def _next_link(path: str, query: dict[str, str | None], cursor: str | None) -> str:
+    from urllib.parse import urlencode
+
+    if cursor is None:
+        return ""
+    params = {k: v for k, v in query.items() if v and k != "before"} | {"before": cursor}
+    return f'<p class="paging"><a href="{text(path + "?" + urlencode(params))}">older →</a></p>'
+
+
+def render_runs_page(
+    rows: list[dict[str, Any]],
+    query: dict[str, str | None],
+    cursor: str | None,
+    agents: list[str],
+    roles: list[str],
+) -> str:
+    form = (
+        '<form class="filters" method="get" action="/runs">'
+        + _select("status", _RUN_STATUSES, query.get("status"), "status")
+        + _select(
+            "agent", sorted({*agents, *(r["agent"] for r in rows)}), query.get("agent"), "agent"
+        )
+        + _select("role", roles, query.get("role"), "role")
+        + _input("since", query.get("since"), "from", "date")
+        + _input("until", query.get("until"), "until", "date")
+        + '<button type="submit">Filter</button> <a href="/runs">clear</a></form>'
+    )
+    items = []
+    for run in rows:
+        outcome = run["outcome"]
+        prompt = run.get("prompt") or ""
+        items.append(
+            f'<tr><td data-label="run"><a href="{href("/runs/", run["run_id"])}">'
+            f"<code>{text(run['run_id'])}</code></a></td>"
+            f'<td data-label="status" class="tone-{text(outcome["tone"])}">'
+            f"{text(outcome['label'])}</td>"
+            f'<td data-label="agent">{text(run["agent"])} <span class="hint">'
+            f"{text(run['kind'])}</span></td>"
+            f'<td data-label="prompt" class="prompt">{text(prompt[:160])}</td>'
+            f'<td data-label="started"><time>{text(run["created_at"])}</time></td></tr>'
+        )
+    table = (
+        '<table class="history"><thead><tr><th>run</th><th>status</th><th>agent</th>'
+        f"<th>prompt</th><th>started</th></tr></thead><tbody>{''.join(items)}</tbody></table>"
+        if items
+        else '<p class="empty">No runs match.</p>'
+    )
+    body = f"<h2>Runs</h2>{form}{table}{_next_link('/runs', query, cursor)}"
+    return page("baton: runs", body, current="/runs")
+
+
+def render_decisions_page(
+    rows: list[dict[str, Any]], query: dict[str, str | None], cursor: str | None, roles: list[str]
+) -> str:
+    form = (
+        '<form class="filters" method="get" action="/decisions">'
+        + _select("state", _REQUEST_STATES, query.get("state"), "state")
+        + _select(
+            "kind",
+            ("permission", "question", "plan", "elicitation", "review"),
+            query.get("kind"),
+            "kind",
+        )
+        + _select("decided_by", ("human", "policy", "headless"), query.get("decided_by"), "by")
+        + _select("role", roles, query.get("role"), "role")
+        + _input("agent", query.get("agent"), "agent")
+        + _input("since", query.get("since"), "from", "date")
+        + _input("until", query.get("until"), "until", "date")
+        + '<button type="submit">Filter</button> <a href="/decisions">clear</a></form>'
+    )
+    items = []
+    for r in rows:
+        items.append(
+            f'<tr><td data-label="request"><code>{text(r["request_id"][:12])}</code> '
+            f"{text(r['title'])}</td>"
+            f'<td data-label="kind">{text(r["kind"])}</td>'
+            f'<td data-label="decision">{text(r["decision"] or r["state"])}</td>'
+            f'<td data-label="run"><a href="{href("/runs/", r["run_id"])}">'
+            f"<code>{text(r['run_id'])}</code></a></td>"
+            f'<td data-label="asked"><time>{text(r["created_at"])}</time></td></tr>'
+        )
+    table = (
+        '<table class="history"><thead><tr><th>request</th><th>kind</th><th>decision</th>'
+        f"<th>run</th><th>asked</th></tr></thead><tbody>{''.join(items)}"
+        "</tbody></table>"
+        if items
+        else '<p class="empty">No decisions match.</p>'
+    )
+    body = f"<h2>Decisions</h2>{form}{table}{_next_link('/decisions', query, cursor)}"
+    return page("baton: decisions", body, current="/decisions")
+
+
+def render_run_page(run: RunRecord, detail: dict[str, Any]) -> str:
+    """A run: header with its honest outcome, requests, and the live view the script draws."""
+    outcome = detail["outcome"]
+    cancel = (
+        '<button type="button" class="deny small" data-action="cancel-run">Cancel turn</button>'
+        if run.status == "running" and run.kind == "run"
+        else ""
+    )
+    requests = "".join(
+        f'<li><a href="/#req-{text(r["request_id"])}">{text(r["title"])}</a> '
+        f'<span class="hint">{text(r["kind"])} · {text(r["decision"] or r["state"])}</span></li>'
+        for r in detail["requests"]
+    )
+    body = (
+        f'<section class="run" id="run" data-run-id="{text(run.run_id)}" '
+        f'data-kind="{text(run.kind)}">'
+        f"<h2>Run <code>{text(run.run_id)}</code></h2>"
+        f'<p class="meta">{text(run.agent)} · {text(run.kind)} · '
+        f'<span id="run-status" class="tone-{text(outcome["tone"])}">{text(outcome["label"])}'
+        f'</span> · <span id="run-count">{detail["last_seq"]}</span> events · '
+        f"<code>{text(run.cwd)}</code> {cancel}</p>"
+        f'<details class="requests"{" open" if requests else ""}><summary>Requests of this run '
+        f'(<span id="run-requests-count">{len(detail["requests"])}</span>)</summary>'
+        f'<ul id="run-requests">{requests}</ul></details>'
+        '<div class="run-tools"><label><input type="checkbox" id="show-thoughts"> show thoughts'
+        '</label> <label><input type="checkbox" id="show-raw"> raw events</label></div>'
+        '<div id="plan" class="plan" hidden></div>'
+        '<div id="lanes" class="lanes"></div>'
+        '<ol id="events" class="events" hidden></ol>'
         '<p id="stream-state" role="status">connecting…</p>'
-        f'<ol id="events" class="events" data-run-id="{_text(run.run_id)}"></ol></main>'
+        '<button type="button" id="jump-live" class="jump" hidden>↓ jump to live</button>'
+        "</section>"
     )
-    return page(f"baton run {run.run_id}", body)
+    return page(f"baton run {run.run_id}", body, current="/runs")
+
+
+def _query(request: Request, names: Iterable[str]) -> dict[str, str | None]:
+    return {n: request.query_params.get(n) or None for n in names}
 
 
 def dashboard_routes(ctx: WebContext) -> list[Route]:
-    """``/``, ``/runs/{run_id}`` and the two static assets."""
+    """The pages, the card fragment, and the two static assets."""
+    from baton.web.api import (
+        ApiError,
+        decision_filter,
+        decisions_page,
+        run_filter,
+        runs_with_outcomes,
+        task_detail,
+    )
+
+    def roles() -> list[str]:
+        return list(ctx.board.role_names) if ctx.board is not None else []
 
     async def home(request: Request) -> Response:
         pending = await ctx.ledger.pending()
-        runs = await asyncio.to_thread(ctx.store.list_runs, RECENT_RUNS)
-        return HTMLResponse(render_dashboard(pending, runs))
+        cards = [await _card(ctx, r) for r in pending[:MAX_CARDS]]
+        agents = ctx.launcher.agents() if ctx.launcher is not None else []
+        return HTMLResponse(render_dashboard(cards, len(pending), agents=agents, roles=roles()))
+
+    async def card(request: Request) -> Response:
+        request_id = await ctx.ledger.resolve_id(request.path_params["request_id"])
+        record = await ctx.ledger.get(request_id)
+        return HTMLResponse(await _card(ctx, record))
+
+    async def team(request: Request) -> Response:
+        return HTMLResponse(render_team_page(ctx.board is not None))
+
+    async def task(request: Request) -> Response:
+        try:
+            detail = await task_detail(ctx, request.path_params["task_id"])
+        except ApiError as exc:
+            return HTMLResponse(
+                page("baton: no such task", f"<h2>{text(exc)}</h2>"), status_code=exc.status
+            )
+        return HTMLResponse(render_task_page(detail))
+
+    async def runs(request: Request) -> Response:
+        try:
+            rows, cursor = await runs_with_outcomes(ctx, run_filter(request), 50)
+        except ApiError as exc:
+            return HTMLResponse(page("baton: runs", f"<h2>{text(exc)}</h2>"), status_code=400)
+        agents = ctx.launcher.agents() if ctx.launcher is not None else []
+        query = _query(request, ("status", "agent", "role", "since", "until", "kind"))
+        return HTMLResponse(render_runs_page(rows, query, cursor, agents, roles()))
+
+    async def decisions(request: Request) -> Response:
+        try:
+            rows, cursor = await decisions_page(ctx, decision_filter(request), 50)
+        except ApiError as exc:
+            return HTMLResponse(page("baton: decisions", f"<h2>{text(exc)}</h2>"), status_code=400)
+        names = ("state", "kind", "decided_by", "role", "agent", "since", "until")
+        return HTMLResponse(render_decisions_page(rows, _query(request, names), cursor, roles()))
 
     async def run_page(request: Request) -> Response:
+        from baton.web.api import run_detail
+
         run_id = request.path_params["run_id"]
         run = await asyncio.to_thread(ctx.store.get_run, run_id)
         if run is None:
-            return HTMLResponse(page("baton: no such run", "<h1>No such run</h1>"), status_code=404)
-        last_seq = await asyncio.to_thread(ctx.store.last_seq, run_id)
-        return HTMLResponse(render_run_page(run, last_seq))
+            return HTMLResponse(page("baton: no such run", "<h2>No such run</h2>"), status_code=404)
+        return HTMLResponse(render_run_page(run, await run_detail(ctx, run)))
 
     async def script(request: Request) -> Response:
         return Response(assets.DASHBOARD_JS, media_type="text/javascript")
@@ -383,7 +705,12 @@ def dashboard_routes(ctx: WebContext) -> list[Route]:
 
     return [
         Route("/", home, methods=["GET"]),
+        Route("/fragments/requests/{request_id}", card, methods=["GET"]),
+        Route("/team", team, methods=["GET"]),
+        Route("/tasks/{task_id}", task, methods=["GET"]),
+        Route("/runs", runs, methods=["GET"]),
         Route("/runs/{run_id}", run_page, methods=["GET"]),
+        Route("/decisions", decisions, methods=["GET"]),
         Route(assets.JS_PATH, script, methods=["GET"]),
         Route(assets.CSS_PATH, stylesheet, methods=["GET"]),
     ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Final
@@ -93,6 +94,27 @@ def parse_resume_point(last_event_id: str | None, after: str | None) -> int:
     if not text.isascii() or not text.isdigit():
         raise ValueError(f"resume point must be a non-negative integer seq, got {raw!r}")
     return int(text)
+
+
+_LINES: OrderedDict[tuple[str, int], str] = OrderedDict()
+_LINES_MAX: Final = 8192
+
+
+def _line_of(event: CanonicalEvent) -> str:
+    """The event's JSON line, serialized once per process however many pages follow it.
+
+    Every stream of a run receives the same committed event; with twenty pages open
+    serializing it twenty times was the server's main cost under a flood. A seq is
+    never reused within a run, so (run, seq) identifies the line for good.
+    """
+    key = (event.run_id, event.seq)
+    line = _LINES.get(key)
+    if line is None:
+        line = event.to_json()
+        _LINES[key] = line
+        if len(_LINES) > _LINES_MAX:
+            _LINES.popitem(last=False)
+    return line
 
 
 def _seq_of(line: str) -> int:
@@ -183,7 +205,7 @@ async def follow_run(
                     cursor = line.seq
                     yield line
             cursor = seq
-            yield StoredLine(seq, event.to_json())
+            yield StoredLine(seq, _line_of(event))
     finally:
         if pending is not None:
             pending.cancel()

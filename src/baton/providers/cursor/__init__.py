@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from baton.providers.cursor.extension import CursorExtension
 from baton.providers.inventory import Claim
 
-_SEED = "seed 000"
+_SEED = "Cursor capability inventory, 2026-09-28"
 
 _LEDGER = (
     "goes through the durable-requests ledger (persisted before shown, answered once from "

@@ -1,0 +1,216 @@
+"""Acting from the page: create a task, start a one-off run, cancel a run's turn.
+
+Each action goes through the same code path as its CLI command, with the same
+validation, so the page can do nothing the CLI refuses:
+
+* **create a task** = ``baton task new``: FCoP T1 as the team's human, through
+  the ``fcop`` library (:meth:`FcopPort.create_task`), the recipient checked
+  against the team, the body bounded by the team's ``max_task_bytes``;
+* **start a run** = ``baton run --json --agent A --wait-timeout S -``: a child
+  process of this server, the prompt on stdin; its requests wait in the ledger
+  and are answered here like any other;
+* **cancel a turn** = Ctrl-C on that ``baton run``: SIGINT to the process that
+  owns the run, only when the run is a one-off ``run`` that is still running,
+  owned by a live baton process on this machine and boot. A team run's turns
+  are not cancelled from here (the daemon has no per-turn control channel yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from baton.config import load_config
+from baton.errors import BatonError, ConfigError
+from baton.store.store import Store
+
+__all__ = [
+    "MAX_PROMPT_BYTES",
+    "ActionRefused",
+    "RunLauncher",
+    "cancel_run",
+    "create_task",
+]
+
+MAX_PROMPT_BYTES: Final = 256 * 1024
+MAX_SUBJECT_CHARS: Final = 200
+WAIT_TIMEOUT_S: Final = 600.0
+"""How long a run started from the page waits in the ledger for each answer."""
+_FIND_RUN_S: Final = 20.0
+
+
+class ActionRefused(BatonError):
+    """The action is not possible in this state (mapped to 409)."""
+
+
+def create_task(
+    project_dir: Path, *, to: str, subject: str, body: str, operation_id: str | None
+) -> dict[str, Any]:
+    """T1 as the human, exactly as ``baton task new`` does it (blocking: call off-loop)."""
+    from baton.coordination.context import open_context
+
+    ctx = open_context(project_dir)
+    if ctx.team.role_for(to) is None:
+        known = ", ".join(ctx.team.role_names)
+        raise ConfigError(f"{to!r} is not a role of this team (roles: {known})")
+    subject = subject.strip()
+    if not subject or "\n" in subject or len(subject) > MAX_SUBJECT_CHARS:
+        raise ConfigError(f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} characters")
+    if len(body.encode("utf-8")) > ctx.team.max_task_bytes:
+        raise ConfigError(f"the body is over the team's max_task_bytes ({ctx.team.max_task_bytes})")
+    created = ctx.port.create_task(
+        sender=ctx.team.human,
+        recipient=to,
+        subject=subject,
+        body=body or subject,
+        operation_id=operation_id,
+    )
+    return {
+        "task_id": created.task_id,
+        "existing": created.existing,
+        "operation_id": created.operation_id,
+        "recipient": to,
+    }
+
+
+def _is_baton_process(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"baton" in cmdline
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
+    """SIGINT to the live ``baton run`` owning ``run_id`` (what Ctrl-C does there)."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise ActionRefused(f"no run {run_id!r}")
+    if run.status != "running":
+        raise ActionRefused(f"run {run_id} is {run.status}; there is no turn to cancel")
+    if run.kind != "run":
+        raise ActionRefused(
+            f"run {run_id} is a {run.kind!r} run; only one-off runs can be cancelled here "
+            "(stop a team with Ctrl-C where `baton up` runs)"
+        )
+    meta = run.meta
+    pid = meta.get("pid")
+    if (
+        not isinstance(pid, int)
+        or meta.get("host") != socket.gethostname()
+        or (meta.get("boot") and meta.get("boot") != _boot_id())
+        or not _is_baton_process(pid)
+    ):
+        raise ActionRefused(f"the process that owns run {run_id} is not running on this machine")
+    os.kill(pid, signal.SIGINT)
+    return {"run_id": run_id, "signalled": pid}
+
+
+@dataclass
+class RunLauncher:
+    """Starts ``baton run`` children for the page and reaps them."""
+
+    project_dir: Path
+    store: Store
+    python: str = sys.executable
+    _children: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)
+    _reapers: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def agents(self) -> list[str]:
+        return sorted(load_config(self.project_dir).profiles)
+
+    async def launch(self, *, agent: str, prompt: str) -> dict[str, Any]:
+        """Start a one-off run; returns its ``run_id`` once the child recorded it."""
+        load_config(self.project_dir).profile(agent)  # unknown agent: ConfigError (422)
+        data = prompt.encode("utf-8")
+        if not prompt.strip():
+            raise ConfigError("the prompt is empty")
+        if len(data) > MAX_PROMPT_BYTES:
+            raise ConfigError(f"the prompt is over {MAX_PROMPT_BYTES} bytes")
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the child
+        proc = await asyncio.create_subprocess_exec(
+            self.python,
+            "-m",
+            "baton",
+            "run",
+            "--json",
+            "--agent",
+            agent,
+            "--cwd",
+            str(self.project_dir),
+            "--wait-timeout",
+            f"{WAIT_TIMEOUT_S:g}",
+            "-",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=errors,
+            cwd=self.project_dir,
+            start_new_session=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await proc.stdin.drain()
+        proc.stdin.close()
+        self._children[proc.pid] = proc
+        reaper = asyncio.create_task(self._reap(proc, errors))
+        self._reapers.add(reaper)
+        reaper.add_done_callback(self._reapers.discard)
+        run_id = await self._find_run(proc)
+        if run_id is None:
+            await asyncio.wait({reaper}, timeout=5)
+            errors.seek(0)
+            message = errors.read(4000).decode("utf-8", "replace").strip()
+            raise ConfigError(f"the run did not start: {message or 'no output'}")
+        return {"run_id": run_id, "agent": agent, "pid": proc.pid}
+
+    async def _find_run(self, proc: asyncio.subprocess.Process) -> str | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _FIND_RUN_S
+        while loop.time() < deadline:
+            runs = await asyncio.to_thread(self.store.list_runs, 20)
+            for run in runs:
+                if run.meta.get("pid") == proc.pid and run.kind == "run":
+                    return run.run_id
+            if proc.returncode is not None:
+                return None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
+        return None
+
+    async def _reap(self, proc: asyncio.subprocess.Process, errors: Any) -> None:
+        try:
+            await proc.wait()
+        finally:
+            self._children.pop(proc.pid, None)
+            errors.close()
+
+    async def aclose(self) -> None:
+        """Cancel the runs still going (SIGINT, like Ctrl-C) and wait for them."""
+        for proc in list(self._children.values()):
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+        for proc in list(self._children.values()):
+            try:
+                await asyncio.wait_for(proc.wait(), 20)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if self._reapers:
+            await asyncio.wait(set(self._reapers), timeout=5)

@@ -1,0 +1,504 @@
+"""The team board's read model: one frozen snapshot, and where it comes from today.
+
+The board page, its JSON API and its live stream only ever see a
+:class:`BoardSnapshot` (plain frozen dataclasses, JSON by :func:`snapshot_data`).
+Where the facts come from is one :class:`BoardSource`: today
+:class:`ProjectBoardSource` reads FCoP (the task stages, through the ``fcop``
+library), the daemon's ``state.json`` (sessions, task notes, stalls), the
+store's session rows (which agent session is which role) and the ledger's
+pending requests (who is waiting for the human). When the coordination state
+moves into the store, only the source changes.
+
+Session states, decided in one pure function (:func:`session_state`):
+
+=================  ==========================================================
+``waiting``        a pending request of this role's agent session waits for you
+``stalled``        its current task stalled, or the role's zero-tool breaker is open
+``attention``      the session failed
+``working``        a turn is running
+``idle``           none of the above (no session yet, or between tasks)
+=================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from baton.coordination.context import CoordinationContext
+from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import ReviewRequest
+from baton.store.store import Store
+
+__all__ = [
+    "STAGES",
+    "BoardSnapshot",
+    "BoardSource",
+    "RoleView",
+    "StateFileBoardSource",
+    "TaskView",
+    "TeamViewBoardSource",
+    "UsageView",
+    "open_board",
+    "session_state",
+    "snapshot_data",
+]
+
+SessionState = Literal["idle", "working", "waiting", "stalled", "attention"]
+STAGES: tuple[str, ...] = ("inbox", "active", "review", "done", "archive")
+MAX_DONE_SHOWN = 50
+"""Settled tasks on the board (newest first); FCoP keeps them all."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageView:
+    input_tokens: int
+    output_tokens: int
+    thinking_tokens: int
+    cost_usd: float
+    reported_turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoleView:
+    """One role slot: its agent, what its session is doing, and its counters."""
+
+    name: str
+    role: str
+    agent: str
+    leader: bool
+    state: SessionState
+    current_task: str | None
+    turns: int
+    tool_calls: int
+    usage: UsageView | None
+    """None: the agent reported no usage ("unavailable", never zero)."""
+    waiting_requests: tuple[str, ...] = ()
+    note: str = ""
+    updated_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    task_id: str
+    subject: str
+    stage: str
+    sender: str
+    recipient: str
+    parent: str | None
+    children: tuple[str, ...] = ()
+    status: str | None = None
+    """baton's note on the task (``working``, ``waiting_human``, ``stalled`` ...)."""
+    turns: int = 0
+    report_ref: str | None = None
+    note: str = ""
+    created_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BoardSnapshot:
+    project: str
+    team: str
+    leader: str
+    human: str
+    daemon: str
+    updated_at: str | None
+    roles: tuple[RoleView, ...]
+    tasks: tuple[TaskView, ...]
+    counts: Mapping[str, int]
+    stalls: tuple[Mapping[str, Any], ...] = ()
+    refusals: tuple[Mapping[str, Any], ...] = ()
+    pending_requests: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """What the board could not read (shown, never hidden)."""
+
+
+class BoardSource(Protocol):
+    """Where the board's facts come from (blocking calls; run them in a worker thread)."""
+
+    @property
+    def port(self) -> FcopPort:
+        """The project's FCoP port (task documents are read through it)."""
+        ...
+
+    @property
+    def role_names(self) -> tuple[str, ...]: ...
+
+    def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot: ...
+
+    def files_changed(self, role: str) -> list[str]:
+        """What the role's sessions reported as changed (for a review's diff)."""
+        ...
+
+
+def open_board(project_dir: Path, store: Store) -> BoardSource:
+    """The board of the project: from the team's read models when the team loop keeps
+    its state in the store (``baton.team.views``), else from ``state.json``."""
+    from baton.coordination.context import open_context
+
+    ctx = open_context(project_dir)
+    try:
+        from baton.team import views  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return StateFileBoardSource(ctx, store)
+    return TeamViewBoardSource(ctx, store, views)
+
+
+def _done_tasks(port: FcopPort, notes: list[str]) -> list[TaskInfo]:
+    """The newest settled TASKs (FCoP keeps them all; the board shows a few)."""
+    settled: tuple[Stage, ...] = ("done", "archive")
+    infos: list[TaskInfo] = []
+    for stage in settled:
+        try:
+            infos += port.list_stage(stage)
+        except Exception as exc:
+            notes.append(f"cannot list {stage}: {exc}")
+    infos.sort(key=lambda t: t.created_at, reverse=True)
+    return infos[:MAX_DONE_SHOWN]
+
+
+def _waiting_by_session(pending: Sequence[RequestRecord]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for request in pending:
+        if request.session_id:
+            out.setdefault(request.session_id, []).append(request.request_id)
+    return out
+
+
+def snapshot_data(snapshot: BoardSnapshot) -> dict[str, Any]:
+    """The snapshot as JSON data (``GET /api/team``)."""
+    data = asdict(snapshot)
+    data["counts"] = dict(snapshot.counts)
+    return data
+
+
+def session_state(
+    *, status: str, task_status: str | None, waiting: bool, breaker_open: bool
+) -> SessionState:
+    """The one rule mapping the daemon's notes to what the board shows (see module doc)."""
+    if waiting:
+        return "waiting"
+    if task_status == "stalled" or breaker_open:
+        return "stalled"
+    if status == "failed" or task_status in ("needs_attention", "failed"):
+        return "attention"
+    if status == "working":
+        return "working"
+    return "idle"
+
+
+def _usage(raw: Mapping[str, Any]) -> UsageView | None:
+    if raw.get("availability") != "reported":
+        return None
+    return UsageView(
+        input_tokens=int(raw.get("input_tokens", 0)),
+        output_tokens=int(raw.get("output_tokens", 0)),
+        thinking_tokens=int(raw.get("thinking_tokens", 0)),
+        cost_usd=float(raw.get("cost_usd", 0.0)),
+        reported_turns=int(raw.get("reported_turns", 0)),
+    )
+
+
+def _children(tasks: Iterable[TaskView]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        if task.parent:
+            out.setdefault(task.parent, []).append(task.task_id)
+    return out
+
+
+class StateFileBoardSource:
+    """The facts before the team loop's store: FCoP stages + ``state.json`` + store
+    sessions + the ledger."""
+
+    def __init__(self, ctx: CoordinationContext, store: Store) -> None:
+        self._ctx = ctx
+        self._store = store
+
+    @property
+    def port(self) -> FcopPort:
+        return self._ctx.port
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(self._ctx.team.role_names)
+
+    def files_changed(self, role: str) -> list[str]:
+        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
+
+        state = CoordinationState.load(self._ctx.paths.state_file)
+        files: list[str] = []
+        for session in state.sessions.values():
+            if session.role == role:
+                files += [f for f in session.files_changed if f not in files]
+        return files
+
+    def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
+        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
+
+        ctx = self._ctx
+        state = CoordinationState.load(ctx.paths.state_file)
+        notes: list[str] = []
+        infos = []
+        open_stages: tuple[Stage, ...] = ("inbox", "active", "review")
+        for stage in open_stages:
+            try:
+                infos += ctx.port.list_stage(stage)
+            except Exception as exc:  # a workspace mid-change: say so, show the rest
+                notes.append(f"cannot list {stage}: {exc}")
+        infos += _done_tasks(ctx.port, notes)
+        views = []
+        for info in infos:
+            record = state.tasks.get(info.task_id)
+            views.append(
+                TaskView(
+                    task_id=info.task_id,
+                    subject=info.subject,
+                    stage=info.stage,
+                    sender=info.sender,
+                    recipient=info.recipient,
+                    parent=info.parent,
+                    status=record.status if record else None,
+                    turns=record.turns if record else 0,
+                    report_ref=record.report_ref if record else None,
+                    note=record.note if record else "",
+                    created_at=info.created_at,
+                )
+            )
+        kids = _children(views)
+        tasks = tuple(
+            TaskView(**{**asdict(v), "children": tuple(kids.get(v.task_id, ()))}) for v in views
+        )
+        task_status = {t.task_id: t.status for t in tasks}
+        # Which agent session belongs to which role slot (role sessions are "role-<slot>").
+        role_of_session: dict[str, str] = {}
+        for row in self._store.list_sessions(limit=1000):
+            if row.role and row.session_id.startswith("role-"):
+                role_of_session[row.agent_session_id] = row.session_id.removeprefix("role-")
+        waiting: dict[str, list[str]] = {}
+        for request in pending:
+            slot = role_of_session.get(request.session_id or "")
+            if slot is not None:
+                waiting.setdefault(slot, []).append(request.request_id)
+        now = time.time()
+        roles = []
+        for name, session in sorted(state.sessions.items()):
+            spec = ctx.team.roles.get(session.role)
+            roles.append(
+                RoleView(
+                    name=name,
+                    role=session.role,
+                    agent=session.agent,
+                    leader=session.role == ctx.team.leader,
+                    state=session_state(
+                        status=session.status,
+                        task_status=task_status.get(session.current_task or ""),
+                        waiting=name in waiting,
+                        breaker_open=state.breakers.get(session.role, 0.0) > now,
+                    ),
+                    current_task=session.current_task,
+                    turns=session.turns,
+                    tool_calls=session.tool_calls_count,
+                    usage=_usage(asdict(session.usage)),
+                    waiting_requests=tuple(waiting.get(name, ())),
+                    note=spec.description if spec is not None else "",
+                    updated_at=session.updated_at,
+                )
+            )
+        seen = {r.role for r in roles}
+        for spec in ctx.team.roles.values():  # roles with no session yet
+            if spec.name not in seen:
+                roles.append(
+                    RoleView(
+                        name=spec.name,
+                        role=spec.name,
+                        agent=spec.agent,
+                        leader=spec.is_leader,
+                        state="idle",
+                        current_task=None,
+                        turns=0,
+                        tool_calls=0,
+                        usage=None,
+                        note=spec.description,
+                    )
+                )
+        try:
+            counts = ctx.port.stage_counts()
+        except Exception as exc:
+            counts = {}
+            notes.append(f"cannot count tasks: {exc}")
+        return BoardSnapshot(
+            project=str(ctx.project_dir),
+            team=ctx.team.name,
+            leader=ctx.team.leader,
+            human=ctx.team.human,
+            daemon=state.daemon,
+            updated_at=state.updated_at,
+            roles=tuple(roles),
+            tasks=tasks,
+            counts=counts,
+            stalls=tuple(asdict(s) for s in state.stalls[-20:]),
+            refusals=tuple(asdict(r) for r in state.refusals[-20:]),
+            pending_requests=len(pending),
+            notes=tuple(notes),
+        )
+
+
+def review_task(record: RequestRecord) -> str | None:
+    """The task a review request is about (links a card to the board)."""
+    doc = record.document
+    return doc.task_id if isinstance(doc, ReviewRequest) else None
+
+
+class TeamViewBoardSource:
+    """The team loop's read models in the store (``baton.team.views.team_view``)."""
+
+    def __init__(self, ctx: CoordinationContext, store: Store, views: Any) -> None:
+        self._ctx = ctx
+        self._store = store
+        self._views = views
+
+    @property
+    def port(self) -> FcopPort:
+        return self._ctx.port
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(self._ctx.team.role_names)
+
+    def files_changed(self, role: str) -> list[str]:
+        files: list[str] = []
+        for slot in self._views.slot_views(self._store):
+            if slot.role == role:
+                files += [f for f in slot.files_changed if f not in files]
+        return files
+
+    def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
+        notes: list[str] = []
+        view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
+        return snapshot_from_team_view(
+            view,
+            project=str(self._ctx.project_dir),
+            done=_done_tasks(self._ctx.port, notes),
+            pending=pending,
+            descriptions={r.name: r.description for r in self._ctx.team.roles.values()},
+            notes=notes,
+        )
+
+
+def snapshot_from_team_view(
+    view: Any,
+    *,
+    project: str,
+    done: Sequence[TaskInfo],
+    pending: Sequence[RequestRecord],
+    descriptions: Mapping[str, str],
+    notes: Sequence[str] = (),
+) -> BoardSnapshot:
+    """A ``baton.team.views.TeamView`` as the board's snapshot (pure)."""
+    tasks = [
+        TaskView(
+            task_id=t.task_id,
+            subject=t.subject,
+            stage=t.stage,
+            sender=t.sender,
+            recipient=t.recipient,
+            parent=t.parent,
+            children=tuple(t.children),
+            status=t.baton_status,
+            turns=t.turns,
+            report_ref=t.report_ref,
+            note=t.note,
+        )
+        for t in view.tasks
+    ]
+    shown = {t.task_id for t in tasks}
+    tasks += [
+        TaskView(
+            task_id=i.task_id,
+            subject=i.subject,
+            stage=i.stage,
+            sender=i.sender,
+            recipient=i.recipient,
+            parent=i.parent,
+            created_at=i.created_at,
+        )
+        for i in done
+        if i.task_id not in shown
+    ]
+    kids = _children(tasks)
+    tasks = [
+        t if t.children else TaskView(**{**asdict(t), "children": tuple(kids.get(t.task_id, ()))})
+        for t in tasks
+    ]
+    status_of = {t.task_id: t.status for t in tasks}
+    paused = {r.role: r.paused_for_s > 0 for r in view.roles}
+    leaders = {r.role for r in view.roles if r.leader}
+    waiting = _waiting_by_session(pending)
+    roles: list[RoleView] = []
+    for slot in view.slots:
+        asks = tuple(waiting.get(slot.session_id or "", ()))
+        roles.append(
+            RoleView(
+                name=slot.name,
+                role=slot.role,
+                agent=slot.agent,
+                leader=slot.role in leaders,
+                state=session_state(
+                    status=slot.status,
+                    task_status=status_of.get(slot.current_task or ""),
+                    waiting=bool(asks),
+                    breaker_open=paused.get(slot.role, False),
+                ),
+                current_task=slot.current_task,
+                turns=slot.turns,
+                tool_calls=slot.tool_calls_count,
+                usage=_usage(slot.usage),
+                waiting_requests=asks,
+                note=descriptions.get(slot.role, ""),
+                updated_at=slot.updated_at,
+            )
+        )
+    with_slot = {r.role for r in roles}
+    roles += [
+        RoleView(
+            name=r.role,
+            role=r.role,
+            agent=r.agent,
+            leader=r.leader,
+            state="stalled" if r.paused_for_s > 0 else "idle",
+            current_task=None,
+            turns=0,
+            tool_calls=0,
+            usage=None,
+            note=descriptions.get(r.role, ""),
+        )
+        for r in view.roles
+        if r.role not in with_slot
+    ]
+    return BoardSnapshot(
+        project=project,
+        team=view.team.get("name", ""),
+        leader=view.team.get("leader", ""),
+        human=view.team.get("human", ""),
+        daemon=view.daemon,
+        updated_at=view.updated_at,
+        roles=tuple(sorted(roles, key=lambda r: r.name)),
+        tasks=tuple(tasks),
+        counts=dict(view.counts),
+        stalls=tuple(
+            {
+                "task_id": t.task_id,
+                "role": t.role or t.recipient,
+                "reason": t.note or t.baton_status,
+            }
+            for t in view.attention
+        ),
+        refusals=tuple(view.refusals),
+        pending_requests=len(pending),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,197 @@
+"""Live state for every open page: the inbox and the team board, over one SSE stream.
+
+One :class:`LiveHub` per app computes the state once and fans it out, so twenty
+open pages cost one ledger query (and one board snapshot) per change, not
+twenty. It recomputes when the store commits an event in this process (a
+request appeared, a turn ended: within milliseconds) and otherwise every
+``poll_interval`` seconds (how changes made by another process, such as a
+``baton up`` beside ``baton serve``, show up). A message is only sent when its
+content changed.
+
+Every message is the **whole** state of its topic, never a delta: a page that
+reconnects after a dropped connection or a server restart is caught up by the
+first message it receives, with nothing to replay.
+
+* ``inbox``: ``{"pending": [summary...], "settled": [summary...]}``. A summary is
+  the request's id, kind, title, run, creation time, expiry (when known) and, once
+  settled, its state and the decision as a sentence. Cards themselves are
+  server-rendered HTML fetched from ``/fragments/requests/{id}``, so there is one
+  renderer (:mod:`baton.web.dashboard`).
+* ``board``: :func:`baton.web.board.snapshot_data`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.states import State
+from baton.store.store import Store
+from baton.web.board import BoardSource, snapshot_data
+from baton.web.sse import RETRY_MS, sse_frame
+from baton.web.summaries import decision_text, expires_at
+
+__all__ = ["TOPICS", "LiveHub", "inbox_state"]
+
+log = logging.getLogger(__name__)
+
+TOPICS: Final = frozenset({"inbox", "board"})
+SETTLED_SHOWN: Final = 50
+_WAKE_TYPES: Final = ("request.", "turn.", "session.", "tool.execution.completed")
+
+
+async def inbox_state(ledger: Ledger) -> dict[str, Any]:
+    """The inbox as one message: every pending request, and the recently settled ones."""
+    pending = await ledger.pending()
+    settled = await ledger.list_requests(
+        states=[State.ANSWERED, State.DELIVERED, State.CANCELLED, State.EXPIRED],
+        limit=SETTLED_SHOWN,
+    )
+    return {
+        "pending": [_summary(r) for r in pending],
+        "settled": [_summary(r) for r in reversed(settled)],
+    }
+
+
+def _summary(record: RequestRecord) -> dict[str, Any]:
+    return {
+        "request_id": record.request_id,
+        "kind": record.kind,
+        "title": record.title,
+        "run_id": record.run_id,
+        "state": record.state.value,
+        "created_at": record.created_at,
+        "expires_at": expires_at(record),
+        "decision": decision_text(record) if record.state is not State.PENDING else None,
+    }
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    topics: frozenset[str]
+    queue: asyncio.Queue[tuple[str, str]] = field(default_factory=lambda: asyncio.Queue(16))
+
+
+class LiveHub:
+    """Computes each topic's state once and hands it to every subscribed stream."""
+
+    def __init__(
+        self,
+        store: Store,
+        ledger: Ledger,
+        board: BoardSource | None,
+        *,
+        poll_interval: float,
+    ) -> None:
+        self._store = store
+        self._ledger = ledger
+        self._board = board
+        self._poll = poll_interval
+        self._subscribers: set[_Subscriber] = set()
+        self._latest: dict[str, str] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._tail: asyncio.Task[None] | None = None
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def poke(self) -> None:
+        """Recompute now (an action of this process changed something)."""
+        self._wake.set()
+
+    async def stream(
+        self, topics: frozenset[str], *, keepalive: float
+    ) -> AsyncGenerator[str, None]:
+        """The SSE text for one page: the current state of its topics, then every change."""
+        subscriber = _Subscriber(topics)
+        self._subscribers.add(subscriber)
+        self._ensure_running()
+        try:
+            yield f"retry: {RETRY_MS}\n\n"
+            for topic in sorted(topics):
+                if topic in self._latest:
+                    yield sse_frame(self._latest[topic], event=topic)
+            self._wake.set()  # a fresh page gets fresh state even when nothing changed
+            while True:
+                try:
+                    async with asyncio.timeout(keepalive):
+                        topic, data = await subscriber.queue.get()
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                yield sse_frame(data, event=topic)
+        finally:
+            self._subscribers.discard(subscriber)
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="baton-web-live")
+        if self._tail is None or self._tail.done():
+            self._tail = asyncio.create_task(self._follow_store(), name="baton-web-live-tail")
+
+    async def aclose(self) -> None:
+        for task in (self._task, self._tail):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _follow_store(self) -> None:
+        """Wake the computation when this process commits an event that may change it."""
+        try:
+            async for event in self._store.subscribe(None, after_seq=None):
+                if event.type.startswith(_WAKE_TYPES):
+                    self._wake.set()
+        except Exception:  # the store closed or failed: polling still works
+            log.debug("live tail ended", exc_info=True)
+
+    async def _run(self) -> None:
+        while self._subscribers:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._publish()
+            except Exception:
+                log.warning("live state could not be computed", exc_info=True)
+
+    async def _publish(self) -> None:
+        wanted = set().union(*(s.topics for s in self._subscribers)) if self._subscribers else set()
+        computed: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
+        pending: list[RequestRecord] | None = None
+        if "inbox" in wanted or "board" in wanted:
+            pending = await self._ledger.pending()
+        if "inbox" in wanted:
+            computed["inbox"] = lambda: inbox_state(self._ledger)
+        if "board" in wanted and self._board is not None:
+            board = self._board
+            records = pending or []
+            computed["board"] = lambda: _board_data(board, records)
+        for topic, compute in computed.items():
+            data = json.dumps(await compute(), ensure_ascii=False, separators=(",", ":"))
+            if self._latest.get(topic) == data:
+                continue
+            self._latest[topic] = data
+            for subscriber in list(self._subscribers):
+                if topic not in subscriber.topics:
+                    continue
+                if subscriber.queue.full():
+                    # A stalled page: drop what it has not read; the newest state supersedes it.
+                    with contextlib.suppress(asyncio.QueueEmpty):
+                        while True:
+                            subscriber.queue.get_nowait()
+                subscriber.queue.put_nowait((topic, data))
+
+
+async def _board_data(board: BoardSource, pending: list[RequestRecord]) -> dict[str, Any]:
+    snapshot = await asyncio.to_thread(board.snapshot, pending)
+    return snapshot_data(snapshot)
