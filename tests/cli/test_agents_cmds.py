@@ -145,7 +145,7 @@ def test_login_runs_the_agents_terminal_login_in_its_login_root(tmp_path: Path) 
         tmp_path, f'[profiles.fault]\ncommand = {json.dumps(command)}\nfamily = "builtin"\n'
     )
     before = baton_in(repo, "run", "hi", "--agent", "fault")
-    assert before.returncode == 3 and "AuthRequired" in before.stderr
+    assert before.returncode == 3 and "requires authentication" in before.stderr
     listed = baton_in(repo, "agents", "login", "fault", "--list")
     assert listed.returncode == 0 and "fake-terminal  terminal" in listed.stdout
     done = baton_in(repo, "agents", "login", "fault")

@@ -97,7 +97,7 @@ def test_readme_first_screen_gets_a_newcomer_to_their_own_repository(
     answered = step(f"baton answer {request.group(1)[:10]} --approve")
     assert f"{request.group(1)}: answered" in answered.text
     done = step("baton up --until-idle")
-    assert "waiting for you 0" in done.text and "stalled 0" in done.text
+    assert "waiting for you 0" in done.text and "needs attention 0" in done.text
     board = step("baton task list --all")
     assert task_id.group() in board.text
     shown = step(f"baton task show {task_id.group()[5:13]}")

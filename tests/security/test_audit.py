@@ -274,7 +274,7 @@ def test_status_and_sessions_count_unapproved_mutations_per_role(tmp_path: Path)
     )
     assert created.returncode == 0, created.stderr
     baton_in(repo, "up", "--until-idle", "--json", timeout=300)
-    rows = json.loads(baton_in(repo, "sessions", "--json").stdout)
+    rows = [json.loads(line) for line in baton_in(repo, "sessions", "--json").stdout.splitlines()]
     [dev_row] = [r for r in rows if r["role"] == "DEV"]
     assert dev_row["unapproved_mutations"] >= 1 and dev_row["approval"] == "asks"
     status = baton_in(repo, "status")

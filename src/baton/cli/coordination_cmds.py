@@ -1,10 +1,10 @@
 """``baton init``, ``task new|list|show``, ``status``, ``sessions``: FCoP from the shell.
 
-A thin typer layer over :mod:`baton.coordination`: every write goes through
-the ``fcop`` library (``task new`` is T1 as the human), every read is a
-directory listing plus Core reads of the non-terminal stages, and the daemon's
-own records come from ``state.json`` (written atomically by ``baton up``), so
-these commands work while the daemon runs. The project is found like every
+A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+every write goes through the ``fcop`` library (``task new`` is T1 as the human),
+every read is a directory listing plus Core reads of the non-terminal stages,
+and the team loop's own records come from the store (WAL: these commands read
+while ``baton up`` writes). The project is found like every
 command finds it (:mod:`baton.cli.project`); errors are the shared one line
 (:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
 text and go through :func:`~baton.security.display.terminal_safe`.
@@ -13,7 +13,6 @@ text and go through :func:`~baton.security.display.terminal_safe`.
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,10 +22,13 @@ from rich.table import Table
 
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.config import load_config
 from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
-from baton.coordination.state import CoordinationState
 from baton.security.display import terminal_safe
+from baton.store.store import Store
+from baton.team.records import TaskRecord
+from baton.team.views import slot_views, task_views, team_view
 
 __all__ = ["app", "status_data"]
 
@@ -157,7 +159,7 @@ def task_list(
 ) -> None:
     """The tasks on the board (inbox, active, review; --all for every stage)."""
     ctx = coordination(project)
-    state = CoordinationState.load(ctx.paths.state_file)
+    state = _records(ctx)
     stages = STAGES if all_stages else ("inbox", "active", "review")
     rows = [_task_row(t, state) for stage in stages for t in ctx.port.list_stage(stage)]
     if as_json:
@@ -213,7 +215,7 @@ def task_show(
     """One task: where it is, who has it, its children, reports and body."""
     ctx = coordination(project)
     task = _find_task(ctx, task_id)
-    state = CoordinationState.load(ctx.paths.state_file)
+    state = _records(ctx)
     children = ctx.port.children(task.task_id)
     reports = ctx.port.reports_for(task.task_id)
     data = _task_row(task, state) | {
@@ -259,8 +261,17 @@ def task_show(
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
 
 
-def _task_row(task: TaskInfo, state: CoordinationState) -> dict[str, Any]:
-    record = state.tasks.get(task.task_id)
+def _open_store(ctx: CoordinationContext) -> Store:
+    return Store.open(load_config(ctx.project_dir).db_path)
+
+
+def _records(ctx: CoordinationContext) -> dict[str, TaskRecord]:
+    with _open_store(ctx) as store:
+        return {r.task_id: r for r in task_views(store, limit=100_000)}
+
+
+def _task_row(task: TaskInfo, records: dict[str, TaskRecord]) -> dict[str, Any]:
+    record = records.get(task.task_id)
     return {
         "task_id": task.task_id,
         "stage": task.stage,
@@ -269,52 +280,37 @@ def _task_row(task: TaskInfo, state: CoordinationState) -> dict[str, Any]:
         "subject": task.subject,
         "parent": task.parent,
         "attempt_id": task.attempt_id,
-        "baton_status": record.status if record else None,
+        "baton_status": record.state.value if record else None,
         "turns": record.turns if record else 0,
         "report_ref": record.report_ref if record else None,
-        "note": record.note if record else "",
+        "note": (record.reason or "") if record else "",
     }
 
 
 def status_data(ctx: CoordinationContext) -> dict[str, Any]:
-    """Everything ``baton status --json`` prints (also for the web UI)."""
-    state = CoordinationState.load(ctx.paths.state_file)
-    now = time.time()
-    board = []
-    for stage in ("inbox", "active", "review"):
-        board += [_task_row(t, state) for t in ctx.port.list_stage(stage)]
+    """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
+    with _open_store(ctx) as store:
+        view = team_view(store, ctx.team, ctx.port)
+    data = view.to_json()
     return {
         "project": str(ctx.project_dir),
         "workspace": {
             "workspace_id": ctx.port.workspace_id,
             "approvals": ctx.port.can_authorize,
         },
-        "daemon": state.daemon,
-        "updated_at": state.updated_at,
-        "team": {"name": ctx.team.name, "leader": ctx.team.leader, "human": ctx.team.human},
-        "roles": [
-            {
-                "role": r.name,
-                "agent": r.agent,
-                "leader": r.is_leader,
-                "concurrency": r.concurrency,
-                "tools": list(r.tools),
-                "permissions": r.permissions,
-                "paused_for_s": max(0.0, state.breakers.get(r.name, 0.0) - now),
-            }
-            for r in ctx.team.roles.values()
-        ],
-        "sessions": [asdict(s) for s in state.sessions.values()],
-        "board": {"counts": ctx.port.stage_counts(), "open": board},
-        "pending_reviews": [
-            {k: v for k, v in asdict(r).items() if k != "body"}
-            for r in state.pending_reviews.values()
-            if r.status == "pending"
-        ],
-        "questions": [asdict(q) for q in state.questions.values() if q.status == "pending"],
-        "human_tasks": state.human_tasks,
-        "stalls": [asdict(s) for s in state.stalls[-20:]],
-        "refusals": [asdict(r) for r in state.refusals[-20:]],
+        "daemon": data["daemon"],
+        "daemon_pid": data["daemon_pid"],
+        "updated_at": data["updated_at"],
+        "team": data["team"],
+        "roles": data["roles"],
+        "sessions": data["slots"],
+        "board": {"counts": data["counts"], "open": data["tasks"]},
+        "pending_reviews": data["pending_reviews"],
+        "questions": data["questions"],
+        "human_tasks": data["human_tasks"],
+        "attention": data["attention"],
+        "interrupted": data["interrupted"],
+        "refusals": data["refusals"],
     }
 
 
@@ -326,6 +322,14 @@ def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
     if any(s.get("approval") == "self_approves" for s in mine):
         flags += "  AGENT APPROVES ITSELF (agent_approves)"
     return flags
+
+
+def _attention_line(t: dict[str, Any]) -> str:
+    answer = t["attention"]["request_id"] if t["attention"] else "-"
+    return (
+        f"needs attention: {_s(t['task_id'])} ({_s(t['role'])}): {_s(t['note'])}"
+        f" [{_s(t['issue_id'])}] · answer {_s(answer)}"
+    )
 
 
 @app.command()
@@ -357,22 +361,23 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
                 f"{_s(t['recipient'])}: {_s(t['subject'])}{_s(extra)}"
             )
     for r in data["pending_reviews"]:
+        state = (
+            "answered, applied by the next `baton up`" if r["status"] == "answered" else r["status"]
+        )
         console.print(
-            f"review waiting for {_s(data['team']['human'])}: {_s(r['task_id'])} "
+            f"review for {_s(data['team']['human'])}: {_s(r['task_id'])} "
             f"({_s(r['subject'])}) report {_s(r['report_id'])} result {_s(r['result'])}"
+            f" [{_s(state)}] {_s(r['request_id'])}"
         )
     for q in data["questions"]:
         console.print(f"question from {_s(q['role'])} ({_s(q['request_id'])}): {_s(q['question'])}")
-    for st in data["stalls"]:
-        console.print(
-            f"stalled: {_s(st['task_id'])} ({_s(st['role'])}): {_s(st['reason'])}"
-            f" [{_s(st['issue_id'])}]"
-        )
+    for t in data["attention"]:
+        console.print(_attention_line(t))
     for r in data["refusals"]:
         console.print(
             f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} [{_s(r['issue_id'])}]"
         )
-    if data["pending_reviews"] or data["questions"]:
+    if data["pending_reviews"] or data["questions"] or data["attention"]:
         console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
 
 
@@ -383,8 +388,8 @@ def sessions(
 ) -> None:
     """Per-session records: turns, tool calls, usage, files changed, last report."""
     ctx = coordination(project)
-    state = CoordinationState.load(ctx.paths.state_file)
-    rows = [asdict(s) for s in state.sessions.values()]
+    with _open_store(ctx) as store:
+        rows = [asdict(s) for s in slot_views(store)]
     if as_json:
         print_ndjson(rows)
         return
@@ -401,6 +406,7 @@ def sessions(
         )
         console.print(
             f"{_s(s['name']):<8} {_s(s['agent']):<10} {_s(s['status']):<8} "
+            f"session {_s(s['session_id'] or '-')} · "
             f"{plural(s['turns'], 'turn')} · {plural(s['tool_calls_count'], 'tool call')} · "
             f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
             f"last report {_s(s['last_report_ref'] or '-')}"

@@ -103,9 +103,9 @@ async def _up(
     heartbeat: float,
     serve_port: int | None = None,
 ) -> int:
-    from baton.coordination.daemon import Daemon
-    from baton.runner.daemon_human import LedgerHumanSink
-    from baton.runner.role_sessions import role_session_factory
+    from baton.team.contract import RoleSession, RoleSessionFactory
+    from baton.team.loop import DaemonBusy, TeamLoop
+    from baton.team.service import run_team
 
     ctx = coordination(project)
     config = load_config(ctx.project_dir)
@@ -123,32 +123,23 @@ async def _up(
     )
     emitter.listeners.append(view)
 
-    async def emit(payload: Any) -> None:
-        await emitter.emit(payload)
+    def with_progress(open_role: RoleSessionFactory) -> RoleSessionFactory:
+        async def factory(spec: Any, binding: Any) -> RoleSession:
+            """A role session, with a progress line when starting it takes a while."""
+            with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
+                return await open_role(spec, binding)
 
-    sink = LedgerHumanSink(ledger, run_id, emit)
-    open_role = role_session_factory(
-        config,
-        workspace=ctx.project_dir,
-        store=store,
-        ledger=ledger,
-        emitter=emitter,
-        fcop_mcp=ctx.team.fcop_mcp,
-    )
+        return factory
 
-    async def factory(spec: Any, binding: Any) -> Any:
-        """A role session, with a progress line when starting it takes a while."""
-        with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-            return await open_role(spec, binding)
+    team_loop: TeamLoop | None = None
+    stop_asked: list[str] = []
 
-    daemon = Daemon(
-        port=ctx.port,
-        team=ctx.team,
-        factory=factory,
-        state_dir=ctx.state_dir,
-        human_sink=sink,
-    )
-    sink.daemon = daemon
+    def bind(created: TeamLoop) -> None:
+        nonlocal team_loop
+        team_loop = created
+        if stop_asked:
+            created.stop(stop_asked[0])
+
     say = err if json_output else out()
     say.print(
         f"baton up · watching {plural(len(roles), 'role')} ({', '.join(roles)}) in "
@@ -165,7 +156,9 @@ async def _up(
         asked_down = signum == signal.SIGTERM and stop_requested(ctx.state_dir, SERVICE)
         why = "baton down" if asked_down else describe_signal(signum)
         err.print(f"baton: {why}: stopping the team (sessions close cleanly)", style="yellow")
-        daemon.stop()
+        stop_asked.append(f"stopped by {why}")
+        if team_loop is not None:
+            team_loop.stop(f"stopped by {why}")
 
     async def beat() -> None:
         while True:
@@ -194,16 +187,26 @@ async def _up(
                 await dashboard.start()
                 err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
                 err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
-            await sink.resume()
-            summary = await daemon.run(until_idle=until_idle)
-            status = "completed"
+            try:
+                summary = await run_team(
+                    ctx,
+                    config,
+                    store=store,
+                    ledger=ledger,
+                    emitter=emitter,
+                    until_idle=until_idle,
+                    on_loop=bind,
+                    decorate=with_progress,
+                )
+            except DaemonBusy as exc:
+                raise CommandError(str(exc), hint="stop it with `baton down`") from exc
+            status = "interrupted" if summary.stopped and not asked_down else "completed"
         finally:
             beater.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beater
             if dashboard is not None:
                 await dashboard.stop()
-            await sink.close()
             await emitter.flush()
             store.finish_run(run_id, status, format_ts(time.time()))
             view.close()
@@ -212,11 +215,12 @@ async def _up(
     assert summary is not None
     say.print(
         f"baton up · done {len(summary.done)} · waiting for you {len(summary.waiting_human)}"
-        f" · stalled {len(summary.stalled)} · blocked {len(summary.blocked)}"
-        f" · refused {summary.refused}",
+        f" · needs attention {len(summary.stalled)} · blocked {len(summary.blocked)}"
+        f" · refused {summary.refused}"
+        + (f" · interrupted {len(summary.interrupted)}" if summary.interrupted else ""),
         markup=False,
     )
-    if summary.waiting_human:
+    if summary.waiting_human or summary.stalled:
         say.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
     err.print(f"run {run_id} · replay: baton log {run_id}", style="dim")
     if signals.exit_code is not None and not asked_down:

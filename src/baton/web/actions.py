@@ -45,6 +45,7 @@ MAX_SUBJECT_CHARS: Final = 200
 WAIT_TIMEOUT_S: Final = 600.0
 """How long a run started from the page waits in the ledger for each answer."""
 _FIND_RUN_S: Final = 20.0
+_ERRORS_KEPT: Final = 4000
 
 
 class ActionRefused(BatonError):
@@ -130,6 +131,7 @@ class RunLauncher:
     python: str = sys.executable
     _children: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)
     _reapers: set[asyncio.Task[None]] = field(default_factory=set)
+    _last_errors: dict[int, str] = field(default_factory=dict)
 
     def agents(self) -> list[str]:
         return sorted(load_config(self.project_dir).profiles)
@@ -151,7 +153,7 @@ class RunLauncher:
             "--json",
             "--agent",
             agent,
-            "--cwd",
+            "--project",
             str(self.project_dir),
             "--wait-timeout",
             f"{WAIT_TIMEOUT_S:g}",
@@ -174,8 +176,7 @@ class RunLauncher:
         run_id = await self._find_run(proc)
         if run_id is None:
             await asyncio.wait({reaper}, timeout=5)
-            errors.seek(0)
-            message = errors.read(4000).decode("utf-8", "replace").strip()
+            message = self._last_errors.pop(proc.pid, "")
             raise ConfigError(f"the run did not start: {message or 'no output'}")
         return {"run_id": run_id, "agent": agent, "pid": proc.pid}
 
@@ -196,6 +197,10 @@ class RunLauncher:
     async def _reap(self, proc: asyncio.subprocess.Process, errors: Any) -> None:
         try:
             await proc.wait()
+            errors.seek(0)
+            tail = errors.read(_ERRORS_KEPT).decode("utf-8", "replace").strip()
+            if tail:  # kept for launch() to quote when the run never started
+                self._last_errors[proc.pid] = tail
         finally:
             self._children.pop(proc.pid, None)
             errors.close()
