@@ -189,8 +189,9 @@ def test_status_reflects_an_answer_at_once_and_sessions_show_the_agent_session(
     assert row["baton_status"] == "review_answered", row
     assert row["review"] == {"request_id": review["request_id"], "state": "answered"}
 
-    listed = baton_in(repo, "sessions", "--json").stdout.splitlines()  # NDJSON
-    sessions = [json.loads(line) for line in listed]
+    sessions = [
+        json.loads(line) for line in baton_in(repo, "sessions", "--json").stdout.splitlines()
+    ]
     qa = [s for s in sessions if s["name"] == "QA"]
     assert qa and isinstance(qa[0]["session_id"], str) and qa[0]["session_id"], sessions
 

@@ -9,8 +9,11 @@ stays bounded however long it is), and undecodable or non-object lines come back
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from baton.events.model import repair_unencodable
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """Largest accepted line. ACP frames carry whole files and diffs; 16 MiB covers
@@ -23,10 +26,23 @@ FrameErrorKind = Literal["oversized", "invalid_utf8", "invalid_json", "not_objec
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """One decoded JSON object and the size of its line in bytes."""
+    """One decoded JSON object and the size of its line in bytes.
+
+    ``flags`` say how the message differs from what was received (``unencodable_text``:
+    lone surrogates were replaced by U+FFFD); the events it produces carry them.
+    """
 
     message: dict[str, Any]
     size: int
+    flags: tuple[str, ...] = ()
+
+
+REPAIR_AT_FRAMING = False
+"""Off until the connection hands a frame's flags to its events (after the session split)."""
+
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
+"""Where a lone surrogate can come from: a ``\\uD8xx``-``\\uDFxx`` escape, or CESU bytes
+(``json.loads`` decodes bytes with ``surrogatepass``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +165,12 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
         return FrameError(
             "not_object", len(line), _preview(line), "a JSON-RPC message must be an object"
         )
+    if REPAIR_AT_FRAMING and (b"\\u" in line or b"\xed" in line) and _SURROGATE_BYTES.search(line):
+        # Valid JSON that UTF-8 cannot hold: repaired here, once, for everything above
+        # (events, request documents, the ledger), and said so.
+        repaired, changed = repair_unencodable(message)
+        if changed:
+            return Frame(repaired, len(line), ("unencodable_text",))
     return Frame(message, len(line))
 
 

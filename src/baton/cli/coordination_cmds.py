@@ -249,7 +249,7 @@ def task_show(
     )
     for child in data["children"]:
         console.print(
-            f"  child {_s(child['task_id'])} → {_s(child['recipient'])} [{_s(child['stage'])}]"
+            f"  child {_s(child['task_id'])} → {_s(child['recipient'])} \\[{_s(child['stage'])}]"
             f" {_s(child['subject'])}"
         )
     for report in data["reports"]:
@@ -328,7 +328,7 @@ def _attention_line(t: dict[str, Any]) -> str:
     answer = t["attention"]["request_id"] if t["attention"] else "-"
     return (
         f"needs attention: {_s(t['task_id'])} ({_s(t['role'])}): {_s(t['note'])}"
-        f" [{_s(t['issue_id'])}] · answer {_s(answer)}"
+        f" \\[{_s(t['issue_id'])}] · answer {_s(answer)}"
     )
 
 
@@ -367,7 +367,7 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         console.print(
             f"review for {_s(data['team']['human'])}: {_s(r['task_id'])} "
             f"({_s(r['subject'])}) report {_s(r['report_id'])} result {_s(r['result'])}"
-            f" [{_s(state)}] {_s(r['request_id'])}"
+            f" \\[{_s(state)}] {_s(r['request_id'])}"
         )
     for q in data["questions"]:
         console.print(f"question from {_s(q['role'])} ({_s(q['request_id'])}): {_s(q['question'])}")
@@ -375,7 +375,7 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         console.print(_attention_line(t))
     for r in data["refusals"]:
         console.print(
-            f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} [{_s(r['issue_id'])}]"
+            f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} \\[{_s(r['issue_id'])}]"
         )
     if data["pending_reviews"] or data["questions"] or data["attention"]:
         console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)

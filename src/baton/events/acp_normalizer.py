@@ -662,24 +662,30 @@ def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
     detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
     for key, known in (("kind", TOOL_KINDS), ("status", TOOL_STATUSES)):
         value = update.get(key)
-        if value is not None and value not in known:
+        if value is not None and not _known(value, known):
             detail[key] = value
     content = update.get("content")
     if isinstance(content, list):
-        unknown = [
-            item
-            for item in content
-            if not isinstance(item, Mapping)
-            or item.get("type") not in KNOWN_TOOL_CONTENT_TYPES
-            or (
-                item.get("type") == "content"
-                and isinstance(item.get("content"), Mapping)
-                and item["content"].get("type") not in KNOWN_CONTENT_TYPES
-            )
-        ]
+        unknown = [item for item in content if not _known_tool_item(item)]
         if unknown:
             detail["content"] = unknown
     return detail
+
+
+def _known(value: Any, vocabulary: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in vocabulary
+
+
+def _known_tool_item(item: Any) -> bool:
+    """A ToolCallContent item ACP v1 defines (a ``content`` one with a known block)."""
+    if not isinstance(item, Mapping) or not _known(item.get("type"), KNOWN_TOOL_CONTENT_TYPES):
+        return False
+    block = item.get("content")
+    return not (
+        item["type"] == "content"
+        and isinstance(block, Mapping)
+        and not _known(block.get("type"), KNOWN_CONTENT_TYPES)
+    )
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -703,14 +703,28 @@ splits on: escaped, so that one event is always one line whoever reads it."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _repaired(value: Any) -> Any:
+def repair_unencodable(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate (valid in JSON, not in UTF-8) replaced by
+    U+FFFD, and whether anything was replaced. Containers are copied only then."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        if _SURROGATE.search(value) is None:
+            return value, False
+        return _SURROGATE.sub("\ufffd", value), True
     if isinstance(value, dict):
-        return {_repaired(k): _repaired(v) for k, v in value.items()}
+        changed = False
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            k2, c1 = repair_unencodable(k)
+            v2, c2 = repair_unencodable(v)
+            out[k2] = v2
+            changed = changed or c1 or c2
+        return (out, True) if changed else (value, False)
     if isinstance(value, list | tuple):
-        return [_repaired(v) for v in value]
-    return value
+        items = [repair_unencodable(v) for v in value]
+        if any(c for _, c in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False
 
 
 def storable(event: CanonicalEvent) -> CanonicalEvent:
@@ -724,7 +738,7 @@ def storable(event: CanonicalEvent) -> CanonicalEvent:
     try:
         event.to_json()
     except PydanticSerializationError:
-        data = _repaired(event.model_dump(mode="python"))
+        data, _ = repair_unencodable(event.model_dump(mode="python"))
         data["flags"] = sorted({*data.get("flags", ()), "unencodable_text"})
         event = CanonicalEvent.model_validate(data)
         event.to_json()

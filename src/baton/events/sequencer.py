@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
 from baton.events.model import CanonicalEvent, Payload, storable
+
+RECEIVED_FLAGS: ContextVar[tuple[str, ...]] = ContextVar("baton_received_flags", default=())
+"""Flags of the frame being handled (:attr:`baton.acp.framing.Frame.flags`).
+
+The connection sets it while it dispatches a frame it had to repair; every event
+stamped in that context (and in the tasks it starts, which copy the context) carries
+them. Other tasks never see them.
+"""
 
 
 def format_ts(epoch: float) -> str:
@@ -42,8 +51,12 @@ class Sequencer:
         session_id: str | None = None,
         turn_id: str | None = None,
         raw: Any = None,
+        flags: Sequence[str] = (),
     ) -> CanonicalEvent:
         self.seq += 1
+        received = RECEIVED_FLAGS.get()
+        if received:
+            flags = sorted({*flags, *received})
         return storable(
             CanonicalEvent(
                 type=payload.TYPE,
@@ -54,5 +67,6 @@ class Sequencer:
                 ts=self._ts(),
                 payload=payload,
                 raw=raw,
+                flags=list(flags),
             )
         )
