@@ -98,8 +98,10 @@ class RequestBroker:
         self.wait_timeout = wait_timeout
         """Seconds to wait in the ledger for another process; 0 = nobody to ask."""
         self.notify = notify or NotifyConfig()
-        self._cancelled: set[str] = set()
-        """Requests :meth:`cancel_turn` already announced: their waiter must not again."""
+        self._cancelled_turns: set[str] = set()
+        """Turns :meth:`cancel_turn` cancels here: their requests' ``request.cancelled`` goes
+        with that change, so their waiters must not announce it again. Marked before the
+        ledger write, which wakes the waiters before it returns."""
 
     @property
     def human_available(self) -> bool:
@@ -157,7 +159,7 @@ class RequestBroker:
     ) -> None:
         """Announce a state another writer recorded, unless :meth:`cancel_turn` here did
         (its ``request.cancelled`` went with that change: one event per cancellation)."""
-        if record.state is State.CANCELLED and record.request_id in self._cancelled:
+        if record.state is State.CANCELLED and record.turn_id in self._cancelled_turns:
             return
         await emit(payloads.for_state(record, escalated_by=escalated_by))
 
@@ -246,9 +248,8 @@ class RequestBroker:
 
     async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> list[RequestRecord]:
         """Cancel the turn's open requests (one ``request.cancelled`` each); return them."""
-        records = await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
-        self._cancelled.update(r.request_id for r in records)
-        return records
+        self._cancelled_turns.add(turn_id)
+        return await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
 
 
 __all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]
