@@ -35,6 +35,9 @@ A command is resolved at launch: a bare name on the agent's ``PATH`` (after bato
 tools dir), ``~`` expanded, and a relative path with a ``/`` against the project
 directory. ``mode = ""`` selects no mode (the agent's own; still verified).
 ``agent_approves = true`` runs a mode in which the agent approves itself, flagged.
+
+Length: every ``[profiles.NAME]`` key is parsed and checked here, one rule each, so that
+an unknown or malformed key fails with one message naming it.
 """
 
 from __future__ import annotations
@@ -54,11 +57,23 @@ from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
 
+__all__ = [
+    "CONFIG_NAME",
+    "PROFILE_KEYS",
+    "SECRETS_KEYS",
+    "BatonConfig",
+    "agent_roots_dir",
+    "default_state_dir",
+    "find_project_dir",
+    "load_config",
+    "parse_profile",
+]
+
 CONFIG_NAME = "baton.toml"
 
 _STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin", "package", "version")
 _FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout")
-_KNOWN_KEYS = frozenset(
+PROFILE_KEYS = frozenset(
     {
         *_STR_FIELDS,
         *_FLOAT_FIELDS,
@@ -79,8 +94,13 @@ _KNOWN_KEYS = frozenset(
         "agent_approves",
     }
 )
+"""The keys of a ``[profiles.NAME]`` table."""
+
 _ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
 """Fixed variables that name the agent's model endpoint (for the loopback key rule)."""
+
+SECRETS_KEYS = frozenset({"file"})
+"""The keys of the ``[secrets]`` table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +210,7 @@ def parse_profile(
 ) -> AgentProfile:
     """One ``[profiles.NAME]`` table, validated, optionally extending another profile."""
     where = f"[profiles.{name}]"
-    unknown = sorted(set(section) - _KNOWN_KEYS)
+    unknown = sorted(set(section) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
     base_name = section.get("extends")

@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from baton.agent_tools import (
-    AgentInstallError,
-    RegistryUnreachable,
-    install_agent,
-    installed_agent,
-)
 from baton.providers.catalog import CODEX
 from baton.providers.profile import AgentProfile
+from baton.security.agent_installs import installed_agent
+from baton.security.agent_tools import AgentInstallError, RegistryUnreachable, install_agent
 from baton.security.distribution import verify_before_launch
 from baton.security.pinning import PinMismatch
 from tests.support.agents import AGENTS_DIR, require_agent

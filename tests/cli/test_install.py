@@ -49,7 +49,7 @@ def test_the_wheel_ships_the_schema_and_runs_outside_the_checkout(tmp_path: Path
         assert "baton/events/events.schema.json" in names
         assert archive.read("baton/events/events.schema.json").decode() == render_schema()
         entry = next(n for n in names if n.endswith("entry_points.txt"))
-        assert "baton = baton.cli.app:main" in archive.read(entry).decode()
+        assert "baton = baton.cli.entry:main" in archive.read(entry).decode()
         archive.extractall(tmp_path / "site")
     # The unpacked wheel first on the path, the dependencies from this environment after it.
     deps = [p for p in sys.path if p.endswith("site-packages")]
@@ -62,7 +62,7 @@ def test_the_wheel_ships_the_schema_and_runs_outside_the_checkout(tmp_path: Path
     outside.mkdir()
     installed = (
         "import sys; sys.path[:0] = __import__('os').environ['PYTHONPATH'].split(':'); "
-        "from baton.cli.app import main; main()"
+        "from baton.cli.entry import main; main()"
     )
 
     def baton(*args: str) -> subprocess.CompletedProcess[str]:

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from baton.app.recovery import open_store
 from baton.events.model import CanonicalEvent
 from baton.requests.ledger import Ledger
-from baton.runner.context import open_store
 from baton.web.app import create_app
 from tests.security.corpus import SHAPES, SecretShape, leaks
 from tests.support.project import baton_in

@@ -55,24 +55,19 @@ def profile_for(stub: LLMStub, permission: dict[str, str] | None = None) -> Agen
 
 
 async def open_opencode(harness: Harness, profile: AgentProfile, **kwargs: Any) -> AgentSession:
-    session = await AgentSession.open(
+    broker = kwargs.pop("requests", None) or harness.baton.broker(
+        kwargs.pop("preset", "reads"), wait_timeout=0, notify=False
+    )
+    session = await harness.baton.open_session(
         profile,
+        run=await harness.run(),
+        requests=broker,
         workspace=harness.workspace,
-        emitter=harness.emitter(),
-        requests=kwargs.pop("requests", None) or _broker(harness, kwargs.pop("preset", "reads")),
-        state_dir=harness.tmp / "state",
         environ={"PATH": os.environ["PATH"]},
         **kwargs,
     )
     harness.sessions.append(session)
     return session
-
-
-def _broker(harness: Harness, preset: str) -> Any:
-    from baton.requests.policy import Policy
-    from baton.runner.requests_broker import RequestBroker
-
-    return RequestBroker(harness.ledger, Policy.preset(preset), wait_timeout=0)
 
 
 @pytest.fixture

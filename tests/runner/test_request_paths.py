@@ -14,28 +14,14 @@ import asyncio
 import pytest
 
 from baton.errors import SessionRejected
-from baton.providers.profile import AgentProfile
-from baton.requests.policy import Policy
-from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
-from tests.support.harness import Harness, fake
+from tests.support.harness import Fake, Harness, fake
 from tests.support.wiretap import read_tap, tapped
 
 
-async def _open(harness: Harness, command: list[str], **profile: object) -> AgentSession:
-    session = await AgentSession.open(
-        AgentProfile(
-            name="fake", title="fake", command=tuple(command), family="builtin", **profile
-        ),  # type: ignore[arg-type]
-        workspace=harness.workspace,
-        emitter=harness.emitter(),
-        # Escalated and waiting for a human (nobody answers in these tests).
-        requests=RequestBroker(harness.ledger, Policy.preset("reads"), wait_timeout=600),
-        state_dir=harness.tmp / "state",
-        environ={"PATH": "/usr/bin:/bin"},
-    )
-    harness.sessions.append(session)
-    return session
+async def _open(harness: Harness, command: list[str] | Fake) -> AgentSession:
+    # Escalated and waiting for a human (nobody answers in these tests).
+    return await harness.open(command, preset="reads", wait_timeout=600, family="builtin")
 
 
 async def _wait_for(harness: Harness, event_type: str) -> None:
@@ -48,7 +34,7 @@ async def test_a_turn_timeout_answers_the_pending_request_before_cancelling(
     harness: Harness,
 ) -> None:
     log = harness.tmp / "wire.ndjson"
-    session = await _open(harness, tapped(fake("permission"), log))
+    session = await _open(harness, tapped(fake("permission").argv(), log))
     outcome = await session.prompt("go", timeout=2)
     assert outcome.status == "failed" and "stopped on session/cancel" in (outcome.error or "")
     assert not harness.of("harness.diagnostic") or all(
@@ -81,17 +67,7 @@ async def test_a_session_new_error_is_typed_and_recorded(harness: Harness) -> No
 
 
 async def test_a_permission_seeds_an_unannounced_tool_call(harness: Harness) -> None:
-    session = await AgentSession.open(
-        AgentProfile(
-            name="fake", title="fake", command=tuple(fake("permission-unannounced")), family="x"
-        ),
-        workspace=harness.workspace,
-        emitter=harness.emitter(),
-        requests=RequestBroker(harness.ledger, Policy.preset("all"), wait_timeout=0),
-        state_dir=harness.tmp / "state",
-        environ={"PATH": "/usr/bin:/bin"},
-    )
-    harness.sessions.append(session)
+    session = await harness.open(fake("permission-unannounced"), preset="all")
     outcome = await session.prompt("go")
     started = harness.of("tool.execution.started")
     assert started and started[0].title == "rm -rf build" and started[0].kind == "execute"
@@ -131,15 +107,7 @@ async def test_every_decision_names_its_rule(harness: Harness) -> None:
 
 
 async def test_automatic_decisions_name_their_rule(harness: Harness) -> None:
-    session = await AgentSession.open(
-        AgentProfile(name="fake", title="fake", command=tuple(fake("permission")), family="x"),
-        workspace=harness.workspace,
-        emitter=harness.emitter(),
-        requests=RequestBroker(harness.ledger, Policy.preset("none"), wait_timeout=0),
-        state_dir=harness.tmp / "state",
-        environ={"PATH": "/usr/bin:/bin"},
-    )
-    harness.sessions.append(session)
+    session = await harness.open(fake("permission"), preset="none")
     await session.prompt("go")
     [created] = harness.of("request.created")
     [answered] = harness.of("request.answered")

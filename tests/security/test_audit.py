@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from baton.events.model import ToolExecutionCompleted
+from baton.requests.audit import PermissionAudit
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     PermissionAnswer,
@@ -23,7 +24,6 @@ from baton.requests.model import (
 )
 from baton.requests.policy import Policy
 from baton.requests.states import State
-from baton.security.audit import PermissionAudit
 from tests.support.harness import Harness, fake
 
 WS = "/work/space"
@@ -182,21 +182,8 @@ async def test_a_client_terminal_without_a_decision_is_found(harness: Harness) -
 
 
 async def test_a_strict_policy_cancels_the_turn(harness: Harness) -> None:
-    from baton.providers.profile import AgentProfile
-    from baton.runner.requests_broker import RequestBroker
-    from baton.runner.session import AgentSession
-
     policy = dataclasses.replace(Policy.preset("all"), audit="strict")
-    command = fake("skip-permission", "--linger", "60")
-    session = await AgentSession.open(
-        AgentProfile(name="fake", title="fake", command=tuple(command), family="x"),
-        workspace=harness.workspace,
-        emitter=harness.emitter(),
-        requests=RequestBroker(harness.ledger, policy, wait_timeout=0),
-        state_dir=harness.tmp / "state",
-        environ={"PATH": "/usr/bin:/bin"},
-    )
-    harness.sessions.append(session)
+    session = await harness.open(fake("skip-permission", "--linger", "60"), preset=policy)
     outcome = await session.prompt("go", timeout=30)
     # The agent would linger for a minute: only the strict audit's cancel ends the turn now.
     assert outcome.status == "cancelled" and outcome.unapproved_mutations == 1

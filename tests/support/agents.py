@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from baton.agent_tools import InstalledAgent, installed_agent
 from baton.providers.catalog import CLAUDE, CODEX, QWEN
 from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
+from baton.security.agent_installs import InstalledAgent, installed_agent
 
 __all__ = [
     "AGENTS_DIR",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def project_env(repo: Path) -> dict[str, str]:
@@ -30,3 +32,23 @@ def baton_in(
         text=True,
         timeout=timeout,
     )
+
+
+def git_repo(parent: Path, name: str = "repo") -> Path:
+    """An empty git repository under ``parent`` (a project a user would ``baton init``)."""
+    root = parent / name
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def stock_fcop_validate(root: Path) -> dict[str, Any]:
+    """``fcop validate --json`` of the stock CLI, in its own process (no baton code loaded)."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "fcop"), "validate", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    data: dict[str, Any] = json.loads(done.stdout)["data"]
+    return data

@@ -11,11 +11,11 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from baton.app.recovery import open_store
 from baton.config import load_config
 from baton.coordination.context import init_project, open_context
 from baton.requests.ledger import Ledger
 from baton.requests.states import State
-from baton.runner.context import open_store
 from baton.store.store import Store
 from baton.web.app import create_app
 from tests.web.conftest import BASE_URL

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from baton.acp import jsonrpc
 from baton.acp.framing import DEFAULT_MAX_LINE_BYTES, Frame, FrameError, LineDecoder, encode_message
 from baton.acp.jsonrpc import JsonRpcId, Notification, Request, Response, RpcError
+from baton.acp.transport import ByteReader, ByteWriter
 from baton.errors import AgentExited, AgentTimeout, RemoteCallError, RemoteProtocolError
 
 READ_CHUNK = 256 * 1024
@@ -61,8 +62,8 @@ class JsonRpcConnection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: ByteReader,
+        writer: ByteWriter,
         handler: InboundHandler,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -158,17 +159,28 @@ class JsonRpcConnection:
         kind = jsonrpc.classify(message)
         if isinstance(kind, Notification):
             await self._handler.on_notification(kind.method, kind.params)
-        elif isinstance(kind, Response):
+        elif isinstance(kind, Response) and kind.id is not None:
             self._resolve(kind)
+        elif isinstance(kind, Response):
+            error = kind.error or {}
+            await self._handler.on_protocol_error(
+                jsonrpc.Invalid(
+                    "the agent answered a request it could not read: "
+                    f"{error.get('message', '')} (code {error.get('code')})",
+                    response=True,
+                )
+            )
         elif isinstance(kind, Request):
             self._start_request(kind)
         else:
             await self._handler.on_protocol_error(kind)
-            if kind.id is not None:
+            if kind.response:
+                self._fail(kind)
+            elif kind.id is not None:
                 await self._answer_error(kind.id, jsonrpc.INVALID_REQUEST, kind.reason)
 
     def _resolve(self, response: Response) -> None:
-        entry = self._pending.get(response.id)
+        entry = self._pending.get(response.id) if response.id is not None else None
         if entry is None:
             return  # late answer to a request we stopped waiting for
         method, future = entry
@@ -183,6 +195,15 @@ class JsonRpcConnection:
             )
         else:
             future.set_result(response.result)
+
+    def _fail(self, invalid: jsonrpc.Invalid) -> None:
+        """A malformed answer to one of our requests fails that request (the agent's fault)."""
+        entry = self._pending.get(invalid.id) if invalid.id is not None else None
+        if entry is not None and not entry[1].done():
+            method, future = entry
+            future.set_exception(
+                RemoteProtocolError(f"{method}: the agent's answer is malformed: {invalid.reason}")
+            )
 
     def _start_request(self, request: Request) -> None:
         try:

@@ -15,6 +15,17 @@ from typing import Any, Literal
 
 from baton.events.model import repair_unencodable
 
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "PREVIEW_BYTES",
+    "Frame",
+    "FrameError",
+    "FrameErrorKind",
+    "LineDecoder",
+    "decode_line",
+    "encode_message",
+]
+
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """Largest accepted line. ACP frames carry whole files and diffs; 16 MiB covers
 real agents while keeping a hostile or broken agent from exhausting memory."""

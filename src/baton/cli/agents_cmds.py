@@ -4,10 +4,10 @@
   baton's tools dir or ``PATH``), its pin state, the approval mode baton selects, and
   whether credentials are bound (a bound credential, or a login made with ``agents login``).
 * ``baton agents install NAME…`` installs the exact npm package of a built-in profile into
-  baton's tools dir and pins the installed tree (:mod:`baton.agent_tools`).
+  baton's tools dir and pins the installed tree (:mod:`baton.security.agent_tools`).
 * ``baton agents login NAME`` runs the agent's own login (ACP terminal authentication)
   inside the profile's login root, which later launches of the profile use as their
-  private root (:mod:`baton.agent_login`).
+  private root (:mod:`baton.runner.agent_login`).
 
 Errors go through the CLI's one translation (``Type: message``, exit code by type).
 """
@@ -25,13 +25,6 @@ from rich.console import Console
 from rich.table import Table
 
 import baton
-from baton.agent_tools import (
-    RegistryUnreachable,
-    install_agent,
-    installed_agent,
-    node_version,
-    tools_dir,
-)
 from baton.cli.project import ProjectOption, any_config
 from baton.cli.render import safe
 from baton.cli.shared import (
@@ -48,6 +41,8 @@ from baton.cli.shared import (
 from baton.config import BatonConfig
 from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
+from baton.security.agent_installs import installed_agent, tools_dir
+from baton.security.agent_tools import RegistryUnreachable, install_agent, node_version
 from baton.security.distribution import locate_install, pin_status
 from baton.security.launch_env import plan_launch
 
@@ -70,7 +65,7 @@ def _say(console: Console, text: str) -> None:
 
 def _credentials(config: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]) -> str:
     """``env:NAME``/``file:NAME`` for bound credentials that resolve, ``login`` for a login."""
-    from baton.agent_login import login_record
+    from baton.runner.agent_login import login_record
 
     parts: list[str] = []
     if profile.credentials:
@@ -229,7 +224,8 @@ def login(
     import asyncio
     import subprocess
 
-    from baton.agent_login import (
+    from baton.errors import AgentError
+    from baton.runner.agent_login import (
         auth_methods,
         authenticate,
         choose_method,
@@ -237,7 +233,6 @@ def login(
         record_login,
         terminal_login_argv,
     )
-    from baton.errors import AgentError
     from baton.security.distribution import verify_before_launch
     from baton.security.launch_env import prepare_launch
 

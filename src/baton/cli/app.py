@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from baton import __version__
+from baton.cli.entry import version_line
 from baton.cli.project import ProjectOption, set_global_project
 from baton.cli.shared import (
     EXIT_FAILED,
@@ -50,7 +50,7 @@ app = BatonTyper(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"baton {__version__}")
+        typer.echo(version_line())
         raise typer.Exit(EXIT_OK)
 
 

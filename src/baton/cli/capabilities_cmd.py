@@ -25,6 +25,12 @@ from baton.providers.capabilities import (
     render_text,
 )
 
+__all__ = [
+    "EXIT_USAGE",
+    "app",
+    "capabilities",
+]
+
 app = command_app(help="What baton supports, per provider.", add_completion=False)
 
 EXIT_USAGE = 2

@@ -13,6 +13,7 @@ text and go through :func:`~baton.security.display.terminal_safe`.
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,11 +21,14 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from baton.app import Baton
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.config import load_config
 from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
+from baton.coordination.intake.board import open_tasks
+from baton.coordination.intake.screen import unsafe_line
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
@@ -119,6 +123,11 @@ def task_new(
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
+    if unsafe_line(subject):
+        raise CommandError(
+            "the subject must be one line of printable text "
+            "(no control, bidi or line-break characters)"
+        )
     if body_file is None:
         body = subject
     elif str(body_file) == "-":
@@ -161,7 +170,7 @@ def task_list(
     ctx = coordination(project)
     state = _records(ctx)
     stages = STAGES if all_stages else ("inbox", "active", "review")
-    rows = [_task_row(t, state) for stage in stages for t in ctx.port.list_stage(stage)]
+    rows = [_task_row(t, state) for t in open_tasks(ctx.port, stages).tasks]  # screened first
     if as_json:
         print_ndjson(rows)
         return
@@ -261,8 +270,9 @@ def task_show(
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
 
 
-def _open_store(ctx: CoordinationContext) -> Store:
-    return Store.open(load_config(ctx.project_dir).db_path)
+def _open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
+    """The project's store for reading (the composition root's reading view)."""
+    return Baton.reading(config=load_config(ctx.project_dir))
 
 
 def _records(ctx: CoordinationContext) -> dict[str, TaskRecord]:
@@ -311,6 +321,7 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "attention": data["attention"],
         "interrupted": data["interrupted"],
         "refusals": data["refusals"],
+        "unsafe_files": data["unsafe_files"],
     }
 
 
@@ -376,6 +387,11 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
     for r in data["refusals"]:
         console.print(
             f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} \\[{_s(r['issue_id'])}]"
+        )
+    for u in data["unsafe_files"]:
+        console.print(
+            f"unsafe file {_s(u['path'])}: {_s(u['reason'])} ({_s(u['detail'])}); not read, "
+            "`baton up` quarantines it"
         )
     if data["pending_reviews"] or data["questions"] or data["attention"]:
         console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)

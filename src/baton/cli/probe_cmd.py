@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import safe
 from baton.cli.shared import (
@@ -22,15 +22,9 @@ from baton.cli.shared import (
     progress,
     say_error,
 )
-from baton.cli.wiring import new_run_id, open_store, start_run
 from baton.config import BatonConfig
 from baton.errors import BatonError
-from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger
-from baton.requests.policy import Policy
-from baton.runner.emitter import EventEmitter
-from baton.runner.requests_broker import RequestBroker
 
 __all__ = ["app"]
 
@@ -65,59 +59,37 @@ def probe(
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
-    store = open_store(config)
-    ledger = Ledger(store)
-    run_id = new_run_id()
-    emitter = start_run(store, run_id, kind="probe", agent=profile.name, cwd=workspace)
     out: dict[str, Any] = {"agent": profile.name}
-    try:
-        return await _probe_session(config, profile, workspace, emitter, ledger, out)
-    finally:
-        await emitter.flush()
-        store.finish_run(
-            run_id, "failed" if out.get("session_error") else "completed", format_ts(time.time())
-        )
-        await ledger.aclose()
-        store.close()
-
-
-async def _probe_session(
-    config: BatonConfig,
-    profile: AgentProfile,
-    workspace: Path,
-    emitter: EventEmitter,
-    ledger: Ledger,
-    out: dict[str, Any],
-) -> dict[str, Any]:
-    from baton.runner.session import AgentSession
-
-    try:
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
-        )
-    except BatonError as exc:
-        # Any refusal (security, configuration, the agent's own error) is a failed probe:
-        # printed, non-zero with the shared exit code, never stored as completed.
-        out["session_error"] = str(exc)
-        out["error_type"] = type(exc).__name__
-        out["_exit"] = exit_for(exc)
-        auth = getattr(exc, "auth_methods", ())
-        if auth:
-            out["auth_methods"] = list(auth)
-        return out
-    try:
-        init = session.initialize_result
-        if init is not None:
-            out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
-        out["session"] = {
-            k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
-        }
-        out["session_error"] = None
-    finally:
-        await session.close("probe finished")
+    async with (
+        Baton.open(workspace, config=config, recover=False) as baton,
+        baton.run(kind="probe", agent=profile.name, cwd=workspace) as run,
+    ):
+        try:
+            session = await baton.open_session(
+                profile,
+                run=run,
+                requests=baton.broker("none", wait_timeout=0, notify=False),
+                workspace=workspace,
+            )
+        except BatonError as exc:
+            # Any refusal (security, configuration, the agent's own error) is a failed probe:
+            # printed, non-zero with the shared exit code, never stored as completed.
+            out["session_error"] = str(exc)
+            out["error_type"] = type(exc).__name__
+            out["_exit"] = exit_for(exc)
+            auth = getattr(exc, "auth_methods", ())
+            if auth:
+                out["auth_methods"] = list(auth)
+            return out
+        try:
+            init = session.initialize_result
+            if init is not None:
+                out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            out["session"] = {
+                k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
+            }
+            out["session_error"] = None
+            run.status = "completed"
+        finally:
+            await session.close("probe finished")
     return out

@@ -55,6 +55,12 @@ from baton.security.display import terminal_safe
 
 __all__ = ["HumanRenderer", "NdjsonRenderer", "RequestHint", "Tally", "safe"]
 
+__all__ = [
+    "HumanRenderer",
+    "NdjsonRenderer",
+    "safe",
+]
+
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
 _FAILED_STEP_MARK = "✘"

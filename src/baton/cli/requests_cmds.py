@@ -67,17 +67,11 @@ def _db_path(db: Path | None, project: Path | None) -> Path:
 def _with_ledger(db: Path, fn: Callable[[Ledger], Awaitable[T]]) -> T:
     """Open the ledger over the store; first, runs whose process died expire their
     open requests, so the inbox never shows a request nobody can deliver."""
-    from baton.runner.context import open_store, recover_interrupted
+    from baton.app import Baton
 
     async def main() -> T:
-        store = open_store(db)
-        ledger = Ledger(store)
-        try:
-            await recover_interrupted(store, ledger)
-            return await fn(ledger)
-        finally:
-            await ledger.aclose()
-            store.close()
+        async with Baton.open(db_path=db) as baton:
+            return await fn(baton.ledger)
 
     return asyncio.run(main())
 

@@ -15,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from baton.aiotasks import cancel_and_wait
+from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import HumanRenderer
 from baton.cli.shared import (
@@ -36,12 +38,10 @@ from baton.cli.shared import (
     say_error,
 )
 from baton.cli.signals import Interrupts, describe_signal
-from baton.cli.wiring import new_run_id, notify_config, open_store, start_run
 from baton.config import BatonConfig
 from baton.errors import BatonError
-from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     Answer,
     PermissionAnswer,
@@ -52,9 +52,9 @@ from baton.requests.model import (
 from baton.requests.policy import AuditMode, Policy
 from baton.requests.render import answer_hint
 from baton.requests.render import render as render_request
-from baton.runner.context import recover_interrupted
-from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.runner.requests_broker import HumanChannel
 from baton.security.display import terminal_safe
+from baton.store.records import RunStatus
 
 if TYPE_CHECKING:
     from baton.runner.session import AgentSession, TurnOutcome
@@ -169,11 +169,8 @@ async def _run_turn(
     audit: AuditMode = "record",
 ) -> int:
     from baton.cli.web_cmd import running_dashboard
-    from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession
+    from baton.runner.session import CANCEL_GRACE_SECONDS
 
-    store = open_store(config)
-    ledger = Ledger(store)
-    await recover_interrupted(store, ledger)
     headless: HeadlessHint | None = None
     terminal: HumanChannel | None = None
     if interactive:
@@ -181,20 +178,10 @@ async def _run_turn(
     elif wait_timeout > 0:
         headless = HeadlessHint(wait_timeout, lambda: running_dashboard(config.state_dir))
         terminal = headless
-    broker = RequestBroker(
-        ledger,
-        dataclasses.replace(Policy.preset(preset), audit=audit),
-        terminal=terminal,
-        wait_timeout=wait_timeout,
-        notify=notify_config(config),
-    )
-    run_id = new_run_id()
     view = renderer(json_output)
     if isinstance(terminal, TerminalAsker) and isinstance(view, HumanRenderer):
         terminal.pause = view.paused
-    emitter = start_run(store, run_id, kind="run", agent=profile.name, cwd=workspace)
-    emitter.listeners.append(view)
-    status = "failed"
+    status: RunStatus = "failed"
     code = EXIT_FAILED
     session: AgentSession | None = None
     loop = asyncio.get_running_loop()
@@ -229,57 +216,55 @@ async def _run_turn(
             await asyncio.sleep(remind_every)
             headless.remind(view.tally.waiting)
 
-    reminder = loop.create_task(remind()) if headless is not None else None
-    with Interrupts(on_first, on_again) as interrupts:
-        try:
-            with progress(f"starting {profile.name}…", spinner=False):
-                session = await AgentSession.open(
-                    profile,
-                    workspace=workspace,
-                    emitter=emitter,
-                    requests=broker,
-                    state_dir=config.state_dir,
-                    secrets_file=config.secrets_file,
-                )
-            if interrupts.first is not None:
-                status = "cancelled"
-            else:
-                outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
-                status = outcome.status
-                if outcome.status == "completed":
-                    code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
-                    if code == EXIT_OK and not view.tally.clean:
-                        code = EXIT_STEPS
-                elif outcome.status == "cancelled":
-                    code = EXIT_CANCELLED
-                else:
-                    code = EXIT_FAILED
-                if outcome.unapproved_mutations:
-                    # A mutation no recorded decision allowed: the run failed a security check.
-                    code = EXIT_SECURITY
-                    err.print(
-                        f"baton: {outcome.unapproved_mutations} mutation(s) without a recorded "
-                        "decision (security.unapproved_mutation); exit 4",
-                        style="red",
-                        markup=False,
-                    )
-        except BatonError as exc:
-            code = exit_for(exc)
-            if not json_output:
-                view.close()
-                say_error(*describe(exc))  # stderr carries the error even when the view showed it
-        finally:
-            if reminder is not None:
-                reminder.cancel()
-            if grace_handle is not None:
-                grace_handle.cancel()
-            if session is not None:
-                await session.close()
-            await emitter.flush()
-            store.finish_run(run_id, status, format_ts(time.time()))
-            view.close()
-            await ledger.aclose()
-            store.close()
+    async with Baton.open(workspace, config=config) as baton:
+        policy = dataclasses.replace(Policy.preset(preset), audit=audit)
+        broker = baton.broker(policy, terminal=terminal, wait_timeout=wait_timeout)
+        async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
+            run_id = run.run_id
+            run.listen(view)
+            reminder = loop.create_task(remind()) if headless is not None else None
+            with Interrupts(on_first, on_again) as interrupts:
+                try:
+                    with progress(f"starting {profile.name}…", spinner=False):
+                        session = await baton.open_session(
+                            profile, run=run, requests=broker, workspace=workspace
+                        )
+                    if interrupts.first is not None:
+                        status = "cancelled"
+                    else:
+                        outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
+                        status = outcome.status
+                        if outcome.status == "completed":
+                            code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
+                            if code == EXIT_OK and not view.tally.clean:
+                                code = EXIT_STEPS
+                        elif outcome.status == "cancelled":
+                            code = EXIT_CANCELLED
+                        else:
+                            code = EXIT_FAILED
+                        if outcome.unapproved_mutations:
+                            # A mutation no recorded decision allowed: a failed security check.
+                            code = EXIT_SECURITY
+                            err.print(
+                                f"baton: {outcome.unapproved_mutations} mutation(s) without a "
+                                "recorded decision (security.unapproved_mutation); exit 4",
+                                style="red",
+                                markup=False,
+                            )
+                except BatonError as exc:
+                    code = exit_for(exc)
+                    if not json_output:
+                        view.close()
+                        # stderr carries the error even when the view showed it
+                        say_error(*describe(exc))
+                finally:
+                    run.status = status
+                    await cancel_and_wait([reminder])
+                    if grace_handle is not None:
+                        grace_handle.cancel()
+                    if session is not None:
+                        await session.close()
+    view.close()
     if interrupts.exit_code is not None and status != "completed":
         code = interrupts.exit_code
     if not json_output:

@@ -8,10 +8,10 @@ from typing import Annotated, Any, Final
 import typer
 from rich.table import Table
 
+from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.render import HumanRenderer, safe
 from baton.cli.shared import CommandError, command_app, out, print_ndjson
-from baton.cli.wiring import open_store
 from baton.events.model import CanonicalEvent
 from baton.store.records import RunRecord
 from baton.store.store import Store
@@ -93,11 +93,8 @@ def runs(
     config = project_config(project)
     records: list[RunRecord] = []
     if config.db_path.exists():
-        store = open_store(config)
-        try:
+        with Baton.reading(config=config) as store:
             records = store.list_runs(limit)
-        finally:
-            store.close()
     if json_output:
         print_ndjson(run_data(r) for r in records)
         return
@@ -138,8 +135,7 @@ def log(
     config = project_config(project)
     if not config.db_path.exists():
         raise CommandError(f"no run {run_id!r} in this project", hint="`baton runs` lists them")
-    store = open_store(config)
-    try:
+    with Baton.reading(config=config) as store:
         run = resolve_run(store, run_id)
         view = None if json_output else HumanRenderer(live=False, labeler=_labeler(store, run))
         last = 0
@@ -161,8 +157,6 @@ def log(
             time.sleep(FOLLOW_POLL_SECONDS)
         if view is not None:
             view.close()
-    finally:
-        store.close()
 
 
 def _labeler(store: Store, run: RunRecord) -> RoleLabels | None:

@@ -20,27 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from baton.fsutil import atomic_write
+from baton.procgroup import process_alive
 
-__all__ = ["announce", "find", "pid_alive", "request_stop", "stop_requested"]
+__all__ = ["announce", "find", "request_stop", "stop_requested"]
 
 
 def _path(state_dir: Path, name: str) -> Path:
     return state_dir / "services" / f"{name}.json"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (and is not a zombie we could reap)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def find(state_dir: Path, name: str) -> dict[str, Any] | None:
@@ -52,7 +38,7 @@ def find(state_dir: Path, name: str) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         return None
     pid = data.get("pid")
-    if not isinstance(pid, int) or pid <= 0 or not pid_alive(pid):
+    if not isinstance(pid, int) or pid <= 0 or not process_alive(pid):
         return None
     return {str(k): v for k, v in data.items()}
 

@@ -13,7 +13,6 @@ project); 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import select
 import signal
@@ -23,10 +22,12 @@ from typing import Annotated, Any, Final
 
 import typer
 
+from baton.aiotasks import cancel_and_wait
+from baton.app import Baton, new_run_id
 from baton.cli.project import ProjectOption, coordination, project_config
 from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.cli.runs_cmds import RoleLabels
-from baton.cli.services import announce, find, pid_alive, request_stop, stop_requested
+from baton.cli.services import announce, find, request_stop, stop_requested
 from baton.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
@@ -38,11 +39,7 @@ from baton.cli.shared import (
     progress,
 )
 from baton.cli.signals import Interrupts, describe_signal
-from baton.cli.wiring import new_run_id, open_store, start_run
-from baton.config import load_config
-from baton.events.sequencer import format_ts
-from baton.requests.ledger import Ledger
-from baton.runner.context import recover_interrupted
+from baton.procgroup import process_alive
 
 __all__ = ["app"]
 
@@ -105,51 +102,20 @@ async def _up(
 ) -> int:
     from baton.team.contract import RoleSession, RoleSessionFactory
     from baton.team.loop import DaemonBusy, TeamLoop
-    from baton.team.service import run_team
 
     ctx = coordination(project)
-    config = load_config(ctx.project_dir)
-    store = open_store(config)
-    ledger = Ledger(store)
-    await recover_interrupted(store, ledger)
     run_id = new_run_id()
-    emitter = start_run(store, run_id, kind="up", agent="team", cwd=ctx.project_dir)
     roles = list(ctx.team.roles)
-    labels = RoleLabels(store)
-    view: HumanRenderer | NdjsonRenderer = (
-        NdjsonRenderer()
-        if json_output
-        else HumanRenderer(labeler=labels, label_width=max(map(len, roles)))
-    )
-    emitter.listeners.append(view)
-
-    def with_progress(open_role: RoleSessionFactory) -> RoleSessionFactory:
-        async def factory(spec: Any, binding: Any) -> RoleSession:
-            """A role session, with a progress line when starting it takes a while."""
-            with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-                return await open_role(spec, binding)
-
-        return factory
-
+    say = err if json_output else out()
     team_loop: TeamLoop | None = None
     stop_asked: list[str] = []
+    asked_down = False
 
     def bind(created: TeamLoop) -> None:
         nonlocal team_loop
         team_loop = created
         if stop_asked:
             created.stop(stop_asked[0])
-
-    say = err if json_output else out()
-    say.print(
-        f"baton up · watching {plural(len(roles), 'role')} ({', '.join(roles)}) in "
-        f"{ctx.project_dir} · "
-        + ("until every task is settled or waits for you" if until_idle else "")
-        + ("" if until_idle else "stop with Ctrl-C or `baton down`"),
-        markup=False,
-        style="bold",
-    )
-    asked_down = False
 
     def stop(signum: int) -> None:
         nonlocal asked_down
@@ -160,58 +126,82 @@ async def _up(
         if team_loop is not None:
             team_loop.stop(f"stopped by {why}")
 
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(heartbeat / 4)
-            idle = time.monotonic() - view.tally.last_event
-            if idle >= heartbeat:
-                waiting = len(view.tally.waiting)
-                line = f"· idle {int(idle // 60)}m · watching {plural(len(roles), 'role')}"
-                if waiting:
-                    line += f" · {plural(waiting, 'request')} waiting for you (`baton inbox`)"
-                say.print(line, style="dim", markup=False)
-                view.tally.last_event = time.monotonic()
+    def with_progress(open_role: RoleSessionFactory) -> RoleSessionFactory:
+        async def factory(spec: Any, binding: Any) -> RoleSession:
+            """A role session, with a progress line when starting it takes a while."""
+            with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
+                return await open_role(spec, binding)
 
-    status = "failed"
+        return factory
+
     summary = None
-    beater = asyncio.get_running_loop().create_task(beat())
-    dashboard = None
-    with announce(ctx.state_dir, SERVICE, run_id=run_id), Interrupts(stop) as signals:
-        try:
-            if serve_port is not None:
-                from baton.web.server import DashboardServer
+    view: HumanRenderer | NdjsonRenderer | None = None
+    try:
+        async with (
+            Baton.open(ctx.project_dir) as baton,
+            baton.run(kind="up", agent="team", cwd=ctx.project_dir, run_id=run_id) as run,
+        ):
+            view = (
+                NdjsonRenderer()
+                if json_output
+                else HumanRenderer(
+                    labeler=RoleLabels(baton.store), label_width=max(map(len, roles))
+                )
+            )
+            run.listen(view)
+            tally = view.tally
+            say.print(
+                f"baton up · watching {plural(len(roles), 'role')} ({', '.join(roles)}) in "
+                f"{ctx.project_dir} · "
+                + ("until every task is settled or waits for you" if until_idle else "")
+                + ("" if until_idle else "stop with Ctrl-C or `baton down`"),
+                markup=False,
+                style="bold",
+            )
 
-                dashboard = DashboardServer(
-                    store, ledger, port=serve_port, project_dir=ctx.project_dir
-                )
-                await dashboard.start()
-                err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
-                err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
-            try:
-                summary = await run_team(
-                    ctx,
-                    config,
-                    store=store,
-                    ledger=ledger,
-                    emitter=emitter,
-                    until_idle=until_idle,
-                    on_loop=bind,
-                    decorate=with_progress,
-                )
-            except DaemonBusy as exc:
-                raise CommandError(str(exc), hint="stop it with `baton down`") from exc
-            status = "interrupted" if summary.stopped and not asked_down else "completed"
-        finally:
-            beater.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beater
-            if dashboard is not None:
-                await dashboard.stop()
-            await emitter.flush()
-            store.finish_run(run_id, status, format_ts(time.time()))
+            async def beat() -> None:
+                while True:
+                    await asyncio.sleep(heartbeat / 4)
+                    idle = time.monotonic() - tally.last_event
+                    if idle >= heartbeat:
+                        waiting = len(tally.waiting)
+                        line = f"· idle {int(idle // 60)}m · watching {plural(len(roles), 'role')}"
+                        if waiting:
+                            line += (
+                                f" · {plural(waiting, 'request')} waiting for you (`baton inbox`)"
+                            )
+                        say.print(line, style="dim", markup=False)
+                        tally.last_event = time.monotonic()
+
+            beater = asyncio.get_running_loop().create_task(beat())
+            dashboard = None
+            with announce(ctx.state_dir, SERVICE, run_id=run_id), Interrupts(stop) as signals:
+                try:
+                    if serve_port is not None:
+                        from baton.web.server import DashboardServer
+
+                        dashboard = DashboardServer(
+                            baton.store, baton.ledger, port=serve_port, project_dir=ctx.project_dir
+                        )
+                        await dashboard.start()
+                        err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
+                        err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
+                    try:
+                        summary = await baton.run_team(
+                            run, ctx, until_idle=until_idle, on_loop=bind, decorate=with_progress
+                        )
+                    except DaemonBusy as exc:
+                        raise CommandError(str(exc), hint="stop it with `baton down`") from exc
+                    run.status = (
+                        "interrupted" if summary.stopped and not asked_down else "completed"
+                    )
+                finally:
+                    await cancel_and_wait([beater])
+                    if dashboard is not None:
+                        await dashboard.stop()
+    finally:
+        if view is not None:
             view.close()
-            await ledger.aclose()
-            store.close()
     assert summary is not None
     say.print(
         f"baton up · done {len(summary.done)} · waiting for you {len(summary.waiting_human)}"
@@ -271,8 +261,8 @@ def _wait_exit(pid: int, timeout: float) -> bool:
             poller.poll(timeout * 1000)
         finally:
             os.close(fd)
-        return not pid_alive(pid)
+        return not process_alive(pid)
     deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not pid_alive(pid)
+    return not process_alive(pid)

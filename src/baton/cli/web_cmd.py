@@ -41,34 +41,33 @@ def running_dashboard(state_dir: Path) -> str | None:
 
 
 async def _serve(project: Path | None, host: str, port: int, no_token: bool) -> int:
+    from baton.app import Baton
     from baton.cli.services import announce
-    from baton.requests.ledger import Ledger
-    from baton.runner.context import open_store, recover_interrupted
-    from baton.web.server import DashboardServer
 
     config = project_config(project)
-    store = open_store(config.db_path)
-    ledger = Ledger(store)
-    server = DashboardServer(
-        store, ledger, host=host, port=port, project_dir=config.project_dir, no_token=no_token
-    )
-    try:
-        # Requests of runs whose process died become expired first, so the
-        # dashboard never offers to answer a request nobody can deliver.
-        await recover_interrupted(store, ledger)
-        await server.start()
-        stopped = asyncio.Event()
-        with (
-            announce(config.state_dir, "serve", url=f"{server.base_url}/"),
-            Interrupts(lambda _: stopped.set()) as signals,
-        ):
-            await _announce_urls(server, no_token)
-            await _until_stopped(server, stopped)
-        return signals.exit_code or EXIT_OK
-    finally:
-        await server.stop()
-        await ledger.aclose()
-        store.close()
+    # Opening the root expires the requests of runs whose process died first, so the
+    # dashboard never offers to answer a request nobody can deliver.
+    async with Baton.open(config=config) as baton:
+        server = DashboardServer(
+            baton.store,
+            baton.ledger,
+            host=host,
+            port=port,
+            project_dir=config.project_dir,
+            no_token=no_token,
+        )
+        try:
+            await server.start()
+            stopped = asyncio.Event()
+            with (
+                announce(config.state_dir, "serve", url=f"{server.base_url}/"),
+                Interrupts(lambda _: stopped.set()) as signals,
+            ):
+                await _announce_urls(server, no_token)
+                await _until_stopped(server, stopped)
+            return signals.exit_code or EXIT_OK
+        finally:
+            await server.stop()
 
 
 async def _until_stopped(server: DashboardServer, stopped: asyncio.Event) -> None:
@@ -91,20 +90,17 @@ async def _announce_urls(server: DashboardServer, no_token: bool) -> None:
 
 
 async def _admin(project: Path | None, *, logout_all: bool, login_code: bool) -> None:
-    from baton.runner.context import open_store
+    from baton.app import Baton
     from baton.store.web_sessions import revoke_all
     from baton.web.sessions import SessionAuth
 
-    store = open_store(project_config(project).db_path)
-    try:
+    async with Baton.open(config=project_config(project), recover=False) as baton:
         if logout_all:
-            ended = await revoke_all(store)
+            ended = await revoke_all(baton.store)
             typer.echo(f"ended {ended} browser session(s); open pages must log in again")
         if login_code:
-            code = await SessionAuth(store).issue_code()
+            code = await SessionAuth(baton.store).issue_code()
             typer.echo(f"login code: {code} (valid once, for ten minutes: open /login)")
-    finally:
-        await store.aclose()
 
 
 @app.command()

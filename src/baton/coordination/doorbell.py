@@ -26,6 +26,17 @@ commit, so one bad file makes every T1 fail with ``INVALID_ENVELOPE``;
 ``find_consumptions`` validates every TASK, so T4–T7 fail too). A valid TASK
 for an unknown recipient is left where it is (it harms nothing) with one ISSUE.
 
+Before Core parses anything, the file goes through intake
+(:mod:`baton.coordination.intake`): it is read only once *stable* (proven complete
+by Core's create fact, or unchanged for the settle window), and screened in a
+killable subprocess (size, UTF-8, complete front matter, YAML depth/anchor/alias
+and expansion limits, display-safe subject and routing fields). A file that is
+invalid while it may still be changing (a two-chunk write) is looked at again
+later, not quarantined; one that never stops changing is refused as ``unstable``.
+Every refusal is a :class:`TaskRefused` (the daemon stores it as a
+``security.payload_rejected`` event, see :func:`refusal_payload`), an FCoP ISSUE,
+and, for files Core cannot read, a quarantine with a ``.reason.json`` beside it.
+
 Start-up order matters: the watcher is armed first, then the inbox is drained
 (a directory listing), so a TASK landing during the drain is seen by one or
 the other; duplicates are dropped by id.
@@ -40,7 +51,6 @@ import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +63,21 @@ from baton.coordination.errors import (
     WorkspaceError,
 )
 from baton.coordination.fcop_port import TASK_FILE_RE, FcopPort, InboxEntry
+from baton.coordination.intake.limits import IntakeLimits
+from baton.coordination.intake.quarantine import quarantine
+from baton.coordination.intake.screen import Refused, ScreenReason
+from baton.coordination.intake.stability import (
+    FileFacts,
+    Settling,
+    Stable,
+    Unstable,
+    assess,
+    recheck_delay,
+)
+from baton.coordination.intake.sweep import Finding
+from baton.coordination.intake.worker import ParseWorker, Proof
+from baton.events.model import SecurityPayloadRejected
+from baton.security.display import neutralize_terminal
 
 __all__ = [
     "Doorbell",
@@ -60,26 +85,27 @@ __all__ = [
     "RefusalReason",
     "TaskArrived",
     "TaskRefused",
+    "refusal_payload",
 ]
 
 log = logging.getLogger("baton.coordination.doorbell")
 
 RefusalReason = Literal[
-    "symlink",
-    "not_a_file",
+    ScreenReason,
     "bad_name",
-    "too_large",
     "invalid_envelope",
     "invalid_relation",
     "unknown_recipient",
     "state_ambiguous",
-    "unreadable",
     "doorbell_error",
 ]
-_QUARANTINED: frozenset[str] = frozenset(
-    {"symlink", "not_a_file", "bad_name", "too_large", "invalid_envelope"}
+_IN_PLACE: frozenset[str] = frozenset(
+    {"invalid_relation", "unknown_recipient", "state_ambiguous", "unreadable", "doorbell_error"}
 )
-"""Entries that break Core's workspace scans; everything else stays where it is."""
+"""Refusals that leave the file where it is (it harms nothing, or may heal);
+every other reason means Core cannot read the file safely: it is quarantined."""
+_FINAL: frozenset[str] = frozenset({"parse_timeout", "parse_memory", "parse_crashed"})
+"""Worker failures are final even for a file still settling (re-trying a bomb is a DoS)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +146,36 @@ class TaskRefused:
 DoorbellEvent = TaskArrived | TaskRefused
 
 
+def refusal_payload(event: TaskRefused) -> SecurityPayloadRejected:
+    """The stored event for a refusal (``security.payload_rejected``, control ``fcop_intake``)."""
+    where = (
+        f"; quarantined to {event.quarantined_to}" if event.quarantined_to else "; left in place"
+    )
+    issue = f"; {event.issue_id}" if event.issue_id else ""
+    return SecurityPayloadRejected(
+        control="fcop_intake",
+        subject=neutralize_terminal(event.name),
+        reason=f"{event.reason}: {neutralize_terminal(event.message)}{where}{issue}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Later:
+    """Not yet readable: look again in ``after`` seconds."""
+
+    after: float
+
+
+@dataclass(slots=True)
+class _Settle:
+    first: tuple[FileFacts, float]
+    source: Literal["drain", "watch", "rescan"] = "watch"
+    """How the file was first noticed (a re-check reports that, not itself)."""
+    detected: float = 0.0
+    attempts: int = 0
+    timer: asyncio.TimerHandle | None = None
+
+
 class Doorbell:
     """Watch the inbox, read arrivals through Core, route them, emit events."""
 
@@ -137,19 +193,31 @@ class Doorbell:
         step_ms: int = 5,
         debounce_ms: int = 10,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        limits: IntakeLimits | None = None,
+        worker: ParseWorker | None = None,
     ) -> None:
         self.port = port
         self.route = route
         self.queue = queue
         self.human = human
         self.issue_sender = issue_sender
-        self.max_task_bytes = max_task_bytes
+        self.limits = limits or IntakeLimits(max_file_bytes=max_task_bytes)
+        self.max_task_bytes = self.limits.max_file_bytes
         self.quarantine_dir = quarantine_dir
         self.step_ms = step_ms
         self.debounce_ms = debounce_ms
         self.clock = clock
+        self.wall_clock = wall_clock
+        self.worker = worker or ParseWorker(self.limits)
+        self._own_worker = worker is None
         self.ready = asyncio.Event()
         """Set once the watcher is armed and the initial drain is done."""
+        self.settled = asyncio.Event()
+        """Set while no inbox file is waiting to become stable."""
+        self.settled.set()
+        self._settling: dict[str, _Settle] = {}
+        self._rechecks: set[asyncio.Task[None]] = set()
         self._emitted: set[str] = set()
         self._refused: dict[str, str | None] = dict(refused or {})
         """Entry names refused in place (said once); the team loop persists the unknown
@@ -164,10 +232,23 @@ class Doorbell:
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
         """Arm the watcher, drain the inbox, then ring on every arrival until stopped."""
-        import watchfiles
 
         inbox = self.port.stage_dir("inbox")
         stop = stop_event or asyncio.Event()
+        try:
+            await asyncio.to_thread(self.worker.start)
+        except OSError:
+            log.exception("the intake parse worker did not start; each read will retry")
+        try:
+            await self._watch(inbox, stop)
+        finally:
+            self._cancel_rechecks()
+            if self._own_worker:
+                await asyncio.to_thread(self.worker.close)
+
+    async def _watch(self, inbox: Path, stop: asyncio.Event) -> None:
+        import watchfiles
+
         failures = 0
         while not stop.is_set():
             changes_iter = watchfiles.awatch(
@@ -211,6 +292,8 @@ class Doorbell:
         present = {e.task_id for e in entries if e.task_id}
         self._emitted &= present  # forget TASKs that left the inbox
         names = {e.name for e in entries}
+        for name in [n for n in self._settling if n not in names]:
+            self._forget_settling(name)
         gone = [name for name in self._refused if name not in names]
         for name in gone:
             del self._refused[name]
@@ -232,21 +315,34 @@ class Doorbell:
             if change == watchfiles.Change.deleted:
                 if match:
                     self._emitted.discard(match.group(1))
+                self._forget_settling(path.name)
                 continue
             entry = _lstat_entry(path)
             if entry is not None:
                 await self._handle(entry, "watch", detected)
+            else:
+                self._forget_settling(path.name)
 
     async def _handle(
         self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float
     ) -> int:
         if self._seen(entry):
             return 0
+        pending = self._settling.get(entry.name)
+        if pending is not None and pending.timer is not None and source != "watch":
+            return 0  # a re-check is scheduled; a listing adds nothing new
         async with self._lock:
             if self._seen(entry):
                 return 0
+            facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
+            # Only this loop touches _settling; the thread reads its own entry.
+            state = self._settling.setdefault(
+                entry.name, _Settle(first=(facts, self.clock()), source=source, detected=detected)
+            )
+            if state.attempts:  # a re-check: the event says when and how it was first seen
+                source, detected = state.source, state.detected
             try:
-                event = await asyncio.to_thread(self._inspect, entry, source, detected)
+                event = await asyncio.to_thread(self._inspect, entry, state, source, detected)
             except Exception as exc:  # the watcher must outlive any single file
                 log.exception("doorbell could not handle %s", entry.name)
                 event = TaskRefused(
@@ -255,6 +351,10 @@ class Doorbell:
                     message=f"{type(exc).__name__}: {exc}",
                     task_id=entry.task_id,
                 )
+            if isinstance(event, _Later):
+                self._later(entry, event.after)
+                return 0
+            self._forget_settling(entry.name)
             if event is None:
                 return 0
             if isinstance(event, TaskArrived):
@@ -267,9 +367,64 @@ class Doorbell:
             await self.queue.put(_stamped(event, self.clock()))
             return 1
 
+    # --------------------------------------------------------------- settling
+
+    @property
+    def settling(self) -> int:
+        """Inbox files seen but not yet stable enough to read."""
+        return len(self._settling)
+
+    def _later(self, entry: InboxEntry, after: float) -> None:
+        state = self._settling[entry.name]
+        if state.timer is not None:
+            state.timer.cancel()
+        loop = asyncio.get_running_loop()
+        state.timer = loop.call_later(after, self._recheck, entry.name, entry.path)
+        self.settled.clear()
+
+    def _recheck(self, name: str, path: Path) -> None:
+        state = self._settling.get(name)
+        if state is None:
+            return
+        state.timer = None
+
+        async def again() -> None:
+            entry = await asyncio.to_thread(_lstat_entry, path)
+            if entry is None:
+                self._forget_settling(name)
+                return
+            await self._handle(entry, "rescan", self.clock())
+
+        task = asyncio.get_running_loop().create_task(again(), name=f"recheck-{name}")
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
+
+    def _forget_settling(self, name: str) -> None:
+        state = self._settling.pop(name, None)
+        if state is not None and state.timer is not None:
+            state.timer.cancel()
+        if not self._settling:
+            self.settled.set()
+
+    def _cancel_rechecks(self) -> None:
+        for name in list(self._settling):
+            self._forget_settling(name)
+        for task in list(self._rechecks):
+            task.cancel()
+
+    async def wait_settled(self) -> None:
+        """Return once no inbox file is waiting to become stable."""
+        await self.settled.wait()
+
+    # -------------------------------------------------------------- inspecting
+
     def _inspect(
-        self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float
-    ) -> DoorbellEvent | None:
+        self,
+        entry: InboxEntry,
+        state: _Settle,
+        source: Literal["drain", "watch", "rescan"],
+        detected: float,
+    ) -> DoorbellEvent | _Later | None:
         """Classify one entry (runs in a worker thread; all I/O is here)."""
         if entry.is_symlink:
             return self._hostile(entry, "symlink", "a symlink in the inbox (FCoP forbids links)")
@@ -283,6 +438,9 @@ class Doorbell:
                 "too_large",
                 f"{entry.size} bytes, over the {self.max_task_bytes}-byte limit; not read",
             )
+        screened = self._screen(entry, state)
+        if screened is not None:
+            return screened
         try:
             task = self.port.read_task(entry.task_id)
         except TaskNotFound:
@@ -332,6 +490,49 @@ class Doorbell:
             published_ns=entry.ctime_ns,
         )
 
+    def _screen(self, entry: InboxEntry, state: _Settle) -> TaskRefused | _Later | None:
+        """Stability, then the guarded parse in the worker; None: Core may read it."""
+        facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
+        now = self.clock()
+        stability = assess(
+            facts,
+            now_wall=self.wall_clock(),
+            limits=self.limits,
+            first_seen=state.first,
+            now_mono=now,
+        )
+        if isinstance(stability, Unstable):
+            return self._hostile(
+                entry,
+                "unstable",
+                f"still being written after {stability.seconds:.0f} s; not read",
+                facts=facts,
+            )
+        result = self.worker.screen_envelope(
+            entry.path,
+            expect_id=entry.task_id,
+            proof=Proof(self.port.root, self.port.workspace_id),
+        )
+        if result.before is not None and result.before != facts:
+            state.attempts += 1
+            return _Later(0.005)  # replaced or rewritten since the lstat: look again
+        stable = isinstance(stability, Stable) or result.proven
+        verdict = result.verdict
+        settle = stability if isinstance(stability, Settling) else Settling(self.limits.settle_s)
+        if isinstance(verdict, Refused):
+            if not stable and verdict.reason not in _FINAL:
+                state.attempts += 1
+                return _Later(settle.after)  # may be half-written: re-check, not quarantine
+            return self._hostile(entry, verdict.reason, verdict.detail, facts=facts)
+        if not stable or not result.still:
+            state.attempts += 1
+            return _Later(
+                recheck_delay(
+                    state.attempts, settle, can_be_proven=verdict.operation_id is not None
+                )
+            )
+        return None
+
     # ------------------------------------------------------------- refusals
 
     def _seen(self, entry: InboxEntry) -> bool:
@@ -339,8 +540,16 @@ class Doorbell:
             entry.task_id is not None and entry.task_id in self._emitted
         )
 
-    def _hostile(self, entry: InboxEntry, reason: RefusalReason, message: str) -> TaskRefused:
-        moved = self._quarantine(entry) if reason in _QUARANTINED else None
+    def _hostile(
+        self,
+        entry: InboxEntry,
+        reason: RefusalReason,
+        message: str,
+        *,
+        facts: FileFacts | None = None,
+    ) -> TaskRefused:
+        message = neutralize_terminal(message)
+        moved = self._quarantine(entry, reason, message, facts) if reason not in _IN_PLACE else None
         where = f"; moved to {moved}" if moved else "; left in place"
         issue = self._issue(entry, reason, message + where, subject_ref=None)
         return TaskRefused(
@@ -348,6 +557,48 @@ class Doorbell:
             reason=reason,
             message=message + where,
             task_id=entry.task_id,
+            issue_id=issue,
+            quarantined_to=moved,
+        )
+
+    def refuse_file(self, finding: Finding) -> TaskRefused:
+        """A file outside the inbox that Core must not read (from the :class:`Sweeper`).
+
+        Quarantined (unless quarantine is off) and reported with a workspace ISSUE:
+        the ISSUE cannot name the TASK, which may be the very file moved away.
+        """
+        verdict = finding.verdict
+        message = neutralize_terminal(verdict.detail)
+        moved = None
+        if self.quarantine_dir is not None:
+            try:
+                moved = quarantine(
+                    finding.path,
+                    into=self.quarantine_dir,
+                    reason=verdict.reason,
+                    detail=message,
+                    origin=finding.origin,
+                    expected=finding.facts,
+                )
+            except OSError:
+                log.exception("could not quarantine %s", finding.path)
+        where = f"; moved to {moved}" if moved else "; left in place"
+        body = (
+            f"baton refused {finding.origin!r}: {verdict.reason}.\n\n{message}{where}\n\n"
+            "Core (the fcop library) would have had to parse it; it was not read."
+        )
+        try:
+            issue: str | None = self.port.write_issue(
+                sender=self.issue_sender, recipient=self.human, severity="error", body=body
+            )
+        except CoordinationError:
+            log.exception("could not file an ISSUE for %s", finding.origin)
+            issue = None
+        return TaskRefused(
+            name=finding.origin,
+            reason=verdict.reason,
+            message=message + where,
+            task_id=finding.path.stem if finding.path.name.startswith("TASK-") else None,
             issue_id=issue,
             quarantined_to=moved,
         )
@@ -378,8 +629,8 @@ class Doorbell:
         self, entry: InboxEntry, reason: str, message: str, *, subject_ref: str | None
     ) -> str | None:
         body = (
-            f"baton's doorbell refused inbox entry {entry.name!r}: {reason}.\n\n{message}\n\n"
-            "Its content was not dispatched to any agent."
+            f"baton's doorbell refused inbox entry {entry.name!r}: {reason}.\n\n"
+            f"{neutralize_terminal(message)}\n\nIts content was not dispatched to any agent."
         )
         try:
             return self.port.write_issue(
@@ -393,7 +644,9 @@ class Doorbell:
             log.exception("could not file an ISSUE for %s", entry.name)
             return None
 
-    def _quarantine(self, entry: InboxEntry) -> Path | None:
+    def _quarantine(
+        self, entry: InboxEntry, reason: str, message: str, facts: FileFacts | None
+    ) -> Path | None:
         if self.quarantine_dir is None:
             return None
         try:
@@ -402,15 +655,18 @@ class Doorbell:
             return None
         if now.st_size != entry.size or stat.S_ISLNK(now.st_mode) != entry.is_symlink:
             return None  # replaced since we looked: leave it for the next event
-        self.quarantine_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.quarantine_dir / f"{stamp}-{entry.name}"
         try:
-            os.rename(entry.path, target)
+            return quarantine(
+                entry.path,
+                into=self.quarantine_dir,
+                reason=reason,
+                detail=message,
+                origin=entry.path.relative_to(self.port.root).as_posix(),
+                expected=facts,
+            )
         except OSError:
             log.exception("could not quarantine %s", entry.path)
             return None
-        return target
 
 
 def _is_task_name(change: Any, path: str) -> bool:
@@ -432,6 +688,9 @@ def _lstat_entry(path: Path) -> InboxEntry | None:
         is_regular=stat.S_ISREG(info.st_mode),
         size=info.st_size,
         ctime_ns=info.st_ctime_ns,
+        mtime_ns=info.st_mtime_ns,
+        ino=info.st_ino,
+        dev=info.st_dev,
     )
 
 

@@ -67,6 +67,11 @@ from baton.coordination.errors import (
     TaskNotFound,
     WorkspaceNotInitialized,
 )
+from baton.coordination.intake.limits import DEFAULT_LIMITS
+from baton.coordination.intake.sweep import culprits, oversize
+from baton.coordination.intake.worker import shared_worker
+from baton.coordination.intake.yaml_guard import harden_fcop
+from baton.coordination.lifecycle import Lifecycle, create_request, open_writer
 
 __all__ = [
     "STAGES",
@@ -123,6 +128,8 @@ class TaskInfo:
     claims: int = 0
     """How many ``claim_task`` transitions the TASK has (exactly one after T2)."""
     path: Path = Path()
+    references: tuple[str, ...] = ()
+    """Its weak relations; those naming sibling TASKs are prerequisites (:mod:`~baton.coordination.ordering`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +193,9 @@ class InboxEntry:
     size: int
     ctime_ns: int = 0
     """When the name appeared (Core hard-links the finished file into place)."""
+    mtime_ns: int = 0
+    ino: int = 0
+    dev: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +259,8 @@ def _prime_fcop() -> None:
             from fcop.v4 import schema
 
             schema._validators()
+        # Every envelope Core parses in this process is bounded (intake's limits).
+        harden_fcop()
         _primed = True
 
 
@@ -260,6 +272,12 @@ def _fcop_errors() -> Iterator[None]:
         yield
     except FcopError as exc:
         raise map_fcop_error(exc) from exc
+    except RecursionError as exc:
+        # Core's JSON facts (operations/*.json, fcop.json) parse with the stdlib's
+        # unbounded-depth decoder; deep nesting in one of them is an invalid file.
+        raise InvalidEnvelope(
+            "a file under fcop/ nests too deeply to parse", code="INVALID_ENVELOPE"
+        ) from exc
 
 
 def operation_id_for(*parts: str) -> str:
@@ -298,6 +316,21 @@ def _legacy_guidance(root: Path, label: str, evidence: Sequence[str]) -> str:
     )
 
 
+def _read_manifest(manifest: Path, evidence: list[str]) -> Any:
+    """``fcop/fcop.json`` read bounded (any file under ``fcop/`` may be hostile)."""
+    try:
+        size = manifest.stat().st_size
+        if size > DEFAULT_LIMITS.max_json_bytes:
+            evidence.append(
+                f"fcop/fcop.json is {size} bytes, over the {DEFAULT_LIMITS.max_json_bytes}-byte limit"
+            )
+            return None
+        return json.loads(manifest.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        evidence.append("fcop/fcop.json is not readable JSON")
+        return None
+
+
 def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
     """Classify ``root``: no workspace, an FCoP 4.0 one, or a legacy one. Never writes."""
     root = root.resolve()
@@ -306,10 +339,7 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
     if manifest.is_symlink():
         evidence.append("fcop/fcop.json is a symlink")
     elif manifest.is_file():
-        try:
-            value = json.loads(manifest.read_bytes().decode("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            value = None
+        value = _read_manifest(manifest, evidence)
         if isinstance(value, dict) and value.get("protocol_version") == "4.0":
             profiles = value.get("profiles")
             return WorkspaceStatus(
@@ -321,7 +351,7 @@ def inspect_workspace_kind(root: Path) -> WorkspaceStatus:
                 else (),
             )
         if value is None:
-            evidence.append("fcop/fcop.json is not readable JSON")
+            pass  # _read_manifest said why
         else:
             declared = value.get("protocol_version", value.get("version", "none"))
             evidence.append(f"fcop/fcop.json declares version {declared!r}, not protocol 4.0")
@@ -361,7 +391,8 @@ def refuse_legacy(status: WorkspaceStatus) -> None:
     """A 1.x–3.x workspace is explained (with migration guidance), never touched."""
     if status.kind == "legacy":
         raise LegacyWorkspaceError(
-            f"{status.root}: legacy FCoP {status.legacy_kind} workspace; not touched",
+            f"{status.root}: legacy FCoP {status.legacy_kind} workspace "
+            f"({'; '.join(status.evidence)}); not touched",
             kind=status.legacy_kind or "unknown",
             evidence=status.evidence,
             guidance=status.guidance,
@@ -438,13 +469,7 @@ class FcopPort:
 
         self.root = Path(root).resolve()
         status = inspect_workspace_kind(self.root)
-        if status.kind == "legacy":
-            raise LegacyWorkspaceError(
-                f"{self.root}: legacy FCoP {status.legacy_kind} workspace; not touched",
-                kind=status.legacy_kind or "unknown",
-                evidence=status.evidence,
-                guidance=status.guidance,
-            )
+        refuse_legacy(status)
         if status.kind == "absent":
             raise WorkspaceNotInitialized(f"{self.root}: no FCoP workspace (run `baton init`)")
         self.authority = authority
@@ -452,6 +477,8 @@ class FcopPort:
         trusted = authority.trusted_profiles if authority else {}
         with _fcop_errors():
             self._project: Any = fcop.Project(self.root, trusted_profiles=trusted)
+            # T1, T2 and TASK reads in O(1) of history (docs/lifecycle.md); fcop.Project otherwise.
+            self._lifecycle: Lifecycle | None = open_writer(self.root, trusted_profiles=trusted)
         self.workspace_id: str = status.workspace_id or ""
         self.profiles = status.profiles
         self._read_attempts = max(1, read_attempts)
@@ -468,6 +495,11 @@ class FcopPort:
         return self.root / "fcop" / "_lifecycle" / stage
 
     @property
+    def lifecycle(self) -> Lifecycle | None:
+        """baton's O(1) T1/T2 writer (``coordination.lifecycle``), None with another fcop."""
+        return self._lifecycle
+
+    @property
     def can_authorize(self) -> bool:
         """True when T4–T7 can succeed: Profile adopted and our evaluator registered."""
         return self.authority is not None and self.authority.profile_ref in self.profiles
@@ -475,6 +507,13 @@ class FcopPort:
     def _call(self, name: str, **kwargs: Any) -> Any:
         with _fcop_errors():
             return getattr(self._project, name)(**kwargs)
+
+    def _fast(self, name: str, call: Callable[[Any], Any], **fallback: Any) -> Any:
+        """``call(lifecycle)`` when the O(1) writer is on, else ``fcop.Project.<name>``."""
+        if self._lifecycle is None:
+            return self._call(name, **fallback)
+        with _fcop_errors():
+            return call(self._lifecycle)
 
     def _retrying(self, what: Callable[[], _T], task_id: str) -> _T:
         delay = self._read_backoff
@@ -520,23 +559,23 @@ class FcopPort:
         opid = operation_id or operation_id_for(
             "create_task", sender, recipient, subject, body, parent or "", priority
         )
-        kwargs: dict[str, Any] = {
-            "workspace_id": self.workspace_id,
-            "operation_id": opid,
-            "sender": sender,
-            "recipient": recipient,
-            "subject": subject,
-            "body": body,
-            "priority": priority,
-        }
-        if parent is not None:
-            kwargs["parent"] = parent
-        if references:
-            kwargs["references"] = list(references)
+        kwargs = create_request(
+            workspace_id=self.workspace_id,
+            operation_id=opid,
+            sender=sender,
+            recipient=recipient,
+            subject=subject,
+            body=body,
+            priority=priority,
+            parent=parent,
+            references=references,
+        )
         for attempt in range(3):
             try:
-                result = self._call("create_task", **kwargs)
+                result = self._create_once(kwargs)
                 break
+            except InvalidEnvelope as exc:
+                raise self._named_culprits(exc) from exc
             except FileNotFoundError:
                 # Core's replay read the TASK just as it moved on (a claim): read again.
                 if attempt == 2:
@@ -546,7 +585,8 @@ class FcopPort:
                 if exc.code != "RECOVERY_REQUIRED":
                     raise
                 if "without its durable operation fact" in str(exc) and attempt == 0:
-                    # A crash between publishing the TASK and its create fact (rule R3).
+                    # A crash between publishing the TASK and its create fact (rule R3);
+                    # baton's writer completes its own, this is for a TASK fcop.Project made.
                     from baton.coordination.fcop_recovery import complete_create_fact
 
                     complete_create_fact(self, opid)
@@ -565,30 +605,55 @@ class FcopPort:
             path=Path(result["path"]),
         )
 
+    def _named_culprits(self, exc: InvalidEnvelope) -> InvalidEnvelope:
+        """Core's create scan hit a bad file somewhere: name it (screened in the worker)."""
+        found = culprits(self.root, worker=shared_worker())
+        if not found:
+            return exc
+        where = "; ".join(f"{f.origin}: {f.verdict.reason}" for f in found[:5])
+        return InvalidEnvelope(
+            f"fcop/ holds files Core cannot read ({where}); `baton up` quarantines them",
+            code="INVALID_ENVELOPE",
+        )
+
+    def _create_once(self, kwargs: Mapping[str, Any]) -> Any:
+        """One T1: baton's O(1) writer, or ``fcop.Project.create_task`` when it is off.
+
+        Only the fallback runs Core's O(history) create scan, which reads every TASK and
+        operation fact whole; a guard against oversized files belongs on that path only.
+        """
+        if self._lifecycle is None:
+            # Refuse, by lstat alone, to hand Core's scan a file over intake's caps
+            # (the daemon quarantines it).
+            blocked = oversize(self.root)
+            if blocked:
+                where = "; ".join(f"{f.origin}: {f.verdict.detail}" for f in blocked[:5])
+                raise InvalidEnvelope(
+                    f"fcop/ holds files Core cannot read safely ({where}); "
+                    "`baton up` quarantines them",
+                    code="INVALID_ENVELOPE",
+                )
+        return self._fast("create_task", lambda lc: lc.create_task(**kwargs), **kwargs)
+
     def _created_by(self, operation_id: str) -> CreatedTask | None:
         """The TASK a create operation made, by its durable fact, wherever it is now.
 
         Trusted only when the TASK itself names the operation and the fact's request
         digest (what Core would check if the TASK were still in the inbox).
         """
-        from fcop.v4.encoding import canonical, digest
+        from baton.coordination.lifecycle.create import operation_key
 
-        key = digest(
-            canonical(
-                {
-                    "workspace_id": self.workspace_id,
-                    "operation_kind": "create_task",
-                    "operation_id": operation_id,
-                }
-            )
-        )
+        key = operation_key(self.workspace_id, operation_id)
         path = self.fcop_dir / "operations" / f"create-{key}.json"
         try:
+            if path.lstat().st_size > DEFAULT_LIMITS.max_json_bytes:
+                return None  # not a fact Core wrote (intake's sweep refuses it)
             fact = json.loads(path.read_bytes())
             task = self.read_task(str(fact["task_id"]))
-        except (OSError, ValueError, KeyError, CoordinationError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, CoordinationError):
             return None
-        fields = self._call("read_task", task_id=task.task_id)
+        tid = task.task_id
+        fields = self._fast("read_task", lambda lc: lc.read_task(tid), task_id=tid)
         if fields.get("operation_id") != operation_id or fields.get(
             "normalized_request_digest"
         ) != fact.get("digest"):
@@ -605,7 +670,7 @@ class FcopPort:
             raise InvalidEnvelope(f"not a TASK id: {task_id!r}", code="INVALID_ENVELOPE")
 
         def once() -> TaskInfo:
-            fields = self._call("read_task", task_id=task_id)
+            fields = self._fast("read_task", lambda lc: lc.read_task(task_id), task_id=task_id)
             path = Path(fields["path"])
             try:
                 body = _split_body(path.read_bytes())
@@ -634,6 +699,7 @@ class FcopPort:
             last_transition=dict(transitions[-1]) if transitions else {},
             claims=_entry_claims(transitions),
             path=path,
+            references=tuple(r for r in fields.get("references") or () if isinstance(r, str)),
         )
 
     def scan_inbox(self) -> list[InboxEntry]:
@@ -667,6 +733,9 @@ class FcopPort:
                             is_regular=stat.S_ISREG(info.st_mode),
                             size=info.st_size,
                             ctime_ns=info.st_ctime_ns,
+                            mtime_ns=info.st_mtime_ns,
+                            ino=info.st_ino,
+                            dev=info.st_dev,
                         )
                     )
         except FileNotFoundError as exc:
@@ -677,11 +746,14 @@ class FcopPort:
     def list_stage(self, stage: Stage) -> list[TaskInfo]:
         """Every valid TASK in one stage, read through Core (O(stage), not O(workspace)).
 
-        Invalid entries are skipped here; the doorbell is what reports them.
+        Invalid entries are skipped here; the doorbell and intake's sweep report them.
+        A file over intake's size cap is skipped by ``lstat`` before Core reads it whole.
         """
         tasks = []
         for entry in self._scan_stage(stage):
             if entry.task_id is None or entry.is_symlink or not entry.is_regular:
+                continue
+            if entry.size > DEFAULT_LIMITS.max_file_bytes:
                 continue
             try:
                 task = self.read_task(entry.task_id)
@@ -712,6 +784,8 @@ class FcopPort:
             for entry in self._scan_stage(stage):
                 if entry.task_id is None or entry.is_symlink or not entry.is_regular:
                     continue
+                if entry.size > DEFAULT_LIMITS.max_file_bytes:
+                    continue  # over intake's cap: never read whole (the sweep refuses it)
                 if not self._frontmatter_has(entry.path, needle):
                     continue
                 try:
@@ -740,8 +814,9 @@ class FcopPort:
 
         A lost race raises :class:`~baton.coordination.errors.LifecycleConflict`.
         """
-        result = self._call(
+        result = self._fast(
             "transition",
+            lambda lc: lc.claim(task_id, actor=actor),
             task_id=task_id,
             from_stage="inbox",
             to_stage="active",

@@ -14,16 +14,28 @@ Transcript chunks are coalesced: consecutive chunks of the same kind and message
 id become one event, flushed when anything else happens, when ``flush()`` is called
 (the connection calls it after each read), or when the text reaches
 :data:`COALESCE_MAX_BYTES`.
+
+Length: one handler per stable ACP variant of the closed table, and the attribution and coalescing they share.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
+from baton.events.extension import (
+    AGENT_FAULTS,
+    STABLE_VARIANTS,
+    UNSTABLE_VARIANTS,
+    MalformedPayload,
+    NullExtension,
+    ProviderExtension,
+    TurnContext,
+    require,
+)
 from baton.events.model import (
     CommandsUpdated,
     ConfigChanged,
@@ -42,37 +54,24 @@ from baton.events.model import (
 )
 from baton.events.redaction import Redaction
 from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
-from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
+
+__all__ = [
+    "COALESCE_MAX_BYTES",
+    "KNOWN_CONTENT_TYPES",
+    "KNOWN_FIELDS",
+    "KNOWN_TOOL_CONTENT_TYPES",
+    "MAX_COMMANDS",
+    "MAX_PLAN_STEPS",
+    "MAX_TRACKED_MESSAGES",
+    "AcpNormalizer",
+    "Draft",
+]
 
 COALESCE_MAX_BYTES = 64 * 1024
 MAX_TRACKED_MESSAGES = 4096
 """Message ids remembered for attribution (oldest forgotten first)."""
 MAX_PLAN_STEPS = 256
 MAX_COMMANDS = 256
-
-STABLE_VARIANTS: dict[str, str] = {
-    "user_message_chunk": "transcript.user",
-    "agent_message_chunk": "transcript.assistant",
-    "agent_thought_chunk": "transcript.thinking",
-    "tool_call": "tool.execution",
-    "tool_call_update": "tool.execution",
-    "plan": "plan.updated",
-    "available_commands_update": "commands.updated",
-    "current_mode_update": "mode.changed",
-    "config_option_update": "config.changed",
-    "session_info_update": "session.info_updated",
-    "usage_update": "usage.reported",
-}
-"""Every stable ACP v1 ``sessionUpdate`` variant and the canonical family it feeds."""
-
-UNSTABLE_VARIANTS: dict[str, str] = {
-    "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
-    "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
-    "notice": "unstable agent notice (schema.unstable)",
-    "compaction_update": "unstable context compaction progress (schema.unstable)",
-    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
-}
-"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
 
 _CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | TranscriptUser]] = {
     "agent_message_chunk": TranscriptAssistant,
@@ -165,7 +164,13 @@ class AcpNormalizer:
         self._redaction = redaction
         self.extension: ProviderExtension = extension or NullExtension("generic")
         self.tools = ToolCallTracker(redaction=redaction, display_path=display_path)
-        self.context = TurnContext(session_id=None, turn_id=None, workspace=workspace)
+        self.context = TurnContext(
+            session_id=None,
+            turn_id=None,
+            workspace=workspace,
+            redaction=redaction,
+            next_plan_revision=self.next_plan_revision,
+        )
         self._pending: _Pending | None = None
         self._auto_message = 0
         self._last_variant = ""
@@ -177,8 +182,6 @@ class AcpNormalizer:
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
-        self.context.extras["redaction"] = redaction
-        self.context.extras["next_plan_revision"] = self.next_plan_revision
 
     # ------------------------------------------------------------------ turns
 
@@ -187,7 +190,7 @@ class AcpNormalizer:
         self.context.session_id = session_id
         self.context.turn_id = turn_id
         self._answered = False
-        self.context.extras["usage_reported"] = False
+        self.context.usage_reported = False
         self.usage_reported = False
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
         return out
@@ -202,7 +205,7 @@ class AcpNormalizer:
             if usage is not None:
                 out.append(Draft(usage, raw=bounded_value(dict(prompt_usage))))
                 self.usage_reported = turn_usage = True
-        self.context.extras["usage_reported"] = self.usage_reported
+        self.context.usage_reported = self.usage_reported
         extension_drafts = [Draft(p) for p in self.extension.end_turn(self.context)]
         out.extend(extension_drafts)
         if not turn_usage and not any(
@@ -249,7 +252,7 @@ class AcpNormalizer:
                 observed = self.extension.observe_update(variant, update, self.context)
                 if observed:
                     own.extend(Draft(p) for p in observed)
-        except (KeyError, TypeError, ValueError) as exc:
+        except AGENT_FAULTS as exc:  # only the agent's fault; a bug in baton propagates
             own.extend(
                 self._notice(
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
@@ -342,7 +345,9 @@ class AcpNormalizer:
 
     def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
         if variant in ("tool_call", "tool_call_update"):
-            if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
+            tool_call_id = update.get("toolCallId")
+            require(tool_call_id, (str, int), "toolCallId")
+            if variant == "tool_call" and self.tools.get(str(tool_call_id)) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
             payloads = self.tools.upsert(
@@ -363,7 +368,7 @@ class AcpNormalizer:
         if variant == "available_commands_update":
             commands = update.get("availableCommands") or []
             if not isinstance(commands, list):
-                raise TypeError("availableCommands must be a list")
+                raise MalformedPayload("availableCommands must be a list")
             kept = [
                 self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
             ]
@@ -374,11 +379,12 @@ class AcpNormalizer:
                 )
             ]
         if variant == "current_mode_update":
-            return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
+            mode_id = require(update.get("currentModeId"), str, "currentModeId")
+            return [Draft(ModeChanged(mode_id=mode_id), raw=self._raw(update))]
         if variant == "config_option_update":
             options = update.get("configOptions")
             if not isinstance(options, list):
-                raise TypeError("configOptions must be a list")
+                raise MalformedPayload("configOptions must be a list")
             kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
             return [
                 Draft(
@@ -404,7 +410,7 @@ class AcpNormalizer:
         if variant == "usage_update":
             usage = _context_usage(update)
             self.usage_reported = True
-            self.context.extras["usage_reported"] = True
+            self.context.usage_reported = True
             return [Draft(usage, raw=self._raw(update))]
         if variant in UNSTABLE_VARIANTS:
             return self._notice(
@@ -556,11 +562,11 @@ class AcpNormalizer:
     def _plan(self, update: Mapping[str, Any]) -> PlanUpdated:
         entries = update.get("entries")
         if not isinstance(entries, list):
-            raise TypeError("plan entries must be a list")
+            raise MalformedPayload("plan entries must be a list")
         steps = []
         for index, entry in enumerate(entries[:MAX_PLAN_STEPS]):
             if not isinstance(entry, Mapping):
-                raise TypeError("plan entry must be an object")
+                raise MalformedPayload("plan entry must be an object")
             native = str(entry.get("status", "pending"))
             status = _PLAN_STATUS.get(native, "pending")
             steps.append(
@@ -656,6 +662,11 @@ class AcpNormalizer:
         return out
 
 
+def _in(value: Any, vocabulary: Collection[str]) -> bool:
+    """Whether an agent-given value is a word of ``vocabulary`` (any JSON value may come)."""
+    return isinstance(value, str) and value in vocabulary
+
+
 def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
     """Unknown fields of a tool update, values outside ACP's kind/status vocabulary, and
     content items of unknown types (whole)."""
@@ -706,7 +717,7 @@ def _context_usage(update: Mapping[str, Any]) -> UsageReported:
         currency = str(cost.get("currency") or "") or None
     used, size = _int_or_none(update.get("used")), _int_or_none(update.get("size"))
     if used is None and size is None and amount is None:
-        raise ValueError("usage_update carries no numbers")
+        raise MalformedPayload("usage_update carries no numbers")
     return UsageReported(
         available=True,
         scope="context",

@@ -9,6 +9,8 @@ of vanishing.
 
 Bump :data:`SCHEMA_VERSION` on any incompatible change; ``schema/events.schema.json``
 is generated from these models (``baton schema --check`` / tests fail when stale).
+
+Length: one frozen model per canonical event type: the closed set, the JSON Schema's source, read as one inventory.
 """
 
 from __future__ import annotations
@@ -18,6 +20,62 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 from pydantic_core import PydanticSerializationError
+
+__all__ = [
+    "EVENT_FLAGS",
+    "PAYLOAD_TYPES",
+    "SCHEMA_VERSION",
+    "TERMINAL_TURN_TYPES",
+    "ArtifactGenerated",
+    "ArtifactViewed",
+    "CanonicalEvent",
+    "CommandsUpdated",
+    "ConfigChanged",
+    "DelegationChild",
+    "DelegationCompleted",
+    "DelegationStarted",
+    "DelegationUpdated",
+    "DiffContent",
+    "HarnessDiagnostic",
+    "JsonValue",
+    "Location",
+    "ModeChanged",
+    "Payload",
+    "PlanStep",
+    "PlanUpdated",
+    "ProviderNotice",
+    "RequestAnswered",
+    "RequestCancelled",
+    "RequestCreated",
+    "RequestDelivered",
+    "RequestExpired",
+    "RequestRejected",
+    "SecurityAdmissionRefused",
+    "SecurityEvent",
+    "SecurityPathRefused",
+    "SecurityPayloadRejected",
+    "SecurityPinMismatch",
+    "SecurityRedactionFallback",
+    "SessionClosed",
+    "SessionFailed",
+    "SessionInfoUpdated",
+    "SessionStarted",
+    "ToolExecutionCompleted",
+    "ToolExecutionProgressed",
+    "ToolExecutionStarted",
+    "ToolOutput",
+    "TranscriptAssistant",
+    "TranscriptThinking",
+    "TranscriptUser",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnResumed",
+    "TurnStalled",
+    "TurnSubmitted",
+    "UsageReported",
+    "storable",
+]
 
 SCHEMA_VERSION = 1
 

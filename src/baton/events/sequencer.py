@@ -19,9 +19,29 @@ them. Other tasks never see them.
 """
 
 
+__all__ = [
+    "RECEIVED_FLAGS",
+    "Sequencer",
+    "format_dt",
+    "format_ts",
+    "utc_now",
+]
+
+
+def format_dt(at: datetime) -> str:
+    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``: the one format of
+    every timestamp baton stores or stamps (events, runs, requests, team records)."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def format_ts(epoch: float) -> str:
-    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """:func:`format_dt` of a Unix time."""
+    return format_dt(datetime.fromtimestamp(epoch, UTC))
+
+
+def utc_now() -> str:
+    """Now, as :func:`format_dt` writes it."""
+    return format_dt(datetime.now(UTC))
 
 
 class Sequencer:

@@ -32,11 +32,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from baton.events.extension import STABLE_VARIANTS
 from baton.providers import builtin_ext, claude, codex, cursor, gemini, opencode, qwen
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.inventory import (
     GENERIC_METHODS,
-    GENERIC_UPDATES,
     Claim,
     NativeEvent,
     Status,
@@ -145,7 +145,7 @@ def _cell(family: str, row: Row) -> Cell:
     unhandled = [
         e
         for e in mapped
-        if e.native not in GENERIC_UPDATES
+        if e.native not in STABLE_VARIANTS
         and e.native not in GENERIC_METHODS
         and (e.kind, e.native) not in handled
     ]

@@ -18,6 +18,17 @@ from types import MappingProxyType
 from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_PROFILES",
+    "CLAUDE",
+    "CODEX",
+    "CURSOR",
+    "GEMINI",
+    "OPENCODE",
+    "QWEN",
+]
+
 _NODE_PRIVATE = {"NODE_COMPILE_CACHE": "cache/node-compile"}
 
 BUILTIN = AgentProfile(

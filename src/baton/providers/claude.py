@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import (
     DelegationChild,
     DelegationCompleted,
@@ -40,8 +41,7 @@ from baton.events.model import (
     Payload,
 )
 from baton.events.redaction import Redaction
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
-from baton.providers.inventory import CLAUDE_INVENTORY, Claim, TableExtension, notice, redactor
+from baton.providers.inventory import CLAUDE_INVENTORY, Claim, TableExtension, notice
 
 MAX_TRACKED_TASKS = 256
 TASK_TOOL_NAMES = frozenset({"Task", "Agent"})
@@ -183,7 +183,7 @@ class ClaudeExtension(TableExtension):
     # ------------------------------------------------------------------ updates
 
     def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        out = self.tasks.tool_update(update, redactor(ctx))
+        out = self.tasks.tool_update(update, ctx.redaction)
         parent = self.parent_tool_call_id(update)
         if parent is not None:
             out.extend(self.tasks.child_activity(parent))
@@ -214,7 +214,7 @@ class ClaudeExtension(TableExtension):
         self, key: str, value: Any, update: JsonObject, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
-            raise TypeError("_claude/rateLimit is not an object")
+            raise MalformedPayload("_claude/rateLimit is not an object")
         status = value.get("status")
         fingerprint = (status, value.get("rateLimitType"), value.get("resetsAt"))
         if fingerprint == self._rate:

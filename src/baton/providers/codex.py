@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import Payload
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
 from baton.providers.inventory import CODEX_INVENTORY, Claim, TableExtension, notice
 
 
@@ -114,7 +114,7 @@ class CodexExtension(TableExtension):
     def _rate_limits(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         limits = params.get("rateLimits")
         if not isinstance(limits, Mapping):
-            raise TypeError("rateLimits is not an object")
+            raise MalformedPayload("rateLimits is not an object")
         parts = [f"limit {limits.get('limitId')!r}"]
         for window in ("primary", "secondary"):
             spec = limits.get(window)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from baton.events.extension import JsonObject, TurnContext
 from baton.events.model import Payload
 from baton.providers.claude import TaskToolTracker
-from baton.providers.extension import JsonObject, TurnContext
-from baton.providers.inventory import OPENCODE_INVENTORY, Claim, TableExtension, redactor
+from baton.providers.inventory import OPENCODE_INVENTORY, Claim, TableExtension
 
 
 def is_opencode_task(update: JsonObject) -> bool:
@@ -38,7 +38,7 @@ class OpenCodeExtension(TableExtension):
         self.observe("tool_call_update", self._tool)
 
     def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        return self.tasks.tool_update(update, redactor(ctx))
+        return self.tasks.tool_update(update, ctx.redaction)
 
 
 _OBSERVED = "acp.md §5 offline run"

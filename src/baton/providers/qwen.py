@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from baton.events.extension import JsonObject, TurnContext
 from baton.events.model import Payload, UsageReported
-from baton.providers.extension import JsonObject, TurnContext
-from baton.providers.inventory import QWEN_INVENTORY, USAGE_REPORTED_KEY, Claim, TableExtension
+from baton.providers.inventory import QWEN_INVENTORY, Claim, TableExtension
 
 _WHY = "inferred from Gemini CLI (Qwen Code is a fork); not observed"
 _LIVE = "observed offline with qwen-code 0.24.4 (tests/integration/test_qwen_baton.py)"
@@ -58,7 +58,7 @@ class QwenExtension(TableExtension):
         return []
 
     def end_turn(self, ctx: TurnContext) -> list[Payload]:
-        if self._usage and not ctx.extras.get(USAGE_REPORTED_KEY):
+        if self._usage and not ctx.usage_reported:
             usage = UsageReported(available=True, scope="turn", **self._usage)
             self._usage = {}
             return [usage]

@@ -33,12 +33,13 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 from baton.errors import RequestError
 from baton.events.model import Payload
+from baton.events.sequencer import format_dt
 from baton.requests import payloads
 from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
 from baton.requests.model import (
@@ -177,10 +178,10 @@ class Ledger:
 
     # ------------------------------------------------------------------ plumbing
 
-    def now(self) -> str:
-        return (
-            self._clock().astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        )
+    def now(self, after: float = 0.0) -> str:
+        """The ledger's clock as stored (UTC, milliseconds); ``after`` seconds ahead of now
+        for a deadline (a request's ``expires_at``)."""
+        return format_dt(self._clock() + timedelta(seconds=after))
 
     async def _read(self, fn: Callable[[Tx], T]) -> T:
         return await self._store.aread(fn)

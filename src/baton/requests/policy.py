@@ -22,7 +22,7 @@ silently for the human:
 - **allow_always** is granted only for kinds the policy lists under
   ``allow_always``; presets never grant it.
 
-A policy also says what the permission-integrity audit (:mod:`baton.security.audit`) does
+A policy also says what the permission-integrity audit (:mod:`baton.requests.audit`) does
 with a mutation no decision allowed: ``audit = "record"`` (the default) records a
 ``security.unapproved_mutation`` and lets the turn go on; ``"strict"`` also cancels the turn.
 

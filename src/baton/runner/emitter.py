@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from baton.store.store import Store
     from baton.store.tx import Tx
 
+__all__ = [
+    "EventEmitter",
+    "Listener",
+]
+
 Listener = Callable[[CanonicalEvent], None]
 T = TypeVar("T")
 

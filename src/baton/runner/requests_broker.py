@@ -20,13 +20,13 @@ waiters; they answer the agent ``cancelled`` (ACP §1.7).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from baton.acp.jsonrpc import JsonRpcId
+from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.requests import payloads, replies
@@ -115,6 +115,7 @@ class RequestBroker:
             document, workspace=ctx.workspace, human_available=self.human_available
         )
         document = decision.granted(document)
+        waits = decision.needs_human and self.wait_timeout is not None and self.wait_timeout > 0
         try:
             record = await self.ledger.create(
                 document,
@@ -124,6 +125,8 @@ class RequestBroker:
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
                 rule=decision.rule,
+                # The waiter's deadline belongs to the request (surfaces show a countdown).
+                expires_at=self.ledger.now(after=self.wait_timeout or 0) if waits else None,
                 journal=emit,
             )
         except PayloadTooLarge as exc:
@@ -203,11 +206,7 @@ class RequestBroker:
                             return await self.ledger.get(request_id), False
             return await self.ledger.get(request_id), False
         finally:
-            for task in waiters:
-                task.cancel()
-            for task in waiters:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(waiters)
 
     async def refuse(
         self,

@@ -15,6 +15,13 @@ from baton.errors import ConfigError
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import ConfigRefusal, select_config
 
+__all__ = [
+    "MAX_ROUNDS",
+    "Call",
+    "Notice",
+    "apply_settings",
+]
+
 Call = Callable[..., Awaitable[Any]]
 Notice = Callable[[str], Awaitable[None]]
 

@@ -8,8 +8,6 @@ agent's ``outputByteLimit`` from the end (ACP truncates from the beginning).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import uuid
 from collections import OrderedDict
@@ -19,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from baton.acp.jsonrpc import RpcError
+from baton.procgroup import exited_within, stop_group
 from baton.security.paths import resolve_inside
+
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "MAX_TERMINALS",
+    "TerminalManager",
+]
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 MAX_TERMINALS = 32
@@ -130,15 +135,16 @@ class TerminalManager:
         return status
 
     async def kill(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        self._kill(self._get(params))
+        """ACP ``terminal/kill``: the command's whole group, now (the terminal stays)."""
+        terminal = self._get(params)
+        await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         return {}
 
     async def release(self, params: Mapping[str, Any]) -> dict[str, Any]:
         terminal = self._get(params)
-        self._kill(terminal)
         terminal_id = str(params.get("terminalId"))
         del self._terminals[terminal_id]
-        await self._reap(terminal)
+        await self._stop(terminal)
         self._released[terminal_id] = terminal.output.decode("utf-8", errors="replace")
         while len(self._released) > MAX_TERMINALS:
             self._released.popitem(last=False)
@@ -156,23 +162,13 @@ class TerminalManager:
         return self._released.get(terminal_id)
 
     @staticmethod
-    def _kill(terminal: _Terminal) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(terminal.proc.pid, signal.SIGKILL)
-
-    @staticmethod
-    async def _reap(terminal: _Terminal) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(terminal.proc.wait(), 5)
+    async def _stop(terminal: _Terminal) -> None:
+        await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         if terminal.reader is not None:
             terminal.reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await terminal.reader
+            await asyncio.wait([terminal.reader])
 
     async def close(self) -> None:
         terminals = list(self._terminals.values())
         self._terminals.clear()
-        for terminal in terminals:
-            self._kill(terminal)
-        for terminal in terminals:
-            await self._reap(terminal)
+        await asyncio.gather(*(self._stop(terminal) for terminal in terminals))

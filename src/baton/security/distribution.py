@@ -12,7 +12,7 @@ runner before a launch:
   the launch) or when a manifest exists at the default place (the user ran ``baton
   pin``). :func:`verify_before_launch` verifies a pinned profile's tree and returns
   the absolute entry point to launch, so the process started is the file verified;
-* otherwise a profile installed by ``baton agents install`` (:mod:`baton.agent_tools`)
+* otherwise a profile installed by ``baton agents install`` (:mod:`baton.security.agent_tools`)
   is pinned by the install's own manifest, and its verified entry point runs ahead of
   anything on ``PATH``.
 """
@@ -20,15 +20,14 @@ runner before a launch:
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
+from baton.fsutil import atomic_write
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.manifest import Manifest, platform_key
 from baton.security.paths import sanitize_id
@@ -76,15 +75,7 @@ def load_manifest(path: Path) -> Manifest | None:
 def save_manifest(path: Path, manifest: Manifest) -> None:
     """Write atomically (temp file + rename), so a reader never sees half a manifest."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(manifest.to_json())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, manifest.to_json().encode("utf-8"), mode=0o644)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +185,7 @@ def _verify_tools_install(
     profile: AgentProfile, environ: Mapping[str, str]
 ) -> VerifiedInstall | None:
     """A ``baton agents install`` of the profile, verified against its own pin."""
-    from baton.agent_tools import installed_agent  # agent_tools builds on this module
+    from baton.security.agent_installs import installed_agent
 
     install = installed_agent(profile, environ)
     if install is None:

@@ -38,6 +38,8 @@ tell them from ordinary text), except for a profile whose model endpoint is on l
 (``endpoint = "http://127.0.0.1:8080"``): a local model server's dummy key (``"x"``)
 protects nothing, so it is passed through (and, being too short to redact, not treated
 as a secret).
+
+Length: the five sources of a launch environment and their checks are one ordered procedure.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from baton.errors import StoreError
+from baton.events.sequencer import utc_now
 
 __all__ = ["CORE_MIGRATIONS", "Migration", "apply_migrations", "split_statements"]
 
@@ -132,10 +132,6 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the steps not yet recorded, each in its own transaction; return their names.
 
@@ -169,7 +165,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                    (migration.name, _utc_now()),
+                    (migration.name, utc_now()),
                 )
                 done.append(migration.name)
             conn.execute("COMMIT")

@@ -27,8 +27,10 @@ Following datasette's design (see ``design/STYLE.md``):
   never a lie.
 
 Several processes may open the same file (a daemon writes while the CLI reads,
-or a second process records human requests): each has its own writer thread;
-``BEGIN IMMEDIATE`` plus ``busy_timeout`` serialize them.
+or a second process records human requests, or many ``baton run`` share a
+project): each has its own writer thread; ``BEGIN IMMEDIATE`` plus
+``busy_timeout`` serialize them, and a writer waits for the lock as long as it
+takes (a busy store never fails a write; see :meth:`Store._retry_busy`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -87,8 +90,10 @@ ALL_MIGRATIONS: Final = (
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
 DEFAULT_BUSY_TIMEOUT_MS: Final = 5000
-"""How long one ``BEGIN IMMEDIATE`` waits for another process's writer."""
-_BEGIN_ATTEMPTS: Final = 3
+"""How long one ``BEGIN IMMEDIATE`` waits for another process's writer before it is retried."""
+_BUSY_SAY_AFTER_S: Final = 30.0
+"""A wait for the write lock this long is worth a line (a peer may be stuck); then every minute."""
+_BUSY_SAY_EVERY_S: Final = 60.0
 _PAGE_SIZE: Final = 8192
 """Set on a new file only; stored lines are a few hundred bytes, and 8 KiB pages
 measured ~20% faster ingest than the 4 KiB default."""
@@ -813,15 +818,33 @@ class Store:
         return conn
 
     def _retry_busy(self, fn: Callable[[], T]) -> T:
-        """Retry a lock-taking statement that failed with SQLITE_BUSY after busy_timeout."""
-        for attempt in range(_BEGIN_ATTEMPTS):
+        """Run a lock-taking statement, waiting for as long as another writer holds the lock.
+
+        A busy store is another process writing (many ``baton run`` on one project, a
+        daemon beside the CLI): never a reason to fail a run or to alarm its user. SQLite's
+        busy handler waits ``busy_timeout`` per attempt; this retries without limit and
+        says so only when the wait gets long enough to suggest a stuck peer.
+        """
+        waiting_since: float | None = None
+        said = 0.0
+        while True:
             try:
                 return fn()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or attempt == _BEGIN_ATTEMPTS - 1:
+                if not _is_busy(exc):
                     raise
-                _log.warning("store %s is busy (another writer); retrying", self._path)
-        raise AssertionError("unreachable")
+                now = time.monotonic()
+                if waiting_since is None:
+                    waiting_since = now - self._busy_timeout_ms / 1000
+                waited = now - waiting_since
+                if waited >= _BUSY_SAY_AFTER_S and now - said >= _BUSY_SAY_EVERY_S:
+                    said = now
+                    _log.warning(
+                        "store %s: another process has held its write lock for %.0f s; "
+                        "still waiting",
+                        self._path,
+                        waited,
+                    )
 
     def _writer_main(self) -> None:
         try:

@@ -202,7 +202,14 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
     Migration(
-        "team.0002_slot_audit",
+        "team.0002_task_files_changed",
+        # The files the agents reported writing while working on a TASK (a JSON list,
+        # bounded by the writer): the review document a human reads lists them.
+        "ALTER TABLE team_tasks ADD COLUMN files_changed TEXT NOT NULL DEFAULT '[]';",
+    ),
+    Migration(
+        "team.0003_slot_audit",
+        # Per slot: the audit's unapproved mutations and who approves in its mode.
         """
         ALTER TABLE team_slots ADD COLUMN unapproved_mutations INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE team_slots ADD COLUMN approval TEXT;
@@ -236,6 +243,7 @@ TASK_COLUMNS: Final = (
     "version",
     "created_at",
     "updated_at",
+    "files_changed",
 )
 TURN_COLUMNS: Final = (
     "task_id",

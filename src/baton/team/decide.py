@@ -14,7 +14,11 @@ The rules, in the order they are checked:
    else (:class:`Resolve`); a TASK that is gone is left alone.
 2. A record that needs a human (``needs_attention``, ``failed``) waits for the
    human's retry.
-3. ``inbox``: queue the work for its role; in a slot, claim it (T2).
+3. ``inbox``: a delegated TASK that waits for siblings (``after:``, FCoP
+   ``references``) is gated by :func:`baton.coordination.ordering.gate`: not
+   finished yet → ``waiting_prerequisites``, unclaimed; one that can never
+   finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
+   otherwise queue the work for its role; in a slot, claim it (T2).
 4. ``active``: a turn of this attempt still dispatched/running in a dead
    daemon is *interrupted*: with a REPORT it is submitted, else the role is
    re-prompted with its context (``resume``; the same deterministic operation
@@ -38,6 +42,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from baton.coordination.ordering import Prerequisite, Unmet, gate
+from baton.coordination.ordering import Wait as NotYet
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 from baton.team.states import TaskState, TurnState
 
@@ -52,6 +58,7 @@ __all__ = [
     "Facts",
     "Fail",
     "JobKind",
+    "NotRun",
     "Note",
     "NotifyParent",
     "OpenReview",
@@ -169,6 +176,8 @@ class Facts:
     """The role of the slot worker evaluating (it may claim and prompt); None: the coordinator."""
     for_review: bool = False
     """The slot worker took this TASK as a review job (its sender reviews it)."""
+    prerequisites: tuple[Prerequisite, ...] = ()
+    """An inbox TASK's sibling prerequisites (its ``references`` to siblings), with facts."""
 
     @property
     def own_slot(self) -> bool:
@@ -287,6 +296,14 @@ class Fail:
 
 
 @dataclass(frozen=True, slots=True)
+class NotRun:
+    """Its prerequisites can never finish: claim it, file baton's ``blocked`` REPORT (then
+    the usual submit), so the leader's consolidation reflects it."""
+
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Retry:
     """The human asked to retry a task that needed attention."""
 
@@ -308,6 +325,7 @@ Step = (
     | Settle
     | Attention
     | Fail
+    | NotRun
     | Retry
 )
 
@@ -456,6 +474,14 @@ def decide(f: Facts, p: Policy) -> Step:
     if task.stage == "inbox":
         if record is not None and record.state is TaskState.REFUSED:
             return Wait("refused")
+        if f.prerequisites:
+            verdict = gate(f.prerequisites, acceptance=p.child_acceptance)
+            if isinstance(verdict, NotYet):
+                return Note(
+                    TaskState.WAITING_PREREQUISITES, "after " + ", ".join(verdict.waiting_for)
+                )
+            if isinstance(verdict, Unmet):
+                return NotRun(verdict.reasons)
         return Claim() if f.own_slot else Queue(f.role)
     if task.stage == "active":
         return _active(f, p)

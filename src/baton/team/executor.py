@@ -24,13 +24,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from baton.coordination.errors import CoordinationError, LifecycleConflict
 from baton.coordination.fcop_port import FcopPort, TaskInfo
 from baton.coordination.fcop_recovery import Unresolved, resolve_two_stages, validate_workspace
+from baton.coordination.ordering import Unmet, not_run_report
+from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.coordination.team import TeamConfig
 from baton.events.model import TeamRecovery
 from baton.requests.ledger import Ledger, StaleRecord
@@ -40,12 +42,15 @@ from baton.requests.model import (
     ReviewRequest,
     StringField,
 )
+from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
+from baton.store.tx import Tx
 from baton.team import decide as d
 from baton.team.book import RecordMoved
 from baton.team.facts import FactSource, policy_for
 from baton.team.prompts import Prompts
+from baton.team.records import TaskRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import TaskState
 from baton.team.turns import Turn, TurnDriver
@@ -81,10 +86,6 @@ class BreakerTripped(Exception):
         self.slot = slot
 
 
-def _default_summary(task: TaskInfo, head: d.ReportView, body: str) -> str:
-    return f"{head.sender}: {task.subject} — result {head.result}\n\n{body}"
-
-
 class Executor(TurnDriver):
     """Evaluates TASKs: facts → decide → one step, until it waits."""
 
@@ -102,7 +103,7 @@ class Executor(TurnDriver):
         enqueue: Callable[[Job], None],
         schedule: Callable[[str], None],
         watch_request: Callable[[str, str], None],
-        review_summary: ReviewSummary = _default_summary,
+        review_summary: ReviewSummary | None = None,
     ) -> None:
         self.port = port
         self.store = store
@@ -116,7 +117,8 @@ class Executor(TurnDriver):
         self.enqueue = enqueue
         self.schedule = schedule
         self.watch_request = watch_request
-        self.review_summary = review_summary
+        self.review_summary: ReviewSummary = review_summary or self.review_document
+        """Builds the text a human reviews (blocking reads: called in a worker thread)."""
         self.facts = FactSource(port, store, team)
         self.prompts = Prompts(port, team)
         self.live: set[tuple[str, int]] = set()
@@ -125,6 +127,9 @@ class Executor(TurnDriver):
         self.dispatch_log: list[tuple[str, str, str]] = []
         """(slot, turn kind, task id) in dispatch order; tests and traces read it."""
         self.prompt_started: Callable[[str, str, float], None] | None = None
+        self.after_turn: Callable[[], Awaitable[None]] | None = None
+        """Awaited after every turn, before the TASK is looked at again (intake's sweep:
+        whatever the agent wrote under ``fcop/`` is judged before Core reads it)."""
 
     # ------------------------------------------------------------------ records
 
@@ -173,6 +178,8 @@ class Executor(TurnDriver):
                     continue
             if turn is not None:
                 await self.run_turn(turn)
+                if self.after_turn is not None:
+                    await self.after_turn()
                 assert slot is not None
                 if slot.record.zero_tool_streak >= self.team.zero_tool_limit:
                     raise BreakerTripped(slot)
@@ -226,6 +233,8 @@ class Executor(TurnDriver):
             return False
         if isinstance(step, d.Retry):
             return await self._retry(facts, step)
+        if isinstance(step, d.NotRun):
+            return await self._not_run(facts, step)
         raise AssertionError(f"unhandled step {step!r}")
 
     # ----------------------------------------------------------------- FCoP steps
@@ -247,6 +256,56 @@ class Executor(TurnDriver):
             resumes=0,
         )
         return True
+
+    async def _not_run(self, facts: d.Facts, step: d.NotRun) -> bool:
+        """Claim a TASK whose prerequisites can never finish and file baton's REPORT on it.
+
+        The next step submits it like any report (T3): its sender's consolidation then
+        sees a ``blocked`` child with the reasons, instead of work that ran without
+        its inputs.
+        """
+        record = facts.record
+        assert record is not None and facts.role is not None
+        task_id = facts.task.task_id
+        try:
+            claim = await asyncio.to_thread(self.port.claim, task_id, actor=facts.role)
+        except LifecycleConflict as exc:
+            await self._attention_locked(task_id, f"claimed elsewhere: {exc}")
+            return False
+        result, body = not_run_report(Unmet(step.reasons))
+        await asyncio.to_thread(
+            self.port.write_report,
+            task_id=task_id,
+            attempt_id=claim.attempt_id,
+            sender=SYSTEM_SENDER,
+            recipient=facts.task.sender,
+            result=result,
+            body=body,
+        )
+        await self.move(
+            record,
+            TaskState.CLAIMED,
+            why="not run: " + "; ".join(step.reasons),
+            attempt_id=claim.attempt_id,
+            turns=0,
+            reminders=0,
+            resumes=0,
+        )
+        return True
+
+    async def _release_dependents(self, parent: str | None) -> None:
+        """A sibling finished: the TASKs still in the inbox under ``parent`` that wait for
+        siblings look at their gate again."""
+        if parent is None:
+            return
+        try:
+            waiting = await asyncio.to_thread(self.port.children, parent, ("inbox",))
+        except CoordinationError:
+            log.exception("listing the children of %s failed", parent)
+            return
+        for task in waiting:
+            if task.references:
+                self.schedule(task.task_id)
 
     async def _submit(self, facts: d.Facts, step: d.Submit) -> bool:
         record = facts.record
@@ -272,6 +331,10 @@ class Executor(TurnDriver):
             report_ref=step.report_id,
             result=step.result,
         )
+        if self.policy.child_acceptance == "on_consolidation":
+            await self._release_dependents(
+                facts.task.parent
+            )  # reported = finished, for its siblings
         return True
 
     async def _open_review(self, facts: d.Facts, step: d.OpenReview) -> None:
@@ -285,8 +348,11 @@ class Executor(TurnDriver):
         document = ReviewRequest(
             task_id=info.task_id,
             report_ref=step.report_id,
-            summary=self.review_summary(
-                info, d.ReportView(step.report_id, step.result, step.sender), body
+            summary=await asyncio.to_thread(
+                self.review_summary,
+                info,
+                d.ReportView(step.report_id, step.result, step.sender),
+                body,
             ),
             role=step.sender,
         )
@@ -310,6 +376,48 @@ class Executor(TurnDriver):
             result=step.result,
         )
         self.watch_request(request_id, info.task_id)
+
+    def review_document(self, task: TaskInfo, head: d.ReportView, body: str) -> str:
+        """What the human reviews: the work, not the prompt (blocking: run in a thread).
+
+        :func:`~baton.coordination.review_summary.review_document` over the TASK, its
+        report, each delegated child's result with an excerpt of its report, and the
+        files the agents reported writing (kept per TASK in the store's records).
+        """
+        children = self.prompts.child_reports(task.task_id)
+        ids = [task.task_id, *(c.task_id for c in children)]
+
+        def files(tx: Tx) -> dict[str, tuple[str, ...]]:
+            out = {}
+            for task_id in ids:
+                row = team_sql.TASKS.get(tx, task_id)
+                if row is not None:
+                    out[task_id] = TaskRecord.from_row(row).files_changed
+            return out
+
+        changed = self.store.read_tx(files)
+        facts = ReviewFacts(
+            task_id=task.task_id,
+            subject=task.subject,
+            role=head.sender,
+            result=head.result,
+            report_id=head.report_id,
+            body=body,
+            children=tuple(
+                ChildSummary(
+                    c.task_id,
+                    c.role,
+                    c.subject,
+                    c.result,
+                    c.report_id,
+                    c.body if c.report_id else "",
+                    changed.get(c.task_id, ()),
+                )
+                for c in children
+            ),
+            files_changed=changed.get(task.task_id, ()),
+        )
+        return review_document(facts)
 
     async def _apply_human_review(self, facts: d.Facts, step: d.ApplyHumanReview) -> bool:
         record = facts.record
@@ -344,6 +452,7 @@ class Executor(TurnDriver):
         )
         if step.approve and facts.task.parent:
             self.schedule(facts.task.parent)
+            await self._release_dependents(facts.task.parent)
         return True
 
     async def _apply_decision(self, facts: d.Facts, step: d.ApplyDecision) -> bool:
@@ -366,6 +475,7 @@ class Executor(TurnDriver):
             await self.move(record, TaskState.SETTLED, why=f"approved by {step.reviewer}")
             if facts.task.parent:
                 self.schedule(facts.task.parent)
+                await self._release_dependents(facts.task.parent)
         else:
             await self.move(
                 record,
@@ -391,6 +501,7 @@ class Executor(TurnDriver):
         )
         if facts.task.parent:
             self.schedule(facts.task.parent)
+            await self._release_dependents(facts.task.parent)
 
     async def _resolve(self, task_id: str) -> None:
         try:

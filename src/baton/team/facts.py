@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from baton.coordination.errors import StateAmbiguous, TaskNotFound
 from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
+from baton.coordination.ordering import Prerequisite, prerequisite_ids
 from baton.coordination.team import TeamConfig
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.records import RequestRecord, record_from_row
@@ -205,6 +206,9 @@ class FactSource:
                     found_review.review_kind == "acceptance",
                     found_review.body,
                 )
+        prerequisites: tuple[Prerequisite, ...] = ()
+        if info.stage == "inbox" and info.parent is not None and info.references:
+            prerequisites = self.prerequisites(info)
         question = stored.question
         answer = question_answer(stored.question_request)
         if question is not None and question.state == "pending" and answer is not None:
@@ -226,4 +230,22 @@ class FactSource:
             review_turns=stored.review_turns,
             slot_role=slot_role,
             for_review=for_review,
+            prerequisites=prerequisites,
         )
+
+    def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:
+        """The sibling TASKs ``info`` references (``after:``), with their stage and result."""
+        assert info.parent is not None
+        siblings = {s.task_id: s for s in self.port.children(info.parent)}
+        out = []
+        for task_id in prerequisite_ids(info.references, siblings):
+            sibling = siblings[task_id]
+            head = None
+            if sibling.attempt_id is not None and sibling.stage != "inbox":
+                head = self.port.find_report_head(task_id, sibling.attempt_id)
+            out.append(
+                Prerequisite(
+                    task_id, sibling.recipient, sibling.stage, head.result if head else None
+                )
+            )
+        return tuple(out)

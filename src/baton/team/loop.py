@@ -34,11 +34,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
+from baton.coordination.doorbell import (
+    Doorbell,
+    DoorbellEvent,
+    TaskArrived,
+    TaskRefused,
+    refusal_payload,
+)
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.fcop_recovery import (
     clean_temporaries,
 )
+from baton.coordination.intake.stability import FileFacts
+from baton.coordination.intake.sweep import Sweeper
 from baton.coordination.team import TeamConfig
 from baton.events.model import TeamRefusal
 from baton.requests.ledger import Ledger
@@ -98,6 +106,7 @@ class TeamLoop(Startup, HumanSide):
         watch_group: Callable[[int], None] | None = None,
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
+        sweep_interval: float = 5.0,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -135,6 +144,12 @@ class TeamLoop(Startup, HumanSide):
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
         self._doorbell_step_ms = doorbell_step_ms
         self.doorbell = self._make_doorbell({})
+        self.sweeper = Sweeper(port.root, worker=self.doorbell.worker, limits=self.doorbell.limits)
+        """Screens every file Core reads outside the inbox (issue 9 item 5)."""
+        self.sweep_interval = sweep_interval
+        self._swept: set[tuple[str, FileFacts]] = set()
+        self._sweeping = asyncio.Lock()
+        self.executor.after_turn = self._sweep_after_turn
         self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
         self._queued: set[tuple[str, str, bool]] = set()
         self._parked: dict[str, list[Job]] = {}
@@ -186,6 +201,7 @@ class TeamLoop(Startup, HumanSide):
         await self._take_project()
         try:
             await self._migrate()
+            await self._sweep()  # before recovery reads anything under fcop/
             await self._recover()
             await self.slots.open(await self.store.aread(_slot_records))
             self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
@@ -193,6 +209,7 @@ class TeamLoop(Startup, HumanSide):
                 watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
                 router = tg.create_task(self._router(), name="router")
                 waker = tg.create_task(self._waker(), name="store-wake")
+                sweeper = tg.create_task(self._sweep_loop(), name="sweep")
                 await self.doorbell.ready.wait()
                 await self._reevaluate_all()
                 await self._drain_outbox()
@@ -216,6 +233,7 @@ class TeamLoop(Startup, HumanSide):
                     *workers,
                     router,
                     waker,
+                    sweeper,
                     *self._background,
                     *self._waiting.values(),
                     *self._timers,
@@ -225,6 +243,8 @@ class TeamLoop(Startup, HumanSide):
                 await asyncio.wait_for(asyncio.shield(watcher), timeout=30)
         finally:
             await self.slots.close_all(self._stopped_by or "the daemon stopped")
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.doorbell.worker.close)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(clean_temporaries, self.port)
             await self._release_project()
@@ -321,7 +341,50 @@ class TeamLoop(Startup, HumanSide):
         def write(tx: Tx) -> None:
             team_sql.insert_refusal(tx, refusal.row())
 
-        await self.journal.commit([payload], write)
+        # team.refusal for the board, security.payload_rejected for the security surface.
+        await self.journal.commit([payload, refusal_payload(event)], write)
+
+    # ------------------------------------------------------------------- intake
+
+    async def _sweep(self, *, after_turn: bool = False) -> int:
+        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails.
+
+        At start (before recovery), every ``sweep_interval`` and after every turn (an
+        agent may have written anything under ``fcop/``); a pass over unchanged files
+        opens none of them. Each finding goes through the doorbell (quarantine and
+        ISSUE) and the router (the refusal row and its events), like an inbox refusal.
+        """
+        async with self._sweeping:
+            # After a turn, what the agent wrote is complete: judge it now, not in 1 s.
+            report = await asyncio.to_thread(
+                self.sweeper.sweep, require_stable=False if after_turn else None
+            )
+            refused = 0
+            for finding in report.refused:
+                key = (finding.origin, finding.facts)
+                if key in self._swept:
+                    continue  # left in place (quarantine off): said once
+                self._swept.add(key)
+                event = await asyncio.to_thread(self.doorbell.refuse_file, finding)
+                if event.quarantined_to is not None:
+                    self.sweeper.forget(finding.origin)
+                await self.events.put(event)
+                refused += 1
+            return refused
+
+    async def _sweep_after_turn(self) -> None:
+        try:
+            await self._sweep(after_turn=True)
+        except Exception:
+            log.exception("intake sweep after a turn failed")
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self._sweep()
+            except Exception:
+                log.exception("intake sweep failed")
 
     # ------------------------------------------------------------------ workers
 
@@ -402,6 +465,9 @@ class TeamLoop(Startup, HumanSide):
         while True:
             async with self._changed:
                 await self._changed.wait_for(lambda: self._busy <= 0 and self.events.empty())
+            if self.doorbell.settling:
+                await self.doorbell.wait_settled()  # a file still being written
+                continue
             emitted = await self.doorbell.scan("rescan")
             drained = await self._drain_outbox()
             if emitted == 0 and drained == 0 and self._busy <= 0 and self.events.empty():
@@ -433,7 +499,7 @@ class TeamLoop(Startup, HumanSide):
             done=ids(TaskState.SETTLED),
             waiting_human=tuple(sorted(waiting)),
             stalled=ids(TaskState.NEEDS_ATTENTION, TaskState.FAILED),
-            blocked=ids(TaskState.WAITING_CHILDREN),
+            blocked=ids(TaskState.WAITING_CHILDREN, TaskState.WAITING_PREREQUISITES),
             refused=refused,
             paused_roles=tuple(sorted(r.role for r in roles if (r.breaker_until or 0) > now)),
             interrupted=ids(TaskState.INTERRUPTED),

@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from baton.lifeline import processes
+
 __all__ = ["Reaper", "kill_sessions", "main", "session_members"]
 
 _SWEEP_FOR = 1.0
@@ -46,26 +48,18 @@ def session_members(sessions: set[int], store: str | None = None) -> list[int]:
     found = []
     me = os.getpid()
     marker = ("\0" + store + "\0").encode() if store else None
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    for pid, stat in processes():
+        if pid == me or not stat.live:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) <= 3 or fields[0] in ("Z", "X"):
-            continue
-        if int(fields[3]) in sessions:
-            found.append(int(entry.name))
+        if stat.session in sessions:
+            found.append(pid)
         elif marker is not None:
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
             if _ROLE_MCP in cmdline and marker in b"\0" + cmdline:
-                found.append(int(entry.name))
+                found.append(pid)
     return found
 
 

@@ -70,12 +70,15 @@ class TaskRecord:
     budget: dict[str, Any] | None = None
     """Room for the per-task budget (next issue); unused yet."""
     version: int = 1
+    files_changed: tuple[str, ...] = ()
+    """Files the agents reported writing on this TASK (bounded; its review lists them)."""
 
     def row(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["state"] = self.state.value
         values["for_human"] = int(self.for_human)
         values["budget"] = json.dumps(self.budget) if self.budget is not None else None
+        values["files_changed"] = json.dumps(list(self.files_changed))
         return values
 
     @classmethod
@@ -84,6 +87,7 @@ class TaskRecord:
         values["state"] = TaskState(values["state"])
         values["for_human"] = bool(values["for_human"])
         values["budget"] = json.loads(values["budget"]) if values["budget"] else None
+        values["files_changed"] = tuple(json.loads(values["files_changed"] or "[]"))
         return cls(**values)
 
 

@@ -38,6 +38,8 @@ from baton.store.records import SessionRecord
 from baton.store.store import Store
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult, Usage
 
+__all__ = ["AcpRoleSession", "identity_key", "role_policy", "role_session_factory"]
+
 
 def role_policy(permissions: str) -> Policy:
     """A role's ``permissions`` preset as a policy; ``ask`` sends everything to a human."""

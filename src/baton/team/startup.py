@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import socket
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -30,7 +29,8 @@ from baton.coordination.fcop_recovery import (
 from baton.coordination.team import TeamConfig
 from baton.errors import BatonError
 from baton.events.model import Payload, TeamRecovery
-from baton.lifeline import process_start_ticks
+from baton.events.sequencer import utc_now
+from baton.lifeline import boot_id, process_start_ticks
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -46,17 +46,6 @@ LIVE_STATES = tuple(s.value for s in TaskState if s not in (TaskState.SETTLED, T
 
 class DaemonBusy(BatonError):
     """Another ``baton up`` already runs this project."""
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
 
 
 class Startup:
@@ -85,7 +74,7 @@ class Startup:
             pid=pid,
             start_ticks=ticks,
             host=socket.gethostname(),
-            boot=_boot_id(),
+            boot=boot_id(),
             run_id=self.run_id,
             state="running",
             started_at=now,

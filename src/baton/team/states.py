@@ -10,10 +10,12 @@ store keeps the state verbatim, and an illegal move raises
 **A task as baton sees it** (FCoP's stage is the lifecycle authority; this is
 baton's progress on it)::
 
-    seen → claimed → dispatched → turn_running → turn_finished → waiting_children
-         → consolidating → (dispatched …) → in_review → settled
+    seen → (waiting_prerequisites →) claimed → dispatched → turn_running → turn_finished
+         → waiting_children → consolidating → (dispatched …) → in_review → settled
 
-plus ``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
+plus ``waiting_prerequisites`` (a delegated TASK whose ``after:`` siblings have
+not finished: left unclaimed in the inbox; see :mod:`baton.coordination.ordering`),
+``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
 ``ask_human`` question is open), ``interrupted`` (the daemon stopped or died
 during its turn: re-prompted with context on the next start),
 ``needs_attention`` (baton cannot proceed without a human: shown in ``status``,
@@ -152,6 +154,7 @@ class Machine(Generic[S, E]):
 
 class TaskState(StrEnum):
     SEEN = "seen"
+    WAITING_PREREQUISITES = "waiting_prerequisites"
     CLAIMED = "claimed"
     DISPATCHED = "dispatched"
     TURN_RUNNING = "turn_running"
@@ -172,6 +175,8 @@ class TaskEvent(StrEnum):
     """The doorbell (or recovery) found the TASK, routed to a role."""
     REFUSE = "refuse"
     """The doorbell will not dispatch it (unknown recipient, invalid file...)."""
+    WAIT_PREREQUISITES = "wait_prerequisites"
+    """A sibling it declares it needs (``after:``) has not finished: not claimed yet."""
     CLAIM = "claim"
     """T2 made the attempt (or recovery found the TASK already active)."""
     DISPATCH = "dispatch"
@@ -209,6 +214,7 @@ _E = TaskEvent
 _ACTIVE_WORK = (_T.CLAIMED, _T.TURN_FINISHED, _T.WAITING_CHILDREN, _T.WAITING_HUMAN)
 _LIVE = (
     _T.SEEN,
+    _T.WAITING_PREREQUISITES,
     _T.CLAIMED,
     _T.DISPATCHED,
     _T.TURN_RUNNING,
@@ -228,6 +234,9 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         (_T.REFUSED, _E.SEE): _T.SEEN,
         (_T.SEEN, _E.REFUSE): _T.REFUSED,
         (_T.SEEN, _E.CLAIM): _T.CLAIMED,
+        (_T.SEEN, _E.WAIT_PREREQUISITES): _T.WAITING_PREREQUISITES,
+        (_T.WAITING_PREREQUISITES, _E.CLAIM): _T.CLAIMED,  # ready, or claimed to report not-run
+        (_T.WAITING_PREREQUISITES, _E.REFUSE): _T.REFUSED,
         (_T.CLAIMED, _E.DISPATCH): _T.DISPATCHED,
         (_T.DISPATCHED, _E.START): _T.TURN_RUNNING,
         (_T.DISPATCHED, _E.FINISH): _T.TURN_FINISHED,  # the session could not start
@@ -254,7 +263,14 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         table[(state, _E.WAIT_CHILDREN)] = _T.WAITING_CHILDREN
     table[(_T.CLAIMED, _E.WAIT_HUMAN)] = _T.WAITING_HUMAN
     table[(_T.CLAIMED, _E.CONSOLIDATE)] = _T.CONSOLIDATING
-    for state in (_T.SEEN, *_ACTIVE_WORK, _T.CONSOLIDATING, _T.INTERRUPTED, _T.NEEDS_ATTENTION):
+    for state in (
+        _T.SEEN,
+        _T.WAITING_PREREQUISITES,
+        *_ACTIVE_WORK,
+        _T.CONSOLIDATING,
+        _T.INTERRUPTED,
+        _T.NEEDS_ATTENTION,
+    ):
         table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION

@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from baton.team.book import RecordMoved, TaskBook
 from baton.team.contract import TurnResult
 from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord, TurnRecord
-from baton.team.slots import Slot, Slots
+from baton.team.slots import Slot, Slots, merge_files
 from baton.team.states import TURN, SlotEvent, TaskState, TurnEvent, TurnState
 
 __all__ = ["Turn", "TurnDriver"]
@@ -168,6 +168,7 @@ class TurnDriver(TaskBook):
         reason: str | None = None,
         turn_changes: dict[str, Any] | None = None,
         slot_changes: dict[str, Any] | None = None,
+        files: Sequence[str] = (),
     ) -> None:
         before_turn = turn.record
         new_state = TURN.next(before_turn.state, turn_event)
@@ -179,7 +180,10 @@ class TurnDriver(TaskBook):
             payloads: list[Payload] = []
             task_after: TaskRecord | None = None
             if task_target is not None and before_turn.kind != "review":
-                task_after, payloads = self.walk(record, task_target, reason)
+                task_changes: dict[str, Any] = {}
+                if files:
+                    task_changes["files_changed"] = merge_files(record.files_changed, files)
+                task_after, payloads = self.walk(record, task_target, reason, **task_changes)
 
             def write(
                 tx: Tx,
@@ -255,4 +259,5 @@ class TurnDriver(TaskBook):
                 "ended_at": self.now(),
             },
             slot_changes=counters,
+            files=result.files_changed,
         )

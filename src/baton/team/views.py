@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from baton.coordination.fcop_port import FcopPort, TaskInfo
+from baton.coordination.intake.board import open_tasks
 from baton.coordination.team import TeamConfig
 from baton.lifeline import process_start_ticks
 from baton.requests.records import record_from_row
@@ -137,6 +138,8 @@ class TeamView:
     attention: tuple[BoardTask, ...]
     refusals: tuple[Mapping[str, Any], ...]
     interrupted: tuple[str, ...] = field(default=())
+    unsafe_files: tuple[Mapping[str, str], ...] = field(default=())
+    """Files under ``fcop/`` that failed intake's screen: listed, never parsed here."""
 
     def by_stage(self) -> dict[str, list[BoardTask]]:
         out: dict[str, list[BoardTask]] = {}
@@ -280,18 +283,23 @@ def team_view(
             children.setdefault(record.parent, []).append(record.task_id)
     board: list[BoardTask] = []
     counts: dict[str, int] = {}
+    unsafe: list[Mapping[str, str]] = []
     if port is not None:
         counts = port.stage_counts()
-        for stage in ("inbox", "active", "review"):
-            for info in port.list_stage(stage):
-                board.append(
-                    _board_task(
-                        info,
-                        records.get(info.task_id),
-                        children.get(info.task_id, ()),
-                        snap.requests,
-                    )
+        guarded = open_tasks(port)  # screened in intake's worker: no file can stop a view
+        unsafe = [
+            {"path": f.origin, "reason": f.verdict.reason, "detail": f.verdict.detail}
+            for f in guarded.unsafe
+        ]
+        for info in guarded.tasks:
+            board.append(
+                _board_task(
+                    info,
+                    records.get(info.task_id),
+                    children.get(info.task_id, ()),
+                    snap.requests,
                 )
+            )
     shown = {t.task_id for t in board}
     attention = tuple(
         _board_task(None, r, children.get(r.task_id, ()), snap.requests)
@@ -360,4 +368,5 @@ def team_view(
         attention=attention,
         refusals=tuple(asdict(r) for r in snap.refusals),
         interrupted=tuple(r.task_id for r in snap.tasks if r.state is TaskState.INTERRUPTED),
+        unsafe_files=tuple(unsafe),
     )

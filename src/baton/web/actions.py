@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.config import load_config
+from baton.coordination.intake.screen import unsafe_line
 from baton.errors import BatonError, ConfigError
+from baton.lifeline import boot_id
 from baton.store.store import Store
 
 __all__ = [
@@ -63,8 +65,11 @@ def create_task(
         known = ", ".join(ctx.team.role_names)
         raise ConfigError(f"{to!r} is not a role of this team (roles: {known})")
     subject = subject.strip()
-    if not subject or "\n" in subject or len(subject) > MAX_SUBJECT_CHARS:
-        raise ConfigError(f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} characters")
+    if not subject or unsafe_line(subject) or len(subject) > MAX_SUBJECT_CHARS:
+        raise ConfigError(
+            f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} printable characters "
+            "(no control, bidi or line-break characters)"
+        )
     if len(body.encode("utf-8")) > ctx.team.max_task_bytes:
         raise ConfigError(f"the body is over the team's max_task_bytes ({ctx.team.max_task_bytes})")
     created = ctx.port.create_task(
@@ -90,13 +95,6 @@ def _is_baton_process(pid: int) -> bool:
     return b"baton" in cmdline
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
 def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     """SIGINT to the live ``baton run`` owning ``run_id`` (what Ctrl-C does there)."""
     run = store.get_run(run_id)
@@ -114,7 +112,7 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     if (
         not isinstance(pid, int)
         or meta.get("host") != socket.gethostname()
-        or (meta.get("boot") and meta.get("boot") != _boot_id())
+        or (meta.get("boot") and meta.get("boot") != boot_id())
         or not _is_baton_process(pid)
     ):
         raise ActionRefused(f"the process that owns run {run_id} is not running on this machine")

@@ -7,6 +7,8 @@ so fields can be added without breaking clients; a run's events are NDJSON, the
 stored lines byte for byte, because that is the canonical stream's own format
 and clients already parse it (``baton run --json`` prints the same lines).
 Errors are ``{"error": "<Type>", "message": "..."}`` (see :mod:`baton.web.app`).
+
+Length: every ``/api`` route is a small handler beside its siblings; splitting them by route would scatter one URL scheme and its one error mapping.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from baton.errors import BatonError, RemoteFault
 from baton.requests.ledger import RequestRecord
 from baton.requests.render import to_data
 from baton.requests.states import State
@@ -57,7 +60,7 @@ MAX_ANSWER_BYTES: Final = 256 * 1024
 MAX_EVENTS_PAGE: Final = 10_000
 
 
-class ApiError(Exception):
+class ApiError(BatonError, RemoteFault):
     """A refusal decided by the HTTP layer itself (bad query, body, media type)."""
 
     def __init__(self, status: int, error: str, message: str) -> None:

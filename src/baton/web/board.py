@@ -17,6 +17,8 @@ Session states, decided in one pure function (:func:`session_state`):
 ``working``        a turn is running
 ``idle``           none of the above (no session yet, or between tasks)
 =================  ==========================================================
+
+Length: one read model (the snapshot dataclasses) and its two sources, kept together so both sources are held to the same shape.
 """
 
 from __future__ import annotations
@@ -233,8 +235,9 @@ class TeamViewBoardSource:
         return files
 
     def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
-        notes: list[str] = []
         view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
+        # Intake screened these and did not parse them: a note each, never a card.
+        notes = [f"unsafe file {u['path']}: {u['reason']}" for u in view.unsafe_files]
         return snapshot_from_team_view(
             view,
             project=str(self._ctx.project_dir),

@@ -229,7 +229,9 @@ def test_login_code_is_single_use_and_other_servers_get_nothing(
     moved.wait_for_url(re.compile(r"baton-.*\.localhost:\d+/$"))
 
 
-HOSTILE_SUBJECT = 'Check <img src=x onerror="window.__xss=1"> \u202eexe.txt'
+# Control and bidi characters never reach a subject (intake refuses them at every entry
+# point, docs/intake.md); markup does, and must stay text.
+HOSTILE_SUBJECT = 'Check <img src=x onerror="window.__xss=1"> exe.txt'
 HOSTILE_BODY = """<script>window.__xss = 1</script>
 
 [click me](javascript:window.__xss=1) <img src=x onerror="window.__xss=1">
@@ -250,7 +252,7 @@ def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) 
     task_id = team.task("QA", HOSTILE_SUBJECT, HOSTILE_BODY)
     board.locator(f'#stages [data-task="{task_id}"] .subject').wait_for()
     subject = board.locator(f'#stages [data-task="{task_id}"] .subject').inner_text()
-    assert "<img src=x" in subject and "<U+202E>" in subject
+    assert "<img src=x" in subject
     _allow(page, 1)
     review = _card(page, "review")
     assert "<script>window.__xss=1</script>" in review.inner_text()

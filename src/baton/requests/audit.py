@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from baton.events.model import SecurityUnapprovedMutation, _ToolExecution
-from baton.requests.ledger import RequestRecord
 from baton.requests.model import PermissionAnswer, PermissionRequest
 from baton.requests.policy import tool_call_paths
+from baton.requests.records import RequestRecord
 
 __all__ = ["MUTATING_KINDS", "PermissionAudit"]
 

@@ -37,33 +37,30 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from baton.errors import AgentError, AgentNotInstalled, ConfigError
 from baton.fsutil import atomic_write
 from baton.providers.profile import AgentProfile
+from baton.security.agent_installs import (
+    INSTALL_RECORD,
+    PIN_FILE,
+    InstalledAgent,
+    read_install,
+    tools_dir,
+)
 from baton.security.distribution import load_manifest, save_manifest
 from baton.security.paths import sanitize_id
 from baton.security.pinning import pin_tree
 
 __all__ = [
-    "INSTALL_RECORD",
-    "PIN_FILE",
-    "TOOLS_ENV",
     "AgentInstallError",
-    "InstalledAgent",
     "RegistryUnreachable",
     "install_agent",
-    "installed_agent",
     "node_version",
-    "tools_dir",
 ]
 
-TOOLS_ENV: Final = "BATON_TOOLS_DIR"
-INSTALL_RECORD: Final = "install.json"
-PIN_FILE: Final = "pin.json"
 NPM_TIMEOUT_SECONDS: Final = 900.0
 
 _UNREACHABLE = re.compile(
@@ -81,96 +78,6 @@ class AgentInstallError(AgentError):
 
 class RegistryUnreachable(AgentInstallError):
     """npm could not reach its registry (offline, proxy, DNS)."""
-
-
-def tools_dir(environ: Mapping[str, str]) -> Path:
-    """Where ``baton agents install`` puts agents (see the module docstring)."""
-    override = environ.get(TOOLS_ENV)
-    if override:
-        return Path(override).expanduser().absolute()
-    data = environ.get("XDG_DATA_HOME") or str(
-        Path(environ.get("HOME") or Path.home()) / ".local" / "share"
-    )
-    return Path(data).expanduser() / "baton" / "tools"
-
-
-@dataclass(frozen=True, slots=True)
-class InstalledAgent:
-    """One agent in the tools dir."""
-
-    name: str
-    package: str
-    version: str
-    root: Path
-    entrypoint: str
-    """POSIX path of the executable, relative to :attr:`tree`."""
-
-    @property
-    def tree(self) -> Path:
-        """The pinned tree: ``<root>/node_modules``."""
-        return self.root / "node_modules"
-
-    @property
-    def executable(self) -> Path:
-        return self.tree / self.entrypoint
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.root / PIN_FILE
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "profile": self.name,
-            "package": self.package,
-            "version": self.version,
-            "entrypoint": self.entrypoint,
-        }
-
-
-def installed_agent(profile: AgentProfile, environ: Mapping[str, str]) -> InstalledAgent | None:
-    """The tools-dir install of ``profile``'s package, or ``None``.
-
-    The install made for the profile's own name comes first; a profile that extends a
-    built-in one (``claude-local``) uses the install of the same package and version. An
-    install of another package (the profile was changed since) does not count.
-    """
-    tools = tools_dir(environ)
-    own = _read_install(tools / sanitize_id(profile.name), profile)
-    if own is not None or profile.package is None:
-        return own
-    try:
-        candidates = sorted(p for p in tools.iterdir() if not p.name.startswith("."))
-    except OSError:
-        return None
-    for root in candidates:
-        install = _read_install(root, profile)
-        if install is not None and install.version == profile.version:
-            return install
-    return None
-
-
-def _read_install(root: Path, profile: AgentProfile) -> InstalledAgent | None:
-    try:
-        data = json.loads((root / INSTALL_RECORD).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    fields = {k: data.get(k) for k in ("package", "version", "entrypoint")}
-    if not all(isinstance(v, str) and v for v in fields.values()):
-        return None
-    if profile.package is not None and fields["package"] != profile.package:
-        return None
-    entry = str(fields["entrypoint"])
-    if entry.startswith("/") or ".." in entry.split("/"):
-        return None
-    return InstalledAgent(
-        name=profile.name,
-        package=str(fields["package"]),
-        version=str(fields["version"]),
-        root=root,
-        entrypoint=entry,
-    )
 
 
 def node_version(environ: Mapping[str, str], run: Runner = subprocess.run) -> str | None:
@@ -222,7 +129,7 @@ def install_agent(
     base = tools if tools is not None else tools_dir(environ)
     name = sanitize_id(profile.name)
     with _locked(base):
-        current = _read_install(base / name, profile)
+        current = read_install(base / name, profile)
         if current is not None and current.version == profile.version and _pinned(current):
             log(f"{profile.name}: {spec} is already installed and pinned in {current.root}")
             return current

@@ -1,0 +1,31 @@
+"""The ``baton`` console script: answers ``--version`` before importing the command line.
+
+Importing :mod:`baton.cli.app` mounts every command and with them typer, rich, pydantic
+models and the store (about half a second on an idle machine); ``baton --version``
+needs none of it. Everything else goes to :func:`baton.cli.app.main` unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["VERSION_FLAGS", "main", "version_line"]
+
+VERSION_FLAGS = ("--version", "-V")
+
+
+def version_line() -> str:
+    """What ``baton --version`` prints (one rule for this fast path and the typer option)."""
+    from baton import __version__
+
+    return f"baton {__version__}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if len(args) == 1 and args[0] in VERSION_FLAGS:
+        sys.stdout.write(version_line() + "\n")
+        return
+    from baton.cli.app import main as run
+
+    run(argv)
