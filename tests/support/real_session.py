@@ -56,7 +56,7 @@ async def open_real(
     session = await AgentSession.open(
         profile,
         workspace=harness.workspace,
-        emitter=harness.emitter(),
+        emitter=(await harness.run()).emitter,
         requests=requests,
         state_dir=harness.tmp / "state",
         environ=environ,
