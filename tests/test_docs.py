@@ -25,8 +25,9 @@ def _commands() -> set[str]:
 
     def walk(command: object, prefix: str) -> None:
         subs = getattr(command, "commands", None)
+        if subs is None or getattr(command, "invoke_without_command", False):
+            found.add(prefix)  # a group that runs by itself (`baton agents`) is a command too
         if subs is None:
-            found.add(prefix)
             return
         for name, sub in subs.items():
             walk(sub, f"{prefix} {name}".strip())

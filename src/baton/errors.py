@@ -19,6 +19,7 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     │   ├── AgentTimeout             initialize / session/new / a turn took too long
     │   ├── AuthRequired             -32000 from the agent; names the advertised auth methods
     │   ├── RemoteCallError [remote] the agent answered a request with a JSON-RPC error
+    │   ├── SessionRejected [remote] session/new, load or resume answered with a JSON-RPC error
     │   └── ProtocolError
     │       ├── LocalProtocolError [local]   we misused the protocol (a bug in baton)
     │       └── RemoteProtocolError [remote] the agent sent something invalid
@@ -125,6 +126,15 @@ class AuthRequired(AgentError):
     def __init__(self, message: str, *, auth_methods: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.auth_methods = tuple(auth_methods)
+
+
+class SessionRejected(AgentError, RemoteFault):
+    """The agent answered ``session/new`` (or ``load``/``resume``) with a JSON-RPC error."""
+
+    def __init__(self, message: str, *, code: int, method: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.method = method
 
 
 class ProtocolError(AgentError):

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from baton.lifeline import proc_stat, processes
 
-__all__ = ["exited_within", "group_alive", "process_alive", "signal_group", "stop_group"]
+__all__ = [
+    "exited_within",
+    "group_alive",
+    "group_gone",
+    "process_alive",
+    "signal_group",
+    "stop_group",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +85,25 @@ async def stop_group(
     if term and (not exited or group_alive(pgid)):
         signal_group(pgid, signal.SIGTERM)
         exited = await wait_leader(grace)
+        # The leader may be gone while its children still shut down: give them the grace.
+        await group_gone(pgid, grace)
     if not exited or group_alive(pgid):
         signal_group(pgid, signal.SIGKILL)
         exited = await wait_leader(grace)
+        await group_gone(pgid, grace)
     return exited
+
+
+async def group_gone(pgid: int, timeout: float) -> bool:
+    """Until no live member of the group is left (a signalled process takes a moment to
+    die on a loaded machine), at most ``timeout`` seconds; whether it is gone."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while group_alive(pgid):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
 
 
 def exited_within(proc: asyncio.subprocess.Process) -> WaitLeader:

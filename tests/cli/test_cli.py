@@ -324,5 +324,5 @@ def test_at_a_terminal_the_human_answers_the_permission(tmp: Path) -> None:
             answered = True
     assert proc.wait(timeout=30) == 0, seen.decode(errors="replace")[-2000:]
     text = seen.decode(errors="replace")
-    assert answered and "answered at the terminal" in text and "tty-step-ran" in text
+    assert answered and "by human (terminal)" in text and "tty-step-ran" in text
     assert "turn completed" in text

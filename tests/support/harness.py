@@ -27,6 +27,7 @@ from baton.events.model import CanonicalEvent
 from baton.procgroup import group_alive
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
+from baton.requests.policy import Policy
 from baton.runner.emitter import EventEmitter
 from baton.runner.session import AgentSession
 from baton.store.store import Store
@@ -58,16 +59,25 @@ class Fake:
 
     def options(self) -> dict[str, Any]:
         """The command-line flags as :class:`~baton.testing.scenarios.Options` fields."""
-        names = {"--bytes": "nbytes", "--count": "count", "--session-id": "session_id"}
+        numbers = {"--bytes": "nbytes", "--count": "count", "--linger": "linger"}
+        texts = {"--session-id": "session_id", "--mode": "mode", "--switch-to": "switch_to"}
+        switches = {
+            "--grandchild-keeps-stdio": "grandchild_keeps_stdio",
+            "--stuck-mode": "stuck_mode",
+        }
         out: dict[str, Any] = {}
         args = list(self.args)
         while args:
             flag = args.pop(0)
-            if flag == "--grandchild-keeps-stdio":
-                out["grandchild_keeps_stdio"] = True
+            if flag in switches:
+                out[switches[flag]] = True
+            elif flag == "--mode-values":
+                out["mode_values"] = tuple(v for v in args.pop(0).split(",") if v)
+            elif flag in texts:
+                out[texts[flag]] = args.pop(0)
             else:
                 value = args.pop(0)
-                out[names[flag]] = value if flag == "--session-id" else int(value)
+                out[numbers[flag]] = float(value) if flag == "--linger" else int(value)
         return out
 
 
@@ -147,7 +157,7 @@ class Harness:
         command: list[str] | Fake,
         *,
         transport: Transport | TransportFactory | None = None,
-        preset: str = "reads",
+        preset: str | Policy = "reads",
         wait_timeout: float | None = 0,
         environ: dict[str, str] | None = None,
         **profile_fields: Any,

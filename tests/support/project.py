@@ -20,8 +20,10 @@ def project_env(repo: Path) -> dict[str, str]:
     }
 
 
-def baton_in(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = project_env(repo)
+def baton_in(
+    repo: Path, *args: str, timeout: float = 240, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**project_env(repo), **(extra_env or {})}
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],
         cwd=repo,

@@ -98,7 +98,15 @@ def test_every_scenario_is_documented_and_implemented() -> None:
     doc = fake_agent_module.__doc__ or ""
     for name in SCENARIOS:
         assert f"``{name}``" in doc, f"scenario {name} is not documented"
-    special = {"ok", "no-initialize", "spawn-grandchild", "auth-required", "replay"}
+    special = {
+        "ok",
+        "no-initialize",
+        "spawn-grandchild",
+        "auth-required",
+        "replay",
+        "terminal-login",
+        "session-new-error",
+    }
     for name in set(SCENARIOS) - special:
         assert name in SCRIPTS, f"scenario {name} has no turn script"
     assert set(SCRIPTS) <= set(SCENARIOS), "a script for an undeclared scenario"

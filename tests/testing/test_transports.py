@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from baton.acp.transport import Launch
 from baton.errors import AgentError
+from baton.providers.approval import OPENCODE_ASK
 from baton.testing import (
     AgentEnd,
     InMemoryTransport,
@@ -116,6 +118,8 @@ async def test_a_recorded_opencode_trace_drives_the_whole_runner(harness: Harnes
         transport=replay(TRACES / "permission-ask.ndjson"),
         family="opencode",
         preset="all",
+        # The built-in profile's asking permission config (else baton refuses the session).
+        env={"OPENCODE_PERMISSION": json.dumps(dict(OPENCODE_ASK), sort_keys=True)},
     )
     outcome = await session.prompt("Write hello.txt, please.")
     assert outcome.status == "completed" and outcome.stop_reason == "end_turn"

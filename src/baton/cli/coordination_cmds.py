@@ -325,6 +325,16 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     }
 
 
+def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
+    """`` UNAPPROVED 2`` / `` AGENT APPROVES`` for a role's sessions (audit and approval mode)."""
+    mine = [s for s in sessions if s.get("role") == role]
+    count = sum(int(s.get("unapproved_mutations") or 0) for s in mine)
+    flags = f"  UNAPPROVED MUTATIONS {count}" if count else ""
+    if any(s.get("approval") == "self_approves" for s in mine):
+        flags += "  AGENT APPROVES ITSELF (agent_approves)"
+    return flags
+
+
 def _attention_line(t: dict[str, Any]) -> str:
     answer = t["attention"]["request_id"] if t["attention"] else "-"
     return (
@@ -348,9 +358,10 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
     for r in data["roles"]:
         paused = f"  paused {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
         lead = " (leader)" if r["leader"] else ""
+        flags = _security_flags(data["sessions"], r["role"])
         console.print(
             f"  {_s(r['role'])}{lead}: {_s(r['agent'])} ×{r['concurrency']}"
-            f" {_s(r['permissions'])}{paused}"
+            f" {_s(r['permissions'])}{paused}{flags}"
         )
     if data["board"]["open"]:
         console.print("open tasks:")
@@ -415,4 +426,5 @@ def sessions(
             f"{plural(s['turns'], 'turn')} · {plural(s['tool_calls_count'], 'tool call')} · "
             f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
             f"last report {_s(s['last_report_ref'] or '-')}"
+            f"{_security_flags([s], s['role'])}"
         )

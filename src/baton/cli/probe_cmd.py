@@ -13,9 +13,17 @@ from rich.table import Table
 from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import safe
-from baton.cli.shared import EXIT_AGENT, command_app, out, print_json, progress, say_error
+from baton.cli.shared import (
+    EXIT_AGENT,
+    command_app,
+    exit_for,
+    out,
+    print_json,
+    progress,
+    say_error,
+)
 from baton.config import BatonConfig
-from baton.errors import AgentError
+from baton.errors import BatonError
 from baton.providers.profile import AgentProfile
 
 __all__ = ["app"]
@@ -35,6 +43,7 @@ def probe(
     profile = config.profile(agent)
     with progress(f"starting {profile.name} and asking what it supports…"):
         result = asyncio.run(_probe(config, profile, workspace))
+    code = result.pop("_exit", EXIT_AGENT)
     if json_output:
         print_json(result)
     else:
@@ -46,7 +55,7 @@ def probe(
     if result.get("session_error") is not None:
         if not json_output:
             say_error(f"{profile.name} did not start a session: {result['session_error']}")
-        raise typer.Exit(EXIT_AGENT)
+        raise typer.Exit(code)
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
@@ -62,8 +71,12 @@ async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) ->
                 requests=baton.broker("none", wait_timeout=0, notify=False),
                 workspace=workspace,
             )
-        except AgentError as exc:
+        except BatonError as exc:
+            # Any refusal (security, configuration, the agent's own error) is a failed probe:
+            # printed, non-zero with the shared exit code, never stored as completed.
             out["session_error"] = str(exc)
+            out["error_type"] = type(exc).__name__
+            out["_exit"] = exit_for(exc)
             auth = getattr(exc, "auth_methods", ())
             if auth:
                 out["auth_methods"] = list(auth)

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from baton.events.model import (
     CanonicalEvent,
+    FileWritten,
     HarnessDiagnostic,
     PlanStep,
     PlanUpdated,
@@ -36,6 +37,8 @@ from baton.events.model import (
     RequestCreated,
     RequestExpired,
     RequestRejected,
+    SecurityApprovalBypass,
+    SecurityUnapprovedMutation,
     SessionFailed,
     SessionStarted,
     ToolExecutionCompleted,
@@ -314,6 +317,18 @@ class HumanRenderer:
                 self._print(
                     f"[yellow]! {safe(payload.category)}:[/] {safe(payload.summary)}", style="dim"
                 )
+        elif isinstance(payload, FileWritten):
+            self._print(
+                f"[cyan]✎ wrote {safe(payload.path)}[/] ({payload.bytes:,} bytes, "
+                f"sha256 {payload.sha256[:12]}…)",
+                style="dim",
+            )
+        elif isinstance(payload, SecurityApprovalBypass) or (
+            isinstance(payload, SecurityUnapprovedMutation) and payload.expected
+        ):
+            self._print(
+                f"[yellow]⚠ {safe(event.type)}:[/] {safe(payload.subject)}: {safe(payload.reason)}"
+            )
         elif event.type.startswith("security."):
             summary = payload.model_dump()
             self._print(
@@ -341,7 +356,10 @@ class HumanRenderer:
                 return
             if payload.status == "failed":
                 self._failed_titles.add(payload.title)
-            self._print(Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]", "dim")))
+            where = " (the agent's own terminal)" if payload.agent_terminal_ids else ""
+            self._print(
+                Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]{where}", "dim"))
+            )
             if payload.output and payload.output.tail.strip():
                 lines = payload.output.tail.rstrip("\n").split("\n")
                 shown = lines[-8:] if payload.status == "failed" else lines[-4:]

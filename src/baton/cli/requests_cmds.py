@@ -42,7 +42,10 @@ from baton.requests.render import render, to_data
 from baton.requests.states import State
 from baton.requests.validate import validate_answer
 
-__all__ = ["app", "build_answer"]
+__all__ = ["CLI_RULE", "app", "build_answer"]
+
+CLI_RULE = "cli"
+"""The ``rule`` of an answer given with ``baton answer`` (cf. ``web``, ``terminal``)."""
 
 app = command_app(help="Human requests: what agents are waiting for.", no_args_is_help=True)
 
@@ -300,7 +303,7 @@ def answer(
         )
         assert record.document is not None
         validate_answer(record.document, built)  # first check, at the surface
-        result = await ledger.answer(record.request_id, built, decided_by="human")
+        result = await ledger.answer(record.request_id, built, decided_by="human", rule=CLI_RULE)
         return result.record, result.replayed
 
     record, replayed = _with_ledger(_db_path(db, project), run)

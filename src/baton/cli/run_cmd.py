@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +23,7 @@ from baton.cli.shared import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_SECURITY,
     EXIT_STEPS,
     EXIT_STOP,
     EXIT_USAGE,
@@ -47,6 +49,7 @@ from baton.requests.model import (
     PlanAnswer,
     PlanRequest,
 )
+from baton.requests.policy import AuditMode, Policy
 from baton.requests.render import answer_hint
 from baton.requests.render import render as render_request
 from baton.runner.requests_broker import HumanChannel
@@ -163,6 +166,7 @@ async def _run_turn(
     json_output: bool,
     timeout: float | None,
     remind_every: float,
+    audit: AuditMode = "record",
 ) -> int:
     from baton.cli.web_cmd import running_dashboard
     from baton.runner.session import CANCEL_GRACE_SECONDS
@@ -213,7 +217,8 @@ async def _run_turn(
             headless.remind(view.tally.waiting)
 
     async with Baton.open(workspace, config=config) as baton:
-        broker = baton.broker(preset, terminal=terminal, wait_timeout=wait_timeout)
+        policy = dataclasses.replace(Policy.preset(preset), audit=audit)
+        broker = baton.broker(policy, terminal=terminal, wait_timeout=wait_timeout)
         async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
             run_id = run.run_id
             run.listen(view)
@@ -237,6 +242,15 @@ async def _run_turn(
                             code = EXIT_CANCELLED
                         else:
                             code = EXIT_FAILED
+                        if outcome.unapproved_mutations:
+                            # A mutation no recorded decision allowed: a failed security check.
+                            code = EXIT_SECURITY
+                            err.print(
+                                f"baton: {outcome.unapproved_mutations} mutation(s) without a "
+                                "recorded decision (security.unapproved_mutation); exit 4",
+                                style="red",
+                                markup=False,
+                            )
                 except BatonError as exc:
                     code = exit_for(exc)
                     if not json_output:
@@ -294,6 +308,14 @@ def run(
     remind_every: Annotated[
         float, typer.Option(hidden=True, help="Seconds between 'still waiting' reminders.")
     ] = 60.0,
+    audit: Annotated[
+        str,
+        typer.Option(
+            help="A mutation no decision allowed (the permission audit): record it and exit 4 "
+            "(default), or strict: also cancel the turn at once.",
+            metavar="record|strict",
+        ),
+    ] = "record",
     project: ProjectOption = None,
 ) -> None:
     """Run one prompt turn against an agent in the project.
@@ -301,8 +323,12 @@ def run(
     Exit codes: 0 completed and every step ran; 1 failed; 2 bad usage; 3 the agent did
     not start; 4 refused by a security control; 5 completed with another stop reason;
     6 completed but a step was denied or failed; 130/143/129 interrupted by
-    SIGINT/SIGTERM/SIGHUP.
+    SIGINT/SIGTERM/SIGHUP. A mutation without a recorded decision exits 4 too.
     """
+    if audit not in ("record", "strict"):
+        raise CommandError(
+            f"--audit {audit!r} is not a mode", hint="use record or strict", code=EXIT_USAGE
+        )
     if approve not in ("reads", "all", "none"):
         raise CommandError(
             f"--approve {approve!r} is not a preset",
@@ -330,6 +356,7 @@ def run(
             json_output=json_output,
             timeout=timeout,
             remind_every=remind_every,
+            audit=audit,  # type: ignore[arg-type]
         )
     )
     raise typer.Exit(code)

@@ -196,27 +196,28 @@ class AcpNormalizer:
         return out
 
     def end_turn(self, prompt_usage: Mapping[str, Any] | None) -> list[Draft]:
-        """Flush, then report usage honestly: what was reported, or unavailable."""
+        """Flush, then report usage honestly: what was reported, or unavailable (and why)."""
         out = self.flush()
+        context_only = self.usage_reported  # so far only usage_update (the context window)
+        turn_usage = False
         if isinstance(prompt_usage, Mapping):
             usage = _prompt_usage(prompt_usage)
             if usage is not None:
                 out.append(Draft(usage, raw=bounded_value(dict(prompt_usage))))
-                self.usage_reported = True
+                self.usage_reported = turn_usage = True
         self.context.usage_reported = self.usage_reported
         extension_drafts = [Draft(p) for p in self.extension.end_turn(self.context)]
         out.extend(extension_drafts)
-        if not self.usage_reported and not any(
+        if not turn_usage and not any(
             isinstance(d.payload, UsageReported) for d in extension_drafts
         ):
-            out.append(
-                Draft(
-                    UsageReported(
-                        available=False,
-                        reason="the agent reported no usage for this turn",
-                    )
-                )
+            reason = (
+                "the agent reported only its context window (usage_update), no token counts "
+                "for this turn"
+                if context_only
+                else "the agent reported no usage for this turn"
             )
+            out.append(Draft(UsageReported(available=False, reason=reason)))
         return out
 
     # ---------------------------------------------------------------- updates

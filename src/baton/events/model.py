@@ -109,6 +109,8 @@ class SessionStarted(Payload):
     config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
     replayed_updates: int = 0
     reason: str | None = None
+    approval: Literal["asks", "read_only", "self_approves", "unknown"] | None = None
+    """Who approves mutations in the effective mode (``baton.providers.approval``)."""
 
 
 class SessionInfoUpdated(Payload):
@@ -266,6 +268,10 @@ class _ToolExecution(Payload):
     diffs: list[DiffContent] = Field(default_factory=list)
     output: ToolOutput | None = None
     terminal_ids: list[str] = Field(default_factory=list)
+    agent_terminal_ids: list[str] = Field(default_factory=list)
+    """Of ``terminal_ids``, those the agent runs itself (not through baton's
+    ``terminal/create``): baton holds no output for them, so ``output`` is the agent's own
+    report of it."""
     parent_tool_call_id: str | None = None
     """Delegation lineage (e.g. Claude's ``_meta.claudeCode.parentToolUseId``)."""
 
@@ -436,6 +442,8 @@ class RequestCreated(_Request):
     TYPE: ClassVar[str] = "request.created"
     title: str
     summary: JsonValue = None
+    rule: str | None = None
+    """The policy rule that decided or escalated it (``preset-reads:escalate:edit``)."""
 
 
 class RequestAnswered(_Request):
@@ -443,7 +451,10 @@ class RequestAnswered(_Request):
     decided_by: Literal["human", "policy", "headless"]
     answer: JsonValue
     rule: str | None = None
-    """The policy rule that decided, when ``decided_by`` is not ``human``."""
+    """The policy rule that decided, or the surface a human answered at (``cli``, ``web``,
+    ``terminal``)."""
+    escalated_by: str | None = None
+    """For a human decision: the policy rule that escalated the request to a human."""
 
 
 class RequestDelivered(_Request):
@@ -584,6 +595,46 @@ class SecurityRedactionFallback(SecurityEvent):
     TYPE: ClassVar[str] = "security.redaction_fallback"
 
 
+class SecurityApprovalRefused(SecurityEvent):
+    """The session's mode would let the agent approve its own mutations: refused."""
+
+    TYPE: ClassVar[str] = "security.approval_refused"
+    mode: str | None = None
+
+
+class SecurityApprovalBypass(SecurityEvent):
+    """The session runs in a mode where the agent approves itself (``agent_approves = true``)."""
+
+    TYPE: ClassVar[str] = "security.approval_bypass"
+    mode: str | None = None
+
+
+class SecurityUnapprovedMutation(SecurityEvent):
+    """A mutation (tool call, client fs write, terminal) that no recorded decision allowed."""
+
+    TYPE: ClassVar[str] = "security.unapproved_mutation"
+    mutation: Literal["tool_call", "fs_write", "terminal"]
+    tool_call_id: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    """Workspace-relative (masked when outside)."""
+    expected: bool = False
+    """The profile says ``agent_approves``: recorded, but not a failure of the run."""
+
+
+# -------------------------------------------------------------------------- files
+
+
+class FileWritten(Payload):
+    """The agent wrote a file through the client (``fs/write_text_file``)."""
+
+    TYPE: ClassVar[str] = "file.written"
+    path: str
+    """Workspace-relative."""
+    bytes: int
+    sha256: str
+
+
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
     cls.TYPE: cls
     for cls in (
@@ -630,6 +681,10 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         SecurityPathRefused,
         SecurityPayloadRejected,
         SecurityRedactionFallback,
+        SecurityApprovalRefused,
+        SecurityApprovalBypass,
+        SecurityUnapprovedMutation,
+        FileWritten,
     )
 }
 """The closed inventory of canonical event types."""

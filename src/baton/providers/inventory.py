@@ -399,6 +399,7 @@ GEMINI_INVENTORY = ProviderInventory(
 )
 
 _QWEN_SRC = "Qwen Code is a Gemini CLI fork; entries mirror Gemini's"
+_QWEN_LIVE = "tests/integration/test_qwen_baton.py (qwen-code 0.24.4, offline)"
 QWEN_INVENTORY = ProviderInventory(
     "qwen",
     (
@@ -408,6 +409,24 @@ QWEN_INVENTORY = ProviderInventory(
         _u("plan", "plan.updated", "todo list", "inferred", _QWEN_SRC),
         *_stable(("available_commands_update", "current_mode_update"), "inferred", _QWEN_SRC),
         _m("session/request_permission", "request", "tool confirmations", "inferred", _QWEN_SRC),
+        _meta(
+            "usage",
+            "usage.reported",
+            "per model call on agent_message_chunk: inputTokens, outputTokens, totalTokens, "
+            "thoughtTokens, cachedReadTokens; summed per turn",
+            "observed",
+            _QWEN_LIVE,
+        ),
+        _meta(
+            "durationMs", None, "model call duration on agent_message_chunk", "observed", _QWEN_LIVE
+        ),
+        _meta("toolName", None, "the native tool name on tool calls", "observed", _QWEN_LIVE),
+        _meta("provenance", None, "builtin or MCP, on tool calls", "observed", _QWEN_LIVE),
+        _meta("phase", None, "'preparing' on the first tool_call", "observed", _QWEN_LIVE),
+        _meta("availableSkills", None, "on available_commands_update", "observed", _QWEN_LIVE),
+        _meta(
+            "availableSkillDetails", None, "on available_commands_update", "observed", _QWEN_LIVE
+        ),
     ),
 )
 

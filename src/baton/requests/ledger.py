@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.events.sequencer import format_dt
+from baton.requests import payloads
 from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
 from baton.requests.model import (
     Answer,
@@ -116,8 +117,6 @@ def _answer_json(answer: Answer) -> str:
 
 
 def _payloads(records: Sequence[RequestRecord]) -> tuple[Payload, ...]:
-    from baton.requests import payloads  # payloads builds on these records
-
     return tuple(payloads.for_state(r) for r in records)
 
 
@@ -241,11 +240,13 @@ class Ledger:
         supersedes: str | None = None,
         request_id: str | None = None,
         expires_at: str | None = None,
+        rule: str | None = None,
     ) -> Change:
         """A new ``pending`` request as a change (refuses an oversize document first).
 
         ``expires_at``: the deadline of whoever waits for it, when it has one (shown by
-        surfaces as a countdown; the waiter itself expires it).
+        surfaces as a countdown; the waiter itself expires it). ``rule``: the policy rule
+        that decided or escalated it, named in its ``request.created``.
         """
         text = check_limits(document)
         data = text.encode("utf-8")
@@ -292,7 +293,7 @@ class Ledger:
                 ) from None
             tx.wake(record.request_id)
 
-        return Change((record,), _payloads([record]), apply)
+        return Change((record,), (payloads.created(record, rule=rule),), apply)
 
     @staticmethod
     def _row_values(record: RequestRecord) -> dict[str, Any]:
@@ -330,6 +331,7 @@ class Ledger:
         supersedes: str | None = None,
         request_id: str | None = None,
         expires_at: str | None = None,
+        rule: str | None = None,
         journal: Journal | None = None,
     ) -> RequestRecord:
         """Persist a new ``pending`` request (and its ``request.created``); returns after commit.
@@ -350,6 +352,7 @@ class Ledger:
             supersedes=supersedes,
             request_id=request_id,
             expires_at=expires_at,
+            rule=rule,
         )
         await self._commit(change, journal)
         return change.records[0]
@@ -424,6 +427,7 @@ class Ledger:
         decided_by: DecidedBy,
         rule: str | None = None,
         reason: str | None = None,
+        escalated_by: str | None = None,
     ) -> AnswerResult | Change:
         """The answer as a change, or the replayed result when the same answer is already there.
 
@@ -467,7 +471,12 @@ class Ledger:
             reason=reason,
             answered_at=now,
         )
-        return self.move_change([record], [after])
+        change = self.move_change([record], [after])
+        if escalated_by is None:
+            return change
+        return dataclasses.replace(
+            change, payloads=(payloads.for_state(after, escalated_by=escalated_by),)
+        )
 
     async def answer(
         self,
@@ -477,6 +486,7 @@ class Ledger:
         decided_by: DecidedBy,
         rule: str | None = None,
         reason: str | None = None,
+        escalated_by: str | None = None,
         journal: Journal | None = None,
     ) -> AnswerResult:
         """Record a decision, validated against the persisted document (and re-checked).
@@ -492,7 +502,12 @@ class Ledger:
         async def prepare() -> Change:
             record = await self.get(request_id)
             prepared = self.prepare_answer(
-                record, answer, decided_by=decided_by, rule=rule, reason=reason
+                record,
+                answer,
+                decided_by=decided_by,
+                rule=rule,
+                reason=reason,
+                escalated_by=escalated_by,
             )
             if isinstance(prepared, AnswerResult):
                 replay.append(prepared)

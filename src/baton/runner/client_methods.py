@@ -8,22 +8,29 @@ for one session, in arrival order:
 * ``session/request_permission``, ``elicitation/create`` and vendor human requests
   (``cursor/ask_question``, ``cursor/create_plan``) → the request broker: one path of
   fence, ledger, reply; ``delivered`` only once the reply reached the agent;
-* ``fs/*`` and ``terminal/*`` → contained to the workspace (refusals are events);
+* ``fs/*`` and ``terminal/*`` → contained to the workspace (refusals are events); a
+  client fs write is a ``file.written`` event (path, bytes, SHA-256), and writes and
+  terminals are audited (:class:`~baton.runner.approvals.ApprovalGuard`) like the
+  decisions the broker records;
 * every other vendor method → the provider extension, or ``method not found``;
 * frames that are not messages → ``harness.diagnostic``.
 
 Malformed params are answered ``invalid params`` through explicit checks; an error
 raised for any other reason is baton's bug and reaches the connection, which answers
 the agent with an internal error and logs it.
+
+Length: one handler per ACP client method, and each is the only copy of its rule.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton.acp import jsonrpc
 from baton.acp.connection import protocol_error_text
@@ -32,7 +39,7 @@ from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
 from baton.errors import LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
-from baton.events.model import HarnessDiagnostic, SecurityPathRefused
+from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
 from baton.providers.registry import ErrorReply
 from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
@@ -44,6 +51,9 @@ from baton.runner.requests_broker import RequestBroker, RequestContext
 from baton.runner.session_events import SessionEvents
 from baton.runner.terminals import TerminalManager
 from baton.security.paths import display_path
+
+if TYPE_CHECKING:
+    from baton.runner.approvals import ApprovalGuard
 
 __all__ = ["ClientMethods"]
 
@@ -72,6 +82,7 @@ class ClientMethods:
         workspace: Path,
         connection_id: str,
         now_ms: Callable[[], float],
+        approvals: ApprovalGuard | None = None,
     ) -> None:
         self.events = events
         self.normalizer = normalizer
@@ -83,12 +94,16 @@ class ClientMethods:
         self.replaying = False
         """While ``session/load`` replays history: count updates, do not re-emit them."""
         self.replayed = 0
+        self.approvals = approvals
         self._answered: dict[JsonRpcId, RequestRecord] = {}
         """Answered requests whose reply is being written to the agent."""
         self._recording: dict[JsonRpcId, RequestRecord] = {}
         """Replies the agent has, whose ``delivered`` is being committed."""
         self._replies = asyncio.Condition()
         self._late_noticed: set[str] = set()
+        self._written: collections.deque[str] = collections.deque(maxlen=256)
+        """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
+        self._reply_waiters: dict[str, asyncio.Event] = {}
 
     # ---------------------------------------------------------- InboundHandler
 
@@ -132,6 +147,11 @@ class ClientMethods:
 
     async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
         """Exactly once: ``delivered`` only after the reply reached the agent's pipe."""
+        key = str(request_id)
+        self._written.append(key)
+        waiter = self._reply_waiters.get(key)
+        if waiter is not None:
+            waiter.set()
         record = self._answered.pop(request_id, None)
         try:
             if record is not None and ok:
@@ -157,6 +177,30 @@ class ClientMethods:
                     self._replies.wait_for(lambda: not of_turn(self._answered)), grace
                 )
             await self._replies.wait_for(lambda: not of_turn(self._recording))
+
+    async def replies_written(self, records: Sequence[RequestRecord], timeout: float) -> None:
+        """Until the answers to these requests of ours are on the agent's pipe (bounded):
+        ACP has the client answer pending requests before ``session/cancel``."""
+        ids = [
+            r.jsonrpc_id
+            for r in records
+            if r.connection_id == self.connection_id and r.jsonrpc_id is not None
+        ]
+        waits = [asyncio.ensure_future(self._reply_written(i)) for i in ids]
+        if waits:
+            _, pending = await asyncio.wait(waits, timeout=timeout)
+            for task in pending:
+                task.cancel()
+
+    async def _reply_written(self, msg_id: JsonRpcId) -> None:
+        key = str(msg_id)
+        if key in self._written:
+            return
+        event = self._reply_waiters.setdefault(key, asyncio.Event())
+        try:
+            await event.wait()
+        finally:
+            self._reply_waiters.pop(key, None)
 
     async def on_batch_end(self) -> None:
         """Show only what cannot be half a secret (the rest waits for the next read)."""
@@ -224,6 +268,8 @@ class ClientMethods:
         if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
             raise RpcError.invalid_params("toolCall is required")
         known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        if known is None:
+            known = await self._seed_tool(params["toolCall"])
         try:
             document = permission_document(
                 params,
@@ -235,6 +281,17 @@ class ClientMethods:
             await self._refuse("permission", msg_id, exc, params)
             raise RpcError.invalid_params(str(exc)) from exc
         return await self._resolve(msg_id, document)
+
+    async def _seed_tool(self, tool_call: dict[str, Any]) -> Any:
+        """A permission for a tool call never announced (Codex asks first): its ``toolCall``
+        starts the tool record, so the call has its title and kind and counts as a call."""
+        tool_call_id = tool_call.get("toolCallId")
+        if not isinstance(tool_call_id, str) or not tool_call_id or self.events.turn is None:
+            return None
+        update = {"sessionUpdate": "tool_call", "status": "pending", **tool_call}
+        params = {"sessionId": self.events.agent_session_id, "update": update}
+        await self.events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
+        return self.normalizer.tools.get(tool_call_id)
 
     async def elicitation(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
         try:
@@ -266,6 +323,8 @@ class ClientMethods:
             raise RpcError.invalid_params(str(exc)) from exc
         if resolution.record is not None:
             self._answered[msg_id] = resolution.record
+            if self.approvals is not None:
+                self.approvals.decided(resolution.record)
         return resolution.reply
 
     # ------------------------------------------------------ fs and terminals
@@ -278,7 +337,8 @@ class ClientMethods:
                 return client_fs.read_text_file(self.workspace, params)
             written = client_fs.write_text_file(self.workspace, params)
             self.events.stats.files_written.add(display_path(self.workspace, written))
-            return None
+            await self._file_written(written, params)
+            return {}  # WriteTextFileResponse is an object, never null (ACP schema)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("path")), str(exc))
             raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
@@ -292,6 +352,11 @@ class ClientMethods:
         try:
             if method == "terminal/create":
                 result = await terminals.create(params)
+                if self.approvals is not None:
+                    argv = [params.get("command"), *(params.get("args") or [])]
+                    command = self.events.redactor.text(" ".join(str(p) for p in argv))
+                    turn = self.events.turn
+                    await self.approvals.client_terminal(command, turn.turn_id if turn else None)
                 await self.events.notice(
                     "terminal",
                     f"terminal/create {params.get('command')!r} as {result['terminalId']}",
@@ -309,6 +374,22 @@ class ClientMethods:
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("cwd")), str(exc))
             raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+
+    async def _file_written(self, written: Any, params: dict[str, Any]) -> None:
+        """A client fs write is an event (path, size, digest) and an audited mutation."""
+        data = str(params.get("content", "")).encode("utf-8", errors="surrogatepass")
+        turn = self.events.attributed
+        turn_id = turn.turn_id if turn else None
+        await self.events.emit(
+            FileWritten(
+                path=display_path(self.workspace, written),
+                bytes=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+            ),
+            turn_id=turn_id,
+        )
+        if self.approvals is not None:
+            await self.approvals.client_write(str(written), turn_id)
 
     async def _path_refused(self, method: str, path: str, reason: str) -> None:
         await self.events.emit(

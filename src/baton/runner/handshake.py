@@ -4,26 +4,32 @@
 and the agent advertises (``session/resume``, then ``session/load``; a failed way is
 a ``provider.notice`` and the next is tried), else ``session/new``; then the profile's
 mode/model/config through what the agent advertises
-(:func:`baton.runner.settings.apply_settings`). The result says how the session was
-opened, for ``session.started``.
+(:func:`baton.runner.settings.apply_settings`); then who approves in the effective mode
+is verified (:class:`~baton.runner.approvals.ApprovalGuard`: a self-approving mode is
+refused here unless the profile says ``agent_approves``). A JSON-RPC error answering
+``session/new`` is a :class:`~baton.errors.SessionRejected`. The result says how the
+session was opened, for ``session.started`` (the effective mode, and who approves).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import acp.schema as acp_schema
 
 from baton.acp.client import PROTOCOL_VERSION, AcpClient, OpenedSession
-from baton.errors import RemoteCallError
-from baton.events.bounds import bounded_value
+from baton.errors import RemoteCallError, SessionRejected
+from baton.events.bounds import bounded_value, clip_text
 from baton.events.model import SessionStarted
 from baton.providers.profile import AgentProfile
 from baton.runner.client_methods import ClientMethods
 from baton.runner.session_events import SessionEvents
 from baton.runner.settings import apply_settings
+
+if TYPE_CHECKING:
+    from baton.runner.approvals import ApprovalGuard
 
 __all__ = ["Opened", "SessionHow", "handshake"]
 
@@ -41,6 +47,10 @@ class Opened:
     how: SessionHow
     result: dict[str, Any] = field(default_factory=dict)
     replayed: int = 0
+    current_mode: str | None = None
+    """The effective mode after baton's settings, as the agent advertises it."""
+    approval: str | None = None
+    """Who approves mutations in it (``asks``, ``read_only``, ``self_approves``, ``unknown``)."""
 
     def started(self, agent: str) -> SessionStarted:
         init = self.initialized
@@ -57,9 +67,10 @@ class Opened:
                 else None
             ),
             modes=[bounded_value(m) for m in modes.get("availableModes", [])][:64],
-            current_mode=modes.get("currentModeId"),
+            current_mode=self.current_mode or modes.get("currentModeId"),
             config_options=[bounded_value(o) for o in self.result.get("configOptions") or []][:64],
             replayed_updates=self.replayed,
+            approval=self.approval,
         )
 
 
@@ -73,6 +84,7 @@ async def handshake(
     recovery: Sequence[SessionHow],
     events: SessionEvents,
     inbound: ClientMethods,
+    approvals: ApprovalGuard | None = None,
 ) -> Opened:
     """Initialize and open (or reopen) the session; raises typed errors only."""
     init = await client.initialize(
@@ -111,9 +123,17 @@ async def handshake(
                     "the agent supports neither session/resume nor session/load; starting fresh",
                 )
     if opened is None:
-        opened = await client.new_session(
-            cwd=cwd, mcp_servers=mcp_servers, timeout=profile.session_timeout
-        )
+        try:
+            opened = await client.new_session(
+                cwd=cwd, mcp_servers=mcp_servers, timeout=profile.session_timeout
+            )
+        except RemoteCallError as exc:
+            raise SessionRejected(
+                f"{profile.name} refused session/new: "
+                f"{clip_text(events.redactor.text(exc.remote_message))} (code {exc.code})",
+                code=exc.code,
+                method="session/new",
+            ) from exc
         how = "new"
     events.agent_session_id = opened.session_id
     result = dict(opened.result)
@@ -126,7 +146,11 @@ async def handshake(
             "config_skipped", summary, method="session/set_config_option"
         ),
     )
-    return Opened(init, opened.session_id, how, result, inbound.replayed if how == "load" else 0)
+    ready = Opened(init, opened.session_id, how, result, inbound.replayed if how == "load" else 0)
+    if approvals is not None:
+        await approvals.start(result)
+        ready.current_mode, ready.approval = approvals.current_mode(), approvals.klass
+    return ready
 
 
 def _ways(

@@ -49,6 +49,10 @@ class Emit(Protocol):
     async def commit(self, payloads: Any, fn: Callable[[Any], T]) -> T: ...
 
 
+TERMINAL_RULE = "terminal"
+"""The ``rule`` of an answer given at the terminal running ``baton run`` (cf. ``cli``, ``web``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """Who asked: bound from the connection and the active turn, never guessed."""
@@ -94,6 +98,10 @@ class RequestBroker:
         self.wait_timeout = wait_timeout
         """Seconds to wait in the ledger for another process; 0 = nobody to ask."""
         self.notify = notify or NotifyConfig()
+        self._cancelled_turns: set[str] = set()
+        """Turns :meth:`cancel_turn` cancels here: their requests' ``request.cancelled`` goes
+        with that change, so their waiters must not announce it again. Marked before the
+        ledger write, which wakes the waiters before it returns."""
 
     @property
     def human_available(self) -> bool:
@@ -116,6 +124,7 @@ class RequestBroker:
                 jsonrpc_id=ctx.jsonrpc_id,
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
+                rule=decision.rule,
                 # The waiter's deadline belongs to the request (surfaces show a countdown).
                 expires_at=self.ledger.now(after=self.wait_timeout or 0) if waits else None,
                 journal=emit,
@@ -127,9 +136,9 @@ class RequestBroker:
             if self.notify.enabled:
                 for diagnostic in await notify_if_escalated(decision, record, self.notify):
                     await emit(diagnostic)
-            record, here = await self._wait_for_human(record, emit)
-            if not here:
-                await emit(payloads.for_state(record))  # decided elsewhere: shown in this run
+            record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
+            if not here:  # decided elsewhere: shown in this run
+                await self._show(record, emit, escalated_by=decision.rule)
         else:
             try:
                 result = await self.ledger.answer(
@@ -143,13 +152,22 @@ class RequestBroker:
                 record = result.record
             except NotPending:
                 record = await self.ledger.get(record.request_id)
-                await emit(payloads.for_state(record))
+                await self._show(record, emit)
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
         return Resolution(replies.cancelled_reply(document), record)
 
+    async def _show(
+        self, record: RequestRecord, emit: Emit, *, escalated_by: str | None = None
+    ) -> None:
+        """Announce a state another writer recorded, unless :meth:`cancel_turn` here did
+        (its ``request.cancelled`` went with that change: one event per cancellation)."""
+        if record.state is State.CANCELLED and record.turn_id in self._cancelled_turns:
+            return
+        await emit(payloads.for_state(record, escalated_by=escalated_by))
+
     async def _wait_for_human(
-        self, record: RequestRecord, emit: Emit
+        self, record: RequestRecord, emit: Emit, *, escalated_by: str | None
     ) -> tuple[RequestRecord, bool]:
         """The decided record, and whether this process recorded the decision (its event
         then went with it)."""
@@ -179,7 +197,8 @@ class RequestBroker:
                                 request_id,
                                 value,
                                 decided_by="human",
-                                rule="answered at the terminal",
+                                rule=TERMINAL_RULE,
+                                escalated_by=escalated_by,
                                 journal=emit,
                             )
                             return result.record, not result.replayed
@@ -226,8 +245,10 @@ class RequestBroker:
             return
         await self.ledger.mark_delivered(record.request_id, journal=emit)
 
-    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> None:
-        await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
+    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> list[RequestRecord]:
+        """Cancel the turn's open requests (one ``request.cancelled`` each); return them."""
+        self._cancelled_turns.add(turn_id)
+        return await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
 
 
 __all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]

@@ -6,7 +6,8 @@ prepares the private launch environment, starts the agent through a transport
 and opens the session (:mod:`.handshake`). ``prompt()`` runs exactly one turn to
 exactly one terminal event (:mod:`.turn_driver`); ``cancel()`` asks the agent to
 stop and ``kill()`` stops it when it will not. What the agent calls or notifies is
-answered by :mod:`.client_methods`; events are stamped by :mod:`.session_events`.
+answered by :mod:`.client_methods`; events are stamped by :mod:`.session_events`; who
+approves mutations is checked and audited by :mod:`.approvals`.
 No provider is special-cased: providers differ only by their profile and their
 :class:`~baton.events.extension.ProviderExtension`.
 
@@ -48,8 +49,11 @@ from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import clip_text
 from baton.events.extension import ProviderExtension
 from baton.events.model import HarnessDiagnostic, SessionClosed, SessionFailed
+from baton.providers.approval import ApprovalVerdict
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
+from baton.runner.agent_login import logged_in_root
+from baton.runner.approvals import ApprovalGuard
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
 from baton.runner.handshake import Opened, SessionHow, handshake
@@ -129,6 +133,14 @@ class AgentSession:
         )
         self.events = SessionEvents(emitter, redactor)
         self.terminals = TerminalManager(workspace, launch.env)
+        self.approvals = ApprovalGuard(
+            profile,
+            workspace=workspace,
+            events=self.events,
+            terminals=self.terminals,
+            strict=lambda: requests.policy.audit == "strict",
+        )
+        self.events.watch = self.approvals
         self.inbound = ClientMethods(
             events=self.events,
             normalizer=self.normalizer,
@@ -137,6 +149,7 @@ class AgentSession:
             workspace=workspace,
             connection_id=self.connection_id,
             now_ms=now_ms,
+            approvals=self.approvals,
         )
         self.transport: AgentTransport | None = None
         self.conn: JsonRpcConnection | None = None
@@ -180,7 +193,8 @@ class AgentSession:
                 base_dir=agent_roots_dir(state_dir, workspace, env_in),
                 environ=env_in,
                 secrets_file=secrets_file,
-                persistent_root=persistent_root,
+                # After `baton agents login`, the profile's login root holds its tokens.
+                persistent_root=persistent_root or logged_in_root(profile, env_in),
             )
         except (ConfigError, SecurityError) as exc:
             await emitter.emit(
@@ -225,7 +239,10 @@ class AgentSession:
             normalizer=self.normalizer,
             requests=self.requests,
             replies_settled=self.inbound.replies_settled,
+            approvals=self.approvals,
+            replies_written=self.inbound.replies_written,
         )
+        self.approvals.cancel = self.cancel
         self._tasks = [
             asyncio.create_task(self.conn.run(), name="acp-reader"),
             asyncio.create_task(self._watch_exit(), name="acp-exit-watch"),
@@ -239,9 +256,11 @@ class AgentSession:
             recovery=recovery,
             events=self.events,
             inbound=self.inbound,
+            approvals=self.approvals,
         )
         self._move("opened")
         await self.events.emit(self.opened.started(self.profile.name))
+        await self.approvals.started()
 
     async def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, AgentTimeout):
@@ -284,6 +303,11 @@ class AgentSession:
     @property
     def session_result(self) -> dict[str, Any]:
         return self.opened.result if self.opened else {}
+
+    @property
+    def approval(self) -> ApprovalVerdict | None:
+        """Who approves mutations in the session's effective mode (checked at start)."""
+        return self.approvals.verdict
 
     @property
     def stats(self) -> SessionStats:

@@ -3,14 +3,16 @@
 The handshake, the turn driver and the client methods each emit events; this is the
 one place that decides which turn an event belongs to (the running turn, else the
 last one) and that redacts and bounds what they say, so that attribution is one rule
-and no part re-implements it.
+and no part re-implements it. It is also the one place every draft passes, so a
+:class:`DraftWatch` (the session's :class:`~baton.runner.approvals.ApprovalGuard`) sees
+them all, whichever part emitted them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from baton.events.acp_normalizer import Draft
 from baton.events.bounds import bounded_value, clip_text
@@ -22,7 +24,7 @@ from baton.security.redact import Redactor
 if TYPE_CHECKING:
     from baton.store.tx import Tx
 
-__all__ = ["SessionEvents", "SessionStats", "TurnEvents"]
+__all__ = ["DraftWatch", "SessionEvents", "SessionStats", "TurnEvents"]
 
 T = TypeVar("T")
 
@@ -39,6 +41,14 @@ class SessionStats:
     usage_available: bool = False
 
 
+class DraftWatch(Protocol):
+    """Sees every draft of the session: may rewrite them before, reacts after emission."""
+
+    def prepare(self, drafts: Sequence[Draft]) -> list[Draft]: ...
+
+    async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None: ...
+
+
 @dataclass(slots=True)
 class SessionEvents:
     """The session's identity as events carry it, and the turns events are attributed to."""
@@ -51,6 +61,7 @@ class SessionEvents:
     last_turn: Turn | None = None
     """The turn that ended last: late updates and stale requests belong to it."""
     stats: SessionStats = field(default_factory=SessionStats)
+    watch: DraftWatch | None = None
 
     @property
     def run_id(self) -> str:
@@ -76,9 +87,13 @@ class SessionEvents:
         )
 
     async def drafts(self, drafts: Iterable[Draft]) -> None:
-        await self.emitter.emit_drafts(
-            drafts, session_id=self.agent_session_id, turn_id=self._turn_id()
-        )
+        turn_id = self._turn_id()
+        batch = list(drafts)
+        if self.watch is not None:
+            batch = self.watch.prepare(batch)
+        await self.emitter.emit_drafts(batch, session_id=self.agent_session_id, turn_id=turn_id)
+        if self.watch is not None and batch:
+            await self.watch.drafts(batch, turn_id)
 
     async def notice(
         self,

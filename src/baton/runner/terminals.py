@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,8 @@ class TerminalManager:
         self.workspace = workspace
         self.env = dict(env)
         self._terminals: dict[str, _Terminal] = {}
+        self._released: OrderedDict[str, str] = OrderedDict()
+        """The last output of released terminals (bounded), for tool events naming them."""
 
     async def create(self, params: Mapping[str, Any]) -> dict[str, Any]:
         command = params.get("command")
@@ -139,9 +142,24 @@ class TerminalManager:
 
     async def release(self, params: Mapping[str, Any]) -> dict[str, Any]:
         terminal = self._get(params)
-        del self._terminals[str(params.get("terminalId"))]
+        terminal_id = str(params.get("terminalId"))
+        del self._terminals[terminal_id]
         await self._stop(terminal)
+        self._released[terminal_id] = terminal.output.decode("utf-8", errors="replace")
+        while len(self._released) > MAX_TERMINALS:
+            self._released.popitem(last=False)
         return {}
+
+    def knows(self, terminal_id: str) -> bool:
+        """Whether baton created this terminal (open or released)."""
+        return terminal_id in self._terminals or terminal_id in self._released
+
+    def output_of(self, terminal_id: str) -> str | None:
+        """A baton terminal's output so far (or at release), ``None`` for one it never made."""
+        terminal = self._terminals.get(terminal_id)
+        if terminal is not None:
+            return terminal.output.decode("utf-8", errors="replace")
+        return self._released.get(terminal_id)
 
     @staticmethod
     async def _stop(terminal: _Terminal) -> None:

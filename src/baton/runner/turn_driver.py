@@ -3,7 +3,9 @@
 :class:`TurnDriver` sends ``session/prompt``, waits for the answer within the turn's
 deadline, sends ``session/cancel`` when asked (or when the deadline passes), stops the
 agent when it ignores the cancel, and settles the turn: open requests cancelled
-(their waiters answer ``cancelled``), coalesced text flushed, open tool calls
+(their waiters answer ``cancelled``; before any ``session/cancel``, on every path, and
+the cancel waits, bounded, until those answers are on the pipe), coalesced text flushed,
+open tool calls
 settled, usage reported honestly, then exactly one of ``turn.completed``,
 ``turn.failed``, ``turn.cancelled``. Which one is decided by
 :func:`baton.runner.turn.settle`, never by inspecting strings.
@@ -17,7 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.acp import jsonrpc
 from baton.acp.client import AcpClient
@@ -37,10 +39,16 @@ from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents
 from baton.runner.turn import CancelCause, PromptEnd, Turn, TurnEvent, settle
 
+if TYPE_CHECKING:
+    from baton.requests.ledger import RequestRecord
+    from baton.runner.approvals import ApprovalGuard
+
 __all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
 
 CANCEL_GRACE_SECONDS = 5.0
 """How long an agent has to stop after ``session/cancel`` before it is killed."""
+REPLY_GRACE_SECONDS = 2.0
+"""How long a cancel waits for pending requests' ``cancelled`` answers to be written."""
 
 REPLY_WRITE_GRACE_SECONDS = 2.0
 """How long a turn's end waits for a reply still being written to the agent (one that is
@@ -66,6 +74,9 @@ class TurnOutcome:
     """The turn's reported token usage; ``None`` when the agent reported none."""
     files_written: tuple[str, ...] = ()
     """Workspace-relative files the agent wrote through ``fs/write_text_file``."""
+    unapproved_mutations: int = 0
+    """Mutations no recorded decision allowed (``security.unapproved_mutation``), not
+    counting those a profile with ``agent_approves`` expects."""
 
 
 @dataclass(slots=True)
@@ -92,6 +103,8 @@ class TurnDriver:
         requests: RequestBroker,
         replies_settled: Callable[[str, float], Awaitable[None]] | None = None,
         cancel_grace: float = CANCEL_GRACE_SECONDS,
+        approvals: ApprovalGuard | None = None,
+        replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.transport = transport
@@ -101,6 +114,8 @@ class TurnDriver:
         self.replies_settled = replies_settled
         """Waits until the turn's written replies are recorded (the client methods')."""
         self.cancel_grace = cancel_grace
+        self.approvals = approvals
+        self.replies_written = replies_written
 
     # ------------------------------------------------------------------ public
 
@@ -151,7 +166,7 @@ class TurnDriver:
         if turn is None or turn.done:
             return
         turn.ask_stop(cause, reason)
-        await self._cancel_asks(turn, reason)
+        await self._cancel_asks(turn, reason, before_cancel=True)
         await self._send_cancel()
 
     async def kill(self, reason: str, *, cause: CancelCause = CancelCause.IGNORED) -> None:
@@ -187,6 +202,9 @@ class TurnDriver:
         done, _ = await asyncio.wait({request}, timeout=limit)
         if not done:
             turn.ask_stop(CancelCause.TIMEOUT, f"turn timeout after {limit:g}s")
+            # As on every cancel path: pending requests are answered `cancelled` first, so
+            # an agent blocked on one can see the session/cancel that follows (ACP §1.7).
+            await self._cancel_asks(turn, turn.reason or "turn timeout", before_cancel=True)
             await self._send_cancel()
             done, _ = await asyncio.wait({request}, timeout=self.cancel_grace)
             if not done:
@@ -203,7 +221,7 @@ class TurnDriver:
             parsed = self.client.prompt_response(raw)
         except RemoteProtocolError as exc:
             return _Prompt(PromptEnd.MALFORMED, error=exc)
-        usage = raw.get("usage") if isinstance(raw, dict) else None
+        usage = _prompt_usage(raw)
         return _Prompt(PromptEnd.ANSWERED, stop_reason=parsed.stop_reason, usage=usage)
 
     def _terminal(self, turn: Turn, ended: _Prompt, limit: float) -> Terminal:
@@ -301,20 +319,39 @@ class TurnDriver:
             tool_calls=tool_calls,
             usage=turn_usage,
             files_written=tuple(sorted(stats.files_written - files_before)),
+            unapproved_mutations=self.approvals.unapproved(turn.turn_id) if self.approvals else 0,
         )
 
-    async def _cancel_asks(self, turn: Turn, reason: str) -> None:
+    async def _cancel_asks(self, turn: Turn, reason: str, *, before_cancel: bool = False) -> None:
         """Open requests of this turn are cancelled; their waiters answer ``cancelled``.
 
-        A reply the agent already has is recorded ``delivered`` first, never cancelled."""
+        A reply the agent already has is recorded ``delivered`` first, never cancelled.
+        ``before_cancel``: a ``session/cancel`` follows, so wait (briefly) until the
+        ``cancelled`` answers are on the agent's pipe: ACP has the client answer pending
+        requests first.
+        """
         if self.replies_settled is not None:
             await self.replies_settled(turn.turn_id, REPLY_WRITE_GRACE_SECONDS)
-        await self.requests.cancel_turn(turn.turn_id, reason, self.events.for_turn(turn.turn_id))
+        records = await self.requests.cancel_turn(
+            turn.turn_id, reason, self.events.for_turn(turn.turn_id)
+        )
+        if before_cancel and records and self.replies_written is not None:
+            await self.replies_written(records, REPLY_GRACE_SECONDS)
 
     async def _send_cancel(self) -> None:
         session_id = self.events.agent_session_id
         if session_id is not None:
             await self.client.cancel(session_id)
+
+
+def _prompt_usage(result: Any) -> Any:
+    """A prompt result's usage: ``usage`` (ACP, unstable), else ``_meta.usage``."""
+    if not isinstance(result, dict):
+        return None
+    usage = result.get("usage")
+    if usage is None and isinstance(result.get("_meta"), dict):
+        usage = result["_meta"].get("usage")
+    return usage
 
 
 _STATUS: dict[type[Terminal], Literal["completed", "failed", "cancelled"]] = {

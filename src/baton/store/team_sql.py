@@ -207,6 +207,14 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         # bounded by the writer): the review document a human reads lists them.
         "ALTER TABLE team_tasks ADD COLUMN files_changed TEXT NOT NULL DEFAULT '[]';",
     ),
+    Migration(
+        "team.0003_slot_audit",
+        # Per slot: the audit's unapproved mutations and who approves in its mode.
+        """
+        ALTER TABLE team_slots ADD COLUMN unapproved_mutations INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE team_slots ADD COLUMN approval TEXT;
+        """,
+    ),
 )
 
 TASK_COLUMNS: Final = (
@@ -273,6 +281,8 @@ SLOT_COLUMNS: Final = (
     "tasks_handled",
     "started_at",
     "updated_at",
+    "unapproved_mutations",
+    "approval",
 )
 ROLE_COLUMNS: Final = ("role", "breaker_until", "updated_at")
 DAEMON_COLUMNS: Final = (

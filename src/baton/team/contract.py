@@ -34,6 +34,10 @@ class TurnResult:
     """None when the agent reported no usage (recorded as ``unavailable``, never zero)."""
     files_changed: tuple[str, ...] = ()
     error: str | None = None
+    unapproved_mutations: int = 0
+    """Mutations no recorded decision allowed (``security.unapproved_mutation``)."""
+    approval: str | None = None
+    """Who approves in the session's effective mode (``asks``, ``self_approves`` …)."""
 
 
 class RoleSession(Protocol):

@@ -165,6 +165,10 @@ class SlotRecord:
     turns: int = 0
     tool_calls: int = 0
     zero_tool_streak: int = 0
+    unapproved_mutations: int = 0
+    """Mutations without a recorded decision (the permission-integrity audit)."""
+    approval: str | None = None
+    """``asks``, ``read_only``, ``self_approves`` (an ``agent_approves`` bypass), ``unknown``."""
     usage: Usage = field(default_factory=Usage)
     files_changed: tuple[str, ...] = ()
     last_report_ref: str | None = None

@@ -98,6 +98,8 @@ class AcpRoleSession:
             usage=usage,
             files_changed=outcome.files_written,
             error=outcome.error,
+            unapproved_mutations=outcome.unapproved_mutations,
+            approval=self.session.approval.klass if self.session.approval else None,
         )
 
     async def close(self) -> None:

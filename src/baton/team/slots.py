@@ -226,6 +226,8 @@ class Slots:
             "turns": record.turns + 1,
             "tool_calls": record.tool_calls + result.tool_calls,
             "zero_tool_streak": streak,
+            "unapproved_mutations": record.unapproved_mutations + result.unapproved_mutations,
+            "approval": result.approval if result.approval is not None else record.approval,
             "usage": usage,
             "files_changed": files,
         }

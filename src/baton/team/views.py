@@ -83,6 +83,10 @@ class SlotView:
     turns: int
     tool_calls_count: int
     zero_tool_streak: int
+    unapproved_mutations: int
+    """Mutations the permission-integrity audit found without a recorded decision."""
+    approval: str | None
+    """Who approves in the session's mode (``self_approves``: run with ``agent_approves``)."""
     usage: Mapping[str, Any]
     files_changed: tuple[str, ...]
     last_report_ref: str | None
@@ -196,6 +200,8 @@ def _slot_view(record: SlotRecord) -> SlotView:
         turns=record.turns,
         tool_calls_count=record.tool_calls,
         zero_tool_streak=record.zero_tool_streak,
+        unapproved_mutations=record.unapproved_mutations,
+        approval=record.approval,
         usage=record.usage.to_json(),
         files_changed=record.files_changed,
         last_report_ref=record.last_report_ref,

@@ -93,6 +93,19 @@ SCENARIOS: tuple[str, ...] = (
     "usage",
     "fs",
     "replay",
+    "skip-permission",
+    "write-unasked",
+    "terminal-unasked",
+    "ignore-denial",
+    "switch-mode",
+    "terminal-login",
+    "session-new-error",
+    "permission-unannounced",
+    "usage-meta",
+    "usage-context",
+    "usage-result-meta",
+    "agent-terminal",
+    "client-terminal-tool",
 )
 
 #: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).

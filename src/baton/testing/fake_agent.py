@@ -99,6 +99,63 @@ Scenarios (``--scenario``):
     A live request that is not the next one of the trace gets a -32601 error; unmatched
     notifications and replies are ignored.
 
+``skip-permission``
+    The fault the permission audit exists for: the prompt announces ``tool_call`` ``skip-1``
+    (kind ``edit``, ``pending``, location ``<cwd>/skipped.txt``), writes that file *itself*
+    without asking anything, then reports the call ``completed``.
+``write-unasked``
+    Calls ``fs/write_text_file`` for ``<cwd>/unasked.txt`` without a permission request.
+``terminal-unasked``
+    Calls ``terminal/create`` (``echo unasked``) without a permission request, waits for it to
+    exit and releases it.
+``ignore-denial``
+    Asks permission for ``tool_call`` ``deny-1`` (kind ``edit``, ``<cwd>/denied.txt``); whatever
+    the answer, writes the file itself and reports the call ``completed``.
+``switch-mode``
+    During the prompt switches its own mode to ``--switch-to`` (default ``acceptEdits``) and
+    says so with ``current_mode_update``, then waits for a cancel (answering ``cancelled``) or
+    ends the turn after two seconds.
+
+``terminal-login``
+    ACP terminal authentication: ``initialize`` advertises ``authMethods`` ``[{id:
+    "fake-terminal", type: "terminal", args: ["--login-terminal"], env: {FAKE_LOGIN_MODE:
+    "terminal"}}]``; ``session/new`` answers -32000 until ``$HOME/.fake-login`` exists. Run
+    with ``--login-terminal`` the agent is its own login program instead: it writes that file
+    (its content names ``$FAKE_LOGIN_MODE``), prints ``fake agent: logged in`` and exits 0.
+
+``session-new-error``
+    ``session/new`` answers the JSON-RPC error ``{code: -32603, message: "session store
+    unavailable"}``.
+``permission-unannounced``
+    Asks ``session/request_permission`` for ``toolCall`` ``u-1`` (kind ``execute``, title
+    ``rm -rf build``) it never announced with ``tool_call``; allowed, it sends only
+    ``tool_call_update``s (``in_progress``, then ``completed``), as Codex does.
+
+``usage-meta``
+    Usage where Qwen Code puts it: two ``agent_message_chunk``s (one per model call) each
+    carrying ``_meta.usage`` ``{inputTokens: 10, outputTokens: 5, totalTokens: 15,
+    thoughtTokens: 1, cachedReadTokens: 2}``; the prompt result has no usage.
+``usage-context``
+    Only a ``usage_update`` ``{used: 500, size: 258400}`` (context window), as Zed codex-acp
+    reports; no token counts anywhere.
+``usage-result-meta``
+    The prompt result carries its usage in ``_meta.usage`` (``{inputTokens: 7, outputTokens:
+    3, totalTokens: 10}``) instead of ``usage``.
+
+``agent-terminal``
+    A tool call ``at-1`` (kind ``execute``) whose content names terminal ``agent-term-1``,
+    one the agent runs itself (never created through ``terminal/create``), completed with
+    ``rawOutput`` ``{output: "built ok\\n", exit_code: 0}``.
+``client-terminal-tool``
+    Runs ``printf 'from the client terminal\\n'`` through ``terminal/create``, reports tool call
+    ``ct-1`` (kind ``execute``) naming that terminal, waits for exit, releases it, then
+    completes the tool call with content naming only the terminal.
+
+Modes (any scenario): with ``--mode ID`` the agent advertises ``modes`` and a ``mode``
+config option over ``--mode-values`` (comma-separated; default
+``default,acceptEdits,plan,auto``), currently ``ID``; ``session/set_mode`` and
+``session/set_config_option`` change it (``--stuck-mode`` answers them but keeps the mode).
+
 Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`baton.testing.hostile`):
 
 ``lone-surrogate``
@@ -112,6 +169,8 @@ Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`bat
 
 Other options: ``--session-id``, ``--max-lifetime SECONDS`` (default 600: the agent exits 124
 after that, so a leaked fake agent never outlives a test run by long).
+
+Length: half of it is the documentation of every scenario, which tests read as the contract.
 """
 
 from __future__ import annotations
@@ -146,6 +205,7 @@ from baton.testing.scenarios import (
     TurnScript,
     WaitCancel,
     dumps,
+    login_file,
 )
 from baton.testing.scripts import run_turn
 from baton.testing.trace import TraceReplay
@@ -171,6 +231,11 @@ class FakeAgent:
                 session_id=args.session_id,
                 grandchild_keeps_stdio=args.grandchild_keeps_stdio,
                 texts=args.texts,
+                mode=args.mode,
+                mode_values=tuple(v for v in args.mode_values.split(",") if v),
+                stuck_mode=args.stuck_mode,
+                switch_to=args.switch_to,
+                linger=args.linger,
             )
         )
         self.trace: str | None = args.trace
@@ -283,7 +348,7 @@ class FakeAgent:
         elif isinstance(action, Stderr):
             _stderr(action.data)
         elif isinstance(action, WaitCancel):
-            turn.waker.wait()
+            turn.waker.wait(action.timeout)
         elif isinstance(action, Hang):
             threading.Event().wait()
         elif isinstance(action, Exit):
@@ -333,6 +398,14 @@ def _spawn_grandchild(keep: bool) -> int:
     return proc.pid
 
 
+def _terminal_login() -> int:
+    """``--login-terminal``: the agent's own login program (scenario ``terminal-login``)."""
+    login_file().write_text(f"logged in via {os.environ.get('FAKE_LOGIN_MODE', '?')}\n")
+    sys.stdout.write("fake agent: logged in\n")
+    sys.stdout.flush()
+    return 0
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m baton.testing.fake_agent",
@@ -348,11 +421,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--session-id", default="fake-1")
     parser.add_argument("--max-lifetime", type=float, default=600.0)
     parser.add_argument("--grandchild-keeps-stdio", action="store_true")
+    parser.add_argument("--mode", default=None, help="advertise modes, currently this one")
+    parser.add_argument("--mode-values", default="default,acceptEdits,plan,auto")
+    parser.add_argument("--stuck-mode", action="store_true", help="never really change mode")
+    parser.add_argument("--switch-to", default="acceptEdits", help="switch-mode: the new mode")
+    parser.add_argument("--linger", type=float, default=0.0, help="skip-permission: then wait")
+    parser.add_argument("--login-terminal", action="store_true", help="run the terminal login")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.login_terminal:
+        os._exit(_terminal_login())
     if args.max_lifetime > 0:
         timer = threading.Timer(args.max_lifetime, os._exit, args=(124,))
         timer.daemon = True

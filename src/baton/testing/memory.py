@@ -19,6 +19,7 @@ EOF for the other, and writing to a closed end fails with ``BrokenPipeError``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -351,7 +352,8 @@ class ScenarioAgent:
         elif isinstance(action, Stderr):
             end.write_stderr(action.data)
         elif isinstance(action, WaitCancel):
-            await turn.waker.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(turn.waker.wait(), action.timeout)
         elif isinstance(action, Hang):
             await asyncio.Event().wait()
         elif isinstance(action, Exit):

@@ -8,11 +8,15 @@ same scripts: :mod:`baton.testing.fake_agent` (a real process, threads, blocking
 pipes) and :mod:`baton.testing.memory` (asyncio, no process), so a scenario means
 the same thing on both transports. Standard library only: the process driver starts
 in well under 100 ms. The scenarios are documented in :mod:`baton.testing.fake_agent`.
+
+Length: the protocol side of every scenario (initialize, auth, sessions, modes) is one
+reader, so the two drivers cannot disagree about it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -42,6 +46,7 @@ __all__ = [
     "TurnScript",
     "WaitCancel",
     "dumps",
+    "login_file",
 ]
 
 Message = dict[str, Any]
@@ -88,7 +93,9 @@ class Stderr:
 
 @dataclass(frozen=True, slots=True)
 class WaitCancel:
-    """Block until the client cancels this turn."""
+    """Block until the client cancels this turn (or ``timeout`` seconds passed)."""
+
+    timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +188,15 @@ class Options:
     grandchild_keeps_stdio: bool = False
     texts: str | None = None
     """``secrets``: a JSON file with the texts to send."""
+    mode: str | None = None
+    """Advertise ``modes`` and a ``mode`` config option, currently this one."""
+    mode_values: tuple[str, ...] = ("default", "acceptEdits", "plan", "auto")
+    stuck_mode: bool = False
+    """``session/set_mode`` and ``set_config_option`` answer but keep the mode."""
+    switch_to: str = "acceptEdits"
+    """``switch-mode``: the mode the agent switches itself to."""
+    linger: float = 0.0
+    """``skip-permission``: seconds to wait (for a cancel) after the write."""
 
 
 @dataclass(slots=True)
@@ -207,6 +223,10 @@ class ScenarioCore:
     turn_count: int = 0
     turns: dict[str, TurnScript] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    mode: str | None = None
+
+    def __post_init__(self) -> None:
+        self.mode = self.options.mode
 
     @property
     def scenario(self) -> str:
@@ -268,15 +288,27 @@ class ScenarioCore:
             "initialize": self.initialize,
             "authenticate": self.authenticate,
             "session/new": self.new_session,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
         }.get(method)
         if handler is None:
             return [Send(_error(rid, -32601, f"Method not found: {method}"))]
         return handler(rid, params)
 
     def initialize(self, rid: Any, params: Message) -> list[Any]:
-        auth_methods = []
+        auth_methods: list[Message] = []
         if self.scenario == "auth-required":
             auth_methods = [{"id": "fake-login", "name": "Log in"}]
+        if self.scenario == "terminal-login":
+            auth_methods = [
+                {
+                    "id": "fake-terminal",
+                    "name": "Log in at the terminal",
+                    "type": "terminal",
+                    "args": ["--login-terminal"],
+                    "env": {"FAKE_LOGIN_MODE": "terminal"},
+                }
+            ]
         return [
             Send(
                 _result(
@@ -312,6 +344,10 @@ class ScenarioCore:
     def new_session(self, rid: Any, params: Message) -> list[Any]:
         if self.scenario == "auth-required" and not self.authenticated:
             return [Send(_error(rid, -32000, "Authentication required"))]
+        if self.scenario == "session-new-error":
+            return [Send(_error(rid, -32603, "session store unavailable"))]
+        if self.scenario == "terminal-login" and not login_file().exists():
+            return [Send(_error(rid, -32000, "Authentication required: run the terminal login"))]
         cwd = params.get("cwd")
         if isinstance(cwd, str) and cwd:
             self.cwd = cwd
@@ -320,10 +356,54 @@ class ScenarioCore:
         return [self.session_created(rid)]
 
     def session_created(self, rid: Any, grandchild_pid: int | None = None) -> Send:
-        result: Message = {"sessionId": self.options.session_id}
+        result: Message = {"sessionId": self.options.session_id, **self.mode_state()}
         if grandchild_pid is not None:
             result["_meta"] = {"grandchildPid": grandchild_pid}
         return Send(_result(rid, result))
+
+    # ------------------------------------------------------------- the modes
+
+    def mode_state(self) -> Message:
+        """``modes`` and ``configOptions`` of a session (nothing without ``--mode``)."""
+        if self.mode is None:
+            return {}
+        values = self.options.mode_values
+        return {
+            "modes": {
+                "currentModeId": self.mode,
+                "availableModes": [{"id": v, "name": v} for v in values],
+            },
+            "configOptions": self.config_options(),
+        }
+
+    def config_options(self) -> list[Message]:
+        return [
+            {
+                "id": "mode",
+                "name": "Mode",
+                "category": "mode",
+                "type": "select",
+                "currentValue": self.mode,
+                "options": [{"value": v, "name": v} for v in self.options.mode_values],
+            }
+        ]
+
+    def _mode_refused(self, rid: Any, value: Any) -> list[Any] | None:
+        """The error for an unknown mode, else ``None`` (and the mode changes, unless stuck)."""
+        if self.mode is None or value not in self.options.mode_values:
+            return [Send(_error(rid, -32602, f"unknown mode {value!r}"))]
+        if not self.options.stuck_mode:
+            self.mode = str(value)
+        return None
+
+    def set_mode(self, rid: Any, params: Message) -> list[Any]:
+        return self._mode_refused(rid, params.get("modeId")) or [Send(_result(rid, {}))]
+
+    def set_config_option(self, rid: Any, params: Message) -> list[Any]:
+        if params.get("configId") != "mode":
+            return [Send(_error(rid, -32602, f"unknown config option {params.get('configId')!r}"))]
+        refused = self._mode_refused(rid, params.get("value"))
+        return refused or [Send(_result(rid, {"configOptions": self.config_options()}))]
 
     def _turn(self, rid: Any, params: Message) -> TurnScript:
         session_id = str(params.get("sessionId") or self.options.session_id)
@@ -368,6 +448,11 @@ class ScenarioCore:
                 "content": {"type": "text", "text": text},
             }
         )
+
+
+def login_file() -> Path:
+    """Scenario ``terminal-login``: the file its login program writes (``$HOME/.fake-login``)."""
+    return Path(os.environ.get("HOME", "/nonexistent")) / ".fake-login"
 
 
 def _result(rid: Any, result: Any) -> Message:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
+from baton.testing.faults import FAULT_SCRIPTS
 from baton.testing.hostile import HOSTILE_SCRIPTS
 from baton.testing.scenarios import (
     NO_ANSWER,
@@ -339,6 +340,7 @@ def _cursor_calls(image: str) -> list[tuple[str, Message]]:
 
 SCRIPTS: dict[str, Script] = {
     **HOSTILE_SCRIPTS,
+    **FAULT_SCRIPTS,
     "ok": turn_ok,
     "malformed-json": turn_malformed_json,
     "huge-line": turn_huge_line,
