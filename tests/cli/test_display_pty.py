@@ -80,8 +80,16 @@ def test_every_surface_neutralizes_the_hostile_corpus(
     bin_dir = tmp_path / "bin"
     subject = "".join(HOSTILE[:3]).replace("'", "")
     agent = "$(printf 'evil\\033]0;profile-title\\007')"
-    steps = [
+    refused = in_pty(
         f"baton task new --to DEV --subject '{subject}' --body-file TASK.md",
+        cwd=hostile_project,
+        home=user_home,
+        bin_dir=bin_dir,
+    )  # a subject is one printable line at every entry point: refused, said plainly
+    assert refused.status == 1 and "the subject must be one line" in refused.text, refused.text
+    assert refused.raw_sequences() == [], refused.raw_sequences()[:5]
+    steps = [
+        "baton task new --to DEV --subject 'hostile body' --body-file TASK.md",
         f'baton run --agent "{agent}" --approve all "$(cat RUNBOOK.md)"',
         "baton runs",
         "baton log run-",
@@ -114,8 +122,8 @@ def test_every_surface_neutralizes_the_hostile_corpus(
     log_screen = screens["baton log run-"].text
     assert "␛]0;pwned-title␇" in log_screen and "[baton] [y/N]" in log_screen
     assert "DEV ▏" in screens["baton up --until-idle"].text  # role-labelled team output
-    for step in ("baton task list --all", "baton task show TASK-"):
-        assert "␛[2J" in screens[step].text, (step, screens[step].text[-2000:])
+    show = screens["baton task show TASK-"].text  # the body carries the corpus, made visible
+    assert "␛[2J" in show, show[-2000:]
     folded = re.sub(r"\s+", "", screens["baton runs"].text)  # a table column may fold it
     assert "evil␛]0;p" in folded and "title␇" in folded
     assert "no request with id" in screens[steps[-1]].text  # the id shown, inert (repr)

@@ -162,6 +162,9 @@ _CURSOR = ApprovalTable(
 _BUILTIN = ApprovalTable(
     "builtin",
     select=None,
+    modes=_rules(
+        {"runbook": ("asks", "its one mode: every step asks through session/request_permission")}
+    ),
     evidence="baton's own runbook agent asks for every tool call through the client",
 )
 
