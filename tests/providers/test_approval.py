@@ -41,8 +41,18 @@ def test_every_builtin_profile_selects_a_mode_that_asks(name: str) -> None:
         assert table.modes[table.select].klass in ("asks", "read_only")
         verdict = verify(profile, _session(table.select, table.select))
         assert verdict.klass in ("asks", "read_only"), verdict
+    elif table.modes:  # a mode of its own that baton never selects (builtin's 'runbook')
+        for mode in table.modes:
+            assert verify(profile, _session(legacy=mode)).klass == "asks", (name, mode)
     else:
         assert verify(profile, {}).klass == "asks", name
+
+
+def test_the_builtin_agent_advertises_only_modes_baton_classified() -> None:
+    from baton.agents.builtin.agent import MODES
+
+    advertised = {m["id"] for m in MODES["availableModes"]} | {MODES["currentModeId"]}
+    assert advertised <= set(APPROVAL_TABLES["builtin"].modes), advertised
 
 
 def test_the_effective_mode_comes_from_what_the_agent_advertises() -> None:
