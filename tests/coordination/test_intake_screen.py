@@ -134,8 +134,29 @@ def test_harden_is_idempotent_and_keeps_cores_duplicate_key_rule() -> None:
         yaml.load("a: 1\na: 2", Loader=encoding._UniqueLoader)
 
 
+@pytest.fixture(params=["fcop", "baton"])
+def writer(request: pytest.FixtureRequest, port: FcopPort, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both T1 writers: fcop.Project (its create scan reads every TASK and fact whole) and
+    baton's O(1) lifecycle writer (reads only the new TASK's own relations)."""
+    if request.param == "fcop":
+        monkeypatch.setattr(port, "_lifecycle", None)
+    else:
+        assert port.lifecycle is not None
+    return str(request.param)
+
+
+def _create_next(port: FcopPort, writer: str, match: str | None = None) -> None:
+    """fcop's scan must fail cleanly on the hostile file; baton's writer never reads it."""
+    if writer == "fcop":
+        with pytest.raises(InvalidEnvelope, match=match):
+            port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
+    else:
+        created = port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
+        assert port.read_task(created.task_id).stage == "inbox"
+
+
 def test_hardened_core_refuses_deep_nesting_without_recursion_error(
-    port: FcopPort, template: str
+    port: FcopPort, template: str, writer: str
 ) -> None:
     inbox = port.stage_dir("inbox")
     (inbox / "TASK-deep.md").write_text(
@@ -143,24 +164,24 @@ def test_hardened_core_refuses_deep_nesting_without_recursion_error(
     )
     with pytest.raises(InvalidEnvelope):
         port.read_task("TASK-deep")
-    # Core's create scan parses every TASK: it fails cleanly instead of crashing.
-    with pytest.raises(InvalidEnvelope):
-        port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
+    _create_next(port, writer)
 
 
-def test_deep_json_fact_is_an_invalid_envelope_not_a_recursion_error(port: FcopPort) -> None:
+def test_deep_json_fact_is_an_invalid_envelope_not_a_recursion_error(
+    port: FcopPort, writer: str
+) -> None:
     (port.fcop_dir / "operations" / "create-hostile.json").write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(InvalidEnvelope):
-        port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
+    _create_next(port, writer)
 
 
-def test_oversize_file_anywhere_stops_create_before_core_reads_it(port: FcopPort) -> None:
+def test_oversize_file_anywhere_stops_create_before_core_reads_it(
+    port: FcopPort, writer: str
+) -> None:
     done = port.stage_dir("done")
     with (done / "TASK-huge.md").open("wb") as handle:
         handle.truncate(3 * 1024**3)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with pytest.raises(InvalidEnvelope, match=r"TASK-huge\.md"):
-        port.create_task(sender="ADMIN", recipient="QA", subject="next", body="b")
+    _create_next(port, writer, match=r"TASK-huge\.md")
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 50
 
 
