@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from baton.events.extension import JsonObject, TurnContext
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext
 from baton.events.model import Payload, UsageReported
 from baton.providers.inventory import QWEN_INVENTORY, Claim, TableExtension
 
@@ -50,7 +50,7 @@ class QwenExtension(TableExtension):
         self, key: str, value: Any, update: JsonObject, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
-            raise TypeError("_meta.usage is not an object")
+            raise MalformedPayload("_meta.usage is not an object")
         for native, field in _FIELDS.items():
             number = value.get(native)
             if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
