@@ -261,7 +261,7 @@ def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> Approval
             modes[0][0] if modes else "none",
         )
     if not modes:
-        if not table.modes:
+        if not table.modes or table.select is None:  # approvals do not hang on a mode
             return ApprovalVerdict(family, None, "asks", table.evidence, "profile")
         return ApprovalVerdict(
             family,
