@@ -19,7 +19,7 @@ __all__ = ["PINNED", "fail", "prime", "publish_temporary", "supported", "validat
 
 PINNED = "4.0.5"
 
-_TEMPORARY = re.compile(r"\.fcop-(create|replace)-(.+)-[a-z0-9_]{8}\.tmp")
+_TEMPORARY = re.compile(r"\.fcop-(create|replace)-(.+)-[a-z0-9_]+\.tmp")
 
 
 def supported() -> bool:
