@@ -71,7 +71,14 @@ def decided_by_text(record: RequestRecord) -> str:
     who = {"human": "by a human", "policy": "by policy", "headless": "headless"}.get(
         record.decided_by, record.decided_by
     )
-    return f"{who} ({record.rule})" if record.rule else who
+    if not record.rule:
+        return who
+    where = _RULE_LABELS.get(record.rule, record.rule) if record.decided_by == "human" else None
+    return f"{who} ({where or record.rule})"
+
+
+_RULE_LABELS = {"web": "web dashboard", "cli": "command line", "terminal": "terminal"}
+"""Where a human answered, in words (the ledger's rule names: cli, web, terminal)."""
 
 
 def decision_text(record: RequestRecord) -> str:
