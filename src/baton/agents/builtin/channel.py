@@ -79,6 +79,10 @@ class Channel:
         except (RpcError, ConnectionClosed) as exc:
             return Permission(False, reason=f"permission denied (the request failed: {exc})")
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "cancelled":
+            # ACP: the client answers ``cancelled`` because the turn is being cancelled;
+            # end the turn as cancelled even if session/cancel is still on its way.
+            self.cancel.set()
         if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
             return Permission(False, reason="permission denied (request cancelled)")
         kind = _OPTION_KINDS.get(outcome.get("optionId"))
