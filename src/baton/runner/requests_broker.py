@@ -155,6 +155,8 @@ class RequestBroker:
                 await self._show(record, emit)
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
+        if record.state is State.EXPIRED:
+            return Resolution(replies.expired_reply(document), record)
         return Resolution(replies.cancelled_reply(document), record)
 
     async def _show(
