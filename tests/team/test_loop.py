@@ -8,6 +8,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from baton.coordination.fcop_port import FcopPort
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.states import State
@@ -456,3 +458,35 @@ async def test_a_second_up_on_the_project_is_refused(team: Team, port: FcopPort)
         sleeper.kill()
         await sleeper.wait()
     assert os.getpid() > 0
+
+
+async def test_a_stop_before_the_loop_runs_is_kept(team: Team) -> None:
+    """A Ctrl-C between building the loop and running it (``baton up``'s start-up)."""
+    loop = team.loop(team.factory())
+    loop.stop("stopped by SIGINT")
+    summary = await asyncio.wait_for(loop.run(), WAIT)  # not until_idle: only a stop ends it
+    assert summary.stopped
+
+
+@pytest.mark.parametrize(
+    "step", ["_migrate", "_sweep", "_recover", "_open_slots", "_reevaluate_all", "_drain_outbox"]
+)
+async def test_a_stop_during_start_up_ends_the_run(
+    team: Team, step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever start-up step a signal lands in, the loop stops instead of waiting forever."""
+    loop = team.loop(team.factory())
+    original = getattr(loop, step)
+    reached = asyncio.Event()
+
+    async def stopped_here(*args: Any, **kwargs: Any) -> Any:
+        loop.stop("stopped by SIGINT")
+        reached.set()
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, step, stopped_here)
+    summary = await asyncio.wait_for(loop.run(), WAIT)
+    assert reached.is_set() and summary.stopped
+    # it let go of the project: the next ``baton up`` runs
+    again = await asyncio.wait_for(team.run_idle(team.loop(team.factory())), WAIT)
+    assert not again.stopped

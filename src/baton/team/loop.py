@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from baton.aiotasks import cancel_and_wait
 from baton.coordination.doorbell import (
     Doorbell,
     DoorbellEvent,
@@ -196,51 +197,22 @@ class TeamLoop(Startup, HumanSide):
     # --------------------------------------------------------------------- run
 
     async def run(self, *, until_idle: bool = False) -> RunSummary:
-        """Run the loop. ``until_idle``: return once nothing can progress without input."""
-        self._stop = asyncio.Event()
+        """Run the loop. ``until_idle``: return once nothing can progress without input.
+
+        A :meth:`stop` asked before or during start-up holds: start-up ends at its next
+        step and the loop shuts down as after a run (a Ctrl-C at start-up used to be
+        lost, and ``baton up`` then waited forever for a doorbell that never armed).
+        """
+        if self._stopped_by is None:
+            self._stop = asyncio.Event()
         await self._take_project()
         try:
-            await self._migrate()
-            await self._sweep()  # before recovery reads anything under fcop/
-            await self._recover()
-            await self.slots.open(await self.store.aread(_slot_records))
-            self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
-            async with asyncio.TaskGroup() as tg:
-                watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
-                router = tg.create_task(self._router(), name="router")
-                waker = tg.create_task(self._waker(), name="store-wake")
-                sweeper = tg.create_task(self._sweep_loop(), name="sweep")
-                await self.doorbell.ready.wait()
-                await self._reevaluate_all()
-                await self._drain_outbox()
-                await self._watch_open_requests()
-                await self._settle_background()
-                workers = [
-                    tg.create_task(self._worker(slot), name=slot.name) for slot in self.slots.all()
-                ]
-                try:
-                    if until_idle:
-                        waiter = asyncio.create_task(self._wait_idle())
-                        stopper = asyncio.create_task(self._stop.wait())
-                        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                        for pending in (waiter, stopper):
-                            pending.cancel()
-                    else:
-                        await self._stop.wait()
-                finally:
-                    self._stop.set()
-                for task in (
-                    *workers,
-                    router,
-                    waker,
-                    sweeper,
-                    *self._background,
-                    *self._waiting.values(),
-                    *self._timers,
-                ):
-                    task.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
-                await asyncio.wait_for(asyncio.shield(watcher), timeout=30)
+            for step in (self._migrate, self._sweep, self._recover, self._open_slots):
+                if self._stop.is_set():
+                    break
+                await step()  # the sweep comes before recovery reads anything under fcop/
+            else:
+                await self._serve(until_idle)
         finally:
             await self.slots.close_all(self._stopped_by or "the daemon stopped")
             with contextlib.suppress(Exception):
@@ -249,6 +221,63 @@ class TeamLoop(Startup, HumanSide):
                 await asyncio.to_thread(clean_temporaries, self.port)
             await self._release_project()
         return await self.summary()
+
+    async def _open_slots(self) -> None:
+        await self.slots.open(await self.store.aread(_slot_records))
+        self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
+
+    async def _serve(self, until_idle: bool) -> None:
+        """The doorbell, router, waker and sweeper, then one worker per slot, until stopped."""
+        async with asyncio.TaskGroup() as tg:
+            watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
+            router = tg.create_task(self._router(), name="router")
+            waker = tg.create_task(self._waker(), name="store-wake")
+            sweeper = tg.create_task(self._sweep_loop(), name="sweep")
+            workers: list[asyncio.Task[None]] = []
+            try:
+                if await self._unless_stopped(self.doorbell.ready.wait()):
+                    for step in (
+                        self._reevaluate_all,
+                        self._drain_outbox,
+                        self._watch_open_requests,
+                        self._settle_background,
+                    ):
+                        if self._stop.is_set():
+                            break
+                        await step()
+                    else:
+                        workers = [
+                            tg.create_task(self._worker(slot), name=slot.name)
+                            for slot in self.slots.all()
+                        ]
+                        await self._unless_stopped(self._wait_idle() if until_idle else None)
+            finally:
+                self._stop.set()
+            for task in (
+                *workers,
+                router,
+                waker,
+                sweeper,
+                *self._background,
+                *self._waiting.values(),
+                *self._timers,
+            ):
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.wait_for(asyncio.shield(watcher), timeout=30)
+
+    async def _unless_stopped(self, work: Coroutine[Any, Any, Any] | None) -> bool:
+        """Await ``work`` (``None``: nothing, only the stop) unless :meth:`stop` comes
+        first; whether it finished."""
+        stopper = asyncio.ensure_future(self._stop.wait())
+        waiter = asyncio.ensure_future(work) if work is not None else None
+        try:
+            await asyncio.wait(
+                {stopper, *([waiter] if waiter else [])}, return_when=asyncio.FIRST_COMPLETED
+            )
+            return waiter is not None and waiter.done() and not waiter.cancelled()
+        finally:
+            await cancel_and_wait([stopper, waiter])
 
     # ----------------------------------------------------------------- routing
 
