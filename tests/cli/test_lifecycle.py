@@ -227,3 +227,20 @@ def test_serve_stops_on_sigterm_and_headless_runs_point_at_it(
     finally:
         serve.kill()
     assert not record.exists()
+
+
+def test_ctrl_c_while_baton_is_starting_is_one_line_and_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Imports take seconds on a loaded machine; a Ctrl-C then is not a traceback."""
+    import baton.cli.app
+    from baton.cli import entry
+
+    def interrupted(argv: list[str] | None = None) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(baton.cli.app, "main", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        entry.main(["status"])
+    assert exited.value.code == 130
+    assert capsys.readouterr().err == "baton: interrupted (Ctrl-C) while starting\n"

@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) == 1 and args[0] in VERSION_FLAGS:
         sys.stdout.write(version_line() + "\n")
         return
-    from baton.cli.app import main as run
+    try:
+        from baton.cli.app import main as run
 
-    run(argv)
+        run(argv)
+    except KeyboardInterrupt:
+        # A Ctrl-C before a command installs its own handlers (imports take a while
+        # on a loaded machine): one line and the shell's code for SIGINT, no traceback.
+        sys.stderr.write("baton: interrupted (Ctrl-C) while starting\n")
+        raise SystemExit(130) from None
