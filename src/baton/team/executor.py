@@ -53,7 +53,7 @@ from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import TaskState
-from baton.team.turns import Turn, TurnDriver
+from baton.team.turns import RoleTurn, RoleTurnDriver
 
 __all__ = ["BreakerTripped", "Executor", "Job", "ReviewSummary"]
 
@@ -86,7 +86,7 @@ class BreakerTripped(Exception):
         self.slot = slot
 
 
-class Executor(TurnDriver):
+class Executor(RoleTurnDriver):
     """Evaluates TASKs: facts → decide → one step, until it waits."""
 
     def __init__(
@@ -153,7 +153,7 @@ class Executor(TurnDriver):
     async def _evaluate(self, task_id: str, slot: Slot | None, for_review: bool) -> None:
         slot_role = slot.spec.name if slot is not None else None
         for _ in range(MAX_STEPS):
-            turn: Turn | None = None
+            turn: RoleTurn | None = None
             async with self._lock(task_id):
                 facts = await asyncio.to_thread(
                     self.facts.gather,
