@@ -34,6 +34,7 @@ from baton.coordination.fcop_recovery import Unresolved, resolve_two_stages, val
 from baton.coordination.ordering import Unmet, not_run_report
 from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.coordination.team import TeamConfig
+from baton.errors import ControlFlow
 from baton.events.model import TeamRecovery
 from baton.requests.ledger import Ledger, StaleRecord
 from baton.requests.model import (
@@ -78,7 +79,7 @@ class Job:
     review: bool = False
 
 
-class BreakerTripped(Exception):
+class BreakerTripped(ControlFlow):
     """A slot's role made ``zero_tool_limit`` turns in a row without a tool call."""
 
     def __init__(self, slot: Slot) -> None:
