@@ -6,6 +6,7 @@ import pytest
 
 from baton.coordination.ordering import Prerequisite
 from baton.team import decide as d
+from baton.team import steps
 from baton.team.records import TaskRecord
 from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
 
@@ -30,19 +31,19 @@ def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> d.Facts:
 
 def test_a_task_whose_sibling_has_not_finished_waits_unclaimed() -> None:
     step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "active", None)), POLICY)
-    assert step == d.Note(TaskState.WAITING_PREREQUISITES, "after TASK-dev")
+    assert step == steps.Note(TaskState.WAITING_PREREQUISITES, "after TASK-dev")
 
 
 @pytest.mark.parametrize("own_slot", [True, False])
 def test_a_task_whose_siblings_are_done_is_claimed_or_queued(own_slot: bool) -> None:
     done = Prerequisite("TASK-dev", "DEV", "review", "done")
     step = d.decide(facts(done, own_slot=own_slot), POLICY)
-    assert step == (d.Claim() if own_slot else d.Queue("QA"))
+    assert step == (steps.Claim() if own_slot else steps.Queue("QA"))
 
 
 def test_a_task_whose_sibling_failed_is_not_run_with_the_reason() -> None:
     step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "review", "blocked")), POLICY)
-    assert isinstance(step, d.NotRun)
+    assert isinstance(step, steps.NotRun)
     assert step.reasons == ("TASK-dev (DEV) reported 'blocked'",)
 
 
@@ -51,9 +52,9 @@ def test_explicit_acceptance_waits_for_the_sibling_to_be_accepted() -> None:
         human="ADMIN", leader="PM", child_acceptance="explicit", turn_limit=8, reminder_turns=1
     )
     reported = Prerequisite("TASK-dev", "DEV", "review", "done")
-    assert isinstance(d.decide(facts(reported), explicit), d.Note)
+    assert isinstance(d.decide(facts(reported), explicit), steps.Note)
     accepted = Prerequisite("TASK-dev", "DEV", "done", "done")
-    assert d.decide(facts(accepted), explicit) == d.Claim()
+    assert d.decide(facts(accepted), explicit) == steps.Claim()
 
 
 def test_the_waiting_state_is_in_the_task_table() -> None:

@@ -8,7 +8,7 @@ human request) in one transaction, guarded by the record's version, so two
 evaluations can never both apply a move. FCoP writes go through the port in
 worker threads; nothing here blocks the event loop.
 
-A turn (:class:`~baton.team.decide.Dispatch`) is three commits: ``dispatched``
+A turn (:class:`~baton.team.steps.Dispatch`) is three commits: ``dispatched``
 (with the slot's new pointer, before the prompt is sent), ``running`` (the
 session is up and the prompt handed over) and ``finished`` with its outcome; the
 task's lock is not held while the agent works. A turn still ``dispatched`` or
@@ -48,6 +48,7 @@ from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team import decide as d
+from baton.team import steps
 from baton.team.book import RecordMoved
 from baton.team.facts import FactSource, policy_for
 from baton.team.prompts import Prompts
@@ -167,10 +168,10 @@ class Executor(RoleTurnDriver):
                     await self._first_seen(facts)
                     continue
                 step = d.decide(facts, self.policy)
-                if isinstance(step, d.Wait):
+                if isinstance(step, steps.Wait):
                     return
                 try:
-                    if isinstance(step, d.Dispatch):
+                    if isinstance(step, steps.Dispatch):
                         assert slot is not None
                         turn = await self.begin_turn(facts, step.kind, slot)
                     elif not await self._do(step, facts, slot):
@@ -194,47 +195,47 @@ class Executor(RoleTurnDriver):
         role = self.team.human if human else (facts.role or info.recipient)
         await self.seen(info, role, for_human=human)
 
-    async def _do(self, step: d.Step, facts: d.Facts, slot: Slot | None) -> bool:
+    async def _do(self, step: steps.Step, facts: d.Facts, slot: Slot | None) -> bool:
         """Perform one non-turn step; True to keep evaluating this TASK."""
         record = facts.record
         task_id = facts.task.task_id
-        if isinstance(step, d.Queue):
+        if isinstance(step, steps.Queue):
             self.enqueue(Job(task_id, step.role, step.review))
             return False
-        if isinstance(step, d.Note):
+        if isinstance(step, steps.Note):
             assert record is not None
             if record.state is not step.to:
                 await self.move(record, step.to, why=step.reason)
             return False
-        if isinstance(step, d.Resolve):
+        if isinstance(step, steps.Resolve):
             await self._resolve(task_id)
             return True
-        if isinstance(step, d.Claim):
+        if isinstance(step, steps.Claim):
             return await self._claim(facts)
-        if isinstance(step, d.Submit):
+        if isinstance(step, steps.Submit):
             return await self._submit(facts, step)
-        if isinstance(step, d.OpenReview):
+        if isinstance(step, steps.OpenReview):
             await self._open_review(facts, step)
             return False
-        if isinstance(step, d.ApplyHumanReview):
+        if isinstance(step, steps.ApplyHumanReview):
             return await self._apply_human_review(facts, step)
-        if isinstance(step, d.ApplyDecision):
+        if isinstance(step, steps.ApplyDecision):
             return await self._apply_decision(facts, step)
-        if isinstance(step, d.NotifyParent):
+        if isinstance(step, steps.NotifyParent):
             self.schedule(step.parent)
             return False
-        if isinstance(step, d.Settle):
+        if isinstance(step, steps.Settle):
             await self._settle(facts)
             return False
-        if isinstance(step, d.Attention):
+        if isinstance(step, steps.Attention):
             await self._attention_locked(task_id, step.reason)
             return False
-        if isinstance(step, d.Fail):
+        if isinstance(step, steps.Fail):
             await self._attention_locked(task_id, step.reason, failed=True)
             return False
-        if isinstance(step, d.Retry):
+        if isinstance(step, steps.Retry):
             return await self._retry(facts, step)
-        if isinstance(step, d.NotRun):
+        if isinstance(step, steps.NotRun):
             return await self._not_run(facts, step)
         raise AssertionError(f"unhandled step {step!r}")
 
@@ -258,7 +259,7 @@ class Executor(RoleTurnDriver):
         )
         return True
 
-    async def _not_run(self, facts: d.Facts, step: d.NotRun) -> bool:
+    async def _not_run(self, facts: d.Facts, step: steps.NotRun) -> bool:
         """Claim a TASK whose prerequisites can never finish and file baton's REPORT on it.
 
         The next step submits it like any report (T3): its sender's consolidation then
@@ -308,7 +309,7 @@ class Executor(RoleTurnDriver):
             if task.references:
                 self.schedule(task.task_id)
 
-    async def _submit(self, facts: d.Facts, step: d.Submit) -> bool:
+    async def _submit(self, facts: d.Facts, step: steps.Submit) -> bool:
         record = facts.record
         assert record is not None and facts.role is not None
         task_id = facts.task.task_id
@@ -338,7 +339,7 @@ class Executor(RoleTurnDriver):
             )  # reported = finished, for its siblings
         return True
 
-    async def _open_review(self, facts: d.Facts, step: d.OpenReview) -> None:
+    async def _open_review(self, facts: d.Facts, step: steps.OpenReview) -> None:
         record = facts.record
         assert record is not None
         info = await asyncio.to_thread(self.port.read_task, facts.task.task_id)
@@ -420,7 +421,7 @@ class Executor(RoleTurnDriver):
         )
         return review_document(facts)
 
-    async def _apply_human_review(self, facts: d.Facts, step: d.ApplyHumanReview) -> bool:
+    async def _apply_human_review(self, facts: d.Facts, step: steps.ApplyHumanReview) -> bool:
         record = facts.record
         assert record is not None
         task_id = facts.task.task_id
@@ -456,7 +457,7 @@ class Executor(RoleTurnDriver):
             await self._release_dependents(facts.task.parent)
         return True
 
-    async def _apply_decision(self, facts: d.Facts, step: d.ApplyDecision) -> bool:
+    async def _apply_decision(self, facts: d.Facts, step: steps.ApplyDecision) -> bool:
         record = facts.record
         assert record is not None
         task_id = facts.task.task_id
@@ -607,7 +608,7 @@ class Executor(RoleTurnDriver):
             self.watch_request(change.records[0].request_id, task_id)
             return
 
-    async def _retry(self, facts: d.Facts, step: d.Retry) -> bool:
+    async def _retry(self, facts: d.Facts, step: steps.Retry) -> bool:
         record = facts.record
         assert record is not None
         change = await asyncio.to_thread(self._deliver, step.request_id)

@@ -21,6 +21,13 @@ FCoP is the truth (every decision re-reads it); a per-role zero-tool-call
 breaker parks a role's jobs for a cooldown. New: every state change is a store
 transaction with its event, nothing is held in memory that a crash could lose,
 and one TASK's failure never stops the loop (:meth:`Executor.evaluate`).
+
+Length: one class, the daemon's event loop. Its tasks (doorbell router, store
+waker, sweeper, slot workers, request watchers, timers) share the role queues,
+the busy count that says "idle", the parked jobs of a tripped breaker and the
+stop event; each is a short method here, and what they call is elsewhere
+(decisions in :mod:`~baton.team.decide`, doing in :mod:`~baton.team.executor`,
+start-up in :mod:`~baton.team.startup`).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from baton.coordination.header import (
 )
 from baton.coordination.team import TeamConfig
 from baton.team import decide as d
+from baton.team import steps
 from baton.team.records import TaskRecord
 from baton.team.slots import Slot
 
@@ -73,7 +74,7 @@ class Prompts:
         return out
 
     def build(
-        self, kind: d.JobKind, facts: d.Facts, slot: Slot, record: TaskRecord
+        self, kind: steps.JobKind, facts: d.Facts, slot: Slot, record: TaskRecord
     ) -> tuple[str, str, str | None]:
         """(prompt, anchor task, anchor attempt) — blocking reads; run in a thread."""
         task = self.port.read_task(facts.task.task_id)

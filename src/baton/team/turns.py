@@ -23,6 +23,7 @@ from baton.events.model import Payload
 from baton.store import team_sql
 from baton.store.tx import Tx
 from baton.team import decide as d
+from baton.team import steps
 from baton.team.book import RecordMoved, TaskBook
 from baton.team.contract import TurnResult
 from baton.team.prompts import Prompts
@@ -56,7 +57,7 @@ class RoleTurnDriver(TaskBook):
     dispatch_log: list[tuple[str, str, str]]
     prompt_started: Callable[[str, str, float], None] | None
 
-    async def begin_turn(self, facts: d.Facts, kind: d.JobKind, slot: Slot) -> RoleTurn:
+    async def begin_turn(self, facts: d.Facts, kind: steps.JobKind, slot: Slot) -> RoleTurn:
         """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
         record = facts.record
         assert record is not None
