@@ -21,7 +21,8 @@ from baton.events.model import TurnResumed, TurnStalled
 __all__ = ["DEFAULT_STALL_SECONDS", "Liveness"]
 
 DEFAULT_STALL_SECONDS = 60.0
-"""Silence before ``turn.stalled``; ``stall_timeout`` on a profile overrides it."""
+"""Silence before ``turn.stalled``; ``stall_timeout`` on a profile (``baton run
+--stall-timeout``) overrides it."""
 
 
 @dataclass(slots=True)
@@ -29,13 +30,17 @@ class Liveness:
     threshold_ms: float
     last_heard_ms: float
     stalled_since_ms: float | None = None
+    deadline_ms: float | None = None
+    """When the turn timeout ends the turn (the stall says how far off it is)."""
     _waiting: int = 0
 
     @classmethod
-    def start(cls, threshold_s: float, now_ms: float) -> Liveness:
+    def start(
+        cls, threshold_s: float, now_ms: float, *, deadline_ms: float | None = None
+    ) -> Liveness:
         if threshold_s <= 0:
             raise ValueError("the stall threshold must be positive")
-        return cls(threshold_ms=threshold_s * 1000.0, last_heard_ms=now_ms)
+        return cls(threshold_ms=threshold_s * 1000.0, last_heard_ms=now_ms, deadline_ms=deadline_ms)
 
     @property
     def stalled(self) -> bool:
@@ -67,7 +72,10 @@ class Liveness:
         if silent < self.threshold_ms:
             return None
         self.stalled_since_ms = now_ms
-        return TurnStalled(silent_ms=int(silent), threshold_ms=int(self.threshold_ms))
+        timeout_in = None if self.deadline_ms is None else max(0, int(self.deadline_ms - now_ms))
+        return TurnStalled(
+            silent_ms=int(silent), threshold_ms=int(self.threshold_ms), timeout_in_ms=timeout_in
+        )
 
     def due_ms(self) -> float | None:
         """When :meth:`check` can next report anything; ``None`` while stalled (then only
