@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from baton.events.model import TurnResumed, TurnStalled
 
-__all__ = ["DEFAULT_STALL_SECONDS", "Liveness"]
+__all__ = ["DEFAULT_STALL_SECONDS", "Liveness", "resumed_text", "span", "stall_text"]
 
 DEFAULT_STALL_SECONDS = 60.0
 """Silence before ``turn.stalled``; ``stall_timeout`` on a profile (``baton run
@@ -83,3 +83,26 @@ class Liveness:
         if self.stalled_since_ms is not None:
             return None
         return self.last_heard_ms + self.threshold_ms
+
+
+def span(ms: float) -> str:
+    """``42s``, ``1m 0s``, ``2h 5m``: a duration as the stall lines say it."""
+    seconds = max(0, int(ms // 1000))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m"
+
+
+def stall_text(silent_ms: float, timeout_in_ms: float | None = None) -> str:
+    """What every surface (``run``, ``up``, ``status``, the dashboard) says of a stall."""
+    timeout = "" if timeout_in_ms is None else f" (turn timeout in {span(timeout_in_ms)})"
+    return f"the agent has said nothing for {span(silent_ms)}{timeout}"
+
+
+def resumed_text(silent_ms: float) -> str:
+    """What every surface says when a stalled agent speaks again."""
+    return f"the agent spoke again after {span(silent_ms)} of silence"
