@@ -14,7 +14,7 @@ import time
 
 from baton.events.model import TurnStalled
 from baton.requests.model import PermissionAnswer
-from baton.runner.liveness import Liveness
+from baton.runner.liveness import Liveness, resumed_text, span, stall_text
 from baton.runner.session import AgentSession
 from tests.support.harness import Harness, fake
 
@@ -91,3 +91,18 @@ def test_the_stall_says_how_far_off_the_turn_timeout_is() -> None:
     assert Liveness.start(60, now_ms=0).check(60_000) == TurnStalled(
         silent_ms=60_000, threshold_ms=60_000, timeout_in_ms=None
     )
+
+
+def test_the_stall_words() -> None:
+    assert [span(ms) for ms in (0, 200, 42_000, 60_000, 3_540_000, 7_500_000)] == [
+        "0s",
+        "0.2s",
+        "42s",
+        "1m 0s",
+        "59m 0s",
+        "2h 5m",
+    ]
+    assert stall_text(60_000, 3_540_000) == (
+        "the agent has said nothing for 1m 0s (turn timeout in 59m 0s)"
+    )
+    assert resumed_text(65_400) == "the agent spoke again after 1m 5s of silence"

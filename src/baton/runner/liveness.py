@@ -86,7 +86,9 @@ class Liveness:
 
 
 def span(ms: float) -> str:
-    """``42s``, ``1m 0s``, ``2h 5m``: a duration as the stall lines say it."""
+    """``0.2s``, ``42s``, ``1m 0s``, ``2h 5m``: a duration as the stall lines say it."""
+    if 0 < ms < 1000:
+        return f"{ms / 1000:.1f}s"
     seconds = max(0, int(ms // 1000))
     if seconds < 60:
         return f"{seconds}s"

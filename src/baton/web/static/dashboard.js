@@ -30,6 +30,7 @@
   const short = (id) => String(id || "").slice(0, 12);
   // A stall in words, as baton.runner.liveness.stall_text says it on the terminal.
   const span = (ms) => {
+    if (Number(ms) > 0 && Number(ms) < 1000) return (Number(ms) / 1000).toFixed(1) + "s";
     let s = Math.max(0, Math.floor(Number(ms) / 1000)) || 0;
     if (s < 60) return s + "s";
     let m = Math.floor(s / 60); s %= 60;
