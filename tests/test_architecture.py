@@ -42,6 +42,7 @@ TIERS: list[tuple[Layer, ...]] = [
         "baton.fsutil",
         "baton.procgroup",
         "baton.aiotasks",
+        "baton.statetable",
     ),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""

@@ -24,8 +24,6 @@ KNOWN: dict[str, str] = {
     # Pending renames in the team loop (issue 9, merged after this test's names were set):
     "Turn": "team: team.turns.Turn (a role's turn on a task) vs runner.turn.Turn",
     "TurnDriver": "team: team.turns.TurnDriver vs runner.turn_driver.TurnDriver",
-    "TurnState": "team: team.states.TurnState vs runner.turn.TurnState",
-    "TurnEvent": "team: team.states.TurnEvent vs runner.turn.TurnEvent",
     "TurnRecord": "team/intake: team.records vs agents.builtin.store",
     "Usage": "team: team.records.Usage vs team.contract.Usage",
     "Policy": "team: team.decide.Policy vs requests.policy.Policy",

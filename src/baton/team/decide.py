@@ -45,7 +45,7 @@ from typing import Literal
 from baton.coordination.ordering import Prerequisite, Unmet, gate
 from baton.coordination.ordering import Wait as NotYet
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
-from baton.team.states import TaskState, TurnState
+from baton.team.states import DispatchState, TaskState
 
 __all__ = [
     "ApplyDecision",
@@ -361,7 +361,10 @@ def _turn_of_attempt(f: Facts) -> TurnRecord | None:
 def _active(f: Facts, p: Policy) -> Step:
     record = f.record
     turn = _turn_of_attempt(f)
-    unfinished = turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING)
+    unfinished = turn is not None and turn.state in (
+        DispatchState.DISPATCHED,
+        DispatchState.RUNNING,
+    )
     if unfinished and f.turn_live:
         return Wait("the turn is running")
     if f.head is not None:
@@ -371,7 +374,7 @@ def _active(f: Facts, p: Policy) -> Step:
                 c.task_id for c in f.children if c.stage == "review" and c.sender == f.role
             )
         return Submit(f.head.report_id, f.head.result, accept)
-    if unfinished or (turn is not None and turn.state is TurnState.INTERRUPTED):
+    if unfinished or (turn is not None and turn.state is DispatchState.INTERRUPTED):
         return _work(f, "resume", p)  # never finished: re-prompt with its context
     open_children = _open_children(f, p)
     if turn is None:
@@ -435,11 +438,13 @@ def _review(f: Facts, p: Policy) -> Step:
     if p.child_acceptance == "on_consolidation" and task.parent is not None:
         return NotifyParent(task.parent)
     turn = _review_turn(f)
-    if turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING):
+    if turn is not None and turn.state in (DispatchState.DISPATCHED, DispatchState.RUNNING):
         if f.turn_live:
             return Wait(f"{task.sender} is reviewing")
     elif (
-        turn is not None and turn.state is TurnState.FINISHED and f.review_turns > p.reminder_turns
+        turn is not None
+        and turn.state is DispatchState.FINISHED
+        and f.review_turns > p.reminder_turns
     ):
         return Attention(f"{task.sender} did not review the report")
     if not f.reviewer_slot:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from baton.coordination.binding import Binding
 from baton.store import team_sql
-from baton.team.states import SlotState, TaskState, TurnState
+from baton.team.states import DispatchState, SlotState, TaskState
 
 __all__ = [
     "DaemonRecord",
@@ -100,7 +100,7 @@ class TurnRecord:
     slot: str
     role: str
     kind: str
-    state: TurnState
+    state: DispatchState
     started_at: str
     attempt_id: str | None = None
     anchor: str | None = None
@@ -122,7 +122,7 @@ class TurnRecord:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> TurnRecord:
         values = _values(team_sql.TURN_COLUMNS, row)
-        values["state"] = TurnState(values["state"])
+        values["state"] = DispatchState(values["state"])
         return cls(**values)
 
 

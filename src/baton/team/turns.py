@@ -28,7 +28,7 @@ from baton.team.contract import TurnResult
 from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
-from baton.team.states import TURN, SlotEvent, TaskState, TurnEvent, TurnState
+from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
 
 __all__ = ["Turn", "TurnDriver"]
 
@@ -70,7 +70,7 @@ class TurnDriver(TaskBook):
             slot=slot.name,
             role=slot.spec.name,
             kind=kind,
-            state=TURN.next(None, TurnEvent.DISPATCH),
+            state=DISPATCH.next(None, DispatchEvent.DISPATCH),
             started_at=self.now(),
             attempt_id=facts.task.attempt_id,
             anchor=anchor,
@@ -161,7 +161,7 @@ class TurnDriver(TaskBook):
     async def _turn_commit(
         self,
         turn: Turn,
-        turn_event: TurnEvent,
+        turn_event: DispatchEvent,
         task_target: TaskState | None,
         slot_event: SlotEvent | None,
         *,
@@ -171,7 +171,7 @@ class TurnDriver(TaskBook):
         files: Sequence[str] = (),
     ) -> None:
         before_turn = turn.record
-        new_state = TURN.next(before_turn.state, turn_event)
+        new_state = DISPATCH.next(before_turn.state, turn_event)
         after_turn = dataclasses.replace(before_turn, state=new_state, **(turn_changes or {}))
         task_id = before_turn.task_id
         for _ in range(5):
@@ -222,13 +222,13 @@ class TurnDriver(TaskBook):
         raise RecordMoved(task_id)
 
     async def _start(self, turn: Turn) -> None:
-        await self._turn_commit(turn, TurnEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
+        await self._turn_commit(turn, DispatchEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
 
     async def _interrupt(self, turn: Turn, reason: str) -> None:
         with contextlib.suppress(Exception):
             await self._turn_commit(
                 turn,
-                TurnEvent.INTERRUPT,
+                DispatchEvent.INTERRUPT,
                 TaskState.INTERRUPTED,
                 SlotEvent.CLOSE,
                 reason=reason,
@@ -239,7 +239,7 @@ class TurnDriver(TaskBook):
         slot = turn.slot
         counters = (
             self.slots.counters_after(slot, result)
-            if turn.record.state is TurnState.RUNNING
+            if turn.record.state is DispatchState.RUNNING
             else {}
         )
         slot_event = None
@@ -247,7 +247,7 @@ class TurnDriver(TaskBook):
             slot_event = SlotEvent.TURN_END if slot.session is not None else SlotEvent.FAIL
         await self._turn_commit(
             turn,
-            TurnEvent.FINISH,
+            DispatchEvent.FINISH,
             TaskState.TURN_FINISHED,
             slot_event,
             reason=f"turn {result.status}" + (f": {result.error}" if result.error else ""),
