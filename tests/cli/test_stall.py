@@ -104,3 +104,41 @@ def test_status_shows_a_stalled_turn_until_the_agent_speaks(project: Path, user_
     after = json.loads(baton_cli(project, "status", "--json", home=user_home).stdout)
     assert after["turns"] == []
     assert "⏳" not in baton_cli(project, "status", home=user_home).stdout
+
+
+def test_up_status_and_sessions_show_a_silent_role(project: Path, user_home: Path) -> None:
+    _silent_profile(project)
+    toml = project / "baton.toml"
+    with toml.open("a") as f:
+        f.write("stall_timeout = 0.2\n")  # still inside [profiles.silent]
+    text = toml.read_text()
+    dev = text.index("[team.roles.DEV]")
+    toml.write_text(text[:dev] + text[dev:].replace('agent = "builtin"', 'agent = "silent"', 1))
+    up = spawn_baton(project, "up", "--json", home=user_home)
+    try:
+        created = baton_cli(
+            project, "task", "new", "--to", "DEV", "--subject", "Think", "--body-file", "-",
+            home=user_home, stdin="Think, then report.\n",
+        )  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        assert up.stdout is not None
+        for line in up.stdout:  # bounded: the role's turn timeout ends the turn at the latest
+            if line.startswith("{") and json.loads(line)["type"] == "turn.stalled":
+                break
+        else:
+            raise AssertionError("baton up ended without a turn.stalled")
+        sessions = baton_cli(project, "sessions", home=user_home)
+        [row] = [ln for ln in sessions.stdout.splitlines() if ln.startswith("DEV")]
+        assert "STALLED" in row, sessions.stdout
+        status = baton_cli(project, "status", home=user_home).stdout
+        [line] = [ln for ln in status.splitlines() if "⏳ stalled" in ln]
+        assert line.strip().startswith("DEV turn-"), status
+        [turn] = json.loads(baton_cli(project, "status", "--json", home=user_home).stdout)["turns"]
+        assert turn["role"] == "DEV" and turn["stalled"]
+    finally:
+        up.send_signal(signal.SIGINT)
+        try:
+            up.communicate(timeout=120)
+        except Exception:
+            up.kill()
+            up.communicate()
