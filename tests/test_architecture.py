@@ -204,7 +204,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"baton.coordination.lifecycle", "baton.coordination.lifecycle.inspect"}): (
         "perf (issue 15): the package face and inspect import each other"
     ),
-    frozenset({"baton.cli.app", "baton.cli.entry"}): "cli: the --version fast path (64c4d52)",
 }
 """Cycles another issue is removing; each must still exist (a stale entry fails)."""
 

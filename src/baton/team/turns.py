@@ -30,13 +30,13 @@ from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
 from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
 
-__all__ = ["Turn", "TurnDriver"]
+__all__ = ["RoleTurn", "RoleTurnDriver"]
 
 log = logging.getLogger("baton.team.turns")
 
 
 @dataclass(slots=True)
-class Turn:
+class RoleTurn:
     """A dispatched turn on its way: its row, the record, the slot, the prompt."""
 
     record: TurnRecord
@@ -45,7 +45,7 @@ class Turn:
     prompt: str
 
 
-class TurnDriver(TaskBook):
+class RoleTurnDriver(TaskBook):
     """Dispatches and runs turns (the executor's half that talks to sessions)."""
 
     team: TeamConfig
@@ -56,7 +56,7 @@ class TurnDriver(TaskBook):
     dispatch_log: list[tuple[str, str, str]]
     prompt_started: Callable[[str, str, float], None] | None
 
-    async def begin_turn(self, facts: d.Facts, kind: d.JobKind, slot: Slot) -> Turn:
+    async def begin_turn(self, facts: d.Facts, kind: d.JobKind, slot: Slot) -> RoleTurn:
         """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
         record = facts.record
         assert record is not None
@@ -130,9 +130,9 @@ class TurnDriver(TaskBook):
         )
         self.live.add((turn.task_id, turn.dispatch))
         self.dispatch_log.append((slot.name, kind, turn.task_id))
-        return Turn(turn, after, slot, prompt)
+        return RoleTurn(turn, after, slot, prompt)
 
-    async def run_turn(self, turn: Turn) -> None:
+    async def run_turn(self, turn: RoleTurn) -> None:
         """Run a dispatched turn outside the task's lock; commit how it ended."""
         slot = turn.slot
         key = (turn.record.task_id, turn.record.dispatch)
@@ -160,7 +160,7 @@ class TurnDriver(TaskBook):
 
     async def _turn_commit(
         self,
-        turn: Turn,
+        turn: RoleTurn,
         turn_event: DispatchEvent,
         task_target: TaskState | None,
         slot_event: SlotEvent | None,
@@ -221,10 +221,10 @@ class TurnDriver(TaskBook):
             return
         raise RecordMoved(task_id)
 
-    async def _start(self, turn: Turn) -> None:
+    async def _start(self, turn: RoleTurn) -> None:
         await self._turn_commit(turn, DispatchEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
 
-    async def _interrupt(self, turn: Turn, reason: str) -> None:
+    async def _interrupt(self, turn: RoleTurn, reason: str) -> None:
         with contextlib.suppress(Exception):
             await self._turn_commit(
                 turn,
@@ -235,7 +235,7 @@ class TurnDriver(TaskBook):
                 turn_changes={"ended_at": self.now(), "error": reason},
             )
 
-    async def _finish(self, turn: Turn, result: Any) -> None:
+    async def _finish(self, turn: RoleTurn, result: Any) -> None:
         slot = turn.slot
         counters = (
             self.slots.counters_after(slot, result)
