@@ -145,14 +145,14 @@ class RequestBroker:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
         if decision.needs_human:
-            self._human_wait(ctx.turn_id, True)
+            self._human_wait(record.turn_id, True)
             try:
                 if self.notify.enabled:
                     for diagnostic in await notify_if_escalated(decision, record, self.notify):
                         await emit(diagnostic)
                 record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
             finally:
-                self._human_wait(ctx.turn_id, False)
+                self._human_wait(record.turn_id, False)
             if not here:  # decided elsewhere: shown in this run
                 await self._show(record, emit, escalated_by=decision.rule)
         else:
