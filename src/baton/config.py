@@ -72,7 +72,7 @@ __all__ = [
 CONFIG_NAME = "baton.toml"
 
 _STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin", "package", "version")
-_FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout")
+_FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout", "stall_timeout")
 PROFILE_KEYS = frozenset(
     {
         *_STR_FIELDS,

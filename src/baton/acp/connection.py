@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 FrameObserver = Callable[[str, dict[str, Any]], None]
 """Called with ("client"|"agent", message) for every frame: the trace tap."""
 
+FrameHook = Callable[[], Awaitable[None] | None]
+"""Called before each inbound frame (a malformed one too) is handled: the agent spoke.
+What it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
+
 
 class InboundHandler(Protocol):
     """What the connection needs from the client side above it."""
@@ -81,6 +85,7 @@ class JsonRpcConnection:
         self._close_reason: BaseException | None = None
         self.frames_in = 0
         self.bytes_in = 0
+        self.on_frame: FrameHook | None = None
 
     # ------------------------------------------------------------------ outbound
 
@@ -149,6 +154,8 @@ class JsonRpcConnection:
                 await asyncio.gather(*self._request_tasks, return_exceptions=True)
 
     async def _dispatch_frame(self, item: Frame | FrameError) -> None:
+        if self.on_frame is not None and (first := self.on_frame()) is not None:
+            await first
         if isinstance(item, FrameError):
             await self._handler.on_protocol_error(item)
             return

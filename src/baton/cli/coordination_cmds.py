@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from contextlib import AbstractContextManager
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,7 +30,9 @@ from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
 from baton.coordination.intake.board import open_tasks
 from baton.coordination.intake.screen import subject_problem
+from baton.runner.liveness import span, stall_text
 from baton.security.display import terminal_safe
+from baton.store.live_turns import live_turns
 from baton.store.store import Store
 from baton.team.records import TaskRecord
 from baton.team.views import slot_views, task_views, team_view
@@ -300,7 +303,10 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
     with _open_store(ctx) as store:
         view = team_view(store, ctx.team, ctx.port)
+        turns = live_turns(store)
     data = view.to_json()
+    roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
+    now = datetime.now(UTC)
     return {
         "project": str(ctx.project_dir),
         "workspace": {
@@ -313,6 +319,7 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "team": data["team"],
         "roles": data["roles"],
         "sessions": data["slots"],
+        "turns": [{**t.to_json(now), "role": roles.get(t.session_id or "")} for t in turns],
         "board": {"counts": data["counts"], "open": data["tasks"]},
         "pending_reviews": data["pending_reviews"],
         "questions": data["questions"],
@@ -332,6 +339,13 @@ def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
     if any(s.get("approval") == "self_approves" for s in mine):
         flags += "  AGENT APPROVES ITSELF (agent_approves)"
     return flags
+
+
+def _turn_state(turn: dict[str, Any]) -> str:
+    """``⏳ the agent has said nothing for 1m 0s (…)`` for a stalled turn, else ``working``."""
+    if turn["stalled"]:
+        return f"[yellow]⏳ stalled: {stall_text(turn['silent_ms'], turn['timeout_in_ms'])}[/]"
+    return f"working (since {_s(turn['started_at'])})"
 
 
 def _attention_line(t: dict[str, Any]) -> str:
@@ -362,6 +376,12 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
             f"  {_s(r['role'])}{lead}: {_s(r['agent'])} ×{r['concurrency']}"
             f" {_s(r['permissions'])}{paused}{flags}"
         )
+    if data["turns"]:
+        console.print("turns running:")
+        for t in data["turns"]:
+            console.print(
+                f"  {_s(t['role'] or 'run ' + t['run_id'])} {_s(t['turn_id'])}: {_turn_state(t)}"
+            )
     if data["board"]["open"]:
         console.print("open tasks:")
         for t in data["board"]["open"]:
@@ -405,6 +425,10 @@ def sessions(
     ctx = coordination(project)
     with _open_store(ctx) as store:
         rows = [asdict(s) for s in slot_views(store)]
+        now = datetime.now(UTC)
+        stalled = {t.session_id: t.silence_ms(now) for t in live_turns(store) if t.stalled}
+    for row in rows:
+        row["stalled_ms"] = stalled.get(row["session_id"]) if row["session_id"] else None
     if as_json:
         print_ndjson(rows)
         return
@@ -426,4 +450,5 @@ def sessions(
             f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
             f"last report {_s(s['last_report_ref'] or '-')}"
             f"{_security_flags([s], s['role'])}"
+            + (f"  STALLED {span(s['stalled_ms'])}" if s["stalled_ms"] is not None else "")
         )

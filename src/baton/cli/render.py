@@ -48,9 +48,12 @@ from baton.events.model import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnResumed,
+    TurnStalled,
     UsageReported,
     _ToolExecution,
 )
+from baton.runner.liveness import resumed_text, stall_text
 from baton.security.display import terminal_safe
 
 __all__ = ["HumanRenderer", "NdjsonRenderer", "RequestHint", "Tally", "safe"]
@@ -306,6 +309,12 @@ class HumanRenderer:
         elif isinstance(payload, TurnCancelled):
             forced = " (process killed)" if payload.forced else ""
             self._print(f"[yellow]■ turn cancelled{forced}:[/] {safe(payload.reason)}")
+        elif isinstance(payload, TurnStalled):
+            self._print(
+                Text(f"⏳ {stall_text(payload.silent_ms, payload.timeout_in_ms)}"), style="yellow"
+            )
+        elif isinstance(payload, TurnResumed):
+            self._print(Text(f"▸ {resumed_text(payload.silent_ms)}"), style="dim")
         elif isinstance(payload, TurnFailed):
             self._print(f"[red]✘ turn failed:[/] {safe(payload.message)}")
             if payload.stderr_preview:

@@ -305,6 +305,13 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(help="Turn timeout in seconds (profile default).")
     ] = None,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds the agent may say nothing before the turn is shown as stalled "
+            "(profile default, 60).",
+        ),
+    ] = None,
     remind_every: Annotated[
         float, typer.Option(hidden=True, help="Seconds between 'still waiting' reminders.")
     ] = 60.0,
@@ -338,11 +345,15 @@ def run(
     preset: ApprovePreset = approve  # type: ignore[assignment]
     if wait_timeout < 0:
         raise CommandError("--wait-timeout must be 0 or more seconds", code=EXIT_USAGE)
+    if stall_timeout is not None and stall_timeout <= 0:
+        raise CommandError("--stall-timeout must be a positive number of seconds", code=EXIT_USAGE)
     if prompt == "-":
         prompt = sys.stdin.read()
     config = project_config(project)
     workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
+    if stall_timeout is not None:
+        profile = dataclasses.replace(profile, stall_timeout=stall_timeout)
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
     code = asyncio.run(
         _run_turn(

@@ -190,6 +190,8 @@ class TurnStalled(Payload):
     TYPE: ClassVar[str] = "turn.stalled"
     silent_ms: int
     threshold_ms: int
+    timeout_in_ms: int | None = None
+    """How long until the turn timeout ends the turn, when the turn has one."""
 
 
 class TurnResumed(Payload):

@@ -111,6 +111,9 @@ class AgentProfile:
     initialize_timeout: float = 30.0
     session_timeout: float = 60.0
     turn_timeout: float = 1800.0
+    stall_timeout: float | None = None
+    """Silence before a running turn gets ``turn.stalled``; ``None``: the runner's default
+    (60 s, ``baton.runner.liveness.DEFAULT_STALL_SECONDS``)."""
     source: str = "builtin"
 
     @property

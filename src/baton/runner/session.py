@@ -220,6 +220,7 @@ class AgentSession:
             replies_settled=self.inbound.replies_settled,
             approvals=self.approvals,
             replies_written=self.inbound.replies_written,
+            stall_timeout=self.profile.stall_timeout,
         )
         self.approvals.cancel = self.cancel
         self._tasks = [

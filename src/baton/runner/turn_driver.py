@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -35,8 +36,10 @@ from baton.events.model import (
     TurnSubmitted,
     UsageReported,
 )
+from baton.runner.liveness import DEFAULT_STALL_SECONDS, Liveness
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents
+from baton.runner.stall_watch import StallWatch
 from baton.runner.turn import CancelCause, PromptEnd, Turn, TurnEvent, settle
 
 if TYPE_CHECKING:
@@ -105,6 +108,7 @@ class TurnDriver:
         cancel_grace: float = CANCEL_GRACE_SECONDS,
         approvals: ApprovalGuard | None = None,
         replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None,
+        stall_timeout: float | None = None,
     ) -> None:
         self.client = client
         self.transport = transport
@@ -116,8 +120,16 @@ class TurnDriver:
         self.cancel_grace = cancel_grace
         self.approvals = approvals
         self.replies_written = replies_written
+        self.stall_timeout = stall_timeout or DEFAULT_STALL_SECONDS
+        """Silence (seconds) before the running turn gets ``turn.stalled``."""
+        self._watch: StallWatch | None = None
 
     # ------------------------------------------------------------------ public
+
+    @property
+    def watch(self) -> StallWatch | None:
+        """The running turn's silence watch (``None`` between turns)."""
+        return self._watch
 
     async def run(
         self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float
@@ -143,22 +155,28 @@ class TurnDriver:
                 prompt_sha256=hashlib.sha256(data).hexdigest(),
             )
         )
+        self._watch_turn(turn, timeout)
         try:
-            turn.request = await self.client.start_prompt(session_id, blocks)
-            ended = await self._await(turn, turn.request, timeout)
-        except AgentExited as exc:  # the prompt could not even be written
-            ended = _Prompt(PromptEnd.EXITED, error=exc)
-        except asyncio.CancelledError:
-            # The caller is going away: never leave the agent running a turn.
-            await self.kill("the caller was cancelled", cause=CancelCause.INTERRUPTED)
-            turn.fire(TurnEvent.CANCELLED)
-            outcome = TurnCancelled(
-                reason="baton was interrupted", duration_ms=turn.elapsed_ms(now_ms()), forced=True
-            )
-            await self._finish(turn, outcome, None, tool_calls_before, files_before)
-            raise
-        terminal = self._terminal(turn, ended, timeout)
-        return await self._finish(turn, terminal, ended.usage, tool_calls_before, files_before)
+            try:
+                turn.request = await self.client.start_prompt(session_id, blocks)
+                ended = await self._await(turn, turn.request, timeout)
+            except AgentExited as exc:  # the prompt could not even be written
+                ended = _Prompt(PromptEnd.EXITED, error=exc)
+            except asyncio.CancelledError:
+                # The caller is going away: never leave the agent running a turn.
+                await self.kill("the caller was cancelled", cause=CancelCause.INTERRUPTED)
+                turn.fire(TurnEvent.CANCELLED)
+                outcome = TurnCancelled(
+                    reason="baton was interrupted",
+                    duration_ms=turn.elapsed_ms(now_ms()),
+                    forced=True,
+                )
+                await self._finish(turn, outcome, None, tool_calls_before, files_before)
+                raise
+            terminal = self._terminal(turn, ended, timeout)
+            return await self._finish(turn, terminal, ended.usage, tool_calls_before, files_before)
+        finally:
+            await self._unwatch()
 
     async def cancel(self, reason: str, cause: CancelCause = CancelCause.USER) -> None:
         """Ask the agent to stop the running turn (ACP ``session/cancel``)."""
@@ -197,6 +215,24 @@ class TurnDriver:
         )
 
     # ---------------------------------------------------------------- waiting
+
+    def _watch_turn(self, turn: Turn, limit: float) -> None:
+        """Start the turn's silence watch (:mod:`baton.runner.stall_watch`)."""
+        started = turn.started_ms
+        deadline = started + limit * 1000.0 if math.isfinite(limit) else None
+        watch = StallWatch(
+            Liveness.start(self.stall_timeout, started, deadline_ms=deadline),
+            turn_id=turn.turn_id,
+            emit=lambda payload: self.events.emit(payload, turn_id=turn.turn_id),
+            clock=now_ms,
+        )
+        self._watch = watch
+        watch.start(self.client.conn, self.requests)
+
+    async def _unwatch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.stop()
 
     async def _await(self, turn: Turn, request: asyncio.Future[Any], limit: float) -> _Prompt:
         done, _ = await asyncio.wait({request}, timeout=limit)
@@ -288,6 +324,7 @@ class TurnDriver:
         files_before: frozenset[str],
     ) -> TurnOutcome:
         events, normalizer = self.events, self.normalizer
+        await self._unwatch()  # nothing of the watch comes after the terminal event
         await self._cancel_asks(turn, f"the turn ended ({outcome.TYPE})")
         drafts = normalizer.flush()
         if not isinstance(outcome, TurnCompleted):

@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from baton.errors import StoreError
 from baton.events.sequencer import utc_now
 
-__all__ = ["CORE_MIGRATIONS", "Migration", "apply_migrations", "split_statements"]
+__all__ = [
+    "CORE_MIGRATIONS",
+    "TURN_MARKS_SQL",
+    "Migration",
+    "apply_migrations",
+    "split_statements",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +51,13 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TEXT NOT NULL
 )
 """
+
+TURN_MARKS_SQL = (
+    "'turn.submitted', 'turn.stalled', 'turn.resumed', "
+    "'turn.completed', 'turn.failed', 'turn.cancelled'"
+)
+"""The event types that say where a turn stands (:mod:`baton.store.live_turns` reads them
+through the ``events_turn_marks`` partial index, whose WHERE must be this same list)."""
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -105,6 +118,12 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (run_id, seq)
         );
         """,
+    ),
+    # A partial index: only the few events that move a turn (submitted, stalled, resumed,
+    # ended) are written to it, so ingest of a flooding transcript does not pay for it.
+    Migration(
+        "core.0004_turn_marks",
+        f"CREATE INDEX events_turn_marks ON events (run_id, seq) WHERE type IN ({TURN_MARKS_SQL});",
     ),
 )
 """baton's own tables: ``runs``, ``sessions``, ``events`` (``schema_migrations`` is

@@ -82,6 +82,7 @@ SCENARIOS: tuple[str, ...] = (
     "stderr-flood",
     "ignore-cancel",
     "hang-prompt",
+    "silent",
     "spawn-grandchild",
     "flood",
     "late-chunks",

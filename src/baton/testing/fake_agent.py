@@ -45,6 +45,9 @@ Scenarios (``--scenario``):
     ``--max-lifetime``).
 ``hang-prompt``
     Sends one chunk and never answers the prompt, until ``session/cancel`` (then ``cancelled``).
+``silent``
+    Sends nothing at all during the prompt until ``session/cancel``; then one chunk and
+    ``cancelled`` (a stalled turn that resumes).
 ``spawn-grandchild``
     At ``session/new`` starts ``sleep 300`` in the agent's process group (stdio on /dev/null,
     unless ``--grandchild-keeps-stdio``, which makes it hold the agent's pipes open) and writes

@@ -83,6 +83,12 @@ def turn_hang_prompt(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     yield WaitCancel()
 
 
+def turn_silent(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """Says nothing at all until the client cancels, then speaks once (a stalled turn)."""
+    yield WaitCancel()
+    yield core.chunk("Back after the silence.", turn.message_id)
+
+
 def turn_stderr_flood(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     yield from turn_ok(core, turn)
     yield JoinStderrFlood()
@@ -348,6 +354,7 @@ SCRIPTS: dict[str, Script] = {
     "die-mid-turn": turn_die_mid_turn,
     "ignore-cancel": turn_ignore_cancel,
     "hang-prompt": turn_hang_prompt,
+    "silent": turn_silent,
     "stderr-flood": turn_stderr_flood,
     "flood": turn_flood,
     "late-chunks": turn_late_chunks,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -34,6 +35,7 @@ from baton.store.history import (
     run_tool_counts,
     runs_page,
 )
+from baton.store.live_turns import live_turns
 from baton.store.records import RunRecord
 from baton.web.actions import cancel_run, create_task
 from baton.web.answers import submit_answer
@@ -163,11 +165,15 @@ async def runs_with_outcomes(
     pending: dict[str, int] = {}
     for record in await ctx.ledger.pending():
         pending[record.run_id] = pending.get(record.run_id, 0) + 1
+    stalled = await stalled_runs(ctx)
     rows = [
         run_data(run)
         | {
             "outcome": run_outcome(
-                run.status, counts.get(run.run_id, {}), pending.get(run.run_id, 0)
+                run.status,
+                counts.get(run.run_id, {}),
+                pending.get(run.run_id, 0),
+                stalled.get(run.run_id),
             ),
             "prompt": prompts.get(run.run_id),
         }
@@ -256,16 +262,30 @@ async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     }
 
 
+async def stalled_runs(ctx: WebContext) -> dict[str, int]:
+    """Per running run whose agent has gone silent: the longest silence (ms) now."""
+    now = datetime.now(UTC)
+    out: dict[str, int] = {}
+    for turn in await asyncio.to_thread(live_turns, ctx.store):
+        if turn.stalled:
+            out[turn.run_id] = max(out.get(turn.run_id, 0), turn.silence_ms(now))
+    return out
+
+
 async def run_detail(ctx: WebContext, run: RunRecord) -> dict[str, Any]:
-    """What the run page needs beyond the row: outcome, counts, roles, requests."""
+    """What the run page needs beyond the row: outcome, counts, roles, requests, turns."""
     last_seq = await asyncio.to_thread(ctx.store.last_seq, run.run_id)
     counts = (await asyncio.to_thread(run_tool_counts, ctx.store, [run.run_id]))[run.run_id]
     requests = await ctx.ledger.list_requests(run_id=run.run_id, limit=500)
     pending = sum(1 for r in requests if r.state is State.PENDING)
     sessions = await asyncio.to_thread(ctx.store.list_sessions, 1000)
+    now = datetime.now(UTC)
+    turns = [t for t in await asyncio.to_thread(live_turns, ctx.store) if t.run_id == run.run_id]
+    stalled = max((t.silence_ms(now) for t in turns if t.stalled), default=None)
     return {
         "last_seq": last_seq,
-        "outcome": run_outcome(run.status, counts, pending),
+        "outcome": run_outcome(run.status, counts, pending, stalled),
+        "turns": [t.to_json(now) for t in turns],
         "counts": counts,
         "roles": {s.agent_session_id: s.role for s in sessions if s.role},
         "requests": [

@@ -192,7 +192,7 @@ def _build() -> dict[str, Any]:
         },
         "/api/runs/{run_id}": {
             "get": {
-                "summary": "A run, its outcome, roles and requests",
+                "summary": "A run, its outcome, roles, requests and running turns (stalled or not)",
                 "parameters": [_p("run_id")],
                 "responses": {"200": _json(), **errors},
             }

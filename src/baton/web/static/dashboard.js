@@ -28,6 +28,16 @@
   const enc = encodeURIComponent;
   const clip = (s, n) => { s = String(s || ""); return s.length > n ? s.slice(0, n) + "…" : s; };
   const short = (id) => String(id || "").slice(0, 12);
+  // A stall in words, as baton.runner.liveness.stall_text says it on the terminal.
+  const span = (ms) => {
+    if (Number(ms) > 0 && Number(ms) < 1000) return (Number(ms) / 1000).toFixed(1) + "s";
+    let s = Math.max(0, Math.floor(Number(ms) / 1000)) || 0;
+    if (s < 60) return s + "s";
+    let m = Math.floor(s / 60); s %= 60;
+    if (m < 60) return m + "m " + s + "s";
+    return Math.floor(m / 60) + "h " + (m % 60) + "m";
+  };
+  const stallText = (p) => "the agent has said nothing for " + span(p.silent_ms) + (p.timeout_in_ms === null || p.timeout_in_ms === undefined ? "" : " (turn timeout in " + span(p.timeout_in_ms) + ")");
 
   async function api(method, url, body) {
     const options = {method, credentials: "same-origin", headers: {}};
@@ -325,6 +335,7 @@
         el("p", {class: "meta"}, r.agent + (r.note ? " · " + clip(r.note, 80) : "")),
         el("p", {}, "task: ", r.current_task ? taskLink(r.current_task) : "—"),
         el("p", {class: "meta"}, r.turns + " turns · " + r.tool_calls + " tool calls · " + usage),
+        r.silence ? el("p", {class: "notice warn silence"}, "⏳ " + r.silence) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
     }));
     const stages = document.getElementById("stages");
@@ -573,6 +584,13 @@
         toolCard(e);
       } else if (t === "turn.submitted") {
         lane(e.session_id).append(el("div", {class: "msg prompt"}, el("span", {class: "tag"}, "prompt"), " ", clip(p.prompt_preview, 2000)));
+      } else if (t === "turn.stalled") {
+        notice(e, "turn warn stall", "⏳ " + stallText(p));
+        refreshSoon();
+      } else if (t === "turn.resumed") {
+        lane(e.session_id).querySelectorAll("p.stall:not(.cleared)").forEach((n) => n.classList.add("cleared"));
+        notice(e, "turn resumed", "▸ the agent spoke again after " + span(p.silent_ms) + " of silence");
+        refreshSoon();
       } else if (t === "turn.completed") {
         notice(e, "turn ok", "turn ended: " + p.stop_reason + " · " + (p.duration_ms / 1000).toFixed(1) + " s");
       } else if (t === "turn.failed") {
