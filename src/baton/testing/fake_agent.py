@@ -161,6 +161,12 @@ Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`bat
 ``lone-surrogate``
     A chunk and a tool call title holding ``"\\ud800"``/``"\\udfff"`` (valid JSON, not encodable
     as UTF-8), between two normal chunks; then ``end_turn``.
+``request-order``
+    Requests, each followed by notifications in the same write (one read for the client),
+    replies not awaited: ``cursor/update_todos`` (todo ``a`` in progress) then the same as
+    a notification (``a`` completed); ``session/request_permission`` for tool call
+    ``order-1`` then its ``in_progress`` update and a chunk; ``fs/write_text_file``
+    (``order.txt``) then a chunk; ``terminal/create`` (``true``) then a thought chunk.
 ``secrets`` (with ``--texts FILE``, a JSON list of strings)
     Each text as a transcript split across two writes, a stderr line and a tool call (title,
     ``rawInput``, ``rawOutput``, content text, a diff); then all of them in one
