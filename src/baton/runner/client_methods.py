@@ -107,7 +107,6 @@ class ClientMethods:
         self._recording: dict[JsonRpcId, RequestRecord] = {}
         """Replies the agent has, whose ``delivered`` is being committed."""
         self._replies = asyncio.Condition()
-        self._late_noticed: set[str] = set()
         self._written: collections.deque[str] = collections.deque(maxlen=256)
         """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
         self._reply_waiters: dict[str, asyncio.Event] = {}
@@ -256,15 +255,10 @@ class ClientMethods:
         late = events.last_turn if turn is None else (turn if turn.answered else None)
         if late is not None:
             late.late_updates += 1
-            if late.turn_id not in self._late_noticed:
-                self._late_noticed.add(late.turn_id)
-                await events.notice(
-                    "late_update",
-                    "the agent sent updates after its prompt response; attributed to that turn",
-                    method="session/update",
-                    severity="info",
-                )
-        await events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
+        # The normalizer places each draft in its turn by the agent's ids (and notices a
+        # late turn once); an update with no ids is late when its turn already answered.
+        drafts = self.normalizer.update(params, now_ms=self._now_ms(), answered=late is not None)
+        await events.drafts(drafts)
 
     # ------------------------------------------------------- human decisions
 

@@ -109,7 +109,12 @@ SCENARIOS: tuple[str, ...] = (
 )
 
 #: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).
-HOSTILE_SCENARIOS: tuple[str, ...] = ("lone-surrogate", "request-order", "secrets")
+HOSTILE_SCENARIOS: tuple[str, ...] = (
+    "cross-turn",
+    "lone-surrogate",
+    "request-order",
+    "secrets",
+)
 SCENARIOS += HOSTILE_SCENARIOS
 
 

@@ -158,6 +158,10 @@ config option over ``--mode-values`` (comma-separated; default
 
 Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`baton.testing.hostile`):
 
+``cross-turn`` (two prompts)
+    Turn 1 starts tool call ``xt-1`` (in progress), says a chunk of message ``fake-msg-1``
+    and answers; turn 2 completes ``xt-1``, says a chunk of its own message ``fake-msg-2``,
+    one of ``fake-msg-1``, a plan and a chunk without ids, then another of ``fake-msg-2``.
 ``lone-surrogate``
     A chunk and a tool call title holding ``"\\ud800"``/``"\\udfff"`` (valid JSON, not encodable
     as UTF-8), between two normal chunks; then ``end_turn``.

@@ -204,7 +204,43 @@ def turn_request_order(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     yield core.chunk(" done.", mid)
 
 
+def turn_cross_turn(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """Updates of turn 1 sent during turn 2, by the agent's own ids.
+
+    Turn 1 starts tool call ``xt-1`` (in progress), says a chunk (message ``fake-msg-1``)
+    and answers. Turn 2 completes ``xt-1``, says a chunk of its own (``fake-msg-2``), then
+    one of ``fake-msg-1``, then a plan and a chunk without ids (both of turn 2), then
+    another chunk of its own.
+    """
+    if core.turn_count == 1:
+        yield core.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "xt-1",
+                "title": "long build",
+                "kind": "execute",
+                "status": "in_progress",
+            }
+        )
+        yield core.chunk("turn one text", turn.message_id)
+        return None
+    yield core.update(
+        {"sessionUpdate": "tool_call_update", "toolCallId": "xt-1", "status": "completed"}
+    )
+    yield core.chunk("turn two starts", turn.message_id)
+    yield core.chunk(" and a late part of turn one", "fake-msg-1")
+    yield core.update(
+        {"sessionUpdate": "plan", "entries": [{"content": "step", "status": "pending"}]}
+    )
+    yield core.update(
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "no ids"}}
+    )
+    yield core.chunk(" turn two text", turn.message_id)
+    return None
+
+
 HOSTILE_SCRIPTS = {
+    "cross-turn": turn_cross_turn,
     "lone-surrogate": turn_lone_surrogate,
     "request-order": turn_request_order,
     "secrets": turn_secrets,
