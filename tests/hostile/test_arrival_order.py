@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from baton.events.model import CanonicalEvent
+from tests.support.acp_schema import WireValidator, schema_path
 from tests.support.harness import Harness, fake
+from tests.support.wiretap import read_tap, tapped
 
 
 def _seq(harness: Harness, event_type: str, where: Any = lambda _p: True) -> int:
@@ -67,3 +71,32 @@ async def test_fs_and_terminal_requests_take_effect_before_the_frames_after_them
     after_terminal = _seq(harness, "transcript.thinking", lambda p: "after the terminal" in p.text)
     assert terminal < after_terminal
     assert (harness.workspace / "order.txt").read_text() == "in order\n"
+
+
+async def test_the_order_scenario_over_a_process_conforms_to_the_acp_schema(
+    harness: Harness,
+) -> None:
+    """The same scenario as a real process behind a wire tap: the same order, and both
+    directions valid ACP (the answers to requests baton admitted inline included)."""
+    if not schema_path_or_none():
+        pytest.skip("the ACP schema comes with claude-agent-acp: run scripts/install-agents")
+    log = harness.tmp / "wire.ndjson"
+    session = await harness.open(
+        tapped(fake("request-order").argv(), log), family="cursor", wait_timeout=0
+    )
+    assert (await session.prompt("go")).status == "completed"
+    plans = harness.of("plan.updated")
+    assert [[s.status for s in p.steps] for p in plans] == [["in_progress"], ["completed"]]
+    records = read_tap(log)
+    answered = {
+        m["msg"]["id"] for m in records if m["dir"] == "client" and "method" not in m["msg"]
+    }
+    assert {"todos-1", "perm-1", "fs-1", "term-1"} <= answered
+    assert WireValidator.load(schema_path()).validate(records, vendor=("cursor/",)) == []
+
+
+def schema_path_or_none() -> bool:
+    try:
+        return schema_path().is_file()
+    except (OSError, RuntimeError):
+        return False
