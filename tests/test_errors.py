@@ -11,15 +11,7 @@ import baton
 import baton.errors as errors
 from baton.errors import BatonError, LocalFault, RemoteFault
 
-PENDING: dict[str, str] = {
-    "baton.coordination.fcop_recovery.Unresolved": "team (issue 9): a recovery verdict raised "
-    "to the sweep; to join the tree as a LocalFault once team decides its place",
-    "baton.coordination.intake.yaml_guard.YamlLimitError": "intake (merged 16:40): its place "
-    "in the tree (an agent's input over a bound: a RemoteFault) is intake's to choose",
-    "baton.coordination.lifecycle._core.Vanished": "perf (merged 16:40): control flow",
-    "baton.team.book.RecordMoved": "team (issue 9): control flow inside the loop (gather again)",
-    "baton.team.executor.BreakerTripped": "team (issue 9): control flow inside the executor",
-}
+PENDING: dict[str, str] = {}
 """Known gaps and who closes them; a stale entry fails."""
 
 

@@ -21,19 +21,7 @@ KNOWN: dict[str, str] = {
     "Notification": "built-in agent's side of JSON-RPC",
     "Invalid": "built-in agent's side of JSON-RPC",
     "ConnectionClosed": "built-in agent's side of the connection",
-    # Pending renames in the team loop (issue 9, merged after this test's names were set):
-    "Turn": "team: team.turns.Turn (a role's turn on a task) vs runner.turn.Turn",
-    "TurnDriver": "team: team.turns.TurnDriver vs runner.turn_driver.TurnDriver",
-    "TurnState": "team: team.states.TurnState vs runner.turn.TurnState",
-    "TurnEvent": "team: team.states.TurnEvent vs runner.turn.TurnEvent",
-    "TurnRecord": "team/intake: team.records vs agents.builtin.store",
-    "Usage": "team: team.records.Usage vs team.contract.Usage",
-    "Policy": "team: team.decide.Policy vs requests.policy.Policy",
-    "Claim": "team/agents: team.decide.Claim vs providers.inventory.Claim",
-    "TaskState": "perf/team: coordination.lifecycle.TaskState vs team.states.TaskState",
-    "Wait": "intake/team: coordination.ordering.Wait vs team.decide.Wait",
-    "TaskView": "team/web: team.decide.TaskView vs web.board.TaskView",
-    "RoleView": "team/web: team.views.RoleView vs web.board.RoleView",
+    "TurnRecord": "the built-in agent's own record of a turn (agents.builtin.store) vs team.records",
 }
 """Names defined more than once, and why; an entry whose collision is gone fails."""
 

@@ -10,6 +10,9 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     ├── ConfigError                  bad baton.toml, unknown profile, bad flag values
     ├── UsageError          [local]  the calling code misused baton's API (also a RuntimeError):
     │                                a call in the wrong state, on a closed object; a bug, not input
+    ├── ControlFlow         [local]  raised and caught inside one component to unwind (a record
+    │                                moved under a commit, a breaker tripped, a file vanished
+    │                                mid-read); one that escapes its component is a bug
     ├── RpcError                     answer this JSON-RPC request with an error (raised by
     │                                request handlers; baton.acp.jsonrpc)
     ├── AgentError                   the agent process or its session misbehaved
@@ -57,6 +60,7 @@ __all__ = [
     "BatonError",
     "BuiltinAgentError",
     "ConfigError",
+    "ControlFlow",
     "FrameHandlingError",
     "LocalFault",
     "LocalProtocolError",
@@ -92,6 +96,10 @@ class UsageError(BatonError, RuntimeError, LocalFault):
 
     Like httpx's ``StreamConsumed``: never the agent's fault, never a user's input.
     """
+
+
+class ControlFlow(BatonError, LocalFault):
+    """Unwinding inside one component; never meant to reach a caller."""
 
 
 class AgentError(BatonError):

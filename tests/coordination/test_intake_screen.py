@@ -213,3 +213,35 @@ def test_listing_a_stage_or_children_never_reads_an_oversize_file(port: FcopPort
     assert {t.task_id for t in port.list_stage("inbox")} == {parent.task_id, kept.task_id}
     assert [c.task_id for c in port.children(parent.task_id)] == [kept.task_id]
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 50
+
+
+@pytest.mark.parametrize(
+    ("subject", "problem"),
+    [
+        ("", "must not be empty"),
+        ("two\nlines", "one line"),
+        ("bell\x07", "one line"),
+        ("x" * 201, "at most 200"),
+        ("done---", "'---' at the end of a line"),
+        ("word " * 14 + "--- and the fold lands there", "'---' at the end of a line"),
+    ],
+)
+def test_a_subject_fcop_could_not_read_back_is_refused_in_words(subject: str, problem: str) -> None:
+    from baton.coordination.intake.screen import subject_problem
+
+    found = subject_problem(subject)
+    assert found is not None and problem in found
+
+
+@pytest.mark.parametrize("subject", ["Fix the login bug", "a---b", "  padded  ", "ünïcode ✓"])
+def test_a_readable_subject_round_trips_through_fcop(subject: str) -> None:
+    """What the rule lets through, fcop reads back exactly (the rule is not too strict)."""
+    import yaml
+    from fcop.v4.encoding import _parse_envelope_bytes
+
+    from baton.coordination.intake.screen import subject_problem
+
+    assert subject_problem(subject) is None
+    header = yaml.safe_dump({"subject": subject.strip()}, allow_unicode=True, sort_keys=False)
+    data = ("---\n" + header + "---\n\nbody\n").encode()
+    assert _parse_envelope_bytes(data) == {"subject": subject.strip()}

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from baton.coordination import lifecycle as lifecycle_pkg
@@ -402,6 +402,8 @@ def test_the_memo_is_fcops_parser_with_isolated_copies() -> None:
         max_size=6,
     )
 )
+@example(fields={"---\n": None})  # found by hypothesis: fcop's split cuts inside the key
+@example(fields={"subject": "x---"})
 def test_libyaml_reads_pyyamls_emitter_output_exactly_as_fcops_parser(
     fields: dict[str, Any],
 ) -> None:
@@ -411,11 +413,18 @@ def test_libyaml_reads_pyyamls_emitter_output_exactly_as_fcops_parser(
     reads back as a space. fcop's writer does the same; baton then seeds its memo
     with what the parsers read back, never with what it meant to write.)
     """
+    from fcop.errors import V4ProtocolError
     from fcop.v4.encoding import _parse_envelope_bytes
 
     header = yaml.safe_dump(fields, allow_unicode=True, sort_keys=False)
     data = ("---\n" + header + "---\n\nbody\n").encode()
-    assert emitted_frontmatter(data) == _parse_envelope_bytes(data)
+    try:
+        expected = _parse_envelope_bytes(data)
+    except V4ProtocolError:
+        # fcop cuts the frontmatter at the first "---\n" anywhere (a key or value that
+        # emits one, e.g. "x---"): the check must refuse such bytes too, never read more.
+        expected = None
+    assert emitted_frontmatter(data) == expected
 
 
 def test_why_libyaml_is_kept_away_from_untrusted_files_and_from_writing() -> None:

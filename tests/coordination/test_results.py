@@ -12,7 +12,7 @@ from baton.agents.builtin.runbook import parse_runbook
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.header import ChildReport, PromptContext, consolidation_prompt
 from baton.coordination.mcp_server import RoleTools, ToolRefused
-from baton.coordination.ordering import Prerequisite, Ready, Unmet, Wait, gate, prerequisite_ids
+from baton.coordination.ordering import Prerequisite, Ready, Unmet, Waiting, gate, prerequisite_ids
 from baton.coordination.results import (
     OVERRIDE_HEADING,
     ChildOutcome,
@@ -71,10 +71,10 @@ def test_an_honest_result_or_an_override_with_a_reason_is_allowed() -> None:
 
 def test_gate_waits_for_running_prerequisites_and_starts_when_they_are_done() -> None:
     running = Prerequisite("TASK-a", "DEV", "active")
-    assert gate([running]) == Wait(("TASK-a",))
+    assert gate([running]) == Waiting(("TASK-a",))
     reported = Prerequisite("TASK-a", "DEV", "review", "done")
     assert gate([reported]) == Ready()
-    assert gate([reported], acceptance="explicit") == Wait(("TASK-a",))  # not accepted yet
+    assert gate([reported], acceptance="explicit") == Waiting(("TASK-a",))  # not accepted yet
     assert gate([Prerequisite("TASK-a", "DEV", "done", "done")], acceptance="explicit") == Ready()
     assert gate([]) == Ready()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from baton.errors import LocalProtocolError, UsageError
-from baton.runner import session as session_module
+from baton.runner import session_state as session_module
 from baton.runner.session import SessionState
 from baton.runner.turn import (
     TERMINAL_TURN_STATES,

@@ -9,13 +9,13 @@ from baton.team import decide as d
 from baton.team.records import TaskRecord
 from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
 
-POLICY = d.Policy(
+POLICY = d.TeamRules(
     human="ADMIN", leader="PM", child_acceptance="on_consolidation", turn_limit=8, reminder_turns=1
 )
 
 
 def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> d.Facts:
-    task = d.TaskView("TASK-qa", "inbox", sender="PM", recipient="QA", subject="check", parent="P")
+    task = d.FcopTask("TASK-qa", "inbox", sender="PM", recipient="QA", subject="check", parent="P")
     record = TaskRecord(
         task_id="TASK-qa", role="QA", state=TaskState.SEEN, created_at="t", updated_at="t"
     )
@@ -47,7 +47,7 @@ def test_a_task_whose_sibling_failed_is_not_run_with_the_reason() -> None:
 
 
 def test_explicit_acceptance_waits_for_the_sibling_to_be_accepted() -> None:
-    explicit = d.Policy(
+    explicit = d.TeamRules(
         human="ADMIN", leader="PM", child_acceptance="explicit", turn_limit=8, reminder_turns=1
     )
     reported = Prerequisite("TASK-dev", "DEV", "review", "done")

@@ -23,7 +23,6 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from baton.cli.entry import version_line
 from baton.cli.project import ProjectOption, set_global_project
 from baton.cli.shared import (
     EXIT_FAILED,
@@ -34,6 +33,7 @@ from baton.cli.shared import (
     report,
     say_error,
 )
+from baton.cli.version import version_line
 from baton.errors import BatonError
 
 __all__ = ["COMMAND_MODULES", "app", "main"]

@@ -28,7 +28,7 @@ from baton.config import load_config
 from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
 from baton.coordination.intake.board import open_tasks
-from baton.coordination.intake.screen import unsafe_line
+from baton.coordination.intake.screen import subject_problem
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
@@ -123,11 +123,10 @@ def task_new(
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
-    if unsafe_line(subject):
-        raise CommandError(
-            "the subject must be one line of printable text "
-            "(no control, bidi or line-break characters)"
-        )
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise CommandError(problem)
+    subject = subject.strip()
     if body_file is None:
         body = subject
     elif str(body_file) == "-":

@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["VERSION_FLAGS", "main", "version_line"]
+from baton.cli.version import VERSION_FLAGS, version_line
 
-VERSION_FLAGS = ("--version", "-V")
-
-
-def version_line() -> str:
-    """What ``baton --version`` prints (one rule for this fast path and the typer option)."""
-    from baton import __version__
-
-    return f"baton {__version__}"
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> None:

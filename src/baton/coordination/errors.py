@@ -8,6 +8,10 @@ This subtree hangs under :class:`baton.errors.BatonError`::
         ├── WorkspaceNotInitialized       no ``fcop/fcop.json`` yet
         ├── TaskNotFound                  no TASK with that id in any lifecycle stage
         ├── RoutingError                  a recipient baton will not guess a role for
+        ├── Unresolved                    recovery's evidence allows no repair: a human must
+        │                                 look (baton.coordination.fcop_recovery)
+        ├── YamlLimitError       [remote] a task file over an intake bound (alias bomb, depth,
+        │                                 size; baton.coordination.intake.yaml_guard)
         └── FcopProtocolError             ``fcop.errors.V4ProtocolError``, mapped by ``code``
             ├── StateAmbiguous            two-stage window (retry), or a stuck move
             ├── LifecycleConflict         wrong stage now (lost a claim race, already moved)

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from baton.coordination.errors import CoordinationError
 from baton.coordination.fcop_port import STAGES, FcopPort, _prime_fcop
 from baton.coordination.lifecycle import PINNED, Lifecycle, open_writer, publish_temporary
 
@@ -95,7 +96,7 @@ class Repair:
     outcome: Literal["resolved", "cleaned"] = "resolved"
 
 
-class Unresolved(Exception):
+class Unresolved(CoordinationError):
     """The evidence does not allow a repair; a human must look (the message says why)."""
 
     def __init__(self, rule: str, task_id: str | None, detail: str) -> None:

@@ -56,7 +56,7 @@ from baton.coordination.fcop_port import (
     TaskInfo,
     operation_id_for,
 )
-from baton.coordination.intake.screen import unsafe_line
+from baton.coordination.intake.screen import subject_problem, unsafe_line
 from baton.coordination.results import ChildOutcome, consolidation_verdict, override_section
 from baton.coordination.team import FcopMcpCompat
 
@@ -447,14 +447,9 @@ class RoleTools:
                 "INVALID_RECIPIENT",
                 f"{recipient!r} is not a role you can delegate to (roles: {', '.join(others)})",
             )
-        if not subject.strip():
-            raise ToolRefused("INVALID_ARGUMENT", "subject must not be empty")
-        if unsafe_line(subject.strip()):
-            raise ToolRefused(
-                "INVALID_ARGUMENT",
-                "subject must be one line of printable text (no control, bidi or "
-                "line-break characters)",
-            )
+        problem = subject_problem(subject)
+        if problem is not None:
+            raise ToolRefused("INVALID_ARGUMENT", problem)
         prerequisites = self._prerequisites(task, after)
         created = self.port.create_task(
             sender=self.binding.role,

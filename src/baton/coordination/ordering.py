@@ -16,7 +16,7 @@ references and gate nothing.
 * any prerequisite finished otherwise, or does not exist → :class:`Unmet`: the
   task can never get what it waits for, so it is not run; baton reports it
   ``blocked`` with the reason, and the leader's consolidation reflects it;
-* otherwise → :class:`Wait` (not claimed; looked at again when a sibling
+* otherwise → :class:`Waiting` (not claimed; looked at again when a sibling
   reports).
 
 "Finished" depends on the team's child acceptance: with ``on_consolidation`` a
@@ -38,7 +38,7 @@ __all__ = [
     "Prerequisite",
     "Ready",
     "Unmet",
-    "Wait",
+    "Waiting",
     "gate",
     "not_run_report",
     "prerequisite_ids",
@@ -63,7 +63,7 @@ class Ready:
 
 
 @dataclass(frozen=True, slots=True)
-class Wait:
+class Waiting:
     waiting_for: tuple[str, ...]
 
 
@@ -80,7 +80,7 @@ def prerequisite_ids(references: Iterable[str], siblings: Iterable[str]) -> tupl
 
 def gate(
     prerequisites: Sequence[Prerequisite], *, acceptance: Acceptance = "on_consolidation"
-) -> Ready | Wait | Unmet:
+) -> Ready | Waiting | Unmet:
     """May the task start (see the module docstring)?"""
     finished = (
         ("review", "done", "archive") if acceptance == "on_consolidation" else ("done", "archive")
@@ -99,7 +99,7 @@ def gate(
     if unmet:
         return Unmet(tuple(unmet))
     if waiting:
-        return Wait(tuple(waiting))
+        return Waiting(tuple(waiting))
     return Ready()
 
 

@@ -57,7 +57,7 @@ __all__ = [
     "INVENTORIES",
     "OPENCODE_INVENTORY",
     "QWEN_INVENTORY",
-    "Claim",
+    "CapabilityClaim",
     "Evidence",
     "NativeEvent",
     "ProviderInventory",
@@ -100,7 +100,7 @@ class NativeEvent(InventoryEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class CapabilityClaim:
     """One provider's declared answer for a capability-matrix row."""
 
     status: Status

@@ -19,7 +19,7 @@ from typing import Any
 
 from baton.events.extension import JsonObject, MalformedPayload, TurnContext
 from baton.events.model import Payload, UsageReported
-from baton.providers.inventory import QWEN_INVENTORY, Claim, TableExtension
+from baton.providers.inventory import QWEN_INVENTORY, CapabilityClaim, TableExtension
 
 _WHY = "inferred from Gemini CLI (Qwen Code is a fork); not observed"
 _LIVE = "observed offline with qwen-code 0.24.4 (tests/integration/test_qwen_baton.py)"
@@ -65,9 +65,9 @@ class QwenExtension(TableExtension):
         return super().end_turn(ctx)
 
 
-DECLARATIONS: Mapping[str, Claim] = {
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
     **{
-        row: Claim("unverified", _WHY)
+        row: CapabilityClaim("unverified", _WHY)
         for row in (
             "questions",
             "plans",
@@ -89,15 +89,17 @@ DECLARATIONS: Mapping[str, Claim] = {
             "session_metadata",
         )
     },
-    "modes": Claim(
+    "modes": CapabilityClaim(
         "implemented",
         f"plan/default/auto-edit/auto/yolo as a mode option; baton selects default ({_LIVE})",
     ),
-    "usage": Claim("implemented", f"_meta.usage per model call, summed per turn ({_LIVE})"),
-    "files_diffs": Claim(
+    "usage": CapabilityClaim(
+        "implemented", f"_meta.usage per model call, summed per turn ({_LIVE})"
+    ),
+    "files_diffs": CapabilityClaim(
         "partial", f"diff content on tool calls; writes through fs/write_text_file ({_LIVE})"
     ),
-    "cancellation": Claim("partial", f"session/cancel ends the turn cancelled ({_LIVE})"),
+    "cancellation": CapabilityClaim("partial", f"session/cancel ends the turn cancelled ({_LIVE})"),
 }
 
 __all__ = ["DECLARATIONS", "QwenExtension"]

@@ -11,7 +11,7 @@ approves mutations is checked and audited by :mod:`.approvals`.
 No provider is special-cased: providers differ only by their profile and their
 :class:`~baton.events.extension.ProviderExtension`.
 
-The session's own life is a table (:data:`TRANSITIONS`): ``opening → ready ⇄
+The session's own life is a table (:mod:`.session_state`): ``opening → ready ⇄
 prompting → closed``. Calling ``prompt()`` during a turn or after ``close()`` is a
 :class:`~baton.errors.UsageError` (a bug in the caller), not the agent's fault.
 """
@@ -23,10 +23,8 @@ import logging
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import acp.schema as acp_schema
@@ -43,7 +41,6 @@ from baton.errors import (
     AgentTimeout,
     ConfigError,
     SecurityError,
-    UsageError,
 )
 from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import clip_text
@@ -60,6 +57,7 @@ from baton.runner.handshake import Opened, SessionHow, handshake
 from baton.runner.launch import admit_or_refuse, verified_argv
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents, SessionStats
+from baton.runner.session_state import TABLE, SessionEvent, SessionState
 from baton.runner.terminals import TerminalManager
 from baton.runner.turn import CancelCause, Turn
 from baton.runner.turn_driver import CANCEL_GRACE_SECONDS, TurnDriver, TurnOutcome, now_ms
@@ -69,7 +67,6 @@ from baton.security.redact import Redactor
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",
-    "TRANSITIONS",
     "AgentSession",
     "SessionHow",
     "SessionState",
@@ -80,24 +77,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class SessionState(StrEnum):
-    OPENING = "opening"
-    READY = "ready"
-    PROMPTING = "prompting"
-    CLOSED = "closed"
-
-
-TRANSITIONS: Mapping[tuple[SessionState, str], SessionState] = MappingProxyType(
-    {
-        (SessionState.OPENING, "opened"): SessionState.READY,
-        (SessionState.READY, "prompt"): SessionState.PROMPTING,
-        (SessionState.PROMPTING, "turn_ended"): SessionState.READY,
-        **{
-            (state, "close"): SessionState.CLOSED
-            for state in (SessionState.OPENING, SessionState.READY, SessionState.PROMPTING)
-        },
-    }
-)
 """Every legal move of a session; anything absent is a :class:`UsageError`."""
 
 
@@ -258,7 +237,7 @@ class AgentSession:
             inbound=self.inbound,
             approvals=self.approvals,
         )
-        self._move("opened")
+        self._move(SessionEvent.OPENED)
         await self.events.emit(self.opened.started(self.profile.name))
         await self.approvals.started()
 
@@ -280,11 +259,8 @@ class AgentSession:
             )
         )
 
-    def _move(self, event: str) -> None:
-        target = TRANSITIONS.get((self.state, event))
-        if target is None:
-            raise UsageError(f"cannot {event.replace('_', ' ')}: the session is {self.state.value}")
-        self.state = target
+    def _move(self, event: SessionEvent) -> None:
+        self.state = TABLE.next(self.state, event)
 
     # ------------------------------------------------------------------- facade
 
@@ -335,7 +311,7 @@ class AgentSession:
         self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float | None = None
     ) -> TurnOutcome:
         """Run one turn to its single terminal event and return how it ended."""
-        self._move("prompt")
+        self._move(SessionEvent.PROMPT)
         try:
             if self.conn is None or self.conn.closed or self.turns is None:
                 raise AgentExited("the agent session is not running", returncode=self.returncode)
@@ -343,7 +319,7 @@ class AgentSession:
             return await self.turns.run(prompt, timeout=limit)
         finally:
             if self.state is SessionState.PROMPTING:
-                self._move("turn_ended")
+                self._move(SessionEvent.TURN_ENDED)
 
     async def cancel(self, reason: str = "cancelled by the user") -> None:
         """Ask the agent to stop the current turn (ACP ``session/cancel``)."""
@@ -371,7 +347,7 @@ class AgentSession:
     async def _shutdown(self) -> None:
         if self.state is SessionState.CLOSED:
             return
-        self._move("close")
+        self._move(SessionEvent.CLOSE)
         await self.terminals.close()
         if self.transport is not None:
             await self.transport.close()

@@ -20,12 +20,13 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Any
 
 from baton.errors import LocalProtocolError
+from baton.statetable import StateTable
 
 __all__ = [
+    "TABLE",
     "TERMINAL_TURN_STATES",
     "TRANSITIONS",
     "CancelCause",
@@ -82,7 +83,10 @@ class CancelCause(StrEnum):
 
 _OPEN = (TurnState.RUNNING, TurnState.CANCELLING, TurnState.KILLED)
 
-TRANSITIONS: Mapping[tuple[TurnState, TurnEvent], TurnState] = MappingProxyType(
+TABLE: StateTable[TurnState, TurnEvent] = StateTable(
+    "turn",
+    TurnState,
+    TurnEvent,
     {
         (TurnState.RUNNING, TurnEvent.CANCEL): TurnState.CANCELLING,
         (TurnState.CANCELLING, TurnEvent.CANCEL): TurnState.CANCELLING,
@@ -91,35 +95,16 @@ TRANSITIONS: Mapping[tuple[TurnState, TurnEvent], TurnState] = MappingProxyType(
         **{(state, TurnEvent.COMPLETE): TurnState.COMPLETED for state in _OPEN},
         **{(state, TurnEvent.CANCELLED): TurnState.CANCELLED for state in _OPEN},
         **{(state, TurnEvent.FAIL): TurnState.FAILED for state in _OPEN},
-    }
+    },
+    starts=frozenset({TurnState.RUNNING}),
+    illegal=lambda message, state, event: LocalProtocolError(message),
 )
 """Every legal move; anything absent is illegal. A second cancel or kill is absorbed."""
 
-TERMINAL_TURN_STATES: frozenset[TurnState] = frozenset(
-    s for s in TurnState if not any(src == s for src, _ in TRANSITIONS)
-)
-
-
-def next_state(state: TurnState, event: TurnEvent) -> TurnState:
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise LocalProtocolError(
-            f"illegal turn transition: event {event.value!r} in state {state.value!r}"
-            + (" (terminal)" if state in TERMINAL_TURN_STATES else "")
-        ) from None
-
-
-def mermaid() -> str:
-    """The turn's state diagram for the docs, generated from :data:`TRANSITIONS`."""
-    lines = ["stateDiagram-v2", f"    [*] --> {TurnState.RUNNING.value}"]
-    lines += [
-        f"    {src.value} --> {dst.value}: {ev.value}"
-        for (src, ev), dst in TRANSITIONS.items()
-        if src != dst
-    ]
-    lines += [f"    {s.value} --> [*]" for s in TurnState if s in TERMINAL_TURN_STATES]
-    return "\n".join(lines)
+TRANSITIONS: Mapping[tuple[TurnState | None, TurnEvent], TurnState] = TABLE.transitions
+TERMINAL_TURN_STATES: frozenset[TurnState] = TABLE.terminal
+next_state = TABLE.next
+mermaid = TABLE.mermaid
 
 
 class PromptEnd(StrEnum):

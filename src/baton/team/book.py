@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from baton.coordination.fcop_port import TaskInfo
+from baton.errors import ControlFlow
 from baton.events.model import Payload, TeamTaskChanged
 from baton.requests.ledger import Change, Ledger
 from baton.requests.records import record_from_row
@@ -31,7 +32,7 @@ from baton.team.states import TASK, TaskEvent, TaskState
 __all__ = ["RecordMoved", "TaskBook"]
 
 
-class RecordMoved(Exception):
+class RecordMoved(ControlFlow):
     """The record moved under us: gather again."""
 
 

@@ -42,10 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from baton.coordination.ordering import Prerequisite, Unmet, gate
-from baton.coordination.ordering import Wait as NotYet
+from baton.coordination.ordering import Prerequisite, Unmet, Waiting, gate
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
-from baton.team.states import TaskState, TurnState
+from baton.team.states import DispatchState, TaskState
 
 __all__ = [
     "ApplyDecision",
@@ -57,12 +56,12 @@ __all__ = [
     "Dispatch",
     "Facts",
     "Fail",
+    "FcopTask",
     "JobKind",
     "NotRun",
     "Note",
     "NotifyParent",
     "OpenReview",
-    "Policy",
     "Queue",
     "ReportView",
     "RequestView",
@@ -71,7 +70,7 @@ __all__ = [
     "Settle",
     "Step",
     "Submit",
-    "TaskView",
+    "TeamRules",
     "Wait",
     "decide",
 ]
@@ -84,7 +83,7 @@ OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
 
 
 @dataclass(frozen=True, slots=True)
-class TaskView:
+class FcopTask:
     """FCoP's view of one TASK (``stage`` is ``ambiguous`` in two stages, ``missing`` if gone)."""
 
     task_id: str
@@ -136,7 +135,7 @@ class RequestView:
 
 
 @dataclass(frozen=True, slots=True)
-class Policy:
+class TeamRules:
     """The team's rules, as decide needs them (from ``[team]`` in ``baton.toml``)."""
 
     human: str
@@ -150,7 +149,7 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    task: TaskView
+    task: FcopTask
     record: TaskRecord | None
     role: str | None
     """The role the TASK routes to (None: not one of this team's)."""
@@ -333,7 +332,7 @@ Step = (
 # ---------------------------------------------------------------------- decide
 
 
-def _work(f: Facts, kind: JobKind, p: Policy) -> Step:
+def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
     """Prompt ``kind`` now (in a slot) or hand it to the role's queue; bounded by turn_limit."""
     if f.role is None:
         return Wait("not routed to a role")
@@ -343,7 +342,7 @@ def _work(f: Facts, kind: JobKind, p: Policy) -> Step:
     return Dispatch(kind) if f.own_slot else Queue(f.role)
 
 
-def _open_children(f: Facts, p: Policy) -> list[ChildView]:
+def _open_children(f: Facts, p: TeamRules) -> list[ChildView]:
     stages = set(OPEN_CHILD_STAGES)
     if p.child_acceptance == "explicit":
         stages.add("review")
@@ -358,10 +357,13 @@ def _turn_of_attempt(f: Facts) -> TurnRecord | None:
     return turn
 
 
-def _active(f: Facts, p: Policy) -> Step:
+def _active(f: Facts, p: TeamRules) -> Step:
     record = f.record
     turn = _turn_of_attempt(f)
-    unfinished = turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING)
+    unfinished = turn is not None and turn.state in (
+        DispatchState.DISPATCHED,
+        DispatchState.RUNNING,
+    )
     if unfinished and f.turn_live:
         return Wait("the turn is running")
     if f.head is not None:
@@ -371,7 +373,7 @@ def _active(f: Facts, p: Policy) -> Step:
                 c.task_id for c in f.children if c.stage == "review" and c.sender == f.role
             )
         return Submit(f.head.report_id, f.head.result, accept)
-    if unfinished or (turn is not None and turn.state is TurnState.INTERRUPTED):
+    if unfinished or (turn is not None and turn.state is DispatchState.INTERRUPTED):
         return _work(f, "resume", p)  # never finished: re-prompt with its context
     open_children = _open_children(f, p)
     if turn is None:
@@ -407,7 +409,7 @@ def _review_turn(f: Facts) -> TurnRecord | None:
     return turn
 
 
-def _review(f: Facts, p: Policy) -> Step:
+def _review(f: Facts, p: TeamRules) -> Step:
     task = f.task
     if task.sender == p.human:
         review = f.review
@@ -435,11 +437,13 @@ def _review(f: Facts, p: Policy) -> Step:
     if p.child_acceptance == "on_consolidation" and task.parent is not None:
         return NotifyParent(task.parent)
     turn = _review_turn(f)
-    if turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING):
+    if turn is not None and turn.state in (DispatchState.DISPATCHED, DispatchState.RUNNING):
         if f.turn_live:
             return Wait(f"{task.sender} is reviewing")
     elif (
-        turn is not None and turn.state is TurnState.FINISHED and f.review_turns > p.reminder_turns
+        turn is not None
+        and turn.state is DispatchState.FINISHED
+        and f.review_turns > p.reminder_turns
     ):
         return Attention(f"{task.sender} did not review the report")
     if not f.reviewer_slot:
@@ -449,7 +453,7 @@ def _review(f: Facts, p: Policy) -> Step:
     return Dispatch("review")
 
 
-def decide(f: Facts, p: Policy) -> Step:
+def decide(f: Facts, p: TeamRules) -> Step:
     """The next step for one TASK (see the module docstring for the rules)."""
     task, record = f.task, f.record
     if task.stage == "ambiguous":
@@ -476,7 +480,7 @@ def decide(f: Facts, p: Policy) -> Step:
             return Wait("refused")
         if f.prerequisites:
             verdict = gate(f.prerequisites, acceptance=p.child_acceptance)
-            if isinstance(verdict, NotYet):
+            if isinstance(verdict, Waiting):
                 return Note(
                     TaskState.WAITING_PREREQUISITES, "after " + ", ".join(verdict.waiting_for)
                 )

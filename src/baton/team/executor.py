@@ -34,6 +34,7 @@ from baton.coordination.fcop_recovery import Unresolved, resolve_two_stages, val
 from baton.coordination.ordering import Unmet, not_run_report
 from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.coordination.team import TeamConfig
+from baton.errors import ControlFlow
 from baton.events.model import TeamRecovery
 from baton.requests.ledger import Ledger, StaleRecord
 from baton.requests.model import (
@@ -53,7 +54,7 @@ from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import TaskState
-from baton.team.turns import Turn, TurnDriver
+from baton.team.turns import RoleTurn, RoleTurnDriver
 
 __all__ = ["BreakerTripped", "Executor", "Job", "ReviewSummary"]
 
@@ -78,7 +79,7 @@ class Job:
     review: bool = False
 
 
-class BreakerTripped(Exception):
+class BreakerTripped(ControlFlow):
     """A slot's role made ``zero_tool_limit`` turns in a row without a tool call."""
 
     def __init__(self, slot: Slot) -> None:
@@ -86,7 +87,7 @@ class BreakerTripped(Exception):
         self.slot = slot
 
 
-class Executor(TurnDriver):
+class Executor(RoleTurnDriver):
     """Evaluates TASKs: facts → decide → one step, until it waits."""
 
     def __init__(
@@ -153,7 +154,7 @@ class Executor(TurnDriver):
     async def _evaluate(self, task_id: str, slot: Slot | None, for_review: bool) -> None:
         slot_role = slot.spec.name if slot is not None else None
         for _ in range(MAX_STEPS):
-            turn: Turn | None = None
+            turn: RoleTurn | None = None
             async with self._lock(task_id):
                 facts = await asyncio.to_thread(
                     self.facts.gather,

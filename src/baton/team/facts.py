@@ -25,18 +25,18 @@ from baton.team.decide import (
     ChildView,
     DecisionView,
     Facts,
-    Policy,
+    FcopTask,
     ReportView,
     RequestView,
-    TaskView,
+    TeamRules,
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 
 __all__ = ["FactSource", "policy_for"]
 
 
-def policy_for(team: TeamConfig) -> Policy:
-    return Policy(
+def policy_for(team: TeamConfig) -> TeamRules:
+    return TeamRules(
         human=team.human,
         leader=team.leader,
         child_acceptance=team.child_acceptance,
@@ -163,7 +163,7 @@ class FactSource:
         stored = self._stored(task_id, attempt)
         record = stored.record
         if info is None:
-            view = TaskView(
+            view = FcopTask(
                 task_id=task_id,
                 stage="ambiguous" if ambiguous else "missing",
                 sender=record.sender if record else "",
@@ -173,7 +173,7 @@ class FactSource:
                 attempt_id=record.attempt_id if record else None,
             )
             return Facts(task=view, record=record, role=record.role if record else None)
-        view = TaskView(
+        view = FcopTask(
             task_id=info.task_id,
             stage=info.stage,
             sender=info.sender,

@@ -48,7 +48,7 @@ from baton.team.records import (
     RoleRecord,
     SlotRecord,
     TaskRecord,
-    Usage,
+    UsageTotals,
 )
 from baton.team.states import SlotState, TaskState
 
@@ -306,7 +306,7 @@ async def _migrate(
                     agent_session_id=_str(raw.get("session_id")),
                     turns=int(raw.get("turns") or 0),
                     tool_calls=int(raw.get("tool_calls_count") or 0),
-                    usage=Usage.from_json(raw.get("usage")),
+                    usage=UsageTotals.from_json(raw.get("usage")),
                     files_changed=tuple(str(f) for f in raw.get("files_changed") or [])[:200],
                     last_report_ref=_str(raw.get("last_report_ref")),
                     tasks_handled=int(raw.get("tasks_handled") or 0),

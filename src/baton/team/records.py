@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from baton.coordination.binding import Binding
 from baton.store import team_sql
-from baton.team.states import SlotState, TaskState, TurnState
+from baton.team.states import DispatchState, SlotState, TaskState
 
 __all__ = [
     "DaemonRecord",
@@ -25,7 +25,7 @@ __all__ = [
     "SlotRecord",
     "TaskRecord",
     "TurnRecord",
-    "Usage",
+    "UsageTotals",
 ]
 
 R = TypeVar("R")
@@ -100,7 +100,7 @@ class TurnRecord:
     slot: str
     role: str
     kind: str
-    state: TurnState
+    state: DispatchState
     started_at: str
     attempt_id: str | None = None
     anchor: str | None = None
@@ -122,12 +122,12 @@ class TurnRecord:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> TurnRecord:
         values = _values(team_sql.TURN_COLUMNS, row)
-        values["state"] = TurnState(values["state"])
+        values["state"] = DispatchState(values["state"])
         return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class UsageTotals:
     """Token/cost totals; ``availability`` stays ``unavailable`` until an agent reports any."""
 
     availability: str = "unavailable"
@@ -141,7 +141,7 @@ class Usage:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, raw: Any) -> Usage:
+    def from_json(cls, raw: Any) -> UsageTotals:
         if not isinstance(raw, dict):
             return cls()
         known = {f.name for f in fields(cls)}
@@ -169,7 +169,7 @@ class SlotRecord:
     """Mutations without a recorded decision (the permission-integrity audit)."""
     approval: str | None = None
     """``asks``, ``read_only``, ``self_approves`` (an ``agent_approves`` bypass), ``unknown``."""
-    usage: Usage = field(default_factory=Usage)
+    usage: UsageTotals = field(default_factory=UsageTotals)
     files_changed: tuple[str, ...] = ()
     last_report_ref: str | None = None
     tasks_handled: int = 0
@@ -188,7 +188,7 @@ class SlotRecord:
         values = _values(team_sql.SLOT_COLUMNS, row)
         values["state"] = SlotState(values["state"])
         values["binding"] = Binding.from_json(json.loads(values["binding"]))
-        values["usage"] = Usage.from_json(json.loads(values["usage"]))
+        values["usage"] = UsageTotals.from_json(json.loads(values["usage"]))
         values["files_changed"] = tuple(json.loads(values["files_changed"]))
         return cls(**values)
 

@@ -24,7 +24,7 @@ from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.tx import Tx
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult
-from baton.team.records import SlotRecord, Usage
+from baton.team.records import SlotRecord, UsageTotals
 from baton.team.states import SLOT, SlotEvent, SlotState
 
 __all__ = ["MAX_FILES_CHANGED", "Slot", "Slots", "merge_files", "slot_names"]
@@ -213,7 +213,7 @@ class Slots:
         usage = record.usage
         if result.usage is not None:
             u = result.usage
-            usage = Usage(
+            usage = UsageTotals(
                 availability="reported",
                 reported_turns=usage.reported_turns + 1,
                 input_tokens=usage.input_tokens + (u.input_tokens or 0),

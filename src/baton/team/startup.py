@@ -37,7 +37,7 @@ from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.executor import Executor
 from baton.team.records import DaemonRecord, TaskRecord, TurnRecord
-from baton.team.states import TaskState, TurnState
+from baton.team.states import DispatchState, TaskState
 
 __all__ = ["LIVE_STATES", "DaemonBusy", "Startup", "utc_now"]
 
@@ -188,7 +188,7 @@ class Startup:
                     tx,
                     turn.task_id,
                     turn.dispatch,
-                    {"state": TurnState.INTERRUPTED.value, "ended_at": now},
+                    {"state": DispatchState.INTERRUPTED.value, "ended_at": now},
                     state=turn.state.value,
                 )
                 if task_after is not None and record is not None:

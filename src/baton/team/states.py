@@ -27,35 +27,37 @@ when the human asks for a retry.
 work, no wake) → ``starting`` → ``ready`` ⇄ ``working``; ``failed`` when its
 session dies (the next job starts a new one); ``closed`` when the daemon stops.
 
-**A turn** (one dispatch of a prompt to a slot): ``dispatched`` → ``running`` →
+**A dispatch** (one turn of a role on a task: a prompt given to a slot): ``dispatched`` → ``running`` →
 ``finished`` (its outcome stored with it), or ``interrupted`` when the daemon
 stops or dies first. A finished turn is never run again.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from baton.coordination.errors import CoordinationError
+from baton.statetable import StateTable
 
 __all__ = [
+    "DISPATCH",
     "MACHINES",
     "SLOT",
     "TASK",
-    "TURN",
+    "DispatchEvent",
+    "DispatchState",
     "IllegalTeamTransition",
-    "Machine",
     "SlotEvent",
     "SlotState",
     "TaskEvent",
     "TaskState",
-    "TurnEvent",
-    "TurnState",
 ]
+
+S = TypeVar("S", bound=StrEnum)
+E = TypeVar("E", bound=StrEnum)
 
 
 class IllegalTeamTransition(CoordinationError):
@@ -68,85 +70,18 @@ class IllegalTeamTransition(CoordinationError):
         self.event = event
 
 
-S = TypeVar("S", bound=StrEnum)
-E = TypeVar("E", bound=StrEnum)
+def _illegal(message: str, state: str | None, event: str, *, machine: str) -> Exception:
+    return IllegalTeamTransition(message, machine=machine, state=state, event=event)
 
 
-@dataclass(frozen=True, slots=True)
-class Machine(Generic[S, E]):
-    """One transition table: ``(state, event) -> state``; ``None`` is "not yet known"."""
-
-    name: str
-    states: type[S]
-    events: type[E]
-    transitions: Mapping[tuple[S | None, E], S]
-
-    @property
-    def initial(self) -> frozenset[S]:
-        return frozenset(dst for (src, _), dst in self.transitions.items() if src is None)
-
-    @property
-    def terminal(self) -> frozenset[S]:
-        """States with no way out, derived from the table so they cannot drift from it."""
-        return frozenset(s for s in self.states if not any(src == s for src, _ in self.transitions))
-
-    def allowed(self, state: S | None) -> frozenset[E]:
-        return frozenset(e for (src, e) in self.transitions if src == state)
-
-    def next(self, state: S | None, event: E) -> S:
-        """The state after ``event``, or raise naming the machine, state and event."""
-        try:
-            return self.transitions[(state, event)]
-        except KeyError:
-            shown = "nothing" if state is None else repr(state.value)
-            allowed = ", ".join(sorted(e.value for e in self.allowed(state))) or "nothing"
-            raise IllegalTeamTransition(
-                f"illegal {self.name} transition: event {event.value!r} in state {shown} "
-                f"(allowed: {allowed})",
-                machine=self.name,
-                state=None if state is None else state.value,
-                event=event.value,
-            ) from None
-
-    def path(self, state: S | None, target: S) -> tuple[E, ...]:
-        """The shortest event sequence from ``state`` to ``target`` (empty when already there).
-
-        Recovery derives where a TASK *is* from FCoP, then walks baton's record
-        there through legal moves only (each one recorded); raises when no such
-        walk exists.
-        """
-        if state == target:
-            return ()
-        frontier: list[tuple[S | None, tuple[E, ...]]] = [(state, ())]
-        seen: set[S | None] = {state}
-        while frontier:
-            nxt: list[tuple[S | None, tuple[E, ...]]] = []
-            for src, events in frontier:
-                for (from_state, event), dst in self.transitions.items():
-                    if from_state != src or dst in seen:
-                        continue
-                    walk = (*events, event)
-                    if dst == target:
-                        return walk
-                    seen.add(dst)
-                    nxt.append((dst, walk))
-            frontier = nxt
-        shown = "nothing" if state is None else repr(state.value)
-        raise IllegalTeamTransition(
-            f"no {self.name} transition path from {shown} to {target.value!r}",
-            machine=self.name,
-            state=None if state is None else state.value,
-            event=f"->{target.value}",
-        )
-
-    def mermaid(self) -> str:
-        """The state diagram, generated from the table (``docs/coordination.md``)."""
-        lines = ["stateDiagram-v2"]
-        for (src, event), dst in self.transitions.items():
-            left = "[*]" if src is None else src.value
-            lines.append(f"    {left} --> {dst.value}: {event.value}")
-        lines += [f"    {s.value} --> [*]" for s in self.states if s in self.terminal]
-        return "\n".join(lines)
+def _table(
+    name: str, states: type[S], events: type[E], transitions: Mapping[tuple[S | None, E], S]
+) -> StateTable[S, E]:
+    """A team lifecycle: a :class:`~baton.statetable.StateTable` raising
+    :class:`IllegalTeamTransition`."""
+    return StateTable(
+        name, states, events, transitions, illegal=functools.partial(_illegal, machine=name)
+    )
 
 
 # ---------------------------------------------------------------------------- task
@@ -277,9 +212,7 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
     return table
 
 
-TASK: Machine[TaskState, TaskEvent] = Machine(
-    "task", TaskState, TaskEvent, MappingProxyType(_task_table())
-)
+TASK: StateTable[TaskState, TaskEvent] = _table("task", TaskState, TaskEvent, _task_table())
 
 
 # ---------------------------------------------------------------------------- slot
@@ -313,66 +246,62 @@ class SlotEvent(StrEnum):
 
 _S = SlotState
 _SE = SlotEvent
-SLOT: Machine[SlotState, SlotEvent] = Machine(
+SLOT: StateTable[SlotState, SlotEvent] = _table(
     "slot",
     SlotState,
     SlotEvent,
-    MappingProxyType(
-        {
-            (None, _SE.OPEN): _S.IDLE,
-            **{(s, _SE.OPEN): _S.IDLE for s in SlotState},
-            (_S.IDLE, _SE.START): _S.STARTING,
-            (_S.FAILED, _SE.START): _S.STARTING,
-            (_S.STARTING, _SE.READY): _S.READY,
-            (_S.STARTING, _SE.FAIL): _S.FAILED,
-            (_S.READY, _SE.PROMPT): _S.WORKING,
-            (_S.WORKING, _SE.TURN_END): _S.READY,
-            (_S.WORKING, _SE.FAIL): _S.FAILED,
-            (_S.READY, _SE.FAIL): _S.FAILED,
-            (_S.IDLE, _SE.CLOSE): _S.CLOSED,
-            (_S.STARTING, _SE.CLOSE): _S.CLOSED,
-            (_S.READY, _SE.CLOSE): _S.CLOSED,
-            (_S.WORKING, _SE.CLOSE): _S.CLOSED,
-            (_S.FAILED, _SE.CLOSE): _S.CLOSED,
-        }
-    ),
+    {
+        (None, _SE.OPEN): _S.IDLE,
+        **{(s, _SE.OPEN): _S.IDLE for s in SlotState},
+        (_S.IDLE, _SE.START): _S.STARTING,
+        (_S.FAILED, _SE.START): _S.STARTING,
+        (_S.STARTING, _SE.READY): _S.READY,
+        (_S.STARTING, _SE.FAIL): _S.FAILED,
+        (_S.READY, _SE.PROMPT): _S.WORKING,
+        (_S.WORKING, _SE.TURN_END): _S.READY,
+        (_S.WORKING, _SE.FAIL): _S.FAILED,
+        (_S.READY, _SE.FAIL): _S.FAILED,
+        (_S.IDLE, _SE.CLOSE): _S.CLOSED,
+        (_S.STARTING, _SE.CLOSE): _S.CLOSED,
+        (_S.READY, _SE.CLOSE): _S.CLOSED,
+        (_S.WORKING, _SE.CLOSE): _S.CLOSED,
+        (_S.FAILED, _SE.CLOSE): _S.CLOSED,
+    },
 )
 
 
-# ---------------------------------------------------------------------------- turn
+# ------------------------------------------------------------------------ dispatch
 
 
-class TurnState(StrEnum):
+class DispatchState(StrEnum):
     DISPATCHED = "dispatched"
     RUNNING = "running"
     FINISHED = "finished"
     INTERRUPTED = "interrupted"
 
 
-class TurnEvent(StrEnum):
+class DispatchEvent(StrEnum):
     DISPATCH = "dispatch"
     START = "start"
     FINISH = "finish"
     INTERRUPT = "interrupt"
 
 
-_U = TurnState
-_UE = TurnEvent
-TURN: Machine[TurnState, TurnEvent] = Machine(
-    "turn",
-    TurnState,
-    TurnEvent,
-    MappingProxyType(
-        {
-            (None, _UE.DISPATCH): _U.DISPATCHED,
-            (_U.DISPATCHED, _UE.START): _U.RUNNING,
-            (_U.DISPATCHED, _UE.FINISH): _U.FINISHED,
-            (_U.RUNNING, _UE.FINISH): _U.FINISHED,
-            (_U.DISPATCHED, _UE.INTERRUPT): _U.INTERRUPTED,
-            (_U.RUNNING, _UE.INTERRUPT): _U.INTERRUPTED,
-        }
-    ),
+_U = DispatchState
+_UE = DispatchEvent
+DISPATCH: StateTable[DispatchState, DispatchEvent] = _table(
+    "dispatch",
+    DispatchState,
+    DispatchEvent,
+    {
+        (None, _UE.DISPATCH): _U.DISPATCHED,
+        (_U.DISPATCHED, _UE.START): _U.RUNNING,
+        (_U.DISPATCHED, _UE.FINISH): _U.FINISHED,
+        (_U.RUNNING, _UE.FINISH): _U.FINISHED,
+        (_U.DISPATCHED, _UE.INTERRUPT): _U.INTERRUPTED,
+        (_U.RUNNING, _UE.INTERRUPT): _U.INTERRUPTED,
+    },
 )
 
-MACHINES: tuple[Machine[Any, Any], ...] = (TASK, SLOT, TURN)
+MACHINES: tuple[StateTable[Any, Any], ...] = (TASK, SLOT, DISPATCH)
 """Every team lifecycle, in the order the docs show them."""

@@ -28,15 +28,15 @@ from baton.team.contract import TurnResult
 from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
-from baton.team.states import TURN, SlotEvent, TaskState, TurnEvent, TurnState
+from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
 
-__all__ = ["Turn", "TurnDriver"]
+__all__ = ["RoleTurn", "RoleTurnDriver"]
 
 log = logging.getLogger("baton.team.turns")
 
 
 @dataclass(slots=True)
-class Turn:
+class RoleTurn:
     """A dispatched turn on its way: its row, the record, the slot, the prompt."""
 
     record: TurnRecord
@@ -45,7 +45,7 @@ class Turn:
     prompt: str
 
 
-class TurnDriver(TaskBook):
+class RoleTurnDriver(TaskBook):
     """Dispatches and runs turns (the executor's half that talks to sessions)."""
 
     team: TeamConfig
@@ -56,7 +56,7 @@ class TurnDriver(TaskBook):
     dispatch_log: list[tuple[str, str, str]]
     prompt_started: Callable[[str, str, float], None] | None
 
-    async def begin_turn(self, facts: d.Facts, kind: d.JobKind, slot: Slot) -> Turn:
+    async def begin_turn(self, facts: d.Facts, kind: d.JobKind, slot: Slot) -> RoleTurn:
         """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
         record = facts.record
         assert record is not None
@@ -70,7 +70,7 @@ class TurnDriver(TaskBook):
             slot=slot.name,
             role=slot.spec.name,
             kind=kind,
-            state=TURN.next(None, TurnEvent.DISPATCH),
+            state=DISPATCH.next(None, DispatchEvent.DISPATCH),
             started_at=self.now(),
             attempt_id=facts.task.attempt_id,
             anchor=anchor,
@@ -130,9 +130,9 @@ class TurnDriver(TaskBook):
         )
         self.live.add((turn.task_id, turn.dispatch))
         self.dispatch_log.append((slot.name, kind, turn.task_id))
-        return Turn(turn, after, slot, prompt)
+        return RoleTurn(turn, after, slot, prompt)
 
-    async def run_turn(self, turn: Turn) -> None:
+    async def run_turn(self, turn: RoleTurn) -> None:
         """Run a dispatched turn outside the task's lock; commit how it ended."""
         slot = turn.slot
         key = (turn.record.task_id, turn.record.dispatch)
@@ -160,8 +160,8 @@ class TurnDriver(TaskBook):
 
     async def _turn_commit(
         self,
-        turn: Turn,
-        turn_event: TurnEvent,
+        turn: RoleTurn,
+        turn_event: DispatchEvent,
         task_target: TaskState | None,
         slot_event: SlotEvent | None,
         *,
@@ -171,7 +171,7 @@ class TurnDriver(TaskBook):
         files: Sequence[str] = (),
     ) -> None:
         before_turn = turn.record
-        new_state = TURN.next(before_turn.state, turn_event)
+        new_state = DISPATCH.next(before_turn.state, turn_event)
         after_turn = dataclasses.replace(before_turn, state=new_state, **(turn_changes or {}))
         task_id = before_turn.task_id
         for _ in range(5):
@@ -221,25 +221,25 @@ class TurnDriver(TaskBook):
             return
         raise RecordMoved(task_id)
 
-    async def _start(self, turn: Turn) -> None:
-        await self._turn_commit(turn, TurnEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
+    async def _start(self, turn: RoleTurn) -> None:
+        await self._turn_commit(turn, DispatchEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
 
-    async def _interrupt(self, turn: Turn, reason: str) -> None:
+    async def _interrupt(self, turn: RoleTurn, reason: str) -> None:
         with contextlib.suppress(Exception):
             await self._turn_commit(
                 turn,
-                TurnEvent.INTERRUPT,
+                DispatchEvent.INTERRUPT,
                 TaskState.INTERRUPTED,
                 SlotEvent.CLOSE,
                 reason=reason,
                 turn_changes={"ended_at": self.now(), "error": reason},
             )
 
-    async def _finish(self, turn: Turn, result: Any) -> None:
+    async def _finish(self, turn: RoleTurn, result: Any) -> None:
         slot = turn.slot
         counters = (
             self.slots.counters_after(slot, result)
-            if turn.record.state is TurnState.RUNNING
+            if turn.record.state is DispatchState.RUNNING
             else {}
         )
         slot_event = None
@@ -247,7 +247,7 @@ class TurnDriver(TaskBook):
             slot_event = SlotEvent.TURN_END if slot.session is not None else SlotEvent.FAIL
         await self._turn_commit(
             turn,
-            TurnEvent.FINISH,
+            DispatchEvent.FINISH,
             TaskState.TURN_FINISHED,
             slot_event,
             reason=f"turn {result.status}" + (f": {result.error}" if result.error else ""),

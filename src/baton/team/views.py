@@ -44,7 +44,7 @@ from baton.team.states import TaskState
 __all__ = [
     "BoardTask",
     "RequestRef",
-    "RoleView",
+    "RoleConfigView",
     "SlotView",
     "TeamView",
     "slot_views",
@@ -60,7 +60,7 @@ class RequestRef:
 
 
 @dataclass(frozen=True, slots=True)
-class RoleView:
+class RoleConfigView:
     role: str
     agent: str
     leader: bool
@@ -127,7 +127,7 @@ class TeamView:
     daemon_run: str | None
     updated_at: str | None
     team: Mapping[str, str]
-    roles: tuple[RoleView, ...]
+    roles: tuple[RoleConfigView, ...]
     slots: tuple[SlotView, ...]
     counts: Mapping[str, int]
     tasks: tuple[BoardTask, ...]
@@ -336,7 +336,7 @@ def team_view(
         updated_at=max((t.updated_at for t in snap.tasks), default=None),
         team={"name": team.name, "leader": team.leader, "human": team.human},
         roles=tuple(
-            RoleView(
+            RoleConfigView(
                 role=r.name,
                 agent=r.agent,
                 leader=r.is_leader,

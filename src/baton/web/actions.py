@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.config import load_config
-from baton.coordination.intake.screen import unsafe_line
+from baton.coordination.intake.screen import subject_problem
 from baton.errors import BatonError, ConfigError
 from baton.lifeline import boot_id
 from baton.store.store import Store
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 MAX_PROMPT_BYTES: Final = 256 * 1024
-MAX_SUBJECT_CHARS: Final = 200
 WAIT_TIMEOUT_S: Final = 600.0
 """How long a run started from the page waits in the ledger for each answer."""
 _FIND_RUN_S: Final = 20.0
@@ -64,12 +63,10 @@ def create_task(
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise ConfigError(f"{to!r} is not a role of this team (roles: {known})")
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise ConfigError(problem)
     subject = subject.strip()
-    if not subject or unsafe_line(subject) or len(subject) > MAX_SUBJECT_CHARS:
-        raise ConfigError(
-            f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} printable characters "
-            "(no control, bidi or line-break characters)"
-        )
     if len(body.encode("utf-8")) > ctx.team.max_task_bytes:
         raise ConfigError(f"the body is over the team's max_task_bytes ({ctx.team.max_task_bytes})")
     created = ctx.port.create_task(

@@ -33,12 +33,14 @@ from baton.security.display import neutralize_terminal
 __all__ = [
     "ENVELOPE_TYPES",
     "LINE_FIELDS",
+    "MAX_SUBJECT_CHARS",
     "Refused",
     "ScreenReason",
     "Screened",
     "front_matter",
     "screen_envelope",
     "screen_json",
+    "subject_problem",
     "to_json",
     "unsafe_line",
     "verdict_from_json",
@@ -125,6 +127,34 @@ def to_json(verdict: Screened | Refused) -> dict[str, Any]:
 def unsafe_line(value: str) -> bool:
     """Whether ``value`` cannot be shown as one terminal line as it is."""
     return "\n" in value or "\t" in value or neutralize_terminal(value) != value
+
+
+MAX_SUBJECT_CHARS = 200
+"""A subject is a title, shown on one line everywhere (status, inbox, the dashboard)."""
+
+
+def subject_problem(subject: str) -> str | None:
+    """Why ``subject`` cannot be a new TASK's subject (``None``: it can), for every entry
+    point (``baton task new``, the dashboard, an agent's ``create_task``).
+
+    Besides one printable line of bounded length: FCoP's parser ends a header at the
+    first ``---`` before a line break anywhere in it, so a subject whose YAML has a line
+    ending in ``---`` (``"done---"``, or a long one folded there) would make a TASK no
+    one can read; it is refused here, in words, instead of as a schema error later.
+    """
+    text = subject.strip()
+    if not text:
+        return "the subject must not be empty"
+    if unsafe_line(text):
+        return (
+            "the subject must be one line of printable text "
+            "(no control, bidi or line-break characters)"
+        )
+    if len(text) > MAX_SUBJECT_CHARS:
+        return f"the subject must be at most {MAX_SUBJECT_CHARS} characters (it has {len(text)})"
+    if "---\n" in yaml.safe_dump({"subject": text}, allow_unicode=True, sort_keys=False):
+        return "the subject must not put '---' at the end of a line (FCoP ends a header there)"
+    return None
 
 
 def front_matter(text: str) -> str | None:

@@ -28,7 +28,9 @@ import yaml
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from baton.coordination.errors import CoordinationError
 from baton.coordination.intake.limits import DEFAULT_LIMITS, IntakeLimits
+from baton.errors import RemoteFault
 
 __all__ = [
     "FCOP_VERSION",
@@ -53,7 +55,7 @@ YamlLimitReason = Literal[
 ]
 
 
-class YamlLimitError(yaml.YAMLError):  # type: ignore[misc]
+class YamlLimitError(yaml.YAMLError, CoordinationError, RemoteFault):  # type: ignore[misc]
     """A document over one of the intake limits; ``reason`` names which."""
 
     def __init__(self, reason: YamlLimitReason, detail: str) -> None:

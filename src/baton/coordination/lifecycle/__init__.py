@@ -32,7 +32,7 @@ from baton.coordination.lifecycle._fcop import PINNED, publish_temporary, suppor
 __all__ = [
     "PINNED",
     "Lifecycle",
-    "TaskState",
+    "TaskLocation",
     "available",
     "create_request",
     "open_writer",
@@ -53,7 +53,7 @@ def open_writer(
 
 
 @dataclass(frozen=True, slots=True)
-class TaskState:
+class TaskLocation:
     """One TASK's location and baton's claim of it, found in O(1) without writing."""
 
     task_id: str
@@ -209,7 +209,7 @@ class Lifecycle:
         )
         return dict(result)
 
-    def inspect(self, task_id: str) -> TaskState:
+    def inspect(self, task_id: str) -> TaskLocation:
         """Where ``task_id`` is and how baton's claim of it stands (reads only)."""
         from baton.coordination.lifecycle.inspect import inspect
 

@@ -37,6 +37,7 @@ from fcop.v4.creation import _Creation
 from fcop.v4.encoding import BUCKETS, ID_RE, STAGES, _mapping, _parse_envelope_bytes, strict_text
 
 from baton.coordination.lifecycle._fcop import fail, publish_temporary
+from baton.errors import ControlFlow
 
 __all__ = ["EnvelopeMemo", "Workspace", "emitted_frontmatter", "frontmatter_roundtrips"]
 
@@ -162,7 +163,7 @@ class EnvelopeMemo:
         self._put(hashlib.sha256(data).digest(), fields, {stem})
 
 
-class Vanished(Exception):
+class Vanished(ControlFlow):
     """A listed envelope was gone when read: a concurrent move finished in between."""
 
 

@@ -31,7 +31,7 @@ from fcop.v4.encoding import operation_lock, read_json
 from fcop.v4.linearization import family_boundary
 from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
-from baton.coordination.lifecycle import TaskState
+from baton.coordination.lifecycle import TaskLocation
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail
 from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
@@ -63,7 +63,7 @@ def _claim_state(ws: Workspace, receipt: dict[str, Any]) -> str:
     return str(classify(ws.root, receipt))
 
 
-def inspect(ws: Workspace, task_id: str) -> TaskState:
+def inspect(ws: Workspace, task_id: str) -> TaskLocation:
     """Stages holding ``task_id``, baton's claim of it, leftover temporaries (reads only)."""
     ws._check()
     task_id = _task_id(task_id)
@@ -72,8 +72,8 @@ def inspect(ws: Workspace, task_id: str) -> TaskState:
     path = claim_receipt_path(ws, task_id)
     receipt = _own_receipt(ws, path, task_id)
     if receipt is None:
-        return TaskState(task_id=task_id, stages=stages, claim_receipt=None, temporaries=temps)
-    return TaskState(
+        return TaskLocation(task_id=task_id, stages=stages, claim_receipt=None, temporaries=temps)
+    return TaskLocation(
         task_id=task_id,
         stages=stages,
         claim_receipt=path.relative_to(ws.root).as_posix(),
