@@ -255,13 +255,14 @@ class JsonRpcConnection:
     async def _start_request(self, request: Request) -> None:
         """Admit inline (arrival order); answer from a task (it may wait for a human)."""
         frame = self.frames_in
+        method = request.method[:MAX_METHOD_CHARS]
         try:
             awaitable = await self._handler.on_request(request)
         except RpcError as exc:
             awaitable = _raise_later(exc)
         except Exception as exc:  # a bug in baton: answered, reported, the reader goes on
-            await self._report(request.method, exc, frame)
-            awaitable = _raise_later(_internal_error(request.method))
+            await self._report(method, exc, frame)
+            awaitable = _raise_later(_internal_error(method))
         task = asyncio.create_task(self._answer(request, awaitable, frame), name="answer-request")
         self._request_tasks.add(task)
         task.add_done_callback(self._request_tasks.discard)
@@ -273,8 +274,9 @@ class JsonRpcConnection:
             await self._answer_error(request.id, exc.code, exc.message, exc.data)
             return
         except Exception as exc:  # a handler bug must still answer the agent, and be seen
-            await self._report(request.method, exc, frame)
-            error = _internal_error(request.method)
+            method = request.method[:MAX_METHOD_CHARS]
+            await self._report(method, exc, frame)
+            error = _internal_error(method)
             await self._answer_error(request.id, error.code, error.message)
             return
         try:
@@ -285,7 +287,7 @@ class JsonRpcConnection:
         try:
             await self._handler.on_response_written(request.id, ok)
         except Exception as exc:
-            await self._report(request.method, exc, frame)
+            await self._report(request.method[:MAX_METHOD_CHARS], exc, frame)
 
     async def _answer_error(
         self, msg_id: JsonRpcId, code: int, message: str, data: Any = None
