@@ -121,6 +121,18 @@ class RequestBroker:
         """Turns :meth:`cancel_turn` cancels here: their requests' ``request.cancelled`` goes
         with that change, so their waiters must not announce it again. Marked before the
         ledger write, which wakes the waiters before it returns."""
+        self._human_watchers: list[Callable[[str | None, bool], None]] = []
+
+    def watch_humans(self, watcher: Callable[[str | None, bool], None]) -> Callable[[], None]:
+        """Call ``watcher(turn_id, True)`` when a request starts waiting for a human and
+        ``(turn_id, False)`` when it stops (a turn's silence meanwhile is baton's, not the
+        agent's: :mod:`baton.runner.stall_watch`). Returns the unsubscribe."""
+        self._human_watchers.append(watcher)
+        return lambda: self._human_watchers.remove(watcher)
+
+    def _human_wait(self, turn_id: str | None, waiting: bool) -> None:
+        for watcher in list(self._human_watchers):
+            watcher(turn_id, waiting)
 
     @property
     def human_available(self) -> bool:
@@ -172,10 +184,14 @@ class RequestBroker:
         """Wait for the human if the decision needs one; return the agent's reply."""
         document, record, decision = admission.document, admission.record, admission.decision
         if decision.needs_human:
-            if self.notify.enabled:
-                for diagnostic in await notify_if_escalated(decision, record, self.notify):
-                    await emit(diagnostic)
-            record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
+            self._human_wait(record.turn_id, True)
+            try:
+                if self.notify.enabled:
+                    for diagnostic in await notify_if_escalated(decision, record, self.notify):
+                        await emit(diagnostic)
+                record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
+            finally:
+                self._human_wait(record.turn_id, False)
             if not here:  # decided elsewhere: shown in this run
                 await self._show(record, emit, escalated_by=decision.rule)
         return self.reply(document, record)
