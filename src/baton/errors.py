@@ -25,6 +25,9 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     │   ├── SessionRejected [remote] session/new, load or resume answered with a JSON-RPC error
     │   └── ProtocolError
     │       ├── LocalProtocolError [local]   we misused the protocol (a bug in baton)
+    │       │   └── FrameHandlingError           handling one inbound frame raised (a bug
+    │       │                                    in baton): that frame's error, the reader
+    │       │                                    goes on (baton.acp.connection)
     │       └── RemoteProtocolError [remote] the agent sent something invalid
     │           └── MalformedPayload         a native payload failed an explicit check
     │                                        (baton.events.extension)
@@ -58,6 +61,7 @@ __all__ = [
     "BuiltinAgentError",
     "ConfigError",
     "ControlFlow",
+    "FrameHandlingError",
     "LocalFault",
     "LocalProtocolError",
     "ProtocolError",
@@ -151,6 +155,21 @@ class ProtocolError(AgentError):
 
 class LocalProtocolError(ProtocolError, LocalFault):
     """baton misused the protocol: a bug on our side."""
+
+
+class FrameHandlingError(LocalProtocolError):
+    """Handling one inbound frame raised: a bug in baton, never the agent's doing.
+
+    The connection reports it for that frame (its method and its position on the
+    connection, never the frame's text) and reads on; the turn is not ended by it.
+    """
+
+    def __init__(self, method: str | None, frame: int, cause: BaseException) -> None:
+        what = method or "a frame"
+        super().__init__(f"internal error handling {what} (frame {frame}): {type(cause).__name__}")
+        self.method = method
+        self.frame = frame
+        self.cause = cause
 
 
 class RemoteProtocolError(ProtocolError, RemoteFault):

@@ -13,7 +13,12 @@ from baton.acp import jsonrpc
 from baton.acp.connection import ConnectionClosed, JsonRpcConnection
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
-from baton.errors import RemoteCallError, RemoteProtocolError
+from baton.errors import (
+    FrameHandlingError,
+    LocalProtocolError,
+    RemoteCallError,
+    RemoteProtocolError,
+)
 from baton.testing import MemoryPipe
 
 
@@ -23,22 +28,37 @@ class Recorder:
     def __init__(self) -> None:
         self.seen: list[Any] = []
         self.written: list[tuple[JsonRpcId, bool]] = []
+        self.faults: list[FrameHandlingError] = []
         self.release = asyncio.Event()
 
     async def on_notification(self, method: str, params: Any) -> None:
+        if method == "n/bug":
+            raise KeyError("a bug in baton, on secret frame text")
+        if method == "n/cancel":
+            raise asyncio.CancelledError
+        await asyncio.sleep(0)  # as the store does: a notification's handling yields
         self.seen.append(("notification", method, params))
 
-    def on_request(self, request: Request) -> Any:
+    async def on_request(self, request: Request) -> Any:
+        if request.method == "bug/admit":
+            raise ValueError("admission failed")
+        if request.method == "refuse":
+            raise RpcError.invalid_params("no")
+        await asyncio.sleep(0)
         self.seen.append(("request", request.method))
         if request.method == "slow":
             return self._slow()
-        if request.method == "refuse":
-            raise RpcError.invalid_params("no")
+        if request.method == "bug/answer":
+            return self._fail()
         return self._echo(request.params)
 
     async def _slow(self) -> Any:
         await self.release.wait()
+        self.seen.append(("answered", "slow"))
         return {"slow": True}
+
+    async def _fail(self) -> Any:
+        raise LookupError("answer failed")
 
     async def _echo(self, params: Any) -> Any:
         return {"echo": params}
@@ -51,6 +71,9 @@ class Recorder:
 
     async def on_batch_end(self) -> None:
         pass
+
+    async def on_fault(self, error: FrameHandlingError) -> None:
+        self.faults.append(error)
 
 
 class Peer:
@@ -131,21 +154,73 @@ async def test_inbound_order_and_answers_that_never_block_the_stream(
     pair: tuple[JsonRpcConnection, Peer, Recorder],
 ) -> None:
     _, peer, handler = pair
-    await peer.send({"jsonrpc": "2.0", "id": 1, "method": "slow"})
-    await peer.send({"jsonrpc": "2.0", "method": "n/one", "params": 1})
-    await peer.send({"jsonrpc": "2.0", "id": 2, "method": "refuse"})
-    await peer.send({"jsonrpc": "2.0", "method": "n/two", "params": 2})
+    await peer.raw(
+        b"".join(
+            json.dumps(m).encode() + b"\n"
+            for m in (
+                {"jsonrpc": "2.0", "id": 1, "method": "slow"},
+                {"jsonrpc": "2.0", "method": "n/one", "params": 1},
+                {"jsonrpc": "2.0", "id": 2, "method": "refuse"},
+                {"jsonrpc": "2.0", "id": 3, "method": "echo", "params": 3},
+                {"jsonrpc": "2.0", "method": "n/two", "params": 2},
+            )
+        )
+    )  # one read: the admissions must still run in arrival order
     refused = await peer.receive()
     assert refused["id"] == 2 and refused["error"]["code"] == jsonrpc.INVALID_PARAMS
+    assert (await peer.receive()) == {"jsonrpc": "2.0", "id": 3, "result": {"echo": 3}}
     assert handler.seen == [
         ("request", "slow"),
         ("notification", "n/one", 1),
-        ("request", "refuse"),
+        ("request", "echo"),
         ("notification", "n/two", 2),
-    ], "requests are started in arrival order; a waiting one does not hold the stream"
+    ], "requests are admitted in arrival order; a waiting one does not hold the stream"
     handler.release.set()
     assert (await peer.receive()) == {"jsonrpc": "2.0", "id": 1, "result": {"slow": True}}
-    assert handler.written == [(1, True)], "delivery is reported after the write"
+    assert handler.written == [(3, True), (1, True)], "delivery is reported after the write"
+
+
+async def test_a_fault_handling_one_frame_is_that_frames_error_and_the_reader_goes_on(
+    pair: tuple[JsonRpcConnection, Peer, Recorder],
+) -> None:
+    """Was: the exception escaped run(), whose finally failed every pending request with
+    'agent closed its stdout' (untrue), and nothing after that frame was read."""
+    conn, peer, handler = pair
+    pending = asyncio.create_task(conn.request("a/b", {}))
+    sent = await peer.receive()
+    await peer.send({"jsonrpc": "2.0", "method": "n/bug", "params": {"token": "hunter2"}})
+    await peer.send({"jsonrpc": "2.0", "id": 7, "method": "bug/admit"})
+    await peer.send({"jsonrpc": "2.0", "id": 8, "method": "bug/answer"})
+    await peer.send({"jsonrpc": "2.0", "method": "n/after", "params": 1})
+    for rid in (7, 8):
+        answer = await peer.receive()
+        assert answer["id"] == rid and answer["error"]["code"] == jsonrpc.INTERNAL_ERROR
+        assert "admission failed" not in answer["error"]["message"]
+    await peer.send({"jsonrpc": "2.0", "id": sent["id"], "result": "still here"})
+    assert await pending == "still here", "a pending request of ours survives the fault"
+    assert ("notification", "n/after", 1) in handler.seen
+    assert not conn.closed
+    assert [(f.method, f.frame) for f in handler.faults] == [
+        ("n/bug", 1),
+        ("bug/admit", 2),
+        ("bug/answer", 3),
+    ]
+    for fault in handler.faults:
+        assert isinstance(fault, LocalProtocolError)
+        assert "hunter2" not in str(fault) and "secret" not in str(fault)
+    assert isinstance(handler.faults[0].cause, KeyError)
+    assert conn.frames_in == 5 and conn.bytes_in > 0
+
+
+async def test_cancellation_inside_a_handler_still_stops_the_reader() -> None:
+    to_client, from_client = MemoryPipe(), MemoryPipe()
+    handler = Recorder()
+    conn = JsonRpcConnection(to_client, from_client, handler)
+    reader = asyncio.create_task(conn.run())
+    Peer(to_client, from_client).to_client.write(b'{"jsonrpc":"2.0","method":"n/cancel"}\n')
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(reader, 5)
+    assert handler.faults == [] and conn.closed
 
 
 async def test_an_invalid_request_is_answered_and_a_bad_line_reported(

@@ -191,7 +191,7 @@ class HumanRenderer:
         self.request_hint = request_hint
         self._label_width = label_width
         self._running: dict[str, str] = {}
-        self._text_from: tuple[str | None, str] | None = None
+        self._text_from: tuple[str | None, str | None, str] | None = None
         self._col0 = True
         self._plan_contents: list[str] = []
         self._plan_statuses: dict[str, str] = {}
@@ -264,9 +264,13 @@ class HumanRenderer:
         payload = event.payload
         if isinstance(payload, TranscriptAssistant | TranscriptThinking):
             style = "dim italic" if isinstance(payload, TranscriptThinking) else ""
-            source = (event.session_id, payload.TYPE)
+            # A late message of an earlier turn is its own paragraph, never glued to the
+            # current turn's text.
+            source = (event.session_id, event.turn_id, payload.TYPE)
             if self._text_from != source:
                 self._end_text()
+                if "late" in event.flags:
+                    self._print(Text(f"late, of turn {event.turn_id}:", style="dim"))
                 self._text_from = source
             self._stream(payload.text, style)
             return

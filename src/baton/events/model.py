@@ -558,9 +558,14 @@ class HarnessDiagnostic(Payload):
 
     TYPE: ClassVar[str] = "harness.diagnostic"
     category: str
+    """``protocol``, ``internal`` (baton failed on one frame: ``method``, ``frame``), …"""
     summary: str
     stderr_preview: str = ""
     exit_code: int | None = None
+    method: str | None = None
+    """The JSON-RPC method of the frame concerned, if any."""
+    frame: int | None = None
+    """The frame's position on its connection (1 = the first frame the agent sent)."""
 
 
 class SecurityEvent(Payload):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import time
@@ -32,7 +33,7 @@ import baton
 from baton.acp.connection import JsonRpcConnection
 from baton.acp.jsonrpc import Request, RpcError
 from baton.acp.process import resolve_command
-from baton.errors import ConfigError
+from baton.errors import ConfigError, FrameHandlingError
 from baton.events.bounds import clip_text
 from baton.fsutil import atomic_write
 from baton.providers.profile import AgentProfile
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 LOGIN_RECORD: Final = "login.json"
+
+logger = logging.getLogger(__name__)
 
 
 def logins_dir(environ: Mapping[str, str]) -> Path:
@@ -122,7 +125,7 @@ class _Quiet:
     async def on_notification(self, method: str, params: Any) -> None:
         return None
 
-    def on_request(self, request: Request) -> Awaitable[Any]:
+    async def on_request(self, request: Request) -> Awaitable[Any]:
         raise RpcError.method_not_found(request.method)
 
     async def on_protocol_error(self, error: Any) -> None:
@@ -133,6 +136,9 @@ class _Quiet:
 
     async def on_batch_end(self) -> None:
         return None
+
+    async def on_fault(self, error: FrameHandlingError) -> None:
+        logger.warning("%s", error)
 
 
 @contextlib.asynccontextmanager

@@ -15,9 +15,16 @@ for one session, in arrival order:
 * every other vendor method → the provider extension, or ``method not found``;
 * frames that are not messages → ``harness.diagnostic``.
 
+Arrival order holds for requests too: :meth:`ClientMethods.on_request` *admits* a
+request inline (normalizes it, records it in the ledger, emits its events) and returns
+only what is left to wait for (a human's answer, a terminal's exit), so a request's
+events come before those of the frames after it, and a waiting request never stalls
+the stream.
+
 Malformed params are answered ``invalid params`` through explicit checks; an error
 raised for any other reason is baton's bug and reaches the connection, which answers
-the agent with an internal error and logs it.
+the agent with an internal error and reports it for that frame (:meth:`on_fault`:
+a ``harness.diagnostic`` of category ``internal``); the reader and the turn go on.
 
 Length: one handler per ACP client method, and each is the only copy of its rule.
 """
@@ -28,7 +35,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +43,7 @@ from baton.acp import jsonrpc
 from baton.acp.connection import protocol_error_text
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
-from baton.errors import LocalProtocolError, SecurityError
+from baton.errors import FrameHandlingError, LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
@@ -47,7 +54,7 @@ from baton.requests.ledger import RequestRecord
 from baton.requests.model import RequestDocument
 from baton.runner import client_fs
 from baton.runner.request_documents import elicitation_document, permission_document
-from baton.runner.requests_broker import RequestBroker, RequestContext
+from baton.runner.requests_broker import Admission, RequestBroker, RequestContext, Resolution
 from baton.runner.session_events import SessionEvents
 from baton.runner.terminals import TerminalManager
 from baton.security.paths import display_path
@@ -100,7 +107,6 @@ class ClientMethods:
         self._recording: dict[JsonRpcId, RequestRecord] = {}
         """Replies the agent has, whose ``delivered`` is being committed."""
         self._replies = asyncio.Condition()
-        self._late_noticed: set[str] = set()
         self._written: collections.deque[str] = collections.deque(maxlen=256)
         """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
         self._reply_waiters: dict[str, asyncio.Event] = {}
@@ -119,19 +125,37 @@ class ClientMethods:
                 raw=params,
             )
         else:
-            await self.vendor(method, params, has_id=False)
+            await self.vendor(method, params, has_id=False)  # a notification: nothing to wait
 
-    def on_request(self, request: Request) -> Any:
+    async def on_request(self, request: Request) -> Awaitable[Any]:
+        """Admit now, in arrival order; the awaitable is the rest (waiting for an answer)."""
         method, params = request.method, request.params
         if method == "session/request_permission":
-            return self.permission(request.id, params)
+            return await self.permission(request.id, params)
         if method in FS_METHODS:
-            return self.fs(method, params)
+            return _ready(await self.fs(method, params))
         if method in TERMINAL_METHODS:
-            return self.terminal(method, params)
+            return await self.terminal(method, params)
         if method == "elicitation/create":
-            return self.elicitation(request.id, params)
-        return self.vendor(method, params, has_id=True, msg_id=request.id)
+            return await self.elicitation(request.id, params)
+        return await self.vendor(method, params, has_id=True, msg_id=request.id)
+
+    async def on_fault(self, error: FrameHandlingError) -> None:
+        """baton failed on one frame: a visible ``internal`` diagnostic naming the method
+        and the frame's position (never the frame's text); the turn goes on."""
+        redactor = self.events.redactor
+        cause = error.cause
+        detail = clip_text(redactor.text(f"{type(cause).__name__}: {cause}"), 500)
+        await self.events.emit(
+            HarnessDiagnostic(
+                category="internal",
+                summary=clip_text(
+                    redactor.text(f"{error}; baton skipped that frame and reads on ({detail})")
+                ),
+                method=clip_text(redactor.text(error.method), 200) if error.method else None,
+                frame=error.frame,
+            )
+        )
 
     async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
         redactor = self.events.redactor
@@ -231,15 +255,10 @@ class ClientMethods:
         late = events.last_turn if turn is None else (turn if turn.answered else None)
         if late is not None:
             late.late_updates += 1
-            if late.turn_id not in self._late_noticed:
-                self._late_noticed.add(late.turn_id)
-                await events.notice(
-                    "late_update",
-                    "the agent sent updates after its prompt response; attributed to that turn",
-                    method="session/update",
-                    severity="info",
-                )
-        await events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
+        # The normalizer places each draft in its turn by the agent's ids (and notices a
+        # late turn once); an update with no ids is late when its turn already answered.
+        drafts = self.normalizer.update(params, now_ms=self._now_ms(), answered=late is not None)
+        await events.drafts(drafts)
 
     # ------------------------------------------------------- human decisions
 
@@ -264,7 +283,7 @@ class ClientMethods:
             raw=self.events.redactor.value(raw),
         )
 
-    async def permission(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+    async def permission(self, msg_id: JsonRpcId, params: Any) -> Awaitable[dict[str, Any]]:
         if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
             raise RpcError.invalid_params("toolCall is required")
         known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
@@ -280,7 +299,7 @@ class ClientMethods:
         except InvalidDocument as exc:
             await self._refuse("permission", msg_id, exc, params)
             raise RpcError.invalid_params(str(exc)) from exc
-        return await self._resolve(msg_id, document)
+        return await self._admit(msg_id, document)
 
     async def _seed_tool(self, tool_call: dict[str, Any]) -> Any:
         """A permission for a tool call never announced (Codex asks first): its ``toolCall``
@@ -293,16 +312,19 @@ class ClientMethods:
         await self.events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
         return self.normalizer.tools.get(tool_call_id)
 
-    async def elicitation(self, msg_id: JsonRpcId, params: Any) -> dict[str, Any]:
+    async def elicitation(self, msg_id: JsonRpcId, params: Any) -> Awaitable[dict[str, Any]]:
         try:
             document = elicitation_document(params, self.events.redactor)
         except InvalidDocument as exc:
             await self._refuse("elicitation", msg_id, exc, params)
             raise RpcError.invalid_params(str(exc)) from exc
-        return await self._resolve(msg_id, document)
+        return await self._admit(msg_id, document)
 
-    async def _resolve(self, msg_id: JsonRpcId, document: RequestDocument) -> dict[str, Any]:
-        """The one path of every human-decision request: fence, ledger, reply."""
+    async def _admit(
+        self, msg_id: JsonRpcId, document: RequestDocument
+    ) -> Awaitable[dict[str, Any]]:
+        """The one path of every human-decision request: fence and ledger now (arrival
+        order), then the reply, once decided (:meth:`_settle`)."""
         turn = self.events.turn
         if turn is None or turn.done:
             ctx = self._context(msg_id, stale=True)
@@ -313,14 +335,29 @@ class ClientMethods:
                 self.events.for_turn(ctx.turn_id),
                 document=document,
             )
-            return replies.cancelled_reply(document)
+            return _ready(replies.cancelled_reply(document))
         ctx = self._context(msg_id)
+        emit = self.events.for_turn(ctx.turn_id)
         try:
-            resolution = await self.requests.resolve(
-                document, ctx, self.events.for_turn(ctx.turn_id)
-            )
+            admission = await self.requests.admit(document, ctx, emit)
         except PayloadTooLarge as exc:
             raise RpcError.invalid_params(str(exc)) from exc
+        if not admission.waits:  # decided already: the reply is ready too
+            return _ready(
+                self._replied(msg_id, RequestBroker.reply(admission.document, admission.record))
+            )
+        return self._settle(msg_id, admission, ctx.turn_id)
+
+    async def _settle(
+        self, msg_id: JsonRpcId, admission: Admission, turn_id: str | None
+    ) -> dict[str, Any]:
+        """Wait for the human's decision (the stream goes on meanwhile); the reply."""
+        return self._replied(
+            msg_id, await self.requests.settle(admission, self.events.for_turn(turn_id))
+        )
+
+    def _replied(self, msg_id: JsonRpcId, resolution: Resolution) -> dict[str, Any]:
+        """The reply for a decided request, remembered until ``delivered`` is recorded."""
         if resolution.record is not None:
             self._answered[msg_id] = resolution.record
             if self.approvals is not None:
@@ -345,35 +382,41 @@ class ClientMethods:
         except OSError as exc:
             raise RpcError(jsonrpc.INTERNAL_ERROR, f"{method} failed: {exc.strerror}") from exc
 
-    async def terminal(self, method: str, params: Any) -> Any:
+    async def terminal(self, method: str, params: Any) -> Awaitable[Any]:
+        """``create``, ``output`` and ``release`` change or read the terminals now (arrival
+        order); waiting for an exit (``wait_for_exit``, ``kill``'s grace, ``release``'s
+        stop) is the awaitable."""
         if not isinstance(params, dict):
             raise RpcError.invalid_params("params must be an object")
-        terminals = self.terminals
         try:
-            if method == "terminal/create":
-                result = await terminals.create(params)
-                if self.approvals is not None:
-                    argv = [params.get("command"), *(params.get("args") or [])]
-                    command = self.events.redactor.text(" ".join(str(p) for p in argv))
-                    turn = self.events.turn
-                    await self.approvals.client_terminal(command, turn.turn_id if turn else None)
-                await self.events.notice(
-                    "terminal",
-                    f"terminal/create {params.get('command')!r} as {result['terminalId']}",
-                    method=method,
-                    severity="info",
-                )
-                return result
-            handler = {
-                "terminal/output": terminals.output,
-                "terminal/wait_for_exit": terminals.wait_for_exit,
-                "terminal/kill": terminals.kill,
-                "terminal/release": terminals.release,
-            }[method]
-            return await handler(params)
+            return await self._terminal(method, params)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("cwd")), str(exc))
             raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+
+    async def _terminal(self, method: str, params: dict[str, Any]) -> Awaitable[Any]:
+        terminals = self.terminals
+        if method == "terminal/create":
+            result = await terminals.create(params)
+            if self.approvals is not None:
+                argv = [params.get("command"), *(params.get("args") or [])]
+                command = self.events.redactor.text(" ".join(str(p) for p in argv))
+                turn = self.events.turn
+                await self.approvals.client_terminal(command, turn.turn_id if turn else None)
+            await self.events.notice(
+                "terminal",
+                f"terminal/create {params.get('command')!r} as {result['terminalId']}",
+                method=method,
+                severity="info",
+            )
+            return _ready(result)
+        if method == "terminal/output":
+            return _ready(await terminals.output(params))
+        if method == "terminal/release":
+            return terminals.release(params)  # gone now; its process is stopped after
+        if method == "terminal/kill":
+            return terminals.kill(params)
+        return terminals.wait_for_exit(params)
 
     async def _file_written(self, written: Any, params: dict[str, Any]) -> None:
         """A client fs write is an event (path, size, digest) and an audited mutation."""
@@ -404,7 +447,9 @@ class ClientMethods:
 
     async def vendor(
         self, method: str, params: Any, *, has_id: bool, msg_id: JsonRpcId = -1
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        """The provider's handler runs now (its events in arrival order); a request it
+        routes to a human waits in the awaitable."""
         outcome = self.normalizer.extension.vendor_method(
             method,
             params if isinstance(params, dict) else {},
@@ -421,14 +466,21 @@ class ClientMethods:
             )
             if has_id:
                 raise RpcError.method_not_found(method)
-            return None
+            return _ready(None)
         await self.events.drafts([Draft(p) for p in outcome.payloads])
         if outcome.route == "human" and has_id:
             if outcome.request is None:
                 raise LocalProtocolError(
                     f"{method}: the provider routed it to a human without a document"
                 )
-            return await self._resolve(msg_id, outcome.request)
+            return await self._admit(msg_id, outcome.request)
         if isinstance(outcome.result, ErrorReply):
             raise RpcError(outcome.result.code, outcome.result.message)
-        return outcome.result if outcome.result is not None else {}
+        return _ready(outcome.result if outcome.result is not None else {})
+
+
+def _ready(value: Any) -> asyncio.Future[Any]:
+    """An answer that needs no waiting (a done future: dropping it warns of nothing)."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future

@@ -59,8 +59,11 @@ class EventEmitter:
         session_id: str | None = None,
         turn_id: str | None = None,
         raw: Any = None,
+        flags: Sequence[str] = (),
     ) -> CanonicalEvent:
-        event = self.sequencer.stamp(payload, session_id=session_id, turn_id=turn_id, raw=raw)
+        event = self.sequencer.stamp(
+            payload, session_id=session_id, turn_id=turn_id, raw=raw, flags=flags
+        )
         self.count += 1
         if self.store is None:
             self._notify(event)
@@ -128,8 +131,16 @@ class EventEmitter:
     async def emit_drafts(
         self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
     ) -> None:
+        """Each draft in the turn the agent's ids place it in (``turn_id`` when they place it
+        nowhere), with its flags (``late``: not the current turn's)."""
         for draft in drafts:
-            await self.emit(draft.payload, session_id=session_id, turn_id=turn_id, raw=draft.raw)
+            await self.emit(
+                draft.payload,
+                session_id=session_id,
+                turn_id=draft.turn_id or turn_id,
+                raw=draft.raw,
+                flags=draft.flags,
+            )
 
     async def flush(self) -> None:
         if self.store is not None:

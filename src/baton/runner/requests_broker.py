@@ -13,6 +13,11 @@
 4. the agent's reply is built from the validated answer; the request becomes
    ``delivered`` only once that reply was written to the agent's pipe.
 
+Steps 1–3 up to the wait are :meth:`RequestBroker.admit`, run inline by the reader in
+arrival order (a request's ``request.created`` precedes the events of the frames after
+it); the wait and the reply are :meth:`RequestBroker.settle`, which may take a human's
+time while the update stream goes on.
+
 When a turn ends, its open requests are cancelled in the ledger, which wakes the
 waiters; they answer the agent ``cancelled`` (ACP §1.7).
 """
@@ -34,7 +39,7 @@ from baton.requests.errors import InvalidDocument, NotPending, PayloadTooLarge
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import Answer, RequestDocument, canonical_json
 from baton.requests.notify import NotifyConfig, notify_if_escalated
-from baton.requests.policy import Policy
+from baton.requests.policy import Decision, Policy
 from baton.requests.states import State
 
 T = TypeVar("T")
@@ -80,6 +85,20 @@ class Resolution:
     record: RequestRecord | None
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A request decided and recorded (:meth:`RequestBroker.admit`), its reply not yet built."""
+
+    document: RequestDocument
+    record: RequestRecord
+    decision: Decision
+
+    @property
+    def waits(self) -> bool:
+        """Whether :meth:`RequestBroker.settle` waits for a human."""
+        return self.decision.needs_human
+
+
 class RequestBroker:
     """Policy + ledger + human channels for one run."""
 
@@ -119,10 +138,11 @@ class RequestBroker:
     def human_available(self) -> bool:
         return self.terminal is not None or self.wait_timeout is None or self.wait_timeout > 0
 
-    async def resolve(
-        self, document: RequestDocument, ctx: RequestContext, emit: Emit
-    ) -> Resolution:
-        """Decide, persist, wait if needed; return the agent's reply."""
+    async def admit(self, document: RequestDocument, ctx: RequestContext, emit: Emit) -> Admission:
+        """Decide and persist now (in arrival order); an automatic decision is recorded too.
+
+        Raises :class:`PayloadTooLarge` (refused visibly first) for an oversize document.
+        """
         decision = self.policy.decide(
             document, workspace=ctx.workspace, human_available=self.human_available
         )
@@ -144,18 +164,7 @@ class RequestBroker:
         except PayloadTooLarge as exc:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
-        if decision.needs_human:
-            self._human_wait(record.turn_id, True)
-            try:
-                if self.notify.enabled:
-                    for diagnostic in await notify_if_escalated(decision, record, self.notify):
-                        await emit(diagnostic)
-                record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
-            finally:
-                self._human_wait(record.turn_id, False)
-            if not here:  # decided elsewhere: shown in this run
-                await self._show(record, emit, escalated_by=decision.rule)
-        else:
+        if not decision.needs_human:
             try:
                 result = await self.ledger.answer(
                     record.request_id,
@@ -169,6 +178,27 @@ class RequestBroker:
             except NotPending:
                 record = await self.ledger.get(record.request_id)
                 await self._show(record, emit)
+        return Admission(document, record, decision)
+
+    async def settle(self, admission: Admission, emit: Emit) -> Resolution:
+        """Wait for the human if the decision needs one; return the agent's reply."""
+        document, record, decision = admission.document, admission.record, admission.decision
+        if decision.needs_human:
+            self._human_wait(record.turn_id, True)
+            try:
+                if self.notify.enabled:
+                    for diagnostic in await notify_if_escalated(decision, record, self.notify):
+                        await emit(diagnostic)
+                record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
+            finally:
+                self._human_wait(record.turn_id, False)
+            if not here:  # decided elsewhere: shown in this run
+                await self._show(record, emit, escalated_by=decision.rule)
+        return self.reply(document, record)
+
+    @staticmethod
+    def reply(document: RequestDocument, record: RequestRecord) -> Resolution:
+        """The agent's reply for a record in its final state."""
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
         if record.state is State.EXPIRED:
@@ -269,4 +299,11 @@ class RequestBroker:
         return await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
 
 
-__all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]
+__all__ = [
+    "Admission",
+    "HumanChannel",
+    "InvalidDocument",
+    "RequestBroker",
+    "RequestContext",
+    "Resolution",
+]

@@ -1,8 +1,9 @@
 """How the parts of one session speak: every event stamped with its session and turn.
 
 The handshake, the turn driver and the client methods each emit events; this is the
-one place that decides which turn an event belongs to (the running turn, else the
-last one) and that redacts and bounds what they say, so that attribution is one rule
+one place that decides which turn an event belongs to (the turn the agent's own ids
+place it in, else the running turn, else the last one) and that redacts and bounds
+what they say, so that attribution is one rule
 and no part re-implements it. It is also the one place every draft passes, so a
 :class:`DraftWatch` (the session's :class:`~baton.runner.approvals.ApprovalGuard`) sees
 them all, whichever part emitted them.
@@ -87,6 +88,9 @@ class SessionEvents:
         )
 
     async def drafts(self, drafts: Iterable[Draft]) -> None:
+        """Each draft on the turn the agent's own ids place it in (:attr:`Draft.turn_id`: a
+        tool update on its call's turn, a chunk on its message's), flagged ``late`` when
+        that is not the running turn; a draft the ids place nowhere on :attr:`attributed`."""
         turn_id = self._turn_id()
         batch = list(drafts)
         if self.watch is not None:

@@ -11,7 +11,7 @@ import asyncio
 import signal
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,10 +140,15 @@ class TerminalManager:
         await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         return {}
 
-    async def release(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def release(self, params: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+        """ACP ``terminal/release``: the terminal is gone now (in arrival order: a later
+        ``terminal/output`` no longer finds it); the awaitable stops its command."""
         terminal = self._get(params)
         terminal_id = str(params.get("terminalId"))
         del self._terminals[terminal_id]
+        return self._released_after_stop(terminal_id, terminal)
+
+    async def _released_after_stop(self, terminal_id: str, terminal: _Terminal) -> dict[str, Any]:
         await self._stop(terminal)
         self._released[terminal_id] = terminal.output.decode("utf-8", errors="replace")
         while len(self._released) > MAX_TERMINALS:

@@ -26,7 +26,7 @@ from baton.acp import jsonrpc
 from baton.acp.client import AcpClient
 from baton.acp.transport import AgentTransport
 from baton.errors import AgentExited, RemoteCallError, RemoteProtocolError, UsageError
-from baton.events.acp_normalizer import AcpNormalizer, Draft
+from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import DIAGNOSTIC_PREVIEW_BYTES, clip_text
 from baton.events.model import (
     HarnessDiagnostic,
@@ -329,7 +329,7 @@ class TurnDriver:
         drafts = normalizer.flush()
         if not isinstance(outcome, TurnCompleted):
             status = "cancelled" if isinstance(outcome, TurnCancelled) else "failed"
-            drafts.extend(Draft(p) for p in normalizer.tools.settle_open(status, now_ms()))
+            drafts.extend(normalizer.settle_open(status, now_ms()))  # each on its own turn
         drafts.extend(normalizer.end_turn(usage))
         turn_usage = next(
             (

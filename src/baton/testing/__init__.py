@@ -110,7 +110,12 @@ SCENARIOS: tuple[str, ...] = (
 )
 
 #: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).
-HOSTILE_SCENARIOS: tuple[str, ...] = ("lone-surrogate", "secrets")
+HOSTILE_SCENARIOS: tuple[str, ...] = (
+    "cross-turn",
+    "lone-surrogate",
+    "request-order",
+    "secrets",
+)
 SCENARIOS += HOSTILE_SCENARIOS
 
 

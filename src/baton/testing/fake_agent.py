@@ -161,9 +161,19 @@ config option over ``--mode-values`` (comma-separated; default
 
 Hostile scenarios (:data:`baton.testing.HOSTILE_SCENARIOS`; scripts in :mod:`baton.testing.hostile`):
 
+``cross-turn`` (two prompts)
+    Turn 1 starts tool call ``xt-1`` (in progress), says a chunk of message ``fake-msg-1``
+    and answers; turn 2 completes ``xt-1``, says a chunk of its own message ``fake-msg-2``,
+    one of ``fake-msg-1``, a plan and a chunk without ids, then another of ``fake-msg-2``.
 ``lone-surrogate``
     A chunk and a tool call title holding ``"\\ud800"``/``"\\udfff"`` (valid JSON, not encodable
     as UTF-8), between two normal chunks; then ``end_turn``.
+``request-order``
+    Requests, each followed by notifications in the same write (one read for the client),
+    replies not awaited: ``cursor/update_todos`` (todo ``a`` in progress) then the same as
+    a notification (``a`` completed); ``session/request_permission`` for tool call
+    ``order-1`` then its ``in_progress`` update and a chunk; ``fs/write_text_file``
+    (``order.txt``) then a chunk; ``terminal/create`` (``true``) then a thought chunk.
 ``secrets`` (with ``--texts FILE``, a JSON list of strings)
     Each text as a transcript split across two writes, a stderr line and a tool call (title,
     ``rawInput``, ``rawOutput``, content text, a diff); then all of them in one

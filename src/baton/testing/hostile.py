@@ -118,4 +118,130 @@ def turn_secrets(core: ScenarioCore, turn: TurnScript) -> TurnBody:
         yield Exit(3)
 
 
-HOSTILE_SCRIPTS = {"lone-surrogate": turn_lone_surrogate, "secrets": turn_secrets}
+def _batch(*messages: dict[str, Any]) -> Raw:
+    """Several messages in one write: the client reads them in one batch."""
+    return Raw(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in messages))
+
+
+def _request(rid: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """An agent → client request whose reply the script does not wait for."""
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def turn_request_order(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """Requests, each followed by notifications in the same read: the client must handle
+    them in arrival order (a request's events before the next frame's).
+
+    A ``cursor/update_todos`` request then the same list as a notification; a permission
+    request then two updates of its tool call and a chunk; an fs write then a chunk; a
+    ``terminal/create`` then a chunk. The replies are not awaited (the ids are strings).
+    """
+    sid, mid = turn.session_id, turn.message_id
+    yield _batch(
+        _request(
+            "todos-1",
+            "cursor/update_todos",
+            {
+                "sessionId": sid,
+                "todos": [{"id": "a", "content": "write the parser", "status": "in_progress"}],
+                "merge": False,
+            },
+        ),
+        _notification(
+            "cursor/update_todos",
+            {"sessionId": sid, "todos": [{"id": "a", "status": "completed"}], "merge": True},
+        ),
+    )
+    tool_call = {"toolCallId": "order-1", "title": "make build", "kind": "execute"}
+    yield core.update({"sessionUpdate": "tool_call", "status": "pending", **tool_call})
+    yield _batch(
+        _request(
+            "perm-1",
+            "session/request_permission",
+            {
+                "sessionId": sid,
+                "toolCall": tool_call,
+                "options": [
+                    {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        ),
+        _notification(
+            "session/update",
+            {
+                "sessionId": sid,
+                "update": {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": "order-1",
+                    "status": "in_progress",
+                },
+            },
+        ),
+        core.chunk("after the permission request", mid).message,
+    )
+    yield _batch(
+        _request(
+            "fs-1",
+            "fs/write_text_file",
+            {"sessionId": sid, "path": str(Path(core.cwd) / "order.txt"), "content": "in order\n"},
+        ),
+        core.chunk("after the write", mid).message,
+    )
+    yield _batch(
+        _request("term-1", "terminal/create", {"sessionId": sid, "command": "true"}),
+        core.update(
+            {
+                "sessionUpdate": "agent_thought_chunk",
+                "content": {"type": "text", "text": "after the terminal"},
+            }
+        ).message,
+    )
+    yield core.chunk(" done.", mid)
+
+
+def turn_cross_turn(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """Updates of turn 1 sent during turn 2, by the agent's own ids.
+
+    Turn 1 starts tool call ``xt-1`` (in progress), says a chunk (message ``fake-msg-1``)
+    and answers. Turn 2 completes ``xt-1``, says a chunk of its own (``fake-msg-2``), then
+    one of ``fake-msg-1``, then a plan and a chunk without ids (both of turn 2), then
+    another chunk of its own.
+    """
+    if core.turn_count == 1:
+        yield core.update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "xt-1",
+                "title": "long build",
+                "kind": "execute",
+                "status": "in_progress",
+            }
+        )
+        yield core.chunk("turn one text", turn.message_id)
+        return None
+    yield core.update(
+        {"sessionUpdate": "tool_call_update", "toolCallId": "xt-1", "status": "completed"}
+    )
+    yield core.chunk("turn two starts", turn.message_id)
+    yield core.chunk(" and a late part of turn one", "fake-msg-1")
+    yield core.update(
+        {"sessionUpdate": "plan", "entries": [{"content": "step", "status": "pending"}]}
+    )
+    yield core.update(
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "no ids"}}
+    )
+    yield core.chunk(" turn two text", turn.message_id)
+    return None
+
+
+HOSTILE_SCRIPTS = {
+    "cross-turn": turn_cross_turn,
+    "lone-surrogate": turn_lone_surrogate,
+    "request-order": turn_request_order,
+    "secrets": turn_secrets,
+}
