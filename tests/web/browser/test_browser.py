@@ -107,6 +107,14 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.goto(team.origin + "/decisions?decided_by=human")
     assert board.locator("table.history tbody tr").count() >= 4
     assert "web dashboard" in board.locator("table.history").inner_text()
+    kinds = board.locator('table.history td[data-label="kind"]')
+    # one line per kind cell: a word like "permission" never breaks inside itself
+    lines = board.evaluate(
+        "cells => cells.map(c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return r.getClientRects().length; })",
+        kinds.element_handles(),
+    )
+    assert lines and set(lines) == {1}, lines
     shoot(board, "decisions-desktop")
 
 
