@@ -554,7 +554,9 @@
     }
 
     function notice(e, css, textValue, link) {
-      lane(e.session_id).append(el("p", {class: "notice " + css}, textValue, link || null));
+      const node = el("p", {class: "notice " + css}, textValue, link || null);
+      lane(e.session_id).append(node);
+      return node;
     }
 
     function render(e) {
@@ -607,10 +609,18 @@
       } else if (t.startsWith("security.")) {
         notice(e, "security", "security: " + t.slice(9) + " · " + p.control + ": " + p.subject + " — " + p.reason);
       } else if (t === "request.created") {
-        notice(e, "request", "waiting for you: " + p.title + " ", el("a", {href: "/#req-" + p.request_id}, "answer"));
+        const asked = notice(e, "request", "waiting for you: " + p.title + " ", el("a", {href: "/#req-" + p.request_id}, "answer"));
+        asked.dataset.request = p.request_id;
+        asked.dataset.title = p.title;
         refreshSoon();
       } else if (t.startsWith("request.")) {
         const what = t === "request.answered" ? "answered " + (p.decided_by || "") + (p.rule ? " (" + p.rule + ")" : "") : t.slice(8) + (p.reason ? ": " + p.reason : "");
+        // The request no longer waits: its "waiting for you" line says so (no reload needed).
+        for (const asked of document.querySelectorAll("p.notice.request[data-request]")) {
+          if (asked.dataset.request !== p.request_id || asked.classList.contains("cleared")) continue;
+          asked.classList.add("cleared");
+          asked.replaceChildren("asked: " + asked.dataset.title + " · " + what);
+        }
         notice(e, "request done", p.kind + " " + short(p.request_id) + " " + what);
         refreshSoon();
       } else if (t === "provider.notice" || t === "harness.diagnostic") {
