@@ -99,8 +99,8 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.locator("table.history a").first.click()
     board.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
     # Every request of this run was answered: no line of it still says "waiting for you".
-    board.locator("p.notice.request.cleared").first.wait_for()
-    assert board.locator("p.notice.request:not(.cleared)").count() == 0
+    board.locator("p.notice.request[data-request].cleared").first.wait_for()
+    assert board.locator("p.notice.request[data-request]:not(.cleared)").count() == 0
     assert (
         board.locator('.lane[data-lane="QA"] details.tool .badge', has_text="completed").count()
         >= 2
