@@ -11,7 +11,7 @@ import pytest
 
 from baton.cli import app as cli_app
 from baton.cli import runs_cmds
-from tests.cli.conftest import baton_cli
+from tests.cli.conftest import baton_cli, user_env
 
 
 def one_line(text: str) -> str:
@@ -147,11 +147,21 @@ def test_a_bug_prints_one_line_and_writes_the_report(
 
 
 def test_shell_completion_completes_commands(tmp_path: Path, user_home: Path) -> None:
-    script = baton_cli(tmp_path, "--show-completion", "bash", home=user_home)
-    assert script.returncode == 0 and "_BATON_COMPLETE" in script.stdout
     import os
     import subprocess
     import sys
+
+    # typer finds the shell from the parent processes (shellingham), which a test runner
+    # under a job supervisor may not have; its own switch makes the shell an argument.
+    script = subprocess.run(
+        [sys.executable, "-m", "baton", "--show-completion", "bash"],
+        cwd=tmp_path,
+        env={**user_env(user_home), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert script.returncode == 0 and "_BATON_COMPLETE" in script.stdout, script.stderr
 
     env = {
         "PATH": os.environ["PATH"],
