@@ -14,7 +14,6 @@ PENDING: dict[str, str] = {
     "baton/team/decide.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/team/executor.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/team/loop.py": "team (issue 9, just merged): its owner states why or splits it",
-    "baton/store/team_sql.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/cli/coordination_cmds.py": "cli/team (issues 13, 9): status data moved here with the loop",
     "baton/cli/render.py": "cli (issue 13): grew with role labels and step marks",
     "baton/requests/ledger.py": "issue 9 moves its writes into the Store",

@@ -58,7 +58,7 @@ from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
 from baton.store.subscription import Subscription
-from baton.store.team_sql import TEAM_MIGRATIONS
+from baton.store.team_schema import TEAM_MIGRATIONS
 from baton.store.tx import Tx
 from baton.store.wake import WakeChannel, WakeListener
 from baton.store.web_sessions import WEB_MIGRATIONS
