@@ -16,7 +16,6 @@ PENDING: dict[str, str] = {
     "baton/team/loop.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/cli/coordination_cmds.py": "cli/team (issues 13, 9): status data moved here with the loop",
     "baton/cli/render.py": "cli (issue 13): grew with role labels and step marks",
-    "baton/coordination/doorbell.py": "issue 9 (intake) moves its read path into coordination.intake",
     "baton/coordination/team.py": "issue 9 rewrites the team configuration with the loop",
 }
 """Long modules being rewritten by another issue; each entry must still be long."""

@@ -7,7 +7,9 @@ in one place (:func:`task_info`, :func:`transition_info`).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ __all__ = [
     "Stage",
     "TaskInfo",
     "TransitionInfo",
+    "inbox_entry",
     "task_info",
     "transition_info",
 ]
@@ -146,6 +149,23 @@ def task_info(fields: Mapping[str, Any], path: Path, body: str) -> TaskInfo:
         claims=_entry_claims(transitions),
         path=path,
         references=tuple(r for r in fields.get("references") or () if isinstance(r, str)),
+    )
+
+
+def inbox_entry(path: Path, info: os.stat_result) -> InboxEntry:
+    """An :class:`InboxEntry` from a TASK file's path and its ``lstat``."""
+    match = TASK_FILE_RE.fullmatch(path.name)
+    return InboxEntry(
+        name=path.name,
+        path=path,
+        task_id=match.group(1) if match else None,
+        is_symlink=stat.S_ISLNK(info.st_mode),
+        is_regular=stat.S_ISREG(info.st_mode),
+        size=info.st_size,
+        ctime_ns=info.st_ctime_ns,
+        mtime_ns=info.st_mtime_ns,
+        ino=info.st_ino,
+        dev=info.st_dev,
     )
 
 

@@ -12,7 +12,6 @@ O(stage), not O(workspace).
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -26,11 +25,11 @@ from baton.coordination.errors import (
 )
 from baton.coordination.fcop_records import (
     STAGES,
-    TASK_FILE_RE,
     TASK_ID_RE,
     InboxEntry,
     Stage,
     TaskInfo,
+    inbox_entry,
     task_info,
 )
 from baton.coordination.intake.limits import DEFAULT_LIMITS
@@ -108,21 +107,7 @@ class TaskReads(PortBase):
                         info = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue  # moved on between listing and lstat
-                    match = TASK_FILE_RE.fullmatch(name)
-                    out.append(
-                        InboxEntry(
-                            name=name,
-                            path=Path(entry.path),
-                            task_id=match.group(1) if match else None,
-                            is_symlink=stat.S_ISLNK(info.st_mode),
-                            is_regular=stat.S_ISREG(info.st_mode),
-                            size=info.st_size,
-                            ctime_ns=info.st_ctime_ns,
-                            mtime_ns=info.st_mtime_ns,
-                            ino=info.st_ino,
-                            dev=info.st_dev,
-                        )
-                    )
+                    out.append(inbox_entry(Path(entry.path), info))
         except FileNotFoundError as exc:
             raise WorkspaceNotInitialized(f"{self.stage_dir(stage)} is missing") from exc
         out.sort(key=lambda e: e.name)
