@@ -12,7 +12,6 @@ PENDING: dict[str, str] = {
     "baton/coordination/intake/worker.py": "intake (merged 16:40): its owner states why",
     "baton/coordination/lifecycle/_core.py": "perf (merged 16:40): its owner states why",
     "baton/team/decide.py": "team (issue 9, just merged): its owner states why or splits it",
-    "baton/team/executor.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/team/loop.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/cli/coordination_cmds.py": "cli/team (issues 13, 9): status data moved here with the loop",
     "baton/cli/render.py": "cli (issue 13): grew with role labels and step marks",
