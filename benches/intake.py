@@ -33,7 +33,8 @@ from pathlib import Path
 
 from baton.coordination.authority import TrustedAuthority
 from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
-from baton.coordination.fcop_port import FcopPort, init_workspace
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import init_workspace
 from baton.coordination.intake.limits import DEFAULT_LIMITS
 from baton.coordination.intake.worker import ParseWorker
 from benches.common import print_table

@@ -190,10 +190,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"baton.coordination.fcop_port", "baton.coordination.fcop_recovery"}): (
-        "team/perf (issues 9, 15): the port calls rule R3's repair lazily; perf's "
-        "coordination.lifecycle (below the port) takes the mechanics"
-    ),
     frozenset(
         {
             "baton.coordination.lifecycle._core",

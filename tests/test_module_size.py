@@ -11,14 +11,8 @@ LIMIT = 400
 PENDING: dict[str, str] = {
     "baton/coordination/intake/worker.py": "intake (merged 16:40): its owner states why",
     "baton/coordination/lifecycle/_core.py": "perf (merged 16:40): its owner states why",
-    "baton/team/executor.py": "team (issue 9, just merged): its owner states why or splits it",
-    "baton/store/team_sql.py": "team (issue 9, just merged): its owner states why or splits it",
     "baton/cli/coordination_cmds.py": "cli/team (issues 13, 9): status data moved here with the loop",
     "baton/cli/render.py": "cli (issue 13): grew with role labels and step marks",
-    "baton/coordination/fcop_port.py": "issue 15 moves its claim/create paths to coordination.lifecycle",
-    "baton/store/store.py": "issue 9 splits it into the Tx seam and repositories",
-    "baton/requests/ledger.py": "issue 9 moves its writes into the Store",
-    "baton/coordination/doorbell.py": "issue 9 (intake) moves its read path into coordination.intake",
     "baton/coordination/team.py": "issue 9 rewrites the team configuration with the loop",
 }
 """Long modules being rewritten by another issue; each entry must still be long."""

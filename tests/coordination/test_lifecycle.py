@@ -35,8 +35,10 @@ from baton.coordination.errors import (
     LifecycleConflict,
     OperationConflict,
     WorkspaceError,
+    map_fcop_error,
 )
-from baton.coordination.fcop_port import FcopPort, init_workspace, map_fcop_error
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import init_workspace
 from baton.coordination.lifecycle import Lifecycle
 from baton.coordination.lifecycle._core import EnvelopeMemo, emitted_frontmatter
 from baton.coordination.lifecycle.claim import claim_operation_id

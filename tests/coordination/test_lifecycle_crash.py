@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import LifecycleConflict
-from baton.coordination.fcop_port import FcopPort, map_fcop_error
+from baton.coordination.errors import LifecycleConflict, map_fcop_error
+from baton.coordination.fcop_port import FcopPort
 from baton.coordination.lifecycle import Lifecycle
 
 CRASHER = Path(__file__).with_name("lifecycle_crasher.py")

@@ -40,6 +40,11 @@ and, for files Core cannot read, a quarantine with a ``.reason.json`` beside it.
 Start-up order matters: the watcher is armed first, then the inbox is drained
 (a directory listing), so a TASK landing during the drain is seen by one or
 the other; duplicates are dropped by id.
+
+The parts: :mod:`~baton.coordination.doorbell_events` (what it emits),
+:mod:`~baton.coordination.inbox_inspection` (one entry: facts, stability,
+screen, Core, routing) and :mod:`~baton.coordination.inbox_refusals` (ISSUEs and
+quarantine); this module watches, drains, settles and emits.
 """
 
 from __future__ import annotations
@@ -47,37 +52,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import stat
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from baton.coordination.errors import (
-    CoordinationError,
-    FcopProtocolError,
-    InvalidEnvelope,
-    StateAmbiguous,
-    TaskNotFound,
-    WorkspaceError,
+from baton.coordination.doorbell_events import (
+    DoorbellEvent,
+    RefusalReason,
+    TaskArrived,
+    TaskRefused,
+    refusal_payload,
 )
 from baton.coordination.fcop_port import TASK_FILE_RE, FcopPort, InboxEntry
+from baton.coordination.fcop_records import inbox_entry
+from baton.coordination.inbox_inspection import InboxInspection, RecheckLater, SettleState
 from baton.coordination.intake.limits import IntakeLimits
-from baton.coordination.intake.quarantine import quarantine
-from baton.coordination.intake.screen import Refused, ScreenReason
-from baton.coordination.intake.stability import (
-    FileFacts,
-    Settling,
-    Stable,
-    Unstable,
-    assess,
-    recheck_delay,
-)
-from baton.coordination.intake.sweep import Finding
-from baton.coordination.intake.worker import ParseWorker, Proof
-from baton.events.model import SecurityPayloadRejected
-from baton.security.display import neutralize_terminal
+from baton.coordination.intake.stability import FileFacts
+from baton.coordination.intake.worker import ParseWorker
 
 __all__ = [
     "Doorbell",
@@ -90,93 +82,8 @@ __all__ = [
 
 log = logging.getLogger("baton.coordination.doorbell")
 
-RefusalReason = Literal[
-    ScreenReason,
-    "bad_name",
-    "invalid_envelope",
-    "invalid_relation",
-    "unknown_recipient",
-    "state_ambiguous",
-    "doorbell_error",
-]
-_IN_PLACE: frozenset[str] = frozenset(
-    {"invalid_relation", "unknown_recipient", "state_ambiguous", "unreadable", "doorbell_error"}
-)
-"""Refusals that leave the file where it is (it harms nothing, or may heal);
-every other reason means Core cannot read the file safely: it is quarantined."""
-_FINAL: frozenset[str] = frozenset({"parse_timeout", "parse_memory", "parse_crashed"})
-"""Worker failures are final even for a file still settling (re-trying a bomb is a DoS)."""
 
-
-@dataclass(frozen=True, slots=True)
-class TaskArrived:
-    """A valid inbox TASK for a configured role (or for the human)."""
-
-    task_id: str
-    recipient: str
-    role: str
-    """The role it routes to (the human's name when ``for_human``)."""
-    for_human: bool
-    sender: str
-    subject: str
-    parent: str | None
-    priority: str
-    source: Literal["drain", "watch", "rescan"]
-    detected_at: float
-    """``time.monotonic()`` when the doorbell learned of the file."""
-    emitted_at: float
-    published_ns: int = 0
-    """Wall-clock ns when the file was linked into the inbox (its ``st_ctime``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRefused:
-    """An inbox entry baton will not dispatch, and what it did about it."""
-
-    name: str
-    reason: RefusalReason
-    message: str
-    task_id: str | None = None
-    recipient: str | None = None
-    issue_id: str | None = None
-    quarantined_to: Path | None = None
-    emitted_at: float = 0.0
-
-
-DoorbellEvent = TaskArrived | TaskRefused
-
-
-def refusal_payload(event: TaskRefused) -> SecurityPayloadRejected:
-    """The stored event for a refusal (``security.payload_rejected``, control ``fcop_intake``)."""
-    where = (
-        f"; quarantined to {event.quarantined_to}" if event.quarantined_to else "; left in place"
-    )
-    issue = f"; {event.issue_id}" if event.issue_id else ""
-    return SecurityPayloadRejected(
-        control="fcop_intake",
-        subject=neutralize_terminal(event.name),
-        reason=f"{event.reason}: {neutralize_terminal(event.message)}{where}{issue}",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Later:
-    """Not yet readable: look again in ``after`` seconds."""
-
-    after: float
-
-
-@dataclass(slots=True)
-class _Settle:
-    first: tuple[FileFacts, float]
-    source: Literal["drain", "watch", "rescan"] = "watch"
-    """How the file was first noticed (a re-check reports that, not itself)."""
-    detected: float = 0.0
-    attempts: int = 0
-    timer: asyncio.TimerHandle | None = None
-
-
-class Doorbell:
+class Doorbell(InboxInspection):
     """Watch the inbox, read arrivals through Core, route them, emit events."""
 
     def __init__(
@@ -216,7 +123,7 @@ class Doorbell:
         self.settled = asyncio.Event()
         """Set while no inbox file is waiting to become stable."""
         self.settled.set()
-        self._settling: dict[str, _Settle] = {}
+        self._settling: dict[str, SettleState] = {}
         self._rechecks: set[asyncio.Task[None]] = set()
         self._emitted: set[str] = set()
         self._refused: dict[str, str | None] = dict(refused or {})
@@ -337,7 +244,8 @@ class Doorbell:
             facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
             # Only this loop touches _settling; the thread reads its own entry.
             state = self._settling.setdefault(
-                entry.name, _Settle(first=(facts, self.clock()), source=source, detected=detected)
+                entry.name,
+                SettleState(first=(facts, self.clock()), source=source, detected=detected),
             )
             if state.attempts:  # a re-check: the event says when and how it was first seen
                 source, detected = state.source, state.detected
@@ -351,7 +259,7 @@ class Doorbell:
                     message=f"{type(exc).__name__}: {exc}",
                     task_id=entry.task_id,
                 )
-            if isinstance(event, _Later):
+            if isinstance(event, RecheckLater):
                 self._later(entry, event.after)
                 return 0
             self._forget_settling(entry.name)
@@ -416,257 +324,12 @@ class Doorbell:
         """Return once no inbox file is waiting to become stable."""
         await self.settled.wait()
 
-    # -------------------------------------------------------------- inspecting
-
-    def _inspect(
-        self,
-        entry: InboxEntry,
-        state: _Settle,
-        source: Literal["drain", "watch", "rescan"],
-        detected: float,
-    ) -> DoorbellEvent | _Later | None:
-        """Classify one entry (runs in a worker thread; all I/O is here)."""
-        if entry.is_symlink:
-            return self._hostile(entry, "symlink", "a symlink in the inbox (FCoP forbids links)")
-        if not entry.is_regular:
-            return self._hostile(entry, "not_a_file", "not a regular file")
-        if entry.task_id is None:
-            return self._hostile(entry, "bad_name", "the name is not TASK-<id>.md")
-        if entry.size > self.max_task_bytes:
-            return self._hostile(
-                entry,
-                "too_large",
-                f"{entry.size} bytes, over the {self.max_task_bytes}-byte limit; not read",
-            )
-        screened = self._screen(entry, state)
-        if screened is not None:
-            return screened
-        try:
-            task = self.port.read_task(entry.task_id)
-        except TaskNotFound:
-            return None  # claimed or moved on before we looked
-        except StateAmbiguous as exc:
-            return self._refuse_in_place(entry, "state_ambiguous", str(exc))
-        except InvalidEnvelope as exc:
-            if not os.path.lexists(entry.path):
-                return None
-            if exc.code == "RELATION_INVALID":
-                return self._refuse_in_place(entry, "invalid_relation", str(exc))
-            return self._hostile(entry, "invalid_envelope", str(exc))
-        except WorkspaceError as exc:
-            if exc.code == "WORKSPACE_ID_MISMATCH" and os.path.lexists(entry.path):
-                return self._hostile(entry, "invalid_envelope", str(exc))
-            return self._refuse_in_place(entry, "unreadable", str(exc))
-        except (FcopProtocolError, OSError) as exc:
-            return self._refuse_in_place(entry, "unreadable", str(exc))
-        if task.stage != "inbox":
-            return None
-        if task.recipient == self.human:
-            role, for_human = self.human, True
-        else:
-            routed = self.route(task.recipient)
-            if routed is None:
-                return self._refuse_in_place(
-                    entry,
-                    "unknown_recipient",
-                    f"recipient {task.recipient!r} is not a role of this team; "
-                    "baton does not guess (fix the team or re-issue the task)",
-                    recipient=task.recipient,
-                    remember=True,
-                )
-            role, for_human = routed, False
-        return TaskArrived(
-            task_id=task.task_id,
-            recipient=task.recipient,
-            role=role,
-            for_human=for_human,
-            sender=task.sender,
-            subject=task.subject,
-            parent=task.parent,
-            priority=task.priority,
-            source=source,
-            detected_at=detected,
-            emitted_at=0.0,
-            published_ns=entry.ctime_ns,
-        )
-
-    def _screen(self, entry: InboxEntry, state: _Settle) -> TaskRefused | _Later | None:
-        """Stability, then the guarded parse in the worker; None: Core may read it."""
-        facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
-        now = self.clock()
-        stability = assess(
-            facts,
-            now_wall=self.wall_clock(),
-            limits=self.limits,
-            first_seen=state.first,
-            now_mono=now,
-        )
-        if isinstance(stability, Unstable):
-            return self._hostile(
-                entry,
-                "unstable",
-                f"still being written after {stability.seconds:.0f} s; not read",
-                facts=facts,
-            )
-        result = self.worker.screen_envelope(
-            entry.path,
-            expect_id=entry.task_id,
-            proof=Proof(self.port.root, self.port.workspace_id),
-        )
-        if result.before is not None and result.before != facts:
-            state.attempts += 1
-            return _Later(0.005)  # replaced or rewritten since the lstat: look again
-        stable = isinstance(stability, Stable) or result.proven
-        verdict = result.verdict
-        settle = stability if isinstance(stability, Settling) else Settling(self.limits.settle_s)
-        if isinstance(verdict, Refused):
-            if not stable and verdict.reason not in _FINAL:
-                state.attempts += 1
-                return _Later(settle.after)  # may be half-written: re-check, not quarantine
-            return self._hostile(entry, verdict.reason, verdict.detail, facts=facts)
-        if not stable or not result.still:
-            state.attempts += 1
-            return _Later(
-                recheck_delay(
-                    state.attempts, settle, can_be_proven=verdict.operation_id is not None
-                )
-            )
-        return None
-
     # ------------------------------------------------------------- refusals
 
     def _seen(self, entry: InboxEntry) -> bool:
         return entry.name in self._refused or (
             entry.task_id is not None and entry.task_id in self._emitted
         )
-
-    def _hostile(
-        self,
-        entry: InboxEntry,
-        reason: RefusalReason,
-        message: str,
-        *,
-        facts: FileFacts | None = None,
-    ) -> TaskRefused:
-        message = neutralize_terminal(message)
-        moved = self._quarantine(entry, reason, message, facts) if reason not in _IN_PLACE else None
-        where = f"; moved to {moved}" if moved else "; left in place"
-        issue = self._issue(entry, reason, message + where, subject_ref=None)
-        return TaskRefused(
-            name=entry.name,
-            reason=reason,
-            message=message + where,
-            task_id=entry.task_id,
-            issue_id=issue,
-            quarantined_to=moved,
-        )
-
-    def refuse_file(self, finding: Finding) -> TaskRefused:
-        """A file outside the inbox that Core must not read (from the :class:`Sweeper`).
-
-        Quarantined (unless quarantine is off) and reported with a workspace ISSUE:
-        the ISSUE cannot name the TASK, which may be the very file moved away.
-        """
-        verdict = finding.verdict
-        message = neutralize_terminal(verdict.detail)
-        moved = None
-        if self.quarantine_dir is not None:
-            try:
-                moved = quarantine(
-                    finding.path,
-                    into=self.quarantine_dir,
-                    reason=verdict.reason,
-                    detail=message,
-                    origin=finding.origin,
-                    expected=finding.facts,
-                )
-            except OSError:
-                log.exception("could not quarantine %s", finding.path)
-        where = f"; moved to {moved}" if moved else "; left in place"
-        body = (
-            f"baton refused {finding.origin!r}: {verdict.reason}.\n\n{message}{where}\n\n"
-            "Core (the fcop library) would have had to parse it; it was not read."
-        )
-        try:
-            issue: str | None = self.port.write_issue(
-                sender=self.issue_sender, recipient=self.human, severity="error", body=body
-            )
-        except CoordinationError:
-            log.exception("could not file an ISSUE for %s", finding.origin)
-            issue = None
-        return TaskRefused(
-            name=finding.origin,
-            reason=verdict.reason,
-            message=message + where,
-            task_id=finding.path.stem if finding.path.name.startswith("TASK-") else None,
-            issue_id=issue,
-            quarantined_to=moved,
-        )
-
-    def _refuse_in_place(
-        self,
-        entry: InboxEntry,
-        reason: RefusalReason,
-        message: str,
-        *,
-        recipient: str | None = None,
-        remember: bool = False,
-    ) -> TaskRefused:
-        subject = entry.task_id if reason == "unknown_recipient" else None
-        issue = self._issue(entry, reason, message, subject_ref=subject)
-        if remember:
-            self._refused[entry.name] = issue
-        return TaskRefused(
-            name=entry.name,
-            reason=reason,
-            message=message,
-            task_id=entry.task_id,
-            recipient=recipient,
-            issue_id=issue,
-        )
-
-    def _issue(
-        self, entry: InboxEntry, reason: str, message: str, *, subject_ref: str | None
-    ) -> str | None:
-        body = (
-            f"baton's doorbell refused inbox entry {entry.name!r}: {reason}.\n\n"
-            f"{neutralize_terminal(message)}\n\nIts content was not dispatched to any agent."
-        )
-        try:
-            return self.port.write_issue(
-                sender=self.issue_sender,
-                recipient=self.human,
-                severity="error",
-                body=body,
-                subject_ref=subject_ref,
-            )
-        except CoordinationError:
-            log.exception("could not file an ISSUE for %s", entry.name)
-            return None
-
-    def _quarantine(
-        self, entry: InboxEntry, reason: str, message: str, facts: FileFacts | None
-    ) -> Path | None:
-        if self.quarantine_dir is None:
-            return None
-        try:
-            now = entry.path.lstat()
-        except FileNotFoundError:
-            return None
-        if now.st_size != entry.size or stat.S_ISLNK(now.st_mode) != entry.is_symlink:
-            return None  # replaced since we looked: leave it for the next event
-        try:
-            return quarantine(
-                entry.path,
-                into=self.quarantine_dir,
-                reason=reason,
-                detail=message,
-                origin=entry.path.relative_to(self.port.root).as_posix(),
-                expected=facts,
-            )
-        except OSError:
-            log.exception("could not quarantine %s", entry.path)
-            return None
 
 
 def _is_task_name(change: Any, path: str) -> bool:
@@ -679,19 +342,7 @@ def _lstat_entry(path: Path) -> InboxEntry | None:
         info = path.lstat()
     except FileNotFoundError:
         return None
-    match = TASK_FILE_RE.fullmatch(path.name)
-    return InboxEntry(
-        name=path.name,
-        path=path,
-        task_id=match.group(1) if match else None,
-        is_symlink=stat.S_ISLNK(info.st_mode),
-        is_regular=stat.S_ISREG(info.st_mode),
-        size=info.st_size,
-        ctime_ns=info.st_ctime_ns,
-        mtime_ns=info.st_mtime_ns,
-        ino=info.st_ino,
-        dev=info.st_dev,
-    )
+    return inbox_entry(path, info)
 
 
 def _stamped(event: DoorbellEvent, at: float) -> DoorbellEvent:

@@ -51,6 +51,7 @@ __all__ = [
     "TaskNotFound",
     "WorkspaceError",
     "WorkspaceNotInitialized",
+    "map_fcop_error",
 ]
 
 
@@ -173,3 +174,22 @@ CODE_TO_ERROR: Mapping[str, type[FcopProtocolError]] = MappingProxyType(
     }
 )
 """Every frozen 4.0 code (31, plus ``toolkit:`` extensions falling to the base)."""
+
+
+def map_fcop_error(exc: BaseException) -> CoordinationError:
+    """Translate ``fcop.errors.V4ProtocolError`` into baton's tree (other errors pass).
+
+    Callers ``raise map_fcop_error(exc) from exc`` so the original stays chained.
+    """
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        cls = CODE_TO_ERROR.get(code, FcopProtocolError)
+        return cls(
+            str(exc),
+            code=code,
+            operation_ref=getattr(exc, "operation_ref", None),
+            subject_ref=getattr(exc, "subject_ref", None),
+        )
+    if isinstance(exc, CoordinationError):
+        return exc
+    return CoordinationError(f"{type(exc).__name__}: {exc}")

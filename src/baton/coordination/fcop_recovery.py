@@ -66,9 +66,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from baton.coordination.envelope_text import frontmatter_has
 from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import STAGES, FcopPort, _prime_fcop
+from baton.coordination.fcop_calls import prime_fcop
+from baton.coordination.fcop_records import STAGES
 from baton.coordination.lifecycle import PINNED, Lifecycle, open_writer, publish_temporary
+from baton.coordination.port_base import PortBase
 
 __all__ = [
     "ABANDONED_AFTER",
@@ -108,14 +111,14 @@ class Unresolved(CoordinationError):
 
 def validate_workspace(root: Path) -> dict[str, Any]:
     """``fcop``'s own validator over the whole workspace (``{"valid": bool, "errors": [...]}``)."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.workspace import validate_workspace as fcop_validate
 
     result: dict[str, Any] = fcop_validate(root)
     return result
 
 
-def tasks_in_two_stages(port: FcopPort) -> dict[str, list[str]]:
+def tasks_in_two_stages(port: PortBase) -> dict[str, list[str]]:
     """TASK ids present in more than one stage directory, with those stages."""
     seen: dict[str, list[str]] = {}
     for stage in STAGES:
@@ -130,7 +133,7 @@ def tasks_in_two_stages(port: FcopPort) -> dict[str, list[str]]:
     return {task: stages for task, stages in seen.items() if len(stages) > 1}
 
 
-def _receipts_for(port: FcopPort, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _receipts_for(port: PortBase, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
     needle = f'"task_id":"{task_id}"'.encode()
     for path in sorted((port.fcop_dir / "operations").glob("transition-*.json")):
         try:
@@ -152,14 +155,14 @@ def _stage_of(relative: Any) -> str | None:
     return parts[2] if len(parts) == 4 and parts[:2] == ["fcop", "_lifecycle"] else None
 
 
-def _writer(port: FcopPort, rule: str, task_id: str | None) -> Lifecycle:
+def _writer(port: PortBase, rule: str, task_id: str | None) -> Lifecycle:
     writer = port.lifecycle or open_writer(port.root, trusted_profiles=_trusted(port))
     if writer is None:
         raise Unresolved(rule, task_id, f"repairs need fcop {PINNED}'s Core; another is installed")
     return writer
 
 
-def _trusted(port: FcopPort) -> Mapping[str, Any]:
+def _trusted(port: PortBase) -> Mapping[str, Any]:
     return port.authority.trusted_profiles if port.authority else {}
 
 
@@ -172,9 +175,9 @@ def _why(classification: Any) -> str:
     return f"fcop classifies the move {classification}; all evidence kept"
 
 
-def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
+def resolve_two_stages(port: PortBase, task_id: str) -> Repair:
     """Apply R1/R2 to a TASK found in two stages, or raise :class:`Unresolved`."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.errors import FcopError
     from fcop.v4.receipts import classify, validate_receipt
 
@@ -227,9 +230,9 @@ def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
     )
 
 
-def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
+def complete_create_fact(port: PortBase, operation_id: str) -> Repair:
     """R3: publish the create fact of the one TASK that carries ``operation_id``."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.errors import FcopError
     from fcop.v4.encoding import parse_envelope
 
@@ -239,7 +242,7 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
     needle = f"\noperation_id: {operation_id}\n".encode()
     for stage in STAGES:
         for path in sorted(port.stage_dir(stage).glob("TASK-*.md")):
-            if FcopPort._frontmatter_has(path, needle):
+            if frontmatter_has(path, needle):
                 owners.append(path)
     if len(owners) != 1:
         raise Unresolved("create-fact", None, f"{len(owners)} TASKs carry operation {operation_id}")
@@ -278,7 +281,7 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
     return Repair("create-fact", task_id, f"create fact {fact_path.name} published")
 
 
-def _original_claim(port: FcopPort, task_id: str, initial: str) -> Path:
+def _original_claim(port: PortBase, task_id: str, initial: str) -> Path:
     """The one valid ``inbox → active`` receipt of a TASK that left the inbox: its
     ``source_digest`` is the digest of the TASK's bytes as created."""
     from fcop.errors import FcopError
@@ -304,7 +307,7 @@ def _original_claim(port: FcopPort, task_id: str, initial: str) -> Path:
 
 
 def clean_temporaries(
-    port: FcopPort, *, older_than: float = ABANDONED_AFTER, now: float | None = None
+    port: PortBase, *, older_than: float = ABANDONED_AFTER, now: float | None = None
 ) -> list[Repair]:
     """R4: remove abandoned publication temporaries (see the module docstring)."""
     current = time.time() if now is None else now

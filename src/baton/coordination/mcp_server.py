@@ -54,10 +54,10 @@ from baton.coordination.fcop_port import (
     FcopPort,
     ReportInfo,
     TaskInfo,
-    operation_id_for,
 )
 from baton.coordination.intake.screen import subject_problem, unsafe_line
 from baton.coordination.results import ChildOutcome, consolidation_verdict, override_section
+from baton.coordination.task_creation import operation_id_for
 from baton.coordination.team import FcopMcpCompat
 
 __all__ = [

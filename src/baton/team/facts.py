@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from baton.coordination.errors import StateAmbiguous, TaskNotFound
 from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
+from baton.coordination.fcop_records import task_info
 from baton.coordination.ordering import Prerequisite, prerequisite_ids
 from baton.coordination.team import TeamConfig
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
@@ -117,7 +118,7 @@ class FactSource:
                 path = self.port.stage_dir(stage) / f"{task_id}.md"
                 if path.is_file():
                     fields = self.port.inspect_envelope(path)
-                    return self.port._task_info(fields, path, "")
+                    return task_info(fields, path, "")
             return None
 
     def _stored(self, task_id: str, attempt: str | None) -> _Stored:

@@ -11,15 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from baton.coordination.errors import CoordinationError, TaskNotFound
-from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
+from baton.coordination.fcop_records import Stage, TaskInfo
 from baton.coordination.intake.limits import DEFAULT_LIMITS, IntakeLimits
 from baton.coordination.intake.screen import Refused
 from baton.coordination.intake.sweep import Finding, Sweeper, targets
 from baton.coordination.intake.worker import ParseWorker, shared_worker
 
-__all__ = ["Board", "open_tasks"]
+__all__ = ["Board", "TaskReader", "open_tasks"]
+
+
+class TaskReader(Protocol):
+    """What the board needs of the port (``FcopPort`` is one): intake sits below it."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def read_task(self, task_id: str) -> TaskInfo: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +40,7 @@ class Board:
 
 
 def open_tasks(
-    port: FcopPort,
+    port: TaskReader,
     stages: Sequence[Stage] = ("inbox", "active", "review"),
     *,
     worker: ParseWorker | None = None,
