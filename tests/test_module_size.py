@@ -8,13 +8,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 LIMIT = 400
 
-PENDING: dict[str, str] = {
-    "baton/coordination/intake/worker.py": "intake (merged 16:40): its owner states why",
-    "baton/coordination/lifecycle/_core.py": "perf (merged 16:40): its owner states why",
-    "baton/cli/coordination_cmds.py": "cli/team (issues 13, 9): status data moved here with the loop",
-    "baton/cli/render.py": "cli (issue 13): grew with role labels and step marks",
-    "baton/coordination/team.py": "issue 9 rewrites the team configuration with the loop",
-}
+PENDING: dict[str, str] = {}
 """Long modules being rewritten by another issue; each entry must still be long."""
 
 

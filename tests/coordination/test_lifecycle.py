@@ -40,9 +40,9 @@ from baton.coordination.errors import (
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.fcop_workspace import init_workspace
 from baton.coordination.lifecycle import Lifecycle
-from baton.coordination.lifecycle._core import EnvelopeMemo, emitted_frontmatter
 from baton.coordination.lifecycle.claim import claim_operation_id
 from baton.coordination.lifecycle.create import derived_task_id, operation_key
+from baton.coordination.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
 from tests.coordination.conftest import KEY
 
 

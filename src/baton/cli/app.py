@@ -81,6 +81,7 @@ COMMAND_MODULES = (
     "baton.cli.security_cmds",
     "baton.cli.requests_cmds",
     "baton.cli.coordination_cmds",
+    "baton.cli.status_cmds",
     "baton.cli.capabilities_cmd",
     "baton.cli.web_cmd",
 )

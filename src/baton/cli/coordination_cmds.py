@@ -1,4 +1,5 @@
-"""``baton init``, ``task new|list|show``, ``status``, ``sessions``: FCoP from the shell.
+"""``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
+``sessions`` are :mod:`baton.cli.status_cmds`).
 
 A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
@@ -14,8 +15,6 @@ from __future__ import annotations
 
 import sys
 from contextlib import AbstractContextManager
-from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,14 +29,12 @@ from baton.coordination.context import CoordinationContext, init_project
 from baton.coordination.fcop_port import STAGES, TaskInfo
 from baton.coordination.intake.board import open_tasks
 from baton.coordination.intake.screen import subject_problem
-from baton.runner.liveness import span, stall_text
 from baton.security.display import terminal_safe
-from baton.store.live_turns import live_turns
 from baton.store.store import Store
 from baton.team.records import TaskRecord
-from baton.team.views import slot_views, task_views, team_view
+from baton.team.views import task_views
 
-__all__ = ["app", "status_data"]
+__all__ = ["app", "line_safe", "open_store"]
 
 app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
 task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
@@ -46,7 +43,7 @@ app.add_typer(task_app, name="task")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _s(text: object) -> str:
+def line_safe(text: object) -> str:
     """A value inside one of baton's lines, made safe (markup string)."""
     return terminal_safe(str(text), inline=True)
 
@@ -75,10 +72,10 @@ def init(project: ProjectOption = None) -> None:
     ws = result.workspace
     if result.workspace_created:
         console.print(
-            f"created FCoP 4.0 workspace {_s(result.project_dir / 'fcop')} ({_s(ws.workspace_id)})"
+            f"created FCoP 4.0 workspace {line_safe(result.project_dir / 'fcop')} ({line_safe(ws.workspace_id)})"
         )
     else:
-        console.print(f"kept existing FCoP 4.0 workspace ({_s(ws.workspace_id)})")
+        console.print(f"kept existing FCoP 4.0 workspace ({line_safe(ws.workspace_id)})")
     if not ws.authority_adopted:
         typer.echo(
             "baton: warning: this workspace did not adopt baton's evaluator Profile when it was "
@@ -87,16 +84,18 @@ def init(project: ProjectOption = None) -> None:
             err=True,
         )
     config = {"written": "wrote", "appended": "added [team] to", "kept": "kept"}[result.config]
-    console.print(f"{config} {_s(result.project_dir / 'baton.toml')}")
+    console.print(f"{config} {line_safe(result.project_dir / 'baton.toml')}")
     if _ignore_state_dir(result.project_dir):
         console.print(
-            f"added .baton/ to {_s(result.project_dir / '.gitignore')} (keys and the store)"
+            f"added .baton/ to {line_safe(result.project_dir / '.gitignore')} (keys and the store)"
         )
     team = result.team
     roles = ", ".join(
         f"{r.name}{' (leader)' if r.is_leader else ''}={r.agent}" for r in team.roles.values()
     )
-    console.print(f"team {_s(team.name)}: {_s(roles)}; human: {_s(team.human)}")
+    console.print(
+        f"team {line_safe(team.name)}: {line_safe(roles)}; human: {line_safe(team.human)}"
+    )
     console.print(
         'next: baton task new --to PM --subject "…" --body-file TASK.md, then baton up',
         markup=False,
@@ -157,7 +156,7 @@ def task_new(
         )
         return
     note = " (already existed: same request)" if created.existing else ""
-    out().print(f"{_s(created.task_id)} → {_s(to)}{note}")
+    out().print(f"{line_safe(created.task_id)} → {line_safe(to)}{note}")
 
 
 @task_app.command("list")
@@ -188,10 +187,10 @@ def task_list(
     for row in rows:
         state_note = f" [{row['baton_status']}]" if row["baton_status"] else ""
         table.add_row(
-            _s(row["task_id"]),
-            _s(row["stage"]),
-            f"{_s(row['sender'])} → {_s(row['recipient'])}",
-            _s(row["subject"]) + _s(state_note),
+            line_safe(row["task_id"]),
+            line_safe(row["stage"]),
+            f"{line_safe(row['sender'])} → {line_safe(row['recipient'])}",
+            line_safe(row["subject"]) + line_safe(state_note),
         )
     console.print(table)
     console.print(f"{plural(len(rows), 'task')} · `baton task show ID` for one", style="dim")
@@ -252,33 +251,34 @@ def task_show(
         print_json(data)
         return
     console = out()
-    console.print(f"[bold]{_s(task.task_id)}[/]  {_s(task.subject)}")
+    console.print(f"[bold]{line_safe(task.task_id)}[/]  {line_safe(task.subject)}")
     note = f" [{data['baton_status']}]" if data["baton_status"] else ""
     console.print(
-        f"stage {_s(task.stage)}{_s(note)} · {_s(task.sender)} → {_s(task.recipient)}"
-        f" · priority {_s(task.priority)}" + (f" · parent {_s(task.parent)}" if task.parent else "")
+        f"stage {line_safe(task.stage)}{line_safe(note)} · {line_safe(task.sender)} → {line_safe(task.recipient)}"
+        f" · priority {line_safe(task.priority)}"
+        + (f" · parent {line_safe(task.parent)}" if task.parent else "")
     )
     for child in data["children"]:
         console.print(
-            f"  child {_s(child['task_id'])} → {_s(child['recipient'])} \\[{_s(child['stage'])}]"
-            f" {_s(child['subject'])}"
+            f"  child {line_safe(child['task_id'])} → {line_safe(child['recipient'])} \\[{line_safe(child['stage'])}]"
+            f" {line_safe(child['subject'])}"
         )
     for report in data["reports"]:
         console.print(
-            f"  report {_s(report['report_id'])} from {_s(report['sender'])}:"
-            f" {_s(report['result'])} ({_s(report['report_kind'])})"
+            f"  report {line_safe(report['report_id'])} from {line_safe(report['sender'])}:"
+            f" {line_safe(report['result'])} ({line_safe(report['report_kind'])})"
         )
     console.print()
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
 
 
-def _open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
+def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
     """The project's store for reading (the composition root's reading view)."""
     return Baton.reading(config=load_config(ctx.project_dir))
 
 
 def _records(ctx: CoordinationContext) -> dict[str, TaskRecord]:
-    with _open_store(ctx) as store:
+    with open_store(ctx) as store:
         return {r.task_id: r for r in task_views(store, limit=100_000)}
 
 
@@ -297,158 +297,3 @@ def _task_row(task: TaskInfo, records: dict[str, TaskRecord]) -> dict[str, Any]:
         "report_ref": record.report_ref if record else None,
         "note": (record.reason or "") if record else "",
     }
-
-
-def status_data(ctx: CoordinationContext) -> dict[str, Any]:
-    """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
-    with _open_store(ctx) as store:
-        view = team_view(store, ctx.team, ctx.port)
-        turns = live_turns(store)
-    data = view.to_json()
-    roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
-    now = datetime.now(UTC)
-    return {
-        "project": str(ctx.project_dir),
-        "workspace": {
-            "workspace_id": ctx.port.workspace_id,
-            "approvals": ctx.port.can_authorize,
-        },
-        "daemon": data["daemon"],
-        "daemon_pid": data["daemon_pid"],
-        "updated_at": data["updated_at"],
-        "team": data["team"],
-        "roles": data["roles"],
-        "sessions": data["slots"],
-        "turns": [{**t.to_json(now), "role": roles.get(t.session_id or "")} for t in turns],
-        "board": {"counts": data["counts"], "open": data["tasks"]},
-        "pending_reviews": data["pending_reviews"],
-        "questions": data["questions"],
-        "human_tasks": data["human_tasks"],
-        "attention": data["attention"],
-        "interrupted": data["interrupted"],
-        "refusals": data["refusals"],
-        "unsafe_files": data["unsafe_files"],
-    }
-
-
-def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
-    """`` UNAPPROVED 2`` / `` AGENT APPROVES`` for a role's sessions (audit and approval mode)."""
-    mine = [s for s in sessions if s.get("role") == role]
-    count = sum(int(s.get("unapproved_mutations") or 0) for s in mine)
-    flags = f"  UNAPPROVED MUTATIONS {count}" if count else ""
-    if any(s.get("approval") == "self_approves" for s in mine):
-        flags += "  AGENT APPROVES ITSELF (agent_approves)"
-    return flags
-
-
-def _turn_state(turn: dict[str, Any]) -> str:
-    """``⏳ the agent has said nothing for 1m 0s (…)`` for a stalled turn, else ``working``."""
-    if turn["stalled"]:
-        return f"[yellow]⏳ stalled: {stall_text(turn['silent_ms'], turn['timeout_in_ms'])}[/]"
-    return f"working (since {_s(turn['started_at'])})"
-
-
-def _attention_line(t: dict[str, Any]) -> str:
-    answer = t["attention"]["request_id"] if t["attention"] else "-"
-    return (
-        f"needs attention: {_s(t['task_id'])} ({_s(t['role'])}): {_s(t['note'])}"
-        f" \\[{_s(t['issue_id'])}] · answer {_s(answer)}"
-    )
-
-
-@app.command()
-def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
-    """Roles, sessions, the task board, and what waits for you."""
-    data = status_data(coordination(project))
-    if as_json:
-        print_json(data)
-        return
-    console = out()
-    counts = data["board"]["counts"]
-    console.print(f"project {_s(data['project'])} · daemon {_s(data['daemon'])}")
-    console.print("tasks: " + " · ".join(f"{_s(k)} {v}" for k, v in counts.items()))
-    console.print("roles:")
-    for r in data["roles"]:
-        paused = f"  paused {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
-        lead = " (leader)" if r["leader"] else ""
-        flags = _security_flags(data["sessions"], r["role"])
-        console.print(
-            f"  {_s(r['role'])}{lead}: {_s(r['agent'])} ×{r['concurrency']}"
-            f" {_s(r['permissions'])}{paused}{flags}"
-        )
-    if data["turns"]:
-        console.print("turns running:")
-        for t in data["turns"]:
-            console.print(
-                f"  {_s(t['role'] or 'run ' + t['run_id'])} {_s(t['turn_id'])}: {_turn_state(t)}"
-            )
-    if data["board"]["open"]:
-        console.print("open tasks:")
-        for t in data["board"]["open"]:
-            extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
-            console.print(
-                f"  {_s(t['stage']):<7} {_s(t['task_id'])} {_s(t['sender'])} → "
-                f"{_s(t['recipient'])}: {_s(t['subject'])}{_s(extra)}"
-            )
-    for r in data["pending_reviews"]:
-        state = (
-            "answered, applied by the next `baton up`" if r["status"] == "answered" else r["status"]
-        )
-        console.print(
-            f"review for {_s(data['team']['human'])}: {_s(r['task_id'])} "
-            f"({_s(r['subject'])}) report {_s(r['report_id'])} result {_s(r['result'])}"
-            f" \\[{_s(state)}] {_s(r['request_id'])}"
-        )
-    for q in data["questions"]:
-        console.print(f"question from {_s(q['role'])} ({_s(q['request_id'])}): {_s(q['question'])}")
-    for t in data["attention"]:
-        console.print(_attention_line(t))
-    for r in data["refusals"]:
-        console.print(
-            f"refused inbox entry {_s(r['name'])}: {_s(r['reason'])} \\[{_s(r['issue_id'])}]"
-        )
-    for u in data["unsafe_files"]:
-        console.print(
-            f"unsafe file {_s(u['path'])}: {_s(u['reason'])} ({_s(u['detail'])}); not read, "
-            "`baton up` quarantines it"
-        )
-    if data["pending_reviews"] or data["questions"] or data["attention"]:
-        console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
-
-
-@app.command()
-def sessions(
-    as_json: Annotated[bool, typer.Option("--json", help="NDJSON, one session per line.")] = False,
-    project: ProjectOption = None,
-) -> None:
-    """Per-session records: turns, tool calls, usage, files changed, last report."""
-    ctx = coordination(project)
-    with _open_store(ctx) as store:
-        rows = [asdict(s) for s in slot_views(store)]
-        now = datetime.now(UTC)
-        stalled = {t.session_id: t.silence_ms(now) for t in live_turns(store) if t.stalled}
-    for row in rows:
-        row["stalled_ms"] = stalled.get(row["session_id"]) if row["session_id"] else None
-    if as_json:
-        print_ndjson(rows)
-        return
-    console = out()
-    if not rows:
-        console.print("no sessions yet (baton up starts them when work arrives)")
-        return
-    for s in rows:
-        usage = s["usage"]
-        tokens = (
-            f"{usage['input_tokens']} in / {usage['output_tokens']} out"
-            if usage["availability"] == "reported"
-            else "usage unavailable"
-        )
-        console.print(
-            f"{_s(s['name']):<8} {_s(s['agent']):<10} {_s(s['status']):<8} "
-            f"session {_s(s['session_id'] or '-')} · "
-            f"{plural(s['turns'], 'turn')} · {plural(s['tool_calls_count'], 'tool call')} · "
-            f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
-            f"last report {_s(s['last_report_ref'] or '-')}"
-            f"{_security_flags([s], s['role'])}"
-            + (f"  STALLED {span(s['stalled_ms'])}" if s["stalled_ms"] is not None else "")
-        )

@@ -7,16 +7,14 @@ titles, error messages) reaches the terminal only through
 when an agent line tries the same. With several sessions on one stream (``baton up``),
 every line carries the role it comes from.
 
-The renderer also keeps the tally a caller needs for its exit code (denied requests,
-failed steps) and the requests still waiting for an answer.
+Each renderer also keeps the :class:`~baton.cli.tally.Tally` a caller needs for its exit
+code (denied requests, failed steps) and the requests still waiting for an answer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
@@ -25,6 +23,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from baton.cli.tally import DEFERRED_CODES, Tally, refusal_code
 from baton.events.model import (
     CanonicalEvent,
     FileWritten,
@@ -36,7 +35,6 @@ from baton.events.model import (
     RequestCancelled,
     RequestCreated,
     RequestExpired,
-    RequestRejected,
     SecurityApprovalBypass,
     SecurityUnapprovedMutation,
     SessionFailed,
@@ -56,37 +54,12 @@ from baton.events.model import (
 from baton.runner.liveness import resumed_text, stall_text
 from baton.security.display import terminal_safe
 
-__all__ = ["HumanRenderer", "NdjsonRenderer", "RequestHint", "Tally", "safe"]
-
-__all__ = [
-    "HumanRenderer",
-    "NdjsonRenderer",
-    "safe",
-]
+__all__ = ["HumanRenderer", "Labeler", "NdjsonRenderer", "RequestHint", "safe"]
 
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
 _FAILED_STEP_MARK = "✘"
 _DEFERRED_MARK = "⏳"
-DEFERRED_CODES = frozenset({"CHILDREN_OPEN"})
-"""Tool refusals that mean "not yet" in a healthy flow, not a failure: a leader's report
-while its delegated tasks still run (``coordination.mcp_server`` ``write_report``)."""
-
-
-def _refusal_code(payload: _ToolExecution) -> str | None:
-    """The ``{"error": {"code": …}}`` of a refused MCP tool call, if its output is one."""
-    text = payload.output.tail if payload.output else ""
-    if not text.lstrip().startswith("{") or len(text) > 8192:
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, str) else None
-
-
 RequestHint = Callable[[RequestCreated], str | None]
 """What to print under a new request (how and where to answer it), or nothing."""
 
@@ -118,59 +91,6 @@ class NdjsonRenderer:
 
     def close(self) -> None:
         self.stream.flush()
-
-
-class Tally:
-    """What a run's exit code depends on beyond the turn's outcome, and what still waits."""
-
-    def __init__(self) -> None:
-        self.denied = 0
-        self.expired = 0
-        self.failed_steps = 0
-        self.waiting: dict[str, RequestCreated] = {}
-        self.last_event = time.monotonic()
-
-    def __call__(self, event: CanonicalEvent) -> None:
-        self.last_event = time.monotonic()
-        payload = event.payload
-        if isinstance(payload, RequestCreated):
-            self.waiting[payload.request_id] = payload
-        elif isinstance(payload, RequestAnswered):
-            self.waiting.pop(payload.request_id, None)
-            answer = payload.answer if isinstance(payload.answer, dict) else {}
-            if answer.get("decision") in ("deny", "reject") or answer.get("outcome") in (
-                "cancelled",
-                "deny",
-            ):
-                self.denied += 1
-        elif isinstance(payload, RequestExpired):
-            self.waiting.pop(payload.request_id, None)
-            self.expired += 1
-        elif isinstance(payload, RequestCancelled | RequestRejected):
-            self.waiting.pop(payload.request_id, None)
-        elif (
-            isinstance(payload, ToolExecutionCompleted)
-            and payload.status == "failed"
-            and _refusal_code(payload) not in DEFERRED_CODES
-        ):
-            self.failed_steps += 1
-
-    @property
-    def clean(self) -> bool:
-        return self.denied == 0 and self.expired == 0 and self.failed_steps == 0
-
-    def describe(self) -> str:
-        """``1 request denied, 1 step failed``: what kept the turn from running every step."""
-        parts = []
-        for count, what in (
-            (self.denied, "request denied"),
-            (self.expired, "request expired unanswered"),
-            (self.failed_steps, "step failed"),
-        ):
-            if count:
-                noun, _, rest = what.partition(" ")
-                parts.append(f"{count} {noun}{'' if count == 1 else 's'} {rest}")
-        return ", ".join(parts)
 
 
 class HumanRenderer:
@@ -357,7 +277,7 @@ class HumanRenderer:
             self._refresh()
             style = _STATUS_STYLE.get(payload.status, "white")
             mark = {"completed": "✔", "failed": "✘"}.get(payload.status, "■")
-            if payload.status == "failed" and _refusal_code(payload) in DEFERRED_CODES:
+            if payload.status == "failed" and refusal_code(payload) in DEFERRED_CODES:
                 self._deferred_titles.add(payload.title)
                 self._print(
                     Text.assemble(

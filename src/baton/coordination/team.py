@@ -11,6 +11,9 @@ and final REPORTs addressed to it become human requests, never agent work.
 
 Parsing is pure (a mapping in, a frozen :class:`TeamConfig` out) and every
 problem is a :class:`~baton.errors.ConfigError` naming the key.
+
+Length: one configuration section, its frozen types, defaults and the check of
+each key side by side (a key's meaning, default and refusal are changed together).
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ garbage, the child is killed and reaped, the file is refused
 starts a fresh child. A memory error inside the child is answered, then the
 child exits so the next file gets a clean heap. One request at a time
 (a lock): the daemon calls it from worker threads.
+
+Length: both ends of one pipe protocol, the parent's deadlines and kills
+(:class:`ParseWorker`) and the child's limits, bounded read and verdict
+(:func:`main`), so the request and answer shapes, and which side enforces which
+bound, are read and changed in one place.
 """
 
 from __future__ import annotations

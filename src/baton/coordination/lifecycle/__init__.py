@@ -23,11 +23,11 @@ writer is off and callers use ``fcop.Project``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from baton.coordination.lifecycle._fcop import PINNED, publish_temporary, supported
+from baton.coordination.lifecycle.location import TaskLocation
 
 __all__ = [
     "PINNED",
@@ -50,37 +50,6 @@ def open_writer(
 ) -> Lifecycle | None:
     """The writer for ``root``, or None when the installed ``fcop`` is not the pinned one."""
     return Lifecycle(root, trusted_profiles=trusted_profiles) if available() else None
-
-
-@dataclass(frozen=True, slots=True)
-class TaskLocation:
-    """One TASK's location and baton's claim of it, found in O(1) without writing."""
-
-    task_id: str
-    stages: tuple[str, ...]
-    """Every stage holding ``TASK-….md`` (two during a move's window, none if absent)."""
-    claim_receipt: str | None
-    """Workspace-relative path of baton's T2 receipt, when one exists."""
-    claim_stage: str | None = None
-    """That receipt's stage: PREPARED, TARGET_DURABLE or COMMITTED."""
-    claim_state: str | None = None
-    """fcop's classification of it (``fcop.v4.receipts.classify``): NOT_COMMITTED,
-    RECOVERABLE_DUPLICATE, COMMITTED, DIVERGENT_DUPLICATE or INDETERMINATE."""
-    temporaries: tuple[str, ...] = ()
-    """fcop ``publish`` temporaries of this TASK left in ``inbox/`` or ``active/`` by a crash."""
-
-    @property
-    def two_stage(self) -> bool:
-        return len(self.stages) > 1
-
-    @property
-    def needs_recovery(self) -> bool:
-        """A crash left something :meth:`Lifecycle.recover` settles."""
-        return (
-            self.two_stage
-            or bool(self.temporaries)
-            or (self.claim_stage is not None and self.claim_stage != "COMMITTED")
-        )
 
 
 def create_request(

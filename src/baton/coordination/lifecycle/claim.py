@@ -55,8 +55,9 @@ from fcop.v4.receipts import (
     validate_receipt,
 )
 
-from baton.coordination.lifecycle._core import Vanished, Workspace, frontmatter_roundtrips
+from baton.coordination.lifecycle._core import Vanished, Workspace
 from baton.coordination.lifecycle._fcop import fail, validate
+from baton.coordination.lifecycle.envelopes import frontmatter_roundtrips
 
 __all__ = ["CLAIM_NAMESPACE", "claim", "claim_operation_id", "claim_receipt_path"]
 

@@ -31,10 +31,10 @@ from fcop.v4.encoding import operation_lock, read_json
 from fcop.v4.linearization import family_boundary
 from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
-from baton.coordination.lifecycle import TaskLocation
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail
 from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
+from baton.coordination.lifecycle.location import TaskLocation
 
 __all__ = ["complete_fact", "inspect", "recover", "recover_receipt"]
 
