@@ -189,15 +189,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "baton.coordination.lifecycle._core",
-            "baton.coordination.lifecycle.claim",
-            "baton.coordination.lifecycle.create",
-        }
-    ): "perf (issue 15, merged 16:40): the lifecycle package's modules import each other",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 """Cycles another issue is removing; each must still exist (a stale entry fails)."""
 
 

@@ -107,11 +107,11 @@ class Lifecycle:
         *,
         trusted_profiles: Mapping[str, Callable[..., str]] | None = None,
     ) -> None:
-        from baton.coordination.lifecycle._core import Workspace
         from baton.coordination.lifecycle._fcop import prime
+        from baton.coordination.lifecycle.create import CreatingWorkspace
 
         prime()
-        self._ws = Workspace.open(root, trusted_profiles=trusted_profiles)
+        self._ws = CreatingWorkspace.open(root, trusted_profiles=trusted_profiles)
 
     @property
     def root(self) -> Path:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,9 +69,6 @@ def _settled(read: Callable[[], _R], subject: str, attempts: int = 4) -> _R:
         return read()
     except Vanished as exc:
         raise fail("STATE_AMBIGUOUS", "TASK moved while it was read", subject=subject) from exc
-
-
-_DERIVED_TASK_ID: ContextVar[str | None] = ContextVar("baton_derived_task_id", default=None)
 
 
 class Workspace(_Creation):
@@ -277,30 +273,3 @@ class Workspace(_Creation):
             self._trigger_fault("transition", stage)
         if self.crash_hook is not None:
             self.crash_hook(operation, stage)
-
-    # ------------------------------------------------------ creation hooks
-
-    def create_task(self, **kwargs: Any) -> dict[str, Any]:
-        """fcop's ``create_task`` (plan, branch lock, commit) with a derived TASK id."""
-        from baton.coordination.lifecycle.create import derived_task_id, operation_key
-
-        workspace_id, operation_id = kwargs.get("workspace_id"), kwargs.get("operation_id")
-        if not isinstance(workspace_id, str) or not isinstance(operation_id, str):
-            return dict(super().create_task(**kwargs))  # fcop refuses the request
-        token = _DERIVED_TASK_ID.set(derived_task_id(operation_key(workspace_id, operation_id)))
-        try:
-            return dict(super().create_task(**kwargs))
-        finally:
-            _DERIVED_TASK_ID.reset(token)
-
-    def _common(self, kind: str, sender: str, recipient: str) -> dict[str, Any]:
-        fields: dict[str, Any] = super()._common(kind, sender, recipient)
-        derived = _DERIVED_TASK_ID.get()
-        if kind == "TASK" and derived is not None:
-            fields["task_id"] = derived  # same key order, fcop's value shape
-        return fields
-
-    def _commit_create_operation(self, plan: dict[str, Any]) -> dict[str, Any]:
-        from baton.coordination.lifecycle.create import commit
-
-        return commit(self, plan)

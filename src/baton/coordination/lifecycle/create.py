@@ -33,6 +33,7 @@ names and for a leftover temporary of the fact (both scans of
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, read
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail, validate
 
-__all__ = ["derived_task_id", "operation_key"]
+__all__ = ["CreatingWorkspace", "derived_task_id", "operation_key"]
 
 
 def operation_key(workspace_id: str, operation_id: str) -> str:
@@ -285,3 +286,33 @@ def _complete(
         )
     publish_fact(ws, fact_path, found[1])
     return _replay(ws, plan, fact_path)  # the TASK back, or fcop's answer if it moved on
+
+
+_DERIVED_TASK_ID: ContextVar[str | None] = ContextVar("baton_derived_task_id", default=None)
+
+
+class CreatingWorkspace(Workspace):
+    """The workspace baton writes through: fcop's ``create_task`` with a TASK id derived
+    from the operation (no history scan) and baton's :func:`commit`. A subclass here, not
+    methods of :class:`~._core.Workspace`, so the core never imports its writers."""
+
+    def create_task(self, **kwargs: Any) -> dict[str, Any]:
+        """fcop's ``create_task`` (plan, branch lock, commit) with a derived TASK id."""
+        workspace_id, operation_id = kwargs.get("workspace_id"), kwargs.get("operation_id")
+        if not isinstance(workspace_id, str) or not isinstance(operation_id, str):
+            return dict(super().create_task(**kwargs))  # fcop refuses the request
+        token = _DERIVED_TASK_ID.set(derived_task_id(operation_key(workspace_id, operation_id)))
+        try:
+            return dict(super().create_task(**kwargs))
+        finally:
+            _DERIVED_TASK_ID.reset(token)
+
+    def _common(self, kind: str, sender: str, recipient: str) -> dict[str, Any]:
+        fields: dict[str, Any] = super()._common(kind, sender, recipient)
+        derived = _DERIVED_TASK_ID.get()
+        if kind == "TASK" and derived is not None:
+            fields["task_id"] = derived  # same key order, fcop's value shape
+        return fields
+
+    def _commit_create_operation(self, plan: dict[str, Any]) -> dict[str, Any]:
+        return commit(self, plan)
