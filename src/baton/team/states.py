@@ -1,6 +1,7 @@
-"""The team loop's lifecycles as data: a task, a role slot, a turn. No I/O.
+"""The team loop's lifecycles as data: a task, a role slot, a dispatch. No I/O.
 
-Like :mod:`baton.requests.states` (h11's ``_state.py`` rule), everything that
+Each is a :class:`~baton.statetable.StateTable`, like every lifecycle in baton
+(h11's ``_state.py`` rule): everything that
 decides whether something may move lives in one table per lifecycle, the
 store keeps the state verbatim, and an illegal move raises
 :class:`IllegalTeamTransition` naming the machine, the state and the event.
