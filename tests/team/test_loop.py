@@ -490,3 +490,83 @@ async def test_a_stop_during_start_up_ends_the_run(
     # it let go of the project: the next ``baton up`` runs
     again = await asyncio.wait_for(team.run_idle(team.loop(team.factory())), WAIT)
     assert not again.stopped
+
+
+async def test_a_turn_the_human_cancels_needs_attention_and_a_retry_re_prompts(
+    team: Team, port: FcopPort
+) -> None:
+    """Issue 14: the dashboard's Cancel turn on a team run's role (a control row)."""
+    from baton.coordination.binding import OutboxRecord, SlotAccess
+    from baton.requests.ledger import Ledger
+    from baton.store import team_sql
+    from baton.team.controls import ControlRefused, request_cancel
+    from baton.team.records import SlotRecord, TurnRecord
+
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="Long", body="b")
+    working = asyncio.Event()
+
+    async def dev(agent: Agent, prompt: str) -> TurnResult | None:
+        if "[baton] Retry" in prompt or "asked to retry" in prompt or working.is_set():
+            agent.call("write_report", result="done", body="done on the second go")
+            return None
+        working.set()
+        await agent.cancelled.wait()
+        return TurnResult("cancelled", stop_reason="cancelled")
+
+    factory = team.factory({"DEV": dev})
+    run = asyncio.create_task(team.run_idle(team.loop(factory)))
+    await asyncio.wait_for(working.wait(), WAIT)
+    # What the page can get wrong is refused before anything reaches the daemon.
+    with pytest.raises(ControlRefused, match="no longer on TASK-x"):
+        request_cancel(team.store, "DEV", task_id="TASK-x", reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="QA is idle"):
+        request_cancel(team.store, "QA", task_id=None, reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="no role slot"):
+        request_cancel(team.store, "NOPE", task_id=None, reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="over 500"):
+        request_cancel(team.store, "DEV", task_id=None, reason="x" * 501, via="dashboard")
+    # The daemon checks again: a row for an earlier dispatch of the slot cancels nothing.
+    slot = SlotRecord.from_row(team.store.read_tx(lambda tx: team_sql.SLOTS.get(tx, "DEV")))
+    SlotAccess(team.store, "DEV").post(
+        OutboxRecord(
+            kind="cancel_turn",
+            role="DEV",
+            task_id=task.task_id,
+            attempt_id=None,
+            data={"pointer_seq": slot.pointer_seq - 1, "via": "dashboard", "reason": "late"},
+        )
+    )
+
+    async def consumed() -> None:
+        while team.store.read_tx(team_sql.open_outbox):
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(consumed(), WAIT)
+    assert factory.sessions["DEV"].cancels == [] and not run.done()
+    posted = request_cancel(
+        team.store, "DEV", task_id=task.task_id, reason="wrong approach", via="dashboard"
+    )
+    assert posted["task_id"] == task.task_id
+    summary = await run
+    session = factory.sessions["DEV"]
+    said = "ADMIN cancelled the turn from the dashboard: wrong approach"
+    assert session.cancels == [said]
+    assert len(factory.prompts_for("DEV")) == 1  # not re-prompted behind the human's back
+    assert summary.stalled == (task.task_id,)
+    record = records(team)[task.task_id]
+    assert record.state is TaskState.NEEDS_ATTENTION and said in (record.reason or "")
+    turn = TurnRecord.from_row(team.store.read_tx(lambda tx: team_sql.TURNS.last(tx, task.task_id)))
+    assert turn.outcome == "cancelled" and turn.cancelled_by == said
+    # The cancel row was consumed: a second daemon does not cancel anything again.
+    assert team.store.read_tx(team_sql.open_outbox) == []
+    # The human's retry re-prompts the task (with its context), which now reports.
+    assert record.attention_request is not None
+    await Ledger(team.store).answer(
+        record.attention_request,
+        ElicitationAnswer(action="accept", content={"note": "go on"}),
+        decided_by="human",
+    )
+    again = team.factory({"DEV": dev})
+    await team.run_idle(team.loop(again))
+    assert len(again.prompts_for("DEV")) == 1 and again.sessions["DEV"].cancels == []
+    assert port.read_task(task.task_id).stage == "review"

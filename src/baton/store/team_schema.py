@@ -21,7 +21,8 @@ What FCoP has no place for lives here, and only here (the retired
     the one ``baton up`` that owns the project (pid and start time, checked by
     the MCP servers before every write).
 ``team_outbox``
-    what the role MCP tools hand the daemon (``ask_human``, review decisions).
+    what the role MCP tools hand the daemon (``ask_human``, review decisions), and
+    the human's controls (``cancel_turn``, :mod:`baton.team.controls`).
 ``team_questions``, ``team_refusals``, ``team_meta``
     ``ask_human`` questions, refused inbox entries, one-off facts (migrations).
 
@@ -191,5 +192,11 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE team_slots ADD COLUMN unapproved_mutations INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE team_slots ADD COLUMN approval TEXT;
         """,
+    ),
+    Migration(
+        "team.0004_turn_cancelled_by",
+        # Who cancelled a turn from outside the agent (the human, from the dashboard):
+        # such a turn goes to needs_attention instead of being re-prompted.
+        "ALTER TABLE team_turns ADD COLUMN cancelled_by TEXT;",
     ),
 )

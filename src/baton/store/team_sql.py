@@ -73,6 +73,7 @@ TURN_COLUMNS: Final = (
     "run_id",
     "started_at",
     "ended_at",
+    "cancelled_by",
 )
 SLOT_COLUMNS: Final = (
     "slot",

@@ -57,6 +57,10 @@ class RoleSession(Protocol):
         """Run one turn; return its outcome (raise only for a dead session)."""
         ...
 
+    async def cancel(self, reason: str) -> None:
+        """Ask the agent to stop the running turn; its ``prompt()`` returns as it ends."""
+        ...
+
     async def close(self) -> None: ...
 
 

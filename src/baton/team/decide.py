@@ -29,8 +29,9 @@ The rules, in the order they are checked:
    head is submitted (T3). Nothing dispatched yet: the task prompt (or the
    revision prompt after T5). After a finished turn without a report: open
    children → wait; an open question → wait, an answered one → the answer as
-   a turn; a failed/cancelled turn → re-prompt with context while retries last,
-   then ``failed``; all children reported → consolidate (once per attempt);
+   a turn; a turn the human cancelled → ``needs_attention`` (their retry
+   re-prompts it); a failed/cancelled turn → re-prompt with context while
+   retries last, then ``failed``; all children reported → consolidate (once per attempt);
    then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all.
 5. ``review``: the human's review request is opened (in the same transaction
    as the record), waited for, and its answer applied (T4/T5); a role's
@@ -249,6 +250,8 @@ def _active(f: Facts, p: TeamRules) -> Step:
             return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
         return _work(f, "consolidate" if f.children else "work", p)
     # The last turn of this attempt finished without a report.
+    if turn.cancelled_by and record is not None and record.state is TaskState.TURN_FINISHED:
+        return Attention(f"{turn.cancelled_by} (no report was filed)")
     if open_children:
         return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
     question = f.question

@@ -24,7 +24,10 @@ from baton.store import requests_sql, team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
+from baton.team.controls import CANCEL_TURN, cancel_ask
+from baton.team.executor import Executor
 from baton.team.records import OutboxEntry, QuestionRecord, TaskRecord
+from baton.team.slots import Slots
 from baton.team.startup import LIVE_STATES, utc_now
 
 __all__ = ["HumanSide"]
@@ -39,6 +42,8 @@ class HumanSide:
     journal: Journal
     ledger: Ledger
     run_id: str
+    slots: Slots
+    executor: Executor
     _busy: int
     _outbox_lock: asyncio.Lock
     _waiting: dict[str, asyncio.Task[None]]
@@ -86,6 +91,10 @@ class HumanSide:
         if entry.kind == "ask_human":
             await self._ask_human(entry, now)
             return
+        if entry.kind == CANCEL_TURN:
+            await self.store.write(lambda tx: team_sql.consume_outbox(tx, entry.id, now))
+            await self._cancel_turn(entry)
+            return
         await self.store.write(lambda tx: team_sql.consume_outbox(tx, entry.id, now))
         if entry.task_id:
             self.schedule(entry.task_id)  # a review decision (its REVIEW is in FCoP)
@@ -132,6 +141,13 @@ class HumanSide:
         await self.journal.commit(change.payloads if known is None and ask_id else (), write)
         if known is None and ask_id and entry.task_id:
             self._watch_request(question.request_id or "", entry.task_id)
+
+    async def _cancel_turn(self, entry: OutboxEntry) -> None:
+        """The human's cancel (:mod:`baton.team.controls`): the slot's turn, if still it."""
+        ask = cancel_ask(entry.slot, entry.data)
+        slot = next((s for s in self.slots.all() if s.name == entry.slot), None)
+        if ask is None or slot is None or not await self.executor.cancel_turn(slot, ask):
+            log.info("cancel of %s's turn (outbox %s): no such turn running", entry.slot, entry.id)
 
     # --------------------------------------------------------- human requests
 

@@ -113,6 +113,8 @@ class TurnRecord:
     run_id: str | None = None
     """The daemon run that dispatched it."""
     ended_at: str | None = None
+    cancelled_by: str | None = None
+    """Who asked baton to cancel the turn while it ran (the human, from the dashboard)."""
 
     def row(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -102,6 +102,9 @@ class AcpRoleSession:
             approval=self.session.approval.klass if self.session.approval else None,
         )
 
+    async def cancel(self, reason: str) -> None:
+        await self.session.cancel(reason)
+
     async def close(self) -> None:
         await self.session.close("the daemon released the role session")
 

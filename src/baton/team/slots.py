@@ -24,6 +24,7 @@ from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.tx import Tx
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult
+from baton.team.controls import CancelAsk
 from baton.team.records import SlotRecord, UsageTotals
 from baton.team.states import SLOT, SlotEvent, SlotState
 
@@ -56,6 +57,10 @@ class Slot:
     record: SlotRecord
     session: RoleSession | None = None
     busy: bool = False
+    prompting: bool = False
+    """A turn's prompt is with the agent right now (a cancel can reach it)."""
+    cancel: CancelAsk | None = None
+    """The human asked to cancel the turn that is running (cleared when the next starts)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -26,6 +26,7 @@ from baton.team import decide as d
 from baton.team import steps
 from baton.team.book import RecordMoved, TaskBook
 from baton.team.contract import TurnResult
+from baton.team.controls import CancelAsk
 from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
@@ -146,6 +147,7 @@ class RoleTurnDriver(TaskBook):
             await self._start(turn)
             if self.prompt_started is not None:
                 self.prompt_started(slot.name, turn.record.task_id, time.monotonic())
+            slot.cancel, slot.prompting = None, True
             try:
                 result = await session.prompt(turn.prompt)
             except asyncio.CancelledError:
@@ -155,9 +157,26 @@ class RoleTurnDriver(TaskBook):
                 log.exception("%s: prompt failed", slot.name)
                 result = TurnResult("failed", error=f"{type(exc).__name__}: {exc}")
                 await self.slots.drop_session(slot, reason=str(exc))
-            await self._finish(turn, result)
+            finally:
+                slot.prompting = False
+            asked, slot.cancel = slot.cancel, None
+            await self._finish(turn, result, asked.text(self.team.human) if asked else None)
         finally:
             self.live.discard(key)
+
+    async def cancel_turn(self, slot: Slot, ask: CancelAsk) -> bool:
+        """Cancel ``slot``'s running turn if it is still the one the human saw."""
+        session = slot.session
+        if (
+            session is None
+            or not slot.prompting
+            or slot.cancel is not None
+            or slot.record.pointer_seq != ask.pointer_seq
+        ):
+            return False
+        slot.cancel = ask
+        await session.cancel(ask.text(self.team.human))
+        return True
 
     async def _turn_commit(
         self,
@@ -236,7 +255,7 @@ class RoleTurnDriver(TaskBook):
                 turn_changes={"ended_at": self.now(), "error": reason},
             )
 
-    async def _finish(self, turn: RoleTurn, result: Any) -> None:
+    async def _finish(self, turn: RoleTurn, result: Any, cancelled_by: str | None = None) -> None:
         slot = turn.slot
         counters = (
             self.slots.counters_after(slot, result)
@@ -258,6 +277,7 @@ class RoleTurnDriver(TaskBook):
                 "tool_calls": result.tool_calls,
                 "error": result.error,
                 "ended_at": self.now(),
+                "cancelled_by": cancelled_by,
             },
             slot_changes=counters,
             files=result.files_changed,

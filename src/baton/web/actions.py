@@ -9,10 +9,12 @@ validation, so the page can do nothing the CLI refuses:
 * **start a run** = ``baton run --json --agent A --wait-timeout S -``: a child
   process of this server, the prompt on stdin; its requests wait in the ledger
   and are answered here like any other;
-* **cancel a turn** = Ctrl-C on that ``baton run``: SIGINT to the process that
-  owns the run, only when the run is a one-off ``run`` that is still running,
-  owned by a live baton process on this machine and boot. A team run's turns
-  are not cancelled from here (the daemon has no per-turn control channel yet).
+* **cancel a turn** of a one-off run = Ctrl-C on that ``baton run``: SIGINT to
+  the process that owns the run, only when it is still running, owned by a live
+  baton process on this machine and boot;
+* **cancel a role's turn** in a team run: a control row the owning ``baton up``
+  consumes (:mod:`baton.team.controls`); the daemon cancels the turn and the TASK
+  goes to *needs attention* (the human's retry re-prompts it).
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from baton.coordination.intake.screen import subject_problem
 from baton.errors import BatonError, ConfigError
 from baton.lifeline import boot_id
 from baton.store.store import Store
+from baton.team.controls import ControlRefused, request_cancel
 
 __all__ = [
     "MAX_PROMPT_BYTES",
     "ActionRefused",
     "RunLauncher",
+    "cancel_role_turn",
     "cancel_run",
     "create_task",
 ]
@@ -101,8 +105,8 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
         raise ActionRefused(f"run {run_id} is {run.status}; there is no turn to cancel")
     if run.kind != "run":
         raise ActionRefused(
-            f"run {run_id} is a {run.kind!r} run; only one-off runs can be cancelled here "
-            "(stop a team with Ctrl-C where `baton up` runs)"
+            f"run {run_id} is a {run.kind!r} run: cancel a role's turn with "
+            "POST /api/team/slots/{slot}/cancel (the team board's Cancel turn)"
         )
     meta = run.meta
     pid = meta.get("pid")
@@ -115,6 +119,16 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
         raise ActionRefused(f"the process that owns run {run_id} is not running on this machine")
     os.kill(pid, signal.SIGINT)
     return {"run_id": run_id, "signalled": pid}
+
+
+def cancel_role_turn(
+    store: Store, slot: str, *, task_id: str | None, reason: str
+) -> dict[str, Any]:
+    """Ask the team's daemon to cancel ``slot``'s running turn (blocking: call off-loop)."""
+    try:
+        return request_cancel(store, slot, task_id=task_id, reason=reason, via="dashboard")
+    except ControlRefused as exc:
+        raise ActionRefused(str(exc)) from None
 
 
 @dataclass

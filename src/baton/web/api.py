@@ -37,7 +37,7 @@ from baton.store.history import (
 )
 from baton.store.live_turns import live_turns
 from baton.store.records import RunRecord
-from baton.web.actions import cancel_run, create_task
+from baton.web.actions import cancel_role_turn, cancel_run, create_task
 from baton.web.answers import submit_answer
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.context import WebContext
@@ -365,6 +365,22 @@ def api_routes(ctx: WebContext) -> list[Route]:
         result = await asyncio.to_thread(cancel_run, ctx.store, request.path_params["run_id"])
         return JSONResponse(result, status_code=202)
 
+    async def cancel_slot_turn(request: Request) -> Response:
+        if ctx.board is None:
+            raise ApiError(404, "NoTeam", "this server has no team")
+        data = await read_json_body(request)
+        task_id = _str_field(data, "task_id", required=False)
+        reason = _str_field(data, "reason", required=False) or ""
+        result = await asyncio.to_thread(
+            cancel_role_turn,
+            ctx.store,
+            request.path_params["slot"],
+            task_id=task_id,
+            reason=reason,
+        )
+        ctx.hub.poke()
+        return JSONResponse(result, status_code=202)
+
     async def list_requests(request: Request) -> Response:
         state = request.query_params.get("state", "pending")
         run_id = request.query_params.get("run_id") or None
@@ -461,6 +477,7 @@ def api_routes(ctx: WebContext) -> list[Route]:
         Route("/api/requests/{request_id}/answer", answer_request, methods=["POST"]),
         Route("/api/decisions", list_decisions, methods=["GET"]),
         Route("/api/team", team, methods=["GET"]),
+        Route("/api/team/slots/{slot}/cancel", cancel_slot_turn, methods=["POST"]),
         Route("/api/tasks", tasks, methods=["GET"]),
         Route("/api/tasks", new_task, methods=["POST"]),
         Route("/api/tasks/{task_id}", get_task, methods=["GET"]),

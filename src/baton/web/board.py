@@ -85,6 +85,8 @@ class RoleView:
     updated_at: str | None = None
     silence: str = ""
     """Its running turn's stall, in words (``the agent has said nothing for …``), or ``""``."""
+    turn_running: bool = False
+    """A turn is with the agent (the daemon's slot is ``working``): it can be cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +345,7 @@ def snapshot_from_team_view(
                 note=descriptions.get(slot.role, ""),
                 updated_at=slot.updated_at,
                 silence=silence,
+                turn_running=slot.status == "working",
             )
         )
     with_slot = {r.role for r in roles}

@@ -164,6 +164,7 @@
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     if (button.dataset.action === "cancel-run") { cancelRun(button); return; }
+    if (button.dataset.action === "cancel-turn") { cancelTurn(button); return; }
     const card = button.closest("[data-request-id]");
     if (!card) return;
     let answer;
@@ -226,6 +227,15 @@
     const r = await api("POST", "/api/runs/" + enc(run.dataset.runId) + "/cancel");
     button.textContent = r.ok ? "cancelling…" : visible(r.data.message || "cannot cancel");
   }
+
+  // A role's turn in a team run: the daemon cancels it, the TASK goes to needs attention.
+  async function cancelTurn(button) {
+    button.disabled = true;
+    const body = button.dataset.task ? {task_id: button.dataset.task} : {};
+    const r = await api("POST", "/api/team/slots/" + enc(button.dataset.slot) + "/cancel", body);
+    button.textContent = r.ok ? "cancelling…" : visible(r.data.message || "cannot cancel");
+  }
+  const cancelTurnButton = (slot, task, label) => el("button", {type: "button", class: "deny small", "data-action": "cancel-turn", "data-slot": slot, "data-task": task || ""}, label);
 
   // ------------------------------------------------------- live: inbox and board
   const liveState = document.getElementById("live-state");
@@ -336,6 +346,7 @@
         el("p", {}, "task: ", r.current_task ? taskLink(r.current_task) : "—"),
         el("p", {class: "meta"}, r.turns + " turns · " + r.tool_calls + " tool calls · " + usage),
         r.silence ? el("p", {class: "notice warn silence"}, "⏳ " + r.silence) : null,
+        r.turn_running ? el("p", {}, cancelTurnButton(r.name, r.current_task, "Cancel turn")) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
     }));
     const stages = document.getElementById("stages");
@@ -509,6 +520,20 @@
       document.getElementById("run-requests-count").textContent = String(r.data.requests.length);
       const cancel = root.querySelector("[data-action=cancel-run]");
       if (cancel && r.data.status !== "running") cancel.remove();
+      if (root.dataset.kind === "up") laneCancels(r.data.status === "running");
+    }
+    // Team runs: a lane gets a Cancel button for each working slot of its role.
+    async function laneCancels(running) {
+      const t = running ? await api("GET", "/api/team") : {ok: false};
+      lanes.querySelectorAll(".lane-cancel").forEach((n) => n.remove());
+      if (!t.ok) return;
+      for (const s of t.data.roles) {
+        const title = lanes.querySelector('[data-lane="' + CSS.escape(s.role) + '"] .lane-title');
+        if (!title || !s.turn_running) continue;
+        const button = cancelTurnButton(s.name, s.current_task, s.name === s.role ? "Cancel turn" : "Cancel " + s.name + "'s turn");
+        button.classList.add("lane-cancel");
+        title.append(" ", button);
+      }
     }
     const refreshSoon = () => { if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 300); };
 
@@ -559,9 +584,11 @@
       return node;
     }
 
+    const TURN_EDGES = new Set(["turn.submitted", "turn.completed", "turn.failed", "turn.cancelled"]);
     function render(e) {
       const p = e.payload || {};
       const t = e.type;
+      if (root.dataset.kind === "up" && TURN_EDGES.has(t)) refreshSoon(); // the lanes' Cancel buttons
       if (t === "transcript.assistant" || t === "transcript.thinking" || t === "transcript.user") {
         // Chunks arrive coalesced, in order: append to the message while it is the
         // last thing in its lane; anything in between starts a new block.
