@@ -18,7 +18,7 @@ import pytest
 from baton.errors import AgentTimeout, AuthRequired, RemoteCallError
 from baton.procgroup import process_alive
 from baton.requests.states import State
-from tests.support.harness import FAST_STOP, Harness, fake, group_gone
+from tests.support.harness import FAST_STOP, Harness, Transport, fake, group_gone
 
 
 async def test_ok_turn_has_exactly_one_terminal_and_honest_usage(harness: Harness) -> None:
@@ -60,8 +60,13 @@ async def test_a_60_mb_line_is_skipped_with_a_diagnostic(harness: Harness) -> No
     assert harness.of("transcript.assistant"), "the chunk after the huge line must arrive"
 
 
-async def test_agent_dying_mid_turn_fails_the_turn_with_its_exit_code(harness: Harness) -> None:
-    session = await harness.open(fake("die-mid-turn"))
+@pytest.mark.parametrize("transport", ["memory", "subprocess"])
+async def test_agent_dying_mid_turn_fails_the_turn_with_its_exit_code(
+    harness: Harness, transport: Transport
+) -> None:
+    """Over a real process its stdout closes a moment before it is reaped: baton waits
+    (bounded) for the status instead of saying only "closed its stdout" (failed 2 of 3)."""
+    session = await harness.open(fake("die-mid-turn"), transport=transport)
     outcome = await session.prompt("go")
     assert outcome.status == "failed"
     failed = harness.of("turn.failed")

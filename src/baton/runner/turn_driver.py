@@ -250,9 +250,13 @@ class TurnDriver:
             return _Prompt(PromptEnd.TIMED_OUT, stopped_on_cancel=bool(done))
         try:
             raw = request.result()
-        except (RemoteCallError, AgentExited) as exc:
-            end = PromptEnd.REMOTE_ERROR if isinstance(exc, RemoteCallError) else PromptEnd.EXITED
-            return _Prompt(end, error=exc)
+        except RemoteCallError as exc:
+            return _Prompt(PromptEnd.REMOTE_ERROR, error=exc)
+        except AgentExited as exc:
+            # Its output closes a moment before the process is reaped: wait (bounded) for
+            # the exit status, which says more than "closed its stdout" (a crash, a kill).
+            await self.transport.wait(self.transport.exit_grace)
+            return _Prompt(PromptEnd.EXITED, error=exc)
         try:
             parsed = self.client.prompt_response(raw)
         except RemoteProtocolError as exc:
