@@ -117,7 +117,7 @@ async def test_cancelling_a_role_turn_is_refused_clearly_when_nothing_runs(
     ) as client:
         url = "/api/team/slots/QA/cancel"
         none = await client.post(url, json={})
-        assert none.status_code == 409 and "no role slot 'QA'" in none.json()["message"]
+        assert none.status_code == 409 and "no baton up is running" in none.json()["message"]
         assert (await client.post(url, content=b"{}")).status_code == 415
         bad = await client.post(url, json={"reason": 3})
         assert bad.status_code == 422

@@ -16,10 +16,11 @@ import typer
 
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
-from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
+from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.coordination.context import CoordinationContext
 from baton.runner.liveness import span, stall_text
 from baton.store.live_turns import live_turns
+from baton.team.controls import ControlRefused, request_cancel
 from baton.team.views import slot_views, team_view
 
 __all__ = ["app", "status_data"]
@@ -184,3 +185,34 @@ def sessions(
             f"{_security_flags([s], s['role'])}"
             + (f"  STALLED {span(s['stalled_ms'])}" if s["stalled_ms"] is not None else "")
         )
+
+
+@app.command()
+def cancel(
+    slot: Annotated[str, typer.Argument(help="The role slot whose turn to cancel (DEV, DEV-2 …).")],
+    task: Annotated[
+        str | None, typer.Option("--task", help="Only if the slot is still on this task.")
+    ] = None,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why: recorded with the cancel and in the task's note.")
+    ] = "",
+    as_json: JsonOption = False,
+    project: ProjectOption = None,
+) -> None:
+    """Cancel a role's running turn in `baton up`; its task then needs your attention."""
+    ctx = coordination(project)
+    with open_store(ctx) as store:
+        try:
+            posted = request_cancel(store, slot, task_id=task, reason=reason, via="command line")
+        except ControlRefused as exc:
+            raise CommandError(
+                str(exc), hint="`baton sessions` shows what each slot does"
+            ) from None
+    if as_json:
+        print_json(posted)
+        return
+    out().print(
+        f"asked baton up to cancel {line_safe(slot)}'s turn on {line_safe(posted['task_id'] or '-')}"
+        "; the task will need your attention (`baton inbox` offers a retry)",
+        markup=False,
+    )

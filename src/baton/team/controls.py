@@ -73,13 +73,13 @@ def request_cancel(
     reason = reason.strip()
     if len(reason) > MAX_REASON_CHARS:
         raise ControlRefused(f"the reason is over {MAX_REASON_CHARS} characters")
+    access = SlotAccess(store, slot)
+    if not access.daemon_alive():
+        raise ControlRefused("no baton up is running for this project: there is no turn to cancel")
     row = store.read_tx(lambda tx: team_sql.SLOTS.get(tx, slot))
     if row is None:
         raise ControlRefused(f"no role slot {slot!r} in this project")
     record = SlotRecord.from_row(row)
-    access = SlotAccess(store, slot)
-    if not access.daemon_alive():
-        raise ControlRefused("no baton up is running for this project: there is no turn to cancel")
     if record.state is not SlotState.WORKING:
         raise ControlRefused(f"{slot} is {record.state.value}: there is no turn to cancel")
     if task_id is not None and task_id != record.task_id:
