@@ -570,3 +570,52 @@ async def test_a_turn_the_human_cancels_needs_attention_and_a_retry_re_prompts(
     await team.run_idle(team.loop(again))
     assert len(again.prompts_for("DEV")) == 1 and again.sessions["DEV"].cancels == []
     assert port.read_task(task.task_id).stage == "review"
+
+
+async def test_a_review_turn_the_human_cancels_needs_attention_and_a_retry_reviews_again(
+    team: Team, port: FcopPort
+) -> None:
+    """A review turn's finish leaves the TASK's record as it was: the rule still holds."""
+    from baton.requests.ledger import Ledger
+    from baton.team.controls import request_cancel
+
+    root = port.create_task(
+        sender="ADMIN", recipient="PM", subject="Feature", body="- [ ] @DEV implement it\n"
+    )
+    reviewing = asyncio.Event()
+
+    async def pm(agent: Agent, prompt: str) -> None:
+        if "[baton] Review a report" not in prompt:
+            runbook_agent(agent, prompt)
+            return
+        if not reviewing.is_set():
+            reviewing.set()
+            await agent.cancelled.wait()
+            return
+        report_id = prompt.split("Report ", 1)[1].split(",", 1)[0]
+        agent.call("review_report", report_id=report_id, decision="approve", reason="fine")
+
+    factory = team.factory({"PM": pm})
+    run = asyncio.create_task(team.run_idle(team.loop(factory, child_acceptance="explicit")))
+    await asyncio.wait_for(reviewing.wait(), WAIT)
+    (child,) = port.children(root.task_id)
+    request_cancel(team.store, "PM", task_id=root.task_id, reason="", via="dashboard")
+    summary = await run
+    assert child.task_id in summary.stalled
+    record = records(team)[child.task_id]
+    assert record.state is TaskState.NEEDS_ATTENTION
+    assert "ADMIN cancelled the turn from the dashboard (no review was filed)" in (
+        record.reason or ""
+    )
+    reviews = [p for p in factory.prompts_for("PM") if "[baton] Review a report" in p]
+    assert len(reviews) == 1  # not re-prompted behind the human's back
+    assert record.attention_request is not None
+    await Ledger(team.store).answer(
+        record.attention_request,
+        ElicitationAnswer(action="accept", content={"note": "review it"}),
+        decided_by="human",
+    )
+    again = team.factory({"PM": pm})
+    await team.run_idle(team.loop(again, child_acceptance="explicit"))
+    assert port.read_task(child.task_id).stage == "done"
+    assert len([p for p in again.prompts_for("PM") if "[baton] Review a report" in p]) == 1

@@ -224,6 +224,21 @@ def _turn_of_attempt(f: Facts) -> TurnRecord | None:
     return turn
 
 
+def _cancelled_unattended(f: Facts, turn: TurnRecord) -> bool:
+    """A finished turn the human cancelled that nothing has acted on since.
+
+    Its TASK goes to ``needs_attention``; the human's retry moves the record on, and the
+    same turn then reads as any cancelled turn. A work turn's finish moves the record to
+    ``turn_finished``; a review turn's leaves it, so there the record is older than the turn.
+    """
+    record = f.record
+    if not turn.cancelled_by or record is None or turn.state is not DispatchState.FINISHED:
+        return False
+    if turn.kind == "review":
+        return record.updated_at <= (turn.ended_at or "")
+    return record.state is TaskState.TURN_FINISHED
+
+
 def _active(f: Facts, p: TeamRules) -> Step:
     record = f.record
     turn = _turn_of_attempt(f)
@@ -250,7 +265,7 @@ def _active(f: Facts, p: TeamRules) -> Step:
             return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
         return _work(f, "consolidate" if f.children else "work", p)
     # The last turn of this attempt finished without a report.
-    if turn.cancelled_by and record is not None and record.state is TaskState.TURN_FINISHED:
+    if _cancelled_unattended(f, turn):
         return Attention(f"{turn.cancelled_by} (no report was filed)")
     if open_children:
         return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
@@ -309,6 +324,8 @@ def _review(f: Facts, p: TeamRules) -> Step:
     if turn is not None and turn.state in (DispatchState.DISPATCHED, DispatchState.RUNNING):
         if f.turn_live:
             return Wait(f"{task.sender} is reviewing")
+    elif turn is not None and _cancelled_unattended(f, turn):
+        return Attention(f"{turn.cancelled_by} (no review was filed)")
     elif (
         turn is not None
         and turn.state is DispatchState.FINISHED

@@ -188,9 +188,12 @@ class Executor(FcopSteps, RoleTurnDriver):
             return False
         if isinstance(step, steps.Note):
             assert record is not None
-            if record.state is not step.to:
-                await self.move(record, step.to, why=step.reason)
-            return False
+            if record.state is step.to:
+                return False
+            await self.move(record, step.to, why=step.reason)
+            # Decide again from the new state: a note can be a step on the way (a retried
+            # TASK in review is noted in_review, then its review is queued), not only a wait.
+            return True
         if isinstance(step, steps.Resolve):
             await self._resolve(task_id)
             return True
