@@ -1,7 +1,8 @@
 """The ``baton`` command line: a thin typer layer over the runner and the store.
 
 Each command group lives in its own module with its own ``app``; this module
-mounts them at the top level and owns :func:`main`, the one place that turns
+mounts them at the top level, each imported only when it is used
+(:mod:`baton.cli.mount`), and owns :func:`main`, the one place that turns
 errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`):
 
 * a usage mistake (unknown command or flag, missing argument) prints
@@ -14,7 +15,6 @@ errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`)
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 import signal
 import sys
@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from baton.cli.mount import COMMAND_MODULES, LazyCommands
 from baton.cli.project import ProjectOption, set_global_project
 from baton.cli.shared import (
     EXIT_FAILED,
@@ -69,36 +70,6 @@ def _root(
     Start in your repository with `baton init`; `baton COMMAND -h` explains each command.
     """
     set_global_project(project)
-
-
-COMMAND_MODULES = (
-    "baton.cli.run_cmd",
-    "baton.cli.up_cmd",
-    "baton.cli.runs_cmds",
-    "baton.cli.agents_cmds",
-    "baton.cli.probe_cmd",
-    "baton.cli.schema_cmd",
-    "baton.cli.security_cmds",
-    "baton.cli.requests_cmds",
-    "baton.cli.coordination_cmds",
-    "baton.cli.status_cmds",
-    "baton.cli.capabilities_cmd",
-    "baton.cli.web_cmd",
-)
-"""The modules whose ``app`` commands and groups are mounted at the top level."""
-
-
-def _mount(module: str) -> None:
-    """Add the commands of a sub-app (owned by another module) at the top level."""
-    sub = importlib.import_module(module).app
-    for command in sub.registered_commands:
-        app.registered_commands.append(command)
-    for group in sub.registered_groups:
-        app.registered_groups.append(group)
-
-
-for _module in COMMAND_MODULES:
-    _mount(_module)
 
 
 def _usage_error_types() -> tuple[type[BaseException], ...]:
@@ -154,8 +125,22 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
 
 
 class BatonGroup(TyperGroup):
-    """The root group: every command's errors become one line and an exit code here,
-    so ``main()`` and typer's ``CliRunner`` behave the same."""
+    """The root group: its commands are mounted lazily (:class:`~baton.cli.mount.LazyCommands`),
+    and every command's errors become one line and an exit code here, so ``main()`` and
+    typer's ``CliRunner`` behave the same."""
+
+    def __init__(self, *, commands: Any = None, **kwargs: Any) -> None:
+        super().__init__(
+            commands=LazyCommands(  # type: ignore[arg-type]  # typer stores a MutableMapping
+                dict(commands or {}),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=kwargs.get("rich_markup_mode"),
+            ),
+            **kwargs,
+        )
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # the names alone: no module is imported for them
 
     def invoke(self, ctx: Any) -> Any:
         try:
