@@ -15,6 +15,7 @@ errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`)
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import signal
 import sys
@@ -72,6 +73,7 @@ def _root(
     set_global_project(project)
 
 
+@functools.cache
 def _usage_error_types() -> tuple[type[BaseException], ...]:
     """The usage-error classes of the installed typer (its own since 0.27) and of click."""
     found: list[type[BaseException]] = []
@@ -86,9 +88,6 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - typer without click
         pass
     return tuple(found)
-
-
-_USAGE_ERRORS = _usage_error_types()
 
 
 def _command_names(ctx: Any) -> list[str]:
@@ -165,7 +164,7 @@ def handle(exc: BaseException, args: list[str]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    if isinstance(exc, _USAGE_ERRORS):
+    if isinstance(exc, _usage_error_types()):  # click only when something went wrong
         message, hint, code = _usage_line(exc)
         if message:
             say_error(message, hint)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from baton.cli.startup import importing
 from baton.cli.version import VERSION_FLAGS, version_line
 
 __all__ = ["main"]
@@ -20,7 +21,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(version_line() + "\n")
         return
     try:
-        from baton.cli.app import main as run
+        with importing():
+            from baton.cli.app import main as run
 
         run(argv)
     except KeyboardInterrupt:

@@ -19,6 +19,8 @@ from typing import Any
 import typer.main
 from typer.core import MarkupMode
 
+from baton.cli.startup import importing
+
 __all__ = ["COMMANDS", "COMMAND_MODULES", "LazyCommands", "module_commands"]
 
 COMMANDS: dict[str, str] = {
@@ -53,7 +55,8 @@ def module_commands(
     module: str, *, pretty_exceptions_short: bool, rich_markup_mode: MarkupMode
 ) -> dict[str, Any]:
     """The click commands and groups a cli module's ``app`` registers, by name."""
-    sub = importlib.import_module(module).app
+    with importing():
+        sub = importlib.import_module(module).app
     built: dict[str, Any] = {}
     for info in sub.registered_commands:
         command = typer.main.get_command_from_info(
