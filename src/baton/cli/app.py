@@ -19,6 +19,7 @@ import functools
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -93,7 +94,7 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
 def _command_names(ctx: Any) -> list[str]:
     command = getattr(ctx, "command", None)
     commands = getattr(command, "commands", None)
-    return sorted(commands) if isinstance(commands, dict) else []
+    return sorted(commands) if isinstance(commands, Mapping) else []
 
 
 def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from baton.cli.startup import importing
 from baton.cli.version import VERSION_FLAGS, version_line
+from baton.startup import importing
 
 __all__ = ["main"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import typer.main
 from typer.core import MarkupMode
 
-from baton.cli.startup import importing
+from baton.startup import importing
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "LazyCommands", "module_commands"]
 
