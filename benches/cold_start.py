@@ -94,6 +94,8 @@ def run(repeats: int) -> None:
     rows: dict[str, list[float]] = {}
     try:
         project = Project(tmp, (1,))
+        # The baton that PYTHONPATH selects (an A/B run against another checkout's src).
+        project.env.update({k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ})
         cases: dict[str, tuple[list[str], dict[str, object]]] = {
             "python -c pass": ([py, "-c", "pass"], {}),
             "python -c 'import acp'": ([py, "-c", "import acp"], {}),

@@ -14,7 +14,6 @@ errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`)
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import signal
@@ -114,6 +113,8 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
     if message.startswith("No such command"):
         typed = message.split("'")[1] if message.count("'") >= 2 else ""
         message = f"{prefix}no such command {typed!r}"
+        import difflib  # only for a mistyped command
+
         close = difflib.get_close_matches(typed, _command_names(ctx), n=2, cutoff=0.7)
         if close:
             message += " (did you mean " + " or ".join(f"`{path} {c}`" for c in close) + "?)"
