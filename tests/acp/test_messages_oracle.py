@@ -366,3 +366,23 @@ def test_an_accepted_answer_keeps_its_unknown_fields() -> None:
     assert messages.parse_initialize(raw).raw == raw
     assert messages.parse_new_session({"sessionId": "s", "v": 1}).raw == {"sessionId": "s", "v": 1}
     assert messages.parse_prompt({"stopReason": "refusal", "v": 2}).raw["v"] == 2
+
+
+@pytest.mark.parametrize(
+    ("caps", "ways"),
+    [
+        ({"loadSession": True, "sessionCapabilities": {"resume": {}}}, ["resume", "load"]),
+        ({"loadSession": "yes"}, ["load"]),
+        ({"sessionCapabilities": {"resume": {"_meta": {}}}}, ["resume"]),
+        ({"loadSession": False, "sessionCapabilities": {"resume": None}}, []),
+        (None, []),
+        # The SDK "salvages" these to a plain dict, which the handshake used to trip on.
+        ([], []),
+        ({"sessionCapabilities": 5, "loadSession": True}, ["load"]),
+    ],
+)
+def test_the_handshake_reads_the_capabilities_as_before(caps: Any, ways: list[str]) -> None:
+    from baton.runner.handshake import _ways
+
+    answer = messages.parse_initialize({"protocolVersion": 1, "agentCapabilities": caps})
+    assert _ways(["resume", "load"], answer.capabilities) == ways
