@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton.errors import RemoteProtocolError
+
 __all__ = [
     "PROTOCOL_VERSION",
     "STOP_REASONS",
@@ -55,8 +57,9 @@ _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
 
-class MalformedAnswer(ValueError):
-    """An answer's authoritative field is missing or malformed (the agent's fault)."""
+class MalformedAnswer(RemoteProtocolError):
+    """An answer's authoritative field is missing or malformed (the agent's fault);
+    :func:`baton.acp.client.parse` names the method it answered."""
 
 
 # -- outbound ----------------------------------------------------------------
