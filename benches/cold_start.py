@@ -14,7 +14,7 @@ The target: issue 15 asks for ≤ 0.35 s on a machine where ``acpx --version`` t
 0.20 s. Absolute times differ by machine and load, so the verdict is the ratio to
 ``acpx --version`` in the same run: ``baton run`` ≤ 1.75 × acpx.
 
-Then one timeline of a trivial run, from inside the process (audit hooks and the
+Then a timeline of a trivial run (median of 3 per mark), from inside the process (audit hooks and the
 events' own timestamps): interpreter start, imports of the command line and of
 ``baton run``, store open, agent spawn, handshake (``session.started``), turn, close,
 exit.
@@ -111,7 +111,7 @@ def run(repeats: int) -> None:
         for _ in range(repeats):
             for name, (args, kwargs) in cases.items():
                 rows.setdefault(name, []).append(_time(args, **kwargs))
-        phases = timeline(project)
+        samples = [dict(timeline(project)) for _ in range(3)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     floor = median(rows["python -c pass"])
@@ -139,12 +139,16 @@ def run(repeats: int) -> None:
         ["process", "median s", "range", "× python", "× acpx --version", "target"],
         table,
     )
+    phases = sorted(
+        ((name, median([t[name] for t in samples if name in t])) for name in samples[0]),
+        key=lambda m: m[1],
+    )
     marks, previous = [], 0.0
     for name, at in phases:
         marks.append([name, f"{at:.3f}", f"{at - previous:.3f}"])
         previous = at
     print_table(
-        "cold start: one trivial `baton run --json`, from inside (s since spawn)",
+        "cold start: a trivial `baton run --json` from inside (s since spawn, median of 3 per mark)",
         ["mark", "at s", "since the previous mark s"],
         marks,
     )
