@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from baton.cli.version import VERSION_FLAGS, version_line
-from baton.startup import importing
+from baton.startup import importing, own_process
 
 __all__ = ["main"]
 
@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) == 1 and args[0] in VERSION_FLAGS:
         sys.stdout.write(version_line() + "\n")
         return
+    own_process()
     try:
         with importing():
             from baton.cli.app import main as run
