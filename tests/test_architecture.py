@@ -43,6 +43,7 @@ TIERS: list[tuple[Layer, ...]] = [
         "baton.procgroup",
         "baton.aiotasks",
         "baton.statetable",
+        "baton.startup",
     ),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""

@@ -1,53 +1,44 @@
 """Typed ACP calls from the client side, and the one place their errors are mapped.
 
-:class:`AcpClient` builds each outbound request from ``agent-client-protocol``'s
-models (pinned), validates the answers that baton acts on against them, and turns
-what comes back into baton's error tree once: a JSON-RPC ``-32000`` to a session
-call becomes :class:`~baton.errors.AuthRequired` naming the advertised methods; an
-answer that does not match the schema becomes
-:class:`~baton.errors.RemoteProtocolError` (the agent's fault, chained to the
-validation error). Timeouts come typed from the connection
-(:class:`~baton.errors.AgentTimeout`). Nothing here emits events or knows a turn.
+:class:`AcpClient` builds each outbound request and reads the answers that baton
+acts on with :mod:`baton.acp.messages` (plain data, checked against the pinned ACP
+SDK's models in tests; the SDK itself is not imported at run time), and turns what
+comes back into baton's error tree once: a JSON-RPC ``-32000`` to a session call
+becomes :class:`~baton.errors.AuthRequired` naming the advertised methods; an answer
+that does not match the schema becomes :class:`~baton.errors.RemoteProtocolError`
+(the agent's fault, chained to the parser's finding). Timeouts come typed from the
+connection (:class:`~baton.errors.AgentTimeout`). Nothing here emits events or knows
+a turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import acp.schema as acp_schema
-from pydantic import BaseModel, ValidationError
-
 import baton
-from baton.acp import jsonrpc
+from baton.acp import jsonrpc, messages
 from baton.acp.connection import ConnectionClosed, JsonRpcConnection
+from baton.acp.messages import PROTOCOL_VERSION, InitializeAnswer, PromptAnswer
 from baton.errors import AuthRequired, RemoteCallError, RemoteProtocolError
 
 __all__ = ["PROTOCOL_VERSION", "AcpClient", "OpenedSession", "parse"]
 
-PROTOCOL_VERSION = 1
-
-_Model = TypeVar("_Model", bound=BaseModel)
+_Answer = TypeVar("_Answer")
 
 
-def parse(model: type[_Model], raw: Any, method: str) -> _Model:
-    """``raw`` as ``model``, or :class:`RemoteProtocolError`: only a validation failure
-    is the agent's fault; anything else raised here is baton's bug and propagates."""
+def parse(parser: Callable[[Any], _Answer], raw: Any, method: str) -> _Answer:
+    """``parser(raw)``, or :class:`RemoteProtocolError`: only a malformed answer is the
+    agent's fault; anything else raised here is baton's bug and propagates."""
     try:
-        return model.model_validate(raw if raw is not None else {})
-    except ValidationError as exc:
-        errors = exc.errors()
-        detail = errors[0]["msg"] if errors else str(exc)
+        return parser(raw)
+    except messages.MalformedAnswer as exc:
         raise RemoteProtocolError(
-            f"{method}: the agent's answer does not match the ACP schema: {detail}"
+            f"{method}: the agent's answer does not match the ACP schema: {exc}"
         ) from exc
-
-
-def _params(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(by_alias=True, exclude_none=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +56,13 @@ class AcpClient:
     def __init__(self, conn: JsonRpcConnection, *, agent_name: str) -> None:
         self.conn = conn
         self.agent_name = agent_name
-        self.initialized: acp_schema.InitializeResponse | None = None
+        self.initialized: InitializeAnswer | None = None
 
     @property
     def auth_methods(self) -> list[str]:
         if self.initialized is None:
             return []
-        return [m.id for m in self.initialized.auth_methods or []]
+        return list(self.initialized.auth_method_ids)
 
     async def call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
         """One request with ACP's error mapping (the settings negotiation uses it too)."""
@@ -89,20 +80,10 @@ class AcpClient:
 
     async def initialize(
         self, *, client_meta: Mapping[str, Any], timeout: float
-    ) -> acp_schema.InitializeResponse:
-        request = acp_schema.InitializeRequest(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=acp_schema.ClientCapabilities(
-                fs=acp_schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
-                terminal=True,
-                field_meta=dict(client_meta) or None,
-            ),
-            client_info=acp_schema.Implementation(
-                name="baton", title="baton", version=baton.__version__
-            ),
-        )
-        raw = await self.call("initialize", _params(request), timeout=timeout)
-        init = parse(acp_schema.InitializeResponse, raw, "initialize")
+    ) -> InitializeAnswer:
+        params = messages.initialize_params(client_meta=client_meta, version=baton.__version__)
+        raw = await self.call("initialize", params, timeout=timeout)
+        init = parse(messages.parse_initialize, raw, "initialize")
         if init.protocol_version != PROTOCOL_VERSION:
             raise RemoteProtocolError(
                 f"agent speaks ACP protocol version {init.protocol_version}; "
@@ -114,12 +95,10 @@ class AcpClient:
     async def new_session(
         self, *, cwd: str, mcp_servers: Sequence[Mapping[str, Any]], timeout: float
     ) -> OpenedSession:
-        # MCP server entries go out as given: the SDK's union would reshape them.
-        params = _params(acp_schema.NewSessionRequest(cwd=cwd, mcp_servers=[]))
-        params["mcpServers"] = [dict(s) for s in mcp_servers]
+        params = messages.new_session_params(cwd=cwd, mcp_servers=mcp_servers)
         raw = await self.call("session/new", params, timeout=timeout)
-        parsed = parse(acp_schema.NewSessionResponse, raw, "session/new")
-        return OpenedSession(parsed.session_id, raw if isinstance(raw, dict) else {})
+        parsed = parse(messages.parse_new_session, raw, "session/new")
+        return OpenedSession(parsed.session_id, parsed.raw)
 
     async def reopen_session(
         self,
@@ -131,12 +110,9 @@ class AcpClient:
         timeout: float,
     ) -> OpenedSession:
         """``session/resume`` or ``session/load`` of ``session_id``."""
-        model: type[BaseModel] = {
-            "session/resume": acp_schema.ResumeSessionRequest,
-            "session/load": acp_schema.LoadSessionRequest,
-        }[method]
-        params = _params(model(session_id=session_id, cwd=cwd, mcp_servers=[]))
-        params["mcpServers"] = [dict(s) for s in mcp_servers]
+        if method not in ("session/resume", "session/load"):
+            raise ValueError(f"not a way to reopen a session: {method!r}")
+        params = messages.reopen_params(session_id=session_id, cwd=cwd, mcp_servers=mcp_servers)
         raw = await self.call(method, params, timeout=timeout)
         return OpenedSession(session_id, raw if isinstance(raw, dict) else {})
 
@@ -153,14 +129,12 @@ class AcpClient:
         )
 
     @staticmethod
-    def prompt_response(raw: Any) -> acp_schema.PromptResponse:
-        return parse(acp_schema.PromptResponse, raw, "session/prompt")
+    def prompt_response(raw: Any) -> PromptAnswer:
+        return parse(messages.parse_prompt, raw, "session/prompt")
 
     async def cancel(self, session_id: str) -> None:
         """``session/cancel``; a connection already gone has nothing left to cancel."""
         if self.conn.closed:
             return
         with contextlib.suppress(ConnectionClosed):
-            await self.conn.notify(
-                "session/cancel", _params(acp_schema.CancelNotification(session_id=session_id))
-            )
+            await self.conn.notify("session/cancel", messages.cancel_params(session_id))

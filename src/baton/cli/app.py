@@ -1,7 +1,8 @@
 """The ``baton`` command line: a thin typer layer over the runner and the store.
 
 Each command group lives in its own module with its own ``app``; this module
-mounts them at the top level and owns :func:`main`, the one place that turns
+mounts them at the top level, each imported only when it is used
+(:mod:`baton.cli.mount`), and owns :func:`main`, the one place that turns
 errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`):
 
 * a usage mistake (unknown command or flag, missing argument) prints
@@ -13,16 +14,17 @@ errors into one line and an exit code (the rules are in :mod:`baton.cli.shared`)
 
 from __future__ import annotations
 
-import difflib
-import importlib
+import functools
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
+from baton.cli.mount import COMMAND_MODULES, LazyCommands
 from baton.cli.project import ProjectOption, set_global_project
 from baton.cli.shared import (
     EXIT_FAILED,
@@ -71,36 +73,7 @@ def _root(
     set_global_project(project)
 
 
-COMMAND_MODULES = (
-    "baton.cli.run_cmd",
-    "baton.cli.up_cmd",
-    "baton.cli.runs_cmds",
-    "baton.cli.agents_cmds",
-    "baton.cli.probe_cmd",
-    "baton.cli.schema_cmd",
-    "baton.cli.security_cmds",
-    "baton.cli.requests_cmds",
-    "baton.cli.coordination_cmds",
-    "baton.cli.status_cmds",
-    "baton.cli.capabilities_cmd",
-    "baton.cli.web_cmd",
-)
-"""The modules whose ``app`` commands and groups are mounted at the top level."""
-
-
-def _mount(module: str) -> None:
-    """Add the commands of a sub-app (owned by another module) at the top level."""
-    sub = importlib.import_module(module).app
-    for command in sub.registered_commands:
-        app.registered_commands.append(command)
-    for group in sub.registered_groups:
-        app.registered_groups.append(group)
-
-
-for _module in COMMAND_MODULES:
-    _mount(_module)
-
-
+@functools.cache
 def _usage_error_types() -> tuple[type[BaseException], ...]:
     """The usage-error classes of the installed typer (its own since 0.27) and of click."""
     found: list[type[BaseException]] = []
@@ -117,13 +90,10 @@ def _usage_error_types() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-_USAGE_ERRORS = _usage_error_types()
-
-
 def _command_names(ctx: Any) -> list[str]:
     command = getattr(ctx, "command", None)
     commands = getattr(command, "commands", None)
-    return sorted(commands) if isinstance(commands, dict) else []
+    return sorted(commands) if isinstance(commands, Mapping) else []
 
 
 def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
@@ -143,6 +113,8 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
     if message.startswith("No such command"):
         typed = message.split("'")[1] if message.count("'") >= 2 else ""
         message = f"{prefix}no such command {typed!r}"
+        import difflib  # only for a mistyped command
+
         close = difflib.get_close_matches(typed, _command_names(ctx), n=2, cutoff=0.7)
         if close:
             message += " (did you mean " + " or ".join(f"`{path} {c}`" for c in close) + "?)"
@@ -154,8 +126,22 @@ def _usage_line(exc: BaseException) -> tuple[str, str | None, int]:
 
 
 class BatonGroup(TyperGroup):
-    """The root group: every command's errors become one line and an exit code here,
-    so ``main()`` and typer's ``CliRunner`` behave the same."""
+    """The root group: its commands are mounted lazily (:class:`~baton.cli.mount.LazyCommands`),
+    and every command's errors become one line and an exit code here, so ``main()`` and
+    typer's ``CliRunner`` behave the same."""
+
+    def __init__(self, *, commands: Any = None, **kwargs: Any) -> None:
+        super().__init__(
+            commands=LazyCommands(  # type: ignore[arg-type]  # typer stores a MutableMapping
+                dict(commands or {}),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=kwargs.get("rich_markup_mode"),
+            ),
+            **kwargs,
+        )
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # the names alone: no module is imported for them
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -180,7 +166,7 @@ def handle(exc: BaseException, args: list[str]) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
-    if isinstance(exc, _USAGE_ERRORS):
+    if isinstance(exc, _usage_error_types()):  # click only when something went wrong
         message, hint, code = _usage_line(exc)
         if message:
             say_error(message, hint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from baton.cli.version import VERSION_FLAGS, version_line
+from baton.startup import importing, own_process
 
 __all__ = ["main"]
 
@@ -19,8 +20,10 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) == 1 and args[0] in VERSION_FLAGS:
         sys.stdout.write(version_line() + "\n")
         return
+    own_process()
     try:
-        from baton.cli.app import main as run
+        with importing():
+            from baton.cli.app import main as run
 
         run(argv)
     except KeyboardInterrupt:

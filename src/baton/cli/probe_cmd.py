@@ -30,6 +30,8 @@ __all__ = ["app"]
 
 app = command_app()
 
+_OWN_KEYS = frozenset({"agent", "session", "session_error", "error_type", "auth_methods", "_exit"})
+
 
 @app.command()
 def probe(
@@ -84,7 +86,8 @@ async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) ->
         try:
             init = session.initialize_result
             if init is not None:
-                out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
+                # The answer as sent (unknown fields too), never over baton's own keys.
+                out.update({k: v for k, v in init.raw.items() if k not in _OWN_KEYS})
             out["session"] = {
                 k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
             }

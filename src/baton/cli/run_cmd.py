@@ -50,8 +50,6 @@ from baton.requests.model import (
     PlanRequest,
 )
 from baton.requests.policy import AuditMode, Policy
-from baton.requests.render import answer_hint
-from baton.requests.render import render as render_request
 from baton.runner.requests_broker import HumanChannel
 from baton.security.display import terminal_safe
 from baton.store.records import RunStatus
@@ -86,6 +84,8 @@ class TerminalAsker:
                 f"baton: request {record.request_id} waits for `baton answer {record.request_id}`"
             )
             return None
+        from baton.requests.render import render as render_request  # markdown: only when asked
+
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
             reply = await asyncio.to_thread(self.console.input, "baton: allow once? [y/N] ")
@@ -115,6 +115,8 @@ class HeadlessHint:
         self.deadlines: dict[str, float] = {}
 
     async def ask(self, record: RequestRecord) -> Answer | None:
+        from baton.requests.render import answer_hint  # markdown: only when asked
+
         deadline = time.time() + self.wait_timeout
         self.deadlines[record.request_id] = deadline
         where = "from another shell"
@@ -168,7 +170,7 @@ async def _run_turn(
     remind_every: float,
     audit: AuditMode = "record",
 ) -> int:
-    from baton.cli.web_cmd import running_dashboard
+    from baton.cli.services import running_dashboard
     from baton.runner.session import CANCEL_GRACE_SECONDS
 
     headless: HeadlessHint | None = None

@@ -22,7 +22,7 @@ from typing import Any
 from baton.fsutil import atomic_write
 from baton.procgroup import process_alive
 
-__all__ = ["announce", "find", "request_stop", "stop_requested"]
+__all__ = ["announce", "find", "request_stop", "running_dashboard", "stop_requested"]
 
 
 def _path(state_dir: Path, name: str) -> Path:
@@ -41,6 +41,13 @@ def find(state_dir: Path, name: str) -> dict[str, Any] | None:
     if not isinstance(pid, int) or pid <= 0 or not process_alive(pid):
         return None
     return {str(k): v for k, v in data.items()}
+
+
+def running_dashboard(state_dir: Path) -> str | None:
+    """The address of this project's running dashboard (no code, no token), if one runs."""
+    record = find(state_dir, "serve")
+    url = record.get("url") if record else None
+    return url if isinstance(url, str) else None
 
 
 def _stop_path(state_dir: Path, name: str) -> Path:

@@ -39,13 +39,15 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
-from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.errors import AgentError, BatonError, ConfigError, SecurityError
+
+if TYPE_CHECKING:
+    from baton.cli.render import HumanRenderer, NdjsonRenderer
 
 __all__ = [
     "EXIT_AGENT",
@@ -295,4 +297,7 @@ def progress(
 
 
 def renderer(json_output: bool) -> HumanRenderer | NdjsonRenderer:
+    # The event model (pydantic) loads with the first command that renders events.
+    from baton.cli.render import HumanRenderer, NdjsonRenderer
+
     return NdjsonRenderer() if json_output else HumanRenderer()

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from baton.cli.project import ProjectOption, project_config
+from baton.cli.services import running_dashboard
 from baton.cli.shared import EXIT_OK, EXIT_USAGE, command_app, say_error
 from baton.cli.signals import Interrupts
 from baton.web.server import DashboardServer, is_loopback_bind
@@ -29,15 +30,6 @@ from baton.web.server import DashboardServer, is_loopback_bind
 __all__ = ["app", "is_loopback_bind", "running_dashboard", "serve"]
 
 app = command_app(help="The web dashboard.", no_args_is_help=True)
-
-
-def running_dashboard(state_dir: Path) -> str | None:
-    """The address of this project's running dashboard (no code, no token), if one runs."""
-    from baton.cli.services import find
-
-    record = find(state_dir, "serve")
-    url = record.get("url") if record else None
-    return url if isinstance(url, str) else None
 
 
 async def _serve(project: Path | None, host: str, port: int, no_token: bool) -> int:

@@ -15,9 +15,7 @@ import json
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.rule import Rule
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -89,6 +87,8 @@ def to_data(record: RequestRecord) -> dict[str, Any]:
 
 
 def _diff(diff: DiffPreview) -> RenderableType:
+    from rich.syntax import Syntax  # pygments and markdown only when a request is shown
+
     old = (diff.old_text or "").splitlines()
     new = diff.new_text.splitlines()
     label = safe_text(diff.path)
@@ -103,6 +103,8 @@ def _diff(diff: DiffPreview) -> RenderableType:
 
 
 def _permission(doc: PermissionRequest) -> list[RenderableType]:
+    from rich.syntax import Syntax
+
     call = doc.tool_call
     parts: list[RenderableType] = [
         Text.assemble(
@@ -145,6 +147,8 @@ def _questions(doc: QuestionRequest) -> list[RenderableType]:
 
 
 def _plan(doc: PlanRequest) -> list[RenderableType]:
+    from rich.markdown import Markdown
+
     parts: list[RenderableType] = []
     if doc.overview:
         parts.append(_t(doc.overview, "italic"))

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import acp.schema as acp_schema
-
-from baton.acp.client import PROTOCOL_VERSION, AcpClient, OpenedSession
+from baton.acp.client import AcpClient, OpenedSession
+from baton.acp.messages import PROTOCOL_VERSION, AgentCapabilities, InitializeAnswer
 from baton.errors import RemoteCallError, SessionRejected
 from baton.events.bounds import bounded_value, clip_text
 from baton.events.model import SessionStarted
@@ -42,7 +41,7 @@ _METHODS: dict[SessionHow, str] = {"resume": "session/resume", "load": "session/
 class Opened:
     """How the session came to be, as ``session.started`` reports it."""
 
-    initialized: acp_schema.InitializeResponse
+    initialized: InitializeAnswer
     session_id: str
     how: SessionHow
     result: dict[str, Any] = field(default_factory=dict)
@@ -61,11 +60,7 @@ class Opened:
             agent_session_id=self.session_id,
             cwd=".",
             protocol_version=init.protocol_version or PROTOCOL_VERSION,
-            agent_info=(
-                init.agent_info.model_dump(by_alias=True, exclude_none=True)
-                if init.agent_info
-                else None
-            ),
+            agent_info=init.agent_info,
             modes=[bounded_value(m) for m in modes.get("availableModes", [])][:64],
             current_mode=self.current_mode or modes.get("currentModeId"),
             config_options=[bounded_value(o) for o in self.result.get("configOptions") or []][:64],
@@ -93,7 +88,7 @@ async def handshake(
     opened: OpenedSession | None = None
     how: SessionHow = "new"
     if resume_session_id:
-        for way in _ways(recovery, init.agent_capabilities):
+        for way in _ways(recovery, init.capabilities):
             method = _METHODS[way]
             inbound.replaying, inbound.replayed = way == "load", 0
             try:
@@ -117,7 +112,7 @@ async def handshake(
             how = way
             break
         else:
-            if not _ways(recovery, init.agent_capabilities):
+            if not _ways(recovery, init.capabilities):
                 await events.notice(
                     "session_recovery",
                     "the agent supports neither session/resume nor session/load; starting fresh",
@@ -153,15 +148,9 @@ async def handshake(
     return ready
 
 
-def _ways(
-    recovery: Sequence[SessionHow], caps: acp_schema.AgentCapabilities | None
-) -> list[SessionHow]:
+def _ways(recovery: Sequence[SessionHow], caps: AgentCapabilities | None) -> list[SessionHow]:
     """The recovery ways the caller allows, in its order, that the agent advertises."""
-    session_caps = caps.session_capabilities if caps else None
-    ways: list[SessionHow] = []
-    for way in recovery:
-        if way == "resume" and session_caps is not None and session_caps.resume is not None:
-            ways.append("resume")
-        elif way == "load" and caps is not None and caps.load_session:
-            ways.append("load")
-    return ways
+    if caps is None:
+        return []
+    advertised = {"resume": caps.resume, "load": caps.load_session}
+    return [way for way in recovery if advertised.get(way, False)]

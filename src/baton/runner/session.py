@@ -27,10 +27,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import acp.schema as acp_schema
-
 from baton.acp.client import AcpClient
 from baton.acp.connection import JsonRpcConnection
+from baton.acp.messages import InitializeAnswer
 from baton.acp.process import AgentProcess
 from baton.acp.transport import AgentTransport, Launch, TransportFactory, spawn_subprocess
 from baton.aiotasks import cancel_and_wait
@@ -274,7 +273,7 @@ class AgentSession:
         return self.opened.how if self.opened else "new"
 
     @property
-    def initialize_result(self) -> acp_schema.InitializeResponse | None:
+    def initialize_result(self) -> InitializeAnswer | None:
         return self.opened.initialized if self.opened else None
 
     @property
