@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "init": "baton.cli.coordination_cmds",
     "status": "baton.cli.status_cmds",
     "sessions": "baton.cli.status_cmds",
+    "cancel": "baton.cli.status_cmds",
     "capabilities": "baton.cli.capabilities_cmd",
     "serve": "baton.cli.web_cmd",
     "agents": "baton.cli.agents_cmds",
