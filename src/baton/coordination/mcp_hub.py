@@ -1,0 +1,429 @@
+"""One MCP endpoint per ``baton up``, serving every role slot's tools from the daemon.
+
+Before, every role slot's agent started its own role MCP server: a Python process
+with the ``mcp`` SDK, the store and ``fcop`` loaded (~70 MiB per slot). Now the
+daemon hosts the :class:`~baton.coordination.mcp_server.RoleTools` of every slot
+itself (one store, one writer, one FCoP port without authority), and an agent
+reaches them one of two ways:
+
+* **HTTP** (agents that advertise ``mcpCapabilities.http``): an ``http``
+  ``mcpServers`` entry for ``http://127.0.0.1:PORT/mcp/<slot>`` with the slot's
+  credential as a bearer header, served by the ``mcp`` SDK's streamable-HTTP session
+  manager inside the daemon (one manager per slot session).
+* **stdio** (every agent): the stdlib-only shim (:mod:`baton.coordination.mcp_shim`),
+  which relays the agent's MCP lines over the daemon's unix socket
+  (``<state>/mcp/hub.sock``, directory 0700, socket 0600), authenticating with the
+  credential from its environment.
+
+Identity: a connection speaks for the slot whose *current* credential it presented
+(:mod:`baton.coordination.hub_auth`; constant-time); a credential of a replaced
+session, of another slot, or none is refused with a clear reason, and rotating a slot's
+credential also closes the connections made with the old one. Every call then goes
+through the same ``RoleTools`` (allowlist, identity from the binding and pointer,
+``DAEMON_GONE``) and the same ``mcp`` server handlers as the per-slot server, so the
+results and refusals are the same. Tool writes happen in the daemon, so the crash
+harness's hooks (:mod:`baton.crashpoints`) see them. When the daemon dies, the kernel
+closes its sockets: the shims see end-of-file and exit, HTTP clients get connection
+errors; nothing outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from baton.coordination import mcp_shim
+from baton.coordination.binding import Binding, SlotAccess
+from baton.coordination.errors import CoordinationError
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.hub_auth import Credentials, Grant, Refusal, SlotCredential
+from baton.coordination.mcp_server import SERVER_NAME, RoleTools, build_server
+from baton.store.store import Store
+
+__all__ = ["SHIM_PATH", "RoleHub"]
+
+log = logging.getLogger(__name__)
+
+SHIM_PATH = Path(mcp_shim.__file__).resolve()
+"""The shim's file: agents run it by absolute path (``python -I -S SHIM_PATH``)."""
+MAX_LINE = 8 * 1024 * 1024
+"""A longer MCP line from an agent closes its connection (tool arguments are ≤ 512 KiB)."""
+HELLO_TIMEOUT = 10.0
+SOCKET_NAME = "hub.sock"
+_SLOT_PATH = re.compile(r"/mcp/([^/]{1,128})/?")
+
+
+@dataclass(eq=False)
+class _Connection:
+    grant: Grant
+    task: asyncio.Task[Any] | None
+
+
+class RoleHub:
+    """The daemon's MCP endpoint: a unix socket for shims and (optionally) loopback HTTP."""
+
+    def __init__(self, store: Store, state_dir: Path, *, python: str | None = None) -> None:
+        self.store = store
+        self.dir = state_dir / "mcp"
+        self.socket_path = self.dir / SOCKET_NAME
+        self.python = python or sys.executable
+        self.credentials = Credentials()
+        self._ports: dict[tuple[Path, str], FcopPort] = {}
+        self._connections: set[_Connection] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self._dir_fd: int | None = None
+        self._http: _HttpFront | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    async def start(
+        cls, store: Store, state_dir: Path, *, http: bool = True, python: str | None = None
+    ) -> RoleHub:
+        """Listen on ``<state_dir>/mcp/hub.sock`` (and on 127.0.0.1 when ``http``)."""
+        hub = cls(store, state_dir, python=python)
+        await hub._listen()
+        if http:
+            hub._http = _HttpFront(hub)
+            await hub._http.start()
+        return hub
+
+    async def _listen(self) -> None:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()  # a dead daemon's socket (the project lock is held)
+        self._server = await asyncio.start_unix_server(
+            self._accept, path=self._bind_path(), limit=MAX_LINE
+        )
+        os.chmod(self.socket_path, 0o600)
+
+    def _bind_path(self) -> str:
+        """The socket's path, or a short alias through an open directory when it is too long."""
+        path = str(self.socket_path)
+        if len(path.encode()) <= mcp_shim.UNIX_PATH_MAX:
+            return path
+        self._dir_fd = os.open(self.dir, os.O_PATH | os.O_DIRECTORY)
+        return f"/proc/self/fd/{self._dir_fd}/{SOCKET_NAME}"
+
+    @property
+    def http_url(self) -> str | None:
+        return self._http.base_url if self._http is not None else None
+
+    async def aclose(self) -> None:
+        """Stop listening and close every connection (idempotent)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        tasks = [c.task for c in self._connections if c.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
+
+    # ---------------------------------------------------------- credentials
+
+    def issue(self, slot: str) -> SlotCredential:
+        """A fresh credential for ``slot``'s next session; the old one's connections close."""
+        credential = self.credentials.issue(slot)
+        self._drop(slot, keep=credential.generation)
+        return credential
+
+    def revoke(self, slot: str) -> None:
+        self.credentials.revoke(slot)
+        self._drop(slot, keep=None)
+
+    def _drop(self, slot: str, *, keep: int | None) -> None:
+        for conn in list(self._connections):
+            if conn.grant.slot == slot and conn.grant.generation != keep and conn.task:
+                conn.task.cancel()
+        if self._http is not None:
+            self._http.drop(slot, keep)
+
+    # -------------------------------------------------------- mcpServers entry
+
+    def stdio_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> dict[str, Any]:
+        """The ``session/new`` stdio entry: the shim, its socket and slot, the token in env."""
+        return {
+            "name": name,
+            "command": self.python,
+            "args": [
+                "-I",
+                "-S",
+                str(SHIM_PATH),
+                "--socket",
+                str(self.socket_path),
+                "--slot",
+                credential.slot,
+            ],
+            "env": [{"name": mcp_shim.TOKEN_ENV, "value": credential.token}],
+        }
+
+    def http_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> dict[str, Any]:
+        """The ``session/new`` http entry: the slot's URL, the token as a bearer header."""
+        if self._http is None:
+            raise CoordinationError("this baton up serves no HTTP MCP endpoint")
+        return {
+            "type": "http",
+            "name": name,
+            "url": f"{self._http.base_url}/mcp/{quote(credential.slot, safe='')}",
+            "headers": [{"name": "Authorization", "value": f"Bearer {credential.token}"}],
+        }
+
+    # ------------------------------------------------------------- serving
+
+    def tools(self, slot: str) -> RoleTools:
+        """The slot's tools over the daemon's store (blocking: call from a worker thread)."""
+        access = SlotAccess(self.store, slot)
+        binding = access.binding()
+        return RoleTools(access, port=self._port(binding))
+
+    def _port(self, binding: Binding) -> FcopPort:
+        """One FCoP port per workspace, without the trusted evaluator (tools hold no authority)."""
+        key = (binding.fcop_root, binding.human)
+        port = self._ports.get(key)
+        if port is None:
+            port = self._ports[key] = FcopPort(binding.fcop_root, human=binding.human)
+        return port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn: _Connection | None = None
+        try:
+            verdict = await self._hello(reader)
+            if isinstance(verdict, Refusal):
+                log.warning("role MCP connection refused: %s", verdict.message)
+                answer = {"ok": False, "code": verdict.code, "message": verdict.message}
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+                return
+            conn = _Connection(verdict, asyncio.current_task())
+            self._connections.add(conn)
+            server = await self._server_for(verdict.slot)
+            writer.write(b'{"ok": true}\n')
+            await writer.drain()
+            await _serve_lines(server, reader, writer)
+        except (ConnectionError, CoordinationError, asyncio.IncompleteReadError) as exc:
+            log.warning("role MCP connection ended: %s", exc)
+        finally:
+            if conn is not None:
+                self._connections.discard(conn)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _hello(self, reader: asyncio.StreamReader) -> Grant | Refusal:
+        try:
+            line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT)
+            hello = json.loads(line)
+        except (TimeoutError, ValueError):
+            return Refusal("BAD_HELLO", "no hello from the shim")
+        if not isinstance(hello, dict) or hello.get("hello") != mcp_shim.HELLO:
+            return Refusal("BAD_HELLO", f"expected a {mcp_shim.HELLO} hello")
+        return self.credentials.check(hello.get("slot"), hello.get("credential"))
+
+    async def _server_for(self, slot: str) -> Any:
+        await _import_mcp()
+        tools = await asyncio.to_thread(self.tools, slot)
+        return build_server(tools)
+
+
+async def _import_mcp() -> None:
+    """The ``mcp`` SDK, imported once in a worker thread (it costs most of a second)."""
+    if "mcp.server.lowlevel" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "mcp.server.lowlevel")
+
+
+async def _serve_lines(server: Any, reader: asyncio.StreamReader, writer: Any) -> None:
+    """Run the ``mcp`` server over newline-delimited JSON-RPC on one socket connection."""
+    import anyio
+    import mcp.types as types
+    from mcp.shared.message import SessionMessage
+
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def inbound() -> None:
+        async with read_send:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    return  # a line over MAX_LINE: end this connection
+                if not line:
+                    return
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except Exception as exc:  # the SDK answers a malformed line itself
+                    await read_send.send(exc)
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def outbound() -> None:
+        async with write_recv:
+            try:
+                async for item in write_recv:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    writer.write(data.encode() + b"\n")
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                group.cancel_scope.cancel()  # the agent (or its shim) went away
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(inbound)
+        group.start_soon(outbound)
+        await server.run(read_recv, write_send, server.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+class _HttpFront:
+    """Loopback streamable HTTP: ``/mcp/<slot>`` with ``Authorization: Bearer <credential>``."""
+
+    def __init__(self, hub: RoleHub) -> None:
+        self.hub = hub
+        self.base_url = ""
+        self._managers: dict[tuple[str, int], tuple[Any, asyncio.Event, asyncio.Task[None]]] = {}
+        self._lock = asyncio.Lock()
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._socket: Any = None
+
+    async def start(self) -> None:
+        import socket
+
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        sock.setblocking(False)
+        self._socket = sock
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        config = uvicorn.Config(
+            self,
+            log_level="warning",
+            proxy_headers=False,
+            server_header=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = _QuietServer(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="baton-mcp-http")
+
+    async def stop(self) -> None:
+        for key in list(self._managers):
+            self._stop_manager(key)
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=5)
+        if self._socket is not None:
+            self._socket.close()
+
+    def drop(self, slot: str, keep: int | None) -> None:
+        for key in list(self._managers):
+            if key[0] == slot and key[1] != keep:
+                self._stop_manager(key)
+
+    def _stop_manager(self, key: tuple[str, int]) -> None:
+        _, stop, _ = self._managers.pop(key)
+        stop.set()
+
+    async def __call__(self, scope: Mapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        match = _SLOT_PATH.fullmatch(scope.get("path", ""))
+        if match is None:
+            await _deny(send, 404, "NOT_FOUND", "baton serves role tools at /mcp/<slot>")
+            return
+        token = _bearer(scope.get("headers") or [])
+        verdict = self.hub.credentials.check(unquote(match.group(1)), token)
+        if isinstance(verdict, Refusal):
+            log.warning("role MCP request refused: %s", verdict.message)
+            await _deny(send, 401 if verdict.code != "UNKNOWN_SLOT" else 404, *_parts(verdict))
+            return
+        manager = await self._manager(verdict)
+        await manager.handle_request(scope, receive, send)
+
+    async def _manager(self, grant: Grant) -> Any:
+        key = (grant.slot, grant.generation)
+        async with self._lock:
+            held = self._managers.get(key)
+            if held is None:
+                server = await self.hub._server_for(grant.slot)
+                from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+                manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=None)
+                ready, stop = asyncio.Event(), asyncio.Event()
+                task = asyncio.create_task(_hold(manager, ready, stop), name=f"mcp-http-{key[0]}")
+                held = self._managers[key] = (manager, stop, task)
+                await ready.wait()
+        return held[0]
+
+
+async def _hold(manager: Any, ready: asyncio.Event, stop: asyncio.Event) -> None:
+    async with manager.run():
+        ready.set()
+        await stop.wait()
+
+
+def _bearer(headers: Any) -> str:
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            text = bytes(value).decode("latin-1")
+            if text[:7].lower() == "bearer ":
+                return text[7:].strip()
+    return ""
+
+
+def _parts(refusal: Refusal) -> tuple[str, str]:
+    return refusal.code, refusal.message
+
+
+async def _deny(send: Callable[..., Any], status: int, code: str, message: str) -> None:
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message, "data": code}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _quiet_server_class() -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """uvicorn without its signal capture: ``baton up`` owns SIGINT/SIGTERM."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            yield
+
+    return QuietServer
+
+
+def _QuietServer(config: Any) -> Any:  # noqa: N802 - a class made on first use
+    return _quiet_server_class()(config)
