@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 __all__ = ["Credentials", "Grant", "Refusal", "SlotCredential"]
 
-TOKEN_PREFIX = "bmcp_"
+TOKEN_PREFIX = "bmcp_"  # noqa: S105 - a prefix, not a secret
 """Marks the token as a credential for humans and for redaction patterns."""
 RETIRED_PER_SLOT = 8
 MAX_TOKEN = 256

@@ -89,15 +89,22 @@ class RoleHub:
 
     @classmethod
     async def start(
-        cls, store: Store, state_dir: Path, *, http: bool = True, python: str | None = None
+        cls, store: Store, state_dir: Path, *, http: bool = False, python: str | None = None
     ) -> RoleHub:
-        """Listen on ``<state_dir>/mcp/hub.sock`` (and on 127.0.0.1 when ``http``)."""
+        """Listen on ``<state_dir>/mcp/hub.sock`` (and on 127.0.0.1 now when ``http``)."""
         hub = cls(store, state_dir, python=python)
         await hub._listen()
         if http:
-            hub._http = _HttpFront(hub)
-            await hub._http.start()
+            await hub.start_http()
         return hub
+
+    async def start_http(self) -> str:
+        """Serve loopback HTTP too (on the first session that can use it); its base URL."""
+        if self._http is None:
+            front = _HttpFront(self)
+            await front.start()
+            self._http = front
+        return self._http.base_url
 
     async def _listen(self) -> None:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -425,5 +432,5 @@ def _quiet_server_class() -> Any:
     return QuietServer
 
 
-def _QuietServer(config: Any) -> Any:  # noqa: N802 - a class made on first use
+def _QuietServer(config: Any) -> Any:
     return _quiet_server_class()(config)

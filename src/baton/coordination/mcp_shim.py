@@ -15,6 +15,7 @@ happens the moment the daemon dies (the kernel closes the daemon's end), so a sh
 outlives its daemon. A daemon that is already gone (nothing listening) exits it with 3.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -24,7 +25,7 @@ import threading
 __all__ = ["HELLO", "TOKEN_ENV", "main"]
 
 HELLO = "baton-mcp-shim/1"
-TOKEN_ENV = "BATON_MCP_TOKEN"
+TOKEN_ENV = "BATON_MCP_TOKEN"  # noqa: S105 - a variable name, not a secret
 MAX_REPLY = 64 * 1024
 CHUNK = 64 * 1024
 UNIX_PATH_MAX = 107
@@ -64,18 +65,14 @@ def _read_reply(sock: socket.socket) -> bytes:
 
 def _pump_stdin(sock: socket.socket) -> None:
     """Agent -> daemon; half-closes the socket at end of input."""
-    try:
+    with contextlib.suppress(OSError):
         while True:
             data = os.read(0, CHUNK)
             if not data:
                 break
             sock.sendall(data)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
 
 
 def main(argv: list[str]) -> int:
