@@ -214,9 +214,7 @@ def run(repeats: int = 3, sizes: Sequence[int] = SIZES) -> dict[str, Any]:
             )
     lo, hi = min(sizes), max(sizes)
     per_slot = {
-        mode: tuple(
-            (totals[(mode, hi)][i] - totals[(mode, lo)][i]) / (hi - lo) for i in range(2)
-        )
+        mode: tuple((totals[(mode, hi)][i] - totals[(mode, lo)][i]) / (hi - lo) for i in range(2))
         for mode in MODES
     }
     for mode in MODES:

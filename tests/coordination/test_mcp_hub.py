@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,10 @@ import pytest
 from baton.coordination.hub_auth import Credentials, Grant, Refusal
 from baton.coordination.mcp_hub import SHIM_PATH, RoleHub
 from baton.store.store import Store
-from tests.coordination.slots import open_slot, own_project, point
-from tests.coordination.test_mcp_server import active_task_for, call, client_session
+from tests.coordination.slots import open_slot, point
+from tests.coordination.test_mcp_server import active_task_for, call, client_session, store
+
+__all__ = ["store"]  # the fixture, shared with the per-transport tests
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -41,22 +43,22 @@ INITIALIZE = {
 
 
 @pytest.fixture
-def store(state_dir: Path) -> Iterator[Store]:
-    opened = Store.open(state_dir / "baton.db")
-    own_project(opened)
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-@pytest.fixture
 async def hub(store: Store) -> AsyncIterator[RoleHub]:
     started = await RoleHub.start(store, store.path.parent, http=True)
     try:
         yield started
     finally:
         await started.aclose()
+
+
+async def post_initialize(url: str, token: str) -> httpx.Response:
+    """One HTTP MCP ``initialize`` with ``token`` as the bearer credential."""
+    async with httpx.AsyncClient() as client:
+        return await client.post(
+            url,
+            json=INITIALIZE,
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        )
 
 
 async def run_shim(entry: dict[str, Any], *, stdin: bytes = b"") -> tuple[int, bytes, bytes]:
@@ -86,9 +88,14 @@ def test_credentials_are_per_slot_rotated_and_compared_whole() -> None:
     replaced = table.check("QA", qa.token)
     assert isinstance(replaced, Refusal) and replaced.code == "CREDENTIAL_REPLACED"
     assert table.check("QA", again.token) == Grant("QA", again.generation)
+    table.revoke("QA", qa.generation)  # the old session's late close
+    assert table.check("QA", again.token) == Grant("QA", again.generation)
     unknown = table.check("OPS", again.token)
     assert isinstance(unknown, Refusal) and unknown.code == "UNKNOWN_SLOT"
     assert qa.token not in repr(qa)
+    table.revoke("QA", again.generation)  # its own close
+    closed = table.check("QA", again.token)
+    assert isinstance(closed, Refusal) and closed.code == "CREDENTIAL_REPLACED"
 
 
 async def test_a_slots_credential_cannot_call_another_slots_tools(
@@ -106,13 +113,7 @@ async def test_a_slots_credential_cannot_call_another_slots_tools(
     assert status == 2 and out == b""
     assert b"does not match slot 'QA'" in err
     # Over HTTP: DEV's URL with QA's bearer token.
-    http = hub.http_entry(dev)
-    async with httpx.AsyncClient() as client:
-        answer = await client.post(
-            http["url"],
-            json=INITIALIZE,
-            headers={"Authorization": f"Bearer {qa.token}", "Accept": "application/json"},
-        )
+    answer = await post_initialize(hub.http_entry(dev)["url"], qa.token)
     assert answer.status_code == 401 and "does not match slot 'DEV'" in answer.text
     # DEV's own credential reaches DEV's task; nothing was written by the refused tries.
     async with client_session(hub.stdio_entry(dev)) as session:
@@ -138,12 +139,7 @@ async def test_a_replaced_sessions_credential_is_refused(
         status, _, err = await run_shim(old_entry)
         assert status == 2 and b"earlier session of slot 'QA'" in err
     else:
-        async with httpx.AsyncClient() as client:
-            answer = await client.post(
-                old_entry["url"],
-                json=INITIALIZE,
-                headers={"Authorization": f"Bearer {old.token}", "Accept": "application/json"},
-            )
+        answer = await post_initialize(old_entry["url"], old.token)
         assert answer.status_code == 401 and "earlier session of slot 'QA'" in answer.text
     async with client_session(entry_of(new)) as session:
         assert [t.name for t in (await session.list_tools()).tools]

@@ -75,11 +75,13 @@ class Credentials:
         self._live[slot] = (_digest(token), self._generation)
         return SlotCredential(slot, token, self._generation)
 
-    def revoke(self, slot: str) -> None:
-        """Retire ``slot``'s live credential (its session ended or was replaced)."""
-        live = self._live.pop(slot, None)
-        if live is not None:
-            self._retired.setdefault(slot, deque(maxlen=RETIRED_PER_SLOT)).append(live[0])
+    def revoke(self, slot: str, generation: int | None = None) -> None:
+        """Retire ``slot``'s live credential (of that ``generation`` only, when given)."""
+        live = self._live.get(slot)
+        if live is None or (generation is not None and live[1] != generation):
+            return  # already replaced: a late close must not retire its successor
+        del self._live[slot]
+        self._retired.setdefault(slot, deque(maxlen=RETIRED_PER_SLOT)).append(live[0])
 
     def generation(self, slot: str) -> int | None:
         live = self._live.get(slot)
@@ -98,8 +100,8 @@ class Credentials:
         if any(hmac.compare_digest(old, digest) for old in self._retired.get(slot, ())):
             return Refusal(
                 "CREDENTIAL_REPLACED",
-                f"this credential belongs to an earlier session of slot {slot!r}, which was "
-                "replaced; only the slot's current session may use its tools",
+                f"this credential belongs to an earlier session of slot {slot!r}, which "
+                "ended or was replaced; only the slot's current session may use its tools",
             )
         if live is None and slot not in self._retired:
             return Refusal("UNKNOWN_SLOT", f"no role slot {slot!r} is served by this baton up")

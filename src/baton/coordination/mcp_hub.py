@@ -155,9 +155,11 @@ class RoleHub:
         self._drop(slot, keep=credential.generation)
         return credential
 
-    def revoke(self, slot: str) -> None:
-        self.credentials.revoke(slot)
-        self._drop(slot, keep=None)
+    def revoke(self, credential: SlotCredential) -> None:
+        """The session holding ``credential`` ended: retire it (not a successor)."""
+        if self.credentials.generation(credential.slot) == credential.generation:
+            self.credentials.revoke(credential.slot, credential.generation)
+            self._drop(credential.slot, keep=None)
 
     def _drop(self, slot: str, *, keep: int | None) -> None:
         for conn in list(self._connections):
@@ -224,7 +226,13 @@ class RoleHub:
                 return
             conn = _Connection(verdict, asyncio.current_task())
             self._connections.add(conn)
-            server = await self._server_for(verdict.slot)
+            try:
+                server = await self._server_for(verdict.slot)
+            except CoordinationError as exc:  # the slot's binding is missing or malformed
+                answer = {"ok": False, "code": "BAD_BINDING", "message": str(exc)}
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+                return
             writer.write(b'{"ok": true}\n')
             await writer.drain()
             await _serve_lines(server, reader, writer)

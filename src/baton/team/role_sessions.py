@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -24,6 +24,7 @@ from typing import Any
 
 from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
+from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import FcopMcpCompat, RoleSpec
@@ -73,6 +74,8 @@ class AcpRoleSession:
     """:class:`RoleSession` over one :class:`AgentSession`."""
 
     session: AgentSession
+    release: Callable[[], None] | None = None
+    """Called once the session is closed (the hub retires the slot's credential)."""
 
     @property
     def session_id(self) -> str | None:
@@ -106,7 +109,11 @@ class AcpRoleSession:
         )
 
     async def close(self) -> None:
-        await self.session.close("the daemon released the role session")
+        try:
+            await self.session.close("the daemon released the role session")
+        finally:
+            if self.release is not None:
+                self.release()
 
 
 def role_session_factory(
@@ -133,7 +140,9 @@ def role_session_factory(
     still closes the loop).
     """
 
-    async def role_tools(binding: Binding, http: bool) -> tuple[dict[str, Any], str | None]:
+    async def role_tools(
+        binding: Binding, http: bool
+    ) -> tuple[dict[str, Any], SlotCredential | None]:
         """The ``mcpServers`` entry for one new session, and the credential it carries."""
         if fcop_mcp is not None and fcop_mcp.enabled:
             return fcop_mcp_config(fcop_mcp, binding.fcop_root), None
@@ -142,8 +151,8 @@ def role_session_factory(
         credential = hub.issue(binding.session_name)
         if http:
             await hub.start_http()
-            return hub.http_entry(credential), credential.token
-        return hub.stdio_entry(credential), credential.token
+            return hub.http_entry(credential), credential
+        return hub.stdio_entry(credential), credential
 
     async def open_session(
         profile: AgentProfile,
@@ -153,8 +162,8 @@ def role_session_factory(
         http: bool,
         resume: str | None,
         root: Path,
-    ) -> tuple[AgentSession, bool | None]:
-        entry, token = await role_tools(binding, http)
+    ) -> tuple[AgentSession, bool | None, SlotCredential | None]:
+        entry, credential = await role_tools(binding, http)
         session = await AgentSession.open(
             profile,
             workspace=workspace,
@@ -171,9 +180,9 @@ def role_session_factory(
             resume_session_id=resume,
             persistent_root=root,
         )
-        if token is not None:
-            session.redactor.bind([token])  # the agent's own logs, should it echo its config
-        return session, advertises_http(session.initialize_result)
+        if credential is not None:
+            session.redactor.bind([credential.token])  # the agent's logs, should it echo it
+        return session, advertises_http(session.initialize_result), credential
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
@@ -201,7 +210,7 @@ def role_session_factory(
             and not (fcop_mcp is not None and fcop_mcp.enabled)
             and offer_http(profile.family, learned if isinstance(learned, bool) else None)
         )
-        session, advertised = await open_session(
+        session, advertised, credential = await open_session(
             profile, spec, binding, http=http, resume=resume, root=root
         )
         if http and advertised is False:
@@ -214,7 +223,7 @@ def role_session_factory(
                 )
             )
             resume = session.agent_session_id or resume
-            session, advertised = await open_session(
+            session, advertised, credential = await open_session(
                 profile, spec, binding, http=False, resume=resume, root=root
             )
         now = format_ts(time.time())
@@ -232,7 +241,10 @@ def role_session_factory(
                 state={"how": session.how, "mcp_http": advertised},
             )
         )
-        return AcpRoleSession(session)
+        held = credential
+        return AcpRoleSession(
+            session, release=(lambda: hub.revoke(held)) if hub is not None and held else None
+        )
 
     return factory
 
