@@ -35,13 +35,11 @@ import importlib
 import json
 import logging
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from baton.coordination import mcp_shim
 from baton.coordination.binding import Binding, SlotAccess
@@ -50,6 +48,9 @@ from baton.coordination.fcop_port import FcopPort
 from baton.coordination.hub_auth import Credentials, Grant, Refusal, SlotCredential
 from baton.coordination.mcp_server import SERVER_NAME, RoleTools, build_server
 from baton.store.store import Store
+
+if TYPE_CHECKING:
+    from baton.coordination.mcp_http import HttpFront
 
 __all__ = ["SHIM_PATH", "RoleHub"]
 
@@ -61,7 +62,6 @@ MAX_LINE = 8 * 1024 * 1024
 """A longer MCP line from an agent closes its connection (tool arguments are ≤ 512 KiB)."""
 HELLO_TIMEOUT = 10.0
 SOCKET_NAME = "hub.sock"
-_SLOT_PATH = re.compile(r"/mcp/([^/]{1,128})/?")
 
 
 @dataclass(eq=False)
@@ -83,7 +83,7 @@ class RoleHub:
         self._connections: set[_Connection] = set()
         self._server: asyncio.AbstractServer | None = None
         self._dir_fd: int | None = None
-        self._http: _HttpFront | None = None
+        self._http: HttpFront | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -101,7 +101,9 @@ class RoleHub:
     async def start_http(self) -> str:
         """Serve loopback HTTP too (on the first session that can use it); its base URL."""
         if self._http is None:
-            front = _HttpFront(self)
+            from baton.coordination.mcp_http import HttpFront
+
+            front = HttpFront(self.credentials, self._server_for)
             await front.start()
             self._http = front
         return self._http.base_url
@@ -307,138 +309,3 @@ async def _serve_lines(server: Any, reader: asyncio.StreamReader, writer: Any) -
         group.start_soon(outbound)
         await server.run(read_recv, write_send, server.create_initialization_options())
         group.cancel_scope.cancel()
-
-
-class _HttpFront:
-    """Loopback streamable HTTP: ``/mcp/<slot>`` with ``Authorization: Bearer <credential>``."""
-
-    def __init__(self, hub: RoleHub) -> None:
-        self.hub = hub
-        self.base_url = ""
-        self._managers: dict[tuple[str, int], tuple[Any, asyncio.Event, asyncio.Task[None]]] = {}
-        self._lock = asyncio.Lock()
-        self._server: Any = None
-        self._task: asyncio.Task[None] | None = None
-        self._socket: Any = None
-
-    async def start(self) -> None:
-        import socket
-
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        sock.setblocking(False)
-        self._socket = sock
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            self,
-            log_level="warning",
-            proxy_headers=False,
-            server_header=False,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="baton-mcp-http")
-
-    async def stop(self) -> None:
-        for key in list(self._managers):
-            self._stop_manager(key)
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._task is not None:
-            await asyncio.wait({self._task}, timeout=5)
-        if self._socket is not None:
-            self._socket.close()
-
-    def drop(self, slot: str, keep: int | None) -> None:
-        for key in list(self._managers):
-            if key[0] == slot and key[1] != keep:
-                self._stop_manager(key)
-
-    def _stop_manager(self, key: tuple[str, int]) -> None:
-        _, stop, _ = self._managers.pop(key)
-        stop.set()
-
-    async def __call__(self, scope: Mapping[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        match = _SLOT_PATH.fullmatch(scope.get("path", ""))
-        if match is None:
-            await _deny(send, 404, "NOT_FOUND", "baton serves role tools at /mcp/<slot>")
-            return
-        token = _bearer(scope.get("headers") or [])
-        verdict = self.hub.credentials.check(unquote(match.group(1)), token)
-        if isinstance(verdict, Refusal):
-            log.warning("role MCP request refused: %s", verdict.message)
-            await _deny(send, 401 if verdict.code != "UNKNOWN_SLOT" else 404, *_parts(verdict))
-            return
-        manager = await self._manager(verdict)
-        await manager.handle_request(scope, receive, send)
-
-    async def _manager(self, grant: Grant) -> Any:
-        key = (grant.slot, grant.generation)
-        async with self._lock:
-            held = self._managers.get(key)
-            if held is None:
-                server = await self.hub._server_for(grant.slot)
-                from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-                manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=None)
-                ready, stop = asyncio.Event(), asyncio.Event()
-                task = asyncio.create_task(_hold(manager, ready, stop), name=f"mcp-http-{key[0]}")
-                held = self._managers[key] = (manager, stop, task)
-                await ready.wait()
-        return held[0]
-
-
-async def _hold(manager: Any, ready: asyncio.Event, stop: asyncio.Event) -> None:
-    async with manager.run():
-        ready.set()
-        await stop.wait()
-
-
-def _bearer(headers: Any) -> str:
-    for name, value in headers:
-        if name.lower() == b"authorization":
-            text = bytes(value).decode("latin-1")
-            if text[:7].lower() == "bearer ":
-                return text[7:].strip()
-    return ""
-
-
-def _parts(refusal: Refusal) -> tuple[str, str]:
-    return refusal.code, refusal.message
-
-
-async def _deny(send: Callable[..., Any], status: int, code: str, message: str) -> None:
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message, "data": code}}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _quiet_server_class() -> Any:
-    import uvicorn
-
-    class QuietServer(uvicorn.Server):
-        """uvicorn without its signal capture: ``baton up`` owns SIGINT/SIGTERM."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield
-
-    return QuietServer
-
-
-def _QuietServer(config: Any) -> Any:
-    return _quiet_server_class()(config)
