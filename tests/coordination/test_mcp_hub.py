@@ -25,7 +25,7 @@ import pytest
 from baton.coordination.hub_auth import Credentials, Grant, Refusal
 from baton.coordination.mcp_hub import SHIM_PATH, RoleHub
 from baton.store.store import Store
-from tests.coordination.slots import open_slot, point
+from tests.coordination.slots import open_slot, own_project, point
 from tests.coordination.test_mcp_server import active_task_for, call, client_session, store
 
 __all__ = ["store"]  # the fixture, shared with the per-transport tests
@@ -233,3 +233,19 @@ def test_the_shim_imports_only_the_standard_library() -> None:
 async def test_the_socket_is_private(store: Store, hub: RoleHub) -> None:
     assert (hub.socket_path.stat().st_mode & 0o777) == 0o600
     assert (hub.socket_path.parent.stat().st_mode & 0o777) == 0o700
+
+
+async def test_a_socket_path_too_long_for_sockaddr_still_works(root: Path, tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 4)
+    deep.mkdir(parents=True)
+    with Store.open(deep / "baton.db") as store:
+        own_project(store)
+        open_slot(store, root, "QA")
+        hub = await RoleHub.start(store, deep)
+        try:
+            assert len(str(hub.socket_path)) > 108
+            async with client_session(hub.stdio_entry(hub.issue("QA"))) as session:
+                assert [t.name for t in (await session.list_tools()).tools]
+        finally:
+            await hub.aclose()
+        assert not hub.socket_path.exists()
