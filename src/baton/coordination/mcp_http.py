@@ -67,8 +67,11 @@ class HttpFront:
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="baton-mcp-http")
 
     async def stop(self) -> None:
+        tasks = [task for _, _, task in self._managers.values()]
         for key in list(self._managers):
             self._stop_manager(key)
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:
@@ -96,17 +99,24 @@ class HttpFront:
         verdict = self.credentials.check(unquote(match.group(1)), token)
         if isinstance(verdict, Refusal):
             log.warning("role MCP request refused: %s", verdict.message)
-            await _deny(send, 401 if verdict.code != "UNKNOWN_SLOT" else 404, *_parts(verdict))
+            status = 404 if verdict.code == "UNKNOWN_SLOT" else 401
+            await _deny(send, status, verdict.code, verdict.message)
             return
         manager = await self._manager(verdict)
+        if manager is None:  # the slot's session was replaced meanwhile
+            await _deny(send, 401, "CREDENTIAL_REPLACED", "this session of the slot was replaced")
+            return
         await manager.handle_request(scope, receive, send)
 
     async def _manager(self, grant: Grant) -> Any:
+        """The session manager of ``grant``'s slot session; None once it is not current."""
         key = (grant.slot, grant.generation)
         async with self._lock:
             held = self._managers.get(key)
             if held is None:
                 server = await self.server_for(grant.slot)
+                if self.credentials.generation(grant.slot) != grant.generation:
+                    return None  # rotated while the server was being built: drop() ran
                 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
                 manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=None)
@@ -130,10 +140,6 @@ def _bearer(headers: Any) -> str:
             if text[:7].lower() == "bearer ":
                 return text[7:].strip()
     return ""
-
-
-def _parts(refusal: Refusal) -> tuple[str, str]:
-    return refusal.code, refusal.message
 
 
 async def _deny(send: Callable[..., Any], status: int, code: str, message: str) -> None:

@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,7 @@ class RoleHub:
         self.python = python or sys.executable
         self.credentials = Credentials()
         self._ports: dict[tuple[Path, str], FcopPort] = {}
+        self._ports_lock = threading.Lock()
         self._connections: set[_Connection] = set()
         self._server: asyncio.AbstractServer | None = None
         self._dir_fd: int | None = None
@@ -125,10 +127,6 @@ class RoleHub:
             return path
         self._dir_fd = os.open(self.dir, os.O_PATH | os.O_DIRECTORY)
         return f"/proc/self/fd/{self._dir_fd}/{SOCKET_NAME}"
-
-    @property
-    def http_url(self) -> str | None:
-        return self._http.base_url if self._http is not None else None
 
     async def aclose(self) -> None:
         """Stop listening and close every connection (idempotent)."""
@@ -211,10 +209,11 @@ class RoleHub:
     def _port(self, binding: Binding) -> FcopPort:
         """One FCoP port per workspace, without the trusted evaluator (tools hold no authority)."""
         key = (binding.fcop_root, binding.human)
-        port = self._ports.get(key)
-        if port is None:
-            port = self._ports[key] = FcopPort(binding.fcop_root, human=binding.human)
-        return port
+        with self._ports_lock:  # connections open their tools in worker threads
+            port = self._ports.get(key)
+            if port is None:
+                port = self._ports[key] = FcopPort(binding.fcop_root, human=binding.human)
+            return port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn: _Connection | None = None
@@ -283,8 +282,8 @@ async def _serve_lines(server: Any, reader: asyncio.StreamReader, writer: Any) -
             while True:
                 try:
                     line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    return  # a line over MAX_LINE: end this connection
+                except (ValueError, asyncio.LimitOverrunError, ConnectionError):
+                    return  # a line over MAX_LINE, or the peer is gone: end this connection
                 if not line:
                     return
                 try:
