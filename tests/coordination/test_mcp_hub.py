@@ -26,20 +26,15 @@ from baton.coordination.hub_auth import Credentials, Grant, Refusal
 from baton.coordination.mcp_hub import SHIM_PATH, RoleHub
 from baton.store.store import Store
 from tests.coordination.slots import open_slot, own_project, point
-from tests.coordination.test_mcp_server import active_task_for, call, client_session, store
+from tests.coordination.test_mcp_server import (
+    INITIALIZE,
+    active_task_for,
+    call,
+    client_session,
+    store,
+)
 
 __all__ = ["store"]  # the fixture, shared with the per-transport tests
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 
 
 @pytest.fixture

@@ -37,6 +37,18 @@ def store(state_dir: Path) -> Iterator[Store]:
         opened.close()
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+"""A raw MCP ``initialize`` request line, for tests that speak the wire themselves."""
+
 TRANSPORTS = ("server", "shim", "http")
 """The per-slot server (``role_mcp``), and the daemon's hub through the stdio shim and HTTP."""
 
@@ -326,17 +338,7 @@ async def test_write_tools_refuse_once_the_daemon_is_gone_and_the_server_exits(
             stderr=asyncio.subprocess.PIPE,
         )
         assert server.stdin is not None and server.stdout is not None
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        }
-        server.stdin.write(json.dumps(hello).encode() + b"\n")
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
         reply = await asyncio.wait_for(server.stdout.readline(), 30)
         assert json.loads(reply)["id"] == 1  # serving
         # The daemon dies: the server notices through its pidfd, without any request.
