@@ -11,6 +11,7 @@ from benches import (
     doorbell,
     ingest,
     intake,
+    slots,
     task_new,
     transports,
     web_latency,
@@ -27,6 +28,7 @@ ONLY = (
     "web",
     "transports",
     "intake",
+    "slots",
 )
 
 
@@ -66,6 +68,8 @@ def main() -> None:
         transports.run(3 if quick else 10)
     if "intake" in chosen:
         intake.run(quick=quick)
+    if "slots" in chosen:
+        slots.run(1 if quick else 3)
 
 
 if __name__ == "__main__":

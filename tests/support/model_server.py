@@ -51,6 +51,8 @@ class ToolCall:
     call_id: str = "call_1"
     custom: bool = False
     """A freeform (custom) tool: ``arguments["input"]`` is sent as raw text (Responses API)."""
+    namespace: str | None = None
+    """A tool inside a Responses-API ``namespace`` tool (codex offers MCP servers so)."""
 
 
 @dataclass(frozen=True)

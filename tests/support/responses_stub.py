@@ -176,7 +176,7 @@ class _ResponsesHandler(ScriptedHandler):
                 "name": reply.name,
                 "input": str(reply.arguments.get("input", "")),
             }
-        return {
+        item = {
             "type": "function_call",
             "id": f"fc_{index:04d}",
             "status": "completed",
@@ -184,6 +184,9 @@ class _ResponsesHandler(ScriptedHandler):
             "name": reply.name,
             "arguments": json.dumps(reply.arguments),
         }
+        if reply.namespace is not None:
+            item["namespace"] = reply.namespace
+        return item
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """The role-scoped MCP server: FCoP as tools, one binding per agent session.
 
-Run as ``python -m baton.coordination.mcp_server --store DB --slot NAME`` over
-stdio (the one MCP transport every ACP agent must support). The slot's binding
+``baton up`` serves these tools for every slot from the daemon itself
+(:mod:`baton.coordination.mcp_hub`: HTTP, or stdio through a stdlib-only shim); the
+per-slot process of before, ``python -m baton.coordination.role_mcp --store DB --slot
+NAME`` over stdio, still works (the benchmark measures it beside the hub). The slot's binding
 in the store (:mod:`baton.coordination.binding`) fixes the role, the team and
 the tool allowlist; the slot's pointer says which TASK and attempt the session
 is on. So:
