@@ -53,6 +53,7 @@ def _sdk_reads(method: str, raw: Any) -> Any:
             else (
                 bool(getattr(caps, "load_session", False)),
                 getattr(session, "resume", None) is not None,
+                bool(getattr(getattr(caps, "mcp_capabilities", None), "http", False)),
             ),
             "auth_method_ids": [m.id for m in model.auth_methods or []],
             "agent_info": model.agent_info.model_dump(by_alias=True, exclude_none=True)
@@ -73,7 +74,9 @@ def _baton_reads(method: str, raw: Any) -> Any:
         caps = answer.capabilities
         return {
             "protocol_version": answer.protocol_version,
-            "capabilities": None if caps is None else (caps.load_session, caps.resume),
+            "capabilities": None
+            if caps is None
+            else (caps.load_session, caps.resume, caps.mcp_http),
             "auth_method_ids": list(answer.auth_method_ids),
             "agent_info": answer.agent_info,
         }
@@ -189,6 +192,13 @@ HANDCRAFTED: list[tuple[str, Any]] = [
             {"session_capabilities": {"resume": {}}},
             {"loadSession": True, "promptCapabilities": {"image": "maybe"}},
             {"loadSession": True, "mcpCapabilities": 3, "nes": "x", "positionEncoding": 4},
+            {"mcpCapabilities": {"http": True}},
+            {"mcpCapabilities": {"http": "yes", "sse": True}},
+            {"mcpCapabilities": {"http": "maybe"}},
+            {"mcpCapabilities": {"http": None}},
+            {"mcpCapabilities": {"sse": True}},
+            {"mcpCapabilities": []},
+            {"mcp_capabilities": {"http": True}},
             {"loadSession": True, "sessionCapabilities": {"resume": {}, "list": 5}},
             {"loadSession": True, "auth": 5, "providers": [], "_meta": "x"},
         )

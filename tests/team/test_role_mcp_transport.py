@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from baton.acp.messages import parse_initialize
 from baton.config import load_config
 from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
@@ -57,10 +58,15 @@ async def hub(root: Path, state_dir: Path) -> AsyncIterator[RecordingHub]:
 
 
 def test_the_advertised_bit_decides_and_absent_means_no() -> None:
-    assert advertises_http({"agentCapabilities": {"mcpCapabilities": {"http": True}}})
-    assert advertises_http({"agentCapabilities": {"mcpCapabilities": {"sse": True}}}) is False
-    assert advertises_http({"agentCapabilities": {}}) is False
+    v1 = {"protocolVersion": 1}
+    assert advertises_http({**v1, "agentCapabilities": {"mcpCapabilities": {"http": True}}})
+    assert advertises_http({**v1, "agentCapabilities": {"mcpCapabilities": {"sse": True}}}) is False
+    assert advertises_http({**v1, "agentCapabilities": {}}) is False
     assert advertises_http(None) is None
+    assert advertises_http({"agentCapabilities": {}}) is None  # not an initialize answer
+    # What the session hands over after the handshake: the parsed answer (issue 15 item 5).
+    parsed = parse_initialize({**v1, "agentCapabilities": {"mcpCapabilities": {"http": True}}})
+    assert advertises_http(parsed) is True
     assert offer_http("opencode", None) and not offer_http("builtin", None)
     assert offer_http("builtin", True) and not offer_http("opencode", False)
     assert "builtin" not in HTTP_MCP

@@ -107,6 +107,8 @@ class AgentCapabilities:
     load_session: bool = False
     resume: bool = False
     """``sessionCapabilities.resume`` is advertised (an object, even ``{}``)."""
+    mcp_http: bool = False
+    """``mcpCapabilities.http``: the agent connects to MCP servers over HTTP."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +222,11 @@ def _capabilities(caps: Any) -> AgentCapabilities:
         return AgentCapabilities()
     session = _get(caps, "sessionCapabilities", "session_capabilities", None)
     resume = _get(session, "resume", "resume", None) if isinstance(session, dict) else None
+    mcp = _get(caps, "mcpCapabilities", "mcp_capabilities", None)
     return AgentCapabilities(
         load_session=_lax_bool(_get(caps, "loadSession", "load_session", False)),
         resume=isinstance(resume, dict),
+        mcp_http=isinstance(mcp, dict) and _lax_bool(mcp.get("http", False)),
     )
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from baton.acp.messages import InitializeAnswer, MalformedAnswer, parse_initialize
+
 __all__ = ["HTTP_MCP", "advertises_http", "offer_http"]
 
 HTTP_MCP: Mapping[str, str] = {
@@ -27,20 +29,17 @@ HTTP_MCP: Mapping[str, str] = {
 """Families whose pinned agent was seen advertising HTTP MCP (and where it was seen)."""
 
 
-def advertises_http(init: Any) -> bool | None:
-    """``mcpCapabilities.http`` from an ``initialize`` answer (model or dict); None if unknown."""
+def advertises_http(init: InitializeAnswer | Mapping[str, Any] | None) -> bool | None:
+    """``mcpCapabilities.http`` of an ``initialize`` answer (parsed, or its wire JSON);
+    None if there is none. Absent means unsupported (ACP)."""
     if init is None:
         return None
-    caps = getattr(init, "agent_capabilities", None)
-    if caps is None and isinstance(init, Mapping):
-        caps = init.get("agentCapabilities")
-    mcp = getattr(caps, "mcp_capabilities", None)
-    if mcp is None and isinstance(caps, Mapping):
-        mcp = caps.get("mcpCapabilities")
-    if mcp is None:
-        return False  # absent = unsupported (ACP)
-    http = getattr(mcp, "http", None) if not isinstance(mcp, Mapping) else mcp.get("http")
-    return bool(http)
+    if isinstance(init, Mapping):
+        try:
+            init = parse_initialize(dict(init))
+        except MalformedAnswer:
+            return None
+    return init.capabilities is not None and init.capabilities.mcp_http
 
 
 def offer_http(family: str, learned: bool | None) -> bool:
