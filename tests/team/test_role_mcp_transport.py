@@ -21,7 +21,7 @@ from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.team import RoleSpec
 from baton.events.sequencer import Sequencer
-from baton.providers.mcp_transport import HTTP_MCP, advertises_http, offer_http
+from baton.providers.mcp_transport import HTTP_MCP, offer_http
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
@@ -58,15 +58,13 @@ async def hub(root: Path, state_dir: Path) -> AsyncIterator[RecordingHub]:
 
 
 def test_the_advertised_bit_decides_and_absent_means_no() -> None:
-    v1 = {"protocolVersion": 1}
-    assert advertises_http({**v1, "agentCapabilities": {"mcpCapabilities": {"http": True}}})
-    assert advertises_http({**v1, "agentCapabilities": {"mcpCapabilities": {"sse": True}}}) is False
-    assert advertises_http({**v1, "agentCapabilities": {}}) is False
-    assert advertises_http(None) is None
-    assert advertises_http({"agentCapabilities": {}}) is None  # not an initialize answer
-    # What the session hands over after the handshake: the parsed answer (issue 15 item 5).
-    parsed = parse_initialize({**v1, "agentCapabilities": {"mcpCapabilities": {"http": True}}})
-    assert advertises_http(parsed) is True
+    def http(caps: dict[str, Any]) -> bool:
+        answer = parse_initialize({"protocolVersion": 1, "agentCapabilities": caps})
+        return bool(answer.capabilities and answer.capabilities.mcp_http)
+
+    assert http({"mcpCapabilities": {"http": True}})
+    assert not http({"mcpCapabilities": {"sse": True}})
+    assert not http({})  # absent = unsupported (ACP)
     assert offer_http("opencode", None) and not offer_http("builtin", None)
     assert offer_http("builtin", True) and not offer_http("opencode", False)
     assert "builtin" not in HTTP_MCP

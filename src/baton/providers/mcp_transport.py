@@ -8,17 +8,14 @@ reaches them directly, any other through the stdio shim. ``session/new`` carries
 from what the slot's previous session advertised (kept with the session record) or,
 for a first session, from :data:`HTTP_MCP` (what each family's pinned agent advertised
 when observed); when the agent then turns out not to advertise HTTP, the session is
-reopened with the shim (:func:`advertises_http` says so).
+reopened with the shim (``mcpCapabilities.http`` as :mod:`baton.acp.messages` reads it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from baton.acp.messages import InitializeAnswer, MalformedAnswer, parse_initialize
-
-__all__ = ["HTTP_MCP", "advertises_http", "offer_http"]
+__all__ = ["HTTP_MCP", "offer_http"]
 
 HTTP_MCP: Mapping[str, str] = {
     "claude": "claude-agent-acp 0.101.0: mcpCapabilities {http: true, sse: true}",
@@ -27,19 +24,6 @@ HTTP_MCP: Mapping[str, str] = {
     "opencode": "opencode-ai 1.18.33: mcpCapabilities {http: true, sse: true}",
 }
 """Families whose pinned agent was seen advertising HTTP MCP (and where it was seen)."""
-
-
-def advertises_http(init: InitializeAnswer | Mapping[str, Any] | None) -> bool | None:
-    """``mcpCapabilities.http`` of an ``initialize`` answer (parsed, or its wire JSON);
-    None if there is none. Absent means unsupported (ACP)."""
-    if init is None:
-        return None
-    if isinstance(init, Mapping):
-        try:
-            init = parse_initialize(dict(init))
-        except MalformedAnswer:
-            return None
-    return init.capabilities is not None and init.capabilities.mcp_http
 
 
 def offer_http(family: str, learned: bool | None) -> bool:

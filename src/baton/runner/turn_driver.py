@@ -253,9 +253,7 @@ class TurnDriver:
         except RemoteCallError as exc:
             return _Prompt(PromptEnd.REMOTE_ERROR, error=exc)
         except AgentExited as exc:
-            # Its output closes a moment before the process is reaped: wait (bounded) for
-            # the exit status, which says more than "closed its stdout" (a crash, a kill).
-            await self.transport.wait(self.transport.exit_grace)
+            await self.transport.wait(self.transport.exit_grace)  # stdout closes before reaping
             return _Prompt(PromptEnd.EXITED, error=exc)
         try:
             parsed = self.client.prompt_response(raw)

@@ -30,7 +30,7 @@ from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
-from baton.providers.mcp_transport import advertises_http, offer_http
+from baton.providers.mcp_transport import offer_http
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
@@ -185,7 +185,9 @@ def role_session_factory(
         )
         if credential is not None:
             session.redactor.bind([credential.token])  # the agent's logs, should it echo it
-        return session, advertises_http(session.initialize_result), credential
+        init = session.initialize_result
+        http = None if init is None else bool(init.capabilities and init.capabilities.mcp_http)
+        return session, http, credential
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
