@@ -186,6 +186,9 @@ def _json_frames() -> Iterator[None]:
     """baton's frame decoder with ``json.loads`` alone (what it was before msgspec)."""
     from baton.acp import framing
 
+    if not hasattr(framing, "_fast_loads"):  # a checkout from before msgspec
+        yield
+        return
     original = framing._fast_loads
     framing._fast_loads = json.loads
     try:
@@ -233,6 +236,8 @@ class Project:
             "LANG": "C.UTF-8",
             "COLUMNS": "120",
         }
+        if "PYTHONPATH" in os.environ:  # measuring another checkout's src (before/after)
+            self.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         subprocess.run(["git", "init", "-q", str(self.root)], check=True, env=self.env)
         subprocess.run([str(BATON), "init"], cwd=self.root, env=self.env, check=True, **_quiet())
         with (self.root / "baton.toml").open("a") as toml:
