@@ -17,6 +17,9 @@ latest, the end of this turn of the event loop; any other event (a request, a
 refusal, a turn's end) writes everything buffered before it at once, and ``close``
 writes the rest. One write and one terminal render per batch instead of one per
 event; the bytes are the same as rendering event by event.
+
+Length: one branch per canonical event type the terminal shows, plus the per-batch
+writing both views share; the one place that decides what a person sees of an event.
 """
 
 from __future__ import annotations
