@@ -8,9 +8,9 @@ Every consumer reads the same agent (:mod:`benches.flood_agent`, ``message`` or
 * ``acp sdk loop``: ``agent-client-protocol``'s ``ClientSideConnection`` validating
   every notification into its models, a handler that only counts;
 * ``baton pipeline``: baton's session in-process (ordered dispatch, normalization,
-  redaction, stamping, the durable SQLite log, flushed before the clock stops); with
-  orjson installed also ``baton pipeline, orjson frames`` (the frame decoder patched to
-  try orjson first), the measured gain of adopting it;
+  redaction, stamping, the durable SQLite log, flushed before the clock stops), and
+  ``baton pipeline, json frames`` (the frame decoder patched to ``json.loads`` alone,
+  as before msgspec), the measured share of the parser;
 * ``acpx --format json`` (acpx 0.19.1 from npm, when it can be installed),
   ``baton run --json`` and ``baton run`` (the live view, to a file): whole CLI
   processes, so their cost per update is the difference of a large and a small flood
@@ -182,27 +182,19 @@ async def baton_pipeline(kind: str, count: int) -> tuple[float, int, list[float]
 
 
 @contextlib.contextmanager
-def _orjson_frames() -> Iterator[None]:
-    """baton's frame decoder with orjson first (json.loads for whatever orjson refuses:
-    lone surrogates, NaN, huge ints), to measure the gain before adopting it."""
-    import types
-
-    import orjson  # type: ignore[import-not-found,unused-ignore]
-
+def _json_frames() -> Iterator[None]:
+    """baton's frame decoder with ``json.loads`` alone (what it was before msgspec)."""
     from baton.acp import framing
 
-    def loads(data: bytes | bytearray | str) -> Any:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return json.loads(data)
-
-    original = vars(framing)["json"]
-    setattr(framing, "json", types.SimpleNamespace(loads=loads, dumps=json.dumps))  # noqa: B010
+    if not hasattr(framing, "_fast_loads"):  # a checkout from before msgspec
+        yield
+        return
+    original = framing._fast_loads
+    framing._fast_loads = json.loads
     try:
         yield
     finally:
-        setattr(framing, "json", original)  # noqa: B010
+        framing._fast_loads = original
 
 
 # ------------------------------------------------------------------ CLI processes
@@ -244,6 +236,8 @@ class Project:
             "LANG": "C.UTF-8",
             "COLUMNS": "120",
         }
+        if "PYTHONPATH" in os.environ:  # measuring another checkout's src (before/after)
+            self.env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         subprocess.run(["git", "init", "-q", str(self.root)], check=True, env=self.env)
         subprocess.run([str(BATON), "init"], cwd=self.root, env=self.env, check=True, **_quiet())
         with (self.root / "baton.toml").open("a") as toml:
@@ -322,10 +316,9 @@ def run(count: int, repeats: int) -> None:
                 elapsed, seen, samples = asyncio.run(baton_pipeline(kind, count))
                 add(kind, "baton pipeline", _us(elapsed, seen))
                 memory = samples
-                if "floor orjson" in parsers:
-                    with _orjson_frames():
-                        elapsed, seen, _ = asyncio.run(baton_pipeline(kind, count))
-                    add(kind, "baton pipeline, orjson frames", _us(elapsed, seen))
+                with _json_frames():
+                    elapsed, seen, _ = asyncio.run(baton_pipeline(kind, count))
+                add(kind, "baton pipeline, json frames", _us(elapsed, seen))
                 if acpx is not None:
                     add(kind, "acpx --format json", cli(partial(acpx_run, acpx, tmp, kind)))
                 add(kind, "baton run --json", cli(partial(project.run, kind, json_out=True)))

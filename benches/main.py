@@ -36,12 +36,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--only", choices=ONLY, action="append", default=None)
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="repeats of ingest (default: 1 quick, 3 full)"
+    )
     args = parser.parse_args()
     chosen = set(args.only or ONLY)
     quick = args.quick
     print(f"# baton benchmarks ({cpu_note()})")
     if "ingest" in chosen:
-        ingest.run(20_000 if quick else 200_000, 1 if quick else 3)
+        repeats = args.repeat or (1 if quick else 3)
+        ingest.run(20_000 if quick else 200_000, repeats)
     if "cold-start" in chosen:
         cold_start.run(3 if quick else 7)
     if "concurrent" in chosen:

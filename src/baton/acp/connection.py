@@ -180,11 +180,12 @@ class JsonRpcConnection:
 
     async def _dispatch_isolated(self, item: Frame | FrameError) -> None:
         """One frame, in isolation: a fault while handling it is reported, never raised."""
-        method: str | None = None
         if isinstance(item, Frame):
             self.frames_in += 1
-            method = _method_of(item.message)
-        await self._isolated(method, self._dispatch_frame(item))
+        try:
+            await self._dispatch_frame(item)
+        except Exception as exc:  # a bug in baton: this frame's error, not the connection's
+            await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
 
     async def _isolated(self, method: str | None, step: Awaitable[None]) -> None:
         try:

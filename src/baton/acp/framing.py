@@ -4,6 +4,14 @@
 input never raises: an oversized line is skipped without being buffered (memory
 stays bounded however long it is), and undecodable or non-object lines come back as
 :class:`FrameError` values so the connection can report them and keep going.
+
+Lines are parsed by msgspec first (4x ``json.loads`` on ACP frames) and by
+``json.loads`` whenever msgspec refuses one, so every line decodes exactly as
+``json.loads`` alone would decode it: msgspec is strict (it refuses lone surrogates,
+``NaN``/``Infinity``, out-of-range floats, a BOM), and for everything it accepts it
+builds the same objects (arbitrary-size ints, last duplicate key wins; a hypothesis
+property in ``tests/acp/test_framing_parser.py`` holds it to that). orjson was measured
+too and is not used: it turns integers beyond 64 bits into floats instead of refusing.
 """
 
 from __future__ import annotations
@@ -12,6 +20,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from baton.events.surrogates import repair_unencodable
 
@@ -24,6 +34,7 @@ __all__ = [
     "LineDecoder",
     "decode_line",
     "encode_message",
+    "loads",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -64,6 +75,18 @@ class FrameError:
     size: int
     preview: str
     detail: str
+
+
+_fast_loads = msgspec.json.Decoder().decode
+_FAST_REFUSED = (msgspec.DecodeError, RecursionError)
+
+
+def loads(line: bytes | bytearray) -> Any:
+    """``json.loads(line)``, faster: msgspec first, ``json.loads`` for what it refuses."""
+    try:
+        return _fast_loads(line)
+    except _FAST_REFUSED:
+        return json.loads(line)
 
 
 def _preview(data: bytes | bytearray) -> str:
@@ -167,7 +190,7 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
     if not line.strip():
         return None
     try:
-        message = json.loads(line)
+        message = loads(line)
     except UnicodeDecodeError as exc:
         return FrameError("invalid_utf8", len(line), _preview(line), str(exc))
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting

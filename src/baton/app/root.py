@@ -70,9 +70,17 @@ class Run:
     status: RunStatus = "failed"
     """Set by the caller when it knows how the run went; ``failed`` until then."""
 
-    def listen(self, listener: Callable[[CanonicalEvent], None]) -> None:
-        """Show the run's events as they come (in sequence order; see the emitter)."""
+    def listen(
+        self,
+        listener: Callable[[CanonicalEvent], None],
+        *,
+        batch_end: Callable[[], None] | None = None,
+    ) -> None:
+        """Show the run's events as they come (in sequence order; see the emitter);
+        ``batch_end`` is called after each read from the agent (a view writes its batch)."""
         self.emitter.listeners.append(listener)
+        if batch_end is not None:
+            self.emitter.batch_listeners.append(batch_end)
 
     async def emit(self, payload: Payload) -> None:
         await self.emitter.emit(payload)

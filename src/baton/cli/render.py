@@ -9,10 +9,22 @@ every line carries the role it comes from.
 
 Each renderer also keeps the :class:`~baton.cli.tally.Tally` a caller needs for its exit
 code (denied requests, failed steps) and the requests still waiting for an answer.
+
+Output is written per read batch, not per event: streaming detail
+(:data:`DEFERRED_TYPES`, what a flooding agent sends thousands of) is buffered until
+the end of the read it came from (``batch_end``, the connection's hook) or, at the
+latest, the end of this turn of the event loop; any other event (a request, a
+refusal, a turn's end) writes everything buffered before it at once, and ``close``
+writes the rest. One write and one terminal render per batch instead of one per
+event; the bytes are the same as rendering event by event.
+
+Length: one branch per canonical event type the terminal shows, plus the per-batch
+writing both views share; the one place that decides what a person sees of an event.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
@@ -40,6 +52,7 @@ from baton.events.model import (
     SessionFailed,
     SessionStarted,
     ToolExecutionCompleted,
+    ToolExecutionProgressed,
     ToolExecutionStarted,
     TranscriptAssistant,
     TranscriptThinking,
@@ -54,7 +67,16 @@ from baton.events.model import (
 from baton.runner.liveness import resumed_text, stall_text
 from baton.security.display import terminal_safe
 
-__all__ = ["HumanRenderer", "Labeler", "NdjsonRenderer", "RequestHint", "safe"]
+__all__ = ["DEFERRED_TYPES", "HumanRenderer", "Labeler", "NdjsonRenderer", "RequestHint", "safe"]
+
+DEFERRED_TYPES = frozenset(
+    {
+        TranscriptAssistant.TYPE,
+        TranscriptThinking.TYPE,
+        ToolExecutionProgressed.TYPE,
+    }
+)
+"""Streaming detail: written at the end of its read batch, not event by event."""
 
 _STATUS_STYLE = {"completed": "green", "failed": "red", "cancelled": "yellow"}
 _PLAN_MARK = {"pending": "☐", "in_progress": "◐", "completed": "☑", "blocked": "☒"}
@@ -77,19 +99,66 @@ def _plain(text: str, *, inline: bool = False) -> str:
     return terminal_safe(text, inline=inline, markup=False)
 
 
+class _Later:
+    """Calls ``fn`` once at the end of this turn of the event loop (now, without a loop):
+    the fallback that writes a batch nobody ended (an event from outside a read)."""
+
+    __slots__ = ("_fn", "_handle")
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+        self._handle: asyncio.Handle | None = None
+
+    def __call__(self) -> None:
+        if self._handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a replay (``baton log``): event by event
+            self._fn()
+            return
+        self._handle = loop.call_soon(self._run)
+
+    def _run(self) -> None:
+        self._handle = None
+        self._fn()
+
+
 class NdjsonRenderer:
-    """One canonical event per line on stdout: no markup, nothing else."""
+    """One canonical event per line on stdout: no markup, nothing else.
+
+    Each line is the event's one serialization (:meth:`CanonicalEvent.to_json`, the
+    same string the store row holds), written and flushed once per read batch.
+    """
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
         self.tally = Tally()
+        self._lines: list[str] = []
+        self._later = _Later(self.flush)
 
     def __call__(self, event: CanonicalEvent) -> None:
         self.tally(event)
-        self.stream.write(event.to_json() + "\n")
-        self.stream.flush()
+        self._lines.append(event.to_json())
+        if event.type in DEFERRED_TYPES:
+            self._later()
+        else:
+            self.flush()
+
+    def batch_end(self) -> None:
+        """The end of one read from the agent: write what it produced."""
+        self.flush()
+
+    def flush(self) -> None:
+        lines = self._lines
+        if lines:
+            lines.append("")
+            self._lines = []
+            self.stream.write("\n".join(lines))
+            self.stream.flush()
 
     def close(self) -> None:
+        self.flush()
         self.stream.flush()
 
 
@@ -119,6 +188,9 @@ class HumanRenderer:
         self._deferred_titles: set[str] = set()
         self._label: str | None = None
         self._live: Live | None = None
+        self._pieces: list[Text | str] = []
+        """What is rendered but not yet written (one console print per batch)."""
+        self._later = _Later(self.flush)
         if live and self.console.is_terminal:
             self._live = Live(
                 self._status(), console=self.console, transient=True, refresh_per_second=8
@@ -145,9 +217,20 @@ class HumanRenderer:
     def _end_text(self) -> None:
         if self._text_from is not None:
             if not self._col0:
-                self.console.print()
+                self._pieces.append("\n")
             self._text_from = None
             self._col0 = True
+
+    def flush(self) -> None:
+        """Write everything rendered so far in one print (one live-display refresh)."""
+        pieces = self._pieces
+        if pieces:
+            self._pieces = []
+            self.console.print(Text.assemble(*pieces), end="")
+
+    def batch_end(self) -> None:
+        """The end of one read from the agent: write what it produced."""
+        self.flush()
 
     def _print(self, item: Text | str, *, style: str = "") -> None:
         """One of baton's own lines (``str`` is rich markup built with :func:`safe`)."""
@@ -155,30 +238,38 @@ class HumanRenderer:
         line = item if isinstance(item, Text) else Text.from_markup(item)
         if style:
             line.stylize(style)
-        self.console.print(Text.assemble(self._prefix(), line))
+        self._pieces.append(Text.assemble(self._prefix(), line))
+        self._pieces.append("\n")
 
     def say(self, markup: str, *, style: str = "") -> None:
         """A line from the command itself (a reminder, a heartbeat), between events."""
         self._print(markup, style=style)
+        self.flush()
 
     def _stream(self, text: str, style: str) -> None:
         """Agent text as it streams: each new line labelled and checked for forged marks."""
+        pieces = self._pieces
         for index, part in enumerate(text.split("\n")):
             if index > 0:
-                self.console.print()
+                pieces.append("\n")
                 self._col0 = True
             if not part:
                 continue
             if self._col0:
-                self.console.print(self._prefix(), end="")
-            self.console.print(
-                Text(terminal_safe(part, markup=False, mark=self._col0), style=style), end=""
-            )
+                pieces.append(self._prefix())
+            pieces.append(Text(terminal_safe(part, markup=False, mark=self._col0), style=style))
             self._col0 = False
 
     # ------------------------------------------------------------------ events
 
     def __call__(self, event: CanonicalEvent) -> None:
+        self._render(event)
+        if event.type in DEFERRED_TYPES:
+            self._later()
+        else:
+            self.flush()
+
+    def _render(self, event: CanonicalEvent) -> None:
         self.tally(event)
         self._label = self.labeler(event) if self.labeler is not None else None
         payload = event.payload
@@ -361,10 +452,11 @@ class HumanRenderer:
     def paused(self) -> Iterator[None]:
         """Stop the live spinners while someone types an answer at the terminal."""
         live = self._live
+        self._end_text()
+        self.flush()
         if live is None:
             yield
             return
-        self._end_text()
         live.stop()
         try:
             yield
@@ -373,6 +465,7 @@ class HumanRenderer:
 
     def close(self) -> None:
         self._end_text()
+        self.flush()
         if self._live is not None:
             self._live.stop()
             self._live = None

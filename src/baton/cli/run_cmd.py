@@ -218,55 +218,58 @@ async def _run_turn(
             await asyncio.sleep(remind_every)
             headless.remind(view.tally.waiting)
 
-    async with Baton.open(workspace, config=config) as baton:
-        policy = dataclasses.replace(Policy.preset(preset), audit=audit)
-        broker = baton.broker(policy, terminal=terminal, wait_timeout=wait_timeout)
-        async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
-            run_id = run.run_id
-            run.listen(view)
-            reminder = loop.create_task(remind()) if headless is not None else None
-            with Interrupts(on_first, on_again) as interrupts:
-                try:
-                    with progress(f"starting {profile.name}…", spinner=False):
-                        session = await baton.open_session(
-                            profile, run=run, requests=broker, workspace=workspace
-                        )
-                    if interrupts.first is not None:
-                        status = "cancelled"
-                    else:
-                        outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
-                        status = outcome.status
-                        if outcome.status == "completed":
-                            code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
-                            if code == EXIT_OK and not view.tally.clean:
-                                code = EXIT_STEPS
-                        elif outcome.status == "cancelled":
-                            code = EXIT_CANCELLED
-                        else:
-                            code = EXIT_FAILED
-                        if outcome.unapproved_mutations:
-                            # A mutation no recorded decision allowed: a failed security check.
-                            code = EXIT_SECURITY
-                            err.print(
-                                f"baton: {outcome.unapproved_mutations} mutation(s) without a "
-                                "recorded decision (security.unapproved_mutation); exit 4",
-                                style="red",
-                                markup=False,
+    try:
+        async with Baton.open(workspace, config=config) as baton:
+            policy = dataclasses.replace(Policy.preset(preset), audit=audit)
+            broker = baton.broker(policy, terminal=terminal, wait_timeout=wait_timeout)
+            async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
+                run_id = run.run_id
+                run.listen(view, batch_end=view.batch_end)
+                reminder = loop.create_task(remind()) if headless is not None else None
+                with Interrupts(on_first, on_again) as interrupts:
+                    try:
+                        with progress(f"starting {profile.name}…", spinner=False):
+                            session = await baton.open_session(
+                                profile, run=run, requests=broker, workspace=workspace
                             )
-                except BatonError as exc:
-                    code = exit_for(exc)
-                    if not json_output:
-                        view.close()
-                        # stderr carries the error even when the view showed it
-                        say_error(*describe(exc))
-                finally:
-                    run.status = status
-                    await cancel_and_wait([reminder])
-                    if grace_handle is not None:
-                        grace_handle.cancel()
-                    if session is not None:
-                        await session.close()
-    view.close()
+                        if interrupts.first is not None:
+                            status = "cancelled"
+                        else:
+                            outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
+                            status = outcome.status
+                            if outcome.status == "completed":
+                                code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
+                                if code == EXIT_OK and not view.tally.clean:
+                                    code = EXIT_STEPS
+                            elif outcome.status == "cancelled":
+                                code = EXIT_CANCELLED
+                            else:
+                                code = EXIT_FAILED
+                            if outcome.unapproved_mutations:
+                                # A mutation no recorded decision allowed: a failed security check.
+                                code = EXIT_SECURITY
+                                err.print(
+                                    f"baton: {outcome.unapproved_mutations} mutation(s) without a "
+                                    "recorded decision (security.unapproved_mutation); exit 4",
+                                    style="red",
+                                    markup=False,
+                                )
+                    except BatonError as exc:
+                        code = exit_for(exc)
+                        if not json_output:
+                            view.close()
+                            # stderr carries the error even when the view showed it
+                            say_error(*describe(exc))
+                    finally:
+                        run.status = status
+                        await cancel_and_wait([reminder])
+                        if grace_handle is not None:
+                            grace_handle.cancel()
+                        if session is not None:
+                            await session.close()
+    finally:
+        # the last batch reaches stdout whatever happened (an event shown is one stored)
+        view.close()
     if interrupts.exit_code is not None and status != "completed":
         code = interrupts.exit_code
     if not json_output:

@@ -148,7 +148,7 @@ async def _up(
                     labeler=RoleLabels(baton.store), label_width=max(map(len, roles))
                 )
             )
-            run.listen(view)
+            run.listen(view, batch_end=view.batch_end)
             tally = view.tally
             say.print(
                 f"baton up · watching {plural(len(roles), 'role')} ({', '.join(roles)}) in "

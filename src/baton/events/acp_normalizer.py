@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
@@ -258,7 +258,9 @@ class AcpNormalizer:
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
                 )
             )
-        own.extend(self._fallbacks(self._subject(variant, update)))
+        fallbacks = self._redaction.drain_fallbacks()
+        if fallbacks:
+            own.extend(self._fallbacks(self._subject(variant, update), fallbacks))
         out.extend(self._attributed(own, owner, late))
         return out
 
@@ -299,7 +301,7 @@ class AcpNormalizer:
         if not drafts or (owner is None and not late):
             return drafts
         flags = ("late",) if late else ()
-        out = [replace(d, turn_id=owner, flags=d.flags + flags) for d in drafts]
+        out = [Draft(d.payload, d.raw, owner, d.flags + flags) for d in drafts]
         if late and owner is not None and owner not in self._late_noticed:
             if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
                 self._late_noticed.popitem(last=False)
@@ -544,8 +546,9 @@ class AcpNormalizer:
         ]
         return self._attributed(drafts, pending.turn_id, pending.late)
 
-    def _fallbacks(self, subject: str) -> list[Draft]:
-        """Every fail-closed redaction since the last call, as a visible security event."""
+    def _fallbacks(self, subject: str, reasons: list[str] | None = None) -> list[Draft]:
+        """Every fail-closed redaction since the last call (or ``reasons``, already drained),
+        as a visible security event."""
         return [
             Draft(
                 SecurityRedactionFallback(
@@ -554,7 +557,7 @@ class AcpNormalizer:
                     reason=reason,
                 )
             )
-            for reason in self._redaction.drain_fallbacks()
+            for reason in (self._redaction.drain_fallbacks() if reasons is None else reasons)
         ]
 
     # ------------------------------------------------------------------ helpers

@@ -756,11 +756,55 @@ class CanonicalEvent(BaseModel):
             object.__setattr__(self, "_json", line)
         return line
 
+    @classmethod
+    def stamped(
+        cls,
+        *,
+        type: str,
+        seq: int,
+        run_id: str,
+        session_id: str | None,
+        turn_id: str | None,
+        ts: str,
+        payload: Payload,
+        raw: JsonValue,
+        flags: list[str],
+    ) -> CanonicalEvent:
+        """The envelope validation would build, without validating it: for the sequencer,
+        whose arguments are typed by construction (a validated payload of its own type, a
+        fresh seq, baton's ids). Validation cost more than the rest of stamping; a test
+        holds the two equal. Anything else goes through the validating constructor."""
+        event = _new_event(cls)
+        _set(
+            event,
+            "__dict__",
+            {
+                "schema_version": SCHEMA_VERSION,
+                "type": type,
+                "seq": seq,
+                "run_id": run_id,
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "ts": ts,
+                "payload": payload,
+                "raw": raw,
+                "flags": flags,
+            },
+        )
+        _set(event, "__pydantic_fields_set__", _ENVELOPE_FIELDS)
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        return event
+
     def model_copy(self, *, update: Any = None, deep: bool = False) -> CanonicalEvent:
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("_json", None)
         return copied
 
+
+_new_event = BaseModel.__new__
+_set = object.__setattr__
+_ENVELOPE_FIELDS = frozenset(CanonicalEvent.model_fields)
 
 _LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
 """Characters JSON may leave raw but ``str.splitlines()`` (and so many NDJSON readers)

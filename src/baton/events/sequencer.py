@@ -8,7 +8,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.events.model import CanonicalEvent, Payload, storable
+from baton.events.model import PAYLOAD_TYPES, CanonicalEvent, Payload, storable
 
 RECEIVED_FLAGS: ContextVar[tuple[str, ...]] = ContextVar("baton_received_flags", default=())
 """Flags of the frame being handled (:attr:`baton.acp.framing.Frame.flags`).
@@ -77,8 +77,14 @@ class Sequencer:
         received = RECEIVED_FLAGS.get()
         if received:
             flags = sorted({*flags, *received})
+        trusted = (
+            isinstance(payload, PAYLOAD_TYPES.get(payload.TYPE, ()))
+            and (session_id is None or type(session_id) is str)
+            and (turn_id is None or type(turn_id) is str)
+        )
+        build = CanonicalEvent.stamped if trusted else CanonicalEvent
         return storable(
-            CanonicalEvent(
+            build(
                 type=payload.TYPE,
                 seq=self.seq,
                 run_id=self.run_id,

@@ -227,8 +227,10 @@ class ClientMethods:
             self._reply_waiters.pop(key, None)
 
     async def on_batch_end(self) -> None:
-        """Show only what cannot be half a secret (the rest waits for the next read)."""
+        """Show only what cannot be half a secret (the rest waits for the next read); then
+        the views write this read's events at once."""
         await self.events.drafts(self.normalizer.flush_ready())
+        self.events.emitter.batch_end()
 
     # ---------------------------------------------------------------- updates
 

@@ -43,6 +43,8 @@ class EventEmitter:
         self.sequencer = sequencer
         self.store = store
         self.listeners: list[Listener] = []
+        self.batch_listeners: list[Callable[[], None]] = []
+        """Called at the end of each read from the agent: listeners that buffer write now."""
         self.count = 0
         self._held: deque[list[Any]] = deque()
         """[event, waiting_for_commit, keep] in seq order, while an earlier event awaits its
@@ -141,6 +143,12 @@ class EventEmitter:
                 raw=draft.raw,
                 flags=draft.flags,
             )
+
+    def batch_end(self) -> None:
+        """One read from the agent is handled: buffered output is written (per batch, not
+        per event: the events themselves were already handed to the listeners)."""
+        for listener in self.batch_listeners:
+            listener()
 
     async def flush(self) -> None:
         if self.store is not None:

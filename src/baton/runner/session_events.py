@@ -91,8 +91,10 @@ class SessionEvents:
         """Each draft on the turn the agent's own ids place it in (:attr:`Draft.turn_id`: a
         tool update on its call's turn, a chunk on its message's), flagged ``late`` when
         that is not the running turn; a draft the ids place nowhere on :attr:`attributed`."""
+        batch = drafts if isinstance(drafts, list) else list(drafts)
+        if not batch:
+            return  # most updates only add to a coalescing message
         turn_id = self._turn_id()
-        batch = list(drafts)
         if self.watch is not None:
             batch = self.watch.prepare(batch)
         await self.emitter.emit_drafts(batch, session_id=self.agent_session_id, turn_id=turn_id)
