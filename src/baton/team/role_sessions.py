@@ -186,8 +186,10 @@ def role_session_factory(
         if credential is not None:
             session.redactor.bind([credential.token])  # the agent's logs, should it echo it
         init = session.initialize_result
-        http = None if init is None else bool(init.capabilities and init.capabilities.mcp_http)
-        return session, http, credential
+        advertised = (
+            None if init is None else bool(init.capabilities and init.capabilities.mcp_http)
+        )
+        return session, advertised, credential
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
