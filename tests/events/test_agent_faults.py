@@ -93,7 +93,9 @@ def mutated(draw: st.DrawFn, sample: Any) -> Any:
             if draw(st.booleans()) and isinstance(parent, dict):
                 parent.pop(path[-1], None)
             else:
-                parent[path[-1]] = draw(HOSTILE)
+                # a copy: ``st.just`` hands out one shared list, and a later mutation in
+                # place would make it contain itself (a structure no JSON decode produces)
+                parent[path[-1]] = copy.deepcopy(draw(HOSTILE))
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation changed the shape above this path
     return value
