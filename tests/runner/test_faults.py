@@ -60,7 +60,9 @@ async def test_a_60_mb_line_is_skipped_with_a_diagnostic(harness: Harness) -> No
     assert harness.of("transcript.assistant"), "the chunk after the huge line must arrive"
 
 
-@pytest.mark.parametrize("transport", ["memory", "subprocess"])
+@pytest.mark.parametrize(
+    "transport", ["memory", pytest.param("subprocess", marks=pytest.mark.process)]
+)
 async def test_agent_dying_mid_turn_fails_the_turn_with_its_exit_code(
     harness: Harness, transport: Transport
 ) -> None:
@@ -82,6 +84,7 @@ async def test_an_agent_that_never_answers_initialize_times_out(harness: Harness
     assert failed and failed[0].error_type == "AgentTimeout"
 
 
+@pytest.mark.process
 async def test_stderr_flood_never_deadlocks_and_the_preview_is_bounded(harness: Harness) -> None:
     session = await harness.open(
         fake("stderr-flood", "--bytes", str(50 * 1024 * 1024)), transport="subprocess"
@@ -93,6 +96,7 @@ async def test_stderr_flood_never_deadlocks_and_the_preview_is_bounded(harness: 
     assert len(session.stderr_preview().encode()) <= 4 * 1024 * 4  # escaped bytes at most 4×
 
 
+@pytest.mark.process
 async def test_agent_ignoring_cancel_is_killed_and_the_turn_is_cancelled(harness: Harness) -> None:
     session = await harness.open(fake("ignore-cancel"), transport=FAST_STOP)
     prompt = asyncio.create_task(session.prompt("go"))
@@ -120,6 +124,7 @@ async def test_turn_timeout_sends_cancel_then_fails_the_turn(harness: Harness) -
     assert "stopped on session/cancel" in failed[0].message
 
 
+@pytest.mark.process
 async def test_spawned_grandchildren_die_with_the_agent(harness: Harness) -> None:
     session = await harness.open(fake("spawn-grandchild"), transport="subprocess")
     await session.prompt("go")
@@ -241,6 +246,7 @@ async def test_fs_methods_are_contained_to_the_workspace(harness: Harness) -> No
     assert "root:" not in " ".join(e.to_json() for e in harness.events)
 
 
+@pytest.mark.process
 async def test_sigterm_ignoring_agent_is_still_reaped_on_close(harness: Harness) -> None:
     session = await harness.open(fake("ignore-cancel"), transport=FAST_STOP)
     assert session.process is not None
@@ -281,6 +287,7 @@ async def test_cursor_extensions_become_canonical_events_and_durable_requests(
     assert usage and not usage[-1].available and "Cursor" in (usage[-1].reason or "")
 
 
+@pytest.mark.process
 async def test_agent_death_is_seen_even_when_a_grandchild_holds_its_pipes(
     harness: Harness,
 ) -> None:

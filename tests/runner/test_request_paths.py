@@ -30,6 +30,7 @@ async def _wait_for(harness: Harness, event_type: str) -> None:
             await asyncio.sleep(0.02)
 
 
+@pytest.mark.process
 async def test_a_turn_timeout_answers_the_pending_request_before_cancelling(
     harness: Harness,
 ) -> None:
@@ -77,6 +78,7 @@ async def test_a_permission_seeds_an_unannounced_tool_call(harness: Harness) -> 
     assert not harness.of("security.unapproved_mutation")
 
 
+@pytest.mark.process
 async def test_every_decision_names_its_rule(harness: Harness) -> None:
     """The escalating policy rule on request.created; who answered (`cli`) on request.answered."""
     import os

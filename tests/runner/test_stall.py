@@ -10,7 +10,6 @@ until the test cancels, so the order of things does not depend on the machine's 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from baton.events.model import TurnStalled
 from baton.requests.model import PermissionAnswer
@@ -73,7 +72,7 @@ async def test_a_request_waiting_for_a_human_is_not_a_stall(harness: Harness) ->
     liveness = session.turns.watch.liveness
     # Wait until the watch has looked at the silence well past its threshold (it moves
     # the silence's start forward while a human is asked) or until it (wrongly) stalled.
-    past = time.monotonic() * 1000 + 3 * threshold * 1000
+    past = asyncio.get_running_loop().time() * 1000 + 3 * threshold * 1000
     await _condition(lambda: liveness.stalled or liveness.last_heard_ms >= past)
     assert not liveness.stalled and "turn.stalled" not in harness.types()
     await harness.ledger.answer(

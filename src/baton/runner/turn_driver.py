@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +60,8 @@ Terminal = TurnCompleted | TurnFailed | TurnCancelled
 
 
 def now_ms() -> float:
-    return time.monotonic() * 1000.0
+    """The running loop's clock, in ms: every wait of a turn is a timer on that clock."""
+    return asyncio.get_running_loop().time() * 1000.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,117 @@
+"""The fast-forward loop skips only waits nothing but a timer can end.
+
+Each case runs on its own :class:`FastForwardLoop` through ``asyncio.Runner`` and checks
+wall time (``time.monotonic``) against loop time: a skip where something was live would
+fire a timeout early (the test fails), a wait not skipped where the loop was idle takes
+the full wall time (the test fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from baton.testing.clock import FastForwardLoop, fast_forward_loop
+
+T = TypeVar("T")
+
+
+def run(main: Callable[[FastForwardLoop], Awaitable[T]]) -> T:
+    with asyncio.Runner(loop_factory=fast_forward_loop) as runner:
+        loop = runner.get_loop()
+        assert isinstance(loop, FastForwardLoop)
+        return runner.run(main(loop))  # type: ignore[arg-type]
+
+
+def test_an_idle_wait_is_skipped_and_the_clock_moves_by_it() -> None:
+    async def main(loop: FastForwardLoop) -> tuple[float, float]:
+        start = loop.time()
+        await asyncio.sleep(30)
+        return loop.time() - start, loop.skipped
+
+    wall = time.monotonic()
+    elapsed, skipped = run(main)
+    assert time.monotonic() - wall < 5
+    assert elapsed >= 30 and skipped >= 29
+
+
+def test_a_timeout_fires_at_its_time_on_the_loop_clock() -> None:
+    async def main(loop: FastForwardLoop) -> float:
+        start = loop.time()
+        try:
+            async with asyncio.timeout(1800):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            return loop.time() - start
+        raise AssertionError("the timeout did not fire")
+
+    assert 1800 <= run(main) < 1805
+
+
+def test_a_live_process_pipe_keeps_real_time() -> None:
+    async def main(loop: FastForwardLoop) -> float:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import time; time.sleep(0.3)", stdout=asyncio.subprocess.PIPE
+        )
+        wall = time.monotonic()
+        await asyncio.sleep(0.2)
+        waited = time.monotonic() - wall
+        await proc.communicate()
+        assert loop.skipped == 0
+        return waited
+
+    assert run(main) >= 0.19
+
+
+def test_an_executor_job_is_never_overtaken_by_a_timer() -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        async with asyncio.timeout(5):
+            await asyncio.to_thread(time.sleep, 0.3)
+        assert loop.skipped == 0
+
+    run(main)
+
+
+def test_a_woken_thread_counts_as_live_until_it_answers() -> None:
+    """The store writer's shape: parked on an Event, woken by the loop, answers later."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        wake = threading.Event()
+        answer: asyncio.Future[str] = loop.create_future()
+
+        def worker() -> None:
+            wake.wait()
+            time.sleep(0.3)  # work after the wake-up, before the answer
+            loop.call_soon_threadsafe(answer.set_result, "done")
+            wake.clear()
+            wake.wait()  # parked again: idle
+
+        thread = threading.Thread(target=worker, daemon=True)
+        thread.start()
+        await asyncio.sleep(10)  # the worker is parked: skipped
+        assert loop.skipped >= 9
+        skipped = loop.skipped
+        wake.set()
+        async with asyncio.timeout(5):
+            assert await answer == "done"
+        assert loop.skipped - skipped < 1, "skipped while the woken thread worked"
+        await asyncio.sleep(10)  # parked again
+        assert loop.skipped - skipped >= 9
+
+    run(main)
+
+
+def test_a_thread_in_a_timed_wait_keeps_real_time() -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        thread = threading.Thread(target=threading.Event().wait, args=(0.5,), daemon=True)
+        thread.start()
+        wall = time.monotonic()
+        await asyncio.sleep(0.2)
+        assert time.monotonic() - wall >= 0.19 and loop.skipped == 0
+        thread.join()
+
+    run(main)
