@@ -112,7 +112,7 @@ async def test_a_real_agent_files_its_report_through_the_role_tools(
         monkeypatch.setenv(name, DUMMY_KEY)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     if transport == "shim":
-        monkeypatch.setattr(role_sessions, "offer_http", lambda family, learned: False)
+        monkeypatch.setattr(role_sessions, "offer_http", lambda answer: False)
     stub_type, make_profile = AGENTS[agent]
     store = hub.store
     created = port.create_task(sender="ADMIN", recipient="QA", subject="Check", body="Check it.")

@@ -1,9 +1,10 @@
 """The role session factory offers HTTP MCP only to agents that advertise it.
 
 Real ACP sessions of the built-in agent (which advertises ``mcpCapabilities.http:
-false``) over the daemon's hub: as itself it gets the stdio shim; disguised as a family
-known for HTTP (``opencode``) it is first offered HTTP, and since its ``initialize`` says
-no, the session is reopened with the shim, a notice says so, and the slot remembers it.
+false``) over the daemon's hub: whatever family it is given (``opencode`` agents do
+advertise HTTP) the entry is chosen from its own ``initialize`` answer, so every session
+gets the stdio shim at once: no session is opened twice, no notice, no guess. (Agents
+that advertise HTTP get it: ``tests/integration/test_role_tools_real.py``.)
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.team import RoleSpec
 from baton.events.sequencer import Sequencer
-from baton.providers.mcp_transport import HTTP_MCP, offer_http
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
-from baton.team.role_sessions import role_session_factory
+from baton.team.role_sessions import offer_http, role_session_factory
 from tests.coordination.slots import open_slot, own_project
 from tests.support.records import run_record
 
@@ -58,20 +58,17 @@ async def hub(root: Path, state_dir: Path) -> AsyncIterator[RecordingHub]:
 
 
 def test_the_advertised_bit_decides_and_absent_means_no() -> None:
-    def http(caps: dict[str, Any]) -> bool:
-        answer = parse_initialize({"protocolVersion": 1, "agentCapabilities": caps})
-        return bool(answer.capabilities and answer.capabilities.mcp_http)
+    def http(answer: dict[str, Any]) -> bool:
+        return offer_http(parse_initialize({"protocolVersion": 1, **answer}))
 
-    assert http({"mcpCapabilities": {"http": True}})
-    assert not http({"mcpCapabilities": {"sse": True}})
-    assert not http({})  # absent = unsupported (ACP)
-    assert offer_http("opencode", None) and not offer_http("builtin", None)
-    assert offer_http("builtin", True) and not offer_http("opencode", False)
-    assert "builtin" not in HTTP_MCP
+    assert http({"agentCapabilities": {"mcpCapabilities": {"http": True}}})
+    assert not http({"agentCapabilities": {"mcpCapabilities": {"sse": True}}})
+    assert not http({"agentCapabilities": {}})  # absent = unsupported (ACP)
+    assert not http({})
 
 
 @pytest.mark.parametrize(
-    ("family", "given"), [("builtin", ["stdio", "stdio"]), ("opencode", ["http", "stdio", "stdio"])]
+    ("family", "given"), [("builtin", ["stdio", "stdio"]), ("opencode", ["stdio", "stdio"])]
 )
 async def test_http_is_offered_only_to_agents_advertising_it(
     root: Path,
@@ -96,15 +93,11 @@ async def test_http_is_offered_only_to_agents_advertising_it(
     )
     spec = RoleSpec(name="QA", agent="role-agent", permissions="all")
     binding = open_slot(store, root, "QA").binding()
-    for _ in range(2):  # the second session of the slot uses what the first one learned
+    for _ in range(2):  # a first session and a resumed one
         session = await factory(spec, binding)
         await session.close()
     assert hub.given == given
     record = store.get_session("role-QA")
     assert record is not None and record.state["mcp_http"] is False
-    notices = [
-        e
-        for e in store.iter_events("run-t")
-        if e.type == "provider.notice" and "does not advertise HTTP" in e.model_dump_json()
-    ]
-    assert len(notices) == (1 if family == "opencode" else 0)
+    opened = [e.type for e in store.iter_events("run-t") if e.type.startswith("session.")]
+    assert opened.count("session.started") == 2, opened  # one agent session each, none reopened

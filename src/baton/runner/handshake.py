@@ -9,11 +9,12 @@ is verified (:class:`~baton.runner.approvals.ApprovalGuard`: a self-approving mo
 refused here unless the profile says ``agent_approves``). A JSON-RPC error answering
 ``session/new`` is a :class:`~baton.errors.SessionRejected`. The result says how the
 session was opened, for ``session.started`` (the effective mode, and who approves).
+The ``mcpServers`` may depend on the ``initialize`` answer (:data:`McpServers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,9 +31,17 @@ from baton.runner.settings import apply_settings
 if TYPE_CHECKING:
     from baton.runner.approvals import ApprovalGuard
 
-__all__ = ["Opened", "SessionHow", "handshake"]
+__all__ = ["McpServers", "Opened", "SessionHow", "handshake"]
 
 SessionHow = Literal["new", "load", "resume"]
+
+McpServers = (
+    Sequence[Mapping[str, Any]]
+    | Callable[[InitializeAnswer], Awaitable[Sequence[Mapping[str, Any]]]]
+)
+"""The ``mcpServers`` a session is opened with, or how to choose them from the agent's
+``initialize`` answer (e.g. an HTTP entry only for an agent advertising
+``mcpCapabilities.http``): asked once, after ``initialize``, before any session call."""
 
 _METHODS: dict[SessionHow, str] = {"resume": "session/resume", "load": "session/load"}
 
@@ -74,7 +83,7 @@ async def handshake(
     profile: AgentProfile,
     *,
     cwd: str,
-    mcp_servers: Sequence[Mapping[str, Any]],
+    mcp_servers: McpServers,
     resume_session_id: str | None,
     recovery: Sequence[SessionHow],
     events: SessionEvents,
@@ -85,6 +94,9 @@ async def handshake(
     init = await client.initialize(
         client_meta=profile.client_meta, timeout=profile.initialize_timeout
     )
+    servers = [
+        dict(entry) for entry in (await mcp_servers(init) if callable(mcp_servers) else mcp_servers)
+    ]
     opened: OpenedSession | None = None
     how: SessionHow = "new"
     if resume_session_id:
@@ -96,7 +108,7 @@ async def handshake(
                     method,
                     session_id=resume_session_id,
                     cwd=cwd,
-                    mcp_servers=mcp_servers,
+                    mcp_servers=servers,
                     timeout=profile.session_timeout,
                 )
             except RemoteCallError as exc:
@@ -120,7 +132,7 @@ async def handshake(
     if opened is None:
         try:
             opened = await client.new_session(
-                cwd=cwd, mcp_servers=mcp_servers, timeout=profile.session_timeout
+                cwd=cwd, mcp_servers=servers, timeout=profile.session_timeout
             )
         except RemoteCallError as exc:
             raise SessionRejected(

@@ -52,7 +52,7 @@ from baton.runner.agent_login import logged_in_root
 from baton.runner.approvals import ApprovalGuard
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
-from baton.runner.handshake import Opened, SessionHow, handshake
+from baton.runner.handshake import McpServers, Opened, SessionHow, handshake
 from baton.runner.launch import admit_or_refuse, verified_argv
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents, SessionStats
@@ -150,7 +150,7 @@ class AgentSession:
         extension: ProviderExtension | None = None,
         environ: Mapping[str, str] | None = None,
         secrets_file: Path | None = None,
-        mcp_servers: Sequence[Mapping[str, Any]] = (),
+        mcp_servers: McpServers = (),
         resume_session_id: str | None = None,
         recovery: Sequence[SessionHow] = ("resume", "load"),
         persistent_root: Path | None = None,
@@ -202,7 +202,7 @@ class AgentSession:
     async def _start(
         self,
         factory: TransportFactory,
-        mcp_servers: Sequence[Mapping[str, Any]],
+        mcp_servers: McpServers,
         resume_session_id: str | None,
         recovery: Sequence[SessionHow],
     ) -> None:
@@ -230,7 +230,7 @@ class AgentSession:
             self.client,
             self.profile,
             cwd=str(self.workspace),
-            mcp_servers=[dict(s) for s in mcp_servers],
+            mcp_servers=mcp_servers,
             resume_session_id=resume_session_id,
             recovery=recovery,
             events=self.events,

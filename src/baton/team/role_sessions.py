@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from baton.acp.messages import InitializeAnswer
 from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
 from baton.coordination.hub_auth import SlotCredential
@@ -30,7 +31,6 @@ from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
-from baton.providers.mcp_transport import offer_http
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
@@ -162,34 +162,48 @@ def role_session_factory(
         spec: RoleSpec,
         binding: Binding,
         *,
-        http: bool,
         resume: str | None,
         root: Path,
-    ) -> tuple[AgentSession, bool | None, SlotCredential | None]:
-        entry, credential = await role_tools(binding, http)
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=RequestBroker(
-                ledger,
-                role_policy(spec.permissions),
-                terminal=terminal,
-                wait_timeout=wait_timeout,
-            ),
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
-            mcp_servers=[entry],
-            resume_session_id=resume,
-            persistent_root=root,
-        )
+    ) -> tuple[AgentSession, bool, SlotCredential | None]:
+        issued: list[SlotCredential] = []
+        offered: list[bool] = []
+
+        async def servers(answer: InitializeAnswer) -> list[dict[str, Any]]:
+            """Chosen from the agent's own initialize answer, before session/new."""
+            http = hub is not None and not (fcop_mcp is not None and fcop_mcp.enabled)
+            http = http and offer_http(answer)
+            entry, credential = await role_tools(binding, http)
+            offered.append(http)
+            if credential is not None:
+                issued.append(credential)
+            return [entry]
+
+        try:
+            session = await AgentSession.open(
+                profile,
+                workspace=workspace,
+                emitter=emitter,
+                requests=RequestBroker(
+                    ledger,
+                    role_policy(spec.permissions),
+                    terminal=terminal,
+                    wait_timeout=wait_timeout,
+                ),
+                state_dir=config.state_dir,
+                secrets_file=config.secrets_file,
+                mcp_servers=servers,
+                resume_session_id=resume,
+                persistent_root=root,
+            )
+        except BaseException:
+            if hub is not None:
+                for unused in issued:  # never left valid for a session that did not open
+                    hub.revoke(unused)
+            raise
+        credential = issued[-1] if issued else None
         if credential is not None:
             session.redactor.bind([credential.token])  # the agent's logs, should it echo it
-        init = session.initialize_result
-        advertised = (
-            None if init is None else bool(init.capabilities and init.capabilities.mcp_http)
-        )
-        return session, advertised, credential
+        return session, bool(offered and offered[-1]), credential
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
@@ -211,28 +225,9 @@ def role_session_factory(
                     )
                 )
         root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
-        learned = previous.state.get("mcp_http") if resume is not None and previous else None
-        http = (
-            hub is not None
-            and not (fcop_mcp is not None and fcop_mcp.enabled)
-            and offer_http(profile.family, learned if isinstance(learned, bool) else None)
+        session, http, credential = await open_session(
+            profile, spec, binding, resume=resume, root=root
         )
-        session, advertised, credential = await open_session(
-            profile, spec, binding, http=http, resume=resume, root=root
-        )
-        if http and advertised is False:
-            await session.close("the agent does not advertise HTTP MCP; reopening with stdio")
-            await emitter.emit(
-                ProviderNotice(
-                    category="mcp_transport",
-                    severity="info",
-                    summary=f"{slot}: the agent does not advertise HTTP MCP; using the stdio shim",
-                )
-            )
-            resume = session.agent_session_id or resume
-            session, advertised, credential = await open_session(
-                profile, spec, binding, http=False, resume=resume, root=root
-            )
         now = format_ts(time.time())
         store.upsert_session(
             SessionRecord(
@@ -245,7 +240,7 @@ def role_session_factory(
                 updated_at=now,
                 role=spec.name,
                 run_id=emitter.run_id,
-                state={"how": session.how, "mcp_http": advertised},
+                state={"how": session.how, "mcp_http": http},
             )
         )
         held = credential
@@ -254,6 +249,12 @@ def role_session_factory(
         )
 
     return factory
+
+
+def offer_http(answer: InitializeAnswer) -> bool:
+    """Offer the hub's HTTP entry exactly when ``initialize`` advertised
+    ``mcpCapabilities.http`` (ACP: stdio is mandatory, HTTP optional, absent = no)."""
+    return bool(answer.capabilities is not None and answer.capabilities.mcp_http)
 
 
 def _digest(text: str) -> str:
