@@ -154,7 +154,7 @@ async def test_a_real_agent_files_its_report_through_the_role_tools(
     assert sum(reply.startswith("tool:") for reply, _ in offered) == 1, offered
     assert (head.sender, head.recipient, head.result) == ("QA", "ADMIN", "done")
     record = store.get_session("role-QA")
-    assert record is not None and record.state["mcp_http"] is True  # all three advertise it
+    assert record is not None and record.state["mcp_http"] is (transport == "http")  # offered
 
 
 def _namespaced(body: Any) -> list[tuple[str, str]]:
