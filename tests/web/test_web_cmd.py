@@ -139,3 +139,28 @@ async def test_over_real_http(live_server: str, store: Store, ledger: Ledger) ->
                     assert json.loads(line[6:])["seq"] == 3
                     break
         assert ids == [2, 3]
+
+
+async def test_the_dashboard_leaves_the_callers_signal_handlers_alone(
+    store: Store, ledger: Ledger, tmp_path: Path
+) -> None:
+    """``baton up --serve`` owns Ctrl-C: serving must not swap its SIGINT/SIGTERM handlers."""
+    import signal
+
+    from baton.web.server import DashboardServer
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    server = DashboardServer(store=store, ledger=ledger, port=0, project_dir=tmp_path)
+    await server.start()
+    try:
+        async with httpx.AsyncClient() as client:
+            for _ in range(200):  # serving: it answers
+                try:
+                    await client.get(f"http://127.0.0.1:{server.port}/healthz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.02)
+        during = {sig: signal.getsignal(sig) for sig in before}
+    finally:
+        await server.stop()
+    assert during == before

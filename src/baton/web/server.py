@@ -10,8 +10,10 @@ fragment of the project's ``*.localhost`` URL (see :mod:`baton.web.sessions`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,25 @@ def is_loopback_bind(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _quiet_server(uvicorn: Any) -> Any:
+    """``uvicorn.Server`` that leaves signals to its caller (``baton serve``, ``baton up``).
+
+    uvicorn swaps SIGINT/SIGTERM for its own handlers while it serves (``capture_signals``
+    since 0.29, ``install_signal_handlers`` before): Ctrl-C would stop the dashboard first
+    and reach baton only once uvicorn re-raised it after its graceful shutdown.
+    """
+
+    class QuietServer(uvicorn.Server):  # type: ignore[misc]
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        def install_signal_handlers(self) -> None:
+            return None
+
+    return QuietServer
 
 
 def _is_wildcard(host: str) -> bool:
@@ -125,8 +146,7 @@ class DashboardServer:
             # An SSE stream never ends on its own; don't wait on it forever at Ctrl-C.
             timeout_graceful_shutdown=3,
         )
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # the caller owns signals
+        self._server = _quiet_server(uvicorn)(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="baton-web")
 
     async def wait(self) -> None:
