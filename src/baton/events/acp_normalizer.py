@@ -542,10 +542,10 @@ class AcpNormalizer:
             content_type=pending.content_type,
         )
         raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
-        drafts = [
-            Draft(payload, raw=raw),
-            *self._fallbacks(f"{pending.variant} {pending.message_id}"),
-        ]
+        drafts = [Draft(payload, raw=raw)]
+        reasons = self._redaction.drain_fallbacks()
+        if reasons:
+            drafts.extend(self._fallbacks(f"{pending.variant} {pending.message_id}", reasons))
         return self._attributed(drafts, pending.turn_id, pending.late)
 
     def _fallbacks(self, subject: str, reasons: list[str] | None = None) -> list[Draft]:
