@@ -69,7 +69,7 @@ def _tool_kwargs() -> st.SearchStrategy[dict[str, Any]]:
         "parent_tool_call_id": st.none() | texts,
     }
     required = {"tool_call_id": texts, "title": texts, "kind": texts, "status": texts}
-    return st.fixed_dictionaries(required, optional=optional)  # type: ignore[arg-type]
+    return st.fixed_dictionaries(required, optional=optional)
 
 
 def _same(a: BaseModel, b: BaseModel) -> None:
