@@ -16,7 +16,7 @@ from baton.events.model import (
     ToolExecutionProgressed,
     TranscriptAssistant,
 )
-from baton.events.sequencer import Sequencer
+from baton.events.sequencer import Sequencer, format_ts
 
 texts = st.text(st.characters(codec=None, categories=None), max_size=20)
 raws = st.none() | st.dictionaries(texts, st.integers() | texts | st.none(), max_size=3)
@@ -73,3 +73,17 @@ def test_an_untyped_identity_still_goes_through_validation() -> None:
     payload = TranscriptAssistant(message_id="m", text="t", chunks=1, content_type="text")
     with pytest.raises(ValueError):
         Sequencer("run-1").stamp(payload, session_id=42)  # type: ignore[arg-type]
+
+
+@given(st.floats(1e9, 4e9), st.lists(st.floats(0, 0.004), min_size=1, max_size=30))
+def test_timestamps_are_those_of_the_clock_however_close_together(
+    base: float, deltas: list[float]
+) -> None:
+    """The sequencer reuses the last timestamp within one millisecond: the same text."""
+    times = sorted(base + d for d in deltas)
+    clock = iter(times)
+    sequencer = Sequencer("r", clock=lambda: next(clock))
+    for now in times:
+        second = int(now)
+        expected = format_ts(second).removesuffix(".000Z") + f".{int((now - second) * 1000):03d}Z"
+        assert sequencer._ts() == expected

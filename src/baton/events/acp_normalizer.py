@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from baton.events.bounds import bounded_value, clip_text
 from baton.events.extension import (
@@ -54,6 +54,7 @@ from baton.events.model import (
 )
 from baton.events.redaction import Redaction
 from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
+from baton.events.trusted import trusted
 
 __all__ = [
     "COALESCE_MAX_BYTES",
@@ -229,7 +230,7 @@ class AcpNormalizer:
         update is late. Every draft says which turn it belongs to (:meth:`_owner`).
         """
         self._answered = answered
-        if not isinstance(params, Mapping) or not isinstance(params.get("update"), Mapping):
+        if not _is_mapping(params) or not _is_mapping(params.get("update")):
             return self._notice("malformed", "session/update without an update object", params)
         update: Mapping[str, Any] = params["update"]
         variant = update.get("sessionUpdate")
@@ -438,7 +439,7 @@ class AcpNormalizer:
         self, variant: str, update: Mapping[str, Any], owner: str | None, late: bool
     ) -> list[Draft]:
         content = update.get("content")
-        if not isinstance(content, Mapping):
+        if not _is_mapping(content):
             return self._notice("malformed", f"{variant} without content", update, variant=variant)
         content_type = str(content.get("type", "text"))
         text = content.get("text") if content_type == "text" else _block_text(content)
@@ -446,7 +447,7 @@ class AcpNormalizer:
             return self._notice(
                 "malformed", f"{variant} text is not a string", update, variant=variant
             )
-        keep = _unknown_fields(update, _CHUNK_FIELDS)
+        keep = {} if update.keys() <= _CHUNK_FIELDS else _unknown_fields(update, _CHUNK_FIELDS)
         if "_meta" in update:
             keep["_meta"] = update["_meta"]
         if content_type not in KNOWN_CONTENT_TYPES:
@@ -533,17 +534,18 @@ class AcpNormalizer:
         return out
 
     def _transcript(self, pending: _Pending, text: str) -> list[Draft]:
-        payload = _CHUNK_TYPES[pending.variant](
+        payload = trusted(  # typed by construction: see _chunk
+            _CHUNK_TYPES[pending.variant],
             message_id=pending.message_id,
             text=text,
             chunks=pending.chunks,
             content_type=pending.content_type,
         )
         raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
-        drafts = [
-            Draft(payload, raw=raw),
-            *self._fallbacks(f"{pending.variant} {pending.message_id}"),
-        ]
+        drafts = [Draft(payload, raw=raw)]
+        reasons = self._redaction.drain_fallbacks()
+        if reasons:
+            drafts.extend(self._fallbacks(f"{pending.variant} {pending.message_id}", reasons))
         return self._attributed(drafts, pending.turn_id, pending.late)
 
     def _fallbacks(self, subject: str, reasons: list[str] | None = None) -> list[Draft]:
@@ -665,15 +667,24 @@ class AcpNormalizer:
         return out
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, the common case first (a parsed JSON object is a
+    dict): the ABC check alone cost more than a small update's other field checks."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _in(value: Any, vocabulary: Collection[str]) -> bool:
     """Whether an agent-given value is a word of ``vocabulary`` (any JSON value may come)."""
     return isinstance(value, str) and value in vocabulary
 
 
+_TOOL_FIELDS = KNOWN_FIELDS["tool_call"]
+
+
 def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
     """Unknown fields of a tool update, values outside ACP's kind/status vocabulary, and
     content items of unknown types (whole)."""
-    detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
+    detail = {} if update.keys() <= _TOOL_FIELDS else _unknown_fields(update, _TOOL_FIELDS)
     for key, known in (("kind", TOOL_KINDS), ("status", TOOL_STATUSES)):
         value = update.get(key)
         if value is not None and not _known(value, known):
@@ -692,12 +703,12 @@ def _known(value: Any, vocabulary: frozenset[str]) -> bool:
 
 def _known_tool_item(item: Any) -> bool:
     """A ToolCallContent item ACP v1 defines (a ``content`` one with a known block)."""
-    if not isinstance(item, Mapping) or not _known(item.get("type"), KNOWN_TOOL_CONTENT_TYPES):
+    if not _is_mapping(item) or not _known(item.get("type"), KNOWN_TOOL_CONTENT_TYPES):
         return False
     block = item.get("content")
     return not (
         item["type"] == "content"
-        and isinstance(block, Mapping)
+        and _is_mapping(block)
         and not _known(block.get("type"), KNOWN_CONTENT_TYPES)
     )
 

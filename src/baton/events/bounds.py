@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from baton.events.model import ToolOutput
+from baton.events.trusted import trusted
 
 __all__ = [
     "DIAGNOSTIC_PREVIEW_BYTES",
@@ -45,9 +46,9 @@ def bounded_output(text: str, limit: int = OUTPUT_TAIL_BYTES) -> ToolOutput:
     data = text.encode("utf-8", errors="surrogatepass")
     digest = hashlib.sha256(data).hexdigest()
     if len(data) <= limit:
-        return ToolOutput(tail=text, total_bytes=len(data), sha256=digest, truncated=False)
+        return trusted(ToolOutput, tail=text, total_bytes=len(data), sha256=digest, truncated=False)
     tail = data[-limit:].decode("utf-8", errors="ignore")
-    return ToolOutput(tail=tail, total_bytes=len(data), sha256=digest, truncated=True)
+    return trusted(ToolOutput, tail=tail, total_bytes=len(data), sha256=digest, truncated=True)
 
 
 def clip_text(text: str, limit: int = TEXT_FIELD_CHARS) -> str:

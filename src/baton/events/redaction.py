@@ -8,6 +8,10 @@ __all__ = ["NoRedaction", "Redaction"]
 
 
 class Redaction(Protocol):
+    @property
+    def secret_count(self) -> int:
+        """How many secrets are bound; it only grows (a cached redaction is stale when it did)."""
+
     def text(self, value: str) -> str: ...
 
     def value(self, value: Any) -> Any: ...
@@ -27,6 +31,8 @@ class Redaction(Protocol):
 
 class NoRedaction:
     """For tests of pure normalization only; the runner always uses a real redactor."""
+
+    secret_count = 0
 
     def text(self, value: str) -> str:
         return value

@@ -55,14 +55,21 @@ class Sequencer:
         self._clock = clock
         self._last_second = -1
         self._prefix = ""
+        self._last_ms = -1
+        self._last_ts = ""
 
     def _ts(self) -> str:
         now = self._clock()
         second = int(now)
+        ms = int((now - second) * 1000)
         if second != self._last_second:
             self._last_second = second
             self._prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        return f"{self._prefix}.{int((now - second) * 1000):03d}Z"
+        elif ms == self._last_ms:
+            return self._last_ts  # a flood stamps many events per millisecond
+        ts = f"{self._prefix}.{ms:03d}Z"
+        self._last_ms, self._last_ts = ms, ts
+        return ts
 
     def stamp(
         self,

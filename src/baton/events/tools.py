@@ -24,9 +24,11 @@ from baton.events.model import (
     ToolExecutionCompleted,
     ToolExecutionProgressed,
     ToolExecutionStarted,
+    ToolOutput,
     _ToolExecution,
 )
 from baton.events.redaction import Redaction
+from baton.events.trusted import trusted
 
 __all__ = [
     "ACP_TOOL_KINDS",
@@ -78,6 +80,9 @@ class ToolState:
     done: bool = False
     turn_id: str | None = None
     """The turn whose update started this call: its later updates belong to it."""
+    output: tuple[str, int, ToolOutput] | None = None
+    """The last bounded output: of which ``output_text``, redacted with how many bound
+    secrets (unchanged output is neither redacted nor hashed again)."""
 
 
 class ToolCallTracker:
@@ -225,11 +230,25 @@ class ToolCallTracker:
             new_text_sha256=hashlib.sha256(new_text.encode("utf-8", "surrogatepass")).hexdigest(),
         )
 
+    def _output(self, state: ToolState) -> ToolOutput | None:
+        """The bounded, redacted view of the call's output; reused while it is unchanged
+        (and no secret was bound since): the same text redacts and hashes the same."""
+        text = state.output_text
+        if text is None:
+            return None
+        secrets = self._redaction.secret_count
+        cached = state.output
+        if cached is not None and cached[1] == secrets and cached[0] == text:
+            return cached[2]
+        output = bounded_output(self._redaction.text(text))
+        state.output = (text, secrets, output)
+        return output
+
     def _payload(self, cls: type[_ToolExecution], state: ToolState, **extra: Any) -> Payload:
-        output = None
-        if state.output_text is not None:
-            output = bounded_output(self._redaction.text(state.output_text))
-        return cls(
+        """Built without validation: every field is typed by construction here (see
+        :mod:`baton.events.trusted`); the lists are replaced on merge, never mutated."""
+        return trusted(
+            cls,
             tool_call_id=state.tool_call_id,
             title=state.title,
             kind=state.kind,
@@ -238,7 +257,7 @@ class ToolCallTracker:
             raw_input=state.raw_input,
             raw_output=state.raw_output,
             diffs=state.diffs,
-            output=output,
+            output=self._output(state),
             terminal_ids=state.terminal_ids,
             parent_tool_call_id=state.parent_tool_call_id,
             **extra,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.events.acp_normalizer import Draft
@@ -23,6 +24,7 @@ Listener = Callable[[CanonicalEvent], None]
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=256)  # the set of event types is closed (and small)
 def _exposed_after_commit(event_type: str) -> bool:
     """Events a surface must never show before they are durable: decisions, refusals,
     endings. (Streaming detail is shown as soon as it is queued, to keep up.)"""
@@ -67,12 +69,18 @@ class EventEmitter:
             payload, session_id=session_id, turn_id=turn_id, raw=raw, flags=flags
         )
         self.count += 1
+        await self._store_and_show(event)
+        return event
+
+    async def _store_and_show(self, event: CanonicalEvent) -> None:
+        """Append ``event`` and show it: streaming detail at once (behind any event still
+        awaiting its commit), decisions, refusals and endings once committed."""
         if self.store is None:
             self._notify(event)
-            return event
+            return
         await self.store.append_async(event)
         if not self.listeners:
-            return event
+            return
         if _exposed_after_commit(event.type):
             entry = [event, True, True]
             self._held.append(entry)
@@ -85,7 +93,6 @@ class EventEmitter:
             self._held.append([event, False, True])  # keep seq order behind a pending commit
         else:
             self._notify(event)
-        return event
 
     async def commit(
         self,
@@ -135,14 +142,17 @@ class EventEmitter:
     ) -> None:
         """Each draft in the turn the agent's ids place it in (``turn_id`` when they place it
         nowhere), with its flags (``late``: not the current turn's)."""
+        stamp = self.sequencer.stamp
         for draft in drafts:
-            await self.emit(
+            event = stamp(
                 draft.payload,
                 session_id=session_id,
                 turn_id=draft.turn_id or turn_id,
                 raw=draft.raw,
                 flags=draft.flags,
             )
+            self.count += 1
+            await self._store_and_show(event)
 
     def batch_end(self) -> None:
         """One read from the agent is handled: buffered output is written (per batch, not
