@@ -1,16 +1,16 @@
 """Doorbell latency: TASK file published in the inbox → ``session/prompt`` written to the agent.
 
 Issue 4's benchmark, through the real path: ``baton init``'s workspace and team,
-a running :class:`~baton.coordination.daemon.Daemon` (its doorbell watching
+a running :class:`~baton.team.loop.TeamLoop` (its doorbell watching
 ``fcop/_lifecycle/inbox/``), the real role-session factory
-(:func:`~baton.runner.role_sessions.role_session_factory`: an ACP session of the
+(:func:`~baton.team.role_sessions.role_session_factory`: an ACP session of the
 built-in agent with baton's role-scoped MCP server), and probe TASKs published one
 at a time with FCoP's own ``create_task`` (:meth:`FcopPort.create_task`).
 
 **The workspace.** N TASKs *already settled* in ``done/``, each with the full
 history a real T1→T4 leaves behind: the TASK in ``done/`` (four transitions), its
 create-operation fact, three lifecycle receipts (T2, T3, T4), its REPORT, and two
-REVIEWs (acceptance and the single-use authorization); baton's ``state.json``
+REVIEWs (acceptance and the single-use authorization); baton's store
 holds one task record for each, as after a daemon that settled them. Core's
 ``create_task`` is O(n) (an n-task fixture made through it costs O(n²)), so one
 task goes through the real lifecycle and the other N-1 are clones of its bytes:
@@ -454,16 +454,20 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
     from baton.config import load_config
     from baton.coordination.binding import Binding
     from baton.coordination.context import init_project, open_context
-    from baton.coordination.daemon import Daemon, RecordingHumanSink, RoleSession
     from baton.coordination.doorbell import DoorbellEvent, TaskArrived
-    from baton.coordination.state import TaskRecord, now_iso
     from baton.coordination.team import RoleSpec
+    from baton.events.model import CanonicalEvent, TeamTaskChanged
     from baton.events.sequencer import Sequencer, format_ts
     from baton.requests.ledger import Ledger
     from baton.runner.context import open_store
     from baton.runner.emitter import EventEmitter
-    from baton.runner.role_sessions import AcpRoleSession, role_session_factory
+    from baton.store import team_sql
     from baton.store.records import RunRecord
+    from baton.team.contract import RoleSession
+    from baton.team.loop import TeamLoop
+    from baton.team.records import TaskRecord
+    from baton.team.role_sessions import AcpRoleSession, role_session_factory
+    from baton.team.states import TaskState
 
     project = tmp / f"ws{size}"
     project.mkdir()
@@ -514,18 +518,32 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
         conn.send = observed  # type: ignore[method-assign]
         return role
 
-    sink = RecordingHumanSink()
-    daemon = Daemon(
-        port=port, team=ctx.team, factory=factory, state_dir=ctx.state_dir, human_sink=sink
+    settled_states: dict[str, str] = {}
+    changed = asyncio.Event()
+
+    def on_committed(event: CanonicalEvent) -> None:
+        if isinstance(event.payload, TeamTaskChanged):
+            settled_states[event.payload.task_id] = event.payload.to_state
+            changed.set()
+
+    emitter.listeners.append(on_committed)
+    daemon = TeamLoop(
+        port=port,
+        team=ctx.team,
+        factory=factory,
+        store=store,
+        journal=emitter,
+        run_id=run_id,
+        ledger=ledger,
+        state_dir=ctx.state_dir,
     )
     recorder = Recorder()
     for name in ("claim", "find_report_head", "read_task"):
         setattr(port, name, recorder.wrap(name, getattr(port, name)))
-    daemon._save = recorder.wrap("save", daemon._save)  # type: ignore[method-assign]
     arrivals: dict[str, tuple[int, int, int, int]] = {}
     offset = time.time_ns() - time.monotonic_ns()  # the doorbell stamps with monotonic()
     hooks: dict[str, int] = {}
-    on_event = daemon._on_event
+    on_event = daemon._on_doorbell
 
     async def spy(event: DoorbellEvent) -> None:
         if isinstance(event, TaskArrived):
@@ -541,8 +559,8 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
         hooks.setdefault(task, time.time_ns())
         waiting[slot] = task
 
-    daemon._on_event = spy  # type: ignore[method-assign]
-    daemon.prompt_started = started
+    daemon._on_doorbell = spy  # type: ignore[method-assign]
+    daemon.executor.prompt_started = started
 
     async def probe(i: int) -> Probe:
         p = Probe()
@@ -562,16 +580,14 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
         p.written = written[p.task_id]
         p.arrived, p.published, p.detected, p.emitted = arrivals[p.task_id]
         p.hook = hooks[p.task_id]
-        while not any(r.task_id == p.task_id for r in sink.reviews):
-            record = daemon.state.tasks.get(p.task_id)
-            if record is not None and record.status == "stalled":
-                raise RuntimeError(f"probe {p.task_id} stalled: {record.note}")
+        while settled_states.get(p.task_id) != TaskState.IN_REVIEW.value:
+            if settled_states.get(p.task_id) == TaskState.NEEDS_ATTENTION.value:
+                raise RuntimeError(f"probe {p.task_id} needs attention")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"probe {p.task_id} did not settle")
-            sink.changed.clear()
+            changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(sink.changed.wait(), 0.5)
-        await asyncio.sleep(0.05)  # let the daemon's trailing saves land
+                await asyncio.wait_for(changed.wait(), 0.5)
         return p
 
     running = asyncio.create_task(daemon.run())
@@ -581,20 +597,29 @@ async def _measure(size: int, count: int, tmp: Path) -> SizeResult:
         t0 = time.perf_counter()
         with _no_fsync():
             settled = await asyncio.to_thread(lambda: [history.clone() for _ in range(size - 1)])
-        for s in settled:
-            daemon.state.tasks[s.task_id] = TaskRecord(
+        now = format_ts(time.time())
+        rows = [
+            TaskRecord(
                 task_id=s.task_id,
                 role=ROLE,
+                state=TaskState.SETTLED,
+                created_at=now,
+                updated_at=now,
                 subject=HISTORY_SUBJECT,
-                status="done",
                 attempt_id=s.attempt_id,
                 turns=1,
                 report_ref=s.report_id,
-                updated_at=now_iso(),
-            )
-        daemon.state.save(daemon.paths.state_file)
+            ).row()
+            for s in settled
+        ]
+
+        def history_rows(tx: Any) -> None:
+            for row in rows:
+                team_sql.TASKS.insert(tx, row)
+
+        await store.write(history_rows)
         build_s = time.perf_counter() - t0
-        state_kib = daemon.paths.state_file.stat().st_size / 1024
+        state_kib = store.path.stat().st_size / 1024
         done = port.stage_counts()["done"]
         assert done == size, f"{done} settled TASKs, expected {size}"
         validated = None
@@ -647,7 +672,6 @@ def _steps(r: SizeResult, p: Probe) -> dict[str, float]:
         "worker read": r.part("read_task", p, p.arrived),
         "T2 claim": r.claim(p),
         "report check": r.part("find_report_head", p, p.published),
-        "state saves": r.part("save", p, p.arrived, subject=False),
         "hook → written": (p.written - p.hook) / 1e6,
     }
     steps["other"] = p.dispatch() - sum(steps.values())
@@ -716,7 +740,7 @@ def _report(results: Sequence[SizeResult], elapsed: float) -> None:
             *names,
             "T1 create_task",
             "cold first dispatch",
-            "state.json KiB",
+            "store KiB",
             "history build s",
         ],
         rows,

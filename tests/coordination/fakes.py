@@ -16,10 +16,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton.coordination.binding import Binding
-from baton.coordination.daemon import TurnResult, Usage
+from baton.coordination.binding import Binding, SlotAccess
 from baton.coordination.mcp_server import RoleTools, ToolRefused
 from baton.coordination.team import RoleSpec
+from baton.store.store import Store
+from baton.team.contract import TurnResult, Usage
 
 _DELEGATION = re.compile(r"^[ \t]*[-*] \[ \] @(?P<role>[A-Z0-9_]+)[ \t]+(?P<text>\S.*)$")
 
@@ -79,10 +80,21 @@ def runbook_agent(agent: Agent, prompt: str) -> None:
 class FakeSession:
     def __init__(self, factory: FakeFactory, spec: RoleSpec, binding: Binding) -> None:
         self.factory = factory
-        self.agent = Agent(spec, binding, RoleTools(binding))
-        self.session_id = f"fake-{binding.session_name}-{len(factory.sessions)}"
+        assert factory.store is not None, "FakeFactory(store=...) serves the slot's tools"
+        self.agent = Agent(
+            spec, binding, RoleTools(SlotAccess(factory.store, binding.session_name))
+        )
+        self._session_id = f"fake-{binding.session_name}-{len(factory.sessions)}"
         self.prompts: list[str] = []
         self.closed = False
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def process_group(self) -> int | None:
+        return None
 
     async def prompt(self, text: str) -> TurnResult:
         self.prompts.append(text)
@@ -109,7 +121,14 @@ class FakeSession:
 class FakeFactory:
     """``RoleSessionFactory``: one FakeSession per slot, scripted per role."""
 
-    def __init__(self, scripts: dict[str, Script] | None = None, default: Script = runbook_agent):
+    def __init__(
+        self,
+        scripts: dict[str, Script] | None = None,
+        default: Script = runbook_agent,
+        *,
+        store: Store | None = None,
+    ):
+        self.store = store
         self.scripts = dict(scripts or {})
         self.default = default
         self.sessions: dict[str, FakeSession] = {}

@@ -10,9 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from baton.cli.coordination_cmds import app
+from baton.config import load_config
 from baton.coordination.context import open_context
-from baton.coordination.daemon import Daemon
+from baton.events.sequencer import Sequencer
+from baton.runner.emitter import EventEmitter
+from baton.store.store import Store
+from baton.team.loop import TeamLoop
 from tests.coordination.fakes import FakeFactory
+from tests.support.records import run_record
 
 runner = CliRunner()
 
@@ -64,12 +69,27 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
 
     # Run the loop with fake sessions, then look again from "another process".
     ctx = open_context(tmp_path)
-    daemon = Daemon(port=ctx.port, team=ctx.team, factory=FakeFactory(), state_dir=ctx.state_dir)
-    asyncio.run(asyncio.wait_for(daemon.run(until_idle=True), 60))
+
+    async def run_loop() -> None:
+        with Store.open(load_config(tmp_path).db_path) as store:
+            store.create_run(run_record("run-up", kind="up"))
+            loop = TeamLoop(
+                port=ctx.port,
+                team=ctx.team,
+                factory=FakeFactory(store=store),
+                store=store,
+                journal=EventEmitter(Sequencer("run-up"), store),
+                run_id="run-up",
+                state_dir=ctx.state_dir,
+            )
+            await asyncio.wait_for(loop.run(until_idle=True), 60)
+
+    asyncio.run(run_loop())
     status = json.loads(runner.invoke(app, ["status", "--root", str(tmp_path), "--json"]).output)
     assert [r["task_id"] for r in status["pending_reviews"]] == [first["task_id"]]
+    assert status["pending_reviews"][0]["status"] == "pending"
     text = runner.invoke(app, ["status", "--root", str(tmp_path)]).output
-    assert "review waiting for ADMIN" in text
+    assert "review for ADMIN" in text and "[pending]" in text
     sessions = json.loads(
         runner.invoke(app, ["sessions", "--root", str(tmp_path), "--json"]).output
     )

@@ -164,13 +164,13 @@ async def test_hostile_inbox_entries_each_get_a_clear_error_and_an_issue(
 async def test_unknown_recipient_is_reported_once_across_restarts(
     port: FcopPort, tmp_path: Path
 ) -> None:
-    ledger = tmp_path / "refused.json"
     port.create_task(sender="ADMIN", recipient="NOBODY", subject="lost", body="b")
-    async with ringing(port, tmp_path, refused_ledger=ledger) as (bell, queue):
+    async with ringing(port, tmp_path) as (bell, queue):
         first = await next_event(queue)
         assert isinstance(first, TaskRefused) and first.reason == "unknown_recipient"
         assert await bell.scan() == 0
-    async with ringing(port, tmp_path, refused_ledger=ledger) as (bell, queue):
+    # The team loop stores the refusal and hands it back to the next doorbell.
+    async with ringing(port, tmp_path, refused={first.name: first.issue_id}) as (bell, queue):
         assert await bell.scan() == 0 and queue.empty()
     assert len(issues_mentioning(port, "NOBODY")) == 1
 

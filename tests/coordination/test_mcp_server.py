@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,42 +13,30 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from baton.coordination.binding import (
-    Binding,
-    CurrentTask,
-    read_spool,
-    write_binding,
-    write_pointer,
-)
+from baton.coordination.binding import SlotAccess
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS, FcopMcpCompat
 from baton.errors import BatonError
+from baton.store import team_sql
+from baton.store.store import Store
+from baton.team.records import OutboxEntry
+from tests.coordination.slots import open_slot, own_project, point
 
-ROLES = ("PM", "DEV", "QA", "OPS")
 
-
-def make_binding(root: Path, state: Path, role: str) -> Binding:
-    tools = ALL_TOOLS if role == "PM" else DEFAULT_TOOLS
-    return write_binding(
-        Binding(
-            fcop_root=root,
-            role=role,
-            session_name=role,
-            leader="PM",
-            human="ADMIN",
-            team_roles=ROLES,
-            allowed_tools=tools,
-            pointer_path=state / f"{role}.current.json",
-            spool_path=state / "spool.jsonl",
-        ),
-        state / f"{role}.json",
-    )
+@pytest.fixture
+def store(state_dir: Path) -> Iterator[Store]:
+    opened = Store.open(state_dir / "baton.db")
+    own_project(opened)
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 @asynccontextmanager
-async def connect(binding: Binding) -> AsyncIterator[ClientSession]:
-    entry = mcp_config(binding)
+async def connect(access: SlotAccess) -> AsyncIterator[ClientSession]:
+    entry = mcp_config(access.binding())
     params = StdioServerParameters(
         command=entry["command"],
         args=entry["args"],
@@ -75,14 +63,15 @@ def active_task_for(port: FcopPort, role: str, sender: str = "ADMIN", **kw: Any)
     return created.task_id, port.claim(created.task_id, actor=role).attempt_id
 
 
-def test_mcp_config_is_an_acp_stdio_entry(root: Path, state_dir: Path) -> None:
-    binding = make_binding(root, state_dir, "QA")
-    entry = mcp_config(binding)
+def test_mcp_config_is_an_acp_stdio_entry(root: Path, store: Store) -> None:
+    binding = open_slot(store, root, "QA").binding()
+    entry = mcp_config(binding, env={"EXTRA": "1"})
     assert entry["name"] == "baton"
     assert Path(entry["command"]).is_absolute()
-    assert entry["args"][-2:] == ["--binding", str(binding.path)]
+    assert entry["args"][-4:] == ["--store", str(store.path), "--slot", "QA"]
     assert all(set(e) == {"name", "value"} for e in entry["env"])
-    assert (binding.path.stat().st_mode & 0o777) == 0o600  # type: ignore[union-attr]
+    assert {"name": "EXTRA", "value": "1"} in entry["env"]
+    assert (store.path.stat().st_mode & 0o777) == 0o600
 
 
 def test_fcop_mcp_compat_entry_uses_its_own_venv_and_root(root: Path, tmp_path: Path) -> None:
@@ -99,15 +88,15 @@ def test_fcop_mcp_compat_entry_uses_its_own_venv_and_root(root: Path, tmp_path: 
         fcop_mcp_config(FcopMcpCompat(enabled=True, python=tmp_path / "nope" / "python"), root)
 
 
-async def test_each_role_lists_only_its_allowlist(root: Path, state_dir: Path) -> None:
-    async with connect(make_binding(root, state_dir, "QA")) as qa:
+async def test_each_role_lists_only_its_allowlist(root: Path, store: Store) -> None:
+    async with connect(open_slot(store, root, "QA")) as qa:
         names = [t.name for t in (await qa.list_tools()).tools]
         assert names == list(DEFAULT_TOOLS)
         error, payload = await call(
             qa, "create_task", {"recipient": "DEV", "subject": "s", "body": "b"}
         )
         assert error and payload["error"]["code"] == "TOOL_NOT_ALLOWED"
-    async with connect(make_binding(root, state_dir, "PM")) as pm:
+    async with connect(open_slot(store, root, "PM")) as pm:
         tools = {t.name: t for t in (await pm.list_tools()).tools}
         assert list(tools) == list(ALL_TOOLS)
         schema = tools["write_report"].input_schema
@@ -115,14 +104,14 @@ async def test_each_role_lists_only_its_allowlist(root: Path, state_dir: Path) -
 
 
 async def test_write_report_files_a_valid_report_bound_to_the_attempt(
-    root: Path, state_dir: Path, port: FcopPort
+    root: Path, store: Store, port: FcopPort
 ) -> None:
     task_id, attempt = active_task_for(port, "QA")
-    binding = make_binding(root, state_dir, "QA")
+    binding = open_slot(store, root, "QA")
     async with connect(binding) as qa:
         error, payload = await call(qa, "write_report", {"result": "done", "body": "nothing yet"})
         assert error and payload["error"]["code"] == "NO_CURRENT_TASK"
-        write_pointer(binding.pointer_path, CurrentTask(task_id, attempt, 1))
+        point(binding, task_id, attempt)
         error, task = await call(qa, "read_task")
         assert not error and (task["task_id"], task["attempt_id"], task["body"]) == (
             task_id,
@@ -141,19 +130,19 @@ async def test_write_report_files_a_valid_report_bound_to_the_attempt(
         attempt,
         "done",
     )
-    from fcop.workspace import validate_workspace
+    from baton.coordination.fcop_recovery import validate_workspace
 
     assert validate_workspace(root)["valid"]
     assert port.submit(task_id, actor="QA").to_stage == "review"  # Core accepts it as T3 evidence
 
 
 async def test_identity_cannot_be_overridden_by_arguments(
-    root: Path, state_dir: Path, port: FcopPort
+    root: Path, store: Store, port: FcopPort
 ) -> None:
     task_id, attempt = active_task_for(port, "QA")
     other_id, other_attempt = active_task_for(port, "DEV")
-    binding = make_binding(root, state_dir, "QA")
-    write_pointer(binding.pointer_path, CurrentTask(task_id, attempt, 1))
+    binding = open_slot(store, root, "QA")
+    point(binding, task_id, attempt)
     async with connect(binding) as qa:
         for extra in ({"sender": "PM"}, {"attempt_id": other_attempt}, {"task_id": other_id}):
             error, payload = await call(
@@ -162,18 +151,18 @@ async def test_identity_cannot_be_overridden_by_arguments(
             assert error and payload["error"]["code"] == "UNEXPECTED_ARGUMENT"
             assert "binding" in payload["error"]["message"]
         # An edited pointer cannot make QA speak for DEV's task.
-        write_pointer(binding.pointer_path, CurrentTask(other_id, other_attempt, 2))
+        point(binding, other_id, other_attempt)
         error, payload = await call(qa, "write_report", {"result": "done", "body": "x"})
         assert error and payload["error"]["code"] == "NOT_YOUR_TASK"
     assert port.reports_for(task_id) == [] and port.reports_for(other_id) == []
 
 
 async def test_leader_create_task_sets_parent_and_is_idempotent(
-    root: Path, state_dir: Path, port: FcopPort
+    root: Path, store: Store, port: FcopPort
 ) -> None:
     parent, attempt = active_task_for(port, "PM")
-    binding = make_binding(root, state_dir, "PM")
-    write_pointer(binding.pointer_path, CurrentTask(parent, attempt, 1))
+    binding = open_slot(store, root, "PM")
+    point(binding, parent, attempt)
     async with connect(binding) as pm:
         args = {"recipient": "QA", "subject": "Run tests", "body": "pytest -q"}
         error, child = await call(pm, "create_task", args)
@@ -190,8 +179,8 @@ async def test_leader_create_task_sets_parent_and_is_idempotent(
     assert (task.parent, task.sender, task.recipient, task.stage) == (parent, "PM", "QA", "inbox")
 
 
-async def test_ask_human_and_review_report_go_to_the_spool(
-    root: Path, state_dir: Path, port: FcopPort
+async def test_ask_human_and_review_report_go_to_the_outbox(
+    root: Path, store: Store, port: FcopPort
 ) -> None:
     parent, pm_attempt = active_task_for(port, "PM")
     child = port.create_task(sender="PM", recipient="QA", subject="t", body="b", parent=parent)
@@ -205,10 +194,10 @@ async def test_ask_human_and_review_report_go_to_the_spool(
         body="ok",
     )
     port.submit(child.task_id, actor="QA")
-    qa = make_binding(root, state_dir, "QA")
-    write_pointer(qa.pointer_path, CurrentTask(child.task_id, qa_attempt, 1))
-    pm = make_binding(root, state_dir, "PM")
-    write_pointer(pm.pointer_path, CurrentTask(parent, pm_attempt, 1))
+    qa = open_slot(store, root, "QA")
+    point(qa, child.task_id, qa_attempt)
+    pm = open_slot(store, root, "PM")
+    point(pm, parent, pm_attempt)
     async with connect(qa) as session:
         error, asked = await call(session, "ask_human", {"question": "Which DB?"})
         assert not error and asked["status"] == "pending"
@@ -225,7 +214,7 @@ async def test_ask_human_and_review_report_go_to_the_spool(
             {"report_id": report.report_id, "decision": "approve", "reason": "good"},
         )
         assert not error, reviewed
-    records, _ = read_spool(state_dir / "spool.jsonl")
+    records = [OutboxEntry.from_row(r) for r in store.read_tx(team_sql.open_outbox)]
     assert [r.kind for r in records] == ["ask_human", "review"]
     assert records[0].data["question"] == "Which DB?" and records[0].role == "QA"
     issue = (port.fcop_dir / "issues" / f"{asked['issue_id']}.md").read_text()
@@ -238,17 +227,85 @@ async def test_ask_human_and_review_report_go_to_the_spool(
 async def test_bad_binding_fails_fast(tmp_path: Path) -> None:
     import asyncio
 
-    path = tmp_path / "binding.json"
-    path.write_text(json.dumps({"version": 1, "fcop_root": "relative/root"}))
-    path.chmod(0o600)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "baton.coordination.mcp_server",
-        "--binding",
-        str(path),
-        stdin=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2 and b"binding" in err
+    db = tmp_path / "baton.db"
+    with Store.open(db) as store:
+        store.write_sync(
+            lambda tx: team_sql.SLOTS.upsert(
+                tx,
+                {
+                    "slot": "QA",
+                    "role": "QA",
+                    "agent": "x",
+                    "state": "idle",
+                    "binding": json.dumps({"version": 2, "fcop_root": "relative/root"}),
+                    "updated_at": "now",
+                },
+            )
+        )
+    for args in (["--slot", "QA"], ["--slot", "NOPE"]):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "baton.coordination.mcp_server",
+            "--store",
+            str(db),
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 2 and (b"binding" in err or b"no slot" in err), err
+
+
+async def test_write_tools_refuse_once_the_daemon_is_gone_and_the_server_exits(
+    root: Path, store: Store, port: FcopPort
+) -> None:
+    import asyncio
+    import time
+
+    task_id, attempt = active_task_for(port, "QA")
+    access = open_slot(store, root, "QA")
+    point(access, task_id, attempt)
+    daemon = await asyncio.create_subprocess_exec("sleep", "60")
+    try:
+        own_project(store, daemon.pid)
+        entry = mcp_config(access.binding())
+        server = await asyncio.create_subprocess_exec(
+            entry["command"],
+            *entry["args"],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+        server.stdin.write(json.dumps(hello).encode() + b"\n")
+        reply = await asyncio.wait_for(server.stdout.readline(), 30)
+        assert json.loads(reply)["id"] == 1  # serving
+        # The daemon dies: the server notices through its pidfd, without any request.
+        daemon.kill()
+        await daemon.wait()
+        died = time.monotonic()
+        await asyncio.wait_for(server.wait(), 10)
+        assert time.monotonic() - died < 1.5
+    finally:
+        if daemon.returncode is None:
+            daemon.kill()
+            await daemon.wait()
+    from baton.coordination.mcp_server import RoleTools, ToolRefused
+
+    tools = RoleTools(access, port=port)
+    with pytest.raises(ToolRefused) as refused:
+        tools.call("write_report", {"result": "done", "body": "too late"})
+    assert refused.value.code == "DAEMON_GONE"
+    assert tools.call("read_task", {})["task_id"] == task_id  # reading is harmless
+    assert port.reports_for(task_id) == []

@@ -15,7 +15,8 @@ import pytest
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import PermissionAnswer, PlanRequest, check_limits
 from baton.requests.states import State
-from baton.requests.wake import WakeChannel, wake_dir_for
+from baton.store.store import Store
+from baton.store.wake import WakeChannel, wake_dir_for
 from tests.requests.reqbuild import META, cursor_plan, permission
 
 CLI = "from baton.cli.requests_cmds import app; app()"
@@ -49,10 +50,7 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 
 
 async def test_cli_answer_in_another_process_wakes_the_waiter(db_path: Path) -> None:
-    from baton.requests.database import SqliteDatabase
-    from baton.requests.ledger import REQUESTS_MIGRATIONS
-
-    db = SqliteDatabase.open(db_path, REQUESTS_MIGRATIONS)
+    db = Store.open(db_path)
     # recheck once an hour: only the doorbell can wake the waiter within the test
     ledger = ObservedLedger(db, recheck_interval=3600)
     try:
@@ -96,7 +94,7 @@ DAEMON = textwrap.dedent(
     async def main():
         ledger = Ledger.open(Path({db!r}))
         record = await ledger.create(cursor_plan({markdown!r}), jsonrpc_id=9, **META)
-        await ledger._ensure_listener()
+        await ledger.store.listener()
         print(record.request_id, flush=True)
         await ledger.wait_answer(record.request_id, None)
 

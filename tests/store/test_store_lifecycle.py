@@ -14,6 +14,7 @@ import pytest
 from baton.errors import StoreError
 from baton.store import CORE_MIGRATIONS, Migration, Store, apply_migrations
 from baton.store.migrations import split_statements
+from baton.store.store import ALL_MIGRATIONS
 
 from .conftest import event, run_record
 
@@ -126,30 +127,30 @@ def test_upgrade_from_an_older_schema(db_path: Path) -> None:
     )
     old.close()
 
-    ledger = Migration(
-        "test.0001_requests",
+    notes_step = Migration(
+        "test.0001_notes",
         """
-        CREATE TABLE requests (id TEXT PRIMARY KEY, note TEXT DEFAULT 'a;b');  -- ; in a comment
-        CREATE TRIGGER requests_touch AFTER INSERT ON requests BEGIN
-            UPDATE requests SET note = note || ';' WHERE id = new.id;
+        CREATE TABLE notes (id TEXT PRIMARY KEY, note TEXT DEFAULT 'a;b');  -- ; in a comment
+        CREATE TRIGGER notes_touch AFTER INSERT ON notes BEGIN
+            UPDATE notes SET note = note || ';' WHERE id = new.id;
         END;
         """,
     )
-    with Store.open(db_path, extra_migrations=[ledger]) as store:
+    with Store.open(db_path, extra_migrations=[notes_step]) as store:
         run = store.get_run("old-run")
         assert run is not None and run.status == "completed"
         store.create_run(run_record())
         store.append(event(1))
         store.flush_sync()
-        store.execute_write(lambda c: c.execute("INSERT INTO requests (id) VALUES ('r')")).result()
-        assert store.read(lambda c: c.execute("SELECT note FROM requests").fetchone()[0]) == "a;b;"
+        store.execute_write(lambda c: c.execute("INSERT INTO notes (id) VALUES ('r')")).result()
+        assert store.read(lambda c: c.execute("SELECT note FROM notes").fetchone()[0]) == "a;b;"
     names = [name for name, _ in _applied(db_path)]
-    assert names == [m.name for m in CORE_MIGRATIONS] + ["test.0001_requests"]
+    assert names == [m.name for m in ALL_MIGRATIONS] + ["test.0001_notes"]
 
     before = _applied(db_path)
-    with Store.open(db_path, extra_migrations=[ledger]) as store:  # nothing to do
+    with Store.open(db_path, extra_migrations=[notes_step]) as store:  # nothing to do
         assert store.last_seq("run-1") == 1
-    with Store.open(db_path) as store:  # a reader that does not know the ledger's steps
+    with Store.open(db_path) as store:  # a reader that does not know the extra step
         assert store.last_seq("run-1") == 1
     assert _applied(db_path) == before
 
@@ -172,9 +173,14 @@ def test_a_failing_migration_is_not_recorded(db_path: Path) -> None:
 
 
 def test_migration_names_are_unique(db_path: Path) -> None:
-    twice = Migration("test.0001", "CREATE TABLE t (x)")
+    one = Migration("test.0001", "CREATE TABLE t (x)")
+    other = Migration("test.0001", "CREATE TABLE u (x)")
     with pytest.raises(StoreError, match=r"duplicate migration names: test\.0001"):
-        Store.open(db_path, extra_migrations=[twice, twice])
+        Store.open(db_path, extra_migrations=[one, other])
+    # The same step passed twice (a caller re-adding one the store has) is applied once.
+    with Store.open(db_path, extra_migrations=[one, one, *ALL_MIGRATIONS]):
+        pass
+    assert [name for name, _ in _applied(db_path)].count("test.0001") == 1
     with pytest.raises(ValueError, match="non-empty"):
         Migration(" padded", "SELECT 1")
 

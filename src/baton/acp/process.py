@@ -5,7 +5,9 @@ spawns (npm launchers start native children) share one process group, which
 :meth:`AgentProcess.terminate` signals as a whole: close stdin, wait, SIGTERM the
 group, wait, SIGKILL the group. stderr is read continuously into a
 :class:`~baton.acp.stderr_ring.StderrRing` so a chatty agent can never block on a
-full pipe.
+full pipe. On Linux the agent also gets ``PR_SET_PDEATHSIG = SIGKILL``: if baton
+dies (even by SIGKILL) the kernel kills the agent at once (the team loop's reaper,
+:mod:`baton.team.reaper`, then ends the rest of its session).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
+from baton.lifeline import preexec_die_with_parent
 
 READ_CHUNK = 256 * 1024
 
@@ -108,6 +111,7 @@ class AgentProcess:
                 env=dict(env),
                 cwd=str(cwd),
                 start_new_session=True,
+                preexec_fn=preexec_die_with_parent(os.getpid()),
             )
         except OSError as exc:
             raise AgentStartError(f"could not start {command[0]}: {exc}") from exc
@@ -206,7 +210,7 @@ class AgentProcess:
             self._signal_group(signal.SIGKILL)
             if code is None:
                 code = await self.wait(grace)
-        if self._stderr_task is not None:
+        if self._stderr_task is not None and not self._stderr_task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
             except TimeoutError:

@@ -1,31 +1,31 @@
 """``baton init``, ``baton task new``, ``baton status``, ``baton sessions``: FCoP from the shell.
 
-A thin typer layer over :mod:`baton.coordination`: every write goes through
-the ``fcop`` library (``task new`` is T1 as the human), every read is a
-directory listing plus Core reads of the non-terminal stages, and the daemon's
-own records come from ``state.json`` (written atomically by ``baton up``), so
-these commands work while the daemon runs. ``baton up`` itself is wired by
-the lead on top of the runner (see :class:`baton.coordination.daemon.Daemon`).
-Errors print ``Type: message`` and exit 1; a legacy workspace also prints how
-to migrate.
+A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+every write goes through the ``fcop`` library (``task new`` is T1 as the human),
+every read is a directory listing plus Core reads of the non-terminal stages,
+and the team loop's own records come from the store (WAL: these commands read
+while ``baton up`` writes). Task-controlled text is made display-safe before it
+reaches the terminal. Errors print ``Type: message`` and exit 1; a legacy
+workspace also prints how to migrate.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from baton.config import load_config
 from baton.coordination.context import CoordinationContext, init_project, open_context
 from baton.coordination.errors import LegacyWorkspaceError
-from baton.coordination.fcop_port import TaskInfo
-from baton.coordination.state import CoordinationState
 from baton.errors import BatonError
+from baton.security.display import safe_agent_text
+from baton.store.store import Store
+from baton.team.views import slot_views, team_view
 
 __all__ = ["app", "status_data"]
 
@@ -154,62 +154,35 @@ def task_new(
     typer.echo(f"{created.task_id} -> {to}{note}")
 
 
-def _task_row(task: TaskInfo, state: CoordinationState) -> dict[str, Any]:
-    record = state.tasks.get(task.task_id)
-    return {
-        "task_id": task.task_id,
-        "stage": task.stage,
-        "recipient": task.recipient,
-        "sender": task.sender,
-        "subject": task.subject,
-        "parent": task.parent,
-        "attempt_id": task.attempt_id,
-        "baton_status": record.status if record else None,
-        "turns": record.turns if record else 0,
-        "report_ref": record.report_ref if record else None,
-        "note": record.note if record else "",
-    }
+def _open_store(ctx: CoordinationContext) -> Store:
+    return Store.open(load_config(ctx.project_dir).db_path)
 
 
 def status_data(ctx: CoordinationContext) -> dict[str, Any]:
-    """Everything ``baton status --json`` prints (also for the web UI)."""
-    state = CoordinationState.load(ctx.paths.state_file)
-    now = time.time()
-    board = []
-    for stage in ("inbox", "active", "review"):
-        board += [_task_row(t, state) for t in ctx.port.list_stage(stage)]
+    """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
+    with _open_store(ctx) as store:
+        view = team_view(store, ctx.team, ctx.port)
+    data = view.to_json()
+    board = [{**t, "review": t["review"], "attention": t["attention"]} for t in data["tasks"]]
     return {
         "project": str(ctx.project_dir),
         "workspace": {
             "workspace_id": ctx.port.workspace_id,
             "approvals": ctx.port.can_authorize,
         },
-        "daemon": state.daemon,
-        "updated_at": state.updated_at,
-        "team": {"name": ctx.team.name, "leader": ctx.team.leader, "human": ctx.team.human},
-        "roles": [
-            {
-                "role": r.name,
-                "agent": r.agent,
-                "leader": r.is_leader,
-                "concurrency": r.concurrency,
-                "tools": list(r.tools),
-                "permissions": r.permissions,
-                "paused_for_s": max(0.0, state.breakers.get(r.name, 0.0) - now),
-            }
-            for r in ctx.team.roles.values()
-        ],
-        "sessions": [asdict(s) for s in state.sessions.values()],
-        "board": {"counts": ctx.port.stage_counts(), "open": board},
-        "pending_reviews": [
-            {k: v for k, v in asdict(r).items() if k != "body"}
-            for r in state.pending_reviews.values()
-            if r.status == "pending"
-        ],
-        "questions": [asdict(q) for q in state.questions.values() if q.status == "pending"],
-        "human_tasks": state.human_tasks,
-        "stalls": [asdict(s) for s in state.stalls[-20:]],
-        "refusals": [asdict(r) for r in state.refusals[-20:]],
+        "daemon": data["daemon"],
+        "daemon_pid": data["daemon_pid"],
+        "updated_at": data["updated_at"],
+        "team": data["team"],
+        "roles": data["roles"],
+        "sessions": data["slots"],
+        "board": {"counts": data["counts"], "open": board},
+        "pending_reviews": data["pending_reviews"],
+        "questions": data["questions"],
+        "human_tasks": data["human_tasks"],
+        "attention": data["attention"],
+        "interrupted": data["interrupted"],
+        "refusals": data["refusals"],
     }
 
 
@@ -224,34 +197,44 @@ def status(root: RootOption = None, as_json: JsonOption = False) -> None:
         typer.echo(json.dumps(data, indent=2, sort_keys=True))
         return
     counts = data["board"]["counts"]
-    typer.echo(f"project {data['project']}  daemon: {data['daemon']}")
-    typer.echo("tasks: " + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    typer.echo("roles:")
+    echo = _safe_echo
+    echo(f"project {data['project']}  daemon: {data['daemon']}")
+    echo("tasks: " + "  ".join(f"{k} {v}" for k, v in counts.items()))
+    echo("roles:")
     for r in data["roles"]:
         paused = f"  PAUSED {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
         lead = " (leader)" if r["leader"] else ""
-        typer.echo(
-            f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}"
-        )
+        echo(f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}")
     if data["board"]["open"]:
-        typer.echo("open tasks:")
+        echo("open tasks:")
         for t in data["board"]["open"]:
             extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
-            typer.echo(
+            echo(
                 f"  {t['stage']:<7} {t['task_id']} {t['sender']}->{t['recipient']}: "
                 f"{t['subject']}{extra}"
             )
     for r in data["pending_reviews"]:
-        typer.echo(
-            f"review waiting for {data['team']['human']}: {r['task_id']} "
-            f"({r['subject']}) report {r['report_id']} result {r['result']}"
+        state = (
+            "answered, applied on the next `baton up`" if r["status"] == "answered" else r["status"]
+        )
+        echo(
+            f"review for {data['team']['human']}: {r['task_id']} ({r['subject']}) report "
+            f"{r['report_id']} result {r['result']} [{state}] {r['request_id']}"
         )
     for q in data["questions"]:
-        typer.echo(f"question from {q['role']} ({q['request_id']}): {q['question']}")
-    for s in data["stalls"]:
-        typer.echo(f"stalled: {s['task_id']} ({s['role']}): {s['reason']} [{s['issue_id']}]")
+        echo(f"question from {q['role']} ({q['request_id']}): {q['question']}")
+    for t in data["attention"]:
+        echo(
+            f"needs attention: {t['task_id']} ({t['role']}): {t['note']} "
+            f"[{t['issue_id']}] answer {t['attention']['request_id'] if t['attention'] else '-'}"
+        )
     for r in data["refusals"]:
-        typer.echo(f"refused inbox entry {r['name']}: {r['reason']} [{r['issue_id']}]")
+        echo(f"refused inbox entry {r['name']}: {r['reason']} [{r['issue_id']}]")
+
+
+def _safe_echo(text: str) -> None:
+    """One terminal line; task-controlled text never reaches it raw (ANSI, OSC, bidi)."""
+    typer.echo(safe_agent_text(text))
 
 
 @app.command()
@@ -261,8 +244,8 @@ def sessions(root: RootOption = None, as_json: JsonOption = False) -> None:
         ctx = _context(root)
     except BatonError as exc:
         raise _fail(exc) from exc
-    state = CoordinationState.load(ctx.paths.state_file)
-    rows = [asdict(s) for s in state.sessions.values()]
+    with _open_store(ctx) as store:
+        rows = [asdict(s) for s in slot_views(store)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2, sort_keys=True))
         return
@@ -276,8 +259,8 @@ def sessions(root: RootOption = None, as_json: JsonOption = False) -> None:
             if usage["availability"] == "reported"
             else "usage unavailable"
         )
-        typer.echo(
-            f"{s['name']:<8} {s['agent']:<10} {s['status']:<8} turns {s['turns']:<3} "
-            f"tool calls {s['tool_calls_count']:<4} {tokens}; files {len(s['files_changed'])}; "
-            f"last report {s['last_report_ref'] or '-'}"
+        _safe_echo(
+            f"{s['name']:<8} {s['agent']:<10} {s['status']:<8} session {s['session_id'] or '-'} "
+            f"turns {s['turns']:<3} tool calls {s['tool_calls_count']:<4} {tokens}; "
+            f"files {len(s['files_changed'])}; last report {s['last_report_ref'] or '-'}"
         )

@@ -6,12 +6,12 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from baton.cli.shared import EXIT_FAILED, err, renderer
+from baton.cli.shared import EXIT_CANCELLED, EXIT_FAILED, err, renderer
 from baton.cli.wiring import new_run_id, open_store, start_run
 from baton.config import load_config
 from baton.events.sequencer import format_ts
@@ -54,10 +54,11 @@ def up(
 async def _up(
     cwd: Path, *, until_idle: bool, json_output: bool, serve_port: int | None = None
 ) -> int:
+    """Run the team loop (:func:`baton.team.service.run_team`); SIGINT, SIGTERM and SIGHUP
+    stop it gracefully: running turns are interrupted and recorded so (exit 130)."""
     from baton.coordination.context import open_context
-    from baton.coordination.daemon import Daemon
-    from baton.runner.daemon_human import LedgerHumanSink
-    from baton.runner.role_sessions import role_session_factory
+    from baton.team.loop import DaemonBusy, TeamLoop
+    from baton.team.service import run_team
 
     ctx = open_context(cwd)
     config = load_config(cwd)
@@ -68,29 +69,24 @@ async def _up(
     emitter = start_run(store, run_id, kind="up", agent="team", cwd=ctx.project_dir)
     view = renderer(json_output)
     emitter.listeners.append(view)
-
-    async def emit(payload: Any) -> None:
-        await emitter.emit(payload)
-
-    sink = LedgerHumanSink(ledger, run_id, emit)
-    daemon = Daemon(
-        port=ctx.port,
-        team=ctx.team,
-        factory=role_session_factory(
-            config,
-            workspace=ctx.project_dir,
-            store=store,
-            ledger=ledger,
-            emitter=emitter,
-            fcop_mcp=ctx.team.fcop_mcp,
-        ),
-        state_dir=ctx.state_dir,
-        human_sink=sink,
-    )
-    sink.daemon = daemon
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, daemon.stop)
+    team_loop: TeamLoop | None = None
+    signalled: list[str] = []
+
+    def on_signal(name: str) -> None:
+        signalled.append(name)
+        if team_loop is not None:
+            team_loop.stop(f"stopped by {name}")
+
+    def bind(created: TeamLoop) -> None:
+        nonlocal team_loop
+        team_loop = created
+        if signalled:
+            created.stop(f"stopped by {signalled[0]}")
+
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal, sig.name)
     status = "failed"
     dashboard = None
     try:
@@ -101,15 +97,25 @@ async def _up(
             await dashboard.start()
             err.print(f"baton dashboard: {await dashboard.login_url()}", soft_wrap=True)
             err.print("[dim]  (a one-time login code, valid for ten minutes)[/]")
-        await sink.resume()
-        summary = await daemon.run(until_idle=until_idle)
-        status = "completed"
+        try:
+            summary = await run_team(
+                ctx,
+                config,
+                store=store,
+                ledger=ledger,
+                emitter=emitter,
+                until_idle=until_idle,
+                on_loop=bind,
+            )
+        except DaemonBusy as exc:
+            err.print(f"[red]DaemonBusy:[/] {exc}")
+            return EXIT_FAILED
+        status = "interrupted" if summary.stopped else "completed"
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in signals:
             loop.remove_signal_handler(sig)
         if dashboard is not None:
             await dashboard.stop()
-        await sink.close()
         await emitter.flush()
         store.finish_run(run_id, status, format_ts(time.time()))
         view.close()
@@ -118,10 +124,13 @@ async def _up(
     out = Console(highlight=False, stderr=json_output)
     out.print(
         f"[bold]baton up[/] · done {len(summary.done)} · waiting for a human "
-        f"{len(summary.waiting_human)} · stalled {len(summary.stalled)} · blocked "
+        f"{len(summary.waiting_human)} · needs attention {len(summary.stalled)} · blocked "
         f"{len(summary.blocked)} · refused {summary.refused}"
+        + (f" · interrupted {len(summary.interrupted)}" if summary.interrupted else "")
     )
-    if summary.waiting_human:
+    if summary.waiting_human or summary.stalled:
         out.print("answer with `baton inbox` / `baton answer ID --accept|--reject`")
     err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
+    if summary.stopped:
+        return EXIT_CANCELLED
     return 0 if not summary.stalled else EXIT_FAILED

@@ -22,11 +22,35 @@ from baton.coordination.fcop_port import (
     inspect_workspace_kind,
     refuse_legacy,
 )
-from baton.coordination.state import CoordinationPaths
 from baton.coordination.team import TeamConfig, default_team, default_team_toml, parse_team
 from baton.errors import ConfigError
 
-__all__ = ["CoordinationContext", "InitResult", "init_project", "open_context"]
+__all__ = [
+    "CoordinationContext",
+    "CoordinationPaths",
+    "InitResult",
+    "init_project",
+    "open_context",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinationPaths:
+    """Where coordination keeps its files in baton's state directory (state is in the store)."""
+
+    state_dir: Path
+
+    @property
+    def root(self) -> Path:
+        return self.state_dir / "coordination"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.state_dir / "quarantine"
+
+    @property
+    def authority_key(self) -> Path:
+        return self.root / "authority.key"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,12 +34,11 @@ the other; duplicates are dropped by id.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,7 +133,7 @@ class Doorbell:
         issue_sender: str = "BATON",
         max_task_bytes: int = 1024 * 1024,
         quarantine_dir: Path | None = None,
-        refused_ledger: Path | None = None,
+        refused: Mapping[str, str | None] | None = None,
         step_ms: int = 5,
         debounce_ms: int = 10,
         clock: Callable[[], float] = time.monotonic,
@@ -146,17 +145,20 @@ class Doorbell:
         self.issue_sender = issue_sender
         self.max_task_bytes = max_task_bytes
         self.quarantine_dir = quarantine_dir
-        self.refused_ledger = refused_ledger
         self.step_ms = step_ms
         self.debounce_ms = debounce_ms
         self.clock = clock
         self.ready = asyncio.Event()
         """Set once the watcher is armed and the initial drain is done."""
         self._emitted: set[str] = set()
-        self._refused: dict[str, str | None] = self._load_refused()
-        """Entry names refused in place (said once); unknown recipients survive restarts."""
-        self._persisted: set[str] = set(self._refused)
+        self._refused: dict[str, str | None] = dict(refused or {})
+        """Entry names refused in place (said once); the team loop persists the unknown
+        recipients (store rows) and passes them back here on the next start."""
         self._lock = asyncio.Lock()
+
+    def remember_refused(self, refused: Mapping[str, str | None]) -> None:
+        """Entries refused in place before (the team loop's store): not reported again."""
+        self._refused.update(refused)
 
     # ------------------------------------------------------------------ run
 
@@ -212,9 +214,6 @@ class Doorbell:
         gone = [name for name in self._refused if name not in names]
         for name in gone:
             del self._refused[name]
-        if self._persisted & set(gone):
-            self._persisted -= set(gone)
-            await asyncio.to_thread(self._save_refused)
         count = 0
         detected = self.clock()
         for entry in entries:
@@ -366,8 +365,6 @@ class Doorbell:
         issue = self._issue(entry, reason, message, subject_ref=subject)
         if remember:
             self._refused[entry.name] = issue
-            self._persisted.add(entry.name)
-            self._save_refused()
         return TaskRefused(
             name=entry.name,
             reason=reason,
@@ -414,26 +411,6 @@ class Doorbell:
             log.exception("could not quarantine %s", entry.path)
             return None
         return target
-
-    def _load_refused(self) -> dict[str, str | None]:
-        if self.refused_ledger is None:
-            return {}
-        try:
-            raw = json.loads(self.refused_ledger.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(raw, dict):
-            return {}
-        return {str(k): v if isinstance(v, str) else None for k, v in raw.items()}
-
-    def _save_refused(self) -> None:
-        if self.refused_ledger is None:
-            return
-        self.refused_ledger.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = self.refused_ledger.with_suffix(".tmp")
-        kept = {name: self._refused.get(name) for name in sorted(self._persisted)}
-        tmp.write_text(json.dumps(kept, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.refused_ledger)
 
 
 def _is_task_name(change: Any, path: str) -> bool:

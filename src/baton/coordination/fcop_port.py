@@ -533,12 +533,63 @@ class FcopPort:
             kwargs["parent"] = parent
         if references:
             kwargs["references"] = list(references)
-        result = self._call("create_task", **kwargs)
+        for attempt in range(2):
+            try:
+                result = self._call("create_task", **kwargs)
+                break
+            except FcopProtocolError as exc:
+                if exc.code != "RECOVERY_REQUIRED":
+                    raise
+                if "without its durable operation fact" in str(exc) and attempt == 0:
+                    # A crash between publishing the TASK and its create fact (rule R3).
+                    from baton.coordination.fcop_recovery import complete_create_fact
+
+                    complete_create_fact(self, opid)
+                    continue
+                if "differs from durable fact" in str(exc):
+                    # Core replays a create only while its TASK is untouched in the inbox; a
+                    # redelivered request for a TASK that has moved on finds it by its fact.
+                    moved = self._created_by(opid)
+                    if moved is not None:
+                        return moved
+                raise
         return CreatedTask(
             task_id=result["task_id"],
             existing=bool(result.get("existing")),
             operation_id=opid,
             path=Path(result["path"]),
+        )
+
+    def _created_by(self, operation_id: str) -> CreatedTask | None:
+        """The TASK a create operation made, by its durable fact, wherever it is now.
+
+        Trusted only when the TASK itself names the operation and the fact's request
+        digest (what Core would check if the TASK were still in the inbox).
+        """
+        from fcop.v4.encoding import canonical, digest
+
+        key = digest(
+            canonical(
+                {
+                    "workspace_id": self.workspace_id,
+                    "operation_kind": "create_task",
+                    "operation_id": operation_id,
+                }
+            )
+        )
+        path = self.fcop_dir / "operations" / f"create-{key}.json"
+        try:
+            fact = json.loads(path.read_bytes())
+            task = self.read_task(str(fact["task_id"]))
+        except (OSError, ValueError, KeyError, CoordinationError):
+            return None
+        fields = self._call("read_task", task_id=task.task_id)
+        if fields.get("operation_id") != operation_id or fields.get(
+            "normalized_request_digest"
+        ) != fact.get("digest"):
+            return None
+        return CreatedTask(
+            task_id=task.task_id, existing=True, operation_id=operation_id, path=task.path
         )
 
     # --------------------------------------------------------------- reads
@@ -991,7 +1042,55 @@ class FcopPort:
             raise CODE_TO_ERROR["INVALID_TRANSITION"](
                 f"{task_id} is in {task.stage}, not review", code="INVALID_TRANSITION"
             )
-        return self._decide_task(task, decision, approver, reason, review_ref)
+        try:
+            return self._decide_task(task, decision, approver, reason, review_ref)
+        except FcopProtocolError as exc:
+            if exc.code != "RECOVERY_REQUIRED" or "conflicting receipt" not in str(exc):
+                raise
+            # A crash after this round's receipt, before its target (rule R5): finish that
+            # move from its own receipt instead of authorizing a second one.
+            replayed = self.replay_prepared(task_id, from_stage="review")
+            if replayed is None:
+                raise
+            return replayed
+
+    def replay_prepared(self, task_id: str, *, from_stage: str) -> TransitionInfo | None:
+        """R5: replay the exact request of ``task_id``'s one unfinished (``PREPARED``) move.
+
+        ``fcop`` finishes a move whose receipt matches a request exactly; an
+        authorized move (T4/T5) can only be replayed with its own REVIEW and
+        authorization refs, which are in the receipt. None when there is no such
+        receipt with its source still in place.
+        """
+        source = self.stage_dir(from_stage) / f"{task_id}.md"
+        if not source.is_file():
+            return None
+        needle = f'"task_id":"{task_id}"'.encode()
+        pending = []
+        for path in sorted((self.fcop_dir / "operations").glob("transition-*.json")):
+            data = path.read_bytes()
+            if needle not in data:
+                continue
+            value = json.loads(data)
+            if (
+                value.get("stage") == "PREPARED"
+                and value.get("from_stage") == from_stage
+                and value.get("task_id") == task_id
+                and not (self.root / str(value.get("target_path", ""))).exists()
+            ):
+                pending.append(value)
+        if len(pending) != 1:
+            return None
+        value = pending[0]
+        request: dict[str, Any] = {
+            name: value[name] for name in ("task_id", "from_stage", "to_stage", "tool", "actor")
+        }
+        for name in ("report_ref", "review_ref", "authorization_ref", "family_digest"):
+            if value.get(name) is not None:
+                request[name] = value[name]
+        if value.get("request_profile_ref") is not None:
+            request["profile_ref"] = value["request_profile_ref"]
+        return self._transition_info(self._call("transition", **request))
 
     def _decide_task(
         self,

@@ -32,6 +32,7 @@ __all__ = [
     "consolidation_prompt",
     "quote",
     "reminder_prompt",
+    "resume_prompt",
     "review_prompt",
     "revision_prompt",
     "task_prompt",
@@ -240,4 +241,35 @@ def answer_prompt(ctx: PromptContext, *, question: str, answer: str) -> str:
             quote(answer),
             "Continue the task; call write_report when it is done, then stop.",
         ]
+    )
+
+
+def resume_prompt(ctx: PromptContext, *, why: str, delegated: Sequence[ChildReport] = ()) -> str:
+    """Re-prompt a turn that never finished (baton stopped, or the turn failed), with context.
+
+    The task again, verbatim, plus what is already done: the tasks this one already
+    delegated. Delegating the same work again returns the existing task (baton's
+    operation ids are deterministic), so a leader creates only what is missing.
+    """
+    lines = [
+        "[baton] Continue an interrupted task",
+        f"Your previous turn on {ctx.task_id} did not finish: {why}.",
+        "Pick the task up again. Work already recorded in FCoP stays: a report you filed",
+        "would have been submitted, and create_task for work already delegated returns the",
+        "existing task instead of a new one.",
+    ]
+    blocks: list[list[str]] = [lines]
+    if delegated:
+        done = [
+            f"* {c.task_id} -> {c.role}: {c.subject} [{c.stage}]"
+            + (f", result {c.result}" if c.result else "")
+            for c in delegated
+        ]
+        blocks.append(["Already delegated:", *done])
+    return _join(
+        *blocks,
+        _identity(ctx),
+        _tools(ctx),
+        _workflow(ctx),
+        ["--- task body ---", ctx.body.rstrip("\n") or "(no body)", "--- end of task body ---"],
     )

@@ -1,10 +1,10 @@
 """The role-scoped MCP server: FCoP as tools, one binding per agent session.
 
-Run as ``python -m baton.coordination.mcp_server --binding FILE`` over stdio
-(the one MCP transport every ACP agent must support). The binding file
-(:mod:`baton.coordination.binding`) fixes the role, the team and the tool
-allowlist; the pointer file it names says which TASK and attempt the session is
-on. So:
+Run as ``python -m baton.coordination.mcp_server --store DB --slot NAME`` over
+stdio (the one MCP transport every ACP agent must support). The slot's binding
+in the store (:mod:`baton.coordination.binding`) fixes the role, the team and
+the tool allowlist; the slot's pointer says which TASK and attempt the session
+is on. So:
 
 * **Identity is not an argument.** ``write_report(result, body)`` takes no
   task, attempt or sender; they come from the binding and the pointer, and are
@@ -15,9 +15,13 @@ on. So:
   be called. ``create_task`` and ``review_report`` exist only for the leader.
 * **No authority.** This process never registers the trusted evaluator:
   ``review_report`` records the leader's decision as an acceptance/rejection
-  REVIEW (evidence) plus a spool line; the daemon, which holds the key,
+  REVIEW (evidence) plus an outbox row; the daemon, which holds the key,
   performs T4/T5. ``ask_human`` likewise writes an ISSUE (visible in FCoP)
-  and a spool line the daemon turns into a human request.
+  and an outbox row the daemon turns into a human request.
+* **Not after its daemon.** Every writing tool first checks that the
+  ``baton up`` owning the slot still runs (same pid, same kernel start time) and
+  refuses with ``DAEMON_GONE`` otherwise; the server also watches that process
+  (a pidfd) and exits the moment it dies.
 
 The implementation is split so tests and in-process fakes can use it without
 a transport: :class:`RoleTools` (plain synchronous methods over
@@ -33,22 +37,15 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.binding import (
-    Binding,
-    CurrentTask,
-    SpoolRecord,
-    append_spool,
-    load_binding,
-    read_pointer,
-)
+from baton.coordination.binding import Binding, CurrentTask, OutboxRecord, SlotAccess
 from baton.coordination.errors import CoordinationError, FcopProtocolError, TaskNotFound
 from baton.coordination.fcop_port import (
     TASK_ID_RE,
@@ -179,13 +176,12 @@ TOOL_SPECS: Mapping[str, ToolSpec] = {
     )
 }
 
+_WRITING_TOOLS = frozenset(
+    {"write_report", "write_issue", "ask_human", "create_task", "review_report"}
+)
 _IDENTITY_WORDS = frozenset(
     {"sender", "role", "task_id", "attempt_id", "subject_ref", "actor", "workspace_id", "parent"}
 )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> dict[str, Any]:
@@ -205,8 +201,10 @@ def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> dict[s
 class RoleTools:
     """The tools of one binding, transport-free and synchronous."""
 
-    def __init__(self, binding: Binding, *, port: FcopPort | None = None) -> None:
-        self.binding = binding
+    def __init__(self, access: SlotAccess, *, port: FcopPort | None = None) -> None:
+        self.access = access
+        self.binding = access.binding()
+        binding = self.binding
         self.port = port or FcopPort(binding.fcop_root, human=binding.human)
         self._handlers: dict[str, Callable[..., dict[str, Any]]] = {
             "read_task": self.read_task,
@@ -259,6 +257,11 @@ class RoleTools:
             limit = spec.properties[key].get("maxLength")
             if isinstance(limit, int) and len(value) > limit:
                 raise ToolRefused("INVALID_ARGUMENT", f"{key!r} is longer than {limit} characters")
+        if name in _WRITING_TOOLS and not self.access.daemon_alive():
+            raise ToolRefused(
+                "DAEMON_GONE",
+                "the baton up that started this session is gone; nothing was written. Stop now.",
+            )
         try:
             return self._handlers[name](**args)
         except FcopProtocolError as exc:
@@ -269,7 +272,7 @@ class RoleTools:
     # ------------------------------------------------------------ identity
 
     def _current(self, *, require_active: bool = True) -> tuple[TaskInfo, str]:
-        pointer: CurrentTask = read_pointer(self.binding)
+        pointer: CurrentTask = self.access.pointer()
         if pointer.task_id is None or pointer.attempt_id is None:
             raise ToolRefused("NO_CURRENT_TASK", f"{self.binding.role} has no task right now")
         task = self.port.read_task(pointer.task_id)
@@ -383,16 +386,14 @@ class RoleTools:
             f"{question}",
             subject_ref=task.task_id,
         )
-        append_spool(
-            self.binding.spool_path,
-            SpoolRecord(
+        self.access.post(
+            OutboxRecord(
                 kind="ask_human",
                 role=self.binding.role,
                 task_id=task.task_id,
                 attempt_id=attempt,
                 data={"request_id": request_id, "question": question, "issue_id": issue_id},
-                at=_now(),
-            ),
+            )
         )
         return {
             "request_id": request_id,
@@ -470,9 +471,8 @@ class RoleTools:
             decision="approve" if decision == "approve" else "reject",
             reason=reason,
         )
-        append_spool(
-            self.binding.spool_path,
-            SpoolRecord(
+        self.access.post(
+            OutboxRecord(
                 kind="review",
                 role=self.binding.role,
                 task_id=task.task_id,
@@ -483,8 +483,7 @@ class RoleTools:
                     "report_id": report_id,
                     "reason": reason,
                 },
-                at=_now(),
-            ),
+            )
         )
         return {
             "review_id": review_id,
@@ -551,14 +550,36 @@ def build_server(tools: RoleTools) -> Any:
     )
 
 
-async def serve_stdio(binding_path: Path) -> None:
-    """Serve one binding over stdin/stdout until the client closes the pipe."""
+def _watch_daemon(access: SlotAccess) -> None:
+    """Exit the moment the owning daemon dies (a pidfd), so no tool outlives it."""
+    pid = access.daemon_pid()
+    if pid is None or not access.daemon_alive():
+        raise CoordinationError("the baton up that owns this slot is not running")
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return  # no pidfd here: the per-call check still refuses every write
+    asyncio.get_running_loop().add_reader(fd, os._exit, 3)
+
+
+async def serve_stdio(store_path: Path, slot: str) -> None:
+    """Serve one slot over stdin/stdout until the client closes the pipe or the daemon dies."""
     from mcp.server.stdio import stdio_server
 
-    binding = load_binding(binding_path)
-    server = build_server(RoleTools(binding))
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    from baton import crashpoints
+    from baton.store.store import Store
+
+    crashpoints.install_from_env()
+    store = Store.open(store_path)
+    try:
+        access = SlotAccess(store, slot)
+        tools = RoleTools(access)
+        _watch_daemon(access)
+        server = build_server(tools)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await store.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -566,10 +587,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m baton.coordination.mcp_server",
         description="baton's role-scoped FCoP MCP server (stdio).",
     )
-    parser.add_argument("--binding", type=Path, required=True, help="the session binding file")
+    parser.add_argument("--store", type=Path, required=True, help="the project's baton store")
+    parser.add_argument("--slot", required=True, help="the role slot this session works for")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(serve_stdio(args.binding))
+        asyncio.run(serve_stdio(args.store, args.slot))
     except CoordinationError as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -582,24 +604,39 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def mcp_config(
-    binding: Binding, *, python: str | None = None, name: str = SERVER_NAME
+    binding: Binding,
+    *,
+    python: str | None = None,
+    name: str = SERVER_NAME,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ACP ``session/new`` ``mcpServers`` entry (stdio) for ``binding``.
+    """The ACP ``session/new`` ``mcpServers`` entry (stdio) for ``binding``'s slot.
 
     ``{name, command, args, env: [{name, value}]}``. The command is an absolute
-    interpreter path and the binding an absolute file, so the server never
-    depends on the agent's cwd or PATH.
+    interpreter path and the store an absolute file, so the server never depends
+    on the agent's cwd or PATH.
     """
-    if binding.path is None:
-        raise CoordinationError("write the binding (write_binding) before building its config")
+    if binding.store_path is None:
+        raise CoordinationError("the binding has no store (read it through SlotAccess)")
     command = python or sys.executable
     if not Path(command).is_absolute():
         raise CoordinationError(f"MCP server command must be absolute, got {command!r}")
     return {
         "name": name,
         "command": command,
-        "args": ["-u", "-m", "baton.coordination.mcp_server", "--binding", str(binding.path)],
-        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+        "args": [
+            "-u",
+            "-m",
+            "baton.coordination.role_mcp",
+            "--store",
+            str(binding.store_path),
+            "--slot",
+            binding.session_name,
+        ],
+        "env": [
+            {"name": "PYTHONUNBUFFERED", "value": "1"},
+            *({"name": k, "value": v} for k, v in sorted((env or {}).items())),
+        ],
     }
 
 

@@ -410,6 +410,62 @@ class RequestRejected(_Request):
     reason: str
 
 
+# ------------------------------------------------------------------------------ team
+
+
+class TeamTaskChanged(Payload):
+    """baton's view of an FCoP TASK moved (``baton.team.states``), committed with the change."""
+
+    TYPE: ClassVar[str] = "team.task.changed"
+    task_id: str
+    role: str
+    from_state: str | None
+    to_state: str
+    event: str
+    attempt_id: str | None = None
+    dispatch: int | None = None
+    """The turn (per-task dispatch number) the move belongs to, when it is about one."""
+    reason: str | None = None
+
+
+class TeamSlotChanged(Payload):
+    """A role slot's session moved (idle, starting, ready, working, failed, closed)."""
+
+    TYPE: ClassVar[str] = "team.slot.changed"
+    slot: str
+    role: str
+    from_state: str | None
+    to_state: str
+    event: str
+    agent_session_id: str | None = None
+    reason: str | None = None
+
+
+class TeamRefusal(Payload):
+    """An inbox entry the doorbell refused, and what it did (ISSUE, quarantine)."""
+
+    TYPE: ClassVar[str] = "team.refusal"
+    name: str
+    reason: str
+    message: str
+    task_id: str | None = None
+    issue_id: str | None = None
+    quarantined_to: str | None = None
+
+
+class TeamRecovery(Payload):
+    """A host-side recovery of FCoP state after a crash, with the documented rule it applied."""
+
+    TYPE: ClassVar[str] = "team.recovery"
+    task_id: str | None
+    rule: str
+    """Which rule (``docs/coordination.md`` "Recovery"): e.g. ``two-stages.prepared-roll-forward``."""
+    outcome: Literal["resolved", "needs_attention", "cleaned"]
+    detail: str
+    valid: bool | None = None
+    """``fcop``'s ``validate_workspace`` verdict after the repair (None: not checked)."""
+
+
 # ------------------------------------------------------------- notices, diagnostics
 
 
@@ -504,6 +560,10 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         RequestExpired,
         RequestCancelled,
         RequestRejected,
+        TeamTaskChanged,
+        TeamSlotChanged,
+        TeamRefusal,
+        TeamRecovery,
         ProviderNotice,
         HarnessDiagnostic,
         SecurityAdmissionRefused,

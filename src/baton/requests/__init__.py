@@ -9,8 +9,9 @@ concept each:
 - :mod:`~baton.requests.validate`: answer validation against a document;
 - :mod:`~baton.requests.states`: the lifecycle as a transition table;
 - :mod:`~baton.requests.policy`: who decides (policy, headless fallback, human);
-- :mod:`~baton.requests.ledger`: persistence and the cross-process waiter;
-- :mod:`~baton.requests.wake`: the FIFO doorbell behind ``wait_answer``;
+- :mod:`~baton.requests.ledger`: prepared changes committed through the store, and the
+  cross-process waiter (the store's doorbell, :mod:`baton.store.wake`);
+- :mod:`~baton.requests.records`: a ledger row as a typed record;
 - :mod:`~baton.requests.replies`: validated answers back to native replies;
 - :mod:`~baton.requests.payloads`: ``request.*`` event payloads from records;
 - :mod:`~baton.requests.render`: terminal and JSON rendering;

@@ -22,7 +22,6 @@ from baton.events.model import (
     SecurityPayloadRejected,
 )
 from baton.requests.errors import PayloadTooLarge
-from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     ElicitationRequest,
     PermissionRequest,
@@ -30,6 +29,7 @@ from baton.requests.model import (
     QuestionRequest,
     ReviewRequest,
 )
+from baton.requests.records import RequestRecord
 from baton.requests.states import State
 
 __all__ = ["created", "for_state", "oversize", "summary"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.events.acp_normalizer import Draft
 from baton.events.model import TERMINAL_TURN_TYPES, CanonicalEvent, Payload
@@ -12,8 +12,10 @@ from baton.events.sequencer import Sequencer
 
 if TYPE_CHECKING:
     from baton.store.store import Store
+    from baton.store.tx import Tx
 
 Listener = Callable[[CanonicalEvent], None]
+T = TypeVar("T")
 
 
 def _exposed_after_commit(event_type: str) -> bool:
@@ -38,7 +40,8 @@ class EventEmitter:
         self.listeners: list[Listener] = []
         self.count = 0
         self._held: deque[list[Any]] = deque()
-        """[event, waiting_for_commit] in seq order, while an earlier event awaits its commit."""
+        """[event, waiting_for_commit, keep] in seq order, while an earlier event awaits its
+        commit (``keep`` is False for the events of a state change that was refused)."""
 
     @property
     def run_id(self) -> str:
@@ -61,7 +64,7 @@ class EventEmitter:
         if not self.listeners:
             return event
         if _exposed_after_commit(event.type):
-            entry = [event, True]
+            entry = [event, True, True]
             self._held.append(entry)
             try:
                 await self.store.flush()
@@ -69,14 +72,49 @@ class EventEmitter:
                 entry[1] = False
                 self._release()
         elif self._held:
-            self._held.append([event, False])  # keep seq order behind a pending commit
+            self._held.append([event, False, True])  # keep seq order behind a pending commit
         else:
             self._notify(event)
         return event
 
+    async def commit(
+        self,
+        payloads: Sequence[Payload],
+        fn: Callable[[Tx], T],
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> T:
+        """Run ``fn`` and store ``payloads`` (stamped) in one transaction; return ``fn``'s result.
+
+        The :class:`~baton.store.journal.Journal` of this run: a state change and the
+        events that say so are committed together (:meth:`Store.write`), and listeners
+        see the events only after that commit. If ``fn`` raises, nothing is stored,
+        listeners see nothing, and the exception propagates.
+        """
+        if self.store is None:
+            raise RuntimeError("EventEmitter.commit needs a store")
+        events = [self.sequencer.stamp(p, session_id=session_id, turn_id=turn_id) for p in payloads]
+        self.count += len(events)
+        entries = [[event, True, True] for event in events]
+        self._held.extend(entries)
+        try:
+            result = await self.store.write(fn, events=events)
+        except BaseException:
+            for entry in entries:
+                entry[2] = False
+            raise
+        finally:
+            for entry in entries:
+                entry[1] = False
+            self._release()
+        return result
+
     def _release(self) -> None:
         while self._held and not self._held[0][1]:
-            self._notify(self._held.popleft()[0])
+            event, _, keep = self._held.popleft()
+            if keep:
+                self._notify(event)
 
     def _notify(self, event: CanonicalEvent) -> None:
         for listener in self.listeners:

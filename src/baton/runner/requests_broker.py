@@ -4,11 +4,12 @@
 ``cursor/ask_question``, ``cursor/create_plan`` and ``elicitation/create``:
 
 1. the policy decides (allow / deny / escalate, with the rule that made it);
-2. the request is persisted in the ledger **before** anything shows it, and a
-   ``request.created`` event follows the commit;
-3. an automatic decision is recorded as an answer; an escalated one waits for a
-   human: the terminal (when there is one) or any other process through the ledger
-   (``baton answer``, the dashboard), bounded by ``wait_timeout``;
+2. the request is persisted in the ledger **before** anything shows it, in one
+   transaction with its ``request.created`` event (the turn's journal);
+3. an automatic decision is recorded as an answer (with its ``request.answered``,
+   atomically); an escalated one waits for a human: the terminal (when there is one)
+   or any other process through the ledger (``baton answer``, the dashboard, whose
+   own run records the answer), bounded by ``wait_timeout``;
 4. the agent's reply is built from the validated answer; the request becomes
    ``delivered`` only once that reply was written to the agent's pipe.
 
@@ -21,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from baton.acp.jsonrpc import JsonRpcId
 from baton.errors import RequestError
@@ -36,7 +37,16 @@ from baton.requests.notify import NotifyConfig, notify_if_escalated
 from baton.requests.policy import Policy
 from baton.requests.states import State
 
-Emit = Callable[[Payload], Awaitable[None]]
+T = TypeVar("T")
+
+
+class Emit(Protocol):
+    """The turn's events: emit one (a view of what happened), or commit a change with its
+    events in one transaction (a state change of this process)."""
+
+    async def __call__(self, payload: Payload) -> None: ...
+
+    async def commit(self, payloads: Any, fn: Callable[[Any], T]) -> T: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +115,18 @@ class RequestBroker:
                 jsonrpc_id=ctx.jsonrpc_id,
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
+                journal=emit,
             )
         except PayloadTooLarge as exc:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
-        await emit(payloads.created(record))
         if decision.needs_human:
             if self.notify.enabled:
                 for diagnostic in await notify_if_escalated(decision, record, self.notify):
                     await emit(diagnostic)
-            record = await self._wait_for_human(record)
+            record, here = await self._wait_for_human(record, emit)
+            if not here:
+                await emit(payloads.for_state(record))  # decided elsewhere: shown in this run
         else:
             try:
                 result = await self.ledger.answer(
@@ -123,16 +135,21 @@ class RequestBroker:
                     decided_by=decision.decided_by,
                     rule=decision.rule,
                     reason=decision.reason,
+                    journal=emit,
                 )
                 record = result.record
             except NotPending:
                 record = await self.ledger.get(record.request_id)
-        await emit(payloads.for_state(record))
+                await emit(payloads.for_state(record))
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
         return Resolution(replies.cancelled_reply(document), record)
 
-    async def _wait_for_human(self, record: RequestRecord) -> RequestRecord:
+    async def _wait_for_human(
+        self, record: RequestRecord, emit: Emit
+    ) -> tuple[RequestRecord, bool]:
+        """The decided record, and whether this process recorded the decision (its event
+        then went with it)."""
         request_id = record.request_id
         waiters: set[asyncio.Task[Any]] = {
             asyncio.create_task(self.ledger.wait_answer(request_id, self.wait_timeout))
@@ -146,22 +163,26 @@ class RequestBroker:
                     try:
                         value = task.result()
                     except TimeoutError:
-                        return await self.ledger.expire_if_pending(
-                            request_id, f"no answer within {self.wait_timeout:g}s"
+                        expired = await self.ledger.expire_if_pending(
+                            request_id, f"no answer within {self.wait_timeout:g}s", journal=emit
                         )
+                        return expired, expired.state is State.EXPIRED
                     if isinstance(value, RequestRecord):
-                        return value
+                        return value, False
                     if value is not None:
                         # If another surface answered first, the ledger's answer stands.
-                        with contextlib.suppress(NotPending, RequestError):
-                            await self.ledger.answer(
+                        try:
+                            result = await self.ledger.answer(
                                 request_id,
                                 value,
                                 decided_by="human",
                                 rule="answered at the terminal",
+                                journal=emit,
                             )
-                        return await self.ledger.get(request_id)
-            return await self.ledger.get(request_id)
+                            return result.record, not result.replayed
+                        except (NotPending, RequestError):
+                            return await self.ledger.get(request_id), False
+            return await self.ledger.get(request_id), False
         finally:
             for task in waiters:
                 task.cancel()
@@ -195,8 +216,8 @@ class RequestBroker:
             size_bytes=len(data),
             sha256=hashlib.sha256(data).hexdigest(),
             document=None if oversize else document,
+            journal=emit,
         )
-        await emit(payloads.for_state(record))
         if oversize is not None:
             await emit(payloads.oversize(oversize, subject=f"{kind} request {record.request_id}"))
         return record
@@ -204,12 +225,10 @@ class RequestBroker:
     async def delivered(self, record: RequestRecord, emit: Emit) -> None:
         if record.state is not State.ANSWERED:
             return
-        delivered = await self.ledger.mark_delivered(record.request_id)
-        await emit(payloads.for_state(delivered))
+        await self.ledger.mark_delivered(record.request_id, journal=emit)
 
     async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> None:
-        for record in await self.ledger.cancel_for_turn(turn_id, reason):
-            await emit(payloads.for_state(record))
+        await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
 
 
 __all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]

@@ -18,11 +18,11 @@ import hashlib
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import acp.schema as acp_schema
 from pydantic import ValidationError
@@ -115,6 +115,28 @@ class SessionStats:
     tool_calls: int = 0
     files_written: set[str] = field(default_factory=set)
     usage_available: bool = False
+
+
+T = TypeVar("T")
+
+
+class _TurnEvents:
+    """The turn's events for the request broker: emit one, or commit a change with its
+    events in one transaction (:meth:`EventEmitter.commit`)."""
+
+    def __init__(self, session: AgentSession, turn_id: str | None) -> None:
+        self._session = session
+        self._turn_id = turn_id
+
+    async def __call__(self, payload: Payload) -> None:
+        s = self._session
+        await s.emitter.emit(payload, session_id=s.agent_session_id, turn_id=self._turn_id)
+
+    async def commit(self, payloads: Any, fn: Callable[[Any], T]) -> T:
+        s = self._session
+        return await s.emitter.commit(
+            payloads, fn, session_id=s.agent_session_id, turn_id=self._turn_id
+        )
 
 
 class AgentSession:
@@ -688,11 +710,8 @@ class AgentSession:
         """Open requests of this turn are cancelled; their waiters answer ``cancelled``."""
         await self.requests.cancel_turn(turn.turn_id, reason, self._emitter_for(turn.turn_id))
 
-    def _emitter_for(self, turn_id: str | None) -> Callable[[Payload], Awaitable[None]]:
-        async def emit(payload: Payload) -> None:
-            await self.emitter.emit(payload, session_id=self.agent_session_id, turn_id=turn_id)
-
-        return emit
+    def _emitter_for(self, turn_id: str | None) -> _TurnEvents:
+        return _TurnEvents(self, turn_id)
 
     def _request_context(self, msg_id: JsonRpcId) -> RequestContext:
         turn = self._turn

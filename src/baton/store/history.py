@@ -9,12 +9,12 @@ Read-only: safe from any process while others write.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from baton.store.records import RunRecord, run_from_row
 from baton.store.store import Store
+from baton.store.tx import Tx
 
 __all__ = [
     "DecisionFilter",
@@ -91,10 +91,10 @@ def runs_page(store: Store, f: RunFilter, limit: int) -> list[RunRecord]:
     )
     params.append(limit)
 
-    def query(conn: sqlite3.Connection) -> list[RunRecord]:
-        return [run_from_row(row) for row in conn.execute(sql, params)]
+    def query(tx: Tx) -> list[RunRecord]:
+        return [run_from_row(row) for row in tx.all(sql, params)]
 
-    return store.read(query)
+    return store.read_tx(query)
 
 
 def run_tool_counts(store: Store, run_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -108,14 +108,14 @@ def run_tool_counts(store: Store, run_ids: list[str]) -> dict[str, dict[str, int
         " 'turn.completed', 'turn.failed', 'turn.cancelled') GROUP BY 1, 2, 3"
     )
 
-    def query(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    def query(tx: Tx) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {run_id: {} for run_id in run_ids}
-        for run_id, kind, status, count in conn.execute(sql, run_ids):
+        for run_id, kind, status, count in tx.all(sql, run_ids):
             key = f"tool.{status}" if kind == "tool.execution.completed" else kind
             out[run_id][key] = out[run_id].get(key, 0) + int(count)
         return out
 
-    return store.read(query)
+    return store.read_tx(query)
 
 
 def decision_ids(store: Store, f: DecisionFilter, limit: int) -> list[str]:
@@ -150,10 +150,10 @@ def decision_ids(store: Store, f: DecisionFilter, limit: int) -> list[str]:
     )
     params.append(limit)
 
-    def query(conn: sqlite3.Connection) -> list[str]:
-        return [row[0] for row in conn.execute(sql, params)]
+    def query(tx: Tx) -> list[str]:
+        return [row[0] for row in tx.all(sql, params)]
 
-    return store.read(query)
+    return store.read_tx(query)
 
 
 def run_prompts(store: Store, run_ids: list[str]) -> dict[str, str]:
@@ -166,7 +166,7 @@ def run_prompts(store: Store, run_ids: list[str]) -> dict[str, str]:
         f" WHERE run_id IN ({marks}) AND type = 'turn.submitted' GROUP BY run_id"
     )
 
-    def query(conn: sqlite3.Connection) -> dict[str, str]:
-        return {run_id: str(text or "") for run_id, _, text in conn.execute(sql, run_ids)}
+    def query(tx: Tx) -> dict[str, str]:
+        return {run_id: str(text or "") for run_id, _, text in tx.all(sql, run_ids)}
 
-    return store.read(query)
+    return store.read_tx(query)

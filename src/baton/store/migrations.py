@@ -6,11 +6,13 @@ marked done. Several processes may open the same store at once: each step is
 re-checked after ``BEGIN IMMEDIATE`` (which serializes writers), so whoever
 comes second sees the row and skips it.
 
-Other modules (the human-requests ledger, ...) pass their own steps as
-``extra_migrations``; names are global, so prefix them with the module
-(``requests.0001_ledger``). Names present in the database but unknown to the
-caller are ignored: a CLI opened without the ledger's steps must still read a
-daemon's store.
+Every table lives here, in ``store/`` (the request ledger's in
+:mod:`baton.store.requests_sql`, the team loop's in :mod:`baton.store.team_sql`),
+and :meth:`Store.open <baton.store.store.Store.open>` applies them all; names are
+global, so they carry their area (``requests.0001_ledger``). A step passed twice
+(a caller adding one the store already has) is applied once. Names present in
+the database but unknown to the caller are ignored: an older baton must still
+read a newer store.
 """
 
 from __future__ import annotations
@@ -141,10 +143,15 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     transaction. Raises :class:`StoreError` naming the failing step; earlier
     steps stay applied.
     """
-    names = [m.name for m in migrations]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise StoreError(f"duplicate migration names: {', '.join(duplicates)}")
+    unique: dict[str, Migration] = {}
+    clashes: set[str] = set()
+    for migration in migrations:
+        seen = unique.setdefault(migration.name, migration)
+        if seen.sql != migration.sql:
+            clashes.add(migration.name)
+    if clashes:
+        raise StoreError(f"duplicate migration names: {', '.join(sorted(clashes))}")
+    migrations = list(unique.values())  # the same step passed twice is applied once
     conn.execute(_SCHEMA_MIGRATIONS_SQL)
     applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
     done: list[str] = []

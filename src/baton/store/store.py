@@ -18,6 +18,13 @@ Following datasette's design (see ``design/STYLE.md``):
   and is raised by the next ``append``/``flush``/``close``.
 * **Readers never block the writer.** Reads use their own read-only connections
   (WAL readers see the last committed snapshot), from any thread or process.
+* **A state change and its event commit together.** :meth:`Store.write` runs a
+  repository function over a portable :class:`~baton.store.tx.Tx` and inserts
+  the canonical events that describe it in the *same* transaction; the wake-up
+  topics it named are rung for every process only after COMMIT
+  (:mod:`baton.store.wake`). A function that raises rolls back alone (a
+  savepoint), and its events are dropped with it: the run's seq then has a gap,
+  never a lie.
 
 Several processes may open the same file (a daemon writes while the CLI reads,
 or a second process records human requests): each has its own writer thread;
@@ -42,6 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+from baton import crashpoints
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
 from baton.store._readers import ReadPool
@@ -55,13 +63,28 @@ from baton.store.records import (
     session_from_row,
     session_to_row,
 )
+from baton.store.requests_sql import REQUESTS_MIGRATIONS
+from baton.store.services_sql import SERVICES_MIGRATIONS
 from baton.store.subscription import Subscription
+from baton.store.team_sql import TEAM_MIGRATIONS
+from baton.store.tx import Tx
+from baton.store.wake import WakeChannel, WakeListener, wake_dir_for
+from baton.store.web_sessions import WEB_MIGRATIONS
 
 __all__ = ["Store"]
 
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
+
+ALL_MIGRATIONS: Final = (
+    *CORE_MIGRATIONS,
+    *REQUESTS_MIGRATIONS,
+    *TEAM_MIGRATIONS,
+    *SERVICES_MIGRATIONS,
+    *WEB_MIGRATIONS,
+)
+"""Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
 DEFAULT_BUSY_TIMEOUT_MS: Final = 5000
 """How long one ``BEGIN IMMEDIATE`` waits for another process's writer."""
@@ -121,15 +144,29 @@ _Row = tuple[str, int, str, str | None, str | None, str, str]
 
 
 class _Write:
-    """A function to run on the writer thread, inside the batch's transaction."""
+    """A function to run on the writer thread, inside the batch's transaction.
 
-    __slots__ = ("fn", "future")
+    ``tx`` functions get a :class:`Tx` (repositories); the others the raw
+    connection (the store's own rows). ``rows``/``events`` are inserted in the
+    same savepoint after the function succeeded.
+    """
+
+    __slots__ = ("events", "fn", "future", "rows", "tx")
 
     def __init__(
-        self, fn: Callable[[sqlite3.Connection], Any], future: concurrent.futures.Future[Any]
+        self,
+        fn: Callable[[Any], Any],
+        future: concurrent.futures.Future[Any],
+        *,
+        tx: bool = False,
+        rows: Sequence[_Row] = (),
+        events: Sequence[CanonicalEvent] = (),
     ) -> None:
         self.fn = fn
         self.future = future
+        self.tx = tx
+        self.rows = rows
+        self.events = events
 
 
 class _Flush:
@@ -222,6 +259,8 @@ class Store:
             target=self._writer_main, name=f"baton-store-writer:{path.name}", daemon=True
         )
         self._atexit_hook = functools.partial(_close_at_exit, weakref.ref(self))
+        self._wake_channel = WakeChannel(wake_dir_for(path))
+        self._listener: WakeListener | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -245,7 +284,7 @@ class Store:
         _prepare_files(path)
         store = cls(
             path,
-            migrations=(*CORE_MIGRATIONS, *extra_migrations),
+            migrations=(*ALL_MIGRATIONS, *extra_migrations),
             batch_max=batch_max,
             queue_max=queue_max,
             busy_timeout_ms=busy_timeout_ms,
@@ -291,6 +330,9 @@ class Store:
         self._wake_space_waiters()
         for subscription in self._subscribers:
             subscription._end(self._failure)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close_threadsafe()
         atexit.unregister(self._atexit_hook)
         if stuck:
             raise StoreError(
@@ -354,16 +396,9 @@ class Store:
         """
         if not self._accepting:
             raise self._not_accepting()
-        try:
-            line = event.to_json()
-        except Exception as exc:
-            raise StoreError(
-                f"event {event.type} seq {event.seq} of run {event.run_id!r} "
-                f"cannot be serialized: {exc}"
-            ) from exc
+        row = _event_row(event)
         run_id = event.run_id
         seq = event.seq
-        row: _Row = (run_id, seq, event.type, event.session_id, event.turn_id, event.ts, line)
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
@@ -466,6 +501,88 @@ class Store:
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._enqueue(_Write(fn, future))
         return future
+
+    def _submit_tx(
+        self, fn: Callable[[Tx], T], events: Sequence[CanonicalEvent]
+    ) -> concurrent.futures.Future[T]:
+        rows = [_event_row(e) for e in events]
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        item = _Write(fn, future, tx=True, rows=rows, events=tuple(events))
+        with self._lock:
+            if not self._accepting:
+                raise self._not_accepting()
+            staged: dict[str, int] = {}
+            for event in events:
+                last = staged.get(event.run_id)
+                if last is None:
+                    last = self._last_seq.get(event.run_id)
+                if last is None:
+                    last = self._load_last_seq(event.run_id)
+                if event.seq <= last:
+                    raise StoreError(
+                        f"run {event.run_id!r}: seq {event.seq} does not follow {last} "
+                        "(seqs must strictly increase)"
+                    )
+                staged[event.run_id] = event.seq
+            self._last_seq.update(staged)
+            self._queue.append(item)
+        self._wake.set()
+        return future
+
+    async def write(self, fn: Callable[[Tx], T], *, events: Sequence[CanonicalEvent] = ()) -> T:
+        """Run ``fn(tx)`` and insert ``events`` in one transaction; return ``fn``'s result.
+
+        Returns only after COMMIT. If ``fn`` raises, its changes roll back, its
+        events are not stored, and the exception is raised here unchanged.
+        Topics ``fn`` named with :meth:`Tx.wake` are rung after COMMIT.
+        """
+        return await asyncio.wrap_future(self._submit_tx(fn, events))
+
+    def write_sync(
+        self,
+        fn: Callable[[Tx], T],
+        *,
+        events: Sequence[CanonicalEvent] = (),
+        timeout: float | None = None,
+    ) -> T:
+        """:meth:`write` for synchronous callers (worker threads, not a write function)."""
+        self._not_on_writer("write_sync()")
+        return self._submit_tx(fn, events).result(timeout)
+
+    def read_tx(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn(tx)`` on a read-only snapshot (blocking; call from a worker thread)."""
+        return self.read(lambda conn: fn(Tx(conn, readonly=True)))
+
+    async def aread(self, fn: Callable[[Tx], T]) -> T:
+        """:meth:`read_tx` without blocking the event loop."""
+        return await asyncio.to_thread(self.read_tx, fn)
+
+    # -------------------------------------------------------------------- wake-ups
+
+    @property
+    def wake_channel(self) -> WakeChannel:
+        """The store's cross-process doorbell (see :mod:`baton.store.wake`)."""
+        return self._wake_channel
+
+    async def listener(self) -> WakeListener:
+        """This process's wake-up listener on the running loop (one per store and loop)."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        if self._listener is not None and self._listener.loop is not loop:
+            self._listener.close()
+            self._listener = None
+        if self._listener is None:
+            self._listener = await self._wake_channel.listen()
+        return self._listener
+
+    def ring(self, topics: Sequence[str]) -> None:
+        """Wake local waiters, then every other listening process (after a commit)."""
+        if not topics:
+            return
+        listener = self._listener
+        if listener is not None:
+            listener.wake_threadsafe(topics)
+        self._wake_channel.ring(topics, skip=listener.path if listener is not None else None)
 
     def _not_on_writer(self, what: str) -> None:
         if threading.current_thread() is self._thread:
@@ -737,11 +854,13 @@ class Store:
                 return
 
     def _write_batch(self, conn: sqlite3.Connection, items: list[_Item]) -> bool:
-        """Commit one batch, then resolve its futures and publish; True at shutdown."""
+        """Commit one batch, then resolve its futures, publish and ring; True at shutdown."""
         segments: list[list[_Row] | _Write] = []
         rows: list[_Row] | None = None
-        events: list[CanonicalEvent] = []
         publish = bool(self._subscribers)
+        # Events to publish, per segment, in queue order (a failed write's are dropped).
+        segment_events: list[list[CanonicalEvent]] = []
+        pending: list[CanonicalEvent] | None = None
         claimed: list[concurrent.futures.Future[Any]] = []
         flushes: list[concurrent.futures.Future[None]] = []
         stop = False
@@ -749,16 +868,20 @@ class Store:
             if type(item) is tuple:
                 if rows is None:
                     rows = []
+                    pending = []
                     segments.append(rows)
+                    segment_events.append(pending)
                 rows.append(item[0])
                 if publish and item[1] is not None:
-                    events.append(item[1])
+                    assert pending is not None
+                    pending.append(item[1])
             elif type(item) is _Write:
                 rows = None
                 # Claiming makes the future RUNNING, so a late cancel() cannot race
                 # with set_result below; a write cancelled before this never runs.
                 if item.future.set_running_or_notify_cancel():
                     segments.append(item)
+                    segment_events.append(list(item.events) if publish else [])
                     claimed.append(item.future)
             elif type(item) is _Flush:
                 if item.future.set_running_or_notify_cancel():
@@ -766,6 +889,7 @@ class Store:
             else:
                 stop = True
         outcomes: list[tuple[concurrent.futures.Future[Any], Any, BaseException | None]] = []
+        topics: list[str] = []
         if segments:
             try:
                 only = segments[0] if len(segments) == 1 else None
@@ -777,12 +901,15 @@ class Store:
                     self._retry_busy(lambda: self._insert_rows(conn, only))
                 else:
                     self._retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-                    for segment in segments:
+                    for index, segment in enumerate(segments):
                         if type(segment) is list:
                             self._insert_rows(conn, segment)
                         else:
                             assert isinstance(segment, _Write)
-                            outcomes.append(self._run_write(conn, segment))
+                            outcome = self._run_write(conn, segment, topics)
+                            outcomes.append(outcome)
+                            if outcome[2] is not None:
+                                segment_events[index] = []
                     conn.execute("COMMIT")
             except BaseException as exc:
                 err = StoreError(f"store write failed, batch of {len(items)} rolled back: {exc}")
@@ -798,12 +925,20 @@ class Store:
                     future.set_exception(err)
                     self._failure_surfaced = True
                 raise err from exc
+        if segments:
+            crashpoints.durable_write("store.commit")
         # Committed: only now may anyone observe these writes. Subscribers first,
         # so a returned flush() also means they have been handed the events.
         try:
+            events = [e for batch in segment_events for e in batch]
             if events:
                 for subscription in self._subscribers:
                     subscription._publish(events)
+            if topics:
+                try:
+                    self.ring(topics)
+                except OSError:  # pragma: no cover - a doorbell must never fail a commit
+                    _log.exception("store %s: could not ring %s", self._path, topics)
         finally:
             for future, result, error in outcomes:
                 if error is None:
@@ -829,14 +964,16 @@ class Store:
             params.extend(_PADDING[: 7 * (size - len(chunk))])
             conn.execute(_INSERT_SQL[size], params)
 
-    @staticmethod
     def _run_write(
-        conn: sqlite3.Connection, write: _Write
+        self, conn: sqlite3.Connection, write: _Write, topics: list[str]
     ) -> tuple[concurrent.futures.Future[Any], Any, BaseException | None]:
-        """Run one write function under a savepoint; its failure stays its own."""
+        """Run one write (and insert its events) under a savepoint; its failure stays its own."""
         conn.execute("SAVEPOINT baton_write")
+        tx = Tx(conn) if write.tx else None
         try:
-            result = write.fn(conn)
+            result = write.fn(tx if tx is not None else conn)
+            if write.rows:
+                self._insert_rows(conn, list(write.rows))
         except Exception as exc:
             if not conn.in_transaction:
                 # SQLite already rolled the whole transaction back (disk full, I/O
@@ -848,6 +985,8 @@ class Store:
         if not conn.in_transaction:
             raise StoreError("a write function ended the store's transaction itself")
         conn.execute("RELEASE baton_write")
+        if tx is not None:
+            topics.extend(tx.topics)
         return write.future, result, None
 
     def _fail(self, exc: BaseException) -> None:
@@ -871,6 +1010,18 @@ class Store:
         self._wake_space_waiters()
         for subscription in self._subscribers:
             subscription._end(err)
+
+
+def _event_row(event: CanonicalEvent) -> _Row:
+    """The ``events`` row of ``event``, serialized on the producer (refused there if it cannot be)."""
+    try:
+        line = event.to_json()
+    except Exception as exc:
+        raise StoreError(
+            f"event {event.type} seq {event.seq} of run {event.run_id!r} "
+            f"cannot be serialized: {exc}"
+        ) from exc
+    return (event.run_id, event.seq, event.type, event.session_id, event.turn_id, event.ts, line)
 
 
 def _parse_event(line: str) -> CanonicalEvent:

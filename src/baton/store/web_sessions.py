@@ -10,16 +10,14 @@ which host) live in :mod:`baton.web.sessions`; this module is the SQL.
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
 from baton.store.migrations import Migration
-from baton.store.store import Store
+from baton.store.tx import Tx
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from baton.store.store import Store
 
 __all__ = [
     "WEB_MIGRATIONS",
@@ -53,7 +51,7 @@ WEB_MIGRATIONS: Final[tuple[Migration, ...]] = (
         """,
     ),
 )
-"""Pass to ``Store.open`` with the other parts' migrations (``runner.context.open_store``)."""
+"""Part of every store (:data:`baton.store.store.ALL_MIGRATIONS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,43 +66,39 @@ class SessionRow:
     user_agent: str
 
 
-async def _write(store: Store, fn: Callable[[sqlite3.Connection], T]) -> T:
-    return await asyncio.wrap_future(store.execute_write(fn))
-
-
 async def insert_code(store: Store, code_sha256: str, *, now: float, expires_at: float) -> None:
     """Record a fresh login code (by digest); old spent or expired codes are purged."""
 
-    def insert(conn: sqlite3.Connection) -> None:
-        conn.execute("DELETE FROM web_login_codes WHERE expires_at < ?", (now - 86400,))
-        conn.execute(
+    def insert(tx: Tx) -> None:
+        tx.execute("DELETE FROM web_login_codes WHERE expires_at < ?", (now - 86400,))
+        tx.execute(
             "INSERT INTO web_login_codes (code_sha256, created_at, expires_at) VALUES (?, ?, ?)",
             (code_sha256, now, expires_at),
         )
 
-    await _write(store, insert)
+    await store.write(insert)
 
 
 async def consume_code(store: Store, code_sha256: str, *, now: float) -> bool:
     """Spend a code: True exactly once, while it is unexpired; False for any other code."""
 
-    def spend(conn: sqlite3.Connection) -> bool:
-        cursor = conn.execute(
+    def spend(tx: Tx) -> bool:
+        changed = tx.execute(
             "UPDATE web_login_codes SET used_at = ? "
             "WHERE code_sha256 = ? AND used_at IS NULL AND expires_at >= ?",
             (now, code_sha256, now),
         )
-        return cursor.rowcount == 1
+        return changed == 1
 
-    return await _write(store, spend)
+    return await store.write(spend)
 
 
 async def insert_session(store: Store, row: SessionRow) -> None:
     """Record a session opened by a spent code; expired sessions are purged."""
 
-    def insert(conn: sqlite3.Connection) -> None:
-        conn.execute("DELETE FROM web_sessions WHERE expires_at < ?", (row.created_at,))
-        conn.execute(
+    def insert(tx: Tx) -> None:
+        tx.execute("DELETE FROM web_sessions WHERE expires_at < ?", (row.created_at,))
+        tx.execute(
             "INSERT INTO web_sessions (session_sha256, origin, created_at, last_seen_at,"
             " expires_at, user_agent) VALUES (?, ?, ?, ?, ?, ?)",
             (
@@ -117,21 +111,21 @@ async def insert_session(store: Store, row: SessionRow) -> None:
             ),
         )
 
-    await _write(store, insert)
+    await store.write(insert)
 
 
 def find_session(store: Store, session_sha256: str) -> SessionRow | None:
     """The stored session with this digest, if any (blocking read; call off-loop)."""
 
-    def query(conn: sqlite3.Connection) -> SessionRow | None:
-        row = conn.execute(
+    def query(tx: Tx) -> SessionRow | None:
+        row = tx.one(
             "SELECT session_sha256, origin, created_at, last_seen_at, expires_at, user_agent"
             " FROM web_sessions WHERE session_sha256 = ?",
             (session_sha256,),
-        ).fetchone()
+        )
         return SessionRow(*row) if row else None
 
-    return store.read(query)
+    return store.read_tx(query)
 
 
 async def touch_session(
@@ -139,22 +133,22 @@ async def touch_session(
 ) -> None:
     """Slide a session's expiry forward (called at most once a minute per session)."""
 
-    def touch(conn: sqlite3.Connection) -> None:
-        conn.execute(
+    def touch(tx: Tx) -> None:
+        tx.execute(
             "UPDATE web_sessions SET last_seen_at = ?, expires_at = ? WHERE session_sha256 = ?",
             (now, expires_at, session_sha256),
         )
 
-    await _write(store, touch)
+    await store.write(touch)
 
 
 async def revoke_all(store: Store) -> int:
     """Delete every browser session and unspent code; returns how many sessions ended."""
 
-    def revoke(conn: sqlite3.Connection) -> int:
-        count = conn.execute("SELECT COUNT(*) FROM web_sessions").fetchone()[0]
-        conn.execute("DELETE FROM web_sessions")
-        conn.execute("DELETE FROM web_login_codes")
-        return int(count)
+    def revoke(tx: Tx) -> int:
+        count = tx.scalar("SELECT COUNT(*) FROM web_sessions")
+        tx.execute("DELETE FROM web_sessions")
+        tx.execute("DELETE FROM web_login_codes")
+        return int(count or 0)
 
-    return await _write(store, revoke)
+    return await store.write(revoke)

@@ -2,12 +2,11 @@
 
 The board page, its JSON API and its live stream only ever see a
 :class:`BoardSnapshot` (plain frozen dataclasses, JSON by :func:`snapshot_data`).
-Where the facts come from is one :class:`BoardSource`: today
-:class:`ProjectBoardSource` reads FCoP (the task stages, through the ``fcop``
-library), the daemon's ``state.json`` (sessions, task notes, stalls), the
-store's session rows (which agent session is which role) and the ledger's
-pending requests (who is waiting for the human). When the coordination state
-moves into the store, only the source changes.
+Where the facts come from is one :class:`BoardSource`:
+:class:`TeamViewBoardSource` reads the team loop's read models in the store
+(:func:`baton.team.views.team_view`: slots, task records, parent/child links),
+FCoP's settled TASKs, and the ledger's pending requests (who is waiting for the
+human).
 
 Session states, decided in one pure function (:func:`session_state`):
 
@@ -22,7 +21,6 @@ Session states, decided in one pure function (:func:`session_state`):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,7 +37,6 @@ __all__ = [
     "BoardSnapshot",
     "BoardSource",
     "RoleView",
-    "StateFileBoardSource",
     "TaskView",
     "TeamViewBoardSource",
     "UsageView",
@@ -136,16 +133,11 @@ class BoardSource(Protocol):
 
 
 def open_board(project_dir: Path, store: Store) -> BoardSource:
-    """The board of the project: from the team's read models when the team loop keeps
-    its state in the store (``baton.team.views``), else from ``state.json``."""
+    """The board of the project, from the team loop's read models (``baton.team.views``)."""
     from baton.coordination.context import open_context
+    from baton.team import views
 
-    ctx = open_context(project_dir)
-    try:
-        from baton.team import views  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return StateFileBoardSource(ctx, store)
-    return TeamViewBoardSource(ctx, store, views)
+    return TeamViewBoardSource(open_context(project_dir), store, views)
 
 
 def _done_tasks(port: FcopPort, notes: list[str]) -> list[TaskInfo]:
@@ -209,143 +201,6 @@ def _children(tasks: Iterable[TaskView]) -> dict[str, list[str]]:
         if task.parent:
             out.setdefault(task.parent, []).append(task.task_id)
     return out
-
-
-class StateFileBoardSource:
-    """The facts before the team loop's store: FCoP stages + ``state.json`` + store
-    sessions + the ledger."""
-
-    def __init__(self, ctx: CoordinationContext, store: Store) -> None:
-        self._ctx = ctx
-        self._store = store
-
-    @property
-    def port(self) -> FcopPort:
-        return self._ctx.port
-
-    @property
-    def role_names(self) -> tuple[str, ...]:
-        return tuple(self._ctx.team.role_names)
-
-    def files_changed(self, role: str) -> list[str]:
-        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
-
-        state = CoordinationState.load(self._ctx.paths.state_file)
-        files: list[str] = []
-        for session in state.sessions.values():
-            if session.role == role:
-                files += [f for f in session.files_changed if f not in files]
-        return files
-
-    def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
-        from baton.coordination.state import CoordinationState  # type: ignore[import-not-found, unused-ignore]
-
-        ctx = self._ctx
-        state = CoordinationState.load(ctx.paths.state_file)
-        notes: list[str] = []
-        infos = []
-        open_stages: tuple[Stage, ...] = ("inbox", "active", "review")
-        for stage in open_stages:
-            try:
-                infos += ctx.port.list_stage(stage)
-            except Exception as exc:  # a workspace mid-change: say so, show the rest
-                notes.append(f"cannot list {stage}: {exc}")
-        infos += _done_tasks(ctx.port, notes)
-        views = []
-        for info in infos:
-            record = state.tasks.get(info.task_id)
-            views.append(
-                TaskView(
-                    task_id=info.task_id,
-                    subject=info.subject,
-                    stage=info.stage,
-                    sender=info.sender,
-                    recipient=info.recipient,
-                    parent=info.parent,
-                    status=record.status if record else None,
-                    turns=record.turns if record else 0,
-                    report_ref=record.report_ref if record else None,
-                    note=record.note if record else "",
-                    created_at=info.created_at,
-                )
-            )
-        kids = _children(views)
-        tasks = tuple(
-            TaskView(**{**asdict(v), "children": tuple(kids.get(v.task_id, ()))}) for v in views
-        )
-        task_status = {t.task_id: t.status for t in tasks}
-        # Which agent session belongs to which role slot (role sessions are "role-<slot>").
-        role_of_session: dict[str, str] = {}
-        for row in self._store.list_sessions(limit=1000):
-            if row.role and row.session_id.startswith("role-"):
-                role_of_session[row.agent_session_id] = row.session_id.removeprefix("role-")
-        waiting: dict[str, list[str]] = {}
-        for request in pending:
-            slot = role_of_session.get(request.session_id or "")
-            if slot is not None:
-                waiting.setdefault(slot, []).append(request.request_id)
-        now = time.time()
-        roles = []
-        for name, session in sorted(state.sessions.items()):
-            spec = ctx.team.roles.get(session.role)
-            roles.append(
-                RoleView(
-                    name=name,
-                    role=session.role,
-                    agent=session.agent,
-                    leader=session.role == ctx.team.leader,
-                    state=session_state(
-                        status=session.status,
-                        task_status=task_status.get(session.current_task or ""),
-                        waiting=name in waiting,
-                        breaker_open=state.breakers.get(session.role, 0.0) > now,
-                    ),
-                    current_task=session.current_task,
-                    turns=session.turns,
-                    tool_calls=session.tool_calls_count,
-                    usage=_usage(asdict(session.usage)),
-                    waiting_requests=tuple(waiting.get(name, ())),
-                    note=spec.description if spec is not None else "",
-                    updated_at=session.updated_at,
-                )
-            )
-        seen = {r.role for r in roles}
-        for spec in ctx.team.roles.values():  # roles with no session yet
-            if spec.name not in seen:
-                roles.append(
-                    RoleView(
-                        name=spec.name,
-                        role=spec.name,
-                        agent=spec.agent,
-                        leader=spec.is_leader,
-                        state="idle",
-                        current_task=None,
-                        turns=0,
-                        tool_calls=0,
-                        usage=None,
-                        note=spec.description,
-                    )
-                )
-        try:
-            counts = ctx.port.stage_counts()
-        except Exception as exc:
-            counts = {}
-            notes.append(f"cannot count tasks: {exc}")
-        return BoardSnapshot(
-            project=str(ctx.project_dir),
-            team=ctx.team.name,
-            leader=ctx.team.leader,
-            human=ctx.team.human,
-            daemon=state.daemon,
-            updated_at=state.updated_at,
-            roles=tuple(roles),
-            tasks=tasks,
-            counts=counts,
-            stalls=tuple(asdict(s) for s in state.stalls[-20:]),
-            refusals=tuple(asdict(r) for r in state.refusals[-20:]),
-            pending_requests=len(pending),
-            notes=tuple(notes),
-        )
 
 
 def review_task(record: RequestRecord) -> str | None:

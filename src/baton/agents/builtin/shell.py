@@ -1,7 +1,8 @@
 """Running one execute step: own process group, merged output streamed and bounded, killable.
 
-The child gets a new session (so its process group can be signalled as a whole), stdin from
-``/dev/null`` and one pipe for stdout and stderr. Its exit is awaited by a thread of its own
+The child gets a new process group (so it can be signalled as a whole) in the agent's own
+session (so whoever ends the agent's session, e.g. baton's reaper when ``baton up`` dies, ends
+the step too), stdin from ``/dev/null`` and one pipe for stdout and stderr. Its exit is awaited by a thread of its own
 with ``waitid(WNOWAIT)``, not asyncio's ``Process.wait()`` (which on 3.11 also waits for the
 pipe to close, so a background child holding it would hang the step). The exited leader stays
 a zombie until the group is cleaned up, which keeps its pid, the group id, from being reused
@@ -91,7 +92,7 @@ async def run_command(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            process_group=0,
         )
     except OSError as exc:
         return CommandResult(

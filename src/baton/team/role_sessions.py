@@ -1,7 +1,7 @@
-"""Role sessions for the FCoP daemon, on top of :class:`AgentSession`.
+"""Role sessions for the team loop, on top of :class:`AgentSession`.
 
-The daemon (``baton.coordination.daemon``) asks a factory for one long-lived
-session per role slot. This module is that factory: it opens an ACP session with
+The loop (:mod:`baton.team.loop`) asks a factory for one long-lived session per
+role slot. This module is that factory: it opens an ACP session with
 the role's profile, injects the role-scoped MCP server for the slot's binding,
 keeps the agent's private root across restarts (agents store their sessions under
 HOME), and resumes the slot's previous session when its identity still matches.
@@ -16,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
-from baton.coordination.daemon import RoleSession, RoleSessionFactory, TurnResult, Usage
 from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
@@ -36,6 +36,7 @@ from baton.runner.session import AgentSession
 from baton.security.paths import sanitize_id
 from baton.store.records import SessionRecord
 from baton.store.store import Store
+from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult, Usage
 
 
 def role_policy(permissions: str) -> Policy:
@@ -67,6 +68,15 @@ class AcpRoleSession:
     """:class:`RoleSession` over one :class:`AgentSession`."""
 
     session: AgentSession
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session.agent_session_id or None
+
+    @property
+    def process_group(self) -> int | None:
+        process = self.session.process
+        return process.pgid if process is not None else None
 
     async def prompt(self, text: str) -> TurnResult:
         outcome = await self.session.prompt(text)
@@ -102,6 +112,7 @@ def role_session_factory(
     terminal: HumanChannel | None = None,
     wait_timeout: float | None = None,
     fcop_mcp: FcopMcpCompat | None = None,
+    mcp_env: Mapping[str, str] | None = None,
 ) -> RoleSessionFactory:
     """The real factory ``baton up`` hands to the daemon.
 
@@ -145,7 +156,7 @@ def role_session_factory(
             mcp_servers=[
                 fcop_mcp_config(fcop_mcp, binding.fcop_root)
                 if fcop_mcp is not None and fcop_mcp.enabled
-                else mcp_config(binding)
+                else mcp_config(binding, env=mcp_env)
             ],
             resume_session_id=resume,
             persistent_root=root,

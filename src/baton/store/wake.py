@@ -1,22 +1,27 @@
-"""Cross-process wake-ups: a directory of FIFOs beside the database.
+"""The one cross-process wake-up: a directory of FIFOs beside the database.
 
-The daemon waits for an answer that another process (``baton answer``, the web
-dashboard) writes into the shared SQLite file. SQLite has no cross-process
-change notification, and polling the row in a loop either burns CPU or adds
-latency. Watching the ``-wal`` file (``watchfiles``) works but batches events
-(tens of milliseconds) and fires on every unrelated write, including our own
-event appends. So baton uses a tiny doorbell instead:
+Every process that shares a store (``baton up``, ``baton answer``, the web
+dashboard, a role's MCP server) learns of another's committed writes here: the
+daemon waits for the answer ``baton answer`` or the dashboard writes, and for
+the outbox rows a role's MCP tool writes. SQLite has no
+cross-process change notification, and polling a row in a loop either burns CPU
+or adds latency. Watching the ``-wal`` file (``watchfiles``) works but batches
+events (tens of milliseconds) and fires on every unrelated write, including our
+own event appends. So the store rings a tiny doorbell instead, after COMMIT,
+with the *topics* the transaction named (:meth:`baton.store.tx.Tx.wake`): a
+request id, ``team``, ... (a PostgreSQL backend does the same with
+``LISTEN``/``NOTIFY``, which is transactional there):
 
 - each process that waits *listens*: it creates a FIFO in ``<db>-wake/`` named
   ``<pid>-<random>.fifo`` (mode 0600), opens it for reading (and keeps one write
   end itself, so the FIFO never reports end-of-file), and registers the read end
   with the asyncio loop (``add_reader``: no thread, no polling);
-- any process that changes a request *rings* after its transaction commits: it
-  writes ``<request id>\\n`` to every FIFO in the directory with
+- any process whose write named topics *rings* after its transaction commits: it
+  writes ``<topic>\\n`` to every FIFO in the directory with
   ``O_NONBLOCK``. A FIFO without a reader answers ``ENXIO``: its process died,
   so the ringer removes it. A full FIFO (``EAGAIN``) is skipped: its reader is
   already awake;
-- the FIFO only says "look again": a woken waiter re-reads its row, so the
+- the FIFO only says "look again": a woken waiter re-reads its rows, so the
   database stays the single source of truth, and a lost ring (a ringer killed
   between commit and ring) only costs the waiter's slow safety re-check
   (``recheck_interval``, seconds apart, not a busy loop).
@@ -40,7 +45,7 @@ from pathlib import Path
 __all__ = ["WAKE_ALL", "WakeChannel", "WakeListener", "wake_dir_for"]
 
 WAKE_ALL = "*"
-"""A ring that wakes every waiter of a listener (bulk cancellations, expiry)."""
+"""A ring that wakes every waiter of a listener (bulk cancellations, expiry, close)."""
 
 _SUFFIX = ".fifo"
 _MAX_LINE = 200
@@ -60,12 +65,12 @@ class WakeChannel:
     def _ensure_dir(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
 
-    def ring(self, request_ids: Iterable[str], *, skip: Path | None = None) -> int:
-        """Tell every listener that these requests changed; returns listeners reached.
+    def ring(self, topics: Iterable[str], *, skip: Path | None = None) -> int:
+        """Tell every listener that these topics changed; returns listeners reached.
 
         Never raises for a listener's sake: a dead one is removed, a busy one skipped.
         """
-        ids = [r for r in request_ids if r and "\n" not in r and len(r) < _MAX_LINE]
+        ids = [r for r in topics if r and "\n" not in r and len(r) < _MAX_LINE]
         if not ids:
             return 0
         try:
@@ -112,8 +117,8 @@ class WakeChannel:
 
 def _chunks(ids: list[str]) -> Iterable[bytes]:
     chunk = b""
-    for request_id in ids:
-        line = request_id.encode("utf-8") + b"\n"
+    for topic in ids:
+        line = topic.encode("utf-8") + b"\n"
         if len(chunk) + len(line) > 512:  # well under PIPE_BUF: atomic writes
             yield chunk
             chunk = b""
@@ -141,29 +146,37 @@ class WakeListener:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
-    def subscribe(self, request_id: str) -> asyncio.Event:
-        """An event set whenever ``request_id`` (or everything) is rung."""
+    def subscribe(self, topic: str) -> asyncio.Event:
+        """An event set whenever ``topic`` (or everything) is rung."""
         event = asyncio.Event()
-        self._waiters.setdefault(request_id, set()).add(event)
+        self._waiters.setdefault(topic, set()).add(event)
         return event
 
-    def unsubscribe(self, request_id: str, event: asyncio.Event) -> None:
-        events = self._waiters.get(request_id)
+    def unsubscribe(self, topic: str, event: asyncio.Event) -> None:
+        events = self._waiters.get(topic)
         if events is not None:
             events.discard(event)
             if not events:
-                del self._waiters[request_id]
+                del self._waiters[topic]
 
-    def wake(self, request_ids: Iterable[str]) -> None:
+    def wake(self, topics: Iterable[str]) -> None:
         """Wake local waiters directly (used for changes made by this process)."""
-        for request_id in request_ids:
+        for topic in topics:
             targets = (
                 [e for events in self._waiters.values() for e in events]
-                if request_id == WAKE_ALL
-                else self._waiters.get(request_id, ())
+                if topic == WAKE_ALL
+                else self._waiters.get(topic, ())
             )
             for event in targets:
                 event.set()
+
+    def wake_threadsafe(self, topics: Iterable[str]) -> None:
+        """:meth:`wake` from another thread (the store's writer, after a commit)."""
+        ids = list(topics)
+        try:
+            self._loop.call_soon_threadsafe(self.wake, ids)
+        except RuntimeError:
+            return  # the loop is closed: nobody is left to wake
 
     def _on_readable(self) -> None:
         data = b""
@@ -178,6 +191,20 @@ class WakeListener:
         data = self._partial + data
         *lines, self._partial = data.split(b"\n")
         self.wake(line.decode("utf-8", "replace") for line in lines if line)
+
+    def close_threadsafe(self) -> None:
+        """:meth:`close` from any thread: on the loop's own thread when it is running."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop or not self._loop.is_running():
+            self.close()
+            return
+        try:
+            self._loop.call_soon_threadsafe(self.close)
+        except RuntimeError:
+            self.close()
 
     def close(self) -> None:
         """Stop listening and remove the FIFO; idempotent."""

@@ -1,0 +1,356 @@
+"""Host-side recovery of FCoP state a crash left behind, by documented rules, through ``fcop``.
+
+``fcop``'s own recovery is mechanical and deliberately conservative: for a move
+interrupted after its target copy was published but before the receipt said
+so, ``recover_operation`` answers ``INDETERMINATE`` and leaves the TASK in two
+stages, "the host has to resolve it". baton is that host. Each rule below names
+the evidence it requires; anything short of that evidence is not guessed at but
+reported as :class:`Unresolved` (the team loop then marks the TASK ``needs
+attention``, files an ISSUE and asks the human), and every repair is followed by
+``fcop``'s validator. No rule writes a TASK, REPORT, ISSUE or REVIEW itself: only
+``fcop``'s receipt-stage writer, its ``recover_operation`` and its publication
+primitive for a create fact.
+
+**R1: two stages, receipt ``PREPARED``, digests match (roll forward).** Both
+copies exist; exactly one lifecycle receipt names this move (same task, source
+and target paths) and passes ``fcop``'s receipt validator; the source copy's
+bytes hash to the receipt's ``source_digest`` and the target copy's to its
+``target_digest``. ``fcop`` publishes a target by fsyncing a temporary and
+hard-linking it, so a target whose digest equals the prepared one *is* the
+complete, durable prepared target: the move reached ``TARGET_DURABLE`` and only
+its marker was not written. baton writes that marker (``set_stage``, validated)
+and lets ``recover_operation`` finish (it classifies ``RECOVERABLE_DUPLICATE``,
+removes the source and commits the receipt).
+
+**R2: two stages, receipt ``TARGET_DURABLE``.** ``recover_operation`` finishes it
+as is (``RECOVERABLE_DUPLICATE``).
+
+Anything else in two stages (no receipt, several, a digest that does not match:
+``DIVERGENT_DUPLICATE``) is unresolved.
+
+**R3: a TASK without its create fact.** ``create_task`` publishes the TASK,
+then its operation fact; a crash between the two makes every later
+``create_task`` with that ``operation_id`` fail with ``RECOVERY_REQUIRED`` ("TASK
+exists without its durable operation fact"). The fact is a pure function of the
+TASK (its ``operation_id``, ``normalized_request_digest``, id, path and bytes),
+so baton rebuilds it with ``fcop``'s canonical encoding, validates it against
+``fcop``'s ``create-operation`` schema and publishes it with ``fcop``'s
+no-overwrite publication; ``inspect_workspace`` then reports the operation
+``COMMITTED``. Exactly one TASK must carry the ``operation_id``. A TASK that has
+left the inbox since (it was claimed) no longer has its original bytes; their
+digest is the ``source_digest`` of its one valid claim receipt, which is then used.
+
+**R4: abandoned publication temporaries.** ``.fcop-create-*.tmp`` /
+``.fcop-replace-*.tmp`` left in a lifecycle or bucket directory make ``fcop``'s
+validator report "unexpected canonical bucket entry" forever. One whose final
+name already exists with the same bytes is the residue of a finished link; any
+other older than :data:`ABANDONED_AFTER` seconds belongs to a writer that is gone
+(a publish takes milliseconds). Both are removed; younger ones are left for a
+writer that may still be running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from baton.coordination.fcop_port import STAGES, FcopPort, _prime_fcop
+
+__all__ = [
+    "ABANDONED_AFTER",
+    "Repair",
+    "Unresolved",
+    "clean_temporaries",
+    "complete_create_fact",
+    "resolve_two_stages",
+    "tasks_in_two_stages",
+    "validate_workspace",
+]
+
+ABANDONED_AFTER = 2.0
+"""Seconds after which a publication temporary no writer finished is abandoned."""
+_BUCKETS = ("reports", "issues", "reviews", "operations")
+_TEMP_PREFIXES = (".fcop-create-", ".fcop-replace-")
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """What a rule did, for the ``team.recovery`` event and the docs' audit trail."""
+
+    rule: str
+    task_id: str | None
+    detail: str
+    outcome: Literal["resolved", "cleaned"] = "resolved"
+
+
+class Unresolved(Exception):
+    """The evidence does not allow a repair; a human must look (the message says why)."""
+
+    def __init__(self, rule: str, task_id: str | None, detail: str) -> None:
+        super().__init__(detail)
+        self.rule = rule
+        self.task_id = task_id
+        self.detail = detail
+
+
+def validate_workspace(root: Path) -> dict[str, Any]:
+    """``fcop``'s own validator over the whole workspace (``{"valid": bool, "errors": [...]}``)."""
+    _prime_fcop()
+    from fcop.workspace import validate_workspace as fcop_validate
+
+    result: dict[str, Any] = fcop_validate(root)
+    return result
+
+
+def tasks_in_two_stages(port: FcopPort) -> dict[str, list[str]]:
+    """TASK ids present in more than one stage directory, with those stages."""
+    seen: dict[str, list[str]] = {}
+    for stage in STAGES:
+        directory = port.stage_dir(stage)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            if name.startswith("TASK-") and name.endswith(".md"):
+                seen.setdefault(name[:-3], []).append(stage)
+    return {task: stages for task, stages in seen.items() if len(stages) > 1}
+
+
+def _receipts_for(port: FcopPort, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+    needle = f'"task_id":"{task_id}"'.encode()
+    for path in sorted((port.fcop_dir / "operations").glob("transition-*.json")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if needle not in data:
+            continue
+        try:
+            value = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("task_id") == task_id:
+            yield path, value
+
+
+def _stage_of(relative: Any) -> str | None:
+    parts = str(relative or "").split("/")
+    return parts[2] if len(parts) == 4 and parts[:2] == ["fcop", "_lifecycle"] else None
+
+
+def _digest(path: Path) -> str:
+    from fcop.v4.encoding import digest
+
+    return str(digest(path.read_bytes()))
+
+
+def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
+    """Apply R1/R2 to a TASK found in two stages, or raise :class:`Unresolved`."""
+    _prime_fcop()
+    from fcop.errors import FcopError
+    from fcop.v4.receipts import set_stage, validate_receipt
+
+    stages = [s for s in STAGES if (port.stage_dir(s) / f"{task_id}.md").is_file()]
+    if len(stages) < 2:
+        return Repair("two-stages.none", task_id, f"{task_id} is in one stage now", "resolved")
+    if len(stages) > 2:
+        raise Unresolved("two-stages", task_id, f"{task_id} is in {len(stages)} stages: {stages}")
+    candidates = [
+        (path, value)
+        for path, value in _receipts_for(port, task_id)
+        if {_stage_of(value.get("source_path")), _stage_of(value.get("target_path"))} == set(stages)
+    ]
+    if len(candidates) != 1:
+        raise Unresolved(
+            "two-stages",
+            task_id,
+            f"{task_id} is in {stages[0]} and {stages[1]} with {len(candidates)} matching "
+            "lifecycle receipts (exactly one is required)",
+        )
+    path, value = candidates[0]
+    try:
+        validate_receipt(port.root, path, value)
+    except FcopError as exc:
+        raise Unresolved("two-stages", task_id, f"its receipt is not valid: {exc}") from exc
+    source = port.root / value["source_path"]
+    target = port.root / value["target_path"]
+    source_ok = source.is_file() and _digest(source) == value["source_digest"]
+    target_ok = target.is_file() and _digest(target) == value["target_digest"]
+    if not (source_ok and target_ok):
+        raise Unresolved(
+            "two-stages",
+            task_id,
+            f"{task_id}: the copies do not match their receipt's digests "
+            f"(source {'matches' if source_ok else 'differs'}, target "
+            f"{'matches' if target_ok else 'differs'}): divergent, nothing guessed",
+        )
+    rule = "two-stages.target-durable"
+    if value["stage"] == "PREPARED":
+        set_stage(port.root, path, value, "TARGET_DURABLE")
+        rule = "two-stages.prepared-roll-forward"
+    elif value["stage"] != "TARGET_DURABLE":
+        raise Unresolved("two-stages", task_id, f"receipt stage {value['stage']!r} with two copies")
+    try:
+        result = port._project.recover_operation(
+            operation_id=value["operation_id"],
+            source_path=value["source_path"],
+            target_path=value["target_path"],
+            receipt_path=path.relative_to(port.root).as_posix(),
+        )
+    except FcopError as exc:
+        raise Unresolved(rule, task_id, f"fcop's recover_operation refused: {exc}") from exc
+    if result.get("classification") != "RECOVERABLE_DUPLICATE":
+        raise Unresolved(
+            rule, task_id, f"fcop's recover_operation classified it {result.get('classification')}"
+        )
+    if source.exists() or not target.is_file():
+        raise Unresolved(rule, task_id, "recover_operation left the copies as they were")
+    return Repair(
+        rule,
+        task_id,
+        f"{value['from_stage']} → {value['to_stage']} completed from receipt "
+        f"{path.name} (digests matched)",
+    )
+
+
+def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
+    """R3: publish the create fact of the one TASK that carries ``operation_id``."""
+    _prime_fcop()
+    from fcop.errors import FcopError
+    from fcop.v4.encoding import canonical, digest, parse_envelope, publish
+
+    owners = []
+    needle = f"\noperation_id: {operation_id}\n".encode()
+    for stage in STAGES:
+        for path in sorted(port.stage_dir(stage).glob("TASK-*.md")):
+            if FcopPort._frontmatter_has(path, needle):
+                owners.append(path)
+    if len(owners) != 1:
+        raise Unresolved("create-fact", None, f"{len(owners)} TASKs carry operation {operation_id}")
+    path = owners[0]
+    try:
+        fields = parse_envelope(path)
+    except FcopError as exc:
+        raise Unresolved("create-fact", path.stem, f"{path.name} does not parse: {exc}") from exc
+    if fields.get("operation_id") != operation_id or fields.get("operation_kind") != "create_task":
+        raise Unresolved("create-fact", path.stem, f"{path.name} is not that create operation")
+    identity = {
+        "workspace_id": port.workspace_id,
+        "operation_kind": "create_task",
+        "operation_id": operation_id,
+    }
+    key = digest(canonical(identity))
+    fact_path = port.fcop_dir / "operations" / f"create-{key}.json"
+    if fact_path.exists():
+        raise Unresolved("create-fact", fields["task_id"], f"{fact_path.name} already exists")
+    initial = f"fcop/_lifecycle/inbox/{fields['task_id']}.md"
+    if path.relative_to(port.root).as_posix() == initial:
+        content_digest = digest(path.read_bytes())
+    else:
+        content_digest = _original_digest(port, fields["task_id"], initial)
+    fact = {
+        "contract": "fcop-create-task-v1",
+        "key": key,
+        "workspace_id": port.workspace_id,
+        "operation_kind": "create_task",
+        "operation_id": operation_id,
+        "task_id": fields["task_id"],
+        "path": initial,
+        "digest": fields["normalized_request_digest"],
+        "content_digest": content_digest,
+    }
+    from fcop.v4.schema import _validate
+
+    try:
+        _validate("create-operation", json.loads(canonical(fact)))
+        publish(fact_path, canonical(fact) + b"\n")
+    except FcopError as exc:
+        raise Unresolved("create-fact", fields["task_id"], f"fcop refused the fact: {exc}") from exc
+    return Repair("create-fact", fields["task_id"], f"create fact {fact_path.name} published")
+
+
+def _original_digest(port: FcopPort, task_id: str, initial: str) -> str:
+    """The digest of a TASK's bytes as created, after it left the inbox: its claim receipt
+    recorded them (``source_digest`` of the one valid ``inbox → active`` receipt)."""
+    from fcop.errors import FcopError
+    from fcop.v4.receipts import validate_receipt
+
+    claims = []
+    for path, value in _receipts_for(port, task_id):
+        if value.get("from_stage") != "inbox" or value.get("source_path") != initial:
+            continue
+        try:
+            validate_receipt(port.root, path, value)
+        except FcopError:
+            continue
+        claims.append(value)
+    if len(claims) != 1:
+        raise Unresolved(
+            "create-fact",
+            task_id,
+            f"the TASK left the inbox and {len(claims)} valid claim receipts name its original "
+            "bytes (exactly one is required)",
+        )
+    return str(claims[0]["source_digest"])
+
+
+def clean_temporaries(
+    port: FcopPort, *, older_than: float = ABANDONED_AFTER, now: float | None = None
+) -> list[Repair]:
+    """R4: remove abandoned publication temporaries (see the module docstring)."""
+    current = time.time() if now is None else now
+    directories = [port.stage_dir(s) for s in STAGES]
+    directories += [port.fcop_dir / b for b in _BUCKETS]
+    repairs = []
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if not entry.name.startswith(_TEMP_PREFIXES) or not entry.name.endswith(".tmp"):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            final = _final_name(Path(entry.path))
+            residue = final is not None and final.is_file() and _same(final, Path(entry.path))
+            if not residue and current - info.st_mtime < older_than:
+                continue
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+            repairs.append(
+                Repair(
+                    "temporaries",
+                    None,
+                    f"removed {directory.name}/{entry.name} "
+                    + ("(a finished link's residue)" if residue else "(abandoned)"),
+                    "cleaned",
+                )
+            )
+    return repairs
+
+
+def _final_name(temp: Path) -> Path | None:
+    """``.fcop-create-TASK-x-<random>.tmp`` → ``TASK-x.md`` (None for operation facts)."""
+    stem = temp.name.removeprefix(".fcop-create-").removeprefix(".fcop-replace-")
+    stem = stem.rsplit("-", 1)[0]
+    if temp.parent.name == "operations":
+        return temp.parent / f"{stem}.json"
+    return temp.parent / f"{stem}.md"
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False

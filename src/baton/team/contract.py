@@ -1,0 +1,60 @@
+"""What the team loop needs from a role session (the runner provides it; tests fake it)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from baton.coordination.binding import Binding
+from baton.coordination.team import RoleSpec
+
+__all__ = ["RoleSession", "RoleSessionFactory", "TurnResult", "Usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the agent reported for one turn (None fields: not reported)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    thinking_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The one terminal outcome of ``session/prompt``, as the loop needs it."""
+
+    status: Literal["completed", "failed", "cancelled"]
+    stop_reason: str | None = None
+    tool_calls: int = 0
+    """Tool calls the agent made during the turn (all kinds, not only baton's MCP)."""
+    usage: Usage | None = None
+    """None when the agent reported no usage (recorded as ``unavailable``, never zero)."""
+    files_changed: tuple[str, ...] = ()
+    error: str | None = None
+
+
+class RoleSession(Protocol):
+    """One long-lived agent session working for one role slot."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The agent's own session id (``baton sessions`` shows it)."""
+        ...
+
+    @property
+    def process_group(self) -> int | None:
+        """The agent's process group, for the death watch (None: no process)."""
+        ...
+
+    async def prompt(self, text: str) -> TurnResult:
+        """Run one turn; return its outcome (raise only for a dead session)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+RoleSessionFactory = Callable[[RoleSpec, Binding], Awaitable[RoleSession]]
+"""Create (or resume) the session for a role slot whose MCP server serves ``Binding``."""

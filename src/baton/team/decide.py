@@ -1,0 +1,469 @@
+"""What the team loop does next with one TASK, from facts only: ``decide(facts) -> Step``.
+
+Pure: no I/O, no clock, no ids. The executor (:mod:`baton.team.executor`)
+gathers :class:`Facts` (FCoP's view of the TASK through the port, baton's
+record, turns, questions and requests from the store), asks for the next
+:class:`Step`, performs it, gathers again, and stops at a step that waits.
+Because every decision is re-derived from durable facts, recovery after a
+crash is the same call: nothing is guessed from what the crashed process was
+"probably" doing.
+
+The rules, in the order they are checked:
+
+1. FCoP first: a TASK seen in two stages is repaired host-side before anything
+   else (:class:`Resolve`); a TASK that is gone is left alone.
+2. A record that needs a human (``needs_attention``, ``failed``) waits for the
+   human's retry.
+3. ``inbox``: queue the work for its role; in a slot, claim it (T2).
+4. ``active``: a turn of this attempt still dispatched/running in a dead
+   daemon is *interrupted*: with a REPORT it is submitted, else the role is
+   re-prompted with its context (``resume``; the same deterministic operation
+   ids make a re-prompted leader create only the missing children). A REPORT
+   head is submitted (T3). Nothing dispatched yet: the task prompt (or the
+   revision prompt after T5). After a finished turn without a report: open
+   children → wait; an open question → wait, an answered one → the answer as
+   a turn; a failed/cancelled turn → re-prompt with context while retries last,
+   then ``failed``; all children reported → consolidate (once per attempt);
+   then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all.
+5. ``review``: the human's review request is opened (in the same transaction
+   as the record), waited for, and its answer applied (T4/T5); a role's
+   recorded decision is applied, else the review is asked of the reviewer
+   (``explicit``) or the parent is re-evaluated (``on_consolidation``).
+6. ``done``/``archive``: settled; the parent is re-evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
+from baton.team.states import TaskState, TurnState
+
+__all__ = [
+    "ApplyDecision",
+    "ApplyHumanReview",
+    "Attention",
+    "ChildView",
+    "Claim",
+    "DecisionView",
+    "Dispatch",
+    "Facts",
+    "Fail",
+    "JobKind",
+    "Note",
+    "NotifyParent",
+    "OpenReview",
+    "Policy",
+    "Queue",
+    "ReportView",
+    "RequestView",
+    "Resolve",
+    "Retry",
+    "Settle",
+    "Step",
+    "Submit",
+    "TaskView",
+    "Wait",
+    "decide",
+]
+
+JobKind = Literal["work", "revise", "resume", "retry", "remind", "consolidate", "answer", "review"]
+OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
+
+
+# ------------------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """FCoP's view of one TASK (``stage`` is ``ambiguous`` in two stages, ``missing`` if gone)."""
+
+    task_id: str
+    stage: str
+    sender: str
+    recipient: str
+    subject: str
+    parent: str | None = None
+    attempt_id: str | None = None
+    last_tool: str | None = None
+    """The tool of the last transition (``reject_task`` means a fresh attempt after T5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    report_id: str
+    result: str
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChildView:
+    task_id: str
+    recipient: str
+    sender: str
+    stage: str
+    result: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionView:
+    """An acceptance/rejection REVIEW recorded for the attempt in review."""
+
+    review_id: str
+    reviewer: str
+    approve: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestView:
+    """A human request's state (a review, an attention request) and its answer."""
+
+    request_id: str
+    state: str
+    approve: bool | None = None
+    """For an answered review: the decision; for an attention request: retry or not."""
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The team's rules, as decide needs them (from ``[team]`` in ``baton.toml``)."""
+
+    human: str
+    leader: str
+    child_acceptance: Literal["on_consolidation", "explicit"]
+    turn_limit: int
+    reminder_turns: int
+    retries: int = 1
+    """Re-prompts of an attempt after a failed or cancelled turn (an interruption is free)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    task: TaskView
+    record: TaskRecord | None
+    role: str | None
+    """The role the TASK routes to (None: not one of this team's)."""
+    reviewer_role: str | None = None
+    """The role of the TASK's sender, when it is one (it reviews the TASK's report)."""
+    head: ReportView | None = None
+    """The REPORT head of the current attempt."""
+    children: tuple[ChildView, ...] = ()
+    decision: DecisionView | None = None
+    last_turn: TurnRecord | None = None
+    """The last dispatch for this TASK (any attempt, any kind)."""
+    turn_live: bool = False
+    """The last turn is running in *this* daemon right now."""
+    question: QuestionRecord | None = None
+    """An open ``ask_human`` question of the current attempt."""
+    review: RequestView | None = None
+    """The human's review request for the current attempt."""
+    attention: RequestView | None = None
+    """The open (or just answered) attention request."""
+    review_turns: int = 0
+    """Review turns of the current attempt already dispatched to the reviewer."""
+    slot_role: str | None = None
+    """The role of the slot worker evaluating (it may claim and prompt); None: the coordinator."""
+    for_review: bool = False
+    """The slot worker took this TASK as a review job (its sender reviews it)."""
+
+    @property
+    def own_slot(self) -> bool:
+        """A slot of the TASK's own role, on its own work: may claim and prompt it."""
+        return self.slot_role is not None and self.slot_role == self.role and not self.for_review
+
+    @property
+    def reviewer_slot(self) -> bool:
+        """A slot of the reviewer's role, on a review job: may prompt the review."""
+        return (
+            self.slot_role is not None and self.slot_role == self.reviewer_role and self.for_review
+        )
+
+
+# ------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Nothing to do until something changes (a turn, a child, a human)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Only baton's record moves (waiting for children, for a human); then wait."""
+
+    to: TaskState
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve:
+    """Repair a TASK left in two FCoP stages (host-side rule, then ``fcop``'s validator)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """Hand the TASK to a slot worker of ``role`` (the worker decides again)."""
+
+    role: str
+    review: bool = False
+    """A review of this TASK's report by ``role`` (its sender), not the TASK's own work."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """T2 by the role (in a slot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Persist a turn, then prompt the slot's session (in a slot)."""
+
+    kind: JobKind
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    """T3 with the REPORT head; first the children this leader report accepts (T4)."""
+
+    report_id: str
+    result: str
+    accept: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OpenReview:
+    """The human's review request, committed with the record (``in_review``)."""
+
+    report_id: str
+    result: str
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyHumanReview:
+    request_id: str
+    approve: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyDecision:
+    """A role's recorded acceptance/rejection REVIEW becomes T4/T5."""
+
+    reviewer: str
+    review_id: str
+    approve: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyParent:
+    parent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """FCoP says done: baton's record is settled (and the parent re-evaluated)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """baton cannot proceed without a human: record, inbox request, FCoP ISSUE."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The agent's turns failed and no retry is left: like attention, state ``failed``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """The human asked to retry a task that needed attention."""
+
+    request_id: str
+
+
+Step = (
+    Wait
+    | Note
+    | Resolve
+    | Queue
+    | Claim
+    | Dispatch
+    | Submit
+    | OpenReview
+    | ApplyHumanReview
+    | ApplyDecision
+    | NotifyParent
+    | Settle
+    | Attention
+    | Fail
+    | Retry
+)
+
+
+# ---------------------------------------------------------------------- decide
+
+
+def _work(f: Facts, kind: JobKind, p: Policy) -> Step:
+    """Prompt ``kind`` now (in a slot) or hand it to the role's queue; bounded by turn_limit."""
+    if f.role is None:
+        return Wait("not routed to a role")
+    record = f.record
+    if record is not None and record.turns >= p.turn_limit and kind != "resume":
+        return Attention(f"turn limit ({p.turn_limit}) reached without a settled report")
+    return Dispatch(kind) if f.own_slot else Queue(f.role)
+
+
+def _open_children(f: Facts, p: Policy) -> list[ChildView]:
+    stages = set(OPEN_CHILD_STAGES)
+    if p.child_acceptance == "explicit":
+        stages.add("review")
+    return [c for c in f.children if c.stage in stages]
+
+
+def _turn_of_attempt(f: Facts) -> TurnRecord | None:
+    """The last turn of the TASK's own work in the current attempt (reviews of it excluded)."""
+    turn = f.last_turn
+    if turn is None or turn.kind == "review" or turn.attempt_id != f.task.attempt_id:
+        return None
+    return turn
+
+
+def _active(f: Facts, p: Policy) -> Step:
+    record = f.record
+    turn = _turn_of_attempt(f)
+    unfinished = turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING)
+    if unfinished and f.turn_live:
+        return Wait("the turn is running")
+    if f.head is not None:
+        accept: tuple[str, ...] = ()
+        if p.child_acceptance == "on_consolidation":
+            accept = tuple(
+                c.task_id for c in f.children if c.stage == "review" and c.sender == f.role
+            )
+        return Submit(f.head.report_id, f.head.result, accept)
+    if unfinished or (turn is not None and turn.state is TurnState.INTERRUPTED):
+        return _work(f, "resume", p)  # never finished: re-prompt with its context
+    open_children = _open_children(f, p)
+    if turn is None:
+        if f.task.last_tool == "reject_task":
+            return _work(f, "revise", p)
+        if open_children:
+            return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
+        return _work(f, "consolidate" if f.children else "work", p)
+    # The last turn of this attempt finished without a report.
+    if open_children:
+        return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
+    question = f.question
+    if question is not None and question.state == "pending":
+        return Note(TaskState.WAITING_HUMAN, f"{question.role} asked {p.human} a question")
+    if question is not None and question.state == "answered":
+        return _work(f, "answer", p)
+    if turn.outcome != "completed":
+        if record is not None and record.resumes >= p.retries:
+            detail = f": {turn.error}" if turn.error else ""
+            return Fail(f"the agent's turn {turn.outcome}{detail} and no report was filed")
+        return _work(f, "retry", p)
+    if f.children and turn.kind != "consolidate":
+        return _work(f, "consolidate", p)
+    if record is not None and record.reminders >= p.reminder_turns:
+        return Attention("the agent ended its turn without a report, also after the reminder")
+    return _work(f, "remind", p)
+
+
+def _review_turn(f: Facts) -> TurnRecord | None:
+    turn = f.last_turn
+    if turn is None or turn.kind != "review" or turn.attempt_id != f.task.attempt_id:
+        return None
+    return turn
+
+
+def _review(f: Facts, p: Policy) -> Step:
+    task = f.task
+    if task.sender == p.human:
+        review = f.review
+        if review is None or review.state in ("expired", "cancelled", "rejected"):
+            if f.head is None:
+                return Attention("the TASK is in review without a REPORT head")
+            return OpenReview(f.head.report_id, f.head.result, f.head.sender)
+        if review.state == "pending":
+            if f.record is not None and f.record.state is not TaskState.IN_REVIEW:
+                return Note(TaskState.IN_REVIEW, f"waiting for {p.human}'s review")
+            return Wait(f"waiting for {p.human}'s review")
+        if review.state == "answered" and review.approve is not None:
+            return ApplyHumanReview(review.request_id, review.approve, review.reason or "")
+        return Attention(f"the review request {review.request_id} is {review.state}")
+    if f.decision is not None:
+        d = f.decision
+        return ApplyDecision(d.reviewer, d.review_id, d.approve, d.reason)
+    if f.reviewer_role is None:
+        return Attention(
+            f"reported, but its sender {task.sender!r} is neither a role nor {p.human}: "
+            "nobody can review it"
+        )
+    if f.record is not None and f.record.state is not TaskState.IN_REVIEW:
+        return Note(TaskState.IN_REVIEW, f"reported to {task.sender}")
+    if p.child_acceptance == "on_consolidation" and task.parent is not None:
+        return NotifyParent(task.parent)
+    turn = _review_turn(f)
+    if turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING):
+        if f.turn_live:
+            return Wait(f"{task.sender} is reviewing")
+    elif (
+        turn is not None and turn.state is TurnState.FINISHED and f.review_turns > p.reminder_turns
+    ):
+        return Attention(f"{task.sender} did not review the report")
+    if not f.reviewer_slot:
+        return Queue(f.reviewer_role, review=True)
+    if f.review_turns >= p.turn_limit:
+        return Attention(f"turn limit ({p.turn_limit}) reached while {task.sender} reviews")
+    return Dispatch("review")
+
+
+def decide(f: Facts, p: Policy) -> Step:
+    """The next step for one TASK (see the module docstring for the rules)."""
+    task, record = f.task, f.record
+    if task.stage == "ambiguous":
+        return Resolve()
+    if task.stage == "missing":
+        return Wait("the TASK is not in the workspace")
+    if record is not None and record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
+        attention = f.attention
+        if attention is not None and attention.state == "answered" and attention.approve:
+            return Retry(attention.request_id)
+        if task.stage in ("done", "archive"):
+            return Settle()
+        return Wait(f"needs attention: {record.reason}")
+    if task.stage in ("done", "archive"):
+        if record is not None and record.state is TaskState.SETTLED:
+            return Wait("settled")
+        return Settle()
+    if task.recipient == p.human:
+        return Wait(f"addressed to {p.human}")
+    if f.role is None:
+        return Wait("not routed to a role")
+    if task.stage == "inbox":
+        if record is not None and record.state is TaskState.REFUSED:
+            return Wait("refused")
+        return Claim() if f.own_slot else Queue(f.role)
+    if task.stage == "active":
+        return _active(f, p)
+    if task.stage == "review":
+        return _review(f, p)
+    return Wait(f"unknown stage {task.stage!r}")
+
+
+def open_children(children: Sequence[ChildView]) -> list[ChildView]:
+    """Children still being worked on (for prompts and status)."""
+    return [c for c in children if c.stage in OPEN_CHILD_STAGES]

@@ -1,0 +1,229 @@
+"""Gathering the :class:`~baton.team.decide.Facts` of one TASK (blocking I/O: run in a thread).
+
+FCoP through the port (stage, attempt, REPORT head, children, decision
+REVIEWs) and the store (baton's record, its turns, its question, the human
+requests it has open), read fresh every time: decide never sees a cache that a
+crash could have left stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from baton.coordination.errors import StateAmbiguous, TaskNotFound
+from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
+from baton.coordination.team import TeamConfig
+from baton.requests.model import ElicitationAnswer, ReviewAnswer
+from baton.requests.records import RequestRecord, record_from_row
+from baton.store import requests_sql, team_sql
+from baton.store.store import Store
+from baton.store.tx import Tx
+from baton.team.decide import (
+    ChildView,
+    DecisionView,
+    Facts,
+    Policy,
+    ReportView,
+    RequestView,
+    TaskView,
+)
+from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
+
+__all__ = ["FactSource", "policy_for"]
+
+
+def policy_for(team: TeamConfig) -> Policy:
+    return Policy(
+        human=team.human,
+        leader=team.leader,
+        child_acceptance=team.child_acceptance,
+        turn_limit=team.turn_limit,
+        reminder_turns=team.reminder_turns,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    record: TaskRecord | None
+    last_turn: TurnRecord | None
+    review_turns: int
+    question: QuestionRecord | None
+    question_request: RequestRecord | None
+    review: RequestRecord | None
+    attention: RequestRecord | None
+
+
+def _request(tx: Tx, request_id: str | None) -> RequestRecord | None:
+    if request_id is None:
+        return None
+    row = requests_sql.fetch(tx, request_id)
+    return record_from_row(row) if row is not None else None
+
+
+def _review_view(record: RequestRecord | None) -> RequestView | None:
+    if record is None:
+        return None
+    approve = reason = None
+    if isinstance(record.answer, ReviewAnswer):
+        approve = record.answer.decision == "approve"
+        reason = record.answer.reason
+    return RequestView(record.request_id, record.state.value, approve, reason)
+
+
+def _attention_view(record: RequestRecord | None) -> RequestView | None:
+    if record is None:
+        return None
+    approve = None
+    if isinstance(record.answer, ElicitationAnswer):
+        approve = record.answer.action == "accept"
+    return RequestView(record.request_id, record.state.value, approve, None)
+
+
+def question_answer(request: RequestRecord | None) -> str | None:
+    """The human's answer text to an ``ask_human`` elicitation, once answered."""
+    if request is None or request.state.value not in ("answered", "delivered"):
+        return None
+    answer = request.answer
+    if not isinstance(answer, ElicitationAnswer):
+        return None
+    if answer.action == "accept" and answer.content:
+        return str(answer.content.get("answer", ""))
+    return f"(the human chose to {answer.action})"
+
+
+class FactSource:
+    """Reads the facts of a TASK from FCoP and the store (call from a worker thread)."""
+
+    def __init__(self, port: FcopPort, store: Store, team: TeamConfig) -> None:
+        self.port = port
+        self.store = store
+        self.team = team
+
+    def record(self, task_id: str) -> TaskRecord | None:
+        row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
+        return TaskRecord.from_row(row) if row is not None else None
+
+    def task(self, task_id: str) -> TaskInfo | None:
+        """The TASK through Core; in two stages, the first copy read alone (for its fields)."""
+        try:
+            return self.port.read_task(task_id)
+        except TaskNotFound:
+            return None
+        except StateAmbiguous:
+            for stage in STAGES:
+                path = self.port.stage_dir(stage) / f"{task_id}.md"
+                if path.is_file():
+                    fields = self.port.inspect_envelope(path)
+                    return self.port._task_info(fields, path, "")
+            return None
+
+    def _stored(self, task_id: str, attempt: str | None) -> _Stored:
+        def read(tx: Tx) -> _Stored:
+            row = team_sql.TASKS.get(tx, task_id)
+            record = TaskRecord.from_row(row) if row is not None else None
+            turns = [TurnRecord.from_row(r) for r in team_sql.turns_of(tx, task_id)]
+            question = None
+            if attempt is not None:
+                qrow = team_sql.open_question(tx, task_id, attempt)
+                question = QuestionRecord.from_row(qrow) if qrow is not None else None
+            return _Stored(
+                record=record,
+                last_turn=turns[-1] if turns else None,
+                review_turns=sum(
+                    1 for t in turns if t.kind == "review" and t.attempt_id == attempt
+                ),
+                question=question,
+                question_request=_request(tx, question.request_id if question else None),
+                review=_request(tx, record.review_request if record else None),
+                attention=_request(tx, record.attention_request if record else None),
+            )
+
+        return self.store.read_tx(read)
+
+    def gather(
+        self,
+        task_id: str,
+        *,
+        slot_role: str | None = None,
+        for_review: bool = False,
+        live: Collection[tuple[str, int]] = (),
+    ) -> Facts:
+        info: TaskInfo | None
+        try:
+            info = self.port.read_task(task_id)
+            ambiguous = False
+        except TaskNotFound:
+            info, ambiguous = None, False
+        except StateAmbiguous:
+            info, ambiguous = None, True
+        attempt = info.attempt_id if info is not None else None
+        stored = self._stored(task_id, attempt)
+        record = stored.record
+        if info is None:
+            view = TaskView(
+                task_id=task_id,
+                stage="ambiguous" if ambiguous else "missing",
+                sender=record.sender if record else "",
+                recipient=record.recipient if record else "",
+                subject=record.subject if record else "",
+                parent=record.parent if record else None,
+                attempt_id=record.attempt_id if record else None,
+            )
+            return Facts(task=view, record=record, role=record.role if record else None)
+        view = TaskView(
+            task_id=info.task_id,
+            stage=info.stage,
+            sender=info.sender,
+            recipient=info.recipient,
+            subject=info.subject,
+            parent=info.parent,
+            attempt_id=attempt,
+            last_tool=str(info.last_transition.get("tool") or "") or None,
+        )
+        spec = self.team.role_for(info.recipient)
+        reviewer = self.team.role_for(info.sender) if info.sender != self.team.human else None
+        head = None
+        if attempt is not None and info.stage in ("active", "review"):
+            found = self.port.find_report_head(info.task_id, attempt)
+            if found is not None:
+                head = ReportView(found.report_id, found.result, found.sender)
+        children: tuple[ChildView, ...] = ()
+        if spec is not None and spec.is_leader and info.stage in ("active", "review"):
+            children = tuple(
+                ChildView(c.task_id, c.recipient, c.sender, c.stage)
+                for c in self.port.children(info.task_id)
+            )
+        decision = None
+        if info.stage == "review" and attempt is not None and reviewer is not None:
+            found_review = self.port.find_decision(info.task_id, attempt, reviewer=reviewer.name)
+            if found_review is not None:
+                decision = DecisionView(
+                    found_review.review_id,
+                    found_review.sender,
+                    found_review.review_kind == "acceptance",
+                    found_review.body,
+                )
+        question = stored.question
+        answer = question_answer(stored.question_request)
+        if question is not None and question.state == "pending" and answer is not None:
+            question = dataclasses.replace(question, state="answered", answer=answer)
+        last = stored.last_turn
+        return Facts(
+            task=view,
+            record=record,
+            role=spec.name if spec else None,
+            reviewer_role=reviewer.name if reviewer else None,
+            head=head,
+            children=children,
+            decision=decision,
+            last_turn=last,
+            turn_live=last is not None and (last.task_id, last.dispatch) in live,
+            question=question,
+            review=_review_view(stored.review),
+            attention=_attention_view(stored.attention),
+            review_turns=stored.review_turns,
+            slot_role=slot_role,
+            for_review=for_review,
+        )

@@ -1,0 +1,301 @@
+"""The team tables' rows as frozen records, and back (``baton.store.team_sql`` holds the SQL).
+
+Frozen on purpose: a change is a new record (``dataclasses.replace``) moved by a
+table in :mod:`baton.team.states` and committed with its event, never an
+attribute set somewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+from baton.coordination.binding import Binding
+from baton.store import team_sql
+from baton.team.states import SlotState, TaskState, TurnState
+
+__all__ = [
+    "DaemonRecord",
+    "OutboxEntry",
+    "QuestionRecord",
+    "RefusalRecord",
+    "RoleRecord",
+    "SlotRecord",
+    "TaskRecord",
+    "TurnRecord",
+    "Usage",
+]
+
+R = TypeVar("R")
+
+
+def _values(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(columns, row, strict=True))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """baton's progress on one TASK (FCoP holds its lifecycle stage)."""
+
+    task_id: str
+    role: str
+    state: TaskState
+    created_at: str
+    updated_at: str
+    for_human: bool = False
+    sender: str = ""
+    recipient: str = ""
+    subject: str = ""
+    parent: str | None = None
+    job: str | None = None
+    """The kind of the last dispatched turn (work, resume, remind, consolidate, ...)."""
+    attempt_id: str | None = None
+    dispatches: int = 0
+    """Turns ever dispatched for this TASK (the turn table's per-task counter)."""
+    turns: int = 0
+    """Turns in the current attempt (``turn_limit`` counts these)."""
+    reminders: int = 0
+    resumes: int = 0
+    """Re-prompts of the current attempt after an interruption or a failed turn."""
+    report_ref: str | None = None
+    result: str | None = None
+    reason: str | None = None
+    issue_id: str | None = None
+    review_request: str | None = None
+    attention_request: str | None = None
+    workspace: str | None = None
+    """Room for the per-task git worktree (next issue); unused yet."""
+    budget: dict[str, Any] | None = None
+    """Room for the per-task budget (next issue); unused yet."""
+    version: int = 1
+
+    def row(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["state"] = self.state.value
+        values["for_human"] = int(self.for_human)
+        values["budget"] = json.dumps(self.budget) if self.budget is not None else None
+        return values
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> TaskRecord:
+        values = _values(team_sql.TASK_COLUMNS, row)
+        values["state"] = TaskState(values["state"])
+        values["for_human"] = bool(values["for_human"])
+        values["budget"] = json.loads(values["budget"]) if values["budget"] else None
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One dispatch of a prompt to a slot, and how it ended."""
+
+    task_id: str
+    dispatch: int
+    slot: str
+    role: str
+    kind: str
+    state: TurnState
+    started_at: str
+    attempt_id: str | None = None
+    anchor: str | None = None
+    """The TASK the slot's pointer named (a review turn points at the parent)."""
+    outcome: str | None = None
+    """``completed``, ``failed`` or ``cancelled`` once finished."""
+    stop_reason: str | None = None
+    tool_calls: int = 0
+    error: str | None = None
+    run_id: str | None = None
+    """The daemon run that dispatched it."""
+    ended_at: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["state"] = self.state.value
+        return values
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> TurnRecord:
+        values = _values(team_sql.TURN_COLUMNS, row)
+        values["state"] = TurnState(values["state"])
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token/cost totals; ``availability`` stays ``unavailable`` until an agent reports any."""
+
+    availability: str = "unavailable"
+    reported_turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Usage:
+        if not isinstance(raw, dict):
+            return cls()
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRecord:
+    """One role slot: its session, its binding and pointer, its counters."""
+
+    slot: str
+    role: str
+    agent: str
+    state: SlotState
+    binding: Binding
+    updated_at: str
+    agent_session_id: str | None = None
+    task_id: str | None = None
+    attempt_id: str | None = None
+    pointer_seq: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    zero_tool_streak: int = 0
+    usage: Usage = field(default_factory=Usage)
+    files_changed: tuple[str, ...] = ()
+    last_report_ref: str | None = None
+    tasks_handled: int = 0
+    started_at: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["state"] = self.state.value
+        values["binding"] = json.dumps(self.binding.to_json(), sort_keys=True)
+        values["usage"] = json.dumps(self.usage.to_json(), sort_keys=True)
+        values["files_changed"] = json.dumps(list(self.files_changed))
+        return values
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> SlotRecord:
+        values = _values(team_sql.SLOT_COLUMNS, row)
+        values["state"] = SlotState(values["state"])
+        values["binding"] = Binding.from_json(json.loads(values["binding"]))
+        values["usage"] = Usage.from_json(json.loads(values["usage"]))
+        values["files_changed"] = tuple(json.loads(values["files_changed"]))
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRecord:
+    role: str
+    updated_at: str
+    breaker_until: float | None = None
+    """Wall-clock time (epoch seconds) the zero-tool-call breaker closes again."""
+
+    def row(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RoleRecord:
+        return cls(**_values(team_sql.ROLE_COLUMNS, row))
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonRecord:
+    """The ``baton up`` that owns the project."""
+
+    pid: int
+    start_ticks: int
+    host: str
+    boot: str
+    run_id: str
+    state: str
+    started_at: str
+    updated_at: str
+
+    def row(self) -> dict[str, Any]:
+        return {"id": 1, **{f.name: getattr(self, f.name) for f in fields(self)}}
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> DaemonRecord:
+        values = _values(team_sql.DAEMON_COLUMNS, row)
+        del values["id"]
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    id: int
+    kind: str
+    slot: str
+    role: str
+    task_id: str | None
+    attempt_id: str | None
+    data: dict[str, Any]
+    created_at: str
+    consumed_at: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> OutboxEntry:
+        values = _values(team_sql.OUTBOX_COLUMNS, row)
+        try:
+            data = json.loads(values["data"])
+        except ValueError:
+            data = {}
+        values["data"] = data if isinstance(data, dict) else {}
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionRecord:
+    """An ``ask_human`` question and the ledger request that carries it."""
+
+    ask_id: str
+    role: str
+    question: str
+    state: str
+    """``pending``, ``answered`` (the human answered), ``delivered`` (sent as a turn)."""
+    asked_at: str
+    updated_at: str
+    request_id: str | None = None
+    task_id: str | None = None
+    attempt_id: str | None = None
+    issue_id: str | None = None
+    answer: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> QuestionRecord:
+        return cls(**_values(team_sql.QUESTION_COLUMNS, row))
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalRecord:
+    """An inbox entry the doorbell refused."""
+
+    name: str
+    reason: str
+    message: str
+    at: str
+    task_id: str | None = None
+    recipient: str | None = None
+    issue_id: str | None = None
+    quarantined_to: str | None = None
+    in_place: bool = False
+    cleared: bool = False
+    id: int | None = None
+
+    def row(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "id"}
+        values["in_place"] = int(self.in_place)
+        values["cleared"] = int(self.cleared)
+        return values
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RefusalRecord:
+        values = _values(team_sql.REFUSAL_COLUMNS, row)
+        values["in_place"] = bool(values["in_place"])
+        values["cleared"] = bool(values["cleared"])
+        return cls(**values)

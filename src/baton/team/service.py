@@ -1,0 +1,69 @@
+"""``baton up`` put together: the team loop over real role sessions, with its death watch.
+
+The one function the CLI (and later ``baton.app``) calls; everything it needs is
+an argument (the project context, the config, an open store, ledger and
+emitter), so tests and benches build the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from baton import crashpoints
+from baton.config import BatonConfig
+from baton.coordination.context import CoordinationContext
+from baton.lifeline import process_start_ticks
+from baton.requests.ledger import Ledger
+from baton.runner.emitter import EventEmitter
+from baton.store.store import Store
+from baton.team.loop import RunSummary, TeamLoop
+from baton.team.reaper import Reaper
+from baton.team.role_sessions import role_session_factory
+
+__all__ = ["run_team"]
+
+
+async def run_team(
+    ctx: CoordinationContext,
+    config: BatonConfig,
+    *,
+    store: Store,
+    ledger: Ledger,
+    emitter: EventEmitter,
+    until_idle: bool,
+    on_loop: Callable[[TeamLoop], None] | None = None,
+) -> RunSummary:
+    """Run the team until idle (or until ``loop.stop()``); the reaper ends with it."""
+    if crashpoints.install_from_env():
+        os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
+    reaper = await Reaper.start(store.path)
+    try:
+        loop = TeamLoop(
+            port=ctx.port,
+            team=ctx.team,
+            factory=role_session_factory(
+                config,
+                workspace=ctx.project_dir,
+                store=store,
+                ledger=ledger,
+                emitter=emitter,
+                fcop_mcp=ctx.team.fcop_mcp,
+                mcp_env={
+                    **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                    "BATON_DAEMON_PID": str(os.getpid()),
+                    "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
+                },
+            ),
+            store=store,
+            journal=emitter,
+            run_id=emitter.run_id,
+            ledger=ledger,
+            state_dir=ctx.state_dir,
+            watch_group=reaper.watch,
+        )
+        if on_loop is not None:
+            on_loop(loop)
+        return await loop.run(until_idle=until_idle)
+    finally:
+        await reaper.close()
