@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from baton.events.model import CanonicalEvent, Payload, TranscriptAssistant
-from baton.store import Store
+from baton.store import Migration, Store
+from tests.support.postgres import Databases, PostgresServer, postgres_unavailable
 from tests.support.records import TS, run_record
+
+BACKENDS = ("sqlite", "postgres")
+"""Every store test that does not reach for SQLite's raw connection runs on both."""
 
 
 def event(
@@ -41,11 +48,55 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "baton.db"
 
 
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[Databases]:
+    """One throwaway PostgreSQL server per test process (xdist worker)."""
+    reason = postgres_unavailable()
+    if reason is None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            reason = "psycopg not installed (pip install 'baton[cluster]')"
+    if reason is not None:
+        if os.environ.get("BATON_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PostgreSQL is required here but cannot run: {reason}")
+        pytest.skip(f"PostgreSQL backend: {reason}")
+    root = Path(tempfile.mkdtemp(prefix="baton-cluster-pgtest-"))
+    os.chmod(root, 0o755)
+    with PostgresServer(root / "pg") as server:
+        yield Databases(server)
+
+
+StoreFactory = Callable[..., Any]
+
+
+@pytest.fixture(params=BACKENDS)
+def open_store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreFactory]:
+    """``open_store(extra_migrations=...)`` opens (or reopens) this test's store on its backend."""
+    if request.param == "sqlite":
+        yield lambda **kw: Store.open(db_path, **kw)
+        return
+    marker = request.node.get_closest_marker("sqlite_only")
+    if marker is not None:
+        pytest.skip(f"SQLite only: {marker.args[0] if marker.args else 'raw connection API'}")
+    databases: Databases = request.getfixturevalue("pg_databases")
+    from baton.store.pg import PgStore
+
+    dsn = databases.create()
+    try:
+        yield lambda **kw: PgStore.open(dsn, **kw)
+    finally:
+        databases.drop(dsn)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    store = Store.open(db_path)
+def store(open_store: StoreFactory) -> Iterator[Store]:
+    store = open_store()
     store.create_run(run_record())
     try:
         yield store
     finally:
         store.close()
+
+
+__all__ = ["BACKENDS", "Migration", "StoreFactory", "event", "run_record"]

@@ -242,3 +242,27 @@ def _die_with_parent() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+class Databases:
+    """Fresh databases on one shared server: one per test, dropped afterwards."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self._count = 0
+
+    def create(self) -> str:
+        import psycopg  # the cluster extra; only imported where PostgreSQL tests run
+
+        self._count += 1
+        name = f"t{os.getpid()}_{self._count}"
+        with psycopg.connect(self.server.socket_dsn("postgres"), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        return self.server.socket_dsn(name)
+
+    def drop(self, dsn: str) -> None:
+        import psycopg
+
+        name = dsn.rsplit("dbname=", 1)[1].split()[0]
+        with psycopg.connect(self.server.socket_dsn("postgres"), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -24,7 +24,15 @@ from datetime import UTC, datetime
 
 from baton.errors import StoreError
 
-__all__ = ["CORE_MIGRATIONS", "Migration", "apply_migrations", "split_statements"]
+__all__ = [
+    "CORE_MIGRATIONS",
+    "SCHEMA_MIGRATIONS_SQL",
+    "Migration",
+    "apply_migrations",
+    "split_statements",
+    "unique_migrations",
+    "utc_now",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +47,7 @@ class Migration:
             raise ValueError(f"migration name must be non-empty and unpadded: {self.name!r}")
 
 
-_SCHEMA_MIGRATIONS_SQL = """
+SCHEMA_MIGRATIONS_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     name TEXT PRIMARY KEY,
     applied_at TEXT NOT NULL
@@ -132,16 +140,15 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
+    """The store's timestamp format (UTC, milliseconds, ``Z``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
-    """Apply the steps not yet recorded, each in its own transaction; return their names.
+def unique_migrations(migrations: Sequence[Migration]) -> list[Migration]:
+    """The steps in order, each once; two different steps under one name raise.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
-    transaction. Raises :class:`StoreError` naming the failing step; earlier
-    steps stay applied.
+    Shared by every backend (SQLite here, PostgreSQL in :mod:`baton.store.pg`).
     """
     unique: dict[str, Migration] = {}
     clashes: set[str] = set()
@@ -151,8 +158,18 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
             clashes.add(migration.name)
     if clashes:
         raise StoreError(f"duplicate migration names: {', '.join(sorted(clashes))}")
-    migrations = list(unique.values())  # the same step passed twice is applied once
-    conn.execute(_SCHEMA_MIGRATIONS_SQL)
+    return list(unique.values())  # the same step passed twice is applied once
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the steps not yet recorded, each in its own transaction; return their names.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
+    transaction. Raises :class:`StoreError` naming the failing step; earlier
+    steps stay applied.
+    """
+    migrations = unique_migrations(migrations)
+    conn.execute(SCHEMA_MIGRATIONS_SQL)
     applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
     done: list[str] = []
     for migration in migrations:
@@ -169,7 +186,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-                    (migration.name, _utc_now()),
+                    (migration.name, utc_now()),
                 )
                 done.append(migration.name)
             conn.execute("COMMIT")

@@ -615,17 +615,7 @@ class Store:
             raise StoreError(f"{status!r} is not a terminal run status")
 
         def update(conn: sqlite3.Connection) -> None:
-            row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"unknown run {run_id!r}")
-            if row[0] == status:
-                return
-            if row[0] != "running":
-                raise StoreError(f"run {run_id!r} already finished as {row[0]!r}")
-            conn.execute(
-                "UPDATE runs SET status = ?, ended_at = ? WHERE run_id = ?",
-                (status, ended_at, run_id),
-            )
+            finish_run_tx(Tx(conn), run_id, status, ended_at)
 
         try:
             self._write_and_wait(update)
@@ -1010,6 +1000,22 @@ class Store:
         self._wake_space_waiters()
         for subscription in self._subscribers:
             subscription._end(err)
+
+
+def finish_run_tx(tx: Tx, run_id: str, status: str, ended_at: str) -> None:
+    """The rule of :meth:`Store.finish_run`, over any backend's :class:`Tx`."""
+    if status not in TERMINAL_RUN_STATUSES:
+        raise StoreError(f"{status!r} is not a terminal run status")
+    current = tx.scalar("SELECT status FROM runs WHERE run_id = ?", (run_id,))
+    if current is None:
+        raise StoreError(f"unknown run {run_id!r}")
+    if current == status:
+        return
+    if current != "running":
+        raise StoreError(f"run {run_id!r} already finished as {current!r}")
+    tx.execute(
+        "UPDATE runs SET status = ?, ended_at = ? WHERE run_id = ?", (status, ended_at, run_id)
+    )
 
 
 def _event_row(event: CanonicalEvent) -> _Row:
