@@ -23,25 +23,20 @@ AGENT = Path(__file__).with_name("permission_agent.py")
 
 
 async def _round_trips(count: int) -> list[float]:
+    from baton.app import Baton
     from baton.events.model import CanonicalEvent
-    from baton.events.sequencer import Sequencer
     from baton.providers.profile import AgentProfile
     from baton.requests.ledger import Ledger
     from baton.requests.model import PermissionAnswer, parse_document
-    from baton.requests.policy import Policy
-    from baton.runner.context import open_store
-    from baton.runner.emitter import EventEmitter
-    from baton.runner.requests_broker import RequestBroker
-    from baton.runner.session import AgentSession
     from baton.store.records import RunRecord
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        store = open_store(root / "baton.db")
-        for run_id in ("other", "bench"):
+        async with Baton.open(state_dir=root / "state") as baton:
+            store, ledger = baton.store, baton.ledger
             store.create_run(
                 RunRecord(
-                    run_id=run_id,
+                    run_id="other",
                     kind="bench",
                     agent="bench",
                     cwd=tmp,
@@ -49,64 +44,61 @@ async def _round_trips(count: int) -> list[float]:
                     created_at="2026-01-01T00:00:00.000Z",
                 )
             )
-        ledger = Ledger(store)
-        doc = parse_document(
-            {
-                "kind": "permission",
-                "tool_call": {"tool_call_id": "x", "title": "other", "kind": "execute"},
-                "options": [{"option_id": "a", "name": "A", "kind": "allow_once"}],
-            }
-        )
-        for n in range(PENDING):
-            await ledger.create(
-                doc,
-                run_id="other",
-                connection_id="elsewhere",
-                jsonrpc_id=n,
-                session_id="s",
-                turn_id="t",
+            doc = parse_document(
+                {
+                    "kind": "permission",
+                    "tool_call": {"tool_call_id": "x", "title": "other", "kind": "execute"},
+                    "options": [{"option_id": "a", "name": "A", "kind": "allow_once"}],
+                }
             )
-        answerer = Ledger.open(root / "baton.db")
-        sent: dict[int, int] = {}
-        order: list[str] = []
-        pending_answers: set[asyncio.Task[Any]] = set()
+            for n in range(PENDING):
+                await ledger.create(
+                    doc,
+                    run_id="other",
+                    connection_id="elsewhere",
+                    jsonrpc_id=n,
+                    session_id="s",
+                    turn_id="t",
+                )
+            answerer = Ledger.open(baton.config.db_path)
+            sent: dict[int, int] = {}
+            order: list[str] = []
+            pending_answers: set[asyncio.Task[Any]] = set()
 
-        async def answer(request_id: str, index: int) -> None:
-            sent[index] = time.monotonic_ns()
-            await answerer.answer(
-                request_id, PermissionAnswer(decision="allow"), decided_by="human"
+            async def answer(request_id: str, index: int) -> None:
+                sent[index] = time.monotonic_ns()
+                await answerer.answer(
+                    request_id, PermissionAnswer(decision="allow"), decided_by="human"
+                )
+
+            def on_event(event: CanonicalEvent) -> None:
+                if event.type == "request.created":
+                    order.append(event.payload.request_id)  # type: ignore[attr-defined]
+                    task = asyncio.create_task(answer(order[-1], len(order) - 1))
+                    pending_answers.add(task)
+                    task.add_done_callback(pending_answers.discard)
+
+            (root / "ws").mkdir()
+            profile = AgentProfile(
+                name="bench",
+                title="bench",
+                family="generic",
+                command=(sys.executable, str(AGENT), "--count", str(count)),
             )
-
-        def on_event(event: CanonicalEvent) -> None:
-            if event.type == "request.created":
-                order.append(event.payload.request_id)  # type: ignore[attr-defined]
-                task = asyncio.create_task(answer(order[-1], len(order) - 1))
-                pending_answers.add(task)
-                task.add_done_callback(pending_answers.discard)
-
-        emitter = EventEmitter(Sequencer("bench"), store)
-        emitter.listeners.append(on_event)
-        (root / "ws").mkdir()
-        profile = AgentProfile(
-            name="bench",
-            title="bench",
-            family="generic",
-            command=(sys.executable, str(AGENT), "--count", str(count)),
-        )
-        session = await AgentSession.open(
-            profile,
-            workspace=root / "ws",
-            emitter=emitter,
-            requests=RequestBroker(ledger, Policy.preset("reads"), wait_timeout=60),
-            state_dir=root / "state",
-        )
-        await session.prompt("go")
-        assert session.process is not None
-        stderr = session.process.stderr.tail(1 << 16)
-        await session.close()
-        await answerer.aclose()
-        await ledger.aclose()
-        store.close()
+            async with baton.run(kind="bench", agent="bench", cwd=root, run_id="bench") as run:
+                run.listen(on_event)
+                session = await baton.open_session(
+                    profile,
+                    run=run,
+                    requests=baton.broker("reads", wait_timeout=60, notify=False),
+                    workspace=root / "ws",
+                )
+                await session.prompt("go")
+                assert session.transport is not None
+                stderr = session.transport.stderr.tail(1 << 16)
+                await session.close()
+                run.status = "completed"
+            await answerer.aclose()
     received = {
         int(p[1]): int(p[2])
         for p in (line.split() for line in stderr.splitlines())

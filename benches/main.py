@@ -1,30 +1,79 @@
-"""Entry point of ``benches/run``."""
+"""Entry point of ``benches/run``: every benchmark, one table each, baselines in the same run."""
 
 from __future__ import annotations
 
 import argparse
 
-from benches import answers, doorbell, ingest, web_latency
+from benches import (
+    answers,
+    cold_start,
+    concurrent,
+    doorbell,
+    ingest,
+    intake,
+    slots,
+    task_new,
+    transports,
+    web_latency,
+)
 from benches.common import cpu_note
+
+ONLY = (
+    "ingest",
+    "cold-start",
+    "concurrent",
+    "answers",
+    "doorbell",
+    "task-new",
+    "web",
+    "transports",
+    "intake",
+    "slots",
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="baton benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    parser.add_argument("--only", choices=["ingest", "answers", "doorbell", "web"], default=None)
+    parser.add_argument("--only", choices=ONLY, action="append", default=None)
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="repeats of ingest (default: 1 quick, 3 full)"
+    )
     args = parser.parse_args()
+    chosen = set(args.only or ONLY)
+    quick = args.quick
     print(f"# baton benchmarks ({cpu_note()})")
-    if args.only in (None, "ingest"):
-        ingest.run(20_000 if args.quick else 200_000, 1 if args.quick else 3)
-    if args.only in (None, "answers"):
-        answers.run(50 if args.quick else 200, 1 if args.quick else 3)
-    if args.only in (None, "doorbell"):
-        doorbell.run(
-            doorbell.QUICK_SIZES if args.quick else doorbell.SIZES,
-            doorbell.QUICK_PROBES if args.quick else doorbell.PROBES,
+    if "ingest" in chosen:
+        repeats = args.repeat or (1 if quick else 3)
+        ingest.run(20_000 if quick else 200_000, repeats)
+    if "cold-start" in chosen:
+        cold_start.run(3 if quick else 7)
+    if "concurrent" in chosen:
+        concurrent.run(
+            concurrent.QUICK_SIZES if quick else concurrent.SIZES,
+            1_000 if quick else 5_000,
+            1 if quick else 3,
         )
-    if args.only in (None, "web"):
-        web_latency.run(300 if args.quick else 1000)
+    if "answers" in chosen:
+        answers.run(50 if quick else 200, 1 if quick else 3)
+    if "doorbell" in chosen:
+        doorbell.run(
+            doorbell.QUICK_SIZES if quick else doorbell.SIZES,
+            doorbell.QUICK_PROBES if quick else doorbell.PROBES,
+        )
+    if "task-new" in chosen:
+        task_new.run(
+            doorbell.QUICK_SIZES if quick else doorbell.SIZES,
+            task_new.QUICK_SAMPLES if quick else task_new.SAMPLES,
+        )
+    if "web" in chosen:
+        web_latency.run(300 if quick else 1000)
+    if "transports" in chosen:
+        transports.run(3 if quick else 10)
+    if "intake" in chosen:
+        intake.run(quick=quick)
+    if "slots" in chosen:
+        slots.run(1 if quick else 3)
 
 
 if __name__ == "__main__":

@@ -42,99 +42,96 @@ async def _measure(pages: int, events: int, rate: float, *, view: bool = True) -
     import uvicorn
     from playwright.async_api import async_playwright
 
+    from baton.app import Baton
     from baton.events.model import CanonicalEvent, ToolExecutionCompleted, TranscriptAssistant
-    from baton.requests.ledger import Ledger
-    from baton.runner.context import open_store
     from baton.store.records import RunRecord
     from baton.web.app import create_app
 
     with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(Path(tmp) / "baton.db")
-        ledger = Ledger(store)
-        run_id = "bench-run"
-        store.create_run(
-            RunRecord(
-                run_id=run_id,
-                kind="run",
-                agent="bench",
-                cwd=tmp,
-                status="running",
-                created_at="2026-01-01T00:00:00.000Z",
-            )
-        )
-        app = create_app(store, ledger, token=None, poll_interval=1.0)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(256)
-        port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        committed: dict[int, float] = {}
-        try:
-            async with async_playwright() as p:
-                browser = await p.chromium.launch(
-                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        async with Baton.open(state_dir=Path(tmp)) as baton:
+            store, ledger = baton.store, baton.ledger
+            run_id = "bench-run"
+            store.create_run(
+                RunRecord(
+                    run_id=run_id,
+                    kind="run",
+                    agent="bench",
+                    cwd=tmp,
+                    status="running",
+                    created_at="2026-01-01T00:00:00.000Z",
                 )
-                # One context per page: a browser allows six HTTP/1.1 connections per
-                # host and profile, and each page holds three streams.
-                contexts = [await browser.new_context() for _ in range(pages)]
-                opened = []
-                for context in contexts:
-                    page = await context.new_page()
-                    # The run view (it renders every event), or a page with no stream of
-                    # its own (what the server and the SSE path alone cost).
-                    path = f"/runs/{run_id}" if view else "/login"
-                    await page.goto(f"http://127.0.0.1:{port}{path}")
-                    await page.evaluate(RECORDER, run_id)
-                    opened.append(page)
-                interval = 1.0 / rate
-                start = time.perf_counter()
-                for seq in range(1, events + 1):
-                    if seq % 4 == 0:
-                        payload: Any = ToolExecutionCompleted(
-                            tool_call_id=f"call-{seq}",
-                            title=f"step {seq}",
-                            kind="execute",
-                            status="completed",
-                            duration_ms=3,
-                        )
-                    else:
-                        payload = TranscriptAssistant(
-                            message_id=f"m{seq // 50}", text=f"token {seq} " * 8
-                        )
-                    store.append(
-                        CanonicalEvent(
-                            type=payload.TYPE,
-                            seq=seq,
-                            run_id=run_id,
-                            session_id="s",
-                            turn_id="t",
-                            ts="2026-01-01T00:00:00.000Z",
-                            payload=payload,
-                        )
+            )
+            app = create_app(store, ledger, token=None, poll_interval=1.0)
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(256)
+            port = sock.getsockname()[1]
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+            serving = asyncio.create_task(server.serve(sockets=[sock]))
+            committed: dict[int, float] = {}
+            try:
+                async with async_playwright() as p:
+                    browser = await p.chromium.launch(
+                        executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
                     )
-                    await store.flush()
-                    committed[seq] = time.time() * 1000
-                    delay = start + seq * interval - time.perf_counter()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                latencies: list[float] = []
-                for page in opened:
-                    await page.wait_for_function(
-                        f"Object.keys(window.__arrivals).length >= {events}", timeout=120_000
-                    )
-                    arrivals = await page.evaluate("window.__arrivals")
-                    latencies += [arrivals[str(s)] - committed[s] for s in committed]
-                for context in contexts:
-                    await context.close()
-                await browser.close()
-        finally:
-            server.should_exit = True
-            await asyncio.wait_for(serving, 30)
-            await app.state.baton_close()
-            sock.close()
-            await ledger.aclose()
-            await store.aclose()
+                    # One context per page: a browser allows six HTTP/1.1 connections per
+                    # host and profile, and each page holds three streams.
+                    contexts = [await browser.new_context() for _ in range(pages)]
+                    opened = []
+                    for context in contexts:
+                        page = await context.new_page()
+                        # The run view (it renders every event), or a page with no stream of
+                        # its own (what the server and the SSE path alone cost).
+                        path = f"/runs/{run_id}" if view else "/login"
+                        await page.goto(f"http://127.0.0.1:{port}{path}")
+                        await page.evaluate(RECORDER, run_id)
+                        opened.append(page)
+                    interval = 1.0 / rate
+                    start = time.perf_counter()
+                    for seq in range(1, events + 1):
+                        if seq % 4 == 0:
+                            payload: Any = ToolExecutionCompleted(
+                                tool_call_id=f"call-{seq}",
+                                title=f"step {seq}",
+                                kind="execute",
+                                status="completed",
+                                duration_ms=3,
+                            )
+                        else:
+                            payload = TranscriptAssistant(
+                                message_id=f"m{seq // 50}", text=f"token {seq} " * 8
+                            )
+                        store.append(
+                            CanonicalEvent(
+                                type=payload.TYPE,
+                                seq=seq,
+                                run_id=run_id,
+                                session_id="s",
+                                turn_id="t",
+                                ts="2026-01-01T00:00:00.000Z",
+                                payload=payload,
+                            )
+                        )
+                        await store.flush()
+                        committed[seq] = time.time() * 1000
+                        delay = start + seq * interval - time.perf_counter()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                    latencies: list[float] = []
+                    for page in opened:
+                        await page.wait_for_function(
+                            f"Object.keys(window.__arrivals).length >= {events}", timeout=120_000
+                        )
+                        arrivals = await page.evaluate("window.__arrivals")
+                        latencies += [arrivals[str(s)] - committed[s] for s in committed]
+                    for context in contexts:
+                        await context.close()
+                    await browser.close()
+            finally:
+                server.should_exit = True
+                await asyncio.wait_for(serving, 30)
+                await app.state.baton_close()
+                sock.close()
     return latencies
 
 

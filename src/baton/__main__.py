@@ -1,5 +1,5 @@
 """``python -m baton``: the same as the ``baton`` command."""
 
-from baton.cli.app import main
+from baton.cli.entry import main
 
 main()

@@ -10,13 +10,34 @@ A profile section may ``extend`` a built-in one and override its fields::
 
     [profiles.local-coder]
     extends = "opencode"
-    openai_endpoint = "http://127.0.0.1:8080/v1"   # your own model server
-    openai_model = "qwen2.5-coder"
+    endpoint = "http://127.0.0.1:8080/v1"   # your own model server
+    endpoint_model = "qwen2.5-coder"
     credentials = [{ name = "OPENAI_API_KEY", source = "file" }]
 
 Credentials are bound by name only; their values come from baton's environment
 (``source = "env"``) or the secrets file (``source = "file"``), never from the shell
-by inheritance.
+by inheritance. A credential for a loopback ``endpoint`` may be a short dummy key.
+
+``[profiles.NAME.files]`` seeds the agent's own config files into its private root
+before launch, each path under a private variable or relative to the root, the value
+inline or ``{ source = "FILE" }`` (relative to the project)::
+
+    [profiles.claude.files]
+    "$CLAUDE_CONFIG_DIR/settings.json" = '{"permissions": {"defaultMode": "default"}}'
+    "$CODEX_HOME/config.toml" = { source = "agents/codex.toml" }
+
+``endpoint`` points a profile at a model server in the agent's own terms: Claude gets
+``ANTHROPIC_BASE_URL`` (and ``ANTHROPIC_MODEL``), Codex a seeded ``config.toml`` with a
+``responses`` provider, OpenCode an inline provider config, Qwen ``OPENAI_BASE_URL``/
+``OPENAI_MODEL`` (``openai_endpoint``/``openai_model`` are the older names).
+
+A command is resolved at launch: a bare name on the agent's ``PATH`` (after baton's
+tools dir), ``~`` expanded, and a relative path with a ``/`` against the project
+directory. ``mode = ""`` selects no mode (the agent's own; still verified).
+``agent_approves = true`` runs a mode in which the agent approves itself, flagged.
+
+Length: every ``[profiles.NAME]`` key is parsed and checked here, one rule each, so that
+an unknown or malformed key fails with one message naming it.
 """
 
 from __future__ import annotations
@@ -24,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,13 +55,25 @@ from typing import Any
 
 from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import AgentProfile, CredentialBinding
+from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
+
+__all__ = [
+    "CONFIG_NAME",
+    "PROFILE_KEYS",
+    "SECRETS_KEYS",
+    "BatonConfig",
+    "agent_roots_dir",
+    "default_state_dir",
+    "find_project_dir",
+    "load_config",
+    "parse_profile",
+]
 
 CONFIG_NAME = "baton.toml"
 
-_STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin")
-_FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout")
-_KNOWN_KEYS = frozenset(
+_STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin", "package", "version")
+_FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout", "stall_timeout")
+PROFILE_KEYS = frozenset(
     {
         *_STR_FIELDS,
         *_FLOAT_FIELDS,
@@ -54,8 +88,19 @@ _KNOWN_KEYS = frozenset(
         "config_options",
         "openai_endpoint",
         "openai_model",
+        "endpoint",
+        "endpoint_model",
+        "files",
+        "agent_approves",
     }
 )
+"""The keys of a ``[profiles.NAME]`` table."""
+
+_ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL")
+"""Fixed variables that name the agent's model endpoint (for the loopback key rule)."""
+
+SECRETS_KEYS = frozenset({"file"})
+"""The keys of the ``[secrets]`` table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +185,7 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
     for name, section in _table(raw, "profiles").items():
         if not isinstance(section, dict):
             raise ConfigError(f"[profiles.{name}] must be a table")
-        profiles[name] = parse_profile(name, section, profiles)
+        profiles[name] = parse_profile(name, section, profiles, project_dir=project_dir)
     secrets_file = None
     secrets = _table(raw, "secrets")
     if "file" in secrets:
@@ -157,11 +202,15 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
 
 
 def parse_profile(
-    name: str, section: Mapping[str, Any], known: Mapping[str, AgentProfile]
+    name: str,
+    section: Mapping[str, Any],
+    known: Mapping[str, AgentProfile],
+    *,
+    project_dir: Path | None = None,
 ) -> AgentProfile:
     """One ``[profiles.NAME]`` table, validated, optionally extending another profile."""
     where = f"[profiles.{name}]"
-    unknown = sorted(set(section) - _KNOWN_KEYS)
+    unknown = sorted(set(section) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
     base_name = section.get("extends")
@@ -175,12 +224,15 @@ def parse_profile(
         raise ConfigError(f"{where}: needs `command` or `extends`")
     changes: dict[str, Any] = {"name": name, "source": "baton.toml"}
     if "command" in section:
-        changes["command"] = tuple(_str_list(section["command"], f"{where} command"))
-        if not changes["command"]:
+        command = _str_list(section["command"], f"{where} command")
+        if not command:
             raise ConfigError(f"{where}: command must not be empty")
+        changes["command"] = (_command_path(command[0], project_dir), *command[1:])
     for key in _STR_FIELDS:
         if key in section:
             changes[key] = _str(section[key], f"{where} {key}")
+    if changes.get("mode") == "":
+        changes["mode"] = None
     for key in _FLOAT_FIELDS:
         if key in section:
             value = section[key]
@@ -199,31 +251,114 @@ def parse_profile(
         )
     if "admission" in section:
         changes["admission"] = tuple(_str_list(section["admission"], f"{where} admission"))
-    if "allow_workspace_config" in section:
-        if not isinstance(section["allow_workspace_config"], bool):
-            raise ConfigError(f"{where} allow_workspace_config: must be true or false")
-        changes["allow_workspace_config"] = section["allow_workspace_config"]
+    for flag in ("allow_workspace_config", "agent_approves"):
+        if flag in section:
+            if not isinstance(section[flag], bool):
+                raise ConfigError(f"{where} {flag}: must be true or false")
+            changes[flag] = section[flag]
+    if "files" in section:
+        changes["files"] = _merge_files(base.files, _files(section["files"], where, project_dir))
     if "config_options" in section:
         changes["config_options"] = MappingProxyType(
             _str_map(section["config_options"], f"{where} config_options")
         )
     if "credentials" in section:
         changes["credentials"] = tuple(_credentials(section["credentials"], where))
-    if "openai_endpoint" in section:
-        changes["env"] = MappingProxyType(
-            {**changes.get("env", base.env), **_openai_endpoint_env(section, base, where)}
-        )
+    if "endpoint" in section and "openai_endpoint" in section:
+        raise ConfigError(f"{where}: give endpoint or openai_endpoint, not both")
+    endpoint_key = "endpoint" if "endpoint" in section else "openai_endpoint"
+    if endpoint_key in section:
+        endpoint = _str(section[endpoint_key], f"{where} {endpoint_key}")
+        if not endpoint.startswith(("http://", "https://")):
+            raise ConfigError(f"{where} {endpoint_key}: must be an http(s) URL")
+        model_key = "endpoint_model" if "endpoint_model" in section else "openai_model"
+        model = _str(section.get(model_key, "default"), f"{where} {model_key}")
+        env, seeds = _endpoint_config(endpoint, model, base, where)
+        changes["env"] = MappingProxyType({**changes.get("env", base.env), **env})
+        if seeds:
+            given = {f.path for f in changes.get("files", ())}
+            extra = tuple(f for f in seeds if f.path not in given)
+            changes["files"] = _merge_files(changes.get("files", base.files), extra)
+        changes["endpoint"] = endpoint
+    else:
+        env_now = changes.get("env", base.env)
+        named = next((env_now[k] for k in _ENDPOINT_ENV if k in env_now), None)
+        if named is not None:
+            changes["endpoint"] = named
     return dataclasses.replace(base, **changes)
 
 
+def _command_path(exe: str, project_dir: Path | None) -> str:
+    """``~`` expanded; a relative path with a ``/`` taken from the project directory."""
+    if exe.startswith("~"):
+        return str(Path(exe).expanduser())
+    if "/" in exe and not exe.startswith("/") and project_dir is not None:
+        return str((project_dir / exe).resolve())
+    return exe
+
+
+def _files(value: Any, where: str, project_dir: Path | None) -> tuple[SeedFile, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} files: must be a table of path = content")
+    out = []
+    for path, spec in value.items():
+        label = f"{where} files {path!r}"
+        if isinstance(spec, str):
+            out.append(SeedFile(path, content=spec))
+            continue
+        if not isinstance(spec, dict) or set(spec) - {"content", "source", "mode"}:
+            raise ConfigError(f"{label}: must be a string or {{ content | source, mode }}")
+        if ("content" in spec) == ("source" in spec):
+            raise ConfigError(f"{label}: give exactly one of content or source")
+        mode = 0o600
+        if "mode" in spec:
+            text = _str(spec["mode"], f"{label} mode")
+            if not re.fullmatch(r"0?[0-7]{3}", text) or int(text, 8) & 0o077:
+                raise ConfigError(f"{label} mode: an octal owner-only mode such as '0600'")
+            mode = int(text, 8)
+        if "content" in spec:
+            out.append(SeedFile(path, content=_str(spec["content"], f"{label} content"), mode=mode))
+        else:
+            source = _resolve(project_dir, _str(spec["source"], f"{label} source"))
+            out.append(SeedFile(path, source=str(source), mode=mode))
+    return tuple(out)
+
+
+def _merge_files(
+    base: tuple[SeedFile, ...], override: tuple[SeedFile, ...]
+) -> tuple[SeedFile, ...]:
+    """The base profile's seeded files, with same-path entries replaced by ``override``."""
+    given = {f.path for f in override}
+    return (*(f for f in base if f.path not in given), *override)
+
+
+def _endpoint_config(
+    endpoint: str, model: str, base: AgentProfile, where: str
+) -> tuple[dict[str, str], tuple[SeedFile, ...]]:
+    """Point the agent at the user's own model server, in the agent's own terms."""
+    if base.family == "claude":
+        env = {"ANTHROPIC_BASE_URL": endpoint.rstrip("/").removesuffix("/v1")}
+        if model != "default":
+            env["ANTHROPIC_MODEL"] = model
+        return env, ()
+    if base.family == "codex":
+        toml = (
+            f"model = {json.dumps(model)}\n"
+            'model_provider = "endpoint"\n'
+            "[model_providers.endpoint]\n"
+            'name = "Configured endpoint"\n'
+            f"base_url = {json.dumps(endpoint)}\n"
+            'wire_api = "responses"\n'
+            'env_key = "OPENAI_API_KEY"\n'
+        )
+        return {}, (SeedFile("$CODEX_HOME/config.toml", content=toml),)
+    return _openai_endpoint_env(endpoint, model, base, where), ()
+
+
 def _openai_endpoint_env(
-    section: Mapping[str, Any], base: AgentProfile, where: str
+    endpoint: str, model: str, base: AgentProfile, where: str
 ) -> dict[str, str]:
     """Point an OpenAI-compatible agent at the user's own endpoint (e.g. a local server)."""
-    endpoint = _str(section["openai_endpoint"], f"{where} openai_endpoint")
-    if not endpoint.startswith(("http://", "https://")):
-        raise ConfigError(f"{where} openai_endpoint: must be an http(s) URL")
-    model = _str(section.get("openai_model", "default"), f"{where} openai_model")
     if base.family == "opencode":
         config = {
             "provider": {
@@ -243,7 +378,10 @@ def _openai_endpoint_env(
         return {"OPENCODE_CONFIG_CONTENT": json.dumps(config, sort_keys=True)}
     if base.family == "qwen":
         return {"OPENAI_BASE_URL": endpoint, "OPENAI_MODEL": model}
-    raise ConfigError(f"{where}: openai_endpoint is supported for opencode and qwen profiles")
+    raise ConfigError(
+        f"{where}: endpoint is supported for claude, codex, opencode and qwen profiles "
+        f"(not {base.family})"
+    )
 
 
 def _credentials(value: Any, where: str) -> list[CredentialBinding]:

@@ -39,7 +39,7 @@ def test_messages() -> None:
         (b'{"jsonrpc":"2.0","id":true,"method":"m"}', None, -32600),
         (b'{"jsonrpc":"2.0","id":1.5,"method":"m"}', None, -32600),
         (b'{"jsonrpc":"2.0","id":null,"method":"m"}', None, -32600),
-        (b'{"id":4,"method":"m"}', 4, -32600),
+        (b'{"jsonrpc":"1.0","id":4,"method":"m"}', 4, -32600),
         (b'{"jsonrpc":"2.0","id":5,"method":7}', 5, -32600),
         (b'{"jsonrpc":"2.0","id":6}', 6, -32600),
         (b'{"jsonrpc":"2.0","id":7,"method":"m","params":[1]}', 7, -32602),

@@ -96,11 +96,10 @@ async def test_delegations_and_the_automatic_report(
         "delegate @DEV: build the thing",
         "delegate @QA: check the thing",
         "sh: echo built",
-        "report: write_report",
-    ]
+    ]  # a leader that delegates reports later, when it consolidates
     assert [r["params"]["toolCall"]["kind"] for r in turn.requests] == ["execute"]
     logged = read_calls(calls)
-    assert logged[:2] == [
+    assert logged == [
         {
             "tool": "create_task",
             "arguments": {
@@ -115,16 +114,52 @@ async def test_delegations_and_the_automatic_report(
                 "recipient": "QA",
                 "subject": "check the thing",
                 "body": "check the thing",
+                "after": "TASK-DEV-1",  # sequential by default: QA waits for DEV
             },
         },
     ]
-    report = logged[2]
-    assert report["tool"] == "write_report" and report["arguments"]["result"] == "done"
-    assert "| 3 | sh: echo built | succeeded | 0 |" in report["arguments"]["body"]
-    assert (
-        turn.summary() == "3 of 3 steps succeeded. Report filed with write_report (result: done)."
-    )
+    assert turn.summary() == "3 of 3 steps succeeded."
     assert turn.updates[-2]["entries"][-1]["status"] == "completed"
+
+
+ORDERED_PROMPT = """Release.
+
+- [ ] @DEV build
+- [ ] @OPS notes
+  after: none
+- [ ] @QA check the build
+  after: @DEV
+- [ ] @PM sign off
+  after: 2, 3
+"""
+
+
+async def test_checklist_order_is_sequential_unless_an_item_says_after(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls, name="fcop")])
+    await agent.prompt(session_id, ORDERED_PROMPT, timeout=30)
+    sent = [(c["arguments"]["recipient"], c["arguments"].get("after")) for c in read_calls(calls)]
+    assert sent == [
+        ("DEV", None),
+        ("OPS", None),
+        ("QA", "TASK-DEV-1"),
+        ("PM", "TASK-OPS-2, TASK-QA-3"),
+    ]
+    assert all("after:" not in c["arguments"]["body"] for c in read_calls(calls))
+
+
+async def test_an_after_naming_no_earlier_item_fails_that_delegation(
+    agent: AgentProcess, workdir: Path, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    session_id = await agent.new_session(workdir, [echo_server(calls, name="fcop")])
+    turn = await agent.prompt(
+        session_id, "- [ ] @QA check\n  after: @DEV\n- [ ] @OPS go\n  after: none\n", timeout=30
+    )
+    assert read_calls(calls) == []  # the failing first item stops the runbook
+    assert "after: '@DEV' names no earlier checklist item" in turn.summary()
 
 
 async def test_a_failed_runbook_reports_blocked(

@@ -88,7 +88,7 @@ async def test_malformed_input_gets_json_rpc_errors_and_the_agent_keeps_serving(
     assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
     await agent.send(b"[1, 2]\n")
     assert (await agent.receive())["error"]["code"] == -32600
-    await agent.send(b'{"id": 5, "method": "initialize"}\n')
+    await agent.send(b'{"jsonrpc": "1.0", "id": 5, "method": "initialize"}\n')
     assert (await agent.receive())["error"]["code"] == -32600
     await agent.send(b'{"jsonrpc": "2.0", "id": 6, "method": "no/such/method", "params": {}}\n')
     assert await agent.receive() == {

@@ -8,15 +8,15 @@ from baton.agents.builtin.shell import OutputTail
 from baton.agents.builtin.store import (
     MAX_STRING,
     MAX_TURNS,
-    SessionRecord,
     SessionStore,
+    StoredSession,
     TurnRecord,
     new_session_id,
 )
 
 
-def record(cwd: str = "/w", updated: str = "2026-01-01T00:00:00.000Z") -> SessionRecord:
-    return SessionRecord(
+def record(cwd: str = "/w", updated: str = "2026-01-01T00:00:00.000Z") -> StoredSession:
+    return StoredSession(
         session_id=new_session_id(), cwd=cwd, created_at=updated, updated_at=updated
     )
 

@@ -33,7 +33,8 @@ def test_summaries() -> None:
 def test_report_result_is_done_only_when_every_step_succeeded() -> None:
     assert report_result([OK]) == "done"
     assert report_result([OK, FAILED]) == "blocked"
-    assert report_result([]) == "blocked"
+    assert report_result([]) == "done"  # nothing to run: done unless a directive says otherwise
+    assert report_result([], "blocked") == "blocked" and report_result([OK], "failed") == "failed"
 
 
 def test_report_body_has_a_table_and_bounded_output_tails() -> None:

@@ -111,7 +111,7 @@ def test_with_nobody_to_ask_escalations_are_denied_headlessly(tmp: Path) -> None
     assert answered and answered[0].answer["decision"] == "deny"
     assert answered[0].decided_by == "headless" and "no-human" in (answered[0].rule or "")
     assert not (tmp / "ws" / "out").exists()
-    assert result.returncode == 0  # the turn itself completed: the agent reported the denial
+    assert result.returncode == 6  # the turn completed, but a step was denied (documented)
 
 
 def test_a_waiting_permission_is_answered_from_another_process(tmp: Path) -> None:
@@ -139,7 +139,7 @@ def test_a_waiting_permission_is_answered_from_another_process(tmp: Path) -> Non
     assert all(a.decided_by == "human" for a in answered)
     assert (tmp / "ws" / "out" / "note.txt").read_text() == "note body\n"
     again = baton(tmp, "answer", answered[0].request_id, "--deny")
-    assert again.returncode != 0 and "AnswerConflict" in again.stderr
+    assert again.returncode != 0 and "already answered" in again.stderr
 
 
 def test_log_replays_exactly_what_was_stored(tmp: Path) -> None:
@@ -156,7 +156,8 @@ def test_log_replays_exactly_what_was_stored(tmp: Path) -> None:
 def test_unknown_agent_is_a_usage_error(tmp: Path) -> None:
     result = baton(tmp, "run", "--agent", "nope", "hi")
     assert result.returncode == 2
-    assert "ConfigError: unknown agent profile 'nope'" in result.stderr
+    assert "baton: unknown agent profile 'nope'" in result.stderr
+    assert "ConfigError" not in result.stderr
 
 
 def test_missing_agent_binary_is_an_agent_error(tmp: Path) -> None:
@@ -165,7 +166,7 @@ def test_missing_agent_binary_is_an_agent_error(tmp: Path) -> None:
     )
     result = baton(tmp, "run", "--agent", "ghost", "hi")
     assert result.returncode == 3
-    assert "AgentNotInstalled" in result.stderr
+    assert "not found on PATH" in result.stderr
 
 
 def test_agents_lists_every_builtin_profile(tmp: Path) -> None:
@@ -244,7 +245,7 @@ def test_cursor_question_and_plan_are_answered_through_inbox_and_answer(tmp: Pat
                 else:
                     assert row["kind"] == "plan" and "# Plan" in shown
                     stale = baton(tmp, "answer", request_id, "--accept", "--revision", "0" * 64)
-                    assert stale.returncode != 0 and "Stale" in stale.stderr
+                    assert stale.returncode != 0 and "stale plan answer" in stale.stderr
                     answer = baton(tmp, "answer", request_id, "--accept")
                 assert answer.returncode == 0, answer.stderr
             if event.type == "session.closed":
@@ -323,5 +324,5 @@ def test_at_a_terminal_the_human_answers_the_permission(tmp: Path) -> None:
             answered = True
     assert proc.wait(timeout=30) == 0, seen.decode(errors="replace")[-2000:]
     text = seen.decode(errors="replace")
-    assert answered and "answered at the terminal" in text and "tty-step-ran" in text
+    assert answered and "by human (terminal)" in text and "tty-step-ran" in text
     assert "turn completed" in text

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort, init_workspace
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import init_workspace
 
 KEY = bytes(range(32))
 

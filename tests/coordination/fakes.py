@@ -41,6 +41,8 @@ class Agent:
     binding: Binding
     tools: RoleTools
     calls: list[Call] = field(default_factory=list)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when baton cancels the running turn (an async script may wait for it)."""
 
     def call(self, name: str, **args: Any) -> dict[str, Any] | None:
         try:
@@ -86,6 +88,7 @@ class FakeSession:
         )
         self._session_id = f"fake-{binding.session_name}-{len(factory.sessions)}"
         self.prompts: list[str] = []
+        self.cancels: list[str] = []
         self.closed = False
 
     @property
@@ -97,6 +100,7 @@ class FakeSession:
         return None
 
     async def prompt(self, text: str) -> TurnResult:
+        self.agent.cancelled.clear()
         self.prompts.append(text)
         self.factory.log.append((self.agent.binding.session_name, text))
         before = len(self.agent.calls)
@@ -113,6 +117,10 @@ class FakeSession:
             usage=self.factory.usage,
             files_changed=self.factory.files_changed,
         )
+
+    async def cancel(self, reason: str) -> None:
+        self.cancels.append(reason)
+        self.agent.cancelled.set()
 
     async def close(self) -> None:
         self.closed = True

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from baton.cli.coordination_cmds import app
+from baton.cli.app import app
 from baton.config import load_config
 from baton.coordination.context import open_context
 from baton.events.sequencer import Sequencer
@@ -28,14 +28,14 @@ def no_state_override(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_init_task_status_sessions(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["init", "--root", str(tmp_path)])
+    result = runner.invoke(app, ["init", "-C", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "created FCoP 4.0 workspace" in result.output
     assert (tmp_path / "fcop" / "fcop.json").is_file()
     assert "[team.roles.PM]" in (tmp_path / "baton.toml").read_text()
     key = tmp_path / ".baton" / "coordination" / "authority.key"
     assert key.stat().st_mode & 0o777 == 0o600
-    again = runner.invoke(app, ["init", "--root", str(tmp_path)])
+    again = runner.invoke(app, ["init", "-C", str(tmp_path)])
     assert again.exit_code == 0 and "kept existing" in again.output
 
     body = tmp_path / "task.md"
@@ -43,7 +43,7 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
     new = [
         "task",
         "new",
-        "--root",
+        "-C",
         str(tmp_path),
         "--to",
         "PM",
@@ -56,12 +56,10 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
     first = json.loads(runner.invoke(app, new).output)
     second = json.loads(runner.invoke(app, new).output)
     assert second["task_id"] == first["task_id"] and second["existing"]
-    bad = runner.invoke(
-        app, ["task", "new", "--root", str(tmp_path), "--to", "CEO", "--subject", "x"]
-    )
+    bad = runner.invoke(app, ["task", "new", "-C", str(tmp_path), "--to", "CEO", "--subject", "x"])
     assert bad.exit_code == 1 and "not a role of this team" in bad.output
 
-    status = json.loads(runner.invoke(app, ["status", "--root", str(tmp_path), "--json"]).output)
+    status = json.loads(runner.invoke(app, ["status", "-C", str(tmp_path), "--json"]).output)
     assert status["board"]["counts"]["inbox"] == 1
     assert status["board"]["open"][0]["task_id"] == first["task_id"]
     assert [r["role"] for r in status["roles"]] == ["PM", "DEV", "QA", "OPS"]
@@ -85,27 +83,26 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
             await asyncio.wait_for(loop.run(until_idle=True), 60)
 
     asyncio.run(run_loop())
-    status = json.loads(runner.invoke(app, ["status", "--root", str(tmp_path), "--json"]).output)
+    status = json.loads(runner.invoke(app, ["status", "-C", str(tmp_path), "--json"]).output)
     assert [r["task_id"] for r in status["pending_reviews"]] == [first["task_id"]]
     assert status["pending_reviews"][0]["status"] == "pending"
-    text = runner.invoke(app, ["status", "--root", str(tmp_path)]).output
+    text = runner.invoke(app, ["status", "-C", str(tmp_path)]).output
     assert "review for ADMIN" in text and "[pending]" in text
-    sessions = json.loads(
-        runner.invoke(app, ["sessions", "--root", str(tmp_path), "--json"]).output
-    )
+    listed = runner.invoke(app, ["sessions", "-C", str(tmp_path), "--json"]).output
+    sessions = [json.loads(line) for line in listed.splitlines()]
     by_name = {s["name"]: s for s in sessions}
     assert by_name["PM"]["turns"] == 2 and by_name["QA"]["tool_calls_count"] == 1
     assert by_name["QA"]["usage"]["availability"] == "unavailable"
-    plain = runner.invoke(app, ["sessions", "--root", str(tmp_path)]).output
+    plain = runner.invoke(app, ["sessions", "-C", str(tmp_path)]).output
     assert "usage unavailable" in plain
 
 
 def test_init_refuses_a_legacy_workspace_and_explains(tmp_path: Path) -> None:
     (tmp_path / "fcop" / "tasks").mkdir(parents=True)
     (tmp_path / "fcop" / "tasks" / "TASK-20260509-999-PM-to-DEV.md").write_text("legacy")
-    result = runner.invoke(app, ["init", "--root", str(tmp_path)])
+    result = runner.invoke(app, ["init", "-C", str(tmp_path)])
     assert result.exit_code == 1
-    assert "LegacyWorkspaceError" in result.output and "git mv fcop" in result.output
+    assert "git mv fcop" in result.output and "LegacyWorkspaceError" not in result.output
     assert not (tmp_path / "baton.toml").exists()
     assert sorted(p.name for p in (tmp_path / "fcop").rglob("*")) == [
         "TASK-20260509-999-PM-to-DEV.md",
@@ -116,4 +113,5 @@ def test_init_refuses_a_legacy_workspace_and_explains(tmp_path: Path) -> None:
 def test_commands_outside_a_project_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["status"])
-    assert result.exit_code == 1 and "baton init" in result.output
+    assert result.exit_code == 2 and "not in a baton project" in result.output
+    assert "baton init" in result.output

@@ -137,7 +137,7 @@ async def test_hostile_inbox_entries_each_get_a_clear_error_and_an_issue(
 
     assert isinstance(ok, TaskArrived) and ok.task_id == good.task_id
     expected = [
-        (bad, "invalid_envelope", "TASK-badfrontmatter.md", True),
+        (bad, "yaml_invalid", "TASK-badfrontmatter.md", True),
         (stranger, "unknown_recipient", f"{unknown.task_id}.md", False),
         (huge, "too_large", "TASK-huge.md", True),
         (link, "symlink", "TASK-link.md", True),

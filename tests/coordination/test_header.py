@@ -60,7 +60,8 @@ def test_header_names_identity_task_attempt_tools_and_workflow() -> None:
 
 def test_leader_header_explains_delegation_and_consolidation() -> None:
     text = task_prompt(ctx("PM", ALL_TOOLS))
-    assert "you lead it" in text and "create_task(recipient, subject, body)" in text
+    assert "you lead it" in text and "create_task(recipient, subject, body, after)" in text
+    assert "override" in text  # a leader may keep "done" over unfinished work only with a reason
     assert "DEV, QA, OPS" in text and "Consolidate" in text
 
 

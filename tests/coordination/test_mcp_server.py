@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from baton.coordination.binding import SlotAccess
 from baton.coordination.fcop_port import FcopPort
+from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS, FcopMcpCompat
 from baton.errors import BatonError
@@ -34,9 +37,64 @@ def store(state_dir: Path) -> Iterator[Store]:
         opened.close()
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+"""A raw MCP ``initialize`` request line, for tests that speak the wire themselves."""
+
+TRANSPORTS = ("server", "shim", "http")
+"""The per-slot server (``role_mcp``), and the daemon's hub through the stdio shim and HTTP."""
+
+Connect = Callable[[SlotAccess], AbstractAsyncContextManager[ClientSession]]
+
+
+@pytest.fixture(params=TRANSPORTS)
+async def connect(request: pytest.FixtureRequest, store: Store) -> AsyncIterator[Connect]:
+    """Open an MCP client session on a slot's tools over one transport."""
+    transport = request.param
+    hub = (
+        None
+        if transport == "server"
+        else await RoleHub.start(store, store.path.parent, http=transport == "http")
+    )
+
+    @asynccontextmanager
+    async def open_session(access: SlotAccess) -> AsyncIterator[ClientSession]:
+        if hub is None:
+            entry = mcp_config(access.binding())
+        else:
+            credential = hub.issue(access.slot)
+            entry = (hub.http_entry if transport == "http" else hub.stdio_entry)(credential)
+        async with client_session(entry) as session:
+            yield session
+
+    try:
+        yield open_session
+    finally:
+        if hub is not None:
+            await hub.aclose()
+
+
 @asynccontextmanager
-async def connect(access: SlotAccess) -> AsyncIterator[ClientSession]:
-    entry = mcp_config(access.binding())
+async def client_session(entry: dict[str, Any]) -> AsyncIterator[ClientSession]:
+    """An initialized ``mcp`` client on an ACP ``mcpServers`` entry (stdio or http)."""
+    if entry.get("type") == "http":
+        headers = {h["name"]: h["value"] for h in entry["headers"]}
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(entry["url"], http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+        return
     params = StdioServerParameters(
         command=entry["command"],
         args=entry["args"],
@@ -88,7 +146,9 @@ def test_fcop_mcp_compat_entry_uses_its_own_venv_and_root(root: Path, tmp_path: 
         fcop_mcp_config(FcopMcpCompat(enabled=True, python=tmp_path / "nope" / "python"), root)
 
 
-async def test_each_role_lists_only_its_allowlist(root: Path, store: Store) -> None:
+async def test_each_role_lists_only_its_allowlist(
+    root: Path, store: Store, connect: Connect
+) -> None:
     async with connect(open_slot(store, root, "QA")) as qa:
         names = [t.name for t in (await qa.list_tools()).tools]
         assert names == list(DEFAULT_TOOLS)
@@ -104,7 +164,7 @@ async def test_each_role_lists_only_its_allowlist(root: Path, store: Store) -> N
 
 
 async def test_write_report_files_a_valid_report_bound_to_the_attempt(
-    root: Path, store: Store, port: FcopPort
+    root: Path, store: Store, port: FcopPort, connect: Connect
 ) -> None:
     task_id, attempt = active_task_for(port, "QA")
     binding = open_slot(store, root, "QA")
@@ -137,7 +197,7 @@ async def test_write_report_files_a_valid_report_bound_to_the_attempt(
 
 
 async def test_identity_cannot_be_overridden_by_arguments(
-    root: Path, store: Store, port: FcopPort
+    root: Path, store: Store, port: FcopPort, connect: Connect
 ) -> None:
     task_id, attempt = active_task_for(port, "QA")
     other_id, other_attempt = active_task_for(port, "DEV")
@@ -158,7 +218,7 @@ async def test_identity_cannot_be_overridden_by_arguments(
 
 
 async def test_leader_create_task_sets_parent_and_is_idempotent(
-    root: Path, store: Store, port: FcopPort
+    root: Path, store: Store, port: FcopPort, connect: Connect
 ) -> None:
     parent, attempt = active_task_for(port, "PM")
     binding = open_slot(store, root, "PM")
@@ -180,7 +240,7 @@ async def test_leader_create_task_sets_parent_and_is_idempotent(
 
 
 async def test_ask_human_and_review_report_go_to_the_outbox(
-    root: Path, store: Store, port: FcopPort
+    root: Path, store: Store, port: FcopPort, connect: Connect
 ) -> None:
     parent, pm_attempt = active_task_for(port, "PM")
     child = port.create_task(sender="PM", recipient="QA", subject="t", body="b", parent=parent)
@@ -278,17 +338,7 @@ async def test_write_tools_refuse_once_the_daemon_is_gone_and_the_server_exits(
             stderr=asyncio.subprocess.PIPE,
         )
         assert server.stdin is not None and server.stdout is not None
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        }
-        server.stdin.write(json.dumps(hello).encode() + b"\n")
+        server.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
         reply = await asyncio.wait_for(server.stdout.readline(), 30)
         assert json.loads(reply)["id"] == 1  # serving
         # The daemon dies: the server notices through its pidfd, without any request.

@@ -19,13 +19,10 @@ from baton.coordination.errors import (
     StateAmbiguous,
     TaskNotFound,
     WorkspaceNotInitialized,
-)
-from baton.coordination.fcop_port import (
-    FcopPort,
-    init_workspace,
-    inspect_workspace_kind,
     map_fcop_error,
 )
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import init_workspace, inspect_workspace_kind
 from tests.coordination.conftest import KEY
 
 

@@ -17,6 +17,7 @@ from baton.events.acp_normalizer import (
     Draft,
 )
 from baton.events.model import (
+    PAYLOAD_TYPES,
     ModeChanged,
     PlanUpdated,
     ProviderNotice,
@@ -87,8 +88,13 @@ def test_unstable_variants_are_recognised_notices() -> None:
 def test_any_update_yields_events_or_a_notice_never_an_exception(update: dict[str, Any]) -> None:
     n = normalizer()
     out = n.update(upd(update), now_ms=0) + n.flush()
-    for draft in out:
-        assert draft.payload.TYPE
+    for draft in out:  # each a canonical payload that survives the store's JSON
+        payload = draft.payload
+        assert payload.TYPE in PAYLOAD_TYPES
+        assert type(payload).model_validate_json(payload.model_dump_json()) == payload
+    if not isinstance(update.get("sessionUpdate"), str):
+        kinds = [d.payload.category for d in out if isinstance(d.payload, ProviderNotice)]
+        assert kinds == ["malformed"], "an update without a variant is visible, once"
 
 
 def test_chunks_with_one_message_id_coalesce_until_something_else_happens() -> None:

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from baton.app.recovery import open_store
 from baton.events.model import CanonicalEvent
 from baton.requests.ledger import Ledger
-from baton.runner.context import open_store
 from baton.web.app import create_app
 from tests.security.corpus import SHAPES, SecretShape, leaks
 from tests.support.project import baton_in
@@ -168,11 +169,24 @@ async def test_dashboard_api_and_pages_leak_nothing(project: Path, runs: dict[st
                     response = await client.get(url)
                     assert response.status_code == 200, (url, response.text[:200])
                     bodies[url] = response.text
-            for url in ("/api/requests?state=all", "/api/requests"):
+            request_ids: set[str] = set()
+            for url in ("/api/requests?state=all", "/api/requests", "/api/decisions"):
                 response = await client.get(url)
                 bodies[url] = response.text
-            page = await client.get("/")
-            bodies["/"] = page.text
+                if response.status_code == 200:
+                    request_ids |= set(re.findall(r"req-[0-9a-f]{8,}", response.text))
+            assert request_ids, "the permission request is listed"
+            for request_id in request_ids:
+                for url in (f"/api/requests/{request_id}", f"/fragments/requests/{request_id}"):
+                    response = await client.get(url)
+                    assert response.status_code == 200, (url, response.text[:200])
+                    bodies[url] = response.text
+            pages = ["/", "/runs", "/decisions"]
+            pages += [f"/runs/{run['run_id']}" for run in listed.json()["runs"]]
+            for url in pages:
+                response = await client.get(url)
+                assert response.status_code == 200, (url, response.text[:200])
+                bodies[url] = response.text
     finally:
         await ledger.aclose()
         store.close()

@@ -30,6 +30,7 @@ from rich.console import Console
 
 from baton.acp import jsonrpc
 from baton.acp.framing import Frame, FrameError, LineDecoder
+from baton.app.recovery import open_store
 from baton.cli.render import HumanRenderer, NdjsonRenderer
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.model import (
@@ -41,7 +42,6 @@ from baton.events.model import (
 )
 from baton.events.sequencer import Sequencer
 from baton.providers.registry import extension_for
-from baton.runner.context import open_store
 from baton.security.display import neutralize_terminal
 from baton.security.redact import MARKER, Redactor
 from baton.store.store import Store

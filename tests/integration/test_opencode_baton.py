@@ -55,24 +55,19 @@ def profile_for(stub: LLMStub, permission: dict[str, str] | None = None) -> Agen
 
 
 async def open_opencode(harness: Harness, profile: AgentProfile, **kwargs: Any) -> AgentSession:
-    session = await AgentSession.open(
+    broker = kwargs.pop("requests", None) or harness.baton.broker(
+        kwargs.pop("preset", "reads"), wait_timeout=0, notify=False
+    )
+    session = await harness.baton.open_session(
         profile,
+        run=await harness.run(),
+        requests=broker,
         workspace=harness.workspace,
-        emitter=harness.emitter(),
-        requests=kwargs.pop("requests", None) or _broker(harness, kwargs.pop("preset", "reads")),
-        state_dir=harness.tmp / "state",
         environ={"PATH": os.environ["PATH"]},
         **kwargs,
     )
     harness.sessions.append(session)
     return session
-
-
-def _broker(harness: Harness, preset: str) -> Any:
-    from baton.requests.policy import Policy
-    from baton.runner.requests_broker import RequestBroker
-
-    return RequestBroker(harness.ledger, Policy.preset(preset), wait_timeout=0)
 
 
 @pytest.fixture
@@ -82,10 +77,15 @@ async def stub(harness: Harness) -> AsyncIterator[LLMStub]:
 
 
 async def test_a_turn_streams_text_writes_a_file_and_ends(harness: Harness, stub: LLMStub) -> None:
-    session = await open_opencode(harness, profile_for(stub))
+    # No permission config of the user's: the built-in profile's OPENCODE_PERMISSION still
+    # makes OpenCode ask (its default writes unasked), and the policy allows.
+    session = await open_opencode(harness, profile_for(stub), preset="all")
     outcome = await session.prompt("write the file", timeout=120)
     assert outcome.status == "completed" and outcome.stop_reason == "end_turn"
     assert (harness.workspace / stub.file_name).read_text() == stub.file_content
+    assert [c.kind for c in harness.of("request.created")] == ["permission"]
+    assert harness.of("session.started")[0].approval == "asks"
+    assert not harness.of("security.unapproved_mutation")
     done = harness.of("tool.execution.completed")
     assert done and done[0].kind == "edit" and done[0].status == "completed"
     assert [loc.path for loc in done[0].locations] == [stub.file_name], (
@@ -150,3 +150,17 @@ async def test_session_load_replays_without_recounting(harness: Harness, stub: L
     assert len(harness.of("transcript.assistant")) == before, "replayed history is not new events"
     outcome = await second.prompt("write the file again", timeout=120)
     assert outcome.status == "completed"
+
+
+async def test_the_wire_conforms_to_the_acp_schema_both_ways(
+    harness: Harness, stub: LLMStub
+) -> None:
+    """Permission asked, edit written through baton's fs/write_text_file: all schema-valid."""
+    from tests.support.real_session import assert_wire_conforms, open_real
+
+    session = await open_real(harness, profile_for(stub, PERMISSION_ASK), preset="all")
+    outcome = await session.prompt("write the file", timeout=120)
+    assert outcome.status == "completed"
+    records = assert_wire_conforms(harness)
+    methods = {r["msg"].get("method") for r in records}
+    assert {"session/request_permission", "fs/write_text_file"} <= methods

@@ -136,7 +136,7 @@ def workspace_fs(workspace: Path, permission: Callable[[Message], Message]) -> H
                 raise RpcError(-32602, f"outside the workspace: {path}")
             if method == "fs/write_text_file":
                 path.write_text(params["content"])
-                return None
+                return {}  # WriteTextFileResponse is an object (ACP schema)
             return {"content": path.read_text()}
         raise RpcError(-32601, f"Method not found: {method}")
 

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from baton.events.extension import STABLE_VARIANTS, TurnContext
 from baton.events.model import Payload
-from baton.providers.extension import TurnContext
-from baton.providers.inventory import GENERIC_METHODS, GENERIC_UPDATES, USAGE_REPORTED_KEY
+from baton.providers.inventory import GENERIC_METHODS
 from baton.providers.registry import (
     ErrorReply,
     dispatch_foreign,
@@ -71,7 +71,7 @@ def replay(lines: Iterable[Mapping[str, Any]], family: str, workspace: str) -> l
                 prompts.add(msg["id"])
                 ctx.session_id = msg["params"]["sessionId"]
                 ctx.turn_id = f"turn-{turns}"
-                ctx.extras[USAGE_REPORTED_KEY] = False
+                ctx.usage_reported = False
                 out.extend(event(p) for p in ext.begin_turn(ctx))
             elif "method" not in msg and "id" in msg:
                 answers[msg["id"]] = msg.get("result", {"error": msg.get("error")})
@@ -84,9 +84,9 @@ def replay(lines: Iterable[Mapping[str, Any]], family: str, workspace: str) -> l
             session = params.get("sessionId")
             if ctx.session_id is not None and session != ctx.session_id:
                 payloads = dispatch_foreign(ext, session, update, ctx)
-            elif variant in GENERIC_UPDATES:
+            elif variant in STABLE_VARIANTS:
                 if variant == "usage_update":
-                    ctx.extras[USAGE_REPORTED_KEY] = True
+                    ctx.usage_reported = True
                 payloads = ext.observe_update(variant, update, ctx)
             else:
                 payloads = dispatch_update(ext, str(variant), update, ctx)
@@ -105,12 +105,12 @@ def replay(lines: Iterable[Mapping[str, Any]], family: str, workspace: str) -> l
                 "result": _result(outcome.result),
             }
             if outcome.request is not None:
-                record["request"] = outcome.request
+                record["request"] = outcome.request.model_dump(mode="json")
             out.append(record)
         elif msg.get("id") in prompts:
             result = msg.get("result") or {}
             if isinstance(result, Mapping) and result.get("usage"):
-                ctx.extras[USAGE_REPORTED_KEY] = True
+                ctx.usage_reported = True
             out.extend(event(p) for p in ext.end_turn(ctx))
     for record in out:
         if "reply_to" in record and record["id"] is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 
 from baton.errors import RequestError, SecurityError
+from baton.events.extension import MalformedPayload, TurnContext
 from baton.events.model import (
     ArtifactGenerated,
     ArtifactViewed,
@@ -26,16 +26,18 @@ from baton.providers.cursor import children as children_mod
 from baton.providers.cursor.artifacts import generate_image
 from baton.providers.cursor.children import ChildNormalizer
 from baton.providers.cursor.containment import display_candidate, resolve_artifact_reference
-from baton.providers.cursor.plans import normalize_plan, plan_revision
-from baton.providers.cursor.questions import (
-    MAX_DOCUMENT_BYTES,
-    QuestionRefused,
-    normalize_question,
-)
+from baton.providers.cursor.plans import normalize_plan
+from baton.providers.cursor.questions import normalize_question
 from baton.providers.cursor.tasks import role_of, task_completed
 from baton.providers.cursor.todos import TodoReducer
-from baton.providers.extension import TurnContext
-from baton.providers.inventory import PLAN_REVISION_KEY, REDACTION_KEY, USAGE_REPORTED_KEY
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.requests.model import (
+    MAX_DOCUMENT_BYTES,
+    PlanRequest,
+    QuestionRequest,
+    parse_document,
+    plan_revision,
+)
 
 
 def ctx(workspace: str = "/nonexistent", session: str = "sess") -> TurnContext:
@@ -91,7 +93,7 @@ def test_bad_items_are_skipped_visibly_and_missing_merge_merges() -> None:
     result = r.apply({"todos": [{"content": "no id"}, 7, {"id": "b", "content": 3}, {"id": "c"}]})
     assert notices(result.payloads) == ["malformed", "malformed"]
     assert [t["id"] for t in result.todos] == ["a", "c"]
-    with pytest.raises(TypeError):
+    with pytest.raises(MalformedPayload):  # the agent's fault: the extension's seam notices it
         r.apply({"todos": "nope", "merge": True})
 
 
@@ -326,17 +328,15 @@ QUESTION = {
 
 def test_questions_get_opaque_ids_and_keep_native_ones() -> None:
     doc = normalize_question(QUESTION)
-    assert [q["id"] for q in doc["questions"]] == ["question-1", "question-2"]
-    assert [o["id"] for o in doc["questions"][0]["options"]] == ["option-1", "option-2"]
-    assert (
-        doc["questions"][0]["native_id"] == "q-a" and doc["questions"][0]["selection"] == "multiple"
-    )
+    assert [q.id for q in doc.questions] == ["question-1", "question-2"]
+    assert [o.id for o in doc.questions[0].options] == ["option-1", "option-2"]
+    assert doc.questions[0].native_id == "q-a" and doc.questions[0].selection == "multiple"
 
 
 def test_human_answers_map_back_to_native_ids_through_the_ledger_replies() -> None:
     model = pytest.importorskip("baton.requests.model")
     replies = pytest.importorskip("baton.requests.replies")
-    document = model.parse_document(normalize_question(QUESTION))
+    document = normalize_question(QUESTION)
     answer = model.parse_answer(
         {
             "kind": "question",
@@ -411,9 +411,9 @@ def test_human_answers_map_back_to_native_ids_through_the_ledger_replies() -> No
     ],
 )
 def test_unpresentable_questions_are_refused_not_cut(params: Any, oversize: bool) -> None:
-    with pytest.raises(QuestionRefused) as info:
+    with pytest.raises(InvalidDocument) as info:
         normalize_question(params)
-    assert info.value.oversize is oversize
+    assert isinstance(info.value, PayloadTooLarge) is oversize
 
 
 # ------------------------------------------------------------------------- plans
@@ -434,17 +434,18 @@ PLAN: dict[str, Any] = {
 
 def test_plan_revision_is_the_sha256_of_the_whole_plan() -> None:
     doc = normalize_plan(PLAN)
-    assert doc["revision"] == plan_revision(doc)
+    assert doc.revision == plan_revision(doc.model_dump(mode="json"))
     changed = normalize_plan({**PLAN, "plan": "# Refactor\n\nSteps. "})
-    assert changed["revision"] != doc["revision"]
+    assert changed.revision != doc.revision
 
 
 def test_plan_answers_are_bound_to_the_revision() -> None:
     model = pytest.importorskip("baton.requests.model")
     replies = pytest.importorskip("baton.requests.replies")
-    doc = normalize_plan(PLAN)
-    document = model.parse_document(doc)
-    accept = model.parse_answer({"kind": "plan", "decision": "accept", "revision": doc["revision"]})
+    document = normalize_plan(PLAN)
+    accept = model.parse_answer(
+        {"kind": "plan", "decision": "accept", "revision": document.revision}
+    )
     assert replies.reply_for(document, accept) == {"outcome": {"outcome": "accepted"}}
     stale = model.parse_answer({"kind": "plan", "decision": "accept", "revision": "0" * 64})
     with pytest.raises(RequestError):
@@ -461,13 +462,32 @@ def test_oversize_plans_are_rejected_never_truncated() -> None:
     assert any(isinstance(p, SecurityPayloadRejected) for p in outcome.payloads)
 
 
-def test_documents_validate_as_the_requests_ledger_models() -> None:
-    model = pytest.importorskip("baton.requests.model")
-    question = model.parse_document(normalize_question(QUESTION))
-    plan = model.parse_document(normalize_plan(PLAN))
-    assert question.kind == "question" and plan.kind == "plan"
-    assert plan.revision == normalize_plan(PLAN)["revision"]
-    assert json.loads(model.canonical_json(plan.model_dump(mode="json"))) == normalize_plan(PLAN)
+def test_documents_are_the_requests_ledger_models() -> None:
+    """One home for request documents: the provider builds the ledger's own, redacted."""
+    question = normalize_question(QUESTION, Prefix())
+    plan = normalize_plan(PLAN)
+    assert isinstance(question, QuestionRequest) and isinstance(plan, PlanRequest)
+    assert parse_document(plan.model_dump(mode="json")) == plan, "it round-trips as stored"
+    assert question.questions[0].prompt.startswith("[R]"), "redacted before validation"
+
+
+class Prefix:
+    """A redaction that marks every string it saw."""
+
+    def text(self, value: str) -> str:
+        return "[R]" + value
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {
+                k: v if k in ("kind", "id", "selection") else self.value(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        return value
 
 
 # --------------------------------------------------------------------- extension
@@ -493,9 +513,9 @@ def test_questions_and_plans_go_to_the_human_route_with_a_headless_answer() -> N
     ext = CursorExtension()
     q = ext.vendor_method("cursor/ask_question", QUESTION, has_id=True, ctx=ctx())
     p = ext.vendor_method("cursor/create_plan", PLAN, has_id=True, ctx=ctx())
-    assert q is not None and q.route == "human" and q.request["kind"] == "question"
+    assert q is not None and q.route == "human" and isinstance(q.request, QuestionRequest)
     assert q.result["outcome"]["outcome"] == "skipped"
-    assert p is not None and p.route == "human" and p.request["kind"] == "plan"
+    assert p is not None and p.route == "human" and isinstance(p.request, PlanRequest)
     assert p.result == {"outcome": {"outcome": "rejected", "reason": "no human surface attached"}}
 
 
@@ -505,7 +525,7 @@ def test_usage_is_unavailable_unless_reported() -> None:
     (usage,) = ext.end_turn(c)
     assert isinstance(usage, UsageReported) and not usage.available
     assert usage.reason == "Cursor's ACP reports no token usage"
-    c.extras[USAGE_REPORTED_KEY] = True
+    c.usage_reported = True
     assert ext.end_turn(c) == []
 
 
@@ -519,8 +539,8 @@ def test_shared_revision_counter_and_redaction_come_from_the_context() -> None:
 
     ext = CursorExtension()
     c = ctx()
-    c.extras[PLAN_REVISION_KEY] = lambda: 41
-    c.extras[REDACTION_KEY] = Redact()
+    c.next_plan_revision = lambda: 41
+    c.redaction = Redact()
     ext.begin_turn(c)
     outcome = ext.vendor_method(
         "cursor/update_todos",

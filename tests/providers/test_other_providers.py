@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from baton.events.extension import TurnContext
 from baton.events.model import (
     DelegationCompleted,
     DelegationStarted,
@@ -13,8 +14,6 @@ from baton.events.model import (
 )
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension, describe_mode
-from baton.providers.extension import TurnContext
-from baton.providers.inventory import USAGE_REPORTED_KEY
 from baton.providers.opencode import OpenCodeExtension
 from baton.providers.registry import extension_for
 
@@ -208,5 +207,5 @@ def test_every_provider_reports_usage_unavailable_when_nothing_was_reported() ->
         c = ctx()
         (usage,) = [p for p in ext.end_turn(c) if isinstance(p, UsageReported)]
         assert not usage.available and usage.reason
-        c.extras[USAGE_REPORTED_KEY] = True
+        c.usage_reported = True
         assert not any(isinstance(p, UsageReported) for p in ext.end_turn(c))

@@ -21,7 +21,7 @@ from baton.requests.model import (
     ReviewAnswer,
     canonical_json,
 )
-from baton.requests.replies import native_selections, reply_for
+from baton.requests.replies import cancelled_reply, expired_reply, native_selections, reply_for
 from baton.requests.validate import validate_answer
 from tests.requests.reqbuild import cursor_plan, cursor_questions, elicitation, permission, review
 
@@ -275,3 +275,19 @@ def test_elicitation_answers_are_checked_against_the_schema() -> None:
 
 def test_review_answers() -> None:
     assert validate_answer(review(), ReviewAnswer(decision="reject", reason="tests missing"))
+
+
+def test_an_expired_request_is_denied_not_cancelled() -> None:
+    """Nobody answered in time: the agent hears a denial and its turn goes on."""
+    rejecting = permission()
+    reject = next(o for o in rejecting.options if o.kind == "reject_once")
+    assert expired_reply(rejecting) == {
+        "outcome": {"outcome": "selected", "optionId": reject.option_id}
+    }
+    allow_only = permission(
+        options=(PermissionOption(option_id="yes", name="Allow", kind="allow_once"),)
+    )
+    assert expired_reply(allow_only) == cancelled_reply(allow_only)  # nothing to deny with
+    assert expired_reply(cursor_plan())["outcome"]["outcome"] == "rejected"
+    assert expired_reply(cursor_questions())["outcome"]["outcome"] == "skipped"
+    assert expired_reply(elicitation()) == {"action": "decline"}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from baton.acp.jsonrpc import RpcError
-from baton.acp.process import group_alive
 from baton.errors import SecurityError
+from baton.procgroup import group_alive
 from baton.runner.terminals import TerminalManager
 
 

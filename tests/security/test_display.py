@@ -103,3 +103,16 @@ def test_neutralized_text_is_inert(s: str) -> None:
     out = neutralize_terminal(s)
     assert _DANGEROUS.search(out) is None
     assert neutralize_terminal(out) == out
+
+
+def test_the_unsafe_classes_match_exactly_the_tables_code_points() -> None:
+    """The search that decides whether to translate finds every character the table
+    rewrites and nothing else (the classes are built as ranges, for speed)."""
+    from baton.security import display
+
+    for pattern, table in (
+        (display._UNSAFE, display._TABLE),
+        (display._UNSAFE_INLINE, display._INLINE_TABLE),
+    ):
+        found = {c for c in range(0x110000) if pattern.match(chr(c)) is not None}
+        assert found == set(table)

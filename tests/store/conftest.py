@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +10,7 @@ import pytest
 
 from baton.events.model import CanonicalEvent, Payload, TranscriptAssistant
 from baton.store import Migration, Store
-from tests.support.postgres import Databases, PostgresServer, postgres_unavailable
+from tests.support.pg_fixtures import pg_databases, pg_dsn
 from tests.support.records import TS, run_record
 
 BACKENDS = ("sqlite", "postgres")
@@ -48,25 +46,6 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "baton.db"
 
 
-@pytest.fixture(scope="session")
-def pg_databases() -> Iterator[Databases]:
-    """One throwaway PostgreSQL server per test process (xdist worker)."""
-    reason = postgres_unavailable()
-    if reason is None:
-        try:
-            import psycopg  # noqa: F401
-        except ImportError:
-            reason = "psycopg not installed (pip install 'baton[cluster]')"
-    if reason is not None:
-        if os.environ.get("BATON_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PostgreSQL is required here but cannot run: {reason}")
-        pytest.skip(f"PostgreSQL backend: {reason}")
-    root = Path(tempfile.mkdtemp(prefix="baton-cluster-pgtest-"))
-    os.chmod(root, 0o755)
-    with PostgresServer(root / "pg") as server:
-        yield Databases(server)
-
-
 StoreFactory = Callable[..., Any]
 
 
@@ -79,14 +58,10 @@ def open_store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreF
     marker = request.node.get_closest_marker("sqlite_only")
     if marker is not None:
         pytest.skip(f"SQLite only: {marker.args[0] if marker.args else 'raw connection API'}")
-    databases: Databases = request.getfixturevalue("pg_databases")
+    dsn: str = request.getfixturevalue("pg_dsn")
     from baton.store.pg import PgStore
 
-    dsn = databases.create()
-    try:
-        yield lambda **kw: PgStore.open(dsn, **kw)
-    finally:
-        databases.drop(dsn)
+    yield lambda **kw: PgStore.open(dsn, **kw)
 
 
 @pytest.fixture
@@ -99,4 +74,12 @@ def store(open_store: StoreFactory) -> Iterator[Store]:
         store.close()
 
 
-__all__ = ["BACKENDS", "Migration", "StoreFactory", "event", "run_record"]
+__all__ = [
+    "BACKENDS",
+    "Migration",
+    "StoreFactory",
+    "event",
+    "pg_databases",
+    "pg_dsn",
+    "run_record",
+]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 
 import pytest
 
 from baton.store import Migration
 from baton.store.pg_dialect import pg_ddl, pg_query
 from baton.store.tx import StoreConflict, Tx
-from tests.support.postgres import Databases
 
 from .conftest import event, run_record
 
@@ -45,12 +43,8 @@ def test_ddl_keeps_sqlite_meanings() -> None:
 
 
 @pytest.fixture
-def dsn(pg_databases: Databases) -> Iterator[str]:
-    created = pg_databases.create()
-    try:
-        yield created
-    finally:
-        pg_databases.drop(created)
+def dsn(pg_dsn: str) -> str:
+    return pg_dsn
 
 
 def _note(tx: Tx, note_id: str) -> None:
@@ -130,4 +124,39 @@ def test_stores_opened_at_once_apply_each_migration_once(dsn: str) -> None:
         assert ("test.0001_notes", 1) in names
     finally:
         for store in stores:
+            store.close()
+
+
+def test_read_then_write_functions_on_two_hosts_lose_no_update(dsn: str) -> None:
+    """Writers on every host are serialized (one advisory lock per batch), as on SQLite.
+
+    Each increment reads ``n`` and writes ``n + 1``: under plain READ COMMITTED two
+    hosts would read the same ``n`` and one increment would be lost.
+    """
+    from baton.store.pg import PgStore
+
+    hosts = [PgStore.open(dsn, extra_migrations=[NOTES]) for _ in range(2)]
+    try:
+        hosts[0].write_sync(lambda tx: tx.execute("INSERT INTO notes (id, n) VALUES ('c', 0)"))
+
+        def increment(tx: Tx) -> None:
+            n = tx.scalar("SELECT n FROM notes WHERE id = 'c'")
+            tx.execute("SELECT pg_sleep(0.002)")  # widen the read-to-write window
+            tx.execute("UPDATE notes SET n = ? WHERE id = 'c'", (n + 1,))
+
+        start = threading.Barrier(2)
+
+        def writer(store: PgStore) -> None:
+            start.wait()
+            for _ in range(40):
+                store.write_sync(increment)
+
+        threads = [threading.Thread(target=writer, args=(h,)) for h in hosts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert hosts[1].read_tx(lambda tx: tx.scalar("SELECT n FROM notes WHERE id = 'c'")) == 80
+    finally:
+        for store in hosts:
             store.close()

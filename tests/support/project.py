@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def project_env(repo: Path) -> dict[str, str]:
@@ -18,8 +20,10 @@ def project_env(repo: Path) -> dict[str, str]:
     }
 
 
-def baton_in(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = project_env(repo)
+def baton_in(
+    repo: Path, *args: str, timeout: float = 240, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**project_env(repo), **(extra_env or {})}
     return subprocess.run(
         [sys.executable, "-m", "baton", *args],
         cwd=repo,
@@ -28,3 +32,23 @@ def baton_in(repo: Path, *args: str, timeout: float = 240) -> subprocess.Complet
         text=True,
         timeout=timeout,
     )
+
+
+def git_repo(parent: Path, name: str = "repo") -> Path:
+    """An empty git repository under ``parent`` (a project a user would ``baton init``)."""
+    root = parent / name
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def stock_fcop_validate(root: Path) -> dict[str, Any]:
+    """``fcop validate --json`` of the stock CLI, in its own process (no baton code loaded)."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "fcop"), "validate", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    data: dict[str, Any] = json.loads(done.stdout)["data"]
+    return data

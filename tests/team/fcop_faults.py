@@ -37,7 +37,9 @@ def claim_killed_after_target(port: FcopPort, task_id: str, *, actor: str, stage
     from fcop.v4.encoding import read_json
     from fcop.v4.receipts import set_stage
 
-    port._project.inject_fault(operation="transition", stage="TARGET_DURABLE")
+    # T2 runs on baton's lifecycle writer (fcop's Core with its fault plan) when it is on.
+    writer = port.lifecycle.workspace if port.lifecycle is not None else port._project
+    writer.inject_fault(operation="transition", stage="TARGET_DURABLE")
     with contextlib.suppress(CoordinationError):
         port.claim(task_id, actor=actor)
     receipt = receipt_for(port, task_id, "inbox", "active")

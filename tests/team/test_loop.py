@@ -8,6 +8,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from baton.coordination.fcop_port import FcopPort
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.states import State
@@ -456,3 +458,164 @@ async def test_a_second_up_on_the_project_is_refused(team: Team, port: FcopPort)
         sleeper.kill()
         await sleeper.wait()
     assert os.getpid() > 0
+
+
+async def test_a_stop_before_the_loop_runs_is_kept(team: Team) -> None:
+    """A Ctrl-C between building the loop and running it (``baton up``'s start-up)."""
+    loop = team.loop(team.factory())
+    loop.stop("stopped by SIGINT")
+    summary = await asyncio.wait_for(loop.run(), WAIT)  # not until_idle: only a stop ends it
+    assert summary.stopped
+
+
+@pytest.mark.parametrize(
+    "step", ["_migrate", "_sweep", "_recover", "_open_slots", "_reevaluate_all", "_drain_outbox"]
+)
+async def test_a_stop_during_start_up_ends_the_run(
+    team: Team, step: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever start-up step a signal lands in, the loop stops instead of waiting forever."""
+    loop = team.loop(team.factory())
+    original = getattr(loop, step)
+    reached = asyncio.Event()
+
+    async def stopped_here(*args: Any, **kwargs: Any) -> Any:
+        loop.stop("stopped by SIGINT")
+        reached.set()
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, step, stopped_here)
+    summary = await asyncio.wait_for(loop.run(), WAIT)
+    assert reached.is_set() and summary.stopped
+    # it let go of the project: the next ``baton up`` runs
+    again = await asyncio.wait_for(team.run_idle(team.loop(team.factory())), WAIT)
+    assert not again.stopped
+
+
+async def test_a_turn_the_human_cancels_needs_attention_and_a_retry_re_prompts(
+    team: Team, port: FcopPort
+) -> None:
+    """Issue 14: the dashboard's Cancel turn on a team run's role (a control row)."""
+    from baton.coordination.binding import OutboxRecord, SlotAccess
+    from baton.requests.ledger import Ledger
+    from baton.store import team_sql
+    from baton.team.controls import ControlRefused, request_cancel
+    from baton.team.records import SlotRecord, TurnRecord
+
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="Long", body="b")
+    working = asyncio.Event()
+
+    async def dev(agent: Agent, prompt: str) -> TurnResult | None:
+        if "[baton] Retry" in prompt or "asked to retry" in prompt or working.is_set():
+            agent.call("write_report", result="done", body="done on the second go")
+            return None
+        working.set()
+        await agent.cancelled.wait()
+        return TurnResult("cancelled", stop_reason="cancelled")
+
+    factory = team.factory({"DEV": dev})
+    run = asyncio.create_task(team.run_idle(team.loop(factory)))
+    await asyncio.wait_for(working.wait(), WAIT)
+    # What the page can get wrong is refused before anything reaches the daemon.
+    with pytest.raises(ControlRefused, match="no longer on TASK-x"):
+        request_cancel(team.store, "DEV", task_id="TASK-x", reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="QA is idle"):
+        request_cancel(team.store, "QA", task_id=None, reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="no role slot"):
+        request_cancel(team.store, "NOPE", task_id=None, reason="", via="dashboard")
+    with pytest.raises(ControlRefused, match="over 500"):
+        request_cancel(team.store, "DEV", task_id=None, reason="x" * 501, via="dashboard")
+    # The daemon checks again: a row for an earlier dispatch of the slot cancels nothing.
+    slot = SlotRecord.from_row(team.store.read_tx(lambda tx: team_sql.SLOTS.get(tx, "DEV")))
+    SlotAccess(team.store, "DEV").post(
+        OutboxRecord(
+            kind="cancel_turn",
+            role="DEV",
+            task_id=task.task_id,
+            attempt_id=None,
+            data={"pointer_seq": slot.pointer_seq - 1, "via": "dashboard", "reason": "late"},
+        )
+    )
+
+    async def consumed() -> None:
+        while team.store.read_tx(team_sql.open_outbox):
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(consumed(), WAIT)
+    assert factory.sessions["DEV"].cancels == [] and not run.done()
+    posted = request_cancel(
+        team.store, "DEV", task_id=task.task_id, reason="wrong approach", via="dashboard"
+    )
+    assert posted["task_id"] == task.task_id
+    summary = await run
+    session = factory.sessions["DEV"]
+    said = "ADMIN cancelled the turn from the dashboard: wrong approach"
+    assert session.cancels == [said]
+    assert len(factory.prompts_for("DEV")) == 1  # not re-prompted behind the human's back
+    assert summary.stalled == (task.task_id,)
+    record = records(team)[task.task_id]
+    assert record.state is TaskState.NEEDS_ATTENTION and said in (record.reason or "")
+    turn = TurnRecord.from_row(team.store.read_tx(lambda tx: team_sql.TURNS.last(tx, task.task_id)))
+    assert turn.outcome == "cancelled" and turn.cancelled_by == said
+    # The cancel row was consumed: a second daemon does not cancel anything again.
+    assert team.store.read_tx(team_sql.open_outbox) == []
+    # The human's retry re-prompts the task (with its context), which now reports.
+    assert record.attention_request is not None
+    await Ledger(team.store).answer(
+        record.attention_request,
+        ElicitationAnswer(action="accept", content={"note": "go on"}),
+        decided_by="human",
+    )
+    again = team.factory({"DEV": dev})
+    await team.run_idle(team.loop(again))
+    assert len(again.prompts_for("DEV")) == 1 and again.sessions["DEV"].cancels == []
+    assert port.read_task(task.task_id).stage == "review"
+
+
+async def test_a_review_turn_the_human_cancels_needs_attention_and_a_retry_reviews_again(
+    team: Team, port: FcopPort
+) -> None:
+    """A review turn's finish leaves the TASK's record as it was: the rule still holds."""
+    from baton.requests.ledger import Ledger
+    from baton.team.controls import request_cancel
+
+    root = port.create_task(
+        sender="ADMIN", recipient="PM", subject="Feature", body="- [ ] @DEV implement it\n"
+    )
+    reviewing = asyncio.Event()
+
+    async def pm(agent: Agent, prompt: str) -> None:
+        if "[baton] Review a report" not in prompt:
+            runbook_agent(agent, prompt)
+            return
+        if not reviewing.is_set():
+            reviewing.set()
+            await agent.cancelled.wait()
+            return
+        report_id = prompt.split("Report ", 1)[1].split(",", 1)[0]
+        agent.call("review_report", report_id=report_id, decision="approve", reason="fine")
+
+    factory = team.factory({"PM": pm})
+    run = asyncio.create_task(team.run_idle(team.loop(factory, child_acceptance="explicit")))
+    await asyncio.wait_for(reviewing.wait(), WAIT)
+    (child,) = port.children(root.task_id)
+    request_cancel(team.store, "PM", task_id=root.task_id, reason="", via="dashboard")
+    summary = await run
+    assert child.task_id in summary.stalled
+    record = records(team)[child.task_id]
+    assert record.state is TaskState.NEEDS_ATTENTION
+    assert "ADMIN cancelled the turn from the dashboard (no review was filed)" in (
+        record.reason or ""
+    )
+    reviews = [p for p in factory.prompts_for("PM") if "[baton] Review a report" in p]
+    assert len(reviews) == 1  # not re-prompted behind the human's back
+    assert record.attention_request is not None
+    await Ledger(team.store).answer(
+        record.attention_request,
+        ElicitationAnswer(action="accept", content={"note": "review it"}),
+        decided_by="human",
+    )
+    again = team.factory({"PM": pm})
+    await team.run_idle(team.loop(again, child_acceptance="explicit"))
+    assert port.read_task(child.task_id).stage == "done"
+    assert len([p for p in again.prompts_for("PM") if "[baton] Review a report" in p]) == 1

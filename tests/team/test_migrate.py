@@ -51,7 +51,8 @@ def test_the_first_up_moves_the_side_files_into_the_store_and_the_flow_goes_on(
     refused = [r for r in status["refusals"] if r["reason"] == "unknown_recipient"]
     assert refused and refused[0]["in_place"]
     issues_before = len(list((legacy / "fcop" / "issues").glob("ISSUE-*.md")))
-    sessions = {s["name"]: s for s in json.loads(baton_in(legacy, "sessions", "--json").stdout)}
+    listed = baton_in(legacy, "sessions", "--json").stdout.splitlines()  # NDJSON
+    sessions = {s["name"]: s for s in map(json.loads, listed)}
     assert sessions["PM"]["turns"] == 2  # the old counters came along
 
     release = reviews["Release"]["request_id"]

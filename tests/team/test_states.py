@@ -6,20 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from baton.team.diagrams import main as diagrams
-from baton.team.diagrams import render
+from baton.app.diagrams import main as diagrams
+from baton.app.diagrams import render
+from baton.statetable import StateTable
 from baton.team.states import (
+    DISPATCH,
     MACHINES,
     SLOT,
     TASK,
-    TURN,
+    DispatchEvent,
+    DispatchState,
     IllegalTeamTransition,
     SlotEvent,
     SlotState,
     TaskEvent,
     TaskState,
-    TurnEvent,
-    TurnState,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,24 +47,26 @@ def test_illegal_moves_raise_naming_machine_state_and_event() -> None:
     with pytest.raises(IllegalTeamTransition) as raised:
         TASK.next(TaskState.SETTLED, TaskEvent.DISPATCH)
     assert raised.value.machine == "task" and raised.value.state == "settled"
-    assert "'dispatch'" in str(raised.value) and "allowed: nothing" in str(raised.value)
+    assert "'dispatch'" in str(raised.value) and "'settled' is terminal" in str(raised.value)
+    with pytest.raises(IllegalTeamTransition, match="allowed: "):
+        TASK.next(TaskState.SEEN, TaskEvent.FINISH)
     with pytest.raises(IllegalTeamTransition):
-        TURN.next(TurnState.FINISHED, TurnEvent.START)  # a finished turn never runs again
+        DISPATCH.next(
+            DispatchState.FINISHED, DispatchEvent.START
+        )  # a finished turn never runs again
     with pytest.raises(IllegalTeamTransition):
         SLOT.next(SlotState.IDLE, SlotEvent.PROMPT)  # no session yet
 
 
 def test_terminal_states_come_from_the_tables() -> None:
     assert TASK.terminal == {TaskState.SETTLED}
-    assert TURN.terminal == {TurnState.FINISHED, TurnState.INTERRUPTED}
+    assert DISPATCH.terminal == {DispatchState.FINISHED, DispatchState.INTERRUPTED}
     assert SLOT.terminal == frozenset()  # a slot is reopened by the next daemon
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=lambda m: m.name)
 def test_every_state_is_reachable_from_the_start(machine: object) -> None:
-    from baton.team.states import Machine
-
-    assert isinstance(machine, Machine)
+    assert isinstance(machine, StateTable)
     for state in machine.states:
         walk = machine.path(None, state)
         current = None
@@ -93,7 +96,7 @@ def test_the_docs_show_diagrams_generated_from_the_tables() -> None:
 
 def test_a_stale_diagram_is_caught(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
-    doc.write_text("<!-- state-diagram: turn -->\nold\n<!-- /state-diagram -->\n")
+    doc.write_text("<!-- state-diagram: dispatch -->\nold\n<!-- /state-diagram -->\n")
     assert diagrams(["--check", str(doc)]) == 1
     assert diagrams([str(doc)]) == 0
-    assert TURN.mermaid() in doc.read_text() and diagrams(["--check", str(doc)]) == 0
+    assert DISPATCH.mermaid() in doc.read_text() and diagrams(["--check", str(doc)]) == 0

@@ -167,7 +167,7 @@ def test_a_signal_shuts_up_down_and_status_says_interrupted(
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
             up.wait(10)
-    assert code == 130, (code, (up.stderr.read() if up.stderr else "")[-6000:])
+    assert code == 128 + sig, (code, (up.stderr.read() if up.stderr else "")[-6000:])
     _wait_for(lambda: not _processes_in(repo), 5, "the agents to stop")
     row = _board_row(repo, task)
     assert row["baton_status"] == "interrupted", row
@@ -189,7 +189,9 @@ def test_status_reflects_an_answer_at_once_and_sessions_show_the_agent_session(
     assert row["baton_status"] == "review_answered", row
     assert row["review"] == {"request_id": review["request_id"], "state": "answered"}
 
-    sessions = json.loads(baton_in(repo, "sessions", "--json").stdout)
+    sessions = [
+        json.loads(line) for line in baton_in(repo, "sessions", "--json").stdout.splitlines()
+    ]
     qa = [s for s in sessions if s["name"] == "QA"]
     assert qa and isinstance(qa[0]["session_id"], str) and qa[0]["session_id"], sessions
 

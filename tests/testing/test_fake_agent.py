@@ -25,6 +25,7 @@ import pytest
 
 import baton.testing.fake_agent as fake_agent_module
 from baton.testing import SCENARIOS, fake_agent_argv
+from baton.testing.scripts import SCRIPTS
 from tests.support.llm_stub import LLMStub, Text
 from tests.support.rawclient import (
     AgentExited,
@@ -97,10 +98,18 @@ def test_every_scenario_is_documented_and_implemented() -> None:
     doc = fake_agent_module.__doc__ or ""
     for name in SCENARIOS:
         assert f"``{name}``" in doc, f"scenario {name} is not documented"
-    special = {"ok", "no-initialize", "spawn-grandchild", "auth-required", "replay"}
+    special = {
+        "ok",
+        "no-initialize",
+        "spawn-grandchild",
+        "auth-required",
+        "replay",
+        "terminal-login",
+        "session-new-error",
+    }
     for name in set(SCENARIOS) - special:
-        method = "turn_" + name.replace("-", "_")
-        assert hasattr(fake_agent_module.FakeAgent, method), f"scenario {name} has no {method}"
+        assert name in SCRIPTS, f"scenario {name} has no turn script"
+    assert set(SCRIPTS) <= set(SCENARIOS), "a script for an undeclared scenario"
 
 
 def test_unknown_scenario_is_refused() -> None:
@@ -333,15 +342,15 @@ async def test_flood_is_ordered_and_complete() -> None:
                 assert text == f"flood output {i:07d} of the benchmark load"
 
 
-def test_flood_agent_side_is_cheap() -> None:
-    """The full default flood (200k notifications, ~50 MB) costs the agent well under a second."""
+def test_the_default_flood_arrives_whole() -> None:
+    """The full default flood (200k notifications, ~50 MB), every line. How fast the agent
+    writes it is a benchmark (``benches/run --only ingest``, the ndjson floor), not a test."""
     script = (
         b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
         b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
         b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"fake-1",'
         b'"prompt":[{"type":"text","text":"go"}]}}\n'
     )
-    t0 = time.perf_counter()
     proc = subprocess.Popen(
         fake_agent_argv("flood"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
     )
@@ -353,12 +362,10 @@ def test_flood_agent_side_is_cheap() -> None:
         chunk = proc.stdout.read(1 << 20)
         assert chunk, "the agent closed stdout before answering the prompt"
         data += chunk
-    elapsed = time.perf_counter() - t0
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
     proc.stdout.close()
     assert data.count(b"\n") == 200_000 + 4  # init, new, tool_call, 200k updates, response
-    assert elapsed < 3.0, f"agent took {elapsed:.2f}s for the default flood"
 
 
 # -- protocol oddities --------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from baton.app.recovery import open_store
 from baton.requests.ledger import Ledger
-from baton.runner.context import open_store
 from baton.store.store import Store
 from baton.web.app import create_app
 from tests.support.records import run_record

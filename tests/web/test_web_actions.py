@@ -11,11 +11,11 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from baton.app.recovery import open_store
 from baton.config import load_config
 from baton.coordination.context import init_project, open_context
 from baton.requests.ledger import Ledger
 from baton.requests.states import State
-from baton.runner.context import open_store
 from baton.store.store import Store
 from baton.web.app import create_app
 from tests.web.conftest import BASE_URL
@@ -105,3 +105,29 @@ async def test_start_a_run_then_cancel_its_turn(
         assert (await ledger.get(waiting.request_id)).state is State.CANCELLED
         again = await client.post(f"/api/runs/{run_id}/cancel")
         assert again.status_code == 409
+
+
+async def test_cancelling_a_role_turn_is_refused_clearly_when_nothing_runs(
+    project_app: tuple[Starlette, Store, Ledger],
+) -> None:
+    """The team board's Cancel turn (issue 14): what the page can get wrong is a 4xx."""
+    app, store, _ = project_app
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url=BASE_URL, headers=AUTH
+    ) as client:
+        url = "/api/team/slots/QA/cancel"
+        none = await client.post(url, json={})
+        assert none.status_code == 409 and "no baton up is running" in none.json()["message"]
+        assert (await client.post(url, content=b"{}")).status_code == 415
+        bad = await client.post(url, json={"reason": 3})
+        assert bad.status_code == 422
+        assert "POST /api/team/slots/" in (await _up_run_cancel(client, store)).json()["message"]
+
+
+async def _up_run_cancel(client: httpx.AsyncClient, store: Store) -> httpx.Response:
+    from tests.support.records import run_record
+
+    await asyncio.to_thread(store.create_run, run_record("run-up", kind="up"))
+    answer = await client.post("/api/runs/run-up/cancel")
+    assert answer.status_code == 409
+    return answer

@@ -2,10 +2,16 @@
 
 Inbound order is the contract: one reader loop decodes frames and dispatches them
 *inline*, so ``session/update`` notifications reach the handler in arrival order
-(the SDK's task-per-message dispatch can reorder them). Inbound requests are
-*started* inline too (so a permission request is recorded in order), and answered
-from a task, so a request waiting for a human never stalls the update stream.
-Responses to our own requests resolve futures directly in the reader.
+(the SDK's task-per-message dispatch can reorder them). An inbound request is
+*admitted* inline too (:meth:`InboundHandler.on_request`: whatever changes state, such
+as recording a permission request, happens before the next frame), and only its
+answer is awaited in a task, so a request waiting for a human never stalls the update
+stream. Responses to our own requests resolve futures directly in the reader.
+
+Each frame is handled in isolation: if handling one raises (a bug in baton), that
+frame gets a typed error (:class:`~baton.errors.FrameHandlingError`, reported through
+:meth:`InboundHandler.on_fault`; a request is answered with an internal error) and the
+reader goes on, so a bug never reads as "the agent exited".
 """
 
 from __future__ import annotations
@@ -20,7 +26,14 @@ from typing import Any, Protocol
 from baton.acp import jsonrpc
 from baton.acp.framing import DEFAULT_MAX_LINE_BYTES, Frame, FrameError, LineDecoder, encode_message
 from baton.acp.jsonrpc import JsonRpcId, Notification, Request, Response, RpcError
-from baton.errors import AgentExited, AgentTimeout, RemoteCallError, RemoteProtocolError
+from baton.acp.transport import ByteReader, ByteWriter
+from baton.errors import (
+    AgentExited,
+    AgentTimeout,
+    FrameHandlingError,
+    RemoteCallError,
+    RemoteProtocolError,
+)
 
 READ_CHUNK = 256 * 1024
 
@@ -29,6 +42,10 @@ logger = logging.getLogger(__name__)
 FrameObserver = Callable[[str, dict[str, Any]], None]
 """Called with ("client"|"agent", message) for every frame: the trace tap."""
 
+FrameHook = Callable[[], Awaitable[None] | None]
+"""Called before each inbound frame (a malformed one too) is handled: the agent spoke.
+What it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
+
 
 class InboundHandler(Protocol):
     """What the connection needs from the client side above it."""
@@ -36,10 +53,13 @@ class InboundHandler(Protocol):
     async def on_notification(self, method: str, params: Any) -> None:
         """Handle one notification; awaited inline, so keep it short (enqueue, reduce)."""
 
-    def on_request(self, request: Request) -> Awaitable[Any]:
-        """Start handling a request; the awaitable's value is the result.
+    async def on_request(self, request: Request) -> Awaitable[Any]:
+        """Admit a request, in arrival order; the returned awaitable's value is the result.
 
-        Raise :class:`RpcError` (here or from the awaitable) to answer with an error.
+        Awaited inline before the next frame: do here everything that changes state
+        (normalize, record, emit). The awaitable is awaited in a task and may wait (for
+        a human, a terminal's exit). Raise :class:`RpcError` (here or from the
+        awaitable) to answer with an error.
         """
 
     async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
@@ -51,6 +71,9 @@ class InboundHandler(Protocol):
     async def on_batch_end(self) -> None:
         """Every frame of one read has been dispatched (a point to flush coalesced text)."""
 
+    async def on_fault(self, error: FrameHandlingError) -> None:
+        """Handling one frame raised (a bug in baton): make it visible; the reader goes on."""
+
 
 class ConnectionClosed(AgentExited):
     """The agent's stdout closed while a request was outstanding."""
@@ -61,8 +84,8 @@ class JsonRpcConnection:
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: ByteReader,
+        writer: ByteWriter,
         handler: InboundHandler,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -80,6 +103,7 @@ class JsonRpcConnection:
         self._close_reason: BaseException | None = None
         self.frames_in = 0
         self.bytes_in = 0
+        self.on_frame: FrameHook | None = None
 
     # ------------------------------------------------------------------ outbound
 
@@ -129,6 +153,7 @@ class JsonRpcConnection:
 
     async def run(self) -> None:
         """Read until EOF; then fail every outstanding request. Never raises for bad input."""
+        reason = "agent closed its stdout"
         try:
             while True:
                 chunk = await self._reader.read(READ_CHUNK)
@@ -136,39 +161,81 @@ class JsonRpcConnection:
                     break
                 self.bytes_in += len(chunk)
                 for item in self._decoder.feed(chunk):
-                    await self._dispatch_frame(item)
-                await self._handler.on_batch_end()
+                    await self._dispatch_isolated(item)
+                await self._isolated(None, self._handler.on_batch_end())
             for leftover in self._decoder.close():
-                await self._handler.on_protocol_error(leftover)
+                await self._isolated(None, self._handler.on_protocol_error(leftover))
+        except asyncio.CancelledError:
+            reason = "connection closed by baton"
+            raise
+        except Exception as exc:  # reading the pipe failed (handling frames cannot raise)
+            reason = f"reading the agent's stdout failed: {type(exc).__name__}"
+            raise
         finally:
-            self._shutdown(ConnectionClosed("agent closed its stdout", returncode=None))
+            self._shutdown(ConnectionClosed(reason, returncode=None))
             for task in list(self._request_tasks):
                 task.cancel()
             if self._request_tasks:
                 await asyncio.gather(*self._request_tasks, return_exceptions=True)
 
+    async def _dispatch_isolated(self, item: Frame | FrameError) -> None:
+        """One frame, in isolation: a fault while handling it is reported, never raised."""
+        if isinstance(item, Frame):
+            self.frames_in += 1
+        try:
+            await self._dispatch_frame(item)
+        except Exception as exc:  # a bug in baton: this frame's error, not the connection's
+            await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
+
+    async def _isolated(self, method: str | None, step: Awaitable[None]) -> None:
+        try:
+            await step
+        except Exception as exc:  # a bug in baton: this frame's error, not the connection's
+            await self._report(method, exc)
+
+    async def _report(self, method: str | None, exc: Exception, frame: int | None = None) -> None:
+        error = FrameHandlingError(method, self.frames_in if frame is None else frame, exc)
+        error.__cause__ = exc
+        logger.error("%s", error, exc_info=exc)
+        try:
+            await self._handler.on_fault(error)
+        except Exception:  # the report itself failed (a broken store): the log has it
+            logger.exception("reporting %s failed", error)
+
     async def _dispatch_frame(self, item: Frame | FrameError) -> None:
+        if self.on_frame is not None and (first := self.on_frame()) is not None:
+            await first
         if isinstance(item, FrameError):
             await self._handler.on_protocol_error(item)
             return
-        self.frames_in += 1
         message = item.message
         if self._observer is not None:
             self._observer("agent", message)
         kind = jsonrpc.classify(message)
         if isinstance(kind, Notification):
             await self._handler.on_notification(kind.method, kind.params)
-        elif isinstance(kind, Response):
+        elif isinstance(kind, Response) and kind.id is not None:
             self._resolve(kind)
+        elif isinstance(kind, Response):
+            error = kind.error or {}
+            await self._handler.on_protocol_error(
+                jsonrpc.Invalid(
+                    "the agent answered a request it could not read: "
+                    f"{error.get('message', '')} (code {error.get('code')})",
+                    response=True,
+                )
+            )
         elif isinstance(kind, Request):
-            self._start_request(kind)
+            await self._start_request(kind)
         else:
             await self._handler.on_protocol_error(kind)
-            if kind.id is not None:
+            if kind.response:
+                self._fail(kind)
+            elif kind.id is not None:
                 await self._answer_error(kind.id, jsonrpc.INVALID_REQUEST, kind.reason)
 
     def _resolve(self, response: Response) -> None:
-        entry = self._pending.get(response.id)
+        entry = self._pending.get(response.id) if response.id is not None else None
         if entry is None:
             return  # late answer to a request we stopped waiting for
         method, future = entry
@@ -184,35 +251,51 @@ class JsonRpcConnection:
         else:
             future.set_result(response.result)
 
-    def _start_request(self, request: Request) -> None:
+    def _fail(self, invalid: jsonrpc.Invalid) -> None:
+        """A malformed answer to one of our requests fails that request (the agent's fault)."""
+        entry = self._pending.get(invalid.id) if invalid.id is not None else None
+        if entry is not None and not entry[1].done():
+            method, future = entry
+            future.set_exception(
+                RemoteProtocolError(f"{method}: the agent's answer is malformed: {invalid.reason}")
+            )
+
+    async def _start_request(self, request: Request) -> None:
+        """Admit inline (arrival order); answer from a task (it may wait for a human)."""
+        frame = self.frames_in
+        method = request.method[:MAX_METHOD_CHARS]
         try:
-            awaitable = self._handler.on_request(request)
+            awaitable = await self._handler.on_request(request)
         except RpcError as exc:
             awaitable = _raise_later(exc)
-        task = asyncio.create_task(
-            self._answer(request, awaitable), name=f"answer-{request.method}"
-        )
+        except Exception as exc:  # a bug in baton: answered, reported, the reader goes on
+            await self._report(method, exc, frame)
+            awaitable = _raise_later(_internal_error(method))
+        task = asyncio.create_task(self._answer(request, awaitable, frame), name="answer-request")
         self._request_tasks.add(task)
         task.add_done_callback(self._request_tasks.discard)
 
-    async def _answer(self, request: Request, awaitable: Awaitable[Any]) -> None:
+    async def _answer(self, request: Request, awaitable: Awaitable[Any], frame: int) -> None:
         try:
             value = await awaitable
         except RpcError as exc:
             await self._answer_error(request.id, exc.code, exc.message, exc.data)
             return
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # a handler bug must still answer the agent, and be seen
-            logger.exception("handler for %s failed", request.method)
-            await self._answer_error(request.id, jsonrpc.INTERNAL_ERROR, f"client error: {exc}")
+            method = request.method[:MAX_METHOD_CHARS]
+            await self._report(method, exc, frame)
+            error = _internal_error(method)
+            await self._answer_error(request.id, error.code, error.message)
             return
         try:
             await self.send(jsonrpc.result(request.id, value))
+            ok = True
         except ConnectionClosed:
-            await self._handler.on_response_written(request.id, False)
-            return
-        await self._handler.on_response_written(request.id, True)
+            ok = False
+        try:
+            await self._handler.on_response_written(request.id, ok)
+        except Exception as exc:
+            await self._report(request.method[:MAX_METHOD_CHARS], exc, frame)
 
     async def _answer_error(
         self, msg_id: JsonRpcId, code: int, message: str, data: Any = None
@@ -251,6 +334,22 @@ class JsonRpcConnection:
 
 async def _raise_later(exc: RpcError) -> Any:
     raise exc
+
+
+def _internal_error(method: str) -> RpcError:
+    """What the agent is told when baton failed on its request (no detail: it is ours)."""
+    return RpcError(jsonrpc.INTERNAL_ERROR, f"internal error in the client handling {method}")
+
+
+MAX_METHOD_CHARS = 200
+
+
+def _method_of(message: Any) -> str | None:
+    """A frame's method for a fault report (bounded: it is the agent's text)."""
+    method = message.get("method") if isinstance(message, dict) else None
+    if isinstance(method, str):
+        return method[:MAX_METHOD_CHARS]
+    return "response" if isinstance(message, dict) and "id" in message else None
 
 
 def protocol_error_text(error: FrameError | jsonrpc.Invalid) -> str:

@@ -4,13 +4,38 @@
 input never raises: an oversized line is skipped without being buffered (memory
 stays bounded however long it is), and undecodable or non-object lines come back as
 :class:`FrameError` values so the connection can report them and keep going.
+
+Lines are parsed by msgspec first (4x ``json.loads`` on ACP frames) and by
+``json.loads`` whenever msgspec refuses one, so every line decodes exactly as
+``json.loads`` alone would decode it: msgspec is strict (it refuses lone surrogates,
+``NaN``/``Infinity``, out-of-range floats, a BOM), and for everything it accepts it
+builds the same objects (arbitrary-size ints, last duplicate key wins; a hypothesis
+property in ``tests/acp/test_framing_parser.py`` holds it to that). orjson was measured
+too and is not used: it turns integers beyond 64 bits into floats instead of refusing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
+
+from baton.events.surrogates import repair_unencodable
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "PREVIEW_BYTES",
+    "Frame",
+    "FrameError",
+    "FrameErrorKind",
+    "LineDecoder",
+    "decode_line",
+    "encode_message",
+    "loads",
+]
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """Largest accepted line. ACP frames carry whole files and diffs; 16 MiB covers
@@ -23,10 +48,23 @@ FrameErrorKind = Literal["oversized", "invalid_utf8", "invalid_json", "not_objec
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """One decoded JSON object and the size of its line in bytes."""
+    """One decoded JSON object and the size of its line in bytes.
+
+    ``flags`` say how the message differs from what was received (``unencodable_text``:
+    lone surrogates were replaced by U+FFFD); the events it produces carry them.
+    """
 
     message: dict[str, Any]
     size: int
+    flags: tuple[str, ...] = ()
+
+
+REPAIR_AT_FRAMING = False
+"""Off until the connection hands a frame's flags to its events (after the session split)."""
+
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]|\xed[\xa0-\xbf]")
+"""Where a lone surrogate can come from: a ``\\uD8xx``-``\\uDFxx`` escape, or CESU bytes
+(``json.loads`` decodes bytes with ``surrogatepass``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +75,18 @@ class FrameError:
     size: int
     preview: str
     detail: str
+
+
+_fast_loads = msgspec.json.Decoder().decode
+_FAST_REFUSED = (msgspec.DecodeError, RecursionError)
+
+
+def loads(line: bytes | bytearray) -> Any:
+    """``json.loads(line)``, faster: msgspec first, ``json.loads`` for what it refuses."""
+    try:
+        return _fast_loads(line)
+    except _FAST_REFUSED:
+        return json.loads(line)
 
 
 def _preview(data: bytes | bytearray) -> str:
@@ -140,7 +190,7 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
     if not line.strip():
         return None
     try:
-        message = json.loads(line)
+        message = loads(line)
     except UnicodeDecodeError as exc:
         return FrameError("invalid_utf8", len(line), _preview(line), str(exc))
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
@@ -149,6 +199,12 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
         return FrameError(
             "not_object", len(line), _preview(line), "a JSON-RPC message must be an object"
         )
+    if REPAIR_AT_FRAMING and (b"\\u" in line or b"\xed" in line) and _SURROGATE_BYTES.search(line):
+        # Valid JSON that UTF-8 cannot hold: repaired here, once, for everything above
+        # (events, request documents, the ledger), and said so.
+        repaired, changed = repair_unencodable(message)
+        if changed:
+            return Frame(repaired, len(line), ("unencodable_text",))
     return Frame(message, len(line))
 
 

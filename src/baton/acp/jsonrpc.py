@@ -1,15 +1,51 @@
-"""JSON-RPC 2.0 message classification, sans-I/O.
+"""JSON-RPC 2.0 message classification, sans-I/O: the one reading of the spec.
 
 Turns decoded objects into :class:`Request`, :class:`Notification`,
-:class:`Response` or :class:`Invalid`, and builds outgoing messages. Tolerant where
-real agents deviate harmlessly (a missing ``"jsonrpc"`` member), strict where
-ambiguity would lose data (a message with both ``result`` and ``error``).
+:class:`Response` or :class:`Invalid`, and builds outgoing messages. baton's client
+connection and its built-in agent (:mod:`baton.agents.builtin.jsonrpc`) share these
+rules, so both ends of a baton conversation read a message the same way:
+
+* a missing ``"jsonrpc"`` member is tolerated (real agents omit it harmlessly); any
+  other value than ``"2.0"`` is invalid;
+* an id is a string or an integer (never a boolean or a float); a request's id is
+  never ``null``; a response's id is ``null`` only for an error that answers an
+  unreadable request (a parse error), as the spec says;
+* a response has exactly one of ``result`` and ``error``; an error is an object with an
+  integer ``code``.
+
+An :class:`Invalid` says whether it was an answer to one of our requests
+(``response=True``: fail that request) or something to answer with an error.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from baton.errors import BatonError
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "Invalid",
+    "JsonRpcId",
+    "Message",
+    "Notification",
+    "Request",
+    "Response",
+    "RpcError",
+    "classify",
+    "error",
+    "notification",
+    "request",
+    "result",
+]
 
 JsonRpcId = int | str
 
@@ -38,7 +74,8 @@ class Notification:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    id: JsonRpcId
+    id: JsonRpcId | None
+    """``None`` only for an error answering a request whose id could not be read."""
     result: Any = None
     error: dict[str, Any] | None = None
 
@@ -49,6 +86,8 @@ class Invalid:
 
     reason: str
     id: JsonRpcId | None = None
+    response: bool = False
+    """It was shaped as an answer to one of our requests (fail that one, do not answer)."""
 
 
 Message = Request | Notification | Response | Invalid
@@ -60,9 +99,12 @@ def _valid_id(value: Any) -> bool:
 
 def classify(obj: dict[str, Any]) -> Message:
     """Classify one decoded JSON object."""
+    is_response = "method" not in obj and ("result" in obj or "error" in obj)
     version = obj.get("jsonrpc", "2.0")
     if version != "2.0":
-        return Invalid(f"unsupported jsonrpc version {version!r}", _id_or_none(obj))
+        return Invalid(
+            f"unsupported jsonrpc version {version!r}", _id_or_none(obj), response=is_response
+        )
     method = obj.get("method")
     if method is not None:
         if not isinstance(method, str) or not method:
@@ -73,20 +115,27 @@ def classify(obj: dict[str, Any]) -> Message:
                 return Invalid("request id must be a string or an integer")
             return Request(obj["id"], method, params)
         return Notification(method, params)
+    if is_response:
+        return _response(obj)
     if "id" in obj:
-        msg_id = obj["id"]
-        if not _valid_id(msg_id):
-            return Invalid("response id must be a string or an integer")
-        has_result, has_error = "result" in obj, "error" in obj
-        if has_result == has_error:
-            return Invalid("a response needs exactly one of result and error", msg_id)
-        if has_error:
-            error = obj["error"]
-            if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-                return Invalid("error must be an object with an integer code", msg_id)
-            return Response(msg_id, error=error)
-        return Response(msg_id, result=obj["result"])
+        return Invalid("neither a request, a notification nor a response", _id_or_none(obj))
     return Invalid("neither a request, a notification nor a response")
+
+
+def _response(obj: dict[str, Any]) -> Message:
+    msg_id = obj.get("id")
+    if msg_id is not None and not _valid_id(msg_id):
+        return Invalid("response id must be a string or an integer", response=True)
+    if "result" in obj and "error" in obj:
+        return Invalid("a response needs exactly one of result and error", msg_id, response=True)
+    if "error" in obj:
+        error = obj["error"]
+        if not isinstance(error, dict) or type(error.get("code")) is not int:
+            return Invalid("error must be an object with an integer code", msg_id, response=True)
+        return Response(msg_id, error=error)
+    if msg_id is None:
+        return Invalid("a result needs the id of its request", response=True)
+    return Response(msg_id, result=obj["result"])
 
 
 def _id_or_none(obj: dict[str, Any]) -> JsonRpcId | None:
@@ -119,7 +168,7 @@ def error(msg_id: JsonRpcId | None, code: int, message: str, data: Any = None) -
     return {"jsonrpc": "2.0", "id": msg_id, "error": err}
 
 
-class RpcError(Exception):
+class RpcError(BatonError):
     """Raised by an inbound request handler to answer with a JSON-RPC error."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:

@@ -13,7 +13,6 @@ dies (even by SIGKILL) the kernel kills the agent at once (the team loop's reape
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -23,6 +22,13 @@ from pathlib import Path
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
 from baton.lifeline import preexec_die_with_parent
+from baton.procgroup import exited_within, group_alive, signal_group, stop_group
+
+__all__ = [
+    "READ_CHUNK",
+    "AgentProcess",
+    "resolve_command",
+]
 
 READ_CHUNK = 256 * 1024
 
@@ -42,54 +48,26 @@ def resolve_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     return [found, *argv[1:]]
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether a process group has a live member; zombies (already dead) do not count.
-
-    On Linux the answer comes from ``/proc`` (a killed grandchild re-parented to an
-    init that reaps lazily stays a zombie for a while); elsewhere from ``killpg(0)``.
-    """
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses.
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (not missing, not a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
-
-
 class AgentProcess:
-    """A running agent process group with pipes; owns its stderr drain task."""
+    """A running agent process group with pipes; owns its stderr drain task.
 
-    def __init__(self, proc: asyncio.subprocess.Process, stderr: StderrRing) -> None:
+    The subprocess :class:`~baton.acp.transport.AgentTransport`.
+    """
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        stderr: StderrRing,
+        *,
+        close_grace: float = 2.0,
+        kill_grace: float = 0.5,
+    ) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.pgid = proc.pid
         self.stderr = stderr
+        self.close_grace = close_grace
+        self.kill_grace = kill_grace
         self._stderr_task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -100,6 +78,8 @@ class AgentProcess:
         env: Mapping[str, str],
         cwd: Path,
         stderr_ring: StderrRing | None = None,
+        close_grace: float = 2.0,
+        kill_grace: float = 0.5,
     ) -> AgentProcess:
         command = resolve_command(argv, env)
         try:
@@ -115,7 +95,9 @@ class AgentProcess:
             )
         except OSError as exc:
             raise AgentStartError(f"could not start {command[0]}: {exc}") from exc
-        self = cls(proc, stderr_ring or StderrRing())
+        self = cls(
+            proc, stderr_ring or StderrRing(), close_grace=close_grace, kill_grace=kill_grace
+        )
         assert proc.stdin is not None
         # Writes complete only once handed to the OS: "delivered" means in the pipe.
         transport = proc.stdin.transport
@@ -135,8 +117,20 @@ class AgentProcess:
         return self.proc.stdin
 
     @property
+    def reader(self) -> asyncio.StreamReader:
+        return self.stdout
+
+    @property
+    def writer(self) -> asyncio.StreamWriter:
+        return self.stdin
+
+    @property
     def returncode(self) -> int | None:
         return self.proc.returncode
+
+    @property
+    def exit_grace(self) -> float:
+        return self.close_grace
 
     async def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -192,24 +186,15 @@ class AgentProcess:
         """Whether any live (non-zombie) process of the group still exists."""
         return group_alive(self.pgid)
 
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pgid, sig)
-
     async def terminate(self, grace: float = 2.0) -> int | None:
-        """Stop the whole group: EOF, then SIGTERM, then SIGKILL. Idempotent."""
+        """Stop the whole group: EOF, then :func:`~baton.procgroup.stop_group`. Idempotent."""
         stdin = self.proc.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()
-        code = await self.wait(grace) if self.proc.returncode is None else self.proc.returncode
-        if code is None or self.group_alive():
-            self._signal_group(signal.SIGTERM)
-            if code is None:
-                code = await self.wait(grace)
-        if code is None or self.group_alive():
-            self._signal_group(signal.SIGKILL)
-            if code is None:
-                code = await self.wait(grace)
+        if self.proc.returncode is None:
+            await self.wait(grace)
+        await stop_group(self.pgid, exited_within(self.proc), grace=grace)
+        code = self.proc.returncode
         if self._stderr_task is not None and not self._stderr_task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), grace)
@@ -218,6 +203,14 @@ class AgentProcess:
                 self._stderr_task.cancel()
         return code
 
+    async def close(self) -> int | None:
+        """The transport's polite stop, each step bounded by ``close_grace``."""
+        return await self.terminate(self.close_grace)
+
+    async def kill(self) -> int | None:
+        """The transport's hard stop, each step bounded by ``kill_grace``."""
+        return await self.terminate(self.kill_grace)
+
     def kill_now(self) -> None:
         """Last-resort synchronous kill (interpreter shutdown paths)."""
-        self._signal_group(signal.SIGKILL)
+        signal_group(self.pgid, signal.SIGKILL)

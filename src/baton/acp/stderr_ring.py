@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 
+__all__ = [
+    "DEFAULT_RING_BYTES",
+    "PREVIEW_BYTES",
+    "StderrRing",
+]
+
 DEFAULT_RING_BYTES = 64 * 1024
 PREVIEW_BYTES = 4 * 1024
 

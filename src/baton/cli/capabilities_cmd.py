@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from baton.errors import BatonError, ConfigError
+from baton.cli.shared import command_app
+from baton.errors import ConfigError
 from baton.providers.capabilities import (
     build_matrix,
     family_of,
@@ -25,7 +25,13 @@ from baton.providers.capabilities import (
     render_text,
 )
 
-app = typer.Typer(help="What baton supports, per provider.", add_completion=False)
+__all__ = [
+    "EXIT_USAGE",
+    "app",
+    "capabilities",
+]
+
+app = command_app(help="What baton supports, per provider.", add_completion=False)
 
 EXIT_USAGE = 2
 
@@ -43,25 +49,21 @@ def capabilities(
     ] = None,
 ) -> None:
     """Print the capability matrix: every seed capability × every provider, with reasons."""
-    try:
-        if markdown and json_out:
-            raise ConfigError("choose one of --markdown and --json")
-        only = None
-        if agent is not None:
-            try:
-                only = family_of(agent)
-            except KeyError:
-                raise ConfigError(f"unknown agent {agent!r}") from None
-        probes = []
-        if probe is not None:
-            try:
-                probes = load_probes(probe.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ConfigError(f"cannot read probe results {str(probe)!r}: {exc}") from None
-        matrix = build_matrix(probes)
-    except BatonError as exc:
-        Console(stderr=True, highlight=False).print(f"{type(exc).__name__}: {exc}", markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
+    if markdown and json_out:
+        raise ConfigError("choose one of --markdown and --json")
+    only = None
+    if agent is not None:
+        try:
+            only = family_of(agent)
+        except KeyError:
+            raise ConfigError(f"unknown agent {agent!r}") from None
+    probes = []
+    if probe is not None:
+        try:
+            probes = load_probes(probe.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read probe results {str(probe)!r}: {exc}") from None
+    matrix = build_matrix(probes)
     if markdown:
         text = render_markdown(matrix, only=only)
     elif json_out:

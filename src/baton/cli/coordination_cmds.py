@@ -1,54 +1,51 @@
-"""``baton init``, ``baton task new``, ``baton status``, ``baton sessions``: FCoP from the shell.
+"""``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
+``sessions`` are :mod:`baton.cli.status_cmds`).
 
 A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
 every read is a directory listing plus Core reads of the non-terminal stages,
 and the team loop's own records come from the store (WAL: these commands read
-while ``baton up`` writes). Task-controlled text is made display-safe before it
-reaches the terminal. Errors print ``Type: message`` and exit 1; a legacy
-workspace also prints how to migrate.
+while ``baton up`` writes). The project is found like every
+command finds it (:mod:`baton.cli.project`); errors are the shared one line
+(:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
+text and go through :func:`~baton.security.display.terminal_safe`.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import asdict
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
+from baton.app import Baton
+from baton.cli.project import ProjectOption, coordination, start_dir
+from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.config import load_config
-from baton.coordination.context import CoordinationContext, init_project, open_context
-from baton.coordination.errors import LegacyWorkspaceError
-from baton.errors import BatonError
-from baton.security.display import safe_agent_text
+from baton.coordination.context import CoordinationContext, init_project
+from baton.coordination.fcop_port import STAGES, TaskInfo
+from baton.coordination.intake.board import open_tasks
+from baton.coordination.intake.screen import subject_problem
+from baton.security.display import terminal_safe
 from baton.store.store import Store
-from baton.team.views import slot_views, team_view
+from baton.team.records import TaskRecord
+from baton.team.views import task_views
 
-__all__ = ["app", "status_data"]
+__all__ = ["app", "line_safe", "open_store"]
 
-app = typer.Typer(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
-task_app = typer.Typer(help="FCoP tasks.", no_args_is_help=True)
+app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
+task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-RootOption = Annotated[
-    Path | None, typer.Option("--root", help="Project directory (default: the current one).")
-]
 
 
-def _fail(exc: BatonError) -> typer.Exit:
-    typer.echo(f"{type(exc).__name__}: {exc}", err=True)
-    if isinstance(exc, LegacyWorkspaceError):
-        typer.echo("", err=True)
-        typer.echo(exc.guidance, err=True)
-    return typer.Exit(1)
-
-
-def _context(root: Path | None) -> CoordinationContext:
-    return open_context(root or Path.cwd())
+def line_safe(text: object) -> str:
+    """A value inside one of baton's lines, made safe (markup string)."""
+    return terminal_safe(str(text), inline=True)
 
 
 def _ignore_state_dir(project_dir: Path) -> bool:
@@ -67,34 +64,42 @@ def _ignore_state_dir(project_dir: Path) -> bool:
 
 
 @app.command()
-def init(root: RootOption = None) -> None:
-    """Create an FCoP 4.0 workspace (fcop/) and a team section in baton.toml (all on the built-in agent)."""
-    try:
-        result = init_project(root or Path.cwd())
-    except BatonError as exc:
-        raise _fail(exc) from exc
+def init(project: ProjectOption = None) -> None:
+    """Make this repository a baton project: an FCoP 4.0 workspace (fcop/) and a team in
+    baton.toml (every role on the built-in agent)."""
+    result = init_project(start_dir(project))
+    console = out()
     ws = result.workspace
     if result.workspace_created:
-        typer.echo(f"created FCoP 4.0 workspace {result.project_dir / 'fcop'} ({ws.workspace_id})")
+        console.print(
+            f"created FCoP 4.0 workspace {line_safe(result.project_dir / 'fcop')} ({line_safe(ws.workspace_id)})"
+        )
     else:
-        typer.echo(f"kept existing FCoP 4.0 workspace ({ws.workspace_id})")
+        console.print(f"kept existing FCoP 4.0 workspace ({line_safe(ws.workspace_id)})")
     if not ws.authority_adopted:
         typer.echo(
-            "warning: this workspace did not adopt baton's evaluator Profile when it was created; "
-            "tasks can be created, claimed, reported and submitted, but not approved (T4-T7). "
-            "Move fcop/ aside and run `baton init` again to enable approvals.",
+            "baton: warning: this workspace did not adopt baton's evaluator Profile when it was "
+            "created; tasks can be created, claimed, reported and submitted, but not approved "
+            "(T4-T7). Move fcop/ aside and run `baton init` again to enable approvals.",
             err=True,
         )
     config = {"written": "wrote", "appended": "added [team] to", "kept": "kept"}[result.config]
-    typer.echo(f"{config} {result.project_dir / 'baton.toml'}")
+    console.print(f"{config} {line_safe(result.project_dir / 'baton.toml')}")
     if _ignore_state_dir(result.project_dir):
-        typer.echo(f"added .baton/ to {result.project_dir / '.gitignore'} (keys and the store)")
+        console.print(
+            f"added .baton/ to {line_safe(result.project_dir / '.gitignore')} (keys and the store)"
+        )
     team = result.team
     roles = ", ".join(
         f"{r.name}{' (leader)' if r.is_leader else ''}={r.agent}" for r in team.roles.values()
     )
-    typer.echo(f"team {team.name!r}: {roles}; human: {team.human}")
-    typer.echo('next: baton task new --to PM --subject "..." --body-file TASK.md; baton up')
+    console.print(
+        f"team {line_safe(team.name)}: {line_safe(roles)}; human: {line_safe(team.human)}"
+    )
+    console.print(
+        'next: baton task new --to PM --subject "…" --body-file TASK.md, then baton up',
+        markup=False,
+    )
 
 
 @task_app.command("new")
@@ -112,155 +117,183 @@ def task_new(
             "same task).",
         ),
     ] = None,
-    root: RootOption = None,
     as_json: JsonOption = False,
+    project: ProjectOption = None,
 ) -> None:
     """Create a task as the human (FCoP T1 through the fcop library)."""
-    try:
-        ctx = _context(root)
-        if ctx.team.role_for(to) is None:
-            known = ", ".join(ctx.team.role_names)
-            raise BatonError(f"{to!r} is not a role of this team (roles: {known})")
-        if body_file is None:
-            body = subject
-        elif str(body_file) == "-":
-            body = sys.stdin.read()
-        else:
+    ctx = coordination(project)
+    if ctx.team.role_for(to) is None:
+        known = ", ".join(ctx.team.role_names)
+        raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise CommandError(problem)
+    subject = subject.strip()
+    if body_file is None:
+        body = subject
+    elif str(body_file) == "-":
+        body = sys.stdin.read()
+    else:
+        try:
             body = body_file.read_text(encoding="utf-8")
-        created = ctx.port.create_task(
-            sender=ctx.team.human,
-            recipient=to,
-            subject=subject,
-            body=body,
-            operation_id=operation_id,
-        )
-    except OSError as exc:
-        raise _fail(BatonError(f"cannot read the body: {exc}")) from exc
-    except BatonError as exc:
-        raise _fail(exc) from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read the body {body_file}: {exc}") from None
+    created = ctx.port.create_task(
+        sender=ctx.team.human,
+        recipient=to,
+        subject=subject,
+        body=body,
+        operation_id=operation_id,
+    )
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "task_id": created.task_id,
-                    "existing": created.existing,
-                    "operation_id": created.operation_id,
-                    "recipient": to,
-                }
-            )
+        print_json(
+            {
+                "task_id": created.task_id,
+                "existing": created.existing,
+                "operation_id": created.operation_id,
+                "recipient": to,
+            }
         )
         return
     note = " (already existed: same request)" if created.existing else ""
-    typer.echo(f"{created.task_id} -> {to}{note}")
+    out().print(f"{line_safe(created.task_id)} → {line_safe(to)}{note}")
 
 
-def _open_store(ctx: CoordinationContext) -> Store:
-    return Store.open(load_config(ctx.project_dir).db_path)
-
-
-def status_data(ctx: CoordinationContext) -> dict[str, Any]:
-    """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
-    with _open_store(ctx) as store:
-        view = team_view(store, ctx.team, ctx.port)
-    data = view.to_json()
-    board = [{**t, "review": t["review"], "attention": t["attention"]} for t in data["tasks"]]
-    return {
-        "project": str(ctx.project_dir),
-        "workspace": {
-            "workspace_id": ctx.port.workspace_id,
-            "approvals": ctx.port.can_authorize,
-        },
-        "daemon": data["daemon"],
-        "daemon_pid": data["daemon_pid"],
-        "updated_at": data["updated_at"],
-        "team": data["team"],
-        "roles": data["roles"],
-        "sessions": data["slots"],
-        "board": {"counts": data["counts"], "open": board},
-        "pending_reviews": data["pending_reviews"],
-        "questions": data["questions"],
-        "human_tasks": data["human_tasks"],
-        "attention": data["attention"],
-        "interrupted": data["interrupted"],
-        "refusals": data["refusals"],
-    }
-
-
-@app.command()
-def status(root: RootOption = None, as_json: JsonOption = False) -> None:
-    """Roles, sessions, the task board, and what waits for you."""
-    try:
-        data = status_data(_context(root))
-    except BatonError as exc:
-        raise _fail(exc) from exc
+@task_app.command("list")
+def task_list(
+    all_stages: Annotated[
+        bool, typer.Option("--all", help="Also done and archived tasks.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="NDJSON, one task per line.")] = False,
+    project: ProjectOption = None,
+) -> None:
+    """The tasks on the board (inbox, active, review; --all for every stage)."""
+    ctx = coordination(project)
+    state = _records(ctx)
+    stages = STAGES if all_stages else ("inbox", "active", "review")
+    rows = [_task_row(t, state) for t in open_tasks(ctx.port, stages).tasks]  # screened first
     if as_json:
-        typer.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_ndjson(rows)
         return
-    counts = data["board"]["counts"]
-    echo = _safe_echo
-    echo(f"project {data['project']}  daemon: {data['daemon']}")
-    echo("tasks: " + "  ".join(f"{k} {v}" for k, v in counts.items()))
-    echo("roles:")
-    for r in data["roles"]:
-        paused = f"  PAUSED {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
-        lead = " (leader)" if r["leader"] else ""
-        echo(f"  {r['role']}{lead}: {r['agent']} x{r['concurrency']} {r['permissions']}{paused}")
-    if data["board"]["open"]:
-        echo("open tasks:")
-        for t in data["board"]["open"]:
-            extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
-            echo(
-                f"  {t['stage']:<7} {t['task_id']} {t['sender']}->{t['recipient']}: "
-                f"{t['subject']}{extra}"
-            )
-    for r in data["pending_reviews"]:
-        state = (
-            "answered, applied on the next `baton up`" if r["status"] == "answered" else r["status"]
-        )
-        echo(
-            f"review for {data['team']['human']}: {r['task_id']} ({r['subject']}) report "
-            f"{r['report_id']} result {r['result']} [{state}] {r['request_id']}"
-        )
-    for q in data["questions"]:
-        echo(f"question from {q['role']} ({q['request_id']}): {q['question']}")
-    for t in data["attention"]:
-        echo(
-            f"needs attention: {t['task_id']} ({t['role']}): {t['note']} "
-            f"[{t['issue_id']}] answer {t['attention']['request_id'] if t['attention'] else '-'}"
-        )
-    for r in data["refusals"]:
-        echo(f"refused inbox entry {r['name']}: {r['reason']} [{r['issue_id']}]")
-
-
-def _safe_echo(text: str) -> None:
-    """One terminal line; task-controlled text never reaches it raw (ANSI, OSC, bidi)."""
-    typer.echo(safe_agent_text(text))
-
-
-@app.command()
-def sessions(root: RootOption = None, as_json: JsonOption = False) -> None:
-    """Per-session records: turns, tool calls, usage, files changed, last report."""
-    try:
-        ctx = _context(root)
-    except BatonError as exc:
-        raise _fail(exc) from exc
-    with _open_store(ctx) as store:
-        rows = [asdict(s) for s in slot_views(store)]
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2, sort_keys=True))
-        return
+    console = out()
     if not rows:
-        typer.echo("no sessions yet (baton up starts them when work arrives)")
+        console.print("no open tasks" + ("" if all_stages else " (--all shows done ones)"))
         return
-    for s in rows:
-        usage = s["usage"]
-        tokens = (
-            f"{usage['input_tokens']}in/{usage['output_tokens']}out"
-            if usage["availability"] == "reported"
-            else "usage unavailable"
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("task", no_wrap=True, min_width=len(rows[0]["task_id"]))
+    table.add_column("stage", no_wrap=True)
+    table.add_column("from → to", no_wrap=True)
+    table.add_column("subject", overflow="fold", ratio=1)
+    for row in rows:
+        state_note = f" [{row['baton_status']}]" if row["baton_status"] else ""
+        table.add_row(
+            line_safe(row["task_id"]),
+            line_safe(row["stage"]),
+            f"{line_safe(row['sender'])} → {line_safe(row['recipient'])}",
+            line_safe(row["subject"]) + line_safe(state_note),
         )
-        _safe_echo(
-            f"{s['name']:<8} {s['agent']:<10} {s['status']:<8} session {s['session_id'] or '-'} "
-            f"turns {s['turns']:<3} tool calls {s['tool_calls_count']:<4} {tokens}; "
-            f"files {len(s['files_changed'])}; last report {s['last_report_ref'] or '-'}"
+    console.print(table)
+    console.print(f"{plural(len(rows), 'task')} · `baton task show ID` for one", style="dim")
+
+
+def _find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
+    """A task by its whole id or a unique prefix (``TASK-`` may be left out)."""
+    wanted = prefix.strip()
+    if not wanted.upper().startswith("TASK-"):
+        wanted = "TASK-" + wanted
+    wanted = wanted.lower()
+    names = {
+        path.stem
+        for stage in STAGES
+        for path in ctx.port.stage_dir(stage).glob("TASK-*.md")
+        if path.stem.lower().startswith(wanted)
+    }
+    if not names:
+        raise CommandError(f"no task {prefix!r} in this project", hint="`baton task list --all`")
+    if len(names) > 1:
+        shown = ", ".join(sorted(names)[:3])
+        raise CommandError(f"task id prefix {prefix!r} is ambiguous ({shown}, …)", hint="type more")
+    return ctx.port.read_task(names.pop())
+
+
+@task_app.command("show")
+def task_show(
+    task_id: Annotated[str, typer.Argument(help="Task id or a unique prefix.")],
+    as_json: JsonOption = False,
+    project: ProjectOption = None,
+) -> None:
+    """One task: where it is, who has it, its children, reports and body."""
+    ctx = coordination(project)
+    task = _find_task(ctx, task_id)
+    state = _records(ctx)
+    children = ctx.port.children(task.task_id)
+    reports = ctx.port.reports_for(task.task_id)
+    data = _task_row(task, state) | {
+        "body": task.body,
+        "priority": task.priority,
+        "created_at": task.created_at,
+        "children": [
+            {"task_id": c.task_id, "recipient": c.recipient, "stage": c.stage, "subject": c.subject}
+            for c in children
+        ],
+        "reports": [
+            {
+                "report_id": r.report_id,
+                "sender": r.sender,
+                "result": r.result,
+                "report_kind": r.report_kind,
+                "created_at": r.created_at,
+            }
+            for r in reports
+        ],
+    }
+    if as_json:
+        print_json(data)
+        return
+    console = out()
+    console.print(f"[bold]{line_safe(task.task_id)}[/]  {line_safe(task.subject)}")
+    note = f" [{data['baton_status']}]" if data["baton_status"] else ""
+    console.print(
+        f"stage {line_safe(task.stage)}{line_safe(note)} · {line_safe(task.sender)} → {line_safe(task.recipient)}"
+        f" · priority {line_safe(task.priority)}"
+        + (f" · parent {line_safe(task.parent)}" if task.parent else "")
+    )
+    for child in data["children"]:
+        console.print(
+            f"  child {line_safe(child['task_id'])} → {line_safe(child['recipient'])} \\[{line_safe(child['stage'])}]"
+            f" {line_safe(child['subject'])}"
         )
+    for report in data["reports"]:
+        console.print(
+            f"  report {line_safe(report['report_id'])} from {line_safe(report['sender'])}:"
+            f" {line_safe(report['result'])} ({line_safe(report['report_kind'])})"
+        )
+    console.print()
+    console.print(terminal_safe(task.body.rstrip() or "(no body)"))
+
+
+def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
+    """The project's store for reading (the composition root's reading view)."""
+    return Baton.reading(config=load_config(ctx.project_dir))
+
+
+def _records(ctx: CoordinationContext) -> dict[str, TaskRecord]:
+    with open_store(ctx) as store:
+        return {r.task_id: r for r in task_views(store, limit=100_000)}
+
+
+def _task_row(task: TaskInfo, records: dict[str, TaskRecord]) -> dict[str, Any]:
+    record = records.get(task.task_id)
+    return {
+        "task_id": task.task_id,
+        "stage": task.stage,
+        "recipient": task.recipient,
+        "sender": task.sender,
+        "subject": task.subject,
+        "parent": task.parent,
+        "attempt_id": task.attempt_id,
+        "baton_status": record.state.value if record else None,
+        "turns": record.turns if record else 0,
+        "report_ref": record.report_ref if record else None,
+        "note": (record.reason or "") if record else "",
+    }

@@ -4,103 +4,95 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from baton.app import Baton
+from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import safe
-from baton.cli.shared import EXIT_AGENT
-from baton.cli.wiring import new_run_id, open_store, start_run
-from baton.config import BatonConfig, load_config
-from baton.errors import AgentError
-from baton.events.sequencer import format_ts
+from baton.cli.shared import (
+    EXIT_AGENT,
+    command_app,
+    exit_for,
+    out,
+    print_json,
+    progress,
+    say_error,
+)
+from baton.config import BatonConfig
+from baton.errors import BatonError
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger
-from baton.requests.policy import Policy
-from baton.runner.emitter import EventEmitter
-from baton.runner.requests_broker import RequestBroker
 
 __all__ = ["app"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = command_app()
+
+_OWN_KEYS = frozenset({"agent", "session", "session_error", "error_type", "auth_methods", "_exit"})
 
 
 @app.command()
 def probe(
     agent: Annotated[str, typer.Argument(help="Agent profile to probe.")],
-    cwd: Annotated[Path, typer.Option(help="Workspace for session/new.")] = Path(),
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Show what an agent advertises: protocol, capabilities, auth, modes, config options."""
-    workspace = cwd.resolve()
-    config = load_config(workspace)
+    config = project_config(project)
+    workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
-    result = asyncio.run(_probe(config, profile, workspace))
+    with progress(f"starting {profile.name} and asking what it supports…"):
+        result = asyncio.run(_probe(config, profile, workspace))
+    code = result.pop("_exit", EXIT_AGENT)
     if json_output:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        print_json(result)
     else:
-        console = Console(highlight=False)
+        console = out()
         table = Table("field", "value", box=None, show_header=False)
         for key, value in result.items():
-            table.add_row(key, safe(json.dumps(value, ensure_ascii=False)))
+            table.add_row(safe(key), safe(json.dumps(value, ensure_ascii=False)))
         console.print(table)
-    raise typer.Exit(0 if result.get("session_error") is None else EXIT_AGENT)
+    if result.get("session_error") is not None:
+        if not json_output:
+            say_error(f"{profile.name} did not start a session: {result['session_error']}")
+        raise typer.Exit(code)
 
 
 async def _probe(config: BatonConfig, profile: AgentProfile, workspace: Path) -> dict[str, Any]:
-    store = open_store(config)
-    ledger = Ledger(store)
-    run_id = new_run_id()
-    emitter = start_run(store, run_id, kind="probe", agent=profile.name, cwd=workspace)
     out: dict[str, Any] = {"agent": profile.name}
-    try:
-        return await _probe_session(config, profile, workspace, emitter, ledger, out)
-    finally:
-        await emitter.flush()
-        store.finish_run(
-            run_id, "failed" if out.get("session_error") else "completed", format_ts(time.time())
-        )
-        await ledger.aclose()
-        store.close()
-
-
-async def _probe_session(
-    config: BatonConfig,
-    profile: AgentProfile,
-    workspace: Path,
-    emitter: EventEmitter,
-    ledger: Ledger,
-    out: dict[str, Any],
-) -> dict[str, Any]:
-    from baton.runner.session import AgentSession
-
-    try:
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=RequestBroker(ledger, Policy.preset("none"), wait_timeout=0),
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
-        )
-    except AgentError as exc:
-        out["session_error"] = f"{type(exc).__name__}: {exc}"
-        auth = getattr(exc, "auth_methods", ())
-        if auth:
-            out["auth_methods"] = list(auth)
-        return out
-    try:
-        init = session.initialize_result
-        if init is not None:
-            out.update(init.model_dump(by_alias=True, exclude_none=True, mode="json"))
-        out["session"] = {
-            k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
-        }
-        out["session_error"] = None
-    finally:
-        await session.close("probe finished")
+    async with (
+        Baton.open(workspace, config=config, recover=False) as baton,
+        baton.run(kind="probe", agent=profile.name, cwd=workspace) as run,
+    ):
+        try:
+            session = await baton.open_session(
+                profile,
+                run=run,
+                requests=baton.broker("none", wait_timeout=0, notify=False),
+                workspace=workspace,
+            )
+        except BatonError as exc:
+            # Any refusal (security, configuration, the agent's own error) is a failed probe:
+            # printed, non-zero with the shared exit code, never stored as completed.
+            out["session_error"] = str(exc)
+            out["error_type"] = type(exc).__name__
+            out["_exit"] = exit_for(exc)
+            auth = getattr(exc, "auth_methods", ())
+            if auth:
+                out["auth_methods"] = list(auth)
+            return out
+        try:
+            init = session.initialize_result
+            if init is not None:
+                # The answer as sent (unknown fields too), never over baton's own keys.
+                out.update({k: v for k, v in init.raw.items() if k not in _OWN_KEYS})
+            out["session"] = {
+                k: v for k, v in session.session_result.items() if k in ("modes", "configOptions")
+            }
+            out["session_error"] = None
+            run.status = "completed"
+        finally:
+            await session.close("probe finished")
     return out

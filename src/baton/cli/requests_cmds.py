@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
 
-from baton.errors import BatonError
+from baton.cli.project import ProjectOption, project_config
+from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
 from baton.requests.errors import InvalidAnswer
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import (
@@ -39,54 +38,42 @@ from baton.requests.model import (
     QuestionSelection,
     ReviewAnswer,
 )
-from baton.requests.render import render, safe_text, to_data
+from baton.requests.render import render, to_data
 from baton.requests.states import State
 from baton.requests.validate import validate_answer
 
-__all__ = ["app", "build_answer"]
+__all__ = ["CLI_RULE", "app", "build_answer"]
 
-app = typer.Typer(help="Human requests: what agents are waiting for.", no_args_is_help=True)
+CLI_RULE = "cli"
+"""The ``rule`` of an answer given with ``baton answer`` (cf. ``web``, ``terminal``)."""
+
+app = command_app(help="Human requests: what agents are waiting for.", no_args_is_help=True)
 
 T = TypeVar("T")
 
 DbOption = Annotated[
     Path | None,
-    typer.Option("--db", help="The baton database (default: the state dir of baton.toml)."),
+    typer.Option("--db", hidden=True, help="A baton database file (instead of the project's)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print NDJSON instead of panels.")]
 
 
-def _db_path(db: Path | None) -> Path:
+def _db_path(db: Path | None, project: Path | None) -> Path:
     if db is not None:
         return db
-    from baton.config import load_config
-
-    return load_config(Path.cwd()).db_path
+    return project_config(project).db_path
 
 
-def _with_ledger(db: Path | None, fn: Callable[[Ledger], Awaitable[T]]) -> T:
+def _with_ledger(db: Path, fn: Callable[[Ledger], Awaitable[T]]) -> T:
     """Open the ledger over the store; first, runs whose process died expire their
     open requests, so the inbox never shows a request nobody can deliver."""
-    from baton.runner.context import open_store, recover_interrupted
+    from baton.app import Baton
 
     async def main() -> T:
-        store = open_store(_db_path(db))
-        ledger = Ledger(store)
-        try:
-            await recover_interrupted(store, ledger)
-            return await fn(ledger)
-        finally:
-            await ledger.aclose()
-            store.close()
+        async with Baton.open(db_path=db) as baton:
+            return await fn(baton.ledger)
 
     return asyncio.run(main())
-
-
-def _fail(exc: BatonError) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(
-        f"[red]{type(exc).__name__}:[/] {safe_text(str(exc))}", markup=True
-    )
-    return typer.Exit(1)
 
 
 @app.command()
@@ -96,6 +83,7 @@ def inbox(
         bool, typer.Option("--all", help="Every recent request, in any state.")
     ] = False,
     db: DbOption = None,
+    project: ProjectOption = None,
 ) -> None:
     """Show pending requests (permissions with their command or diff, questions, plans)."""
 
@@ -104,19 +92,22 @@ def inbox(
             return await ledger.list_requests()
         return await ledger.pending()
 
-    try:
-        records = _with_ledger(db, fetch)
-    except BatonError as exc:
-        raise _fail(exc) from None
+    records = _with_ledger(_db_path(db, project), fetch)
     if json_out:
-        for record in records:
-            sys.stdout.write(json.dumps(to_data(record), ensure_ascii=False) + "\n")
+        print_ndjson(to_data(record) for record in records)
         return
-    console = Console(highlight=False)
+    console = out()
     if not records:
-        console.print("No pending requests." if not all_ else "No requests.")
+        console.print("no pending requests" if not all_ else "no requests yet")
     for record in records:
         console.print(render(record))
+    if records and not all_:
+        console.print(
+            f"{plural(len(records), 'request')} waiting · `baton answer ID …` (a unique prefix"
+            " of the id is enough; --reason is optional)",
+            style="dim",
+            markup=False,
+        )
 
 
 def _selections(document: QuestionRequest, values: list[str]) -> tuple[QuestionSelection, ...]:
@@ -197,7 +188,7 @@ def build_answer(
             ("--deny", deny),
             ("--select", select),
             ("--text", text),
-            ("--accept", accept),
+            ("--accept/--approve", accept),
             ("--reject", reject),
         )
         if on
@@ -231,9 +222,9 @@ def build_answer(
             )
         return QuestionAnswer(selections=_selections(doc, select), reason=reason)
     if isinstance(doc, PlanRequest):
-        only("--accept", "--reject")
+        only("--accept/--approve", "--reject")
         if not (accept or reject):
-            raise InvalidAnswer("a plan needs --accept or --reject [--reason ...]")
+            raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
         bound = doc.revision
         if revision is not None:
             bound = (
@@ -243,7 +234,7 @@ def build_answer(
             )
         return PlanAnswer(decision="accept" if accept else "reject", revision=bound, reason=reason)
     if isinstance(doc, ElicitationRequest):
-        only("--accept", "--reject", "--text")
+        only("--accept/--approve", "--reject", "--text")
         if reject:
             if text:
                 raise InvalidAnswer("--reject declines the form; do not also give --text")
@@ -251,9 +242,9 @@ def build_answer(
         if not accept:
             raise InvalidAnswer("a form needs --accept --text FIELD=VALUE ... (or --reject)")
         return ElicitationAnswer(action="accept", content=_content(doc, text))
-    only("--accept", "--reject")
+    only("--accept/--approve", "--reject")
     if not (accept or reject):
-        raise InvalidAnswer("a review needs --accept or --reject [--reason ...]")
+        raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
     return ReviewAnswer(decision="approve" if accept else "reject", reason=reason)
 
 
@@ -270,7 +261,12 @@ def answer(
         list[str] | None,
         typer.Option("--text", help="Form: FIELD=VALUE (repeat), or one JSON object."),
     ] = None,
-    accept: Annotated[bool, typer.Option("--accept", help="Plan, form or review: accept.")] = False,
+    accept: Annotated[
+        bool,
+        typer.Option(
+            "--accept", "--approve", help="Review: approve; plan or form: accept (same flag)."
+        ),
+    ] = False,
     reject: Annotated[
         bool, typer.Option("--reject", help="Plan, review: reject; question: skip; form: decline.")
     ] = False,
@@ -280,8 +276,14 @@ def answer(
     ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
+    project: ProjectOption = None,
 ) -> None:
-    """Answer a pending request; the waiting agent continues at once."""
+    """Answer a pending request; the waiting agent continues at once.
+
+    Permission: --allow or --deny. Review: --approve or --reject. Plan: --accept or
+    --reject. Question: --select (or --reject to skip). Form: --accept --text, or
+    --reject. --reason is optional everywhere.
+    """
 
     async def run(ledger: Ledger) -> tuple[RequestRecord, bool]:
         record = await ledger.get(await ledger.resolve_id(request_id))
@@ -301,16 +303,12 @@ def answer(
         )
         assert record.document is not None
         validate_answer(record.document, built)  # first check, at the surface
-        result = await ledger.answer(record.request_id, built, decided_by="human")
+        result = await ledger.answer(record.request_id, built, decided_by="human", rule=CLI_RULE)
         return result.record, result.replayed
 
-    try:
-        record, replayed = _with_ledger(db, run)
-    except BatonError as exc:
-        raise _fail(exc) from None
+    record, replayed = _with_ledger(_db_path(db, project), run)
     if json_out:
-        data = to_data(record) | {"replayed": replayed}
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        print_json(to_data(record) | {"replayed": replayed})
         return
     note = " (already answered with the same answer)" if replayed else ""
-    Console(highlight=False).print(f"{record.request_id}: {record.state.value}{note}", markup=False)
+    out().print(f"{record.request_id}: {record.state.value}{note}", markup=False)

@@ -4,33 +4,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
+import dataclasses
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from baton.cli.render import HumanRenderer, safe
+from baton.aiotasks import cancel_and_wait
+from baton.app import Baton
+from baton.cli.project import ProjectOption, project_config, start_dir
+from baton.cli.render import HumanRenderer
 from baton.cli.shared import (
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_SECURITY,
+    EXIT_STEPS,
     EXIT_STOP,
+    EXIT_USAGE,
     ApprovePreset,
+    CommandError,
+    command_app,
+    describe,
     err,
     exit_for,
+    progress,
     renderer,
+    say_error,
 )
-from baton.cli.wiring import new_run_id, notify_config, open_store, start_run
-from baton.config import BatonConfig, load_config
-from baton.errors import BatonError, ConfigError
-from baton.events.sequencer import format_ts
+from baton.cli.signals import Interrupts, describe_signal
+from baton.config import BatonConfig
+from baton.errors import BatonError
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     Answer,
     PermissionAnswer,
@@ -38,17 +49,17 @@ from baton.requests.model import (
     PlanAnswer,
     PlanRequest,
 )
-from baton.requests.policy import Policy
-from baton.requests.render import render as render_request
-from baton.runner.context import recover_interrupted
-from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.requests.policy import AuditMode, Policy
+from baton.runner.requests_broker import HumanChannel
+from baton.security.display import terminal_safe
+from baton.store.records import RunStatus
 
 if TYPE_CHECKING:
     from baton.runner.session import AgentSession, TurnOutcome
 
 __all__ = ["TerminalAsker", "app"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = command_app()
 
 
 class TerminalAsker:
@@ -73,6 +84,8 @@ class TerminalAsker:
                 f"baton: request {record.request_id} waits for `baton answer {record.request_id}`"
             )
             return None
+        from baton.requests.render import render as render_request  # markdown: only when asked
+
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
             reply = await asyncio.to_thread(self.console.input, "baton: allow once? [y/N] ")
@@ -88,6 +101,61 @@ class TerminalAsker:
         )
 
 
+class HeadlessHint:
+    """Without a TTY: say how and where to answer a request that waits for a human.
+
+    Registered as the broker's human channel only when someone can answer (a wait
+    timeout above 0): it prints the answer command, the dashboard if one runs, and
+    the deadline, then leaves the answer to the ledger (returns ``None``).
+    """
+
+    def __init__(self, wait_timeout: float, dashboard: Callable[[], str | None]) -> None:
+        self.wait_timeout = wait_timeout
+        self.dashboard = dashboard
+        self.deadlines: dict[str, float] = {}
+
+    async def ask(self, record: RequestRecord) -> Answer | None:
+        from baton.requests.render import answer_hint  # markdown: only when asked
+
+        deadline = time.time() + self.wait_timeout
+        self.deadlines[record.request_id] = deadline
+        where = "from another shell"
+        url = self.dashboard()
+        if url:
+            where += f" or the dashboard {url}"
+        err.print(
+            f"  → waiting for you: {terminal_safe(answer_hint(record), inline=True, mark=False)}"
+            f" ({where}); "
+            f"{_outcome(record)} at {_clock(deadline)} UTC ({_left(deadline)}) if nobody answers",
+            style="magenta",
+        )
+        return None
+
+    def remind(self, waiting: Mapping[str, object]) -> None:
+        """The short repeating reminder, one line per request still waiting."""
+        for request_id in waiting:
+            deadline = self.deadlines.get(request_id)
+            if deadline is not None:
+                err.print(
+                    f"  ⏳ still waiting for {escape(request_id)}: `baton answer {escape(request_id)} …`"
+                    f" ({_left(deadline)} left)",
+                    style="magenta",
+                )
+
+
+def _outcome(record: RequestRecord) -> str:
+    return "denied" if isinstance(record.document, PermissionRequest) else "expires"
+
+
+def _clock(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(ts))
+
+
+def _left(deadline: float) -> str:
+    seconds = max(0, int(deadline - time.time()))
+    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 async def _run_turn(
     config: BatonConfig,
     profile: AgentProfile,
@@ -95,36 +163,31 @@ async def _run_turn(
     workspace: Path,
     prompt: str,
     preset: ApprovePreset,
-    terminal: HumanChannel | None,
-    wait_timeout: float | None,
+    interactive: bool,
+    wait_timeout: float,
     json_output: bool,
     timeout: float | None,
+    remind_every: float,
+    audit: AuditMode = "record",
 ) -> int:
-    from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession
+    from baton.cli.services import running_dashboard
+    from baton.runner.session import CANCEL_GRACE_SECONDS
 
-    store = open_store(config)
-    ledger = Ledger(store)
-    await recover_interrupted(store, ledger)
-    broker = RequestBroker(
-        ledger,
-        Policy.preset(preset),
-        terminal=terminal,
-        wait_timeout=wait_timeout,
-        notify=notify_config(config),
-    )
-    run_id = new_run_id()
+    headless: HeadlessHint | None = None
+    terminal: HumanChannel | None = None
+    if interactive:
+        terminal = TerminalAsker(Console(highlight=False))
+    elif wait_timeout > 0:
+        headless = HeadlessHint(wait_timeout, lambda: running_dashboard(config.state_dir))
+        terminal = headless
     view = renderer(json_output)
     if isinstance(terminal, TerminalAsker) and isinstance(view, HumanRenderer):
         terminal.pause = view.paused
-    emitter = start_run(store, run_id, kind="run", agent=profile.name, cwd=workspace)
-    emitter.listeners.append(view)
-    status = "failed"
+    status: RunStatus = "failed"
     code = EXIT_FAILED
     session: AgentSession | None = None
     loop = asyncio.get_running_loop()
-    interrupts = 0
     grace_handle: asyncio.TimerHandle | None = None
-
     background: set[asyncio.Task[None]] = set()
 
     def spawn(coro: Any) -> None:
@@ -132,98 +195,170 @@ async def _run_turn(
         background.add(task)
         task.add_done_callback(background.discard)
 
-    def on_interrupt() -> None:
-        """First Ctrl-C: session/cancel, kill after a grace period; second: kill now."""
-        nonlocal interrupts, grace_handle
-        interrupts += 1
+    def on_first(signum: int) -> None:
+        """First signal: session/cancel, kill after a grace period."""
+        nonlocal grace_handle
+        name = describe_signal(signum)
+        err.print(f"baton: {name}: cancelling the turn (again to kill the agent)", style="yellow")
         if session is None:
-            return
+            return  # still starting: the prompt is not sent (checked after open)
         live = session
-        if interrupts == 1:
-            err.print("[yellow]baton: cancelling the turn (Ctrl-C again to kill the agent)[/]")
-            spawn(live.cancel("cancelled by the user (Ctrl-C)"))
-            grace_handle = loop.call_later(
-                CANCEL_GRACE_SECONDS,
-                lambda: spawn(live.kill("no answer to session/cancel in time")),
-            )
-        else:
-            spawn(live.kill("Ctrl-C pressed twice"))
-
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    try:
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=broker,
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
+        spawn(live.cancel(f"cancelled by {name}"))
+        grace_handle = loop.call_later(
+            CANCEL_GRACE_SECONDS,
+            lambda: spawn(live.kill("no answer to session/cancel in time")),
         )
-        outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
-        status = outcome.status
-        if outcome.status == "completed":
-            code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
-        elif outcome.status == "cancelled":
-            code = EXIT_CANCELLED
-        else:
-            code = EXIT_FAILED
-    except BatonError as exc:
-        code = exit_for(exc)
-        if not json_output:
-            view.close()
-            err.print(f"[red]{type(exc).__name__}:[/] {safe(str(exc))}")
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        if grace_handle is not None:
-            grace_handle.cancel()
+
+    def on_again(signum: int) -> None:
         if session is not None:
-            await session.close()
-        await emitter.flush()
-        store.finish_run(run_id, status, format_ts(time.time()))
+            spawn(session.kill(f"{describe_signal(signum)} received twice"))
+
+    async def remind() -> None:
+        while headless is not None:
+            await asyncio.sleep(remind_every)
+            headless.remind(view.tally.waiting)
+
+    try:
+        async with Baton.open(workspace, config=config) as baton:
+            policy = dataclasses.replace(Policy.preset(preset), audit=audit)
+            broker = baton.broker(policy, terminal=terminal, wait_timeout=wait_timeout)
+            async with baton.run(kind="run", agent=profile.name, cwd=workspace) as run:
+                run_id = run.run_id
+                run.listen(view, batch_end=view.batch_end)
+                reminder = loop.create_task(remind()) if headless is not None else None
+                with Interrupts(on_first, on_again) as interrupts:
+                    try:
+                        with progress(f"starting {profile.name}…", spinner=False):
+                            session = await baton.open_session(
+                                profile, run=run, requests=broker, workspace=workspace
+                            )
+                        if interrupts.first is not None:
+                            status = "cancelled"
+                        else:
+                            outcome: TurnOutcome = await session.prompt(prompt, timeout=timeout)
+                            status = outcome.status
+                            if outcome.status == "completed":
+                                code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
+                                if code == EXIT_OK and not view.tally.clean:
+                                    code = EXIT_STEPS
+                            elif outcome.status == "cancelled":
+                                code = EXIT_CANCELLED
+                            else:
+                                code = EXIT_FAILED
+                            if outcome.unapproved_mutations:
+                                # A mutation no recorded decision allowed: a failed security check.
+                                code = EXIT_SECURITY
+                                err.print(
+                                    f"baton: {outcome.unapproved_mutations} mutation(s) without a "
+                                    "recorded decision (security.unapproved_mutation); exit 4",
+                                    style="red",
+                                    markup=False,
+                                )
+                    except BatonError as exc:
+                        code = exit_for(exc)
+                        if not json_output:
+                            view.close()
+                            # stderr carries the error even when the view showed it
+                            say_error(*describe(exc))
+                    finally:
+                        run.status = status
+                        await cancel_and_wait([reminder])
+                        if grace_handle is not None:
+                            grace_handle.cancel()
+                        if session is not None:
+                            await session.close()
+    finally:
+        # the last batch reaches stdout whatever happened (an event shown is one stored)
         view.close()
-        await ledger.aclose()
-        store.close()
+    if interrupts.exit_code is not None and status != "completed":
+        code = interrupts.exit_code
     if not json_output:
-        err.print(f"[dim]run {run_id} · baton log {run_id}[/]")
+        if code == EXIT_STEPS:
+            err.print(
+                f"baton: the turn completed, but not every step ran ({view.tally.describe()});"
+                f" exit {EXIT_STEPS}",
+                style="yellow",
+                markup=False,
+            )
+        err.print(f"run {run_id} · replay: baton log {run_id}", style="dim")
     return code
+
+
+APPROVE_HELP = (
+    "What is allowed without asking. "
+    "reads (default): read, search and think tools run; edits, deletes, moves, commands and "
+    "fetches ask you. "
+    "all: everything runs, each call allowed once (never 'always'). "
+    "none: nothing is asked, every request is denied. "
+    "Paths outside the workspace always ask."
+)
 
 
 @app.command()
 def run(
     prompt: Annotated[str, typer.Argument(help="The prompt; '-' reads it from stdin.")],
     agent: Annotated[str, typer.Option("--agent", "-a", help="Agent profile.")] = "builtin",
-    cwd: Annotated[Path, typer.Option(help="Workspace directory.")] = Path(),
-    approve: Annotated[
-        str,
-        typer.Option(
-            help="Policy preset: reads (allow read-only tools, ask for the rest), all, none."
-        ),
-    ] = "reads",
+    approve: Annotated[str, typer.Option(help=APPROVE_HELP, metavar="reads|all|none")] = "reads",
     wait_timeout: Annotated[
         float,
         typer.Option(
-            help="Without a TTY, how long an escalated request waits in the ledger for "
-            "`baton answer` (seconds; 0 = nobody to ask: decide headlessly)."
+            help="Without a TTY, how long a request that needs you waits for `baton answer` or "
+            "the dashboard (seconds; 0 = nobody to ask: deny at once).",
         ),
     ] = 600.0,
     json_output: Annotated[bool, typer.Option("--json", help="NDJSON canonical events.")] = False,
     timeout: Annotated[
         float | None, typer.Option(help="Turn timeout in seconds (profile default).")
     ] = None,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds the agent may say nothing before the turn is shown as stalled "
+            "(profile default, 60).",
+        ),
+    ] = None,
+    remind_every: Annotated[
+        float, typer.Option(hidden=True, help="Seconds between 'still waiting' reminders.")
+    ] = 60.0,
+    audit: Annotated[
+        str,
+        typer.Option(
+            help="A mutation no decision allowed (the permission audit): record it and exit 4 "
+            "(default), or strict: also cancel the turn at once.",
+            metavar="record|strict",
+        ),
+    ] = "record",
+    project: ProjectOption = None,
 ) -> None:
-    """Run one prompt turn against an agent."""
+    """Run one prompt turn against an agent in the project.
+
+    Exit codes: 0 completed and every step ran; 1 failed; 2 bad usage; 3 the agent did
+    not start; 4 refused by a security control; 5 completed with another stop reason;
+    6 completed but a step was denied or failed; 130/143/129 interrupted by
+    SIGINT/SIGTERM/SIGHUP. A mutation without a recorded decision exits 4 too.
+    """
+    if audit not in ("record", "strict"):
+        raise CommandError(
+            f"--audit {audit!r} is not a mode", hint="use record or strict", code=EXIT_USAGE
+        )
     if approve not in ("reads", "all", "none"):
-        raise ConfigError("--approve must be one of: reads, all, none")
+        raise CommandError(
+            f"--approve {approve!r} is not a preset",
+            hint="use reads, all or none (see `baton run -h`)",
+            code=EXIT_USAGE,
+        )
     preset: ApprovePreset = approve  # type: ignore[assignment]
+    if wait_timeout < 0:
+        raise CommandError("--wait-timeout must be 0 or more seconds", code=EXIT_USAGE)
+    if stall_timeout is not None and stall_timeout <= 0:
+        raise CommandError("--stall-timeout must be a positive number of seconds", code=EXIT_USAGE)
     if prompt == "-":
         prompt = sys.stdin.read()
-    workspace = cwd.resolve()
-    if not workspace.is_dir():
-        raise ConfigError(f"--cwd {cwd} is not a directory")
-    config = load_config(workspace)
+    config = project_config(project)
+    workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
-    if wait_timeout < 0:
-        raise ConfigError("--wait-timeout must be >= 0")
+    if stall_timeout is not None:
+        profile = dataclasses.replace(profile, stall_timeout=stall_timeout)
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
     code = asyncio.run(
         _run_turn(
@@ -232,10 +367,12 @@ def run(
             workspace=workspace,
             prompt=prompt,
             preset=preset,
-            terminal=TerminalAsker(Console(highlight=False)) if interactive else None,
+            interactive=interactive,
             wait_timeout=wait_timeout,
             json_output=json_output,
             timeout=timeout,
+            remind_every=remind_every,
+            audit=audit,  # type: ignore[arg-type]
         )
     )
     raise typer.Exit(code)

@@ -1,53 +1,57 @@
-"""``baton runs`` and ``baton log``: the stored runs, and one replayed."""
+"""``baton runs`` and ``baton log``: the stored runs, and one replayed (or followed)."""
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-from typing import Annotated, Any
+import time
+from typing import Annotated, Any, Final
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from baton.cli.render import HumanRenderer
-from baton.cli.wiring import open_store
-from baton.config import load_config
-from baton.errors import ConfigError
+from baton.app import Baton
+from baton.cli.project import ProjectOption, project_config
+from baton.cli.render import HumanRenderer, safe
+from baton.cli.shared import CommandError, command_app, out, print_ndjson
+from baton.events.model import CanonicalEvent
 from baton.store.records import RunRecord
+from baton.store.store import Store
 
-__all__ = ["app"]
+__all__ = ["RoleLabels", "app", "resolve_run", "run_data"]
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = command_app()
 
-
-@app.command()
-def runs(
-    limit: Annotated[int, typer.Option(help="How many.")] = 20,
-    json_output: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """List recent runs."""
-    config = load_config(Path.cwd())
-    if not config.db_path.exists():
-        records = []
-    else:
-        store = open_store(config)
-        try:
-            records = store.list_runs(limit)
-        finally:
-            store.close()
-    if json_output:
-        for r in records:
-            typer.echo(json.dumps(_run_dict(r), ensure_ascii=False))
-        return
-    table = Table("run", "kind", "agent", "status", "started", "ended", box=None)
-    for r in records:
-        table.add_row(r.run_id, r.kind, r.agent, r.status, r.created_at, r.ended_at or "")
-    Console(highlight=False).print(table)
+FOLLOW_POLL_SECONDS: Final = 0.25
+"""How often ``log --follow`` looks for new events of a run another process writes."""
 
 
-def _run_dict(r: RunRecord) -> dict[str, Any]:
+class RoleLabels:
+    """The role each event of a team run comes from, read from the store's sessions.
+
+    A session is recorded just after it starts, so an unknown session id is looked up
+    again (at most every :data:`RELOOK_SECONDS`) until its record appears.
+    """
+
+    RELOOK_SECONDS: Final = 0.5
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._roles: dict[str, str] = {}
+        self._looked = -1e9
+
+    def __call__(self, event: CanonicalEvent) -> str | None:
+        sid = event.session_id
+        if sid is None:
+            return None
+        if sid not in self._roles and time.monotonic() - self._looked >= self.RELOOK_SECONDS:
+            self._looked = time.monotonic()
+            for record in self.store.list_sessions(1000):
+                if record.role:
+                    self._roles[record.agent_session_id] = record.role
+        return self._roles.get(sid) or "…"
+
+
+def run_data(r: RunRecord) -> dict[str, Any]:
+    """One run as ``runs --json`` prints it."""
     return {
         "run_id": r.run_id,
         "kind": r.kind,
@@ -59,24 +63,101 @@ def _run_dict(r: RunRecord) -> dict[str, Any]:
     }
 
 
+def resolve_run(store: Store, prefix: str) -> RunRecord:
+    """The run named by a whole id or a unique prefix (what a human types)."""
+    found = store.runs_with_prefix(prefix.strip())
+    if len(found) == 1:
+        return found[0]
+    if found:
+        ids = ", ".join(r.run_id for r in found)
+        raise CommandError(
+            f"run id prefix {prefix!r} is ambiguous ({ids}, …)", hint="type more of it"
+        )
+    raise CommandError(f"no run {prefix!r} in this project", hint="`baton runs` lists them")
+
+
+def _short_ts(ts: str | None) -> str:
+    """``2026-12-01T11:21:27.123Z`` → ``12-01 11:21:27`` (UTC, as stored)."""
+    if not ts:
+        return ""
+    return ts[5:10] + " " + ts[11:19]
+
+
+@app.command()
+def runs(
+    limit: Annotated[int, typer.Option(help="How many, most recent first.", min=1)] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="NDJSON, one run per line.")] = False,
+    project: ProjectOption = None,
+) -> None:
+    """List recent runs (ids are shown whole: `baton log ID` takes any unique prefix)."""
+    config = project_config(project)
+    records: list[RunRecord] = []
+    if config.db_path.exists():
+        with Baton.reading(config=config) as store:
+            records = store.list_runs(limit)
+    if json_output:
+        print_ndjson(run_data(r) for r in records)
+        return
+    console = out()
+    if not records:
+        console.print("no runs yet (`baton run PROMPT` or `baton up` makes one)")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("run", no_wrap=True, min_width=len(records[0].run_id))
+    table.add_column("kind", no_wrap=True)
+    table.add_column("agent", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("started (UTC)", no_wrap=True)
+    table.add_column("ended", no_wrap=True)
+    for r in records:
+        table.add_row(
+            safe(r.run_id),
+            safe(r.kind),
+            safe(r.agent),
+            safe(r.status),
+            _short_ts(r.created_at),
+            _short_ts(r.ended_at)[6:],
+        )
+    console.print(table)
+
+
 @app.command()
 def log(
-    run_id: Annotated[str, typer.Argument(help="Run id (see `baton runs`).")],
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix (see `baton runs`).")],
+    json_output: Annotated[bool, typer.Option("--json", help="Canonical-event NDJSON.")] = False,
+    follow: Annotated[
+        bool,
+        typer.Option("--follow", "-f", help="Keep printing new events until the run ends."),
+    ] = False,
+    project: ProjectOption = None,
 ) -> None:
-    """Replay a stored run."""
-    config = load_config(Path.cwd())
-    store = open_store(config)
-    try:
-        if store.get_run(run_id) is None:
-            raise ConfigError(f"no run {run_id!r} in {config.db_path}")
-        if json_output:
-            for line in store.iter_event_json(run_id):
-                sys.stdout.write(line + "\n")
-            return
-        renderer = HumanRenderer(live=False)
-        for event in store.iter_events(run_id):
-            renderer(event)
-        renderer.close()
-    finally:
-        store.close()
+    """Replay a stored run; with --follow, watch one another process is running."""
+    config = project_config(project)
+    if not config.db_path.exists():
+        raise CommandError(f"no run {run_id!r} in this project", hint="`baton runs` lists them")
+    with Baton.reading(config=config) as store:
+        run = resolve_run(store, run_id)
+        view = None if json_output else HumanRenderer(live=False, labeler=_labeler(store, run))
+        last = 0
+        while True:
+            for line in store.iter_event_json(run.run_id, after_seq=last):
+                event = CanonicalEvent.model_validate_json(line)
+                last = event.seq
+                if view is None:
+                    typer.echo(line)
+                else:
+                    view(event)
+            if not follow:
+                break
+            current = store.get_run(run.run_id)
+            if current is None or current.status != "running":
+                # One last read: events committed just before the run was finished.
+                follow = False
+                continue
+            time.sleep(FOLLOW_POLL_SECONDS)
+        if view is not None:
+            view.close()
+
+
+def _labeler(store: Store, run: RunRecord) -> RoleLabels | None:
+    return RoleLabels(store) if run.kind == "up" else None

@@ -3,7 +3,7 @@
 A thin typer layer over :mod:`baton.security`; the main CLI mounts :data:`app`.
 
 Exit codes: 0 fine; 1 a check failed (admission refused, pin mismatch); 2 bad usage or
-configuration. Everything printed that could come from a repository or an agent
+configuration; 4 a security control refused the operation (``pin`` of a tree with links). Everything printed that could come from a repository or an agent
 (file names, messages) is neutralized first, and credential values are never printed.
 """
 
@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,8 +20,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from baton.config import BatonConfig, load_config
-from baton.errors import BatonError, ConfigError
+from baton.cli.project import ProjectOption, any_config, project_config, start_dir
+from baton.cli.shared import command_app
+from baton.config import BatonConfig
+from baton.errors import ConfigError
 from baton.providers.profile import AgentProfile
 from baton.security.admission import KNOWN_FAMILIES, AdmissionVerdict, admit, expand_families
 from baton.security.display import neutralize_terminal
@@ -39,15 +40,12 @@ from baton.security.pinning import PinMismatch, pin_tree, verify_tree
 
 __all__ = ["app"]
 
-app = typer.Typer(
+app = command_app(
     help="Inspect baton's security controls: launch environments, pins, admission.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
 )
 
 EXIT_CHECK_FAILED = 1
-EXIT_USAGE = 2
 
 PRIVATE_ROOT_PLACEHOLDER = Path("<private-root>")
 
@@ -64,21 +62,8 @@ def _say(console: Console, text: str) -> None:
     console.print(neutralize_terminal(text), markup=False, highlight=False)
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Translate baton's errors once: ``Type: message`` on stderr, then the exit code."""
-    try:
-        yield
-    except ConfigError as exc:
-        _say(_err(), f"{type(exc).__name__}: {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
-    except BatonError as exc:
-        _say(_err(), f"{type(exc).__name__}: {exc}")
-        raise typer.Exit(EXIT_CHECK_FAILED) from None
-
-
-def _config() -> BatonConfig:
-    return load_config(Path.cwd())
+def _config(project: Path | None, *, needs_project: bool = False) -> BatonConfig:
+    return project_config(project) if needs_project else any_config(project)
 
 
 def _profiles(cfg: BatonConfig, agent: str | None) -> list[AgentProfile]:
@@ -125,11 +110,11 @@ def _doctor_row(
 def doctor(
     agent: Annotated[str | None, typer.Option("--agent", help="Only this profile.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Show, per profile, exactly what an agent launch would receive (values masked)."""
-    with _errors():
-        cfg = _config()
-        rows = [_doctor_row(cfg, p, os.environ) for p in _profiles(cfg, agent)]
+    cfg = _config(project)
+    rows = [_doctor_row(cfg, p, os.environ) for p in _profiles(cfg, agent)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
@@ -189,38 +174,38 @@ def pin(
             help="Accept files that have other hard links outside the tree (npm postinstall).",
         ),
     ] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Pin an installed agent's whole tree (every file's mode, size and SHA-256)."""
-    with _errors():
-        cfg = _config()
-        profile = cfg.profile(agent)
-        version = "unknown"
-        if root is None or entrypoint is None:
-            install = locate_install(profile, os.environ)
-            if root is not None and install.root != root.resolve():
-                raise ConfigError(
-                    f"{profile.command[0]} does not run from {root}; pass --entrypoint as well"
-                )
-            root = install.root
-            entrypoint = entrypoint or install.entrypoint
-            version = install.version
-        manifest = pin_tree(
-            root,
-            entrypoint,
-            agent=profile.name,
-            version=version,
-            allow_external_hardlinks=allow_hardlinks,
-        )
-        target = out or manifest_path(profile, cfg.state_dir)
-        existing = load_manifest(target)
-        if existing is not None and existing.agent == manifest.agent:
-            key = platform_key()
-            manifest = Manifest(
-                manifest.agent,
-                manifest.version,
-                existing.with_platform(key, manifest.for_platform(key)).platforms,
+    cfg = _config(project, needs_project=True)
+    profile = cfg.profile(agent)
+    version = "unknown"
+    if root is None or entrypoint is None:
+        install = locate_install(profile, os.environ)
+        if root is not None and install.root != root.resolve():
+            raise ConfigError(
+                f"{profile.command[0]} does not run from {root}; pass --entrypoint as well"
             )
-        save_manifest(target, manifest)
+        root = install.root
+        entrypoint = entrypoint or install.entrypoint
+        version = install.version
+    manifest = pin_tree(
+        root,
+        entrypoint,
+        agent=profile.name,
+        version=version,
+        allow_external_hardlinks=allow_hardlinks,
+    )
+    target = out or manifest_path(profile, cfg.state_dir)
+    existing = load_manifest(target)
+    if existing is not None and existing.agent == manifest.agent:
+        key = platform_key()
+        manifest = Manifest(
+            manifest.agent,
+            manifest.version,
+            existing.with_platform(key, manifest.for_platform(key)).platforms,
+        )
+    save_manifest(target, manifest)
     entry = manifest.for_platform()
     _say(_out(), f"pinned {agent} {manifest.version} ({platform_key()}): {len(entry.files)} files")
     _say(_out(), f"  closure sha256 {entry.closure_sha256}")
@@ -235,26 +220,24 @@ def verify(
         Path | None,
         typer.Option("--root", help="Tree to verify (default: found from the command)."),
     ] = None,
+    project: ProjectOption = None,
 ) -> None:
     """Verify an installed agent against its pin; exit 1 naming every difference."""
-    with _errors():
-        cfg = _config()
-        profile = cfg.profile(agent)
-        path = manifest_path(profile, cfg.state_dir)
-        manifest = load_manifest(path)
-        if manifest is None:
-            raise ConfigError(
-                f"{agent} is not pinned ({path} does not exist); run `baton pin {agent}`"
-            )
-        tree = root if root is not None else locate_install(profile, os.environ).root
-        try:
-            verify_tree(tree, manifest)
-        except PinMismatch as exc:
-            err = _err()
-            _say(err, f"SecurityPinMismatch: {agent} at {tree} does not match {path}")
-            for problem in exc.problems:
-                _say(err, f"  ✗ {problem}")
-            raise typer.Exit(EXIT_CHECK_FAILED) from None
+    cfg = _config(project, needs_project=True)
+    profile = cfg.profile(agent)
+    path = manifest_path(profile, cfg.state_dir)
+    manifest = load_manifest(path)
+    if manifest is None:
+        raise ConfigError(f"{agent} is not pinned ({path} does not exist); run `baton pin {agent}`")
+    tree = root if root is not None else locate_install(profile, os.environ).root
+    try:
+        verify_tree(tree, manifest)
+    except PinMismatch as exc:
+        err = _err()
+        _say(err, f"baton: {agent} at {tree} does not match its pin {path}")
+        for problem in exc.problems:
+            _say(err, f"  ✗ {problem}")
+        raise typer.Exit(EXIT_CHECK_FAILED) from None
     pin_entry = manifest.for_platform()
     _say(_out(), f"verified {agent} {manifest.version}: {len(pin_entry.files)} files match {path}")
 
@@ -286,17 +269,17 @@ def admit_cmd(
         typer.Option("--agent", help="Check what this profile would load (default: all)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Print the admission verdict for a workspace; exit 1 when it is refused."""
-    with _errors():
-        workspace = directory or Path.cwd()
-        if agent is None:
-            families: tuple[str, ...] = tuple(sorted(KNOWN_FAMILIES - {"builtin"}))
-            allow = False
-        else:
-            profile = _config().profile(agent)
-            families, allow = profile.admission, profile.allow_workspace_config
-        verdict = admit(workspace, families, allow_workspace_config=allow)
+    workspace = directory or start_dir(project)
+    if agent is None:
+        families: tuple[str, ...] = tuple(sorted(KNOWN_FAMILIES - {"builtin"}))
+        allow = False
+    else:
+        profile = _config(project).profile(agent)
+        families, allow = profile.admission, profile.allow_workspace_config
+    verdict = admit(workspace, families, allow_workspace_config=allow)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:

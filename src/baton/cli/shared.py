@@ -1,26 +1,53 @@
-"""Rules every ``baton`` command shares: exit codes, how errors are printed, renderers.
+"""Rules every ``baton`` command shares: exit codes, error lines, JSON output, consoles.
 
-Exit codes:
+Exit codes (the same for every command):
 
-====  ===========================================================
-0     the turn completed with ``end_turn``
-1     the turn failed (agent error, timeout, agent died)
-2     bad usage or configuration
+====  ===========================================================================
+0     success; for ``run``: the turn completed with ``end_turn`` and every step ran
+1     failed: the turn failed (agent error, timeout, agent died), a check failed,
+      a thing named on the command line does not exist, or a bug inside baton
+2     bad usage or configuration (unknown command or flag, not in a project, …)
 3     the agent could not be started or its session not created
 4     refused by a security control (admission, pin, containment)
-5     the turn completed with another stop reason (refusal, max_tokens…)
-130   the turn was cancelled (Ctrl-C)
-====  ===========================================================
+5     ``run``: the turn completed with another stop reason (refusal, max_tokens…)
+6     ``run``: the turn completed but a step was denied or failed
+130   interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP (128 + signal)
+====  ===========================================================================
+
+Errors are one line on stderr, ``baton: <what is wrong> — <how to fix it>``, in
+plain words (no exception class names, no stack). A bug inside baton prints one
+line naming the report file that holds the full traceback (see :func:`crash_report`).
+
+``--json`` output has one shape rule: every listing command (``runs``, ``inbox``,
+``agents``, ``sessions``, ``task list``) prints NDJSON, one compact object per line,
+and nothing else on stdout; every single-object command (``status``, ``task show``,
+``probe``, ``answer``) prints one compact JSON object on one line. Event streams
+(``run --json``, ``up --json``, ``log --json``) are canonical-event NDJSON.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import contextlib
+import functools
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 
+import typer
 from rich.console import Console
 
-from baton.cli.render import HumanRenderer, NdjsonRenderer
-from baton.errors import AgentError, ConfigError, SecurityError
+from baton.errors import AgentError, BatonError, ConfigError, SecurityError
+
+if TYPE_CHECKING:
+    from baton.cli.render import HumanRenderer, NdjsonRenderer
 
 __all__ = [
     "EXIT_AGENT",
@@ -28,29 +55,73 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "EXIT_SECURITY",
+    "EXIT_STEPS",
     "EXIT_STOP",
     "EXIT_USAGE",
     "ApprovePreset",
+    "BatonTyper",
+    "CommandError",
+    "command_app",
+    "crash_report",
     "err",
     "exit_for",
+    "exit_for_signal",
+    "fail_line",
+    "guarded",
+    "out",
+    "print_json",
+    "print_ndjson",
+    "progress",
     "renderer",
+    "report",
+    "say_error",
 ]
 
-err = Console(stderr=True, highlight=False)
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_AGENT: Final = 3
+EXIT_SECURITY: Final = 4
+EXIT_STOP: Final = 5
+EXIT_STEPS: Final = 6
+EXIT_CANCELLED: Final = 128 + signal.SIGINT
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_AGENT, EXIT_SECURITY, EXIT_STOP, EXIT_CANCELLED = (
-    0,
-    1,
-    2,
-    3,
-    4,
-    5,
-    130,
-)
+PROGRESS_AFTER_SECONDS: Final = 2.0
+"""A step that takes longer than this says what it is doing (:func:`progress`)."""
+
 ApprovePreset = Literal["reads", "all", "none"]
+
+INVOCATION: list[str] = []
+"""The arguments :func:`baton.cli.app.main` was called with (for crash reports)."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+"""stderr: progress, hints and errors (never data)."""
+
+
+def out() -> Console:
+    """stdout for people: no highlighting (it would colour agent text); long lines are left
+    to the terminal to wrap (soft wrap), so ids and paths are never split or cut."""
+    return Console(highlight=False, soft_wrap=True)
+
+
+class CommandError(BatonError):
+    """A problem the command line itself found (a missing run, a bad combination of
+    flags): ``message`` says what is wrong, ``hint`` how to fix it, ``code`` the exit code."""
+
+    def __init__(self, message: str, *, hint: str | None = None, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.code = code
 
 
 def exit_for(exc: BaseException) -> int:
+    """The exit code for one of baton's errors (see the table above)."""
+    if isinstance(exc, CommandError):
+        return exc.code
     if isinstance(exc, SecurityError):
         return EXIT_SECURITY
     if isinstance(exc, ConfigError):
@@ -60,5 +131,173 @@ def exit_for(exc: BaseException) -> int:
     return EXIT_FAILED
 
 
+def exit_for_signal(signum: int) -> int:
+    """``128 + N``, the shell's convention for "ended by signal N"."""
+    return 128 + int(signum)
+
+
+def fail_line(message: str, hint: str | None = None) -> str:
+    """The one error line, ``baton: what — fix``, as rich markup (the text made safe)."""
+    from baton.security.display import terminal_safe
+
+    text = message.strip()
+    multiline = "\n" in text
+    if not multiline:
+        text = " ".join(text.split())
+    line = "baton: " + terminal_safe(text, inline=not multiline, mark=multiline)
+    if hint:
+        line += " — " + terminal_safe(hint, inline=True, mark=False)
+    return line
+
+
+def say_error(message: str, hint: str | None = None) -> None:
+    """Print the error line on stderr."""
+    err.print(fail_line(message, hint), style="red")
+
+
+def describe(exc: BatonError) -> tuple[str, str | None]:
+    """What to tell the user about ``exc``: its message and a hint, without class names."""
+    hint = getattr(exc, "hint", None)
+    guidance = getattr(exc, "guidance", None)
+    message = str(exc) or type(exc).__name__
+    if isinstance(guidance, str) and guidance:
+        message = f"{message}\n{guidance}"
+    return message, hint if isinstance(hint, str) else None
+
+
+def crash_report(exc: BaseException, *, argv: Iterable[str], where: Path | None = None) -> Path:
+    """Write the full traceback of a bug inside baton to a report file and return its path.
+
+    The report goes to the project's ``.baton/crash/`` when there is one (it is already
+    out of git), else to the system temporary directory; never to the terminal.
+    """
+    from baton import __version__
+    from baton.security.redact import Redactor
+
+    directory = where if where is not None else Path(tempfile.gettempdir())
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    path = directory / f"baton-crash-{stamp}-{os.getpid()}.txt"
+    body = "".join(traceback.format_exception(exc))
+    text = (
+        f"baton {__version__} on Python {sys.version.split()[0]} ({sys.platform})\n"
+        f"argv: {list(argv)!r}\n\n{body}"
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        stream.write(Redactor().text(text))
+    return path
+
+
+def report(exc: BaseException, args: Iterable[str] = ()) -> int:
+    """Print the one line for one of baton's errors (or a bug) and return the exit code."""
+    if isinstance(exc, BatonError):
+        say_error(*describe(exc))
+        return exit_for(exc)
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
+        return EXIT_CANCELLED
+    from baton.config import find_project_dir
+
+    argv = ["baton", *args]
+    try:
+        project = find_project_dir(Path.cwd())
+        where = project / ".baton" / "crash" if project is not None else None
+        path = crash_report(exc, argv=argv, where=where)
+    except OSError:
+        path = crash_report(exc, argv=argv)
+    say_error(
+        f"internal error ({type(exc).__name__}), a bug in baton",
+        f"the full report is in {path}; please attach it to an issue",
+    )
+    return EXIT_FAILED
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R]:
+    """A command whose errors become the shared one line and exit code, wherever it is
+    invoked from (the ``baton`` entry point, a sub-app, typer's ``CliRunner``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            raise typer.Exit(report(exc, INVOCATION or sys.argv[1:])) from None
+
+    return wrapper
+
+
+class BatonTyper(typer.Typer):
+    """``typer.Typer`` whose commands are :func:`guarded`; every cli module uses it."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunction], CommandFunction]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(fn: CommandFunction) -> CommandFunction:
+            register(guarded(fn))
+            return fn
+
+        return decorator
+
+
+def command_app(**kwargs: Any) -> BatonTyper:
+    """The ``app`` of a cli module (mounted at the top level by :mod:`baton.cli.app`)."""
+    kwargs.setdefault("add_completion", False)
+    kwargs.setdefault("pretty_exceptions_enable", False)
+    return BatonTyper(**kwargs)
+
+
+def print_json(obj: Mapping[str, Any]) -> None:
+    """One compact JSON object on one line (single-object commands)."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def print_ndjson(rows: Iterable[Mapping[str, Any]]) -> None:
+    """One compact JSON object per line (listing commands)."""
+    for row in rows:
+        sys.stdout.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 step``, ``2 steps``, ``0 steps``."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+@contextlib.contextmanager
+def progress(
+    label: str, *, after: float = PROGRESS_AFTER_SECONDS, spinner: bool = True
+) -> Iterator[None]:
+    """Say what a slow step is doing: a spinner on a terminal, one line otherwise (or
+    always one line when ``spinner`` is off: a live event view owns the terminal).
+
+    Nothing is shown when the step ends within ``after`` seconds.
+    """
+    if spinner and err.is_terminal:
+        status = err.status(label, spinner="dots")
+        timer = threading.Timer(after, status.start)
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+            status.stop()
+        return
+    timer = threading.Timer(after, lambda: err.print(f"baton: {label}", style="dim", markup=False))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def renderer(json_output: bool) -> HumanRenderer | NdjsonRenderer:
+    # The event model (pydantic) loads with the first command that renders events.
+    from baton.cli.render import HumanRenderer, NdjsonRenderer
+
     return NdjsonRenderer() if json_output else HumanRenderer()

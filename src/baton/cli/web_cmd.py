@@ -7,83 +7,92 @@ token (see :mod:`baton.web.sessions`); scripts use ``Authorization: Bearer``
 with the API token printed beside it. ``--no-token`` is refused unless the bind
 address is loopback. ``--login-code`` prints a fresh code for a running server;
 ``--logout-all`` ends every browser session. The server opens the store like
-any other baton process, so it runs beside ``baton run`` and ``baton up``.
+any other baton process, so it runs beside ``baton run`` and ``baton up``. While it
+runs, its address (never a code or token) is in the project's services
+(:mod:`baton.cli.services`), so a headless ``baton run`` can say where to answer;
+SIGINT, SIGTERM and SIGHUP stop it cleanly, with ``128 + N`` (:mod:`baton.cli.signals`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from baton.web.server import is_loopback_bind
+from baton.cli.project import ProjectOption, project_config
+from baton.cli.services import running_dashboard
+from baton.cli.shared import EXIT_OK, EXIT_USAGE, command_app, say_error
+from baton.cli.signals import Interrupts
+from baton.web.server import DashboardServer, is_loopback_bind
 
-__all__ = ["app", "is_loopback_bind", "serve"]
+__all__ = ["app", "is_loopback_bind", "running_dashboard", "serve"]
 
-app = typer.Typer(help="The web dashboard.", no_args_is_help=True)
+app = command_app(help="The web dashboard.", no_args_is_help=True)
 
 
-async def _serve(host: str, port: int, no_token: bool) -> None:
-    from baton.config import load_config
-    from baton.requests.ledger import Ledger
-    from baton.runner.context import open_store, recover_interrupted
-    from baton.web.server import DashboardServer
+async def _serve(project: Path | None, host: str, port: int, no_token: bool) -> int:
+    from baton.app import Baton
+    from baton.cli.services import announce
 
-    config = load_config(Path.cwd())
-    store = open_store(config.db_path)
-    ledger = Ledger(store)
-    server = DashboardServer(
-        store, ledger, host=host, port=port, project_dir=config.project_dir, no_token=no_token
-    )
-    try:
-        # Requests of runs whose process died become expired first, so the
-        # dashboard never offers to answer a request nobody can deliver.
-        await recover_interrupted(store, ledger)
-        await server.start()
-        if no_token:
-            typer.echo(f"baton dashboard: {server.base_url}/ (no login: loopback only)")
-        else:
-            typer.echo(f"baton dashboard: {await server.login_url()}")
-            typer.echo(
-                "  (a one-time login code, valid for ten minutes; "
-                "`baton serve --login-code` prints another)"
-            )
-            typer.echo(f"API: Authorization: Bearer {server.token}")
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        waiter = asyncio.create_task(server.wait())
-        await asyncio.wait(
-            {waiter, asyncio.create_task(stop.wait())}, return_when=asyncio.FIRST_COMPLETED
+    config = project_config(project)
+    # Opening the root expires the requests of runs whose process died first, so the
+    # dashboard never offers to answer a request nobody can deliver.
+    async with Baton.open(config=config) as baton:
+        server = DashboardServer(
+            baton.store,
+            baton.ledger,
+            host=host,
+            port=port,
+            project_dir=config.project_dir,
+            no_token=no_token,
         )
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    finally:
-        await server.stop()
-        await ledger.aclose()
-        store.close()
+        try:
+            await server.start()
+            stopped = asyncio.Event()
+            with (
+                announce(config.state_dir, "serve", url=f"{server.base_url}/"),
+                Interrupts(lambda _: stopped.set()) as signals,
+            ):
+                await _announce_urls(server, no_token)
+                await _until_stopped(server, stopped)
+            return signals.exit_code or EXIT_OK
+        finally:
+            await server.stop()
 
 
-async def _admin(*, logout_all: bool, login_code: bool) -> None:
-    from baton.config import load_config
-    from baton.runner.context import open_store
+async def _until_stopped(server: DashboardServer, stopped: asyncio.Event) -> None:
+    waiter = asyncio.create_task(server.wait())
+    stopper = asyncio.create_task(stopped.wait())
+    await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+
+
+async def _announce_urls(server: DashboardServer, no_token: bool) -> None:
+    if no_token:
+        typer.echo(f"baton dashboard: {server.base_url}/ (no login: loopback only)")
+        return
+    typer.echo(f"baton dashboard: {await server.login_url()}")
+    typer.echo(
+        "  (a one-time login code, valid for ten minutes; "
+        "`baton serve --login-code` prints another)"
+    )
+    typer.echo(f"API: Authorization: Bearer {server.token}")
+
+
+async def _admin(project: Path | None, *, logout_all: bool, login_code: bool) -> None:
+    from baton.app import Baton
     from baton.store.web_sessions import revoke_all
     from baton.web.sessions import SessionAuth
 
-    store = open_store(load_config(Path.cwd()).db_path)
-    try:
+    async with Baton.open(config=project_config(project), recover=False) as baton:
         if logout_all:
-            ended = await revoke_all(store)
+            ended = await revoke_all(baton.store)
             typer.echo(f"ended {ended} browser session(s); open pages must log in again")
         if login_code:
-            code = await SessionAuth(store).issue_code()
+            code = await SessionAuth(baton.store).issue_code()
             typer.echo(f"login code: {code} (valid once, for ten minutes: open /login)")
-    finally:
-        await store.aclose()
 
 
 @app.command()
@@ -103,22 +112,23 @@ def serve(
         bool,
         typer.Option("--login-code", help="Print a fresh one-time login code, then exit."),
     ] = False,
+    project: ProjectOption = None,
 ) -> None:
     """Serve the dashboard: the team board, live runs, and the inbox to answer."""
     if logout_all or login_code:
-        asyncio.run(_admin(logout_all=logout_all, login_code=login_code))
+        asyncio.run(_admin(project, logout_all=logout_all, login_code=login_code))
         return
     loopback = is_loopback_bind(host)
     if no_token and not loopback:
-        typer.echo(
+        say_error(
             f"--no-token is only allowed on a loopback address, not {host!r}: "
             "anyone who reaches the port could approve agent actions",
-            err=True,
+            "drop --no-token, or bind 127.0.0.1",
         )
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     if not loopback:
         typer.echo(
-            f"warning: serving on {host} over plain HTTP; codes and cookies travel unencrypted",
+            f"baton: warning: serving on {host} over plain HTTP; codes and cookies travel unencrypted",
             err=True,
         )
-    asyncio.run(_serve(host, port, no_token))
+    raise typer.Exit(asyncio.run(_serve(project, host, port, no_token)))

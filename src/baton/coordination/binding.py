@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from baton.coordination.errors import CoordinationError
+from baton.events.sequencer import utc_now
 from baton.lifeline import process_start_ticks
 from baton.store import team_sql
 from baton.store.store import Store
@@ -136,10 +136,6 @@ class OutboxRecord:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class SlotAccess:
     """A role MCP server's (or a test's) view of its slot in the store."""
 
@@ -199,7 +195,7 @@ class SlotAccess:
                     "task_id": record.task_id,
                     "attempt_id": record.attempt_id,
                     "data": data,
-                    "created_at": _now(),
+                    "created_at": utc_now(),
                 },
             )
             tx.wake(team_sql.TEAM_TOPIC)

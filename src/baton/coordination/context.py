@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from baton.config import CONFIG_NAME, default_state_dir, load_config
 from baton.coordination.authority import TrustedAuthority, load_or_create_key
-from baton.coordination.fcop_port import (
-    FcopPort,
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import (
     WorkspaceStatus,
     init_workspace,
     inspect_workspace_kind,

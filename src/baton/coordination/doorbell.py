@@ -26,9 +26,25 @@ commit, so one bad file makes every T1 fail with ``INVALID_ENVELOPE``;
 ``find_consumptions`` validates every TASK, so T4–T7 fail too). A valid TASK
 for an unknown recipient is left where it is (it harms nothing) with one ISSUE.
 
+Before Core parses anything, the file goes through intake
+(:mod:`baton.coordination.intake`): it is read only once *stable* (proven complete
+by Core's create fact, or unchanged for the settle window), and screened in a
+killable subprocess (size, UTF-8, complete front matter, YAML depth/anchor/alias
+and expansion limits, display-safe subject and routing fields). A file that is
+invalid while it may still be changing (a two-chunk write) is looked at again
+later, not quarantined; one that never stops changing is refused as ``unstable``.
+Every refusal is a :class:`TaskRefused` (the daemon stores it as a
+``security.payload_rejected`` event, see :func:`refusal_payload`), an FCoP ISSUE,
+and, for files Core cannot read, a quarantine with a ``.reason.json`` beside it.
+
 Start-up order matters: the watcher is armed first, then the inbox is drained
 (a directory listing), so a TASK landing during the drain is seen by one or
 the other; duplicates are dropped by id.
+
+The parts: :mod:`~baton.coordination.doorbell_events` (what it emits),
+:mod:`~baton.coordination.inbox_inspection` (one entry: facts, stability,
+screen, Core, routing) and :mod:`~baton.coordination.inbox_refusals` (ISSUEs and
+quarantine); this module watches, drains, settles and emits.
 """
 
 from __future__ import annotations
@@ -36,23 +52,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import stat
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from baton.coordination.errors import (
-    CoordinationError,
-    FcopProtocolError,
-    InvalidEnvelope,
-    StateAmbiguous,
-    TaskNotFound,
-    WorkspaceError,
+from baton.coordination.doorbell_events import (
+    DoorbellEvent,
+    RefusalReason,
+    TaskArrived,
+    TaskRefused,
+    refusal_payload,
 )
 from baton.coordination.fcop_port import TASK_FILE_RE, FcopPort, InboxEntry
+from baton.coordination.fcop_records import inbox_entry
+from baton.coordination.inbox_inspection import InboxInspection, RecheckLater, SettleState
+from baton.coordination.intake.limits import IntakeLimits
+from baton.coordination.intake.stability import FileFacts
+from baton.coordination.intake.worker import ParseWorker
 
 __all__ = [
     "Doorbell",
@@ -60,67 +77,13 @@ __all__ = [
     "RefusalReason",
     "TaskArrived",
     "TaskRefused",
+    "refusal_payload",
 ]
 
 log = logging.getLogger("baton.coordination.doorbell")
 
-RefusalReason = Literal[
-    "symlink",
-    "not_a_file",
-    "bad_name",
-    "too_large",
-    "invalid_envelope",
-    "invalid_relation",
-    "unknown_recipient",
-    "state_ambiguous",
-    "unreadable",
-    "doorbell_error",
-]
-_QUARANTINED: frozenset[str] = frozenset(
-    {"symlink", "not_a_file", "bad_name", "too_large", "invalid_envelope"}
-)
-"""Entries that break Core's workspace scans; everything else stays where it is."""
 
-
-@dataclass(frozen=True, slots=True)
-class TaskArrived:
-    """A valid inbox TASK for a configured role (or for the human)."""
-
-    task_id: str
-    recipient: str
-    role: str
-    """The role it routes to (the human's name when ``for_human``)."""
-    for_human: bool
-    sender: str
-    subject: str
-    parent: str | None
-    priority: str
-    source: Literal["drain", "watch", "rescan"]
-    detected_at: float
-    """``time.monotonic()`` when the doorbell learned of the file."""
-    emitted_at: float
-    published_ns: int = 0
-    """Wall-clock ns when the file was linked into the inbox (its ``st_ctime``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRefused:
-    """An inbox entry baton will not dispatch, and what it did about it."""
-
-    name: str
-    reason: RefusalReason
-    message: str
-    task_id: str | None = None
-    recipient: str | None = None
-    issue_id: str | None = None
-    quarantined_to: Path | None = None
-    emitted_at: float = 0.0
-
-
-DoorbellEvent = TaskArrived | TaskRefused
-
-
-class Doorbell:
+class Doorbell(InboxInspection):
     """Watch the inbox, read arrivals through Core, route them, emit events."""
 
     def __init__(
@@ -137,19 +100,31 @@ class Doorbell:
         step_ms: int = 5,
         debounce_ms: int = 10,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        limits: IntakeLimits | None = None,
+        worker: ParseWorker | None = None,
     ) -> None:
         self.port = port
         self.route = route
         self.queue = queue
         self.human = human
         self.issue_sender = issue_sender
-        self.max_task_bytes = max_task_bytes
+        self.limits = limits or IntakeLimits(max_file_bytes=max_task_bytes)
+        self.max_task_bytes = self.limits.max_file_bytes
         self.quarantine_dir = quarantine_dir
         self.step_ms = step_ms
         self.debounce_ms = debounce_ms
         self.clock = clock
+        self.wall_clock = wall_clock
+        self.worker = worker or ParseWorker(self.limits)
+        self._own_worker = worker is None
         self.ready = asyncio.Event()
         """Set once the watcher is armed and the initial drain is done."""
+        self.settled = asyncio.Event()
+        """Set while no inbox file is waiting to become stable."""
+        self.settled.set()
+        self._settling: dict[str, SettleState] = {}
+        self._rechecks: set[asyncio.Task[None]] = set()
         self._emitted: set[str] = set()
         self._refused: dict[str, str | None] = dict(refused or {})
         """Entry names refused in place (said once); the team loop persists the unknown
@@ -164,10 +139,23 @@ class Doorbell:
 
     async def run(self, stop_event: asyncio.Event | None = None) -> None:
         """Arm the watcher, drain the inbox, then ring on every arrival until stopped."""
-        import watchfiles
 
         inbox = self.port.stage_dir("inbox")
         stop = stop_event or asyncio.Event()
+        try:
+            await asyncio.to_thread(self.worker.start)
+        except OSError:
+            log.exception("the intake parse worker did not start; each read will retry")
+        try:
+            await self._watch(inbox, stop)
+        finally:
+            self._cancel_rechecks()
+            if self._own_worker:
+                await asyncio.to_thread(self.worker.close)
+
+    async def _watch(self, inbox: Path, stop: asyncio.Event) -> None:
+        import watchfiles
+
         failures = 0
         while not stop.is_set():
             changes_iter = watchfiles.awatch(
@@ -211,6 +199,8 @@ class Doorbell:
         present = {e.task_id for e in entries if e.task_id}
         self._emitted &= present  # forget TASKs that left the inbox
         names = {e.name for e in entries}
+        for name in [n for n in self._settling if n not in names]:
+            self._forget_settling(name)
         gone = [name for name in self._refused if name not in names]
         for name in gone:
             del self._refused[name]
@@ -232,21 +222,35 @@ class Doorbell:
             if change == watchfiles.Change.deleted:
                 if match:
                     self._emitted.discard(match.group(1))
+                self._forget_settling(path.name)
                 continue
             entry = _lstat_entry(path)
             if entry is not None:
                 await self._handle(entry, "watch", detected)
+            else:
+                self._forget_settling(path.name)
 
     async def _handle(
         self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float
     ) -> int:
         if self._seen(entry):
             return 0
+        pending = self._settling.get(entry.name)
+        if pending is not None and pending.timer is not None and source != "watch":
+            return 0  # a re-check is scheduled; a listing adds nothing new
         async with self._lock:
             if self._seen(entry):
                 return 0
+            facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
+            # Only this loop touches _settling; the thread reads its own entry.
+            state = self._settling.setdefault(
+                entry.name,
+                SettleState(first=(facts, self.clock()), source=source, detected=detected),
+            )
+            if state.attempts:  # a re-check: the event says when and how it was first seen
+                source, detected = state.source, state.detected
             try:
-                event = await asyncio.to_thread(self._inspect, entry, source, detected)
+                event = await asyncio.to_thread(self._inspect, entry, state, source, detected)
             except Exception as exc:  # the watcher must outlive any single file
                 log.exception("doorbell could not handle %s", entry.name)
                 event = TaskRefused(
@@ -255,6 +259,10 @@ class Doorbell:
                     message=f"{type(exc).__name__}: {exc}",
                     task_id=entry.task_id,
                 )
+            if isinstance(event, RecheckLater):
+                self._later(entry, event.after)
+                return 0
+            self._forget_settling(entry.name)
             if event is None:
                 return 0
             if isinstance(event, TaskArrived):
@@ -267,70 +275,54 @@ class Doorbell:
             await self.queue.put(_stamped(event, self.clock()))
             return 1
 
-    def _inspect(
-        self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float
-    ) -> DoorbellEvent | None:
-        """Classify one entry (runs in a worker thread; all I/O is here)."""
-        if entry.is_symlink:
-            return self._hostile(entry, "symlink", "a symlink in the inbox (FCoP forbids links)")
-        if not entry.is_regular:
-            return self._hostile(entry, "not_a_file", "not a regular file")
-        if entry.task_id is None:
-            return self._hostile(entry, "bad_name", "the name is not TASK-<id>.md")
-        if entry.size > self.max_task_bytes:
-            return self._hostile(
-                entry,
-                "too_large",
-                f"{entry.size} bytes, over the {self.max_task_bytes}-byte limit; not read",
-            )
-        try:
-            task = self.port.read_task(entry.task_id)
-        except TaskNotFound:
-            return None  # claimed or moved on before we looked
-        except StateAmbiguous as exc:
-            return self._refuse_in_place(entry, "state_ambiguous", str(exc))
-        except InvalidEnvelope as exc:
-            if not os.path.lexists(entry.path):
-                return None
-            if exc.code == "RELATION_INVALID":
-                return self._refuse_in_place(entry, "invalid_relation", str(exc))
-            return self._hostile(entry, "invalid_envelope", str(exc))
-        except WorkspaceError as exc:
-            if exc.code == "WORKSPACE_ID_MISMATCH" and os.path.lexists(entry.path):
-                return self._hostile(entry, "invalid_envelope", str(exc))
-            return self._refuse_in_place(entry, "unreadable", str(exc))
-        except (FcopProtocolError, OSError) as exc:
-            return self._refuse_in_place(entry, "unreadable", str(exc))
-        if task.stage != "inbox":
-            return None
-        if task.recipient == self.human:
-            role, for_human = self.human, True
-        else:
-            routed = self.route(task.recipient)
-            if routed is None:
-                return self._refuse_in_place(
-                    entry,
-                    "unknown_recipient",
-                    f"recipient {task.recipient!r} is not a role of this team; "
-                    "baton does not guess (fix the team or re-issue the task)",
-                    recipient=task.recipient,
-                    remember=True,
-                )
-            role, for_human = routed, False
-        return TaskArrived(
-            task_id=task.task_id,
-            recipient=task.recipient,
-            role=role,
-            for_human=for_human,
-            sender=task.sender,
-            subject=task.subject,
-            parent=task.parent,
-            priority=task.priority,
-            source=source,
-            detected_at=detected,
-            emitted_at=0.0,
-            published_ns=entry.ctime_ns,
-        )
+    # --------------------------------------------------------------- settling
+
+    @property
+    def settling(self) -> int:
+        """Inbox files seen but not yet stable enough to read."""
+        return len(self._settling)
+
+    def _later(self, entry: InboxEntry, after: float) -> None:
+        state = self._settling[entry.name]
+        if state.timer is not None:
+            state.timer.cancel()
+        loop = asyncio.get_running_loop()
+        state.timer = loop.call_later(after, self._recheck, entry.name, entry.path)
+        self.settled.clear()
+
+    def _recheck(self, name: str, path: Path) -> None:
+        state = self._settling.get(name)
+        if state is None:
+            return
+        state.timer = None
+
+        async def again() -> None:
+            entry = await asyncio.to_thread(_lstat_entry, path)
+            if entry is None:
+                self._forget_settling(name)
+                return
+            await self._handle(entry, "rescan", self.clock())
+
+        task = asyncio.get_running_loop().create_task(again(), name=f"recheck-{name}")
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
+
+    def _forget_settling(self, name: str) -> None:
+        state = self._settling.pop(name, None)
+        if state is not None and state.timer is not None:
+            state.timer.cancel()
+        if not self._settling:
+            self.settled.set()
+
+    def _cancel_rechecks(self) -> None:
+        for name in list(self._settling):
+            self._forget_settling(name)
+        for task in list(self._rechecks):
+            task.cancel()
+
+    async def wait_settled(self) -> None:
+        """Return once no inbox file is waiting to become stable."""
+        await self.settled.wait()
 
     # ------------------------------------------------------------- refusals
 
@@ -338,79 +330,6 @@ class Doorbell:
         return entry.name in self._refused or (
             entry.task_id is not None and entry.task_id in self._emitted
         )
-
-    def _hostile(self, entry: InboxEntry, reason: RefusalReason, message: str) -> TaskRefused:
-        moved = self._quarantine(entry) if reason in _QUARANTINED else None
-        where = f"; moved to {moved}" if moved else "; left in place"
-        issue = self._issue(entry, reason, message + where, subject_ref=None)
-        return TaskRefused(
-            name=entry.name,
-            reason=reason,
-            message=message + where,
-            task_id=entry.task_id,
-            issue_id=issue,
-            quarantined_to=moved,
-        )
-
-    def _refuse_in_place(
-        self,
-        entry: InboxEntry,
-        reason: RefusalReason,
-        message: str,
-        *,
-        recipient: str | None = None,
-        remember: bool = False,
-    ) -> TaskRefused:
-        subject = entry.task_id if reason == "unknown_recipient" else None
-        issue = self._issue(entry, reason, message, subject_ref=subject)
-        if remember:
-            self._refused[entry.name] = issue
-        return TaskRefused(
-            name=entry.name,
-            reason=reason,
-            message=message,
-            task_id=entry.task_id,
-            recipient=recipient,
-            issue_id=issue,
-        )
-
-    def _issue(
-        self, entry: InboxEntry, reason: str, message: str, *, subject_ref: str | None
-    ) -> str | None:
-        body = (
-            f"baton's doorbell refused inbox entry {entry.name!r}: {reason}.\n\n{message}\n\n"
-            "Its content was not dispatched to any agent."
-        )
-        try:
-            return self.port.write_issue(
-                sender=self.issue_sender,
-                recipient=self.human,
-                severity="error",
-                body=body,
-                subject_ref=subject_ref,
-            )
-        except CoordinationError:
-            log.exception("could not file an ISSUE for %s", entry.name)
-            return None
-
-    def _quarantine(self, entry: InboxEntry) -> Path | None:
-        if self.quarantine_dir is None:
-            return None
-        try:
-            now = entry.path.lstat()
-        except FileNotFoundError:
-            return None
-        if now.st_size != entry.size or stat.S_ISLNK(now.st_mode) != entry.is_symlink:
-            return None  # replaced since we looked: leave it for the next event
-        self.quarantine_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.quarantine_dir / f"{stamp}-{entry.name}"
-        try:
-            os.rename(entry.path, target)
-        except OSError:
-            log.exception("could not quarantine %s", entry.path)
-            return None
-        return target
 
 
 def _is_task_name(change: Any, path: str) -> bool:
@@ -423,16 +342,7 @@ def _lstat_entry(path: Path) -> InboxEntry | None:
         info = path.lstat()
     except FileNotFoundError:
         return None
-    match = TASK_FILE_RE.fullmatch(path.name)
-    return InboxEntry(
-        name=path.name,
-        path=path,
-        task_id=match.group(1) if match else None,
-        is_symlink=stat.S_ISLNK(info.st_mode),
-        is_regular=stat.S_ISREG(info.st_mode),
-        size=info.st_size,
-        ctime_ns=info.st_ctime_ns,
-    )
+    return inbox_entry(path, info)
 
 
 def _stamped(event: DoorbellEvent, at: float) -> DoorbellEvent:

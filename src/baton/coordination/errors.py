@@ -8,6 +8,10 @@ This subtree hangs under :class:`baton.errors.BatonError`::
         ├── WorkspaceNotInitialized       no ``fcop/fcop.json`` yet
         ├── TaskNotFound                  no TASK with that id in any lifecycle stage
         ├── RoutingError                  a recipient baton will not guess a role for
+        ├── Unresolved                    recovery's evidence allows no repair: a human must
+        │                                 look (baton.coordination.fcop_recovery)
+        ├── YamlLimitError       [remote] a task file over an intake bound (alias bomb, depth,
+        │                                 size; baton.coordination.intake.yaml_guard)
         └── FcopProtocolError             ``fcop.errors.V4ProtocolError``, mapped by ``code``
             ├── StateAmbiguous            two-stage window (retry), or a stuck move
             ├── LifecycleConflict         wrong stage now (lost a claim race, already moved)
@@ -47,6 +51,7 @@ __all__ = [
     "TaskNotFound",
     "WorkspaceError",
     "WorkspaceNotInitialized",
+    "map_fcop_error",
 ]
 
 
@@ -169,3 +174,22 @@ CODE_TO_ERROR: Mapping[str, type[FcopProtocolError]] = MappingProxyType(
     }
 )
 """Every frozen 4.0 code (31, plus ``toolkit:`` extensions falling to the base)."""
+
+
+def map_fcop_error(exc: BaseException) -> CoordinationError:
+    """Translate ``fcop.errors.V4ProtocolError`` into baton's tree (other errors pass).
+
+    Callers ``raise map_fcop_error(exc) from exc`` so the original stays chained.
+    """
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        cls = CODE_TO_ERROR.get(code, FcopProtocolError)
+        return cls(
+            str(exc),
+            code=code,
+            operation_ref=getattr(exc, "operation_ref", None),
+            subject_ref=getattr(exc, "subject_ref", None),
+        )
+    if isinstance(exc, CoordinationError):
+        return exc
+    return CoordinationError(f"{type(exc).__name__}: {exc}")

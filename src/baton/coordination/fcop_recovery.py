@@ -11,6 +11,13 @@ attention``, files an ISSUE and asks the human), and every repair is followed by
 ``fcop``'s receipt-stage writer, its ``recover_operation`` and its publication
 primitive for a create fact.
 
+This module is the host's *policy* (which TASKs, when, what evidence counts as
+enough, what is reported); the *mechanics* of each repair are the lifecycle
+writer's (:mod:`baton.coordination.lifecycle`, one copy: its own crash recovery
+uses the same functions): ``Lifecycle.recover_receipt`` (R1's roll-forward and
+fcop's ``recover_operation``, under the TASK's family lock) and
+``Lifecycle.complete_fact`` (R3's fact, under the operation's key lock).
+
 **R1: two stages, receipt ``PREPARED``, digests match (roll forward).** Both
 copies exist; exactly one lifecycle receipt names this move (same task, source
 and target paths) and passes ``fcop``'s receipt validator; the source copy's
@@ -54,12 +61,17 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from baton.coordination.fcop_port import STAGES, FcopPort, _prime_fcop
+from baton.coordination.envelope_text import frontmatter_has
+from baton.coordination.errors import CoordinationError
+from baton.coordination.fcop_calls import prime_fcop
+from baton.coordination.fcop_records import STAGES
+from baton.coordination.lifecycle import PINNED, Lifecycle, open_writer, publish_temporary
+from baton.coordination.port_base import PortBase
 
 __all__ = [
     "ABANDONED_AFTER",
@@ -75,7 +87,6 @@ __all__ = [
 ABANDONED_AFTER = 2.0
 """Seconds after which a publication temporary no writer finished is abandoned."""
 _BUCKETS = ("reports", "issues", "reviews", "operations")
-_TEMP_PREFIXES = (".fcop-create-", ".fcop-replace-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +99,7 @@ class Repair:
     outcome: Literal["resolved", "cleaned"] = "resolved"
 
 
-class Unresolved(Exception):
+class Unresolved(CoordinationError):
     """The evidence does not allow a repair; a human must look (the message says why)."""
 
     def __init__(self, rule: str, task_id: str | None, detail: str) -> None:
@@ -100,14 +111,14 @@ class Unresolved(Exception):
 
 def validate_workspace(root: Path) -> dict[str, Any]:
     """``fcop``'s own validator over the whole workspace (``{"valid": bool, "errors": [...]}``)."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.workspace import validate_workspace as fcop_validate
 
     result: dict[str, Any] = fcop_validate(root)
     return result
 
 
-def tasks_in_two_stages(port: FcopPort) -> dict[str, list[str]]:
+def tasks_in_two_stages(port: PortBase) -> dict[str, list[str]]:
     """TASK ids present in more than one stage directory, with those stages."""
     seen: dict[str, list[str]] = {}
     for stage in STAGES:
@@ -122,7 +133,7 @@ def tasks_in_two_stages(port: FcopPort) -> dict[str, list[str]]:
     return {task: stages for task, stages in seen.items() if len(stages) > 1}
 
 
-def _receipts_for(port: FcopPort, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _receipts_for(port: PortBase, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
     needle = f'"task_id":"{task_id}"'.encode()
     for path in sorted((port.fcop_dir / "operations").glob("transition-*.json")):
         try:
@@ -144,17 +155,31 @@ def _stage_of(relative: Any) -> str | None:
     return parts[2] if len(parts) == 4 and parts[:2] == ["fcop", "_lifecycle"] else None
 
 
-def _digest(path: Path) -> str:
-    from fcop.v4.encoding import digest
+def _writer(port: PortBase, rule: str, task_id: str | None) -> Lifecycle:
+    writer = port.lifecycle or open_writer(port.root, trusted_profiles=_trusted(port))
+    if writer is None:
+        raise Unresolved(rule, task_id, f"repairs need fcop {PINNED}'s Core; another is installed")
+    return writer
 
-    return str(digest(path.read_bytes()))
+
+def _trusted(port: PortBase) -> Mapping[str, Any]:
+    return port.authority.trusted_profiles if port.authority else {}
 
 
-def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
+def _why(classification: Any) -> str:
+    if classification == "DIVERGENT_DUPLICATE":
+        return (
+            "the copies do not match their receipt's digests: divergent, nothing guessed "
+            "(fcop: DIVERGENT_DUPLICATE)"
+        )
+    return f"fcop classifies the move {classification}; all evidence kept"
+
+
+def resolve_two_stages(port: PortBase, task_id: str) -> Repair:
     """Apply R1/R2 to a TASK found in two stages, or raise :class:`Unresolved`."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.errors import FcopError
-    from fcop.v4.receipts import set_stage, validate_receipt
+    from fcop.v4.receipts import classify, validate_receipt
 
     stages = [s for s in STAGES if (port.stage_dir(s) / f"{task_id}.md").is_file()]
     if len(stages) < 2:
@@ -175,40 +200,26 @@ def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
         )
     path, value = candidates[0]
     try:
-        validate_receipt(port.root, path, value)
+        value = dict(validate_receipt(port.root, path, value))
     except FcopError as exc:
         raise Unresolved("two-stages", task_id, f"its receipt is not valid: {exc}") from exc
+    if value["stage"] == "PREPARED":
+        rule = "two-stages.prepared-roll-forward"
+    elif value["stage"] == "TARGET_DURABLE":
+        rule = "two-stages.target-durable"
+    else:
+        raise Unresolved("two-stages", task_id, f"receipt stage {value['stage']!r} with two copies")
+    writer = _writer(port, rule, task_id)
+    try:
+        result = writer.recover_receipt(path)
+    except FcopError as exc:
+        raise Unresolved(
+            rule, task_id, f"{_why(classify(port.root, value))}; fcop's recovery refused: {exc}"
+        ) from exc
+    if result.get("classification") != "RECOVERABLE_DUPLICATE":
+        raise Unresolved(rule, task_id, f"{task_id}: {_why(result.get('classification'))}")
     source = port.root / value["source_path"]
     target = port.root / value["target_path"]
-    source_ok = source.is_file() and _digest(source) == value["source_digest"]
-    target_ok = target.is_file() and _digest(target) == value["target_digest"]
-    if not (source_ok and target_ok):
-        raise Unresolved(
-            "two-stages",
-            task_id,
-            f"{task_id}: the copies do not match their receipt's digests "
-            f"(source {'matches' if source_ok else 'differs'}, target "
-            f"{'matches' if target_ok else 'differs'}): divergent, nothing guessed",
-        )
-    rule = "two-stages.target-durable"
-    if value["stage"] == "PREPARED":
-        set_stage(port.root, path, value, "TARGET_DURABLE")
-        rule = "two-stages.prepared-roll-forward"
-    elif value["stage"] != "TARGET_DURABLE":
-        raise Unresolved("two-stages", task_id, f"receipt stage {value['stage']!r} with two copies")
-    try:
-        result = port._project.recover_operation(
-            operation_id=value["operation_id"],
-            source_path=value["source_path"],
-            target_path=value["target_path"],
-            receipt_path=path.relative_to(port.root).as_posix(),
-        )
-    except FcopError as exc:
-        raise Unresolved(rule, task_id, f"fcop's recover_operation refused: {exc}") from exc
-    if result.get("classification") != "RECOVERABLE_DUPLICATE":
-        raise Unresolved(
-            rule, task_id, f"fcop's recover_operation classified it {result.get('classification')}"
-        )
     if source.exists() or not target.is_file():
         raise Unresolved(rule, task_id, "recover_operation left the copies as they were")
     return Repair(
@@ -219,17 +230,19 @@ def resolve_two_stages(port: FcopPort, task_id: str) -> Repair:
     )
 
 
-def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
+def complete_create_fact(port: PortBase, operation_id: str) -> Repair:
     """R3: publish the create fact of the one TASK that carries ``operation_id``."""
-    _prime_fcop()
+    prime_fcop()
     from fcop.errors import FcopError
-    from fcop.v4.encoding import canonical, digest, parse_envelope, publish
+    from fcop.v4.encoding import parse_envelope
+
+    from baton.coordination.lifecycle.create import operation_key
 
     owners = []
     needle = f"\noperation_id: {operation_id}\n".encode()
     for stage in STAGES:
         for path in sorted(port.stage_dir(stage).glob("TASK-*.md")):
-            if FcopPort._frontmatter_has(path, needle):
+            if frontmatter_has(path, needle):
                 owners.append(path)
     if len(owners) != 1:
         raise Unresolved("create-fact", None, f"{len(owners)} TASKs carry operation {operation_id}")
@@ -240,44 +253,37 @@ def complete_create_fact(port: FcopPort, operation_id: str) -> Repair:
         raise Unresolved("create-fact", path.stem, f"{path.name} does not parse: {exc}") from exc
     if fields.get("operation_id") != operation_id or fields.get("operation_kind") != "create_task":
         raise Unresolved("create-fact", path.stem, f"{path.name} is not that create operation")
-    identity = {
-        "workspace_id": port.workspace_id,
-        "operation_kind": "create_task",
-        "operation_id": operation_id,
-    }
-    key = digest(canonical(identity))
-    fact_path = port.fcop_dir / "operations" / f"create-{key}.json"
+    task_id = str(fields["task_id"])
+    fact_path = (
+        port.fcop_dir
+        / "operations"
+        / f"create-{operation_key(port.workspace_id, operation_id)}.json"
+    )
     if fact_path.exists():
-        raise Unresolved("create-fact", fields["task_id"], f"{fact_path.name} already exists")
-    initial = f"fcop/_lifecycle/inbox/{fields['task_id']}.md"
-    if path.relative_to(port.root).as_posix() == initial:
-        content_digest = digest(path.read_bytes())
-    else:
-        content_digest = _original_digest(port, fields["task_id"], initial)
-    fact = {
-        "contract": "fcop-create-task-v1",
-        "key": key,
-        "workspace_id": port.workspace_id,
-        "operation_kind": "create_task",
-        "operation_id": operation_id,
-        "task_id": fields["task_id"],
-        "path": initial,
-        "digest": fields["normalized_request_digest"],
-        "content_digest": content_digest,
-    }
-    from fcop.v4.schema import _validate
-
+        raise Unresolved("create-fact", task_id, f"{fact_path.name} already exists")
+    initial = f"fcop/_lifecycle/inbox/{task_id}.md"
+    claim = None
+    if path.relative_to(port.root).as_posix() != initial:
+        claim = _original_claim(port, task_id, initial)
     try:
-        _validate("create-operation", json.loads(canonical(fact)))
-        publish(fact_path, canonical(fact) + b"\n")
+        outcome = _writer(port, "create-fact", task_id).complete_fact(
+            task_id, derived_only=False, claim_receipt=claim
+        )
     except FcopError as exc:
-        raise Unresolved("create-fact", fields["task_id"], f"fcop refused the fact: {exc}") from exc
-    return Repair("create-fact", fields["task_id"], f"create fact {fact_path.name} published")
+        raise Unresolved("create-fact", task_id, f"fcop refused the fact: {exc}") from exc
+    if outcome != "COMPLETED":
+        detail = (
+            f"{fact_path.name} already exists"
+            if outcome == "COMMITTED"
+            else f"{path.name} is not provably that create's result"
+        )
+        raise Unresolved("create-fact", task_id, detail)
+    return Repair("create-fact", task_id, f"create fact {fact_path.name} published")
 
 
-def _original_digest(port: FcopPort, task_id: str, initial: str) -> str:
-    """The digest of a TASK's bytes as created, after it left the inbox: its claim receipt
-    recorded them (``source_digest`` of the one valid ``inbox → active`` receipt)."""
+def _original_claim(port: PortBase, task_id: str, initial: str) -> Path:
+    """The one valid ``inbox → active`` receipt of a TASK that left the inbox: its
+    ``source_digest`` is the digest of the TASK's bytes as created."""
     from fcop.errors import FcopError
     from fcop.v4.receipts import validate_receipt
 
@@ -289,7 +295,7 @@ def _original_digest(port: FcopPort, task_id: str, initial: str) -> str:
             validate_receipt(port.root, path, value)
         except FcopError:
             continue
-        claims.append(value)
+        claims.append(path)
     if len(claims) != 1:
         raise Unresolved(
             "create-fact",
@@ -297,11 +303,11 @@ def _original_digest(port: FcopPort, task_id: str, initial: str) -> str:
             f"the TASK left the inbox and {len(claims)} valid claim receipts name its original "
             "bytes (exactly one is required)",
         )
-    return str(claims[0]["source_digest"])
+    return claims[0]
 
 
 def clean_temporaries(
-    port: FcopPort, *, older_than: float = ABANDONED_AFTER, now: float | None = None
+    port: PortBase, *, older_than: float = ABANDONED_AFTER, now: float | None = None
 ) -> list[Repair]:
     """R4: remove abandoned publication temporaries (see the module docstring)."""
     current = time.time() if now is None else now
@@ -314,14 +320,14 @@ def clean_temporaries(
         except FileNotFoundError:
             continue
         for entry in entries:
-            if not entry.name.startswith(_TEMP_PREFIXES) or not entry.name.endswith(".tmp"):
+            if publish_temporary(entry.name) is None:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
             final = _final_name(Path(entry.path))
-            residue = final is not None and final.is_file() and _same(final, Path(entry.path))
+            residue = final.is_file() and _same(final, Path(entry.path))
             if not residue and current - info.st_mtime < older_than:
                 continue
             try:
@@ -340,13 +346,12 @@ def clean_temporaries(
     return repairs
 
 
-def _final_name(temp: Path) -> Path | None:
-    """``.fcop-create-TASK-x-<random>.tmp`` → ``TASK-x.md`` (None for operation facts)."""
-    stem = temp.name.removeprefix(".fcop-create-").removeprefix(".fcop-replace-")
-    stem = stem.rsplit("-", 1)[0]
-    if temp.parent.name == "operations":
-        return temp.parent / f"{stem}.json"
-    return temp.parent / f"{stem}.md"
+def _final_name(temp: Path) -> Path:
+    """``.fcop-create-TASK-x-<random>.tmp`` → ``TASK-x.md`` (``.json`` for operation facts)."""
+    found = publish_temporary(temp.name)
+    assert found is not None
+    suffix = ".json" if temp.parent.name == "operations" else ".md"
+    return temp.parent / f"{found[1]}{suffix}"
 
 
 def _same(a: Path, b: Path) -> bool:

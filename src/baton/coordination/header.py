@@ -25,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from baton.coordination.results import ChildOutcome, consolidation_verdict
+from baton.coordination.review_summary import ChildSummary, consolidation_draft
+
 __all__ = [
     "ChildReport",
     "PromptContext",
@@ -44,12 +47,18 @@ _TOOL_HELP = {
         'write_report(result, body) - your report on this task. result: "done", "blocked" '
         'or "failed"; body: what you did and found. Once, at the end.'
     ),
+    "write_report_leader": (
+        'write_report(result, body, override) - your report on this task. result: "done", '
+        '"blocked" or "failed"; body: what you did and found. Once, at the end. "done" while a '
+        "delegated task is not done needs override: your reason (otherwise it is refused)."
+    ),
     "write_issue": "write_issue(severity, body) - flag a problem (low, medium, high, critical).",
     "list_reports": "list_reports() - reports on this task and on the tasks it delegated.",
     "ask_human": "ask_human(question) - ask {human}; the answer comes in a later prompt.",
     "create_task": (
-        "create_task(recipient, subject, body) - delegate part of the work to {roles}; "
-        "the new task's parent is this task."
+        "create_task(recipient, subject, body, after) - delegate part of the work to {roles}; "
+        "the new task's parent is this task. after: the task ids (from earlier create_task "
+        "results) whose output it needs; it starts once they are done. Empty: it starts now."
     ),
     "review_report": (
         'review_report(report_id, decision, reason) - decision "approve" or "reject" for a '
@@ -123,7 +132,8 @@ def _tools(ctx: PromptContext) -> list[str]:
     others = ", ".join(r for r in ctx.team_roles if r != ctx.role) or "(no other roles)"
     lines = ['Your tools (MCP server "baton"; identity and task ids are filled in for you):']
     for name in ctx.tools:
-        text = _TOOL_HELP.get(name, f"{name}()")
+        key = "write_report_leader" if name == "write_report" and ctx.is_leader else name
+        text = _TOOL_HELP.get(key, f"{name}()")
         lines.append("* " + text.format(human=ctx.human, roles=others))
     return lines
 
@@ -179,21 +189,47 @@ def reminder_prompt(ctx: PromptContext, *, turns_left: int) -> str:
 
 
 def consolidation_prompt(ctx: PromptContext, children: Sequence[ChildReport]) -> str:
-    """The leader's prompt once every delegated task has reported."""
-    blocks: list[list[str]] = [
-        [
-            "[baton] Delegated work is in: consolidate",
-            f"You are {ctx.role}, leading {ctx.task_id} (attempt {ctx.attempt_id}).",
-            f"Subject: {ctx.subject}",
-            f"Every task you delegated has reported. Consolidate them into one report for "
-            f"{ctx.sender} with write_report (result and body), then stop.",
-        ]
+    """The leader's prompt once every delegated task has reported.
+
+    It states the honest result (:func:`~baton.coordination.results.consolidation_verdict`:
+    not ``done`` while a delegated task is not done, unless the leader overrides with a
+    reason), as prose for an agent and as the ``baton-result:`` directive for the built-in
+    agent, and offers a drafted report (:func:`~baton.coordination.review_summary.consolidation_draft`)
+    in a ``report`` fence, which the built-in agent files as it is.
+    """
+    outcomes = [ChildOutcome(c.task_id, c.role, c.result) for c in children]
+    verdict = consolidation_verdict("done", outcomes)
+    intro = [
+        "[baton] Delegated work is in: consolidate",
+        f"You are {ctx.role}, leading {ctx.task_id} (attempt {ctx.attempt_id}).",
+        f"Subject: {ctx.subject}",
+        f"Every task you delegated has reported. Consolidate them into one report for "
+        f"{ctx.sender} with write_report (result and body), then stop.",
     ]
+    if verdict.not_done:
+        listed = "; ".join(c.describe() for c in verdict.not_done)
+        intro.append(
+            f"Not every delegated task is done ({listed}): report result "
+            f'"{verdict.suggested}", or keep "done" only with write_report\'s override argument '
+            "saying why."
+        )
     if "review_report" in ctx.tools:
-        blocks[0].append(
+        intro.append(
             "To send a report back for rework instead, call review_report(report_id, "
             '"reject", reason) and end your turn.'
         )
+    intro.append(f"baton-result: {verdict.suggested}")
+    draft = consolidation_draft(
+        [
+            ChildSummary(c.task_id, c.role, c.subject, c.result, c.report_id, c.body)
+            for c in children
+        ]
+    )
+    blocks: list[list[str]] = [
+        intro,
+        ["A draft of that report:", "", "````report", draft.rstrip("\n"), "````"],
+        ["The delegated reports in full:"],
+    ]
     for child in children:
         head = (
             f"{child.task_id} -> {child.role}: {child.subject} [{child.stage}]"

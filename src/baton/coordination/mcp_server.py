@@ -1,7 +1,9 @@
 """The role-scoped MCP server: FCoP as tools, one binding per agent session.
 
-Run as ``python -m baton.coordination.mcp_server --store DB --slot NAME`` over
-stdio (the one MCP transport every ACP agent must support). The slot's binding
+``baton up`` serves these tools for every slot from the daemon itself
+(:mod:`baton.coordination.mcp_hub`: HTTP, or stdio through a stdlib-only shim); the
+per-slot process of before, ``python -m baton.coordination.role_mcp --store DB --slot
+NAME`` over stdio, still works (the benchmark measures it beside the hub). The slot's binding
 in the store (:mod:`baton.coordination.binding`) fixes the role, the team and
 the tool allowlist; the slot's pointer says which TASK and attempt the session
 is on. So:
@@ -29,6 +31,8 @@ a transport: :class:`RoleTools` (plain synchronous methods over
 (the ``mcp`` low-level server over it). :func:`mcp_config` builds the ACP
 ``session/new`` ``mcpServers`` entry; :func:`fcop_mcp_config` builds the
 opt-in stock ``fcop-mcp`` entry instead.
+
+Length: each role-scoped tool is a schema plus a short handler over the port; the server is their one table.
 """
 
 from __future__ import annotations
@@ -52,8 +56,10 @@ from baton.coordination.fcop_port import (
     FcopPort,
     ReportInfo,
     TaskInfo,
-    operation_id_for,
 )
+from baton.coordination.intake.screen import subject_problem, unsafe_line
+from baton.coordination.results import ChildOutcome, consolidation_verdict, override_section
+from baton.coordination.task_creation import operation_id_for
 from baton.coordination.team import FcopMcpCompat
 
 __all__ = [
@@ -128,6 +134,11 @@ TOOL_SPECS: Mapping[str, ToolSpec] = {
             {
                 "result": _s('"done", "blocked" or "failed" (a short word).', max_length=64),
                 "body": _s("What you did, what you found, what is left.", max_length=MAX_BODY),
+                "override": _s(
+                    'Leaders only: to report "done" although a delegated task is not done, '
+                    "why (it is recorded in the report). Leave it out otherwise.",
+                    max_length=MAX_QUESTION,
+                ),
             },
             ("result", "body"),
         ),
@@ -160,6 +171,11 @@ TOOL_SPECS: Mapping[str, ToolSpec] = {
                 "recipient": _s("The role to do it (e.g. DEV, QA, OPS)."),
                 "subject": _s("One line naming the work.", max_length=MAX_SUBJECT),
                 "body": _s("Exactly what to do and what to report.", max_length=MAX_BODY),
+                "after": _s(
+                    "Task ids (from earlier create_task results, comma-separated) whose output "
+                    "this task needs: it starts once they are done. Leave it out to start now.",
+                    max_length=4096,
+                ),
             },
             ("recipient", "subject", "body"),
         ),
@@ -309,12 +325,15 @@ class RoleTools:
             "body": task.body,
         }
 
-    def write_report(self, result: str, body: str) -> dict[str, Any]:
+    def write_report(self, result: str, body: str, override: str | None = None) -> dict[str, Any]:
         task, attempt = self._current()
         if not result.strip():
             raise ToolRefused("INVALID_ARGUMENT", 'result must be a word like "done"')
+        if unsafe_line(result.strip()):
+            raise ToolRefused("INVALID_ARGUMENT", "result must be printable text on one line")
         if self.binding.is_leader:
-            open_children = self.port.children(task.task_id, stages=("inbox", "active"))
+            children = self.port.children(task.task_id)
+            open_children = [c for c in children if c.stage in ("inbox", "active")]
             if open_children:
                 ids = ", ".join(f"{c.task_id} ({c.recipient})" for c in open_children)
                 raise ToolRefused(
@@ -322,6 +341,11 @@ class RoleTools:
                     f"delegated tasks are still being worked on: {ids}. End your turn; baton "
                     "prompts you to consolidate once they have all reported.",
                 )
+            verdict = consolidation_verdict(result, [self._outcome(c) for c in children], override)
+            if not verdict.allowed:
+                raise ToolRefused("CHILDREN_NOT_DONE", verdict.message)
+            if verdict.overridden and override is not None:
+                body = body.rstrip("\n") + override_section(verdict, override)
         report = self.port.write_report(
             task_id=task.task_id,
             attempt_id=attempt,
@@ -338,6 +362,12 @@ class RoleTools:
             "report_kind": report.report_kind,
             "next": "Report filed. Stop now; baton submits it for review.",
         }
+
+    def _outcome(self, child: TaskInfo) -> ChildOutcome:
+        head = None
+        if child.attempt_id is not None:
+            head = self.port.find_report_head(child.task_id, child.attempt_id)
+        return ChildOutcome(child.task_id, child.recipient, head.result if head else None)
 
     def _issue_recipient(self) -> str:
         return self.binding.human if self.binding.is_leader else self.binding.leader
@@ -403,7 +433,9 @@ class RoleTools:
             "arrives in a later prompt.",
         }
 
-    def create_task(self, recipient: str, subject: str, body: str) -> dict[str, Any]:
+    def create_task(
+        self, recipient: str, subject: str, body: str, after: str | None = None
+    ) -> dict[str, Any]:
         task, attempt = self._current()
         recipient = recipient.strip()
         if recipient == self.binding.human:
@@ -417,24 +449,46 @@ class RoleTools:
                 "INVALID_RECIPIENT",
                 f"{recipient!r} is not a role you can delegate to (roles: {', '.join(others)})",
             )
-        if not subject.strip():
-            raise ToolRefused("INVALID_ARGUMENT", "subject must not be empty")
+        problem = subject_problem(subject)
+        if problem is not None:
+            raise ToolRefused("INVALID_ARGUMENT", problem)
+        prerequisites = self._prerequisites(task, after)
         created = self.port.create_task(
             sender=self.binding.role,
             recipient=recipient,
             subject=subject.strip(),
             body=body,
             parent=task.task_id,
+            references=prerequisites,
             operation_id=operation_id_for(
-                "delegate", task.task_id, attempt, recipient, subject.strip(), body
+                "delegate", task.task_id, attempt, recipient, subject.strip(), body, *prerequisites
             ),
         )
         return {
             "task_id": created.task_id,
             "recipient": recipient,
             "parent": task.task_id,
+            "after": list(prerequisites),
             "existing": created.existing,
         }
+
+    def _prerequisites(self, task: TaskInfo, after: str | None) -> tuple[str, ...]:
+        """``after``'s ids, each a task this leader delegated under the current task."""
+        ids = tuple(dict.fromkeys(w for w in re.split(r"[\s,]+", after or "") if w))
+        for task_id in ids:
+            if not TASK_ID_RE.fullmatch(task_id):
+                raise ToolRefused("INVALID_ARGUMENT", f"after: {task_id!r} is not a TASK id")
+            try:
+                sibling = self.port.read_task(task_id)
+            except TaskNotFound as exc:
+                raise ToolRefused("INVALID_ARGUMENT", f"after: no task {task_id}") from exc
+            if sibling.parent != task.task_id:
+                raise ToolRefused(
+                    "INVALID_ARGUMENT",
+                    f"after: {task_id} was not delegated under {task.task_id}; only tasks "
+                    "you created for it can be waited for",
+                )
+        return ids
 
     def review_report(self, report_id: str, decision: str, reason: str) -> dict[str, Any]:
         if not _REPORT_ID.fullmatch(report_id):

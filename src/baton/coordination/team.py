@@ -11,6 +11,9 @@ and final REPORTs addressed to it become human requests, never agent work.
 
 Parsing is pure (a mapping in, a frozen :class:`TeamConfig` out) and every
 problem is a :class:`~baton.errors.ConfigError` naming the key.
+
+Length: one configuration section, its frozen types, defaults and the check of
+each key side by side (a key's meaning, default and refusal are changed together).
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from baton.errors import ConfigError
 __all__ = [
     "ALL_TOOLS",
     "DEFAULT_TOOLS",
+    "FCOP_MCP_KEYS",
     "LEADER_TOOLS",
     "PERMISSION_PRESETS",
+    "ROLE_KEYS",
+    "TEAM_KEYS",
     "FcopMcpCompat",
     "RoleSpec",
     "TeamConfig",
@@ -74,7 +80,7 @@ demo); ``none`` denies everything.
 
 ChildAcceptance = Literal["on_consolidation", "explicit"]
 
-_TEAM_KEYS = frozenset(
+TEAM_KEYS = frozenset(
     {
         "name",
         "leader",
@@ -90,7 +96,8 @@ _TEAM_KEYS = frozenset(
         "fcop_mcp",
     }
 )
-_ROLE_KEYS = frozenset({"agent", "concurrency", "tools", "permissions", "description", "aliases"})
+ROLE_KEYS = frozenset({"agent", "concurrency", "tools", "permissions", "description", "aliases"})
+FCOP_MCP_KEYS = frozenset({"enabled", "python"})
 _MAX_CONCURRENCY = 16
 
 
@@ -201,7 +208,7 @@ def _parse_role(
     _role_name(name, where)
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where} must be a table")
-    unknown = sorted(set(section) - _ROLE_KEYS)
+    unknown = sorted(set(section) - ROLE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
     agent = _str(section.get("agent"), f"{where} agent")
@@ -260,7 +267,7 @@ def parse_team(
     """Validate a ``[team]`` table (the mapping under the ``team`` key)."""
     if not isinstance(raw, Mapping):
         raise ConfigError("[team] must be a table")
-    unknown = sorted(set(raw) - _TEAM_KEYS)
+    unknown = sorted(set(raw) - TEAM_KEYS)
     if unknown:
         raise ConfigError(f"[team]: unknown keys {', '.join(unknown)}")
     leader = _role_name(_str(raw.get("leader", "PM"), "[team] leader"), "[team] leader")
@@ -322,7 +329,7 @@ def _parse_compat(section: Any) -> FcopMcpCompat:
     where = "[team.fcop_mcp]"
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where} must be a table")
-    unknown = sorted(set(section) - {"enabled", "python"})
+    unknown = sorted(set(section) - FCOP_MCP_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {', '.join(unknown)}")
     enabled = section.get("enabled", False)

@@ -14,16 +14,28 @@ Transcript chunks are coalesced: consecutive chunks of the same kind and message
 id become one event, flushed when anything else happens, when ``flush()`` is called
 (the connection calls it after each read), or when the text reaches
 :data:`COALESCE_MAX_BYTES`.
+
+Length: one handler per stable ACP variant of the closed table, and the attribution and coalescing they share.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import bounded_value, clip_text
+from baton.events.extension import (
+    AGENT_FAULTS,
+    STABLE_VARIANTS,
+    UNSTABLE_VARIANTS,
+    MalformedPayload,
+    NullExtension,
+    ProviderExtension,
+    TurnContext,
+    require,
+)
 from baton.events.model import (
     CommandsUpdated,
     ConfigChanged,
@@ -42,37 +54,24 @@ from baton.events.model import (
 )
 from baton.events.redaction import Redaction
 from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
-from baton.providers.extension import NullExtension, ProviderExtension, TurnContext
+
+__all__ = [
+    "COALESCE_MAX_BYTES",
+    "KNOWN_CONTENT_TYPES",
+    "KNOWN_FIELDS",
+    "KNOWN_TOOL_CONTENT_TYPES",
+    "MAX_COMMANDS",
+    "MAX_PLAN_STEPS",
+    "MAX_TRACKED_MESSAGES",
+    "AcpNormalizer",
+    "Draft",
+]
 
 COALESCE_MAX_BYTES = 64 * 1024
 MAX_TRACKED_MESSAGES = 4096
 """Message ids remembered for attribution (oldest forgotten first)."""
 MAX_PLAN_STEPS = 256
 MAX_COMMANDS = 256
-
-STABLE_VARIANTS: dict[str, str] = {
-    "user_message_chunk": "transcript.user",
-    "agent_message_chunk": "transcript.assistant",
-    "agent_thought_chunk": "transcript.thinking",
-    "tool_call": "tool.execution",
-    "tool_call_update": "tool.execution",
-    "plan": "plan.updated",
-    "available_commands_update": "commands.updated",
-    "current_mode_update": "mode.changed",
-    "config_option_update": "config.changed",
-    "session_info_update": "session.info_updated",
-    "usage_update": "usage.reported",
-}
-"""Every stable ACP v1 ``sessionUpdate`` variant and the canonical family it feeds."""
-
-UNSTABLE_VARIANTS: dict[str, str] = {
-    "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
-    "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
-    "notice": "unstable agent notice (schema.unstable)",
-    "compaction_update": "unstable context compaction progress (schema.unstable)",
-    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
-}
-"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
 
 _CHUNK_TYPES: dict[str, type[TranscriptAssistant | TranscriptThinking | TranscriptUser]] = {
     "agent_message_chunk": TranscriptAssistant,
@@ -165,7 +164,13 @@ class AcpNormalizer:
         self._redaction = redaction
         self.extension: ProviderExtension = extension or NullExtension("generic")
         self.tools = ToolCallTracker(redaction=redaction, display_path=display_path)
-        self.context = TurnContext(session_id=None, turn_id=None, workspace=workspace)
+        self.context = TurnContext(
+            session_id=None,
+            turn_id=None,
+            workspace=workspace,
+            redaction=redaction,
+            next_plan_revision=self.next_plan_revision,
+        )
         self._pending: _Pending | None = None
         self._auto_message = 0
         self._last_variant = ""
@@ -177,8 +182,6 @@ class AcpNormalizer:
         self._plan_revision = 0
         self.usage_reported = False
         self.tool_calls = 0
-        self.context.extras["redaction"] = redaction
-        self.context.extras["next_plan_revision"] = self.next_plan_revision
 
     # ------------------------------------------------------------------ turns
 
@@ -187,33 +190,34 @@ class AcpNormalizer:
         self.context.session_id = session_id
         self.context.turn_id = turn_id
         self._answered = False
-        self.context.extras["usage_reported"] = False
+        self.context.usage_reported = False
         self.usage_reported = False
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
         return out
 
     def end_turn(self, prompt_usage: Mapping[str, Any] | None) -> list[Draft]:
-        """Flush, then report usage honestly: what was reported, or unavailable."""
+        """Flush, then report usage honestly: what was reported, or unavailable (and why)."""
         out = self.flush()
+        context_only = self.usage_reported  # so far only usage_update (the context window)
+        turn_usage = False
         if isinstance(prompt_usage, Mapping):
             usage = _prompt_usage(prompt_usage)
             if usage is not None:
                 out.append(Draft(usage, raw=bounded_value(dict(prompt_usage))))
-                self.usage_reported = True
-        self.context.extras["usage_reported"] = self.usage_reported
+                self.usage_reported = turn_usage = True
+        self.context.usage_reported = self.usage_reported
         extension_drafts = [Draft(p) for p in self.extension.end_turn(self.context)]
         out.extend(extension_drafts)
-        if not self.usage_reported and not any(
+        if not turn_usage and not any(
             isinstance(d.payload, UsageReported) for d in extension_drafts
         ):
-            out.append(
-                Draft(
-                    UsageReported(
-                        available=False,
-                        reason="the agent reported no usage for this turn",
-                    )
-                )
+            reason = (
+                "the agent reported only its context window (usage_update), no token counts "
+                "for this turn"
+                if context_only
+                else "the agent reported no usage for this turn"
             )
+            out.append(Draft(UsageReported(available=False, reason=reason)))
         return out
 
     # ---------------------------------------------------------------- updates
@@ -248,13 +252,15 @@ class AcpNormalizer:
                 observed = self.extension.observe_update(variant, update, self.context)
                 if observed:
                     own.extend(Draft(p) for p in observed)
-        except (KeyError, TypeError, ValueError) as exc:
+        except AGENT_FAULTS as exc:  # only the agent's fault; a bug in baton propagates
             own.extend(
                 self._notice(
                     "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
                 )
             )
-        own.extend(self._fallbacks(self._subject(variant, update)))
+        fallbacks = self._redaction.drain_fallbacks()
+        if fallbacks:
+            own.extend(self._fallbacks(self._subject(variant, update), fallbacks))
         out.extend(self._attributed(own, owner, late))
         return out
 
@@ -295,7 +301,7 @@ class AcpNormalizer:
         if not drafts or (owner is None and not late):
             return drafts
         flags = ("late",) if late else ()
-        out = [replace(d, turn_id=owner, flags=d.flags + flags) for d in drafts]
+        out = [Draft(d.payload, d.raw, owner, d.flags + flags) for d in drafts]
         if late and owner is not None and owner not in self._late_noticed:
             if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
                 self._late_noticed.popitem(last=False)
@@ -341,7 +347,9 @@ class AcpNormalizer:
 
     def _dispatch(self, variant: str, update: Mapping[str, Any], now_ms: float) -> list[Draft]:
         if variant in ("tool_call", "tool_call_update"):
-            if variant == "tool_call" and self.tools.get(str(update["toolCallId"])) is None:
+            tool_call_id = update.get("toolCallId")
+            require(tool_call_id, (str, int), "toolCallId")
+            if variant == "tool_call" and self.tools.get(str(tool_call_id)) is None:
                 self.tool_calls += 1
             parent = self.extension.parent_tool_call_id(update)
             payloads = self.tools.upsert(
@@ -362,7 +370,7 @@ class AcpNormalizer:
         if variant == "available_commands_update":
             commands = update.get("availableCommands") or []
             if not isinstance(commands, list):
-                raise TypeError("availableCommands must be a list")
+                raise MalformedPayload("availableCommands must be a list")
             kept = [
                 self._redaction.value(c) for c in commands[:MAX_COMMANDS] if isinstance(c, dict)
             ]
@@ -373,11 +381,12 @@ class AcpNormalizer:
                 )
             ]
         if variant == "current_mode_update":
-            return [Draft(ModeChanged(mode_id=str(update["currentModeId"])), raw=self._raw(update))]
+            mode_id = require(update.get("currentModeId"), str, "currentModeId")
+            return [Draft(ModeChanged(mode_id=mode_id), raw=self._raw(update))]
         if variant == "config_option_update":
             options = update.get("configOptions")
             if not isinstance(options, list):
-                raise TypeError("configOptions must be a list")
+                raise MalformedPayload("configOptions must be a list")
             kept = [bounded_value(self._redaction.value(o)) for o in options if isinstance(o, dict)]
             return [
                 Draft(
@@ -403,7 +412,7 @@ class AcpNormalizer:
         if variant == "usage_update":
             usage = _context_usage(update)
             self.usage_reported = True
-            self.context.extras["usage_reported"] = True
+            self.context.usage_reported = True
             return [Draft(usage, raw=self._raw(update))]
         if variant in UNSTABLE_VARIANTS:
             return self._notice(
@@ -537,8 +546,9 @@ class AcpNormalizer:
         ]
         return self._attributed(drafts, pending.turn_id, pending.late)
 
-    def _fallbacks(self, subject: str) -> list[Draft]:
-        """Every fail-closed redaction since the last call, as a visible security event."""
+    def _fallbacks(self, subject: str, reasons: list[str] | None = None) -> list[Draft]:
+        """Every fail-closed redaction since the last call (or ``reasons``, already drained),
+        as a visible security event."""
         return [
             Draft(
                 SecurityRedactionFallback(
@@ -547,7 +557,7 @@ class AcpNormalizer:
                     reason=reason,
                 )
             )
-            for reason in self._redaction.drain_fallbacks()
+            for reason in (self._redaction.drain_fallbacks() if reasons is None else reasons)
         ]
 
     # ------------------------------------------------------------------ helpers
@@ -555,11 +565,11 @@ class AcpNormalizer:
     def _plan(self, update: Mapping[str, Any]) -> PlanUpdated:
         entries = update.get("entries")
         if not isinstance(entries, list):
-            raise TypeError("plan entries must be a list")
+            raise MalformedPayload("plan entries must be a list")
         steps = []
         for index, entry in enumerate(entries[:MAX_PLAN_STEPS]):
             if not isinstance(entry, Mapping):
-                raise TypeError("plan entry must be an object")
+                raise MalformedPayload("plan entry must be an object")
             native = str(entry.get("status", "pending"))
             status = _PLAN_STATUS.get(native, "pending")
             steps.append(
@@ -655,30 +665,41 @@ class AcpNormalizer:
         return out
 
 
+def _in(value: Any, vocabulary: Collection[str]) -> bool:
+    """Whether an agent-given value is a word of ``vocabulary`` (any JSON value may come)."""
+    return isinstance(value, str) and value in vocabulary
+
+
 def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:
     """Unknown fields of a tool update, values outside ACP's kind/status vocabulary, and
     content items of unknown types (whole)."""
     detail = _unknown_fields(update, KNOWN_FIELDS["tool_call"])
     for key, known in (("kind", TOOL_KINDS), ("status", TOOL_STATUSES)):
         value = update.get(key)
-        if value is not None and value not in known:
+        if value is not None and not _known(value, known):
             detail[key] = value
     content = update.get("content")
     if isinstance(content, list):
-        unknown = [
-            item
-            for item in content
-            if not isinstance(item, Mapping)
-            or item.get("type") not in KNOWN_TOOL_CONTENT_TYPES
-            or (
-                item.get("type") == "content"
-                and isinstance(item.get("content"), Mapping)
-                and item["content"].get("type") not in KNOWN_CONTENT_TYPES
-            )
-        ]
+        unknown = [item for item in content if not _known_tool_item(item)]
         if unknown:
             detail["content"] = unknown
     return detail
+
+
+def _known(value: Any, vocabulary: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in vocabulary
+
+
+def _known_tool_item(item: Any) -> bool:
+    """A ToolCallContent item ACP v1 defines (a ``content`` one with a known block)."""
+    if not isinstance(item, Mapping) or not _known(item.get("type"), KNOWN_TOOL_CONTENT_TYPES):
+        return False
+    block = item.get("content")
+    return not (
+        item["type"] == "content"
+        and isinstance(block, Mapping)
+        and not _known(block.get("type"), KNOWN_CONTENT_TYPES)
+    )
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -699,7 +720,7 @@ def _context_usage(update: Mapping[str, Any]) -> UsageReported:
         currency = str(cost.get("currency") or "") or None
     used, size = _int_or_none(update.get("used")), _int_or_none(update.get("size"))
     if used is None and size is None and amount is None:
-        raise ValueError("usage_update carries no numbers")
+        raise MalformedPayload("usage_update carries no numbers")
     return UsageReported(
         available=True,
         scope="context",

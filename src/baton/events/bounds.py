@@ -13,6 +13,18 @@ from typing import Any
 
 from baton.events.model import ToolOutput
 
+__all__ = [
+    "DIAGNOSTIC_PREVIEW_BYTES",
+    "DIFF_TEXT_BYTES",
+    "OUTPUT_TAIL_BYTES",
+    "RAW_VALUE_BYTES",
+    "TEXT_FIELD_CHARS",
+    "bounded_output",
+    "bounded_value",
+    "clip_text",
+    "utf8_tail",
+]
+
 OUTPUT_TAIL_BYTES = 64 * 1024
 DIAGNOSTIC_PREVIEW_BYTES = 4 * 1024
 TEXT_FIELD_CHARS = 4000

@@ -9,15 +9,74 @@ of vanishing.
 
 Bump :data:`SCHEMA_VERSION` on any incompatible change; ``schema/events.schema.json``
 is generated from these models (``baton schema --check`` / tests fail when stale).
+
+Length: one frozen model per canonical event type: the closed set, the JSON Schema's source, read as one inventory.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 from pydantic_core import PydanticSerializationError
+
+from baton.events.surrogates import repair_unencodable
+
+__all__ = [
+    "EVENT_FLAGS",
+    "PAYLOAD_TYPES",
+    "SCHEMA_VERSION",
+    "TERMINAL_TURN_TYPES",
+    "ArtifactGenerated",
+    "ArtifactViewed",
+    "CanonicalEvent",
+    "CommandsUpdated",
+    "ConfigChanged",
+    "DelegationChild",
+    "DelegationCompleted",
+    "DelegationStarted",
+    "DelegationUpdated",
+    "DiffContent",
+    "HarnessDiagnostic",
+    "JsonValue",
+    "Location",
+    "ModeChanged",
+    "Payload",
+    "PlanStep",
+    "PlanUpdated",
+    "ProviderNotice",
+    "RequestAnswered",
+    "RequestCancelled",
+    "RequestCreated",
+    "RequestDelivered",
+    "RequestExpired",
+    "RequestRejected",
+    "SecurityAdmissionRefused",
+    "SecurityEvent",
+    "SecurityPathRefused",
+    "SecurityPayloadRejected",
+    "SecurityPinMismatch",
+    "SecurityRedactionFallback",
+    "SessionClosed",
+    "SessionFailed",
+    "SessionInfoUpdated",
+    "SessionStarted",
+    "ToolExecutionCompleted",
+    "ToolExecutionProgressed",
+    "ToolExecutionStarted",
+    "ToolOutput",
+    "TranscriptAssistant",
+    "TranscriptThinking",
+    "TranscriptUser",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnResumed",
+    "TurnStalled",
+    "TurnSubmitted",
+    "UsageReported",
+    "storable",
+]
 
 SCHEMA_VERSION = 1
 
@@ -50,6 +109,8 @@ class SessionStarted(Payload):
     config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
     replayed_updates: int = 0
     reason: str | None = None
+    approval: Literal["asks", "read_only", "self_approves", "unknown"] | None = None
+    """Who approves mutations in the effective mode (``baton.providers.approval``)."""
 
 
 class SessionInfoUpdated(Payload):
@@ -129,6 +190,8 @@ class TurnStalled(Payload):
     TYPE: ClassVar[str] = "turn.stalled"
     silent_ms: int
     threshold_ms: int
+    timeout_in_ms: int | None = None
+    """How long until the turn timeout ends the turn, when the turn has one."""
 
 
 class TurnResumed(Payload):
@@ -207,6 +270,10 @@ class _ToolExecution(Payload):
     diffs: list[DiffContent] = Field(default_factory=list)
     output: ToolOutput | None = None
     terminal_ids: list[str] = Field(default_factory=list)
+    agent_terminal_ids: list[str] = Field(default_factory=list)
+    """Of ``terminal_ids``, those the agent runs itself (not through baton's
+    ``terminal/create``): baton holds no output for them, so ``output`` is the agent's own
+    report of it."""
     parent_tool_call_id: str | None = None
     """Delegation lineage (e.g. Claude's ``_meta.claudeCode.parentToolUseId``)."""
 
@@ -377,6 +444,8 @@ class RequestCreated(_Request):
     TYPE: ClassVar[str] = "request.created"
     title: str
     summary: JsonValue = None
+    rule: str | None = None
+    """The policy rule that decided or escalated it (``preset-reads:escalate:edit``)."""
 
 
 class RequestAnswered(_Request):
@@ -384,7 +453,10 @@ class RequestAnswered(_Request):
     decided_by: Literal["human", "policy", "headless"]
     answer: JsonValue
     rule: str | None = None
-    """The policy rule that decided, when ``decided_by`` is not ``human``."""
+    """The policy rule that decided, or the surface a human answered at (``cli``, ``web``,
+    ``terminal``)."""
+    escalated_by: str | None = None
+    """For a human decision: the policy rule that escalated the request to a human."""
 
 
 class RequestDelivered(_Request):
@@ -486,9 +558,14 @@ class HarnessDiagnostic(Payload):
 
     TYPE: ClassVar[str] = "harness.diagnostic"
     category: str
+    """``protocol``, ``internal`` (baton failed on one frame: ``method``, ``frame``), …"""
     summary: str
     stderr_preview: str = ""
     exit_code: int | None = None
+    method: str | None = None
+    """The JSON-RPC method of the frame concerned, if any."""
+    frame: int | None = None
+    """The frame's position on its connection (1 = the first frame the agent sent)."""
 
 
 class SecurityEvent(Payload):
@@ -523,6 +600,46 @@ class SecurityRedactionFallback(SecurityEvent):
     """Redaction could not parse something and redacted all of it."""
 
     TYPE: ClassVar[str] = "security.redaction_fallback"
+
+
+class SecurityApprovalRefused(SecurityEvent):
+    """The session's mode would let the agent approve its own mutations: refused."""
+
+    TYPE: ClassVar[str] = "security.approval_refused"
+    mode: str | None = None
+
+
+class SecurityApprovalBypass(SecurityEvent):
+    """The session runs in a mode where the agent approves itself (``agent_approves = true``)."""
+
+    TYPE: ClassVar[str] = "security.approval_bypass"
+    mode: str | None = None
+
+
+class SecurityUnapprovedMutation(SecurityEvent):
+    """A mutation (tool call, client fs write, terminal) that no recorded decision allowed."""
+
+    TYPE: ClassVar[str] = "security.unapproved_mutation"
+    mutation: Literal["tool_call", "fs_write", "terminal"]
+    tool_call_id: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    """Workspace-relative (masked when outside)."""
+    expected: bool = False
+    """The profile says ``agent_approves``: recorded, but not a failure of the run."""
+
+
+# -------------------------------------------------------------------------- files
+
+
+class FileWritten(Payload):
+    """The agent wrote a file through the client (``fs/write_text_file``)."""
+
+    TYPE: ClassVar[str] = "file.written"
+    path: str
+    """Workspace-relative."""
+    bytes: int
+    sha256: str
 
 
 PAYLOAD_TYPES: dict[str, type[Payload]] = {
@@ -571,6 +688,10 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         SecurityPathRefused,
         SecurityPayloadRejected,
         SecurityRedactionFallback,
+        SecurityApprovalRefused,
+        SecurityApprovalBypass,
+        SecurityUnapprovedMutation,
+        FileWritten,
     )
 }
 """The closed inventory of canonical event types."""
@@ -635,27 +756,59 @@ class CanonicalEvent(BaseModel):
             object.__setattr__(self, "_json", line)
         return line
 
+    @classmethod
+    def stamped(
+        cls,
+        *,
+        type: str,
+        seq: int,
+        run_id: str,
+        session_id: str | None,
+        turn_id: str | None,
+        ts: str,
+        payload: Payload,
+        raw: JsonValue,
+        flags: list[str],
+    ) -> CanonicalEvent:
+        """The envelope validation would build, without validating it: for the sequencer,
+        whose arguments are typed by construction (a validated payload of its own type, a
+        fresh seq, baton's ids). Validation cost more than the rest of stamping; a test
+        holds the two equal. Anything else goes through the validating constructor."""
+        event = _new_event(cls)
+        _set(
+            event,
+            "__dict__",
+            {
+                "schema_version": SCHEMA_VERSION,
+                "type": type,
+                "seq": seq,
+                "run_id": run_id,
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "ts": ts,
+                "payload": payload,
+                "raw": raw,
+                "flags": flags,
+            },
+        )
+        _set(event, "__pydantic_fields_set__", _ENVELOPE_FIELDS)
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        return event
+
     def model_copy(self, *, update: Any = None, deep: bool = False) -> CanonicalEvent:
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("_json", None)
         return copied
 
 
+_new_event = BaseModel.__new__
+_set = object.__setattr__
+_ENVELOPE_FIELDS = frozenset(CanonicalEvent.model_fields)
+
 _LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
 """Characters JSON may leave raw but ``str.splitlines()`` (and so many NDJSON readers)
 splits on: escaped, so that one event is always one line whoever reads it."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _repaired(value: Any) -> Any:
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_repaired(k): _repaired(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_repaired(v) for v in value]
-    return value
 
 
 def storable(event: CanonicalEvent) -> CanonicalEvent:
@@ -669,7 +822,7 @@ def storable(event: CanonicalEvent) -> CanonicalEvent:
     try:
         event.to_json()
     except PydanticSerializationError:
-        data = _repaired(event.model_dump(mode="python"))
+        data, _ = repair_unencodable(event.model_dump(mode="python"))
         data["flags"] = sorted({*data.get("flags", ()), "unencodable_text"})
         event = CanonicalEvent.model_validate(data)
         event.to_json()

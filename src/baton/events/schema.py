@@ -14,6 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from baton.events.model import PAYLOAD_TYPES, SCHEMA_VERSION, CanonicalEvent
 
+__all__ = [
+    "SCHEMA_ID",
+    "event_json_schema",
+    "render_schema",
+]
+
 SCHEMA_ID = f"https://baton.dev/schema/events/v{SCHEMA_VERSION}.json"
 
 

@@ -3,16 +3,45 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
-from baton.events.model import CanonicalEvent, Payload, storable
+from baton.events.model import PAYLOAD_TYPES, CanonicalEvent, Payload, storable
+
+RECEIVED_FLAGS: ContextVar[tuple[str, ...]] = ContextVar("baton_received_flags", default=())
+"""Flags of the frame being handled (:attr:`baton.acp.framing.Frame.flags`).
+
+The connection sets it while it dispatches a frame it had to repair; every event
+stamped in that context (and in the tasks it starts, which copy the context) carries
+them. Other tasks never see them.
+"""
+
+
+__all__ = [
+    "RECEIVED_FLAGS",
+    "Sequencer",
+    "format_dt",
+    "format_ts",
+    "utc_now",
+]
+
+
+def format_dt(at: datetime) -> str:
+    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``: the one format of
+    every timestamp baton stores or stamps (events, runs, requests, team records)."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def format_ts(epoch: float) -> str:
-    """RFC 3339 UTC with milliseconds, e.g. ``2026-11-29T20:31:02.123Z``."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    """:func:`format_dt` of a Unix time."""
+    return format_dt(datetime.fromtimestamp(epoch, UTC))
+
+
+def utc_now() -> str:
+    """Now, as :func:`format_dt` writes it."""
+    return format_dt(datetime.now(UTC))
 
 
 class Sequencer:
@@ -42,10 +71,20 @@ class Sequencer:
         session_id: str | None = None,
         turn_id: str | None = None,
         raw: Any = None,
+        flags: Sequence[str] = (),
     ) -> CanonicalEvent:
         self.seq += 1
+        received = RECEIVED_FLAGS.get()
+        if received:
+            flags = sorted({*flags, *received})
+        trusted = (
+            isinstance(payload, PAYLOAD_TYPES.get(payload.TYPE, ()))
+            and (session_id is None or type(session_id) is str)
+            and (turn_id is None or type(turn_id) is str)
+        )
+        build = CanonicalEvent.stamped if trusted else CanonicalEvent
         return storable(
-            CanonicalEvent(
+            build(
                 type=payload.TYPE,
                 seq=self.seq,
                 run_id=self.run_id,
@@ -54,5 +93,6 @@ class Sequencer:
                 ts=self._ts(),
                 payload=payload,
                 raw=raw,
+                flags=list(flags),
             )
         )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.events.bounds import DIFF_TEXT_BYTES, bounded_output, bounded_value, clip_text, utf8_tail
+from baton.events.extension import require
 from baton.events.model import (
     DiffContent,
     Location,
@@ -26,6 +27,16 @@ from baton.events.model import (
     _ToolExecution,
 )
 from baton.events.redaction import Redaction
+
+__all__ = [
+    "ACP_TOOL_KINDS",
+    "MAX_TRACKED_CALLS",
+    "TERMINAL_STATUSES",
+    "TOOL_KINDS",
+    "TOOL_STATUSES",
+    "ToolCallTracker",
+    "ToolState",
+]
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 TOOL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
@@ -91,7 +102,7 @@ class ToolCallTracker:
         parent_tool_call_id: str | None = None,
         turn_id: str | None = None,
     ) -> list[Payload]:
-        tool_call_id = str(update["toolCallId"])
+        tool_call_id = str(require(update.get("toolCallId"), (str, int), "toolCallId"))
         state = self._calls.get(tool_call_id)
         first = state is None
         if state is None:

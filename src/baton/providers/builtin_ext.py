@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from baton.providers.inventory import BUILTIN_INVENTORY, Claim, TableExtension
+from baton.providers.inventory import BUILTIN_INVENTORY, CapabilityClaim, TableExtension
 
 _SRC = "baton.agents.builtin"
 
@@ -25,44 +25,54 @@ class BuiltinExtension(TableExtension):
         super().__init__(BUILTIN_INVENTORY)
 
 
-DECLARATIONS: Mapping[str, Claim] = {
-    "streaming": Claim(
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
+    "streaming": CapabilityClaim(
         "implemented", f"replies and summaries as agent_message_chunk ({_SRC}.updates)"
     ),
-    "questions": Claim("unsupported", "a runbook asks nothing; it has no model"),
-    "plans": Claim("unsupported", "no plan approval; the runbook is the plan"),
-    "child_activity": Claim("unsupported", "no subagents"),
-    "subagent_tasks": Claim(
+    "questions": CapabilityClaim("unsupported", "a runbook asks nothing; it has no model"),
+    "plans": CapabilityClaim("unsupported", "no plan approval; the runbook is the plan"),
+    "child_activity": CapabilityClaim("unsupported", "no subagents"),
+    "subagent_tasks": CapabilityClaim(
         "unsupported",
         "delegation lines become FCoP create_task MCP calls (tool executions), not subagents",
     ),
-    "images": Claim("unsupported", "no images"),
-    "files_diffs": Claim(
+    "images": CapabilityClaim("unsupported", "no images"),
+    "files_diffs": CapabilityClaim(
         "implemented", f"file steps report diff content on their tool call ({_SRC}.updates)"
     ),
-    "steering": Claim("unsupported", f"a new prompt cancels and replaces the running one ({_SRC})"),
-    "queueing": Claim("unsupported", "no queue method"),
-    "cancellation": Claim(
+    "steering": CapabilityClaim(
+        "unsupported", f"a new prompt cancels and replaces the running one ({_SRC})"
+    ),
+    "queueing": CapabilityClaim("unsupported", "no queue method"),
+    "cancellation": CapabilityClaim(
         "implemented",
         f"session/cancel stops the running step's process group; steps end failed with "
         f"rawOutput cancelled ({_SRC}.steps)",
     ),
-    "settlement": Claim("implemented", f"end_turn or cancelled, once per prompt ({_SRC}.turn)"),
-    "session_continuity": Claim(
+    "settlement": CapabilityClaim(
+        "implemented", f"end_turn or cancelled, once per prompt ({_SRC}.turn)"
+    ),
+    "session_continuity": CapabilityClaim(
         "implemented", f"session/load replays the prompt and each step's final state ({_SRC}.store)"
     ),
-    "discovery": Claim("implemented", f"session/list from the agent's store ({_SRC}.store)"),
-    "fork_resume": Claim("unsupported", "no session/fork or session/resume"),
-    "modes": Claim("unsupported", "no modes"),
-    "model_selection": Claim("unsupported", "no model"),
-    "commands": Claim("unsupported", "no slash commands"),
-    "session_metadata": Claim("unverified", "titles are kept in its store; no session_info_update"),
-    "prompt_media": Claim("unsupported", "text prompts only (a runbook)"),
-    "mcp": Claim("implemented", f"stdio MCP servers from session/new and session/load ({_SRC})"),
-    "usage": Claim("unsupported", "no model, no tokens: usage is reported unavailable"),
-    "hooks_memory": Claim("unsupported", "no hooks or memory"),
-    "subagent_questions": Claim("unsupported", "no subagents"),
-    "goals_lineage": Claim("unsupported", "no goals; sessions are not forked"),
+    "discovery": CapabilityClaim(
+        "implemented", f"session/list from the agent's store ({_SRC}.store)"
+    ),
+    "fork_resume": CapabilityClaim("unsupported", "no session/fork or session/resume"),
+    "modes": CapabilityClaim("unsupported", "no modes"),
+    "model_selection": CapabilityClaim("unsupported", "no model"),
+    "commands": CapabilityClaim("unsupported", "no slash commands"),
+    "session_metadata": CapabilityClaim(
+        "unverified", "titles are kept in its store; no session_info_update"
+    ),
+    "prompt_media": CapabilityClaim("unsupported", "text prompts only (a runbook)"),
+    "mcp": CapabilityClaim(
+        "implemented", f"stdio MCP servers from session/new and session/load ({_SRC})"
+    ),
+    "usage": CapabilityClaim("unsupported", "no model, no tokens: usage is reported unavailable"),
+    "hooks_memory": CapabilityClaim("unsupported", "no hooks or memory"),
+    "subagent_questions": CapabilityClaim("unsupported", "no subagents"),
+    "goals_lineage": CapabilityClaim("unsupported", "no goals; sessions are not forked"),
 }
 
 __all__ = ["DECLARATIONS", "BuiltinExtension"]

@@ -14,7 +14,7 @@ Each cell is a status and the reason for it:
 
 Cells come from two tables in code, never from prose: the provider's closed
 inventory (:mod:`baton.providers.inventory`: a row lists the native events that
-evidence it) and the provider's ``DECLARATIONS`` (a :class:`Claim` per row that no
+evidence it) and the provider's ``DECLARATIONS`` (a :class:`CapabilityClaim` per row that no
 native event can show, such as steering or queueing). A declaration wins; the
 inventory's evidence is appended to it. ``docs/capabilities.md`` is
 :func:`render_markdown` output, and a test fails when it is stale.
@@ -32,12 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from baton.events.extension import STABLE_VARIANTS
 from baton.providers import builtin_ext, claude, codex, cursor, gemini, opencode, qwen
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.inventory import (
     GENERIC_METHODS,
-    GENERIC_UPDATES,
-    Claim,
+    CapabilityClaim,
     NativeEvent,
     Status,
 )
@@ -101,7 +101,7 @@ ROWS: tuple[Row, ...] = (
 )
 """The seed's capability rows, in its order."""
 
-DECLARATIONS: Mapping[str, Mapping[str, Claim]] = {
+DECLARATIONS: Mapping[str, Mapping[str, CapabilityClaim]] = {
     "builtin": builtin_ext.DECLARATIONS,
     "cursor": cursor.DECLARATIONS,
     "claude": claude.DECLARATIONS,
@@ -145,7 +145,7 @@ def _cell(family: str, row: Row) -> Cell:
     unhandled = [
         e
         for e in mapped
-        if e.native not in GENERIC_UPDATES
+        if e.native not in STABLE_VARIANTS
         and e.native not in GENERIC_METHODS
         and (e.kind, e.native) not in handled
     ]

@@ -1,16 +1,33 @@
 """The built-in agent profiles.
 
 Commands and flags follow each harness's documented ACP entry point (see
-``docs/providers.md``). Credentials are listed as *bindable* names only: a profile
+``docs/agents.md``). Credentials are listed as *bindable* names only: a profile
 receives a credential when the user binds it in ``baton.toml``; nothing is taken
 from the shell by default.
+
+Each profile selects the approval mode in which the agent's mutating tools ask baton
+(:mod:`baton.providers.approval` says why, and verifies it at session start), and names
+the npm package and exact version ``baton agents install`` installs and pins.
 """
 
 from __future__ import annotations
 
+import json
 from types import MappingProxyType
 
-from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
+from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK
+from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
+
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_PROFILES",
+    "CLAUDE",
+    "CODEX",
+    "CURSOR",
+    "GEMINI",
+    "OPENCODE",
+    "QWEN",
+]
 
 _NODE_PRIVATE = {"NODE_COMPILE_CACHE": "cache/node-compile"}
 
@@ -42,6 +59,7 @@ CURSOR = AgentProfile(
     ),
     admission=("cursor", "claude"),
     client_meta=MappingProxyType({"subagents": True}),
+    mode=APPROVAL_TABLES["cursor"].select,
     install_hint="curl https://cursor.com/install | bash  (then bind CURSOR_API_KEY)",
 )
 
@@ -50,21 +68,43 @@ CLAUDE = AgentProfile(
     title="Claude Code (claude-agent-acp)",
     command=("claude-agent-acp",),
     family="claude",
-    env=MappingProxyType({"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_TELEMETRY": "1"}),
+    env=MappingProxyType(
+        {
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+    ),
     private_dirs=MappingProxyType({"CLAUDE_CONFIG_DIR": "claude/config", **_NODE_PRIVATE}),
     admission=("claude",),
-    install_hint="npm install -g -E @agentclientprotocol/claude-agent-acp@0.101.0",
+    mode=APPROVAL_TABLES["claude"].select,
+    # With an empty config dir claude-agent-acp starts in `auto` (it approves itself);
+    # the setting makes even the first moments of the session ask.
+    files=(
+        SeedFile(
+            "$CLAUDE_CONFIG_DIR/settings.json",
+            content=json.dumps({"permissions": {"defaultMode": "default"}}, indent=2) + "\n",
+        ),
+    ),
+    package="@agentclientprotocol/claude-agent-acp",
+    version="0.101.0",
+    install_hint="baton agents install claude",
 )
 
 CODEX = AgentProfile(
     name="codex",
-    title="Codex (codex-acp)",
+    title="Codex (Zed codex-acp)",
     command=("codex-acp",),
     family="codex",
     env=MappingProxyType({"NO_BROWSER": "1"}),
     private_dirs=MappingProxyType({"CODEX_HOME": "codex/home", **_NODE_PRIVATE}),
     admission=("codex",),
-    install_hint="npm install -g -E @agentclientprotocol/codex-acp@2.6.0",
+    mode=APPROVAL_TABLES["codex"].select,
+    package="@zed-industries/codex-acp",
+    version="0.16.0",
+    install_hint="baton agents install codex",
 )
 
 GEMINI = AgentProfile(
@@ -74,7 +114,10 @@ GEMINI = AgentProfile(
     family="gemini",
     private_dirs=MappingProxyType(_NODE_PRIVATE),
     admission=("gemini",),
-    install_hint="npm install -g -E @google/gemini-cli@0.61.0",
+    mode=APPROVAL_TABLES["gemini"].select,
+    package="@google/gemini-cli",
+    version="0.61.0",
+    install_hint="baton agents install gemini",
 )
 
 OPENCODE = AgentProfile(
@@ -87,11 +130,15 @@ OPENCODE = AgentProfile(
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            # Applied after every other config source: edits, commands and fetches ask.
+            "OPENCODE_PERMISSION": json.dumps(dict(OPENCODE_ASK), sort_keys=True),
         }
     ),
     private_dirs=MappingProxyType(_NODE_PRIVATE),
     admission=("opencode",),
-    install_hint="npm install -g -E opencode-ai@1.18.33",
+    package="opencode-ai",
+    version="1.18.33",
+    install_hint="baton agents install opencode",
 )
 
 QWEN = AgentProfile(
@@ -101,7 +148,10 @@ QWEN = AgentProfile(
     family="qwen",
     private_dirs=MappingProxyType(_NODE_PRIVATE),
     admission=("qwen",),
-    install_hint="npm install -g -E @qwen-code/qwen-code@0.24.4",
+    mode=APPROVAL_TABLES["qwen"].select,
+    package="@qwen-code/qwen-code",
+    version="0.24.4",
+    install_hint="baton agents install qwen",
 )
 
 BUILTIN_PROFILES: dict[str, AgentProfile] = {

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import (
     DelegationChild,
     DelegationCompleted,
@@ -40,8 +41,7 @@ from baton.events.model import (
     Payload,
 )
 from baton.events.redaction import Redaction
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
-from baton.providers.inventory import CLAUDE_INVENTORY, Claim, TableExtension, notice, redactor
+from baton.providers.inventory import CLAUDE_INVENTORY, CapabilityClaim, TableExtension, notice
 
 MAX_TRACKED_TASKS = 256
 TASK_TOOL_NAMES = frozenset({"Task", "Agent"})
@@ -183,7 +183,7 @@ class ClaudeExtension(TableExtension):
     # ------------------------------------------------------------------ updates
 
     def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        out = self.tasks.tool_update(update, redactor(ctx))
+        out = self.tasks.tool_update(update, ctx.redaction)
         parent = self.parent_tool_call_id(update)
         if parent is not None:
             out.extend(self.tasks.child_activity(parent))
@@ -214,7 +214,7 @@ class ClaudeExtension(TableExtension):
         self, key: str, value: Any, update: JsonObject, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
-            raise TypeError("_claude/rateLimit is not an object")
+            raise MalformedPayload("_claude/rateLimit is not an object")
         status = value.get("status")
         fingerprint = (status, value.get("rateLimitType"), value.get("resetsAt"))
         if fingerprint == self._rate:
@@ -287,75 +287,83 @@ def _ack(has_id: bool, *payloads: Payload) -> VendorOutcome:
 
 
 _ACP = "acp.md"
-DECLARATIONS: Mapping[str, Claim] = {
-    "questions": Claim(
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
+    "questions": CapabilityClaim(
         "partial",
         "AskUserQuestion arrives as elicitation/create (form) when the client advertises "
         "elicitation; documents and answers are baton.requests'; not yet qualified live",
     ),
-    "plans": Claim(
+    "plans": CapabilityClaim(
         "partial",
         "ExitPlanMode arrives as a session/request_permission (switch_mode) with the plan in "
         "rawInput: approvable, but not a dedicated revision-bound plan document",
     ),
-    "child_activity": Claim(
+    "child_activity": CapabilityClaim(
         "partial",
         "_meta.claudeCode.parentToolUseId → parent_tool_call_id on the subagent's tool calls, "
         "and one delegation.updated on its first activity; subagent text is not separated",
     ),
-    "subagent_tasks": Claim(
+    "subagent_tasks": CapabilityClaim(
         "partial",
         "Task/Agent tool calls → delegation.started/completed with role (subagent_type) and "
         "description; no model or duration is reported",
     ),
-    "images": Claim("unsupported", "Claude has no image-generation event over ACP"),
-    "files_diffs": Claim(
+    "images": CapabilityClaim("unsupported", "Claude has no image-generation event over ACP"),
+    "files_diffs": CapabilityClaim(
         "partial",
         "diff content normalized by the generic tool layer; the structured patch in "
         "_meta.claudeCode.toolResponse is kept raw only",
     ),
-    "steering": Claim(
+    "steering": CapabilityClaim(
         "unverified",
         f"claude-agent-acp advertises _session/steering ({_ACP} §1.11); baton does not send it",
     ),
-    "queueing": Claim(
+    "queueing": CapabilityClaim(
         "unverified",
         f"initialize may advertise _meta.claudeCode.promptQueueing ({_ACP} §1.3); baton does not "
         "queue through the agent",
     ),
-    "cancellation": Claim("partial", "session/cancel through the runner; not qualified live"),
-    "settlement": Claim(
+    "cancellation": CapabilityClaim(
+        "partial", "session/cancel through the runner; not qualified live"
+    ),
+    "settlement": CapabilityClaim(
         "partial",
         "the prompt result (with usage) ends the turn; late updates are tolerated by the runner",
     ),
-    "session_continuity": Claim(
+    "session_continuity": CapabilityClaim(
         "partial", f"session/load and session/resume per the advertised capabilities ({_ACP} §1.5)"
     ),
-    "discovery": Claim("partial", f"session/list when advertised ({_ACP} §1.5); no browsing UI"),
-    "fork_resume": Claim(
+    "discovery": CapabilityClaim(
+        "partial", f"session/list when advertised ({_ACP} §1.5); no browsing UI"
+    ),
+    "fork_resume": CapabilityClaim(
         "unverified", "resume/fork depend on the claude-agent-acp version; check a probe"
     ),
-    "modes": Claim(
+    "modes": CapabilityClaim(
         "implemented",
         "mode config option (default|acceptEdits|plan|dontAsk|bypassPermissions) via "
         "select_config; current_mode_update → mode.changed",
     ),
-    "model_selection": Claim(
+    "model_selection": CapabilityClaim(
         "implemented",
         "model config option via select_config: exact value or refusal; only advertised ids are "
         f"sent (unknown ids kill Claude sessions, {_ACP} §1.9); _claude/model changes noticed",
     ),
-    "prompt_media": Claim("unverified", "promptCapabilities as advertised; not probed here"),
-    "mcp": Claim("partial", "session mcpServers; ambient project config refused by admission"),
-    "hooks_memory": Claim(
+    "prompt_media": CapabilityClaim(
+        "unverified", "promptCapabilities as advertised; not probed here"
+    ),
+    "mcp": CapabilityClaim(
+        "partial", "session mcpServers; ambient project config refused by admission"
+    ),
+    "hooks_memory": CapabilityClaim(
         "unsupported",
         "hooks and memory are not surfaced over ACP; _claude/sdkMessage could carry them "
         "but baton does not opt in",
     ),
-    "subagent_questions": Claim(
+    "subagent_questions": CapabilityClaim(
         "unverified", "whether a subagent's AskUserQuestion reaches the client is not known"
     ),
-    "goals_lineage": Claim(
+    "goals_lineage": CapabilityClaim(
         "unverified",
         "newer claude-agent-acp ships a goal extension (third-party source listing); not mapped",
     ),

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import Payload
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
-from baton.providers.inventory import CODEX_INVENTORY, Claim, TableExtension, notice
+from baton.providers.inventory import CODEX_INVENTORY, CapabilityClaim, TableExtension, notice
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +114,7 @@ class CodexExtension(TableExtension):
     def _rate_limits(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         limits = params.get("rateLimits")
         if not isinstance(limits, Mapping):
-            raise TypeError("rateLimits is not an object")
+            raise MalformedPayload("rateLimits is not an object")
         parts = [f"limit {limits.get('limitId')!r}"]
         for window in ("primary", "secondary"):
             spec = limits.get(window)
@@ -146,54 +146,66 @@ def _value_kind(option: Mapping[str, Any], value: str) -> str | None:
     return None
 
 
-DECLARATIONS: Mapping[str, Claim] = {
-    "questions": Claim(
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
+    "questions": CapabilityClaim(
         "unverified",
         "codex-acp forwards MCP elicitations as elicitation/create (source reading); the plan-mode "
         "user-input request has no ACP counterpart here",
     ),
-    "plans": Claim("unsupported", "no plan-approval request over ACP; plans arrive as checklists"),
-    "child_activity": Claim(
+    "plans": CapabilityClaim(
+        "unsupported", "no plan-approval request over ACP; plans arrive as checklists"
+    ),
+    "child_activity": CapabilityClaim(
         "unverified",
         "newer codex-acp documents subagent_spawned/subagent_state_update child sessions "
         "(third-party reading); not in the pinned 2.6 inventory",
     ),
-    "subagent_tasks": Claim(
+    "subagent_tasks": CapabilityClaim(
         "unverified", "collabAgentToolCall arrives as an ordinary tool call; no delegation mapping"
     ),
-    "images": Claim(
+    "images": CapabilityClaim(
         "unverified", "imageView/imageGeneration items have no known ACP mapping in codex-acp"
     ),
-    "files_diffs": Claim(
+    "files_diffs": CapabilityClaim(
         "partial", "fileChange → tool_call kind edit with diff content (acp.md §6), generic layer"
     ),
-    "steering": Claim(
+    "steering": CapabilityClaim(
         "unverified",
         "codex-acp implements _session/steering (acp.md §1.11); baton does not send it",
     ),
-    "queueing": Claim("unsupported", "no queue method over ACP"),
-    "cancellation": Claim("partial", "session/cancel → turn/interrupt (acp.md §6), via the runner"),
-    "settlement": Claim("partial", "the prompt result ends the turn; not qualified live"),
-    "session_continuity": Claim("partial", "session/load/resume → thread/resume (acp.md §6)"),
-    "discovery": Claim("partial", "session/list → thread/list (acp.md §6)"),
-    "fork_resume": Claim(
+    "queueing": CapabilityClaim("unsupported", "no queue method over ACP"),
+    "cancellation": CapabilityClaim(
+        "partial", "session/cancel → turn/interrupt (acp.md §6), via the runner"
+    ),
+    "settlement": CapabilityClaim("partial", "the prompt result ends the turn; not qualified live"),
+    "session_continuity": CapabilityClaim(
+        "partial", "session/load/resume → thread/resume (acp.md §6)"
+    ),
+    "discovery": CapabilityClaim("partial", "session/list → thread/list (acp.md §6)"),
+    "fork_resume": CapabilityClaim(
         "partial", "session/fork and session/resume map to thread fork/resume (acp.md §6)"
     ),
-    "modes": Claim(
+    "modes": CapabilityClaim(
         "implemented",
         "approval/sandbox presets via select_config; mode.changed plus an approval_preset notice "
         "(a warning for full access)",
     ),
-    "model_selection": Claim(
+    "model_selection": CapabilityClaim(
         "implemented", "model config option via select_config: exact value or refusal"
     ),
-    "prompt_media": Claim("unverified", "promptCapabilities as advertised; not probed here"),
-    "mcp": Claim("partial", "session mcpServers; ambient Codex config is the private CODEX_HOME"),
-    "hooks_memory": Claim(
+    "prompt_media": CapabilityClaim(
+        "unverified", "promptCapabilities as advertised; not probed here"
+    ),
+    "mcp": CapabilityClaim(
+        "partial", "session mcpServers; ambient Codex config is the private CODEX_HOME"
+    ),
+    "hooks_memory": CapabilityClaim(
         "unsupported", "hookPrompt and contextCompaction items are not forwarded over ACP"
     ),
-    "subagent_questions": Claim("unverified", "child sessions are not in the pinned inventory"),
-    "goals_lineage": Claim(
+    "subagent_questions": CapabilityClaim(
+        "unverified", "child sessions are not in the pinned inventory"
+    ),
+    "goals_lineage": CapabilityClaim(
         "unverified",
         "newer codex-acp ships a goal-control extension and fork origins (third-party source "
         "listing); not mapped",

@@ -21,21 +21,11 @@ ACP reference, the seed's probe), ``inferred`` (third-party reading or a sibling
 agent; the mapping is implemented but the emission is unconfirmed). The capability
 matrix turns ``inferred``-only evidence into ``unverified``.
 
-Two keys of :attr:`TurnContext.extras <baton.providers.extension.TurnContext.extras>`
-are part of this seam (the generic normalizer sets them):
+What the generic normalizer tells an extension about the turn travels in the typed
+fields of :class:`~baton.events.extension.TurnContext` (``redaction``,
+``usage_reported``, ``next_plan_revision``).
 
-``usage_reported`` (:data:`USAGE_REPORTED_KEY`)
-    ``True`` once the generic layer emitted a ``usage.reported`` with
-    ``available: true`` (``usage_update`` or ``PromptResponse.usage``) in this turn.
-    Extensions read it in ``end_turn`` to report usage *unavailable*, never zero.
-``redaction`` (:data:`REDACTION_KEY`)
-    Optional :class:`~baton.events.redaction.Redaction`; extensions pass every
-    agent-controlled display string (todo text, descriptions, notice summaries)
-    through it. Absent means no redaction (unit tests only).
-``next_plan_revision`` (:data:`PLAN_REVISION_KEY`)
-    Optional zero-argument callable returning the next plan revision shared with the
-    generic ``plan`` variant, so ``acp.plan`` and ``cursor.update_todos`` snapshots
-    never reuse a revision. Absent: the extension counts on its own.
+Length: the closed inventories of every family are data tables; the table-driven extension base beside them is what reads them.
 """
 
 from __future__ import annotations
@@ -47,9 +37,15 @@ from functools import partial
 from typing import Any, Literal
 
 from baton.events.bounds import clip_text
+from baton.events.extension import (
+    AGENT_FAULTS,
+    STABLE_VARIANTS,
+    InventoryEntry,
+    JsonObject,
+    TurnContext,
+    VendorOutcome,
+)
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
-from baton.events.redaction import NoRedaction, Redaction
-from baton.providers.extension import InventoryEntry, JsonObject, TurnContext, VendorOutcome
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -58,45 +54,22 @@ __all__ = [
     "CURSOR_INVENTORY",
     "GEMINI_INVENTORY",
     "GENERIC_METHODS",
-    "GENERIC_UPDATES",
     "INVENTORIES",
     "OPENCODE_INVENTORY",
-    "PLAN_REVISION_KEY",
     "QWEN_INVENTORY",
-    "REDACTION_KEY",
-    "USAGE_REPORTED_KEY",
-    "Claim",
+    "CapabilityClaim",
     "Evidence",
     "NativeEvent",
     "ProviderInventory",
     "TableExtension",
     "is_canonical_family",
     "notice",
-    "redactor",
 ]
 
-USAGE_REPORTED_KEY = "usage_reported"
-REDACTION_KEY = "redaction"
-PLAN_REVISION_KEY = "next_plan_revision"
 
 Evidence = Literal["observed", "documented", "inferred"]
 Kind = Literal["update", "method", "meta"]
 Status = Literal["implemented", "partial", "unsupported", "unverified"]
-
-GENERIC_UPDATES: Mapping[str, str] = {
-    "user_message_chunk": "transcript.user",
-    "agent_message_chunk": "transcript.assistant",
-    "agent_thought_chunk": "transcript.thinking",
-    "tool_call": "tool.execution",
-    "tool_call_update": "tool.execution",
-    "plan": "plan.updated",
-    "available_commands_update": "commands.updated",
-    "current_mode_update": "mode.changed",
-    "config_option_update": "config.changed",
-    "session_info_update": "session.info_updated",
-    "usage_update": "usage.reported",
-}
-"""Stable ACP variants owned by the generic normalizer (an extension may only add to them)."""
 
 GENERIC_METHODS: Mapping[str, str] = {
     "session/request_permission": "request",
@@ -127,7 +100,7 @@ class NativeEvent(InventoryEntry):
 
 
 @dataclass(frozen=True, slots=True)
-class Claim:
+class CapabilityClaim:
     """One provider's declared answer for a capability-matrix row."""
 
     status: Status
@@ -194,12 +167,12 @@ def _stable(
     variants: Iterable[str], evidence: Evidence, source: str, notes: Mapping[str, str] | None = None
 ) -> tuple[NativeEvent, ...]:
     notes = notes or {}
-    return tuple(_u(v, GENERIC_UPDATES[v], notes.get(v, ""), evidence, source) for v in variants)
+    return tuple(_u(v, STABLE_VARIANTS[v], notes.get(v, ""), evidence, source) for v in variants)
 
 
 _CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
 _TOOLS = ("tool_call", "tool_call_update")
-_SEED = "seed 000 (Cursor capability inventory)"
+_SEED = "Cursor capability inventory, 2026-09-28"
 _ACP2 = "acp.md §2 (Cursor extensions)"
 
 CURSOR_INVENTORY = ProviderInventory(
@@ -426,6 +399,7 @@ GEMINI_INVENTORY = ProviderInventory(
 )
 
 _QWEN_SRC = "Qwen Code is a Gemini CLI fork; entries mirror Gemini's"
+_QWEN_LIVE = "tests/integration/test_qwen_baton.py (qwen-code 0.24.4, offline)"
 QWEN_INVENTORY = ProviderInventory(
     "qwen",
     (
@@ -435,6 +409,24 @@ QWEN_INVENTORY = ProviderInventory(
         _u("plan", "plan.updated", "todo list", "inferred", _QWEN_SRC),
         *_stable(("available_commands_update", "current_mode_update"), "inferred", _QWEN_SRC),
         _m("session/request_permission", "request", "tool confirmations", "inferred", _QWEN_SRC),
+        _meta(
+            "usage",
+            "usage.reported",
+            "per model call on agent_message_chunk: inputTokens, outputTokens, totalTokens, "
+            "thoughtTokens, cachedReadTokens; summed per turn",
+            "observed",
+            _QWEN_LIVE,
+        ),
+        _meta(
+            "durationMs", None, "model call duration on agent_message_chunk", "observed", _QWEN_LIVE
+        ),
+        _meta("toolName", None, "the native tool name on tool calls", "observed", _QWEN_LIVE),
+        _meta("provenance", None, "builtin or MCP, on tool calls", "observed", _QWEN_LIVE),
+        _meta("phase", None, "'preparing' on the first tool_call", "observed", _QWEN_LIVE),
+        _meta("availableSkills", None, "on available_commands_update", "observed", _QWEN_LIVE),
+        _meta(
+            "availableSkillDetails", None, "on available_commands_update", "observed", _QWEN_LIVE
+        ),
     ),
 )
 
@@ -553,15 +545,6 @@ INVENTORIES: Mapping[str, ProviderInventory] = {
 # --------------------------------------------------------------------------- helpers
 
 
-def redactor(ctx: TurnContext) -> Redaction:
-    """The redaction the generic layer put in ``ctx.extras`` (see module docstring)."""
-    found = ctx.extras.get(REDACTION_KEY)
-    if found is not None and callable(getattr(found, "text", None)):
-        redaction: Redaction = found
-        return redaction
-    return NoRedaction()
-
-
 def notice(
     category: str,
     summary: str,
@@ -572,7 +555,7 @@ def notice(
     variant: str | None = None,
 ) -> ProviderNotice:
     """A bounded (and, with ``ctx``, redacted) :class:`ProviderNotice`."""
-    text = redactor(ctx).text(summary) if ctx is not None else summary
+    text = ctx.redaction.text(summary) if ctx is not None else summary
     return ProviderNotice(
         category=category,
         severity=severity,
@@ -587,12 +570,10 @@ MethodHandler = Callable[[JsonObject, bool, TurnContext], VendorOutcome]
 MetaHandler = Callable[[str, Any, JsonObject, TurnContext], list[Payload]]
 ForeignHandler = Callable[[str, JsonObject, TurnContext], list[Payload]]
 
-_HANDLER_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
-"""What a handler may raise on malformed agent input; it becomes a ``malformed`` notice.
-
-pydantic's ``ValidationError`` is a ``ValueError``. Anything else is a bug in baton
-and propagates.
-"""
+_HANDLER_ERRORS = AGENT_FAULTS
+"""What a handler may raise on malformed agent input (an explicit check's
+:class:`~baton.events.extension.MalformedPayload`, pydantic's ``ValidationError``);
+it becomes a ``malformed`` notice. Anything else is a bug in baton and propagates."""
 
 
 class TableExtension:
@@ -603,7 +584,7 @@ class TableExtension:
     native the inventory does not list, and :meth:`handled` lets tests compare the
     tables with the inventory both ways. Handlers get plain data and must not do I/O.
 
-    Beyond :class:`~baton.providers.extension.ProviderExtension`, the runner may call
+    Beyond :class:`~baton.events.extension.ProviderExtension`, the runner may call
     :meth:`observe_update` for every stable variant (to add, never replace, payloads
     from native detail such as ``_meta``) and :meth:`foreign_session_update` for a
     ``session/update`` whose ``sessionId`` is not the turn's session.
@@ -628,7 +609,7 @@ class TableExtension:
 
     def on_update(self, variant: str, handler: UpdateHandler) -> None:
         self._listed("update", variant)
-        if variant in GENERIC_UPDATES:
+        if variant in STABLE_VARIANTS:
             raise LookupError(f"{variant!r} is owned by the generic layer; use observe()")
         self._updates[variant] = handler
 
@@ -643,7 +624,7 @@ class TableExtension:
 
     def observe(self, variant: str, handler: UpdateHandler) -> None:
         self._listed("update", variant)
-        if variant not in GENERIC_UPDATES:
+        if variant not in STABLE_VARIANTS:
             raise LookupError(f"{variant!r} is not a generic variant; use on_update()")
         self._observers[variant] = handler
 
@@ -665,7 +646,7 @@ class TableExtension:
         if handler is not None:
             return self._guard(partial(handler, update, ctx), ctx, variant=variant)
         entry = self.inventory.get("update", variant)
-        if entry is None or variant in GENERIC_UPDATES:
+        if entry is None or variant in STABLE_VARIANTS:
             return None
         return [self._unsupported(entry, ctx, variant=variant)]
 
@@ -695,11 +676,11 @@ class TableExtension:
         return []
 
     def end_turn(self, ctx: TurnContext) -> list[Payload]:
-        if ctx.extras.get(USAGE_REPORTED_KEY):
+        if ctx.usage_reported:
             return []
         return [UsageReported(available=False, reason=self.usage_unavailable_reason)]
 
-    # ------------------------------------------------------------------ extras
+    # ------------------------------------------------------------- native detail
 
     def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
         """Extra payloads from the native detail of a stable variant (``_meta`` keys ...).

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from baton.events.extension import JsonObject, TurnContext
 from baton.events.model import Payload
 from baton.providers.claude import TaskToolTracker
-from baton.providers.extension import JsonObject, TurnContext
-from baton.providers.inventory import OPENCODE_INVENTORY, Claim, TableExtension, redactor
+from baton.providers.inventory import OPENCODE_INVENTORY, CapabilityClaim, TableExtension
 
 
 def is_opencode_task(update: JsonObject) -> bool:
@@ -38,52 +38,58 @@ class OpenCodeExtension(TableExtension):
         self.observe("tool_call_update", self._tool)
 
     def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        return self.tasks.tool_update(update, redactor(ctx))
+        return self.tasks.tool_update(update, ctx.redaction)
 
 
 _OBSERVED = "acp.md §5 offline run"
-DECLARATIONS: Mapping[str, Claim] = {
-    "questions": Claim("unsupported", "no question method over ACP"),
-    "plans": Claim("unsupported", "no plan-approval method over ACP (plan is a mode)"),
-    "child_activity": Claim(
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
+    "questions": CapabilityClaim("unsupported", "no question method over ACP"),
+    "plans": CapabilityClaim("unsupported", "no plan-approval method over ACP (plan is a mode)"),
+    "child_activity": CapabilityClaim(
         "unsupported", "subagent sessions are internal to OpenCode; only the task tool is visible"
     ),
-    "subagent_tasks": Claim(
+    "subagent_tasks": CapabilityClaim(
         "partial",
         "task tool → delegation.started when its rawInput names subagent_type, "
         "delegation.completed when it ends (observed live, tests/providers/test_opencode_live.py); "
         "no model or duration is reported",
     ),
-    "images": Claim("unsupported", "no image-generation events over ACP"),
-    "files_diffs": Claim(
+    "images": CapabilityClaim("unsupported", "no image-generation events over ACP"),
+    "files_diffs": CapabilityClaim(
         "partial",
         f"write/edit tool calls with rawInput filePath/content and rawOutput ({_OBSERVED}); "
         "generic tool layer",
     ),
-    "steering": Claim("unsupported", "no steering method over ACP"),
-    "queueing": Claim("unsupported", "no queue method over ACP"),
-    "cancellation": Claim("partial", "session/cancel through the runner; not qualified live"),
-    "settlement": Claim(
+    "steering": CapabilityClaim("unsupported", "no steering method over ACP"),
+    "queueing": CapabilityClaim("unsupported", "no queue method over ACP"),
+    "cancellation": CapabilityClaim(
+        "partial", "session/cancel through the runner; not qualified live"
+    ),
+    "settlement": CapabilityClaim(
         "partial",
         "prompt result ends the turn; chunks may arrive after end_turn (opencode #17505), "
         "tolerated by the runner",
     ),
-    "session_continuity": Claim("partial", f"session/load replays history ({_OBSERVED})"),
-    "discovery": Claim("partial", f"session/list returns titled sessions ({_OBSERVED})"),
-    "fork_resume": Claim(
+    "session_continuity": CapabilityClaim("partial", f"session/load replays history ({_OBSERVED})"),
+    "discovery": CapabilityClaim("partial", f"session/list returns titled sessions ({_OBSERVED})"),
+    "fork_resume": CapabilityClaim(
         "partial",
         f"sessionCapabilities advertise fork and resume ({_OBSERVED}); baton does not fork",
     ),
-    "modes": Claim("implemented", f"mode config option build|plan via select_config ({_OBSERVED})"),
-    "model_selection": Claim(
+    "modes": CapabilityClaim(
+        "implemented", f"mode config option build|plan via select_config ({_OBSERVED})"
+    ),
+    "model_selection": CapabilityClaim(
         "implemented",
         f"model config option via select_config; session/set_model still accepted ({_OBSERVED})",
     ),
-    "prompt_media": Claim("unverified", "promptCapabilities as advertised; not probed here"),
-    "mcp": Claim("partial", f"mcpCapabilities http and sse advertised ({_OBSERVED})"),
-    "hooks_memory": Claim("unsupported", "no hook or memory events over ACP"),
-    "subagent_questions": Claim("unsupported", "subagents are internal to OpenCode"),
-    "goals_lineage": Claim(
+    "prompt_media": CapabilityClaim(
+        "unverified", "promptCapabilities as advertised; not probed here"
+    ),
+    "mcp": CapabilityClaim("partial", f"mcpCapabilities http and sse advertised ({_OBSERVED})"),
+    "hooks_memory": CapabilityClaim("unsupported", "no hook or memory events over ACP"),
+    "subagent_questions": CapabilityClaim("unsupported", "subagents are internal to OpenCode"),
+    "goals_lineage": CapabilityClaim(
         "unsupported", "no goal protocol; fork is advertised but baton keeps no lineage"
     ),
 }

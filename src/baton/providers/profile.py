@@ -16,6 +16,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+__all__ = [
+    "DEFAULT_PASS_ENV",
+    "PYTHON_PLACEHOLDER",
+    "AgentProfile",
+    "CredentialBinding",
+    "SeedFile",
+]
+
 PYTHON_PLACEHOLDER = "$PYTHON"
 """Stands for the interpreter running baton in a profile's command."""
 
@@ -46,6 +54,22 @@ class CredentialBinding:
 
 
 @dataclass(frozen=True, slots=True)
+class SeedFile:
+    """A file baton writes into the agent's private root before launch.
+
+    ``path`` is relative to the private root (``home/.claude/settings.json``,
+    ``codex/home/config.toml``) or starts with a private variable (``$CODEX_HOME/config.toml``),
+    so each agent gets its own config format without baton parsing it. The content is given
+    inline, or read at launch from ``source`` (a file; relative to the project).
+    """
+
+    path: str
+    content: str | None = None
+    source: str | None = None
+    mode: int = 0o600
+
+
+@dataclass(frozen=True, slots=True)
 class AgentProfile:
     """How to launch and talk to one agent harness."""
 
@@ -71,12 +95,33 @@ class AgentProfile:
     config_options: Mapping[str, str] = field(default_factory=_frozen)
     """Other session config options to set, sent only when the agent advertises them."""
     install_hint: str = ""
+    package: str | None = None
+    """The npm package that provides ``command`` (``baton agents install``)."""
+    version: str | None = None
+    """The exact package version baton pins (``npm install -E``)."""
+    files: tuple[SeedFile, ...] = ()
+    """Config files seeded into the private root before every launch."""
+    endpoint: str | None = None
+    """The model endpoint the agent is pointed at (a loopback one accepts dummy keys)."""
+    agent_approves: bool = False
+    """Documented override: run even in a mode where the agent approves its own mutations;
+    the session then carries a ``security.approval_bypass`` event."""
     pin: str | None = None
     """Path of a pinned-distribution manifest to verify before every launch."""
     initialize_timeout: float = 30.0
     session_timeout: float = 60.0
     turn_timeout: float = 1800.0
+    stall_timeout: float | None = None
+    """Silence before a running turn gets ``turn.stalled``; ``None``: the runner's default
+    (60 s, ``baton.runner.liveness.DEFAULT_STALL_SECONDS``)."""
     source: str = "builtin"
+
+    @property
+    def package_spec(self) -> str | None:
+        """``name@version`` for ``npm install -E``, when the profile names a package."""
+        if self.package is None or self.version is None:
+            return None
+        return f"{self.package}@{self.version}"
 
     def argv(self) -> list[str]:
         """The command with :data:`PYTHON_PLACEHOLDER` resolved."""

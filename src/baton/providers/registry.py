@@ -24,16 +24,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from baton.events.extension import (
+    STABLE_VARIANTS,
+    JsonObject,
+    ProviderExtension,
+    TurnContext,
+    VendorOutcome,
+)
 from baton.events.model import Payload
 from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
 from baton.providers.cursor import CursorExtension
-from baton.providers.extension import JsonObject, ProviderExtension, TurnContext, VendorOutcome
 from baton.providers.gemini import GeminiExtension
 from baton.providers.inventory import (
     GENERIC_METHODS,
-    GENERIC_UPDATES,
     INVENTORIES,
     ProviderInventory,
     TableExtension,
@@ -113,7 +118,7 @@ def dispatch_update(
     Stable variants are the generic normalizer's (an extension may only add to them,
     through ``observe_update``) and are refused here.
     """
-    if variant in GENERIC_UPDATES:
+    if variant in STABLE_VARIANTS:
         raise LookupError(f"{variant} is a stable ACP variant owned by the generic normalizer")
     claimed = ext.classify_update(variant, update, ctx)
     if claimed is not None:

@@ -67,7 +67,7 @@ class UnknownRequest(RequestError):
 class IllegalTransition(RequestError):
     """A state-machine move that the transition table does not allow."""
 
-    def __init__(self, message: str, *, state: str, event: str) -> None:
+    def __init__(self, message: str, *, state: str | None, event: str) -> None:
         super().__init__(message)
         self.state = state
         self.event = event

@@ -7,7 +7,8 @@ it, with the run/session/turn it belongs to, the agent connection (a per-process
 UUID) and the originating JSON-RPC id. Rows move only through
 :mod:`baton.requests.states`.
 
-Each change is *prepared* here from the record as last read (a :class:`Change`:
+Each change is *prepared* from the record as last read
+(:mod:`~baton.requests.ledger_changes`, pure; a :class:`Change`:
 the new records, the ``request.*`` payloads that describe them, and the write
 that applies them only if the rows are still what was read), then committed in
 one transaction with its events (:class:`~baton.store.journal.Journal`). An
@@ -21,44 +22,34 @@ and the request for the human commit together.
 Answers may come from another process (``baton answer`` while the daemon
 waits). Each write names the request id as a wake-up topic, so every waiter,
 in any process, is woken after commit (:mod:`baton.store.wake`) and re-reads the
-row: no busy polling.
+row: no busy polling. Reads are :mod:`~baton.requests.ledger_reads`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
-import json
-import secrets
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Collection
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from baton.errors import RequestError
-from baton.events.model import Payload
-from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
-from baton.requests.model import (
-    Answer,
-    DecidedBy,
-    PermissionRequest,
-    PlanRequest,
-    RequestDocument,
-    RequestKind,
-    canonical_json,
-    check_limits,
-    headline,
+from baton.requests.ledger_changes import (
+    Change,
+    StaleRecord,
+    new_request_id,
+    rpc_key,
+    tool_call_id_of,
+    utc_clock,
 )
+from baton.requests.ledger_reads import LedgerReads
+from baton.requests.model import Answer, DecidedBy, RequestDocument, RequestKind
 from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
-from baton.requests.states import Event, State, next_state
-from baton.requests.validate import validate_answer
+from baton.requests.states import Event, State
 from baton.store import requests_sql as sql
 from baton.store.journal import Journal
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.store import Store
-from baton.store.tx import StoreConflict, Tx
+from baton.store.tx import Tx
 
 __all__ = [
     "REQUESTS_MIGRATIONS",
@@ -71,92 +62,24 @@ __all__ = [
     "tool_call_id_of",
 ]
 
-T = TypeVar("T")
-
 _ATTEMPTS = 5
 """Re-reads after a concurrent change before giving up (each is a real race lost)."""
 
 
-class StaleRecord(RequestError):
-    """A prepared change found its row changed since it was read (read again and retry)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """A ledger change ready to commit: records after it, their events, the write."""
-
-    records: tuple[RequestRecord, ...]
-    payloads: tuple[Payload, ...]
-    apply: Callable[[Tx], None]
-
-
-def tool_call_id_of(document: RequestDocument) -> str | None:
-    """The agent's tool call a request belongs to, used to link re-issued requests."""
-    if isinstance(document, PermissionRequest):
-        return document.tool_call.tool_call_id
-    return getattr(document, "tool_call_id", None)
-
-
-def rpc_key(jsonrpc_id: JsonRpcId) -> str | None:
-    """How a JSON-RPC id is stored (JSON text: ids may be strings or numbers)."""
-    return json.dumps(jsonrpc_id) if jsonrpc_id is not None else None
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _new_request_id() -> str:
-    return f"req-{secrets.token_hex(8)}"
-
-
-def _answer_json(answer: Answer) -> str:
-    return canonical_json(answer.model_dump(mode="json"))
-
-
-def _payloads(records: Sequence[RequestRecord]) -> tuple[Payload, ...]:
-    from baton.requests import payloads  # payloads builds on these records
-
-    return tuple(payloads.for_state(r) for r in records)
-
-
-def _checked_move(tx: Tx, before: RequestRecord, after: RequestRecord) -> None:
-    """Write ``after`` over ``before`` if the row is still exactly ``before``'s state."""
-    columns = {
-        "state": after.state.value,
-        "updated_at": after.updated_at,
-        "answer_json": after.answer_json,
-        "decided_by": after.decided_by,
-        "rule": after.rule,
-        "reason": after.reason,
-        "answered_at": after.answered_at,
-        "delivered_at": after.delivered_at,
-    }
-    row = sql.fetch(tx, before.request_id)
-    if row is None:
-        raise UnknownRequest(f"no request with id {before.request_id!r}")
-    current = record_from_row(row)
-    if current.state is not before.state or current.updated_at != before.updated_at:
-        raise StaleRecord(f"request {before.request_id} changed since it was read")
-    sql.update(tx, before.request_id, before.state.value, columns)
-    tx.wake(before.request_id)
-
-
-class Ledger:
+class Ledger(LedgerReads):
     """Async API over the ``requests`` table; safe to use from several processes at once."""
 
     def __init__(
         self,
         store: Store,
         *,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_clock,
         recheck_interval: float = 5.0,
-        new_id: Callable[[], str] = _new_request_id,
+        new_id: Callable[[], str] = new_request_id,
     ) -> None:
+        super().__init__(clock=clock, new_id=new_id)
         self._store = store
-        self._clock = clock
         self._recheck = recheck_interval
-        self._new_id = new_id
         self._owned = False
 
     @classmethod
@@ -177,14 +100,6 @@ class Ledger:
             await self._store.aclose()
 
     # ------------------------------------------------------------------ plumbing
-
-    def now(self) -> str:
-        return (
-            self._clock().astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        )
-
-    async def _read(self, fn: Callable[[Tx], T]) -> T:
-        return await self._store.aread(fn)
 
     async def _commit(self, change: Change, journal: Journal | None) -> None:
         if journal is None:
@@ -209,113 +124,7 @@ class Ledger:
             return tuple(change.records)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def moved(self, record: RequestRecord, event: Event, **columns: Any) -> RequestRecord:
-        """``record`` after ``event`` (pure; raises ``IllegalTransition`` when illegal)."""
-        new = next_state(record.state, event)
-        return dataclasses.replace(record, state=new, updated_at=self.now(), **columns)
-
-    def move_change(
-        self, before: Sequence[RequestRecord], after: Sequence[RequestRecord]
-    ) -> Change:
-        """A change moving each ``before`` record to its ``after`` (same order)."""
-        pairs = list(zip(before, after, strict=True))
-
-        def apply(tx: Tx) -> None:
-            for old, new in pairs:
-                _checked_move(tx, old, new)
-
-        return Change(tuple(after), _payloads(after), apply)
-
     # -------------------------------------------------------------------- create
-
-    def prepare_create(
-        self,
-        document: RequestDocument,
-        *,
-        run_id: str,
-        connection_id: str | None,
-        jsonrpc_id: JsonRpcId,
-        session_id: str | None,
-        turn_id: str | None,
-        supersedes: str | None = None,
-        request_id: str | None = None,
-        expires_at: str | None = None,
-    ) -> Change:
-        """A new ``pending`` request as a change (refuses an oversize document first).
-
-        ``expires_at``: the deadline of whoever waits for it, when it has one (shown by
-        surfaces as a countdown; the waiter itself expires it).
-        """
-        text = check_limits(document)
-        data = text.encode("utf-8")
-        now = self.now()
-        record = RequestRecord(
-            request_id=request_id or self._new_id(),
-            kind=document.kind,
-            state=State.PENDING,
-            run_id=run_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            connection_id=connection_id,
-            jsonrpc_id=jsonrpc_id,
-            tool_call_id=tool_call_id_of(document),
-            title=headline(document),
-            document=document,
-            document_json=text,
-            document_bytes=len(data),
-            document_sha256=hashlib.sha256(data).hexdigest(),
-            revision=document.revision if isinstance(document, PlanRequest) else None,
-            answer=None,
-            answer_json=None,
-            decided_by=None,
-            rule=None,
-            reason=None,
-            supersedes=supersedes,
-            created_at=now,
-            updated_at=now,
-            answered_at=None,
-            delivered_at=None,
-            expires_at=expires_at,
-        )
-        values = self._row_values(record)
-
-        def apply(tx: Tx) -> None:
-            if supersedes is not None and sql.fetch(tx, supersedes) is None:
-                raise UnknownRequest(f"no request with id {supersedes!r}")
-            try:
-                sql.insert(tx, values)
-            except StoreConflict as exc:
-                raise RequestError(
-                    f"duplicate request: connection {connection_id} already has an open request "
-                    f"with JSON-RPC id {jsonrpc_id!r} (or id {record.request_id} exists): {exc}"
-                ) from None
-            tx.wake(record.request_id)
-
-        return Change((record,), _payloads([record]), apply)
-
-    @staticmethod
-    def _row_values(record: RequestRecord) -> dict[str, Any]:
-        return {
-            "request_id": record.request_id,
-            "kind": record.kind,
-            "state": record.state.value,
-            "run_id": record.run_id,
-            "session_id": record.session_id,
-            "turn_id": record.turn_id,
-            "connection_id": record.connection_id,
-            "jsonrpc_id": rpc_key(record.jsonrpc_id),
-            "tool_call_id": record.tool_call_id,
-            "title": record.title,
-            "document_json": record.document_json,
-            "document_bytes": record.document_bytes,
-            "document_sha256": record.document_sha256,
-            "revision": record.revision,
-            "reason": record.reason,
-            "supersedes": record.supersedes,
-            "created_at": record.created_at,
-            "updated_at": record.updated_at,
-            "expires_at": record.expires_at,
-        }
 
     async def create(
         self,
@@ -329,6 +138,7 @@ class Ledger:
         supersedes: str | None = None,
         request_id: str | None = None,
         expires_at: str | None = None,
+        rule: str | None = None,
         journal: Journal | None = None,
     ) -> RequestRecord:
         """Persist a new ``pending`` request (and its ``request.created``); returns after commit.
@@ -349,6 +159,7 @@ class Ledger:
             supersedes=supersedes,
             request_id=request_id,
             expires_at=expires_at,
+            rule=rule,
         )
         await self._commit(change, journal)
         return change.records[0]
@@ -375,98 +186,23 @@ class Ledger:
         ``baton inbox --all``; the document is kept only if it is within limits
         (an oversize one is described by its size and digest, never truncated).
         """
-        text = check_limits(document) if document is not None else None
-        now = self.now()
-        record = RequestRecord(
-            request_id=self._new_id(),
-            kind=kind,
-            state=State.REJECTED,
+        change = self.prepare_rejected(
+            kind,
+            reason=reason,
             run_id=run_id,
-            session_id=session_id,
-            turn_id=turn_id,
             connection_id=connection_id,
             jsonrpc_id=jsonrpc_id,
-            tool_call_id=tool_call_id_of(document) if document is not None else None,
+            session_id=session_id,
+            turn_id=turn_id,
             title=title,
-            document=document if text is not None else None,
-            document_json=text,
-            document_bytes=size_bytes,
-            document_sha256=sha256,
-            revision=None,
-            answer=None,
-            answer_json=None,
-            decided_by=None,
-            rule=None,
-            reason=reason,
-            supersedes=None,
-            created_at=now,
-            updated_at=now,
-            answered_at=None,
-            delivered_at=None,
+            size_bytes=size_bytes,
+            sha256=sha256,
+            document=document,
         )
-        values = self._row_values(record)
-
-        def apply(tx: Tx) -> None:
-            sql.insert(tx, values)
-            tx.wake(record.request_id)
-
-        await self._commit(Change((record,), _payloads([record]), apply), journal)
-        return record
+        await self._commit(change, journal)
+        return change.records[0]
 
     # -------------------------------------------------------------------- answer
-
-    def prepare_answer(
-        self,
-        record: RequestRecord,
-        answer: Answer,
-        *,
-        decided_by: DecidedBy,
-        rule: str | None = None,
-        reason: str | None = None,
-    ) -> AnswerResult | Change:
-        """The answer as a change, or the replayed result when the same answer is already there.
-
-        Raises :class:`~baton.requests.errors.AnswerConflict` for a different
-        answer, :class:`~baton.requests.errors.NotPending` when the request no
-        longer takes answers, and the validation errors for an answer that does
-        not fit the persisted document.
-        """
-        if decided_by != "human" and not rule:
-            raise RequestError(f"a {decided_by} decision must name the rule that made it")
-        request_id = record.request_id
-        if record.document is None:
-            raise NotPending(f"request {request_id} was rejected on arrival: {record.reason}")
-        if record.state is not State.PENDING:
-            if record.state in (State.ANSWERED, State.DELIVERED):
-                try:
-                    same = (
-                        _answer_json(validate_answer(record.document, answer)) == record.answer_json
-                    )
-                except RequestError:
-                    same = False
-                if same:
-                    return AnswerResult(record, replayed=True)
-                raise AnswerConflict(
-                    f"request {request_id} was already answered by {record.decided_by} "
-                    f"({record.answer_json}); a different answer is refused"
-                )
-            why = f" ({record.reason})" if record.reason else ""
-            raise NotPending(
-                f"request {request_id} is {record.state.value}{why}; it no longer takes answers"
-            )
-        normalized = validate_answer(record.document, answer)
-        now = self.now()
-        after = self.moved(
-            record,
-            Event.ANSWER,
-            answer=normalized,
-            answer_json=_answer_json(normalized),
-            decided_by=decided_by,
-            rule=rule,
-            reason=reason,
-            answered_at=now,
-        )
-        return self.move_change([record], [after])
 
     async def answer(
         self,
@@ -476,6 +212,7 @@ class Ledger:
         decided_by: DecidedBy,
         rule: str | None = None,
         reason: str | None = None,
+        escalated_by: str | None = None,
         journal: Journal | None = None,
     ) -> AnswerResult:
         """Record a decision, validated against the persisted document (and re-checked).
@@ -491,7 +228,12 @@ class Ledger:
         async def prepare() -> Change:
             record = await self.get(request_id)
             prepared = self.prepare_answer(
-                record, answer, decided_by=decided_by, rule=rule, reason=reason
+                record,
+                answer,
+                decided_by=decided_by,
+                rule=rule,
+                reason=reason,
+                escalated_by=escalated_by,
             )
             if isinstance(prepared, AnswerResult):
                 replay.append(prepared)
@@ -601,79 +343,6 @@ class Ledger:
             journal,
             keep=lambda r: r.connection_id not in live and (runs is None or r.run_id in runs),
         )
-
-    # --------------------------------------------------------------------- reads
-
-    async def get(self, request_id: str) -> RequestRecord:
-        row = await self._read(lambda tx: sql.fetch(tx, request_id))
-        if row is None:
-            raise UnknownRequest(f"no request with id {request_id!r}")
-        return record_from_row(row)
-
-    async def resolve_id(self, prefix: str) -> str:
-        """A full request id from a unique prefix (what a human types)."""
-        ids = await self._read(lambda tx: sql.resolve_prefix(tx, prefix))
-        if len(ids) == 1:
-            return ids[0]
-        if ids:
-            raise UnknownRequest(f"request id prefix {prefix!r} is ambiguous")
-        raise UnknownRequest(f"no request with id {prefix!r}")
-
-    async def pending(
-        self,
-        *,
-        run_id: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        kinds: Collection[RequestKind] | None = None,
-    ) -> list[RequestRecord]:
-        """Requests waiting for a decision (state ``pending``), oldest first."""
-        return [
-            r
-            for r in await self.list_requests(states=[State.PENDING], run_id=run_id, limit=None)
-            if (session_id is None or r.session_id == session_id)
-            and (turn_id is None or r.turn_id == turn_id)
-            and (kinds is None or r.kind in kinds)
-        ]
-
-    async def list_requests(
-        self,
-        *,
-        states: Collection[State] | None = None,
-        run_id: str | None = None,
-        limit: int | None = 200,
-    ) -> list[RequestRecord]:
-        """Requests in the given states (all when ``None``), oldest first; newest ``limit``."""
-        wanted = [State(s).value for s in states] if states is not None else None
-        rows = await self._read(
-            lambda tx: sql.list_rows(tx, states=wanted, run_id=run_id, limit=limit)
-        )
-        return [record_from_row(r) for r in rows]
-
-    async def find_open(self, jsonrpc_id: str) -> RequestRecord | None:
-        """The open connection-less request keyed by ``jsonrpc_id`` (a review, a question)."""
-        key = rpc_key(jsonrpc_id)
-        assert key is not None
-        row = await self._read(lambda tx: sql.find_open_by_rpc_id(tx, key))
-        return record_from_row(row) if row is not None else None
-
-    async def find_reissued(
-        self, document: RequestDocument, *, session_id: str
-    ) -> RequestRecord | None:
-        """The ended request (expired/cancelled) that ``document`` re-issues after ``session/load``.
-
-        Matched by session, kind and tool call id; the runner passes its id as
-        ``supersedes`` to :meth:`create` so the two are linked, never merged.
-        """
-        tool_call_id = tool_call_id_of(document)
-        if tool_call_id is None:
-            return None
-        row = await self._read(
-            lambda tx: sql.find_reissued(
-                tx, session_id=session_id, kind=document.kind, tool_call_id=tool_call_id
-            )
-        )
-        return record_from_row(row) if row is not None else None
 
     # ---------------------------------------------------------------------- wait
 

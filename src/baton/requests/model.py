@@ -25,6 +25,8 @@ calls it before writing): the canonical JSON of a document is at most
 :class:`~baton.requests.errors.PayloadTooLarge`, never truncated: an approval
 that a human sees must be exactly what the agent will act on. (The 4 KiB preview
 cap of diagnostics does not apply here.)
+
+Length: one model per request and answer kind with the limits they share: the one document model every part validates with.
 """
 
 from __future__ import annotations

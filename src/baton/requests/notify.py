@@ -19,11 +19,9 @@ group).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
-import signal
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -33,13 +31,18 @@ from urllib.parse import urlsplit
 
 from baton.errors import ConfigError
 from baton.events.model import HarnessDiagnostic
+from baton.procgroup import exited_within, stop_group
 from baton.requests.ledger import RequestRecord
 from baton.requests.policy import Decision
 from baton.requests.render import safe_text, to_data
 
-__all__ = ["NotifyConfig", "notify", "notify_if_escalated"]
+__all__ = ["NOTIFY_KEYS", "NotifyConfig", "notify", "notify_if_escalated"]
 
 _PREVIEW = 4096
+
+
+NOTIFY_KEYS = frozenset({"command", "webhook", "desktop", "timeout"})
+"""The keys of the ``[notify]`` table."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,7 @@ class NotifyConfig:
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> NotifyConfig:
-        unknown = sorted(set(table) - {"command", "webhook", "desktop", "timeout"})
+        unknown = sorted(set(table) - NOTIFY_KEYS)
         if unknown:
             raise ConfigError(f"[notify] has unknown keys {unknown}")
         command = table.get("command", ())
@@ -110,9 +113,7 @@ async def _run(
     try:
         _, stderr = await asyncio.wait_for(proc.communicate(stdin), timeout)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        await stop_group(proc.pid, exited_within(proc), grace=5, term=False)
         return _diagnostic(f"notification command {argv[0]!r} timed out after {timeout:g}s")
     if proc.returncode != 0:
         return _diagnostic(

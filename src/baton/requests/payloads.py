@@ -62,17 +62,21 @@ def summary(record: RequestRecord) -> dict[str, Any]:
     return {"document_bytes": record.document_bytes, "document_sha256": record.document_sha256}
 
 
-def created(record: RequestRecord) -> RequestCreated:
+def created(record: RequestRecord, *, rule: str | None = None) -> RequestCreated:
     return RequestCreated(
         request_id=record.request_id,
         kind=record.kind,
         title=record.title,
         summary=summary(record),
+        rule=rule,
     )
 
 
-def for_state(record: RequestRecord) -> Payload:
-    """The payload announcing the state ``record`` is now in."""
+def for_state(record: RequestRecord, *, escalated_by: str | None = None) -> Payload:
+    """The payload announcing the state ``record`` is now in.
+
+    ``escalated_by``: the policy rule that sent it to a human (for a human's answer).
+    """
     base = {"request_id": record.request_id, "kind": record.kind}
     reason = record.reason or ""
     if record.state is State.PENDING:
@@ -84,6 +88,7 @@ def for_state(record: RequestRecord) -> Payload:
             decided_by=record.decided_by,
             answer=record.answer.model_dump(mode="json") if record.answer else None,
             rule=record.rule,
+            escalated_by=escalated_by if record.decided_by == "human" else None,
         )
     if record.state is State.DELIVERED:
         return RequestDelivered(**base)

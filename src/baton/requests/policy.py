@@ -22,6 +22,10 @@ silently for the human:
 - **allow_always** is granted only for kinds the policy lists under
   ``allow_always``; presets never grant it.
 
+A policy also says what the permission-integrity audit (:mod:`baton.requests.audit`) does
+with a mutation no decision allowed: ``audit = "record"`` (the default) records a
+``security.unapproved_mutation`` and lets the turn go on; ``"strict"`` also cancels the turn.
+
 Every decision carries the ``rule`` that made it (e.g. ``default:allow:read``,
 ``preset-none:deny:*``, ``profile-cursor:outside-workspace``); the runner puts it
 in the ``request.answered`` event with ``decided_by``.
@@ -59,6 +63,7 @@ __all__ = [
     "DEFAULT_ESCALATE",
     "PRESETS",
     "Action",
+    "AuditMode",
     "Decision",
     "Policy",
     "PolicyConfig",
@@ -66,6 +71,7 @@ __all__ = [
 ]
 
 Action = Literal["allow", "deny", "escalate"]
+AuditMode = Literal["record", "strict"]
 
 DEFAULT_AUTO_ALLOW: tuple[str, ...] = ("read", "search", "think")
 DEFAULT_ESCALATE: tuple[str, ...] = (
@@ -110,6 +116,8 @@ class PolicyConfig(BaseModel):
     """Action for kinds no layer names (built-in: escalate)."""
     headless_plan: Literal["accept", "reject"] | None = None
     """What a plan approval gets when no human can be asked (built-in: reject)."""
+    audit: AuditMode | None = None
+    """What an unapproved mutation does (built-in: record)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +213,7 @@ class Policy:
     default: Action = "escalate"
     allow_always: frozenset[str] = frozenset()
     headless_plan: Literal["accept", "reject"] = "reject"
+    audit: AuditMode = "record"
 
     @classmethod
     def preset(cls, name: str) -> Policy:
@@ -251,6 +260,7 @@ class Policy:
             default=config.default or self.default,
             allow_always=self.allow_always | frozenset(config.allow_always),
             headless_plan=config.headless_plan or self.headless_plan,
+            audit=config.audit or self.audit,
         )
 
     @classmethod

@@ -2,22 +2,20 @@
 
 A permission shows the tool call with its command or diff; questions show every
 question and option with the opaque ids a human answers with; a plan shows its
-full Markdown, todos and phases. Agent text is never interpreted as markup, and
-terminal control characters in it are made visible (``\\x1b``) so an agent
-cannot repaint the human's terminal; the stored document is untouched.
+full Markdown (links shown, never made clickable), todos and phases. Agent text
+goes through :func:`baton.security.display.terminal_safe` (controls, escapes, bidi
+and invisible characters made visible, never read as markup); the stored document
+is untouched. Ids are never cut: the panel's first line carries them whole.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import re
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
-from rich.panel import Panel
-from rich.syntax import Syntax
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -31,15 +29,14 @@ from baton.requests.model import (
     RequestDocument,
     ReviewRequest,
 )
+from baton.security.display import terminal_safe
 
 __all__ = ["answer_hint", "render", "safe_text", "to_data"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
 
 def safe_text(text: str) -> str:
-    """Control characters (other than newline and tab) shown as escapes, for display only."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Untrusted text for a :class:`~rich.text.Text` or a plain surface (never markup)."""
+    return terminal_safe(text, markup=False)
 
 
 def _t(text: str, style: str = "") -> Text:
@@ -54,14 +51,14 @@ def answer_hint(record: RequestRecord) -> str:
         return f"baton answer {rid} --allow | --deny"
     if isinstance(doc, QuestionRequest):
         example = " ".join(f"--select {q.id}={q.options[0].id}" for q in doc.questions[:2])
-        return f"baton answer {rid} {example}  (or --reject --reason ...)"
+        return f"baton answer {rid} {example}  (or --reject to skip)"
     if isinstance(doc, PlanRequest):
-        return f"baton answer {rid} --accept | --reject --reason ..."
+        return f"baton answer {rid} --accept | --reject [--reason TEXT]"
     if isinstance(doc, ElicitationRequest):
         names = [f.name for f in doc.requested_schema.fields[:2]]
         example = " ".join(f"--text {n}=..." for n in names)
         return f"baton answer {rid} --accept {example}  (or --reject)"
-    return f"baton answer {rid} --accept | --reject --reason ..."
+    return f"baton answer {rid} --approve | --reject [--reason TEXT]"
 
 
 def to_data(record: RequestRecord) -> dict[str, Any]:
@@ -90,6 +87,8 @@ def to_data(record: RequestRecord) -> dict[str, Any]:
 
 
 def _diff(diff: DiffPreview) -> RenderableType:
+    from rich.syntax import Syntax  # pygments and markdown only when a request is shown
+
     old = (diff.old_text or "").splitlines()
     new = diff.new_text.splitlines()
     label = safe_text(diff.path)
@@ -104,6 +103,8 @@ def _diff(diff: DiffPreview) -> RenderableType:
 
 
 def _permission(doc: PermissionRequest) -> list[RenderableType]:
+    from rich.syntax import Syntax
+
     call = doc.tool_call
     parts: list[RenderableType] = [
         Text.assemble(
@@ -146,10 +147,12 @@ def _questions(doc: QuestionRequest) -> list[RenderableType]:
 
 
 def _plan(doc: PlanRequest) -> list[RenderableType]:
+    from rich.markdown import Markdown
+
     parts: list[RenderableType] = []
     if doc.overview:
         parts.append(_t(doc.overview, "italic"))
-    parts.append(Markdown(safe_text(doc.markdown)))
+    parts.append(Markdown(safe_text(doc.markdown), hyperlinks=False))
     if doc.todos:
         table = Table("todo", "status", title="todos", show_edge=False)
         for todo in doc.todos:
@@ -195,8 +198,21 @@ def _body(doc: RequestDocument) -> list[RenderableType]:
 
 
 def render(record: RequestRecord) -> RenderableType:
-    """A panel for one request: its document, state, and how to answer it."""
-    parts: list[RenderableType] = []
+    """One request: a heading with its id and kind, its document, state, and how to answer.
+
+    No box around it: a box narrows the text and makes long ids wrap inside it; soft-wrapped
+    lines keep every id whole for copying.
+    """
+    parts: list[RenderableType] = [
+        Rule(style="dim"),
+        Text.assemble(
+            (record.request_id, "bold"),
+            "  ",
+            (record.kind, "magenta"),
+            "  ",
+            _t(record.title, "bold"),
+        ),
+    ]
     if record.document is not None:
         parts += _body(record.document)
     else:
@@ -214,7 +230,4 @@ def render(record: RequestRecord) -> RenderableType:
     parts.append(Text(safe_text(status), style="dim"))
     if record.state.value == "pending":
         parts.append(Text(answer_hint(record), style="green"))
-    title = Text.assemble(
-        (record.request_id, "bold"), "  ", (record.kind, "magenta"), "  ", _t(record.title)
-    )
-    return Panel(Group(*parts), title=title, title_align="left")
+    return Group(*parts)

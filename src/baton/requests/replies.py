@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.requests.errors import RequestError
+from baton.requests.errors import InvalidAnswer, RequestError
 from baton.requests.model import (
     Answer,
     ElicitationAnswer,
@@ -28,7 +28,7 @@ from baton.requests.model import (
 )
 from baton.requests.validate import choose_permission_option, validate_answer
 
-__all__ = ["cancelled_reply", "native_selections", "reply_for"]
+__all__ = ["cancelled_reply", "expired_reply", "native_selections", "reply_for"]
 
 
 def native_selections(
@@ -93,4 +93,29 @@ def cancelled_reply(document: RequestDocument) -> dict[str, Any]:
         return {"action": "cancel"}
     if isinstance(document, PermissionRequest | QuestionRequest | PlanRequest):
         return {"outcome": {"outcome": "cancelled"}}
+    raise RequestError(f"a {document.kind} request has no agent reply")
+
+
+def expired_reply(document: RequestDocument) -> dict[str, Any]:
+    """The reply for a request nobody answered in time: a denial, not a cancellation.
+
+    Surfaces promise "denied at HH:MM if nobody answers", and the turn goes on
+    (ACP keeps ``cancelled`` for a turn being cancelled: agents end the turn on
+    it). So a permission selects the agent's own rejection (``reject_once``,
+    else ``reject_always``), a plan is rejected, a question skipped and a form
+    declined; only a permission offering no rejection at all falls back to
+    ``cancelled``, the one reply that allows nothing.
+    """
+    reason = "no answer in time"
+    if isinstance(document, PermissionRequest):
+        try:
+            return reply_for(document, PermissionAnswer(decision="deny"))
+        except InvalidAnswer:  # the agent offered no rejection
+            return cancelled_reply(document)
+    if isinstance(document, PlanRequest):
+        return {"outcome": {"outcome": "rejected", "reason": reason}}
+    if isinstance(document, QuestionRequest):
+        return {"outcome": {"outcome": "skipped", "reason": reason}}
+    if isinstance(document, ElicitationRequest):
+        return {"action": "decline"}
     raise RequestError(f"a {document.kind} request has no agent reply")

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 
 from baton.requests.errors import IllegalTransition
+from baton.statetable import StateTable
 
 __all__ = [
     "INITIAL_STATES",
     "OPEN_STATES",
+    "TABLE",
     "TERMINAL_STATES",
     "TRANSITIONS",
     "Event",
@@ -57,7 +58,10 @@ class Event(StrEnum):
     """The request itself is refused (late for its turn, duplicate, invalid)."""
 
 
-TRANSITIONS: Mapping[tuple[State, Event], State] = MappingProxyType(
+TABLE: StateTable[State, Event] = StateTable(
+    "request",
+    State,
+    Event,
     {
         (State.PENDING, Event.ANSWER): State.ANSWERED,
         (State.PENDING, Event.CANCEL): State.CANCELLED,
@@ -66,46 +70,18 @@ TRANSITIONS: Mapping[tuple[State, Event], State] = MappingProxyType(
         (State.ANSWERED, Event.DELIVER): State.DELIVERED,
         (State.ANSWERED, Event.CANCEL): State.CANCELLED,
         (State.ANSWERED, Event.EXPIRE): State.EXPIRED,
-    }
+    },
+    # A request is born pending, or rejected on arrival (oversize, late for its turn).
+    starts=frozenset({State.PENDING, State.REJECTED}),
+    illegal=lambda message, state, event: IllegalTransition(message, state=state, event=event),
 )
 """Every legal move; anything absent is illegal."""
 
-INITIAL_STATES: frozenset[State] = frozenset({State.PENDING, State.REJECTED})
-"""A request is born pending, or rejected on arrival (oversize, late for its turn)."""
-
-TERMINAL_STATES: frozenset[State] = frozenset(
-    s for s in State if not any(src == s for src, _ in TRANSITIONS)
-)
-"""States with no way out: derived from the table so they cannot drift from it."""
-
-OPEN_STATES: frozenset[State] = frozenset(State) - TERMINAL_STATES
+TRANSITIONS: Mapping[tuple[State | None, Event], State] = TABLE.transitions
+INITIAL_STATES: frozenset[State] = TABLE.initial
+TERMINAL_STATES: frozenset[State] = TABLE.terminal
+OPEN_STATES: frozenset[State] = TABLE.open
 """States a restart must resolve (``pending``, ``answered``)."""
 
-
-def next_state(state: State, event: Event) -> State:
-    """Return the state after ``event``, or raise naming both when the move is illegal."""
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        if state in TERMINAL_STATES:
-            detail = f"{state.value!r} is terminal"
-        else:
-            allowed = ", ".join(sorted(e.value for (s, e) in TRANSITIONS if s == state))
-            detail = f"from {state.value!r} only {allowed} are allowed"
-        raise IllegalTransition(
-            f"illegal request transition: event {event.value!r} in state {state.value!r} "
-            f"({detail})",
-            state=state.value,
-            event=event.value,
-        ) from None
-
-
-def mermaid() -> str:
-    """The state diagram for ``docs/requests.md``, generated from :data:`TRANSITIONS`."""
-    lines = ["stateDiagram-v2"]
-    lines += [f"    [*] --> {s.value}" for s in State if s in INITIAL_STATES]
-    lines += [
-        f"    {src.value} --> {dst.value}: {ev.value}" for (src, ev), dst in TRANSITIONS.items()
-    ]
-    lines += [f"    {s.value} --> [*]" for s in State if s in TERMINAL_STATES]
-    return "\n".join(lines)
+next_state = TABLE.next
+mermaid = TABLE.mermaid

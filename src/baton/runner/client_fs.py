@@ -9,14 +9,13 @@ event for the human.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from baton.acp.jsonrpc import RpcError
 from baton.errors import SecurityError
+from baton.fsutil import atomic_write
 from baton.security.paths import resolve_inside
 
 MAX_READ_BYTES = 16 * 1024 * 1024
@@ -51,7 +50,7 @@ def read_text_file(workspace: Path, params: Mapping[str, Any]) -> dict[str, Any]
 
 
 def write_text_file(workspace: Path, params: Mapping[str, Any]) -> str:
-    """Write atomically; returns the resolved path (for the session's file record)."""
+    """Write atomically and durably; returns the resolved path (for the session's record)."""
     content = params.get("content")
     if not isinstance(content, str):
         raise RpcError.invalid_params("content must be a string")
@@ -65,15 +64,7 @@ def write_text_file(workspace: Path, params: Mapping[str, Any]) -> str:
         resolve_inside(workspace, parent, must_exist=False, regular_file=False)
         parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=".baton-write-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, data, mode=mode)
     return str(target)
 
 

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from baton.store.store import Store
     from baton.store.tx import Tx
 
+__all__ = [
+    "EventEmitter",
+    "Listener",
+]
+
 Listener = Callable[[CanonicalEvent], None]
 T = TypeVar("T")
 
@@ -38,6 +43,8 @@ class EventEmitter:
         self.sequencer = sequencer
         self.store = store
         self.listeners: list[Listener] = []
+        self.batch_listeners: list[Callable[[], None]] = []
+        """Called at the end of each read from the agent: listeners that buffer write now."""
         self.count = 0
         self._held: deque[list[Any]] = deque()
         """[event, waiting_for_commit, keep] in seq order, while an earlier event awaits its
@@ -54,8 +61,11 @@ class EventEmitter:
         session_id: str | None = None,
         turn_id: str | None = None,
         raw: Any = None,
+        flags: Sequence[str] = (),
     ) -> CanonicalEvent:
-        event = self.sequencer.stamp(payload, session_id=session_id, turn_id=turn_id, raw=raw)
+        event = self.sequencer.stamp(
+            payload, session_id=session_id, turn_id=turn_id, raw=raw, flags=flags
+        )
         self.count += 1
         if self.store is None:
             self._notify(event)
@@ -123,8 +133,22 @@ class EventEmitter:
     async def emit_drafts(
         self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
     ) -> None:
+        """Each draft in the turn the agent's ids place it in (``turn_id`` when they place it
+        nowhere), with its flags (``late``: not the current turn's)."""
         for draft in drafts:
-            await self.emit(draft.payload, session_id=session_id, turn_id=turn_id, raw=draft.raw)
+            await self.emit(
+                draft.payload,
+                session_id=session_id,
+                turn_id=draft.turn_id or turn_id,
+                raw=draft.raw,
+                flags=draft.flags,
+            )
+
+    def batch_end(self) -> None:
+        """One read from the agent is handled: buffered output is written (per batch, not
+        per event: the events themselves were already handed to the listeners)."""
+        for listener in self.batch_listeners:
+            listener()
 
     async def flush(self) -> None:
         if self.store is not None:

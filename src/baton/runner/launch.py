@@ -17,6 +17,11 @@ from baton.runner.emitter import EventEmitter
 from baton.security.admission import admit
 from baton.security.distribution import verify_before_launch
 
+__all__ = [
+    "admit_or_refuse",
+    "verified_argv",
+]
+
 
 async def verified_argv(
     profile: AgentProfile, state_dir: Path, environ: Mapping[str, str], emitter: EventEmitter

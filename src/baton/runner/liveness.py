@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from baton.events.model import TurnResumed, TurnStalled
 
-__all__ = ["DEFAULT_STALL_SECONDS", "Liveness"]
+__all__ = ["DEFAULT_STALL_SECONDS", "Liveness", "resumed_text", "span", "stall_text"]
 
 DEFAULT_STALL_SECONDS = 60.0
-"""Silence before ``turn.stalled``; ``stall_timeout`` on a profile overrides it."""
+"""Silence before ``turn.stalled``; ``stall_timeout`` on a profile (``baton run
+--stall-timeout``) overrides it."""
 
 
 @dataclass(slots=True)
@@ -29,13 +30,17 @@ class Liveness:
     threshold_ms: float
     last_heard_ms: float
     stalled_since_ms: float | None = None
+    deadline_ms: float | None = None
+    """When the turn timeout ends the turn (the stall says how far off it is)."""
     _waiting: int = 0
 
     @classmethod
-    def start(cls, threshold_s: float, now_ms: float) -> Liveness:
+    def start(
+        cls, threshold_s: float, now_ms: float, *, deadline_ms: float | None = None
+    ) -> Liveness:
         if threshold_s <= 0:
             raise ValueError("the stall threshold must be positive")
-        return cls(threshold_ms=threshold_s * 1000.0, last_heard_ms=now_ms)
+        return cls(threshold_ms=threshold_s * 1000.0, last_heard_ms=now_ms, deadline_ms=deadline_ms)
 
     @property
     def stalled(self) -> bool:
@@ -67,7 +72,10 @@ class Liveness:
         if silent < self.threshold_ms:
             return None
         self.stalled_since_ms = now_ms
-        return TurnStalled(silent_ms=int(silent), threshold_ms=int(self.threshold_ms))
+        timeout_in = None if self.deadline_ms is None else max(0, int(self.deadline_ms - now_ms))
+        return TurnStalled(
+            silent_ms=int(silent), threshold_ms=int(self.threshold_ms), timeout_in_ms=timeout_in
+        )
 
     def due_ms(self) -> float | None:
         """When :meth:`check` can next report anything; ``None`` while stalled (then only
@@ -75,3 +83,28 @@ class Liveness:
         if self.stalled_since_ms is not None:
             return None
         return self.last_heard_ms + self.threshold_ms
+
+
+def span(ms: float) -> str:
+    """``0.2s``, ``42s``, ``1m 0s``, ``2h 5m``: a duration as the stall lines say it."""
+    if 0 < ms < 1000:
+        return f"{ms / 1000:.1f}s"
+    seconds = max(0, int(ms // 1000))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m"
+
+
+def stall_text(silent_ms: float, timeout_in_ms: float | None = None) -> str:
+    """What every surface (``run``, ``up``, ``status``, the dashboard) says of a stall."""
+    timeout = "" if timeout_in_ms is None else f" (turn timeout in {span(timeout_in_ms)})"
+    return f"the agent has said nothing for {span(silent_ms)}{timeout}"
+
+
+def resumed_text(silent_ms: float) -> str:
+    """What every surface says when a stalled agent speaks again."""
+    return f"the agent spoke again after {span(silent_ms)} of silence"

@@ -1,8 +1,10 @@
-"""Native agent requests → the ledger's request documents (redacted, validated).
+"""Stable ACP requests → the ledger's request documents (redacted, validated).
 
-Pure functions: they raise :class:`~baton.requests.errors.InvalidDocument` for a
-request baton cannot present faithfully; the session answers the agent with an
-error and records the refusal.
+``session/request_permission`` and ``elicitation/create`` are stable ACP, owned by the
+runner; vendor human requests (``cursor/ask_question``…) come from their provider
+already as documents (:class:`~baton.events.extension.VendorOutcome`). Pure functions:
+they raise :class:`~baton.requests.errors.InvalidDocument` for a request baton cannot
+present faithfully; the session answers the agent with an error and records the refusal.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from baton.requests.model import (
     parse_document,
 )
 
-_VENDOR_KINDS = {"cursor/ask_question": "question", "cursor/create_plan": "plan"}
+__all__ = [
+    "elicitation_document",
+    "permission_document",
+]
 
 
 def permission_document(
@@ -102,18 +107,3 @@ def elicitation_document(params: Any, redaction: Redaction) -> RequestDocument:
         requested_schema=ElicitationSchema.from_wire(schema),
         tool_call_id=str(params["toolCallId"]) if params.get("toolCallId") else None,
     )
-
-
-def vendor_document(method: str, request: Any) -> RequestDocument:
-    """A provider extension's normalized question/plan dict → its document.
-
-    The plan revision is recomputed by the document model (one authority for the
-    digest an approval is bound to), so a provider-computed one is dropped.
-    """
-    kind = _VENDOR_KINDS.get(method)
-    if kind is None or not isinstance(request, Mapping):
-        raise InvalidDocument(f"{method} is not a human request baton can hold")
-    data = {k: v for k, v in request.items() if k != "revision"}
-    if data.get("kind") != kind:
-        raise InvalidDocument(f"{method} produced a {data.get('kind')!r} document, not {kind!r}")
-    return parse_document(data)

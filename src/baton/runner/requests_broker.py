@@ -13,6 +13,11 @@
 4. the agent's reply is built from the validated answer; the request becomes
    ``delivered`` only once that reply was written to the agent's pipe.
 
+Steps 1–3 up to the wait are :meth:`RequestBroker.admit`, run inline by the reader in
+arrival order (a request's ``request.created`` precedes the events of the frames after
+it); the wait and the reply are :meth:`RequestBroker.settle`, which may take a human's
+time while the update stream goes on.
+
 When a turn ends, its open requests are cancelled in the ledger, which wakes the
 waiters; they answer the agent ``cancelled`` (ACP §1.7).
 """
@@ -20,13 +25,13 @@ waiters; they answer the agent ``cancelled`` (ACP §1.7).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from baton.acp.jsonrpc import JsonRpcId
+from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.requests import payloads, replies
@@ -34,7 +39,7 @@ from baton.requests.errors import InvalidDocument, NotPending, PayloadTooLarge
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import Answer, RequestDocument, canonical_json
 from baton.requests.notify import NotifyConfig, notify_if_escalated
-from baton.requests.policy import Policy
+from baton.requests.policy import Decision, Policy
 from baton.requests.states import State
 
 T = TypeVar("T")
@@ -47,6 +52,10 @@ class Emit(Protocol):
     async def __call__(self, payload: Payload) -> None: ...
 
     async def commit(self, payloads: Any, fn: Callable[[Any], T]) -> T: ...
+
+
+TERMINAL_RULE = "terminal"
+"""The ``rule`` of an answer given at the terminal running ``baton run`` (cf. ``cli``, ``web``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +85,20 @@ class Resolution:
     record: RequestRecord | None
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A request decided and recorded (:meth:`RequestBroker.admit`), its reply not yet built."""
+
+    document: RequestDocument
+    record: RequestRecord
+    decision: Decision
+
+    @property
+    def waits(self) -> bool:
+        """Whether :meth:`RequestBroker.settle` waits for a human."""
+        return self.decision.needs_human
+
+
 class RequestBroker:
     """Policy + ledger + human channels for one run."""
 
@@ -94,19 +117,37 @@ class RequestBroker:
         self.wait_timeout = wait_timeout
         """Seconds to wait in the ledger for another process; 0 = nobody to ask."""
         self.notify = notify or NotifyConfig()
+        self._cancelled_turns: set[str] = set()
+        """Turns :meth:`cancel_turn` cancels here: their requests' ``request.cancelled`` goes
+        with that change, so their waiters must not announce it again. Marked before the
+        ledger write, which wakes the waiters before it returns."""
+        self._human_watchers: list[Callable[[str | None, bool], None]] = []
+
+    def watch_humans(self, watcher: Callable[[str | None, bool], None]) -> Callable[[], None]:
+        """Call ``watcher(turn_id, True)`` when a request starts waiting for a human and
+        ``(turn_id, False)`` when it stops (a turn's silence meanwhile is baton's, not the
+        agent's: :mod:`baton.runner.stall_watch`). Returns the unsubscribe."""
+        self._human_watchers.append(watcher)
+        return lambda: self._human_watchers.remove(watcher)
+
+    def _human_wait(self, turn_id: str | None, waiting: bool) -> None:
+        for watcher in list(self._human_watchers):
+            watcher(turn_id, waiting)
 
     @property
     def human_available(self) -> bool:
         return self.terminal is not None or self.wait_timeout is None or self.wait_timeout > 0
 
-    async def resolve(
-        self, document: RequestDocument, ctx: RequestContext, emit: Emit
-    ) -> Resolution:
-        """Decide, persist, wait if needed; return the agent's reply."""
+    async def admit(self, document: RequestDocument, ctx: RequestContext, emit: Emit) -> Admission:
+        """Decide and persist now (in arrival order); an automatic decision is recorded too.
+
+        Raises :class:`PayloadTooLarge` (refused visibly first) for an oversize document.
+        """
         decision = self.policy.decide(
             document, workspace=ctx.workspace, human_available=self.human_available
         )
         document = decision.granted(document)
+        waits = decision.needs_human and self.wait_timeout is not None and self.wait_timeout > 0
         try:
             record = await self.ledger.create(
                 document,
@@ -115,19 +156,15 @@ class RequestBroker:
                 jsonrpc_id=ctx.jsonrpc_id,
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
+                rule=decision.rule,
+                # The waiter's deadline belongs to the request (surfaces show a countdown).
+                expires_at=self.ledger.now(after=self.wait_timeout or 0) if waits else None,
                 journal=emit,
             )
         except PayloadTooLarge as exc:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
-        if decision.needs_human:
-            if self.notify.enabled:
-                for diagnostic in await notify_if_escalated(decision, record, self.notify):
-                    await emit(diagnostic)
-            record, here = await self._wait_for_human(record, emit)
-            if not here:
-                await emit(payloads.for_state(record))  # decided elsewhere: shown in this run
-        else:
+        if not decision.needs_human:
             try:
                 result = await self.ledger.answer(
                     record.request_id,
@@ -140,13 +177,45 @@ class RequestBroker:
                 record = result.record
             except NotPending:
                 record = await self.ledger.get(record.request_id)
-                await emit(payloads.for_state(record))
+                await self._show(record, emit)
+        return Admission(document, record, decision)
+
+    async def settle(self, admission: Admission, emit: Emit) -> Resolution:
+        """Wait for the human if the decision needs one; return the agent's reply."""
+        document, record, decision = admission.document, admission.record, admission.decision
+        if decision.needs_human:
+            self._human_wait(record.turn_id, True)
+            try:
+                if self.notify.enabled:
+                    for diagnostic in await notify_if_escalated(decision, record, self.notify):
+                        await emit(diagnostic)
+                record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
+            finally:
+                self._human_wait(record.turn_id, False)
+            if not here:  # decided elsewhere: shown in this run
+                await self._show(record, emit, escalated_by=decision.rule)
+        return self.reply(document, record)
+
+    @staticmethod
+    def reply(document: RequestDocument, record: RequestRecord) -> Resolution:
+        """The agent's reply for a record in its final state."""
         if record.state is State.ANSWERED and record.answer is not None:
             return Resolution(replies.reply_for(document, record.answer), record)
+        if record.state is State.EXPIRED:
+            return Resolution(replies.expired_reply(document), record)
         return Resolution(replies.cancelled_reply(document), record)
 
+    async def _show(
+        self, record: RequestRecord, emit: Emit, *, escalated_by: str | None = None
+    ) -> None:
+        """Announce a state another writer recorded, unless :meth:`cancel_turn` here did
+        (its ``request.cancelled`` went with that change: one event per cancellation)."""
+        if record.state is State.CANCELLED and record.turn_id in self._cancelled_turns:
+            return
+        await emit(payloads.for_state(record, escalated_by=escalated_by))
+
     async def _wait_for_human(
-        self, record: RequestRecord, emit: Emit
+        self, record: RequestRecord, emit: Emit, *, escalated_by: str | None
     ) -> tuple[RequestRecord, bool]:
         """The decided record, and whether this process recorded the decision (its event
         then went with it)."""
@@ -176,7 +245,8 @@ class RequestBroker:
                                 request_id,
                                 value,
                                 decided_by="human",
-                                rule="answered at the terminal",
+                                rule=TERMINAL_RULE,
+                                escalated_by=escalated_by,
                                 journal=emit,
                             )
                             return result.record, not result.replayed
@@ -184,11 +254,7 @@ class RequestBroker:
                             return await self.ledger.get(request_id), False
             return await self.ledger.get(request_id), False
         finally:
-            for task in waiters:
-                task.cancel()
-            for task in waiters:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(waiters)
 
     async def refuse(
         self,
@@ -227,8 +293,17 @@ class RequestBroker:
             return
         await self.ledger.mark_delivered(record.request_id, journal=emit)
 
-    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> None:
-        await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
+    async def cancel_turn(self, turn_id: str, reason: str, emit: Emit) -> list[RequestRecord]:
+        """Cancel the turn's open requests (one ``request.cancelled`` each); return them."""
+        self._cancelled_turns.add(turn_id)
+        return await self.ledger.cancel_for_turn(turn_id, reason, journal=emit)
 
 
-__all__ = ["HumanChannel", "InvalidDocument", "RequestBroker", "RequestContext", "Resolution"]
+__all__ = [
+    "Admission",
+    "HumanChannel",
+    "InvalidDocument",
+    "RequestBroker",
+    "RequestContext",
+    "Resolution",
+]

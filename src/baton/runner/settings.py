@@ -15,6 +15,13 @@ from baton.errors import ConfigError
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import ConfigRefusal, select_config
 
+__all__ = [
+    "MAX_ROUNDS",
+    "Call",
+    "Notice",
+    "apply_settings",
+]
+
 Call = Callable[..., Awaitable[Any]]
 Notice = Callable[[str], Awaitable[None]]
 
@@ -78,6 +85,10 @@ async def apply_settings(
                 advertised["configOptions"] = result["configOptions"]
             else:
                 _mark_option(advertised, config_id, value)
+            if _is_mode_option(advertised, config_id):
+                # The legacy ``modes`` snapshot from session/new is the same setting; keep it
+                # in step, so the approval check reads one effective mode, not a stale one.
+                _mark_legacy(advertised, "modes", "currentModeId", value)
     raise ConfigError(f"{profile.name}: the agent did not confirm the requested settings")
 
 
@@ -85,6 +96,15 @@ def _mark_legacy(advertised: dict[str, Any], key: str, current: str, value: str)
     block = advertised.get(key)
     if isinstance(block, dict):
         block[current] = value
+
+
+def _is_mode_option(advertised: dict[str, Any], config_id: str) -> bool:
+    if config_id == "mode":
+        return True
+    return any(
+        isinstance(o, dict) and o.get("id") == config_id and o.get("category") == "mode"
+        for o in advertised.get("configOptions") or []
+    )
 
 
 def _mark_option(advertised: dict[str, Any], config_id: str, value: str) -> None:

@@ -8,17 +8,23 @@ agent's ``outputByteLimit`` from the end (ACP truncates from the beginning).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import uuid
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from baton.acp.jsonrpc import RpcError
+from baton.procgroup import exited_within, stop_group
 from baton.security.paths import resolve_inside
+
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "MAX_TERMINALS",
+    "TerminalManager",
+]
 
 DEFAULT_OUTPUT_LIMIT = 1024 * 1024
 MAX_TERMINALS = 32
@@ -57,6 +63,8 @@ class TerminalManager:
         self.workspace = workspace
         self.env = dict(env)
         self._terminals: dict[str, _Terminal] = {}
+        self._released: OrderedDict[str, str] = OrderedDict()
+        """The last output of released terminals (bounded), for tool events naming them."""
 
     async def create(self, params: Mapping[str, Any]) -> dict[str, Any]:
         command = params.get("command")
@@ -127,34 +135,45 @@ class TerminalManager:
         return status
 
     async def kill(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        self._kill(self._get(params))
-        return {}
-
-    async def release(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """ACP ``terminal/kill``: the command's whole group, now (the terminal stays)."""
         terminal = self._get(params)
-        self._kill(terminal)
-        del self._terminals[str(params.get("terminalId"))]
-        await self._reap(terminal)
+        await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         return {}
 
-    @staticmethod
-    def _kill(terminal: _Terminal) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(terminal.proc.pid, signal.SIGKILL)
+    def release(self, params: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+        """ACP ``terminal/release``: the terminal is gone now (in arrival order: a later
+        ``terminal/output`` no longer finds it); the awaitable stops its command."""
+        terminal = self._get(params)
+        terminal_id = str(params.get("terminalId"))
+        del self._terminals[terminal_id]
+        return self._released_after_stop(terminal_id, terminal)
+
+    async def _released_after_stop(self, terminal_id: str, terminal: _Terminal) -> dict[str, Any]:
+        await self._stop(terminal)
+        self._released[terminal_id] = terminal.output.decode("utf-8", errors="replace")
+        while len(self._released) > MAX_TERMINALS:
+            self._released.popitem(last=False)
+        return {}
+
+    def knows(self, terminal_id: str) -> bool:
+        """Whether baton created this terminal (open or released)."""
+        return terminal_id in self._terminals or terminal_id in self._released
+
+    def output_of(self, terminal_id: str) -> str | None:
+        """A baton terminal's output so far (or at release), ``None`` for one it never made."""
+        terminal = self._terminals.get(terminal_id)
+        if terminal is not None:
+            return terminal.output.decode("utf-8", errors="replace")
+        return self._released.get(terminal_id)
 
     @staticmethod
-    async def _reap(terminal: _Terminal) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(terminal.proc.wait(), 5)
+    async def _stop(terminal: _Terminal) -> None:
+        await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         if terminal.reader is not None:
             terminal.reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await terminal.reader
+            await asyncio.wait([terminal.reader])
 
     async def close(self) -> None:
         terminals = list(self._terminals.values())
         self._terminals.clear()
-        for terminal in terminals:
-            self._kill(terminal)
-        for terminal in terminals:
-            await self._reap(terminal)
+        await asyncio.gather(*(self._stop(terminal) for terminal in terminals))

@@ -12,6 +12,6 @@
   tree it covers.
 
 The modules are pure or do only local filesystem I/O; none emits events. Callers turn the
-refusals (:class:`baton.errors.SecurityError`, verdicts, ``Redaction.fallback``) into
+refusals (:class:`baton.errors.SecurityError`, verdicts, ``Redacted.fallback``) into
 ``security.*`` canonical events.
 """

@@ -23,6 +23,8 @@ warnings, which are still reported.
 
 The key lists come from each harness's documentation as we know it (no network
 research was possible while writing this); each row's ``note`` states the assumption.
+
+Length: the table of ambient configuration files per agent family is data; the verdict logic over it is short.
 """
 
 from __future__ import annotations

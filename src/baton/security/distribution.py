@@ -11,21 +11,23 @@ runner before a launch:
 * a profile is *pinned* when ``profile.pin`` is set (then a missing manifest refuses
   the launch) or when a manifest exists at the default place (the user ran ``baton
   pin``). :func:`verify_before_launch` verifies a pinned profile's tree and returns
-  the absolute entry point to launch, so the process started is the file verified.
+  the absolute entry point to launch, so the process started is the file verified;
+* otherwise a profile installed by ``baton agents install`` (:mod:`baton.security.agent_tools`)
+  is pinned by the install's own manifest, and its verified entry point runs ahead of
+  anything on ``PATH``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
+from baton.fsutil import atomic_write
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.manifest import Manifest, platform_key
 from baton.security.paths import sanitize_id
@@ -73,15 +75,7 @@ def load_manifest(path: Path) -> Manifest | None:
 def save_manifest(path: Path, manifest: Manifest) -> None:
     """Write atomically (temp file + rename), so a reader never sees half a manifest."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(manifest.to_json())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, manifest.to_json().encode("utf-8"), mode=0o644)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +165,8 @@ def verify_before_launch(
             raise SecurityError(
                 f"profile {profile.name!r} requires the pin {path}, which does not exist"
             )
+        if root is None:
+            return _verify_tools_install(profile, environ)
         return None
     pin = manifest.for_platform()
     if root is None:
@@ -183,3 +179,28 @@ def verify_before_launch(
         root = install.root
     verify_tree(root, manifest)
     return VerifiedInstall(root=root, executable=root / pin.entrypoint, manifest=manifest)
+
+
+def _verify_tools_install(
+    profile: AgentProfile, environ: Mapping[str, str]
+) -> VerifiedInstall | None:
+    """A ``baton agents install`` of the profile, verified against its own pin."""
+    from baton.security.agent_installs import installed_agent
+
+    install = installed_agent(profile, environ)
+    if install is None:
+        return None
+    manifest = load_manifest(install.manifest_path)
+    if manifest is None:
+        raise SecurityError(
+            f"{profile.name} in {install.root} has no pin {install.manifest_path}; "
+            f"reinstall it with `baton agents install {profile.name}`"
+        )
+    pin = manifest.for_platform()
+    if pin.entrypoint != install.entrypoint:
+        raise SecurityError(
+            f"{install.root}: the install record names {install.entrypoint}, but its pin's "
+            f"entrypoint is {pin.entrypoint}"
+        )
+    verify_tree(install.tree, manifest)
+    return VerifiedInstall(root=install.tree, executable=install.executable, manifest=manifest)

@@ -16,6 +16,13 @@ sources, later ones winning:
 5. ``profile.credentials``: each binding resolved by name from baton's environment
    (``source="env"``) or from the secrets file (``source="file"``).
 
+The variables of (3) and (4) are *reserved*: a profile cannot set them, since they are
+how baton keeps the agent inside its private root. An agent's own configuration goes in
+instead as *seeded files* (``profile.files``): before launch each is written, mode 0600,
+to its path under the private root (``$CODEX_HOME/config.toml``,
+``$CLAUDE_CONFIG_DIR/settings.json``), from inline content or a source file, so each
+agent gets its config in its own format and baton never parses it.
+
 The secrets file is TOML (chosen over ``KEY=VALUE`` because its quoting is specified:
 no guessing about quotes, ``#`` or trailing blanks inside a secret)::
 
@@ -27,11 +34,17 @@ link), owned by the user running baton, mode 0600 or stricter, and at most 1 MiB
 
 Errors name the variable or key, never a value. Bound values shorter than
 :data:`~baton.security.redact.MIN_SECRET_LENGTH` are refused (the redactor could not
-tell them from ordinary text).
+tell them from ordinary text), except for a profile whose model endpoint is on loopback
+(``endpoint = "http://127.0.0.1:8080"``): a local model server's dummy key (``"x"``)
+protects nothing, so it is passed through (and, being too short to redact, not treated
+as a secret).
+
+Length: the five sources of a launch environment and their checks are one ordered procedure.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -44,18 +57,22 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType, TracebackType
 from typing import Final, NamedTuple
+from urllib.parse import urlsplit
 
 from baton.errors import ConfigError, SecurityError
-from baton.providers.profile import AgentProfile
+from baton.providers.profile import AgentProfile, SeedFile
 from baton.security.paths import sanitize_id
 from baton.security.redact import MIN_SECRET_LENGTH, Redactor, classify_key
 
 __all__ = [
     "MAX_SECRETS_FILE_BYTES",
+    "MAX_SEED_FILE_BYTES",
     "STANDARD_DIRS",
     "EnvRow",
     "LaunchEnvironment",
     "LaunchPlan",
+    "PlannedFile",
+    "is_loopback_url",
     "launch_environment",
     "load_secrets_file",
     "mask_secret",
@@ -78,6 +95,7 @@ STANDARD_DIRS: Final[Mapping[str, str]] = MappingProxyType(
 """Variables that always point into the private root (name → sub-directory)."""
 
 MAX_SECRETS_FILE_BYTES: Final = 1 << 20
+MAX_SEED_FILE_BYTES: Final = 1 << 20
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SUBDIR = re.compile(r"[A-Za-z0-9._\-]+(?:/[A-Za-z0-9._\-]+)*")
@@ -98,6 +116,35 @@ def mask_secret(value: str) -> str:
     return f"******** ({len(value)} chars)"
 
 
+class PlannedFile(NamedTuple):
+    """One seeded file of a launch: where it goes (relative to the root) and from where."""
+
+    path: str
+    origin: str
+    """``inline`` or the source file's path."""
+    data: bytes
+    mode: int
+
+
+def is_loopback_url(url: str | None) -> bool:
+    """Whether ``url`` is an http(s) endpoint on this machine (127.0.0.0/8, ::1, localhost)."""
+    if not url:
+        return False
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchPlan:
     """What a launch of ``profile`` would get, computed without creating anything.
@@ -114,6 +161,8 @@ class LaunchPlan:
     problems: tuple[str, ...]
     env: Mapping[str, str] = field(repr=False)
     secret_values: tuple[str, ...] = field(repr=False)
+    files: tuple[PlannedFile, ...] = field(default=(), repr=False)
+    """Seeded files to write under the root, in profile order."""
 
 
 def load_secrets_file(path: Path) -> dict[str, str]:
@@ -188,8 +237,13 @@ def plan_launch(
     root: Path,
     environ: Mapping[str, str],
     secrets_file: Path | None,
+    tmp: str = "tmp",
 ) -> LaunchPlan:
-    """Compute the environment a launch of ``profile`` rooted at ``root`` would get."""
+    """Compute the environment a launch of ``profile`` rooted at ``root`` would get.
+
+    ``tmp`` is the sub-directory ``TMPDIR`` points at: ``tmp`` for an ephemeral root,
+    ``tmp/<launch>`` in a persistent one shared by concurrent launches.
+    """
     env: dict[str, str] = {}
     sources: dict[str, str] = {}
     problems: list[str] = []
@@ -210,12 +264,17 @@ def plan_launch(
             sources[name] = "pass_env"
     for name, fixed in profile.env.items():
         if name in reserved:
-            problems.append(f"profile env sets {name}, which baton points into the private root")
+            problems.append(
+                f"profile env sets {name}, which baton points into the private root (it stays "
+                "reserved); give the agent its config files with [profiles.NAME.files] instead"
+            )
             continue
         env[name] = fixed
         sources[name] = "profile"
     dirs: list[str] = []
     for name, sub in STANDARD_DIRS.items():
+        if sub == "tmp":
+            sub = tmp
         env[name] = str(root / sub)
         sources[name] = "private"
         if sub not in dirs:
@@ -276,15 +335,23 @@ def plan_launch(
         if "\x00" in value:
             problems.append(f"credential {name} contains a NUL character")
             continue
+        env_source = f"credential:{binding.source}:{key}"
         if len(value) < MIN_SECRET_LENGTH:
-            problems.append(
-                f"credential {name} is shorter than {MIN_SECRET_LENGTH} characters; refusing "
-                "it because the redactor could not tell it from ordinary text"
-            )
+            if not is_loopback_url(profile.endpoint):
+                problems.append(
+                    f"credential {name} is shorter than {MIN_SECRET_LENGTH} characters; refusing "
+                    "it because the redactor could not tell it from ordinary text (a dummy key "
+                    "is accepted only for a loopback `endpoint`)"
+                )
+                continue
+            env[name] = value  # a dummy key for a local model server: not a secret
+            sources[name] = env_source
             continue
         env[name] = value
-        sources[name] = f"credential:{binding.source}:{key}"
+        sources[name] = env_source
         secrets.append(value)
+
+    files = _plan_files(profile.files, env, root, problems)
 
     redactor = Redactor(secrets) if secrets else Redactor()
     rows = tuple(
@@ -305,7 +372,102 @@ def plan_launch(
         problems=tuple(problems),
         env=MappingProxyType(env),
         secret_values=tuple(secrets),
+        files=tuple(files),
     )
+
+
+_VAR_PREFIX = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:/(.*))?\Z", re.DOTALL)
+
+
+def _seed_target(seed: SeedFile, env: Mapping[str, str], root: Path) -> str:
+    """The seeded file's path relative to the root, or :class:`ConfigError`.
+
+    ``$VAR/rest`` names a private variable (``$CODEX_HOME/config.toml``); anything else is
+    relative to the root (``home/.gitconfig``). Either way it must stay inside the root.
+    """
+    path = seed.path
+    match = _VAR_PREFIX.match(path)
+    if match is not None:
+        var, rest = match.group(1), match.group(2) or ""
+        base = env.get(var)
+        if base is None or not Path(base).is_relative_to(root):
+            raise ConfigError(
+                f"seeded file {path!r}: ${var} is not one of the agent's private directories"
+            )
+        prefix = Path(base).relative_to(root).as_posix()
+        path = f"{prefix}/{rest}" if rest else prefix
+    pure = PurePosixPath(path)
+    if (
+        not path
+        or pure.is_absolute()
+        or ".." in pure.parts
+        or not _SUBDIR.fullmatch(path)
+        or pure.parts[0] == "tmp"
+    ):
+        raise ConfigError(
+            f"seeded file {seed.path!r} must name a file inside the private root "
+            "($VAR/… for a private directory, or a relative path; not tmp/)"
+        )
+    return pure.as_posix()
+
+
+def _read_seed_source(seed: SeedFile) -> bytes:
+    assert seed.source is not None
+    source = Path(seed.source)
+    try:
+        st = source.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"seeded file {seed.path!r}: source {source} is not a regular file")
+        if st.st_size > MAX_SEED_FILE_BYTES:
+            raise ConfigError(f"seeded file {seed.path!r}: source {source} is larger than 1 MiB")
+        return source.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"seeded file {seed.path!r}: source {source} cannot be read ({exc.strerror})"
+        ) from None
+
+
+def _plan_files(
+    seeds: tuple[SeedFile, ...], env: Mapping[str, str], root: Path, problems: list[str]
+) -> list[PlannedFile]:
+    planned: list[PlannedFile] = []
+    seen: set[str] = set()
+    for seed in seeds:
+        try:
+            target = _seed_target(seed, env, root)
+            if target in seen:
+                raise ConfigError(f"seeded file {seed.path!r} is given twice")
+            if (seed.content is None) == (seed.source is None):
+                raise ConfigError(f"seeded file {seed.path!r} needs exactly one of content/source")
+            if seed.content is not None:
+                data, origin = seed.content.encode("utf-8"), "inline"
+            else:
+                data, origin = _read_seed_source(seed), str(seed.source)
+            if len(data) > MAX_SEED_FILE_BYTES:
+                raise ConfigError(f"seeded file {seed.path!r} is larger than 1 MiB")
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        seen.add(target)
+        planned.append(PlannedFile(target, origin, data, seed.mode & 0o700))
+    return planned
+
+
+def _write_seed(root: Path, planned: PlannedFile) -> None:
+    """Write one seeded file under ``root``: private parents, no link followed, 0600."""
+    rel = PurePosixPath(planned.path)
+    parent = root
+    if len(rel.parts) > 1:
+        parent = _make_private_dir(root, str(rel.parent), parents=False)
+    target = parent / rel.name
+    with suppress(FileNotFoundError):
+        if stat.S_ISLNK(target.lstat().st_mode) or not target.is_file():
+            raise SecurityError(f"seeded file {target} exists and is not a regular file")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags | getattr(os, "O_CLOEXEC", 0), planned.mode or 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(planned.data)
+    os.chmod(target, planned.mode or 0o600)
 
 
 class LaunchEnvironment:
@@ -315,15 +477,25 @@ class LaunchEnvironment:
     empties ``tmp``. Usable as a context manager. Its ``repr`` never shows values.
     """
 
-    __slots__ = ("_closed", "bound_secret_values", "env", "persistent", "plan", "profile", "root")
+    __slots__ = (
+        "_closed",
+        "bound_secret_values",
+        "env",
+        "persistent",
+        "plan",
+        "profile",
+        "root",
+        "tmp",
+    )
 
-    def __init__(self, plan: LaunchPlan, *, persistent: bool) -> None:
+    def __init__(self, plan: LaunchPlan, *, persistent: bool, tmp: str = "tmp") -> None:
         self.plan = plan
         self.profile = plan.profile
         self.root = plan.root
         self.env: Mapping[str, str] = plan.env
         self.bound_secret_values: tuple[str, ...] = plan.secret_values
         self.persistent = persistent
+        self.tmp = tmp
         self._closed = False
 
     def describe(self) -> list[EnvRow]:
@@ -331,13 +503,11 @@ class LaunchEnvironment:
         return list(self.plan.rows)
 
     def cleanup(self) -> None:
-        """Remove the private root (ephemeral) or empty its ``tmp`` (persistent)."""
+        """Remove the private root (ephemeral) or this launch's ``tmp`` (persistent)."""
         if self._closed:
             return
-        target = self.root / "tmp" if self.persistent else self.root
+        target = self.root / self.tmp if self.persistent else self.root
         _remove_tree(target)
-        if self.persistent:
-            _make_private_dir(self.root, "tmp")
         self._closed = True
 
     @property
@@ -393,9 +563,12 @@ def prepare_launch(
     )
     if preview.problems:
         raise ConfigError(f"cannot launch profile {profile.name!r}: " + "; ".join(preview.problems))
+    tmp = "tmp"
     if persistent_root is not None:
         _make_private_dir(persistent_root.parent, persistent_root.name, parents=True)
         root = persistent_root
+        # Launches sharing a persistent root (a login root) each get their own TMPDIR.
+        tmp = f"tmp/{sanitize_id(profile.name)}-{os.urandom(4).hex()}"
     else:
         # base_dir may be shared (even world-writable): create it if needed but never
         # touch an existing one; mkdtemp's 0700 directory with a random name is enough.
@@ -405,18 +578,20 @@ def prepare_launch(
         root = Path(tempfile.mkdtemp(prefix=f"{sanitize_id(profile.name)}-", dir=base_dir))
     try:
         os.chmod(root, 0o700)
-        plan = plan_launch(profile, root=root, environ=environ, secrets_file=secrets_file)
+        plan = plan_launch(profile, root=root, environ=environ, secrets_file=secrets_file, tmp=tmp)
         if plan.problems:  # the environment changed between the two plans
             raise ConfigError(
                 f"cannot launch profile {profile.name!r}: " + "; ".join(plan.problems)
             )
         for sub in plan.dirs:
             _make_private_dir(root, sub, parents=True)
+        for planned in plan.files:
+            _write_seed(root, planned)
     except BaseException:
         if persistent_root is None:
             _remove_tree(root)
         raise
-    return LaunchEnvironment(plan, persistent=persistent_root is not None)
+    return LaunchEnvironment(plan, persistent=persistent_root is not None, tmp=tmp)
 
 
 @contextmanager

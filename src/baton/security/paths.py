@@ -30,9 +30,12 @@ from baton.errors import SecurityError
 
 __all__ = [
     "MAX_ID_LENGTH",
+    "MAX_PATH_CHARS",
     "OUTSIDE_MASK",
     "PRIVATE_MASK",
+    "PathRefused",
     "display_path",
+    "file_kind",
     "resolve_inside",
     "sanitize_id",
 ]
@@ -40,11 +43,14 @@ __all__ = [
 OUTSIDE_MASK: Final = "<outside-workspace>"
 PRIVATE_MASK: Final = "<private>"
 MAX_ID_LENGTH: Final = 160
+MAX_PATH_CHARS: Final = 4096
+"""PATH_MAX on Linux: a longer name is refused before it reaches the filesystem."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for refusals)."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISLNK(mode):
@@ -55,14 +61,28 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
-    return "not a regular file"
+    return "a special file"
+
+
+class PathRefused(SecurityError):
+    """:func:`resolve_inside` refused a path; ``reason`` says why without the prefix."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"path refused: {reason}")
+        self.reason = reason
 
 
 def _check_name(text: str) -> None:
+    if len(text) > MAX_PATH_CHARS:
+        raise PathRefused(f"it is longer than {MAX_PATH_CHARS} characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRefused("it is not valid Unicode (a lone surrogate)") from None
     if "\x00" in text:
-        raise SecurityError("path refused: it contains a NUL byte")
+        raise PathRefused("it contains control characters (a NUL byte)")
     if _CONTROL.search(text):
-        raise SecurityError("path refused: it contains control characters")
+        raise PathRefused("it contains control characters")
 
 
 def resolve_inside(
@@ -82,16 +102,19 @@ def resolve_inside(
     """
     text = os.fspath(candidate)
     if not text:
-        raise SecurityError("path refused: it is empty")
+        raise PathRefused("it is empty")
     _check_name(text)
-    root = workspace.resolve(strict=True)
+    try:
+        root = workspace.resolve(strict=True)
+    except OSError as exc:
+        raise PathRefused(f"the workspace cannot be resolved ({exc.strerror})") from None
     pure = PurePosixPath(text.replace(os.sep, "/")) if os.sep != "/" else PurePosixPath(text)
     if ".." in pure.parts:
-        raise SecurityError(f"path refused: {_safe(text)!r} contains a '..' component")
+        raise PathRefused("it contains a '..' component")
     if pure.is_absolute():
         rel = _relative_to_any(Path(text), (workspace, root))
         if rel is None:
-            raise SecurityError("path refused: absolute path outside the workspace")
+            raise PathRefused("absolute path outside the workspace")
     else:
         rel = Path(*[p for p in pure.parts if p not in ("", ".")])
     current = root
@@ -104,25 +127,19 @@ def resolve_inside(
             st = current.lstat()
         except FileNotFoundError:
             if must_exist:
-                raise SecurityError(f"path refused: {_safe(str(shown))} does not exist") from None
+                raise PathRefused(f"{_safe(str(shown))} does not exist") from None
             return root / rel
         except OSError as exc:
-            raise SecurityError(
-                f"path refused: {_safe(str(shown))} cannot be inspected ({exc.strerror})"
-            ) from None
+            raise PathRefused(f"{_safe(str(shown))} cannot be inspected ({exc.strerror})") from None
         if stat.S_ISLNK(st.st_mode):
             if not allow_symlink:
-                raise SecurityError(f"path refused: {_safe(str(shown))} is a symbolic link")
+                raise PathRefused(f"{_safe(str(shown))} is a symbolic link")
             try:
                 target = current.resolve(strict=False)
             except (OSError, RuntimeError):
-                raise SecurityError(
-                    f"path refused: symbolic link {_safe(str(shown))} cannot be resolved"
-                ) from None
+                raise PathRefused(f"symbolic link {_safe(str(shown))} cannot be resolved") from None
             if _relative_to_any(target, (root,)) is None:
-                raise SecurityError(
-                    f"path refused: symbolic link {_safe(str(shown))} points outside the workspace"
-                )
+                raise PathRefused(f"symbolic link {_safe(str(shown))} points outside the workspace")
             rest = parts[index + 1 :]
             return resolve_inside(
                 root,
@@ -132,11 +149,12 @@ def resolve_inside(
                 allow_symlink=True,
             )
         if index < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
-            raise SecurityError(f"path refused: {_safe(str(shown))} is not a directory")
+            raise PathRefused(f"{_safe(str(shown))} is not a directory")
         if index == len(parts) - 1 and regular_file and not stat.S_ISREG(st.st_mode):
-            raise SecurityError(f"path refused: {_safe(str(shown))} is {_kind(st.st_mode)}")
+            detail = f"not a regular file ({file_kind(st.st_mode)})"
+            raise PathRefused(f"{_safe(str(shown))} is {detail}")
     if not parts and regular_file:
-        raise SecurityError("path refused: the workspace itself is not a regular file")
+        raise PathRefused("the workspace itself is not a regular file")
     return current
 
 

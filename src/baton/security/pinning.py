@@ -33,6 +33,8 @@ Decisions:
   trees never contain links.
 * **Set-id and sticky bits are refused**; only permission bits are pinned.
 * Empty directories are not pinned (they carry no code); every regular file is.
+
+Length: pin, verify and materialize share one manifest walk; apart they would each re-implement it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from baton.security.manifest import (
     closure_digest,
     platform_key,
 )
+from baton.security.paths import file_kind
 
 __all__ = [
     "PinMismatch",
@@ -86,18 +89,6 @@ def _describe_problems(lead: str, problems: Sequence[str]) -> str:
     more = len(problems) - _MAX_LISTED_PROBLEMS
     tail = f"; and {more} more" if more > 0 else ""
     return f"{lead}: {len(problems)} problem(s): {shown}{tail}"
-
-
-def _special_kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +128,7 @@ def _walk(root: Path, problems: list[str]) -> Iterator[_Found]:
                 yield _Found(path, Path(entry.path), st)
             else:
                 problems.append(
-                    f"{path}: is {_special_kind(st.st_mode)}; pinned trees hold only "
+                    f"{path}: is {file_kind(st.st_mode)}; pinned trees hold only "
                     "regular files and directories"
                 )
         stack.extend(reversed(subdirs))

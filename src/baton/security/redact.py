@@ -29,6 +29,8 @@ Every canonical event, diagnostic, log line and stored request passes through a
   not JSON, nesting deeper than :data:`MAX_DEPTH` or an internal error redact the
   rest and report ``fallback=True`` so the caller can emit
   ``security.redaction_fallback``.
+
+Length: most of it is the table of secret shapes (data); the redactor over it is one hot path that must stay in one place.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "TOKEN_PREFIXES",
     "KeyClass",
-    "Redaction",
+    "Redacted",
     "Redactor",
     "bench_redactor",
     "classify_key",
@@ -509,7 +511,7 @@ def _find_all(low: str, trigger: str) -> Iterator[int]:
 # ------------------------------------------------------------------------- results
 
 
-class Redaction(NamedTuple):
+class Redacted(NamedTuple):
     """A redacted value plus what happened, for ``security.redaction_fallback``."""
 
     value: Any
@@ -630,11 +632,11 @@ class Redactor:
             self._fallbacks.extend(flags.reasons)
         return out
 
-    def text_checked(self, s: str) -> Redaction:
+    def text_checked(self, s: str) -> Redacted:
         """Like :meth:`text`, also telling whether anything was redacted or fell back."""
         flags = _Flags()
         out = self._text_into(s, flags)
-        return Redaction(out, flags.redacted, flags.fallback, tuple(flags.reasons))
+        return Redacted(out, flags.redacted, flags.fallback, tuple(flags.reasons))
 
     def _text_into(self, s: str, flags: _Flags) -> str:
         if len(s) < 5 or (not self._has_secret(s) and not _may_match_pattern(s)):
@@ -951,11 +953,11 @@ class Redactor:
         self._fallbacks.append("a match reached into text already shown; the new text hidden")
         return MARKER
 
-    def value_checked(self, v: JsonValue) -> Redaction:
+    def value_checked(self, v: JsonValue) -> Redacted:
         """Like :meth:`value`, also telling whether anything was redacted or fell back."""
         flags = _Flags()
         out = self._walk(v, _NOT_A_KEY, flags, 0)
-        return Redaction(out, flags.redacted, flags.fallback, tuple(flags.reasons))
+        return Redacted(out, flags.redacted, flags.fallback, tuple(flags.reasons))
 
     def _walk(self, v: JsonValue, ctx: KeyClass, flags: _Flags, depth: int) -> JsonValue:
         t = type(v)

@@ -20,18 +20,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from baton.errors import StoreError
+from baton.events.sequencer import utc_now
 
 __all__ = [
     "CORE_MIGRATIONS",
     "SCHEMA_MIGRATIONS_SQL",
+    "TURN_MARKS_SQL",
     "Migration",
     "apply_migrations",
     "split_statements",
     "unique_migrations",
-    "utc_now",
 ]
 
 
@@ -53,6 +53,13 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TEXT NOT NULL
 )
 """
+
+TURN_MARKS_SQL = (
+    "'turn.submitted', 'turn.stalled', 'turn.resumed', "
+    "'turn.completed', 'turn.failed', 'turn.cancelled'"
+)
+"""The event types that say where a turn stands (:mod:`baton.store.live_turns` reads them
+through the ``events_turn_marks`` partial index, whose WHERE must be this same list)."""
 
 CORE_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -114,6 +121,12 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    # A partial index: only the few events that move a turn (submitted, stalled, resumed,
+    # ended) are written to it, so ingest of a flooding transcript does not pay for it.
+    Migration(
+        "core.0004_turn_marks",
+        f"CREATE INDEX events_turn_marks ON events (run_id, seq) WHERE type IN ({TURN_MARKS_SQL});",
+    ),
 )
 """baton's own tables: ``runs``, ``sessions``, ``events`` (``schema_migrations`` is
 bootstrapped by :func:`apply_migrations` itself, since it records the others)."""
@@ -138,11 +151,6 @@ def split_statements(sql: str) -> list[str]:
     if leftover:
         raise StoreError(f"incomplete SQL statement in migration: {leftover[:80]!r}")
     return statements
-
-
-def utc_now() -> str:
-    """The store's timestamp format (UTC, milliseconds, ``Z``)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def unique_migrations(migrations: Sequence[Migration]) -> list[Migration]:

@@ -8,11 +8,16 @@ COMMIT), ``read_tx``/``aread`` (a consistent snapshot), runs, sessions, event
 reads and live subscriptions. The raw-connection calls (``execute_write``,
 ``read``) stay SQLite-only: repositories use :class:`~baton.store.tx.Tx`.
 
-* **One writer per process.** A thread owns one connection and commits each
-  batch of queued items in one transaction (a failing write function rolls
-  back alone, under a savepoint, exactly as on SQLite). Several processes on
-  several hosts write at once; PostgreSQL's row locks and constraints order
-  them, and a uniqueness or reference violation is a :class:`StoreConflict`.
+* **One writer at a time, across hosts.** A thread per process owns one
+  connection and commits each batch of queued items in one transaction (a
+  failing write function rolls back alone, under a savepoint, exactly as on
+  SQLite). Each batch first takes one transaction-scoped advisory lock
+  (:data:`WRITER_LOCK`), so writers on every host are serialized exactly as
+  SQLite's ``BEGIN IMMEDIATE`` serializes processes: the repositories' read-
+  then-write rules (version guards, "max(id) is ours", epoch fences) hold
+  unchanged under READ COMMITTED, since every statement after the lock sees
+  every earlier writer's commit. A uniqueness or reference violation is a
+  :class:`StoreConflict`.
 * **Wake-ups are LISTEN/NOTIFY**, which PostgreSQL makes transactional: the
   topics a write names are ``pg_notify``-ed inside its transaction and reach
   every listening process on every host at COMMIT, never for a rollback.
@@ -20,7 +25,11 @@ reads and live subscriptions. The raw-connection calls (``execute_write``,
   by :mod:`baton.store.pg_dialect`; each runs in its own transaction under an
   advisory lock, so stores opened at once on several hosts apply a step once.
 
-Imported only in cluster mode (``psycopg`` is the ``baton[cluster]`` extra).
+Imported only in cluster mode (``psycopg`` is the ``baton[postgres]`` extra).
+
+Length: one backend's whole store face (queue, writer thread, batch commit,
+reads, runs/sessions, LISTEN doorbell) mirrors SQLite's five modules; split
+by concept it would be five modules of one class each, all private to here.
 """
 
 from __future__ import annotations
@@ -40,12 +49,20 @@ from psycopg import errors as pg_errors
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
+from baton.events.sequencer import utc_now
+from baton.store.core_tables import (
+    INSERT_RUN,
+    SELECT_RUNS,
+    SELECT_SESSIONS,
+    UPSERT_SESSION,
+    finish_run_tx,
+)
+from baton.store.event_rows import event_row, parse_event
 from baton.store.migrations import (
     SCHEMA_MIGRATIONS_SQL,
     Migration,
     split_statements,
     unique_migrations,
-    utc_now,
 )
 from baton.store.pg_dialect import pg_ddl, pg_query
 from baton.store.records import (
@@ -56,21 +73,12 @@ from baton.store.records import (
     session_from_row,
     session_to_row,
 )
-from baton.store.store import (
-    _INSERT_RUN,
-    _SELECT_RUNS,
-    _SELECT_SESSIONS,
-    _UPSERT_SESSION,
-    ALL_MIGRATIONS,
-    _event_row,
-    _parse_event,
-    finish_run_tx,
-)
+from baton.store.store import ALL_MIGRATIONS
 from baton.store.subscription import Subscription
 from baton.store.tx import Row, StoreConflict, Tx
 from baton.store.wake import WAKE_ALL, WakeRouter
 
-__all__ = ["WAKE_CHANNEL", "PgStore", "PgTx", "PgWakeListener"]
+__all__ = ["WAKE_CHANNEL", "WRITER_LOCK", "PgStore", "PgTx", "PgWakeListener"]
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -78,6 +86,8 @@ _log = logging.getLogger(__name__)
 WAKE_CHANNEL: Final = "baton_wake"
 """The one NOTIFY channel; the payload is the topic."""
 _MIGRATION_LOCK: Final = 0x62617430  # "bat0": pg_advisory_xact_lock key for schema steps
+WRITER_LOCK: Final = 0x62617431
+"""``pg_advisory_xact_lock`` key every write batch takes first ("bat1"): one writer at a time."""
 _READ_PAGE: Final = 1000
 _INSERT_EVENT: Final = (
     "INSERT INTO events (run_id, seq, type, session_id, turn_id, ts, json)"
@@ -301,6 +311,11 @@ class PgStore:
         return self._closed
 
     @property
+    def dsn(self) -> str:
+        """Where this store lives (a libpq connection string; may hold a password)."""
+        return self._dsn
+
+    @property
     def queued(self) -> int:
         return len(self._queue)
 
@@ -332,7 +347,7 @@ class PgStore:
         """Queue ``event`` for the writer; durable after ``flush()`` (as on SQLite)."""
         if not self._accepting:
             raise self._not_accepting()
-        row = _event_row(event)
+        row = event_row(event)
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
@@ -384,7 +399,7 @@ class PgStore:
     def _submit_tx(
         self, fn: Callable[[Tx], T], events: Sequence[CanonicalEvent]
     ) -> concurrent.futures.Future[T]:
-        rows = [_event_row(e) for e in events]
+        rows = [event_row(e) for e in events]
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         with self._lock:
             if not self._accepting:
@@ -460,7 +475,7 @@ class PgStore:
         except (TypeError, ValueError) as exc:
             raise StoreError(f"run {run.run_id!r}: meta is not JSON: {exc}") from exc
         try:
-            self.write_sync(lambda tx: tx.execute(_INSERT_RUN, row))
+            self.write_sync(lambda tx: tx.execute(INSERT_RUN, row))
         except StoreConflict as exc:
             raise StoreError(f"cannot create run {run.run_id!r}: {exc}") from exc
         with self._lock:
@@ -476,20 +491,20 @@ class PgStore:
         except (TypeError, ValueError) as exc:
             raise StoreError(f"session {session.session_id!r}: state is not JSON: {exc}") from exc
         try:
-            self.write_sync(lambda tx: tx.execute(_UPSERT_SESSION, row))
+            self.write_sync(lambda tx: tx.execute(UPSERT_SESSION, row))
         except StoreConflict as exc:
             raise StoreError(f"cannot save session {session.session_id!r}: {exc}") from exc
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         rows = self.read_tx(
             lambda tx: tx.all(
-                _SELECT_RUNS + " ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)
+                SELECT_RUNS + " ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)
             )
         )
         return [run_from_row(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        row = self.read_tx(lambda tx: tx.one(_SELECT_RUNS + " WHERE run_id = ?", (run_id,)))
+        row = self.read_tx(lambda tx: tx.one(SELECT_RUNS + " WHERE run_id = ?", (run_id,)))
         return run_from_row(row) if row is not None else None
 
     def last_seq(self, run_id: str) -> int:
@@ -520,27 +535,27 @@ class PgStore:
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[CanonicalEvent]:
         for line in self.iter_event_json(run_id, after_seq=after_seq, limit=limit):
-            yield _parse_event(line)
+            yield parse_event(line)
 
     def _event_page(self, run_id: str, after_seq: int, limit: int) -> list[CanonicalEvent]:
         return list(self.iter_events(run_id, after_seq=after_seq, limit=limit))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         row = self.read_tx(
-            lambda tx: tx.one(_SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))
+            lambda tx: tx.one(SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))
         )
         return session_from_row(row) if row is not None else None
 
     def find_session(self, identity_key: str) -> SessionRecord | None:
         row = self.read_tx(
-            lambda tx: tx.one(_SELECT_SESSIONS + " WHERE identity_key = ?", (identity_key,))
+            lambda tx: tx.one(SELECT_SESSIONS + " WHERE identity_key = ?", (identity_key,))
         )
         return session_from_row(row) if row is not None else None
 
     def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         rows = self.read_tx(
             lambda tx: tx.all(
-                _SELECT_SESSIONS + " ORDER BY updated_at DESC, session_id DESC LIMIT ?", (limit,)
+                SELECT_SESSIONS + " ORDER BY updated_at DESC, session_id DESC LIMIT ?", (limit,)
             )
         )
         return [session_from_row(row) for row in rows]
@@ -652,6 +667,7 @@ class PgStore:
                 with conn.transaction():
                     topics: list[str] = []
                     with conn.cursor() as cur:
+                        cur.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
                         for item in work:
                             if type(item) is not _Write:
                                 rows.append(item[0])

@@ -34,6 +34,10 @@ class TurnResult:
     """None when the agent reported no usage (recorded as ``unavailable``, never zero)."""
     files_changed: tuple[str, ...] = ()
     error: str | None = None
+    unapproved_mutations: int = 0
+    """Mutations no recorded decision allowed (``security.unapproved_mutation``)."""
+    approval: str | None = None
+    """Who approves in the session's effective mode (``asks``, ``self_approves`` …)."""
 
 
 class RoleSession(Protocol):
@@ -51,6 +55,10 @@ class RoleSession(Protocol):
 
     async def prompt(self, text: str) -> TurnResult:
         """Run one turn; return its outcome (raise only for a dead session)."""
+        ...
+
+    async def cancel(self, reason: str) -> None:
+        """Ask the agent to stop the running turn; its ``prompt()`` returns as it ends."""
         ...
 
     async def close(self) -> None: ...

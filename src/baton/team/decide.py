@@ -1,5 +1,8 @@
 """What the team loop does next with one TASK, from facts only: ``decide(facts) -> Step``.
 
+The facts it reads are defined here; the steps it answers with are
+:mod:`baton.team.steps` (the executor's vocabulary).
+
 Pure: no I/O, no clock, no ids. The executor (:mod:`baton.team.executor`)
 gathers :class:`Facts` (FCoP's view of the TASK through the port, baton's
 record, turns, questions and requests from the store), asks for the next
@@ -14,7 +17,11 @@ The rules, in the order they are checked:
    else (:class:`Resolve`); a TASK that is gone is left alone.
 2. A record that needs a human (``needs_attention``, ``failed``) waits for the
    human's retry.
-3. ``inbox``: queue the work for its role; in a slot, claim it (T2).
+3. ``inbox``: a delegated TASK that waits for siblings (``after:``, FCoP
+   ``references``) is gated by :func:`baton.coordination.ordering.gate`: not
+   finished yet → ``waiting_prerequisites``, unclaimed; one that can never
+   finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
+   otherwise queue the work for its role; in a slot, claim it (T2).
 4. ``active``: a turn of this attempt still dispatched/running in a dead
    daemon is *interrupted*: with a REPORT it is submitted, else the role is
    re-prompted with its context (``resume``; the same deterministic operation
@@ -22,8 +29,9 @@ The rules, in the order they are checked:
    head is submitted (T3). Nothing dispatched yet: the task prompt (or the
    revision prompt after T5). After a finished turn without a report: open
    children → wait; an open question → wait, an answered one → the answer as
-   a turn; a failed/cancelled turn → re-prompt with context while retries last,
-   then ``failed``; all children reported → consolidate (once per attempt);
+   a turn; a turn the human cancelled → ``needs_attention`` (their retry
+   re-prompts it); a failed/cancelled turn → re-prompt with context while
+   retries last, then ``failed``; all children reported → consolidate (once per attempt);
    then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all.
 5. ``review``: the human's review request is opened (in the same transaction
    as the record), waited for, and its answer applied (T4/T5); a role's
@@ -38,38 +46,41 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from baton.coordination.ordering import Prerequisite, Unmet, Waiting, gate
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
-from baton.team.states import TaskState, TurnState
+from baton.team.states import DispatchState, TaskState
+from baton.team.steps import (
+    ApplyDecision,
+    ApplyHumanReview,
+    Attention,
+    Claim,
+    Dispatch,
+    Fail,
+    JobKind,
+    Note,
+    NotifyParent,
+    NotRun,
+    OpenReview,
+    Queue,
+    Resolve,
+    Retry,
+    Settle,
+    Step,
+    Submit,
+    Wait,
+)
 
 __all__ = [
-    "ApplyDecision",
-    "ApplyHumanReview",
-    "Attention",
     "ChildView",
-    "Claim",
     "DecisionView",
-    "Dispatch",
     "Facts",
-    "Fail",
-    "JobKind",
-    "Note",
-    "NotifyParent",
-    "OpenReview",
-    "Policy",
-    "Queue",
+    "FcopTask",
     "ReportView",
     "RequestView",
-    "Resolve",
-    "Retry",
-    "Settle",
-    "Step",
-    "Submit",
-    "TaskView",
-    "Wait",
+    "TeamRules",
     "decide",
 ]
 
-JobKind = Literal["work", "revise", "resume", "retry", "remind", "consolidate", "answer", "review"]
 OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
 
 
@@ -77,7 +88,7 @@ OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
 
 
 @dataclass(frozen=True, slots=True)
-class TaskView:
+class FcopTask:
     """FCoP's view of one TASK (``stage`` is ``ambiguous`` in two stages, ``missing`` if gone)."""
 
     task_id: str
@@ -129,7 +140,7 @@ class RequestView:
 
 
 @dataclass(frozen=True, slots=True)
-class Policy:
+class TeamRules:
     """The team's rules, as decide needs them (from ``[team]`` in ``baton.toml``)."""
 
     human: str
@@ -143,7 +154,7 @@ class Policy:
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    task: TaskView
+    task: FcopTask
     record: TaskRecord | None
     role: str | None
     """The role the TASK routes to (None: not one of this team's)."""
@@ -169,6 +180,8 @@ class Facts:
     """The role of the slot worker evaluating (it may claim and prompt); None: the coordinator."""
     for_review: bool = False
     """The slot worker took this TASK as a review job (its sender reviews it)."""
+    prerequisites: tuple[Prerequisite, ...] = ()
+    """An inbox TASK's sibling prerequisites (its ``references`` to siblings), with facts."""
 
     @property
     def own_slot(self) -> bool:
@@ -183,139 +196,10 @@ class Facts:
         )
 
 
-# ------------------------------------------------------------------------- steps
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Nothing to do until something changes (a turn, a child, a human)."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """Only baton's record moves (waiting for children, for a human); then wait."""
-
-    to: TaskState
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Resolve:
-    """Repair a TASK left in two FCoP stages (host-side rule, then ``fcop``'s validator)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Queue:
-    """Hand the TASK to a slot worker of ``role`` (the worker decides again)."""
-
-    role: str
-    review: bool = False
-    """A review of this TASK's report by ``role`` (its sender), not the TASK's own work."""
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """T2 by the role (in a slot)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatch:
-    """Persist a turn, then prompt the slot's session (in a slot)."""
-
-    kind: JobKind
-
-
-@dataclass(frozen=True, slots=True)
-class Submit:
-    """T3 with the REPORT head; first the children this leader report accepts (T4)."""
-
-    report_id: str
-    result: str
-    accept: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class OpenReview:
-    """The human's review request, committed with the record (``in_review``)."""
-
-    report_id: str
-    result: str
-    sender: str
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyHumanReview:
-    request_id: str
-    approve: bool
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyDecision:
-    """A role's recorded acceptance/rejection REVIEW becomes T4/T5."""
-
-    reviewer: str
-    review_id: str
-    approve: bool
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class NotifyParent:
-    parent: str
-
-
-@dataclass(frozen=True, slots=True)
-class Settle:
-    """FCoP says done: baton's record is settled (and the parent re-evaluated)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Attention:
-    """baton cannot proceed without a human: record, inbox request, FCoP ISSUE."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Fail:
-    """The agent's turns failed and no retry is left: like attention, state ``failed``."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """The human asked to retry a task that needed attention."""
-
-    request_id: str
-
-
-Step = (
-    Wait
-    | Note
-    | Resolve
-    | Queue
-    | Claim
-    | Dispatch
-    | Submit
-    | OpenReview
-    | ApplyHumanReview
-    | ApplyDecision
-    | NotifyParent
-    | Settle
-    | Attention
-    | Fail
-    | Retry
-)
-
-
 # ---------------------------------------------------------------------- decide
 
 
-def _work(f: Facts, kind: JobKind, p: Policy) -> Step:
+def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
     """Prompt ``kind`` now (in a slot) or hand it to the role's queue; bounded by turn_limit."""
     if f.role is None:
         return Wait("not routed to a role")
@@ -325,7 +209,7 @@ def _work(f: Facts, kind: JobKind, p: Policy) -> Step:
     return Dispatch(kind) if f.own_slot else Queue(f.role)
 
 
-def _open_children(f: Facts, p: Policy) -> list[ChildView]:
+def _open_children(f: Facts, p: TeamRules) -> list[ChildView]:
     stages = set(OPEN_CHILD_STAGES)
     if p.child_acceptance == "explicit":
         stages.add("review")
@@ -340,10 +224,28 @@ def _turn_of_attempt(f: Facts) -> TurnRecord | None:
     return turn
 
 
-def _active(f: Facts, p: Policy) -> Step:
+def _cancelled_unattended(f: Facts, turn: TurnRecord) -> bool:
+    """A finished turn the human cancelled that nothing has acted on since.
+
+    Its TASK goes to ``needs_attention``; the human's retry moves the record on, and the
+    same turn then reads as any cancelled turn. A work turn's finish moves the record to
+    ``turn_finished``; a review turn's leaves it, so there the record is older than the turn.
+    """
+    record = f.record
+    if not turn.cancelled_by or record is None or turn.state is not DispatchState.FINISHED:
+        return False
+    if turn.kind == "review":
+        return record.updated_at <= (turn.ended_at or "")
+    return record.state is TaskState.TURN_FINISHED
+
+
+def _active(f: Facts, p: TeamRules) -> Step:
     record = f.record
     turn = _turn_of_attempt(f)
-    unfinished = turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING)
+    unfinished = turn is not None and turn.state in (
+        DispatchState.DISPATCHED,
+        DispatchState.RUNNING,
+    )
     if unfinished and f.turn_live:
         return Wait("the turn is running")
     if f.head is not None:
@@ -353,7 +255,7 @@ def _active(f: Facts, p: Policy) -> Step:
                 c.task_id for c in f.children if c.stage == "review" and c.sender == f.role
             )
         return Submit(f.head.report_id, f.head.result, accept)
-    if unfinished or (turn is not None and turn.state is TurnState.INTERRUPTED):
+    if unfinished or (turn is not None and turn.state is DispatchState.INTERRUPTED):
         return _work(f, "resume", p)  # never finished: re-prompt with its context
     open_children = _open_children(f, p)
     if turn is None:
@@ -363,6 +265,8 @@ def _active(f: Facts, p: Policy) -> Step:
             return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
         return _work(f, "consolidate" if f.children else "work", p)
     # The last turn of this attempt finished without a report.
+    if _cancelled_unattended(f, turn):
+        return Attention(f"{turn.cancelled_by} (no report was filed)")
     if open_children:
         return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
     question = f.question
@@ -389,7 +293,7 @@ def _review_turn(f: Facts) -> TurnRecord | None:
     return turn
 
 
-def _review(f: Facts, p: Policy) -> Step:
+def _review(f: Facts, p: TeamRules) -> Step:
     task = f.task
     if task.sender == p.human:
         review = f.review
@@ -417,11 +321,15 @@ def _review(f: Facts, p: Policy) -> Step:
     if p.child_acceptance == "on_consolidation" and task.parent is not None:
         return NotifyParent(task.parent)
     turn = _review_turn(f)
-    if turn is not None and turn.state in (TurnState.DISPATCHED, TurnState.RUNNING):
+    if turn is not None and turn.state in (DispatchState.DISPATCHED, DispatchState.RUNNING):
         if f.turn_live:
             return Wait(f"{task.sender} is reviewing")
+    elif turn is not None and _cancelled_unattended(f, turn):
+        return Attention(f"{turn.cancelled_by} (no review was filed)")
     elif (
-        turn is not None and turn.state is TurnState.FINISHED and f.review_turns > p.reminder_turns
+        turn is not None
+        and turn.state is DispatchState.FINISHED
+        and f.review_turns > p.reminder_turns
     ):
         return Attention(f"{task.sender} did not review the report")
     if not f.reviewer_slot:
@@ -431,7 +339,7 @@ def _review(f: Facts, p: Policy) -> Step:
     return Dispatch("review")
 
 
-def decide(f: Facts, p: Policy) -> Step:
+def decide(f: Facts, p: TeamRules) -> Step:
     """The next step for one TASK (see the module docstring for the rules)."""
     task, record = f.task, f.record
     if task.stage == "ambiguous":
@@ -456,6 +364,14 @@ def decide(f: Facts, p: Policy) -> Step:
     if task.stage == "inbox":
         if record is not None and record.state is TaskState.REFUSED:
             return Wait("refused")
+        if f.prerequisites:
+            verdict = gate(f.prerequisites, acceptance=p.child_acceptance)
+            if isinstance(verdict, Waiting):
+                return Note(
+                    TaskState.WAITING_PREREQUISITES, "after " + ", ".join(verdict.waiting_for)
+                )
+            if isinstance(verdict, Unmet):
+                return NotRun(verdict.reasons)
         return Claim() if f.own_slot else Queue(f.role)
     if task.stage == "active":
         return _active(f, p)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from baton.coordination.errors import StateAmbiguous, TaskNotFound
 from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
+from baton.coordination.fcop_records import task_info
+from baton.coordination.ordering import Prerequisite, prerequisite_ids
 from baton.coordination.team import TeamConfig
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.records import RequestRecord, record_from_row
@@ -24,18 +26,18 @@ from baton.team.decide import (
     ChildView,
     DecisionView,
     Facts,
-    Policy,
+    FcopTask,
     ReportView,
     RequestView,
-    TaskView,
+    TeamRules,
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 
 __all__ = ["FactSource", "policy_for"]
 
 
-def policy_for(team: TeamConfig) -> Policy:
-    return Policy(
+def policy_for(team: TeamConfig) -> TeamRules:
+    return TeamRules(
         human=team.human,
         leader=team.leader,
         child_acceptance=team.child_acceptance,
@@ -116,7 +118,7 @@ class FactSource:
                 path = self.port.stage_dir(stage) / f"{task_id}.md"
                 if path.is_file():
                     fields = self.port.inspect_envelope(path)
-                    return self.port._task_info(fields, path, "")
+                    return task_info(fields, path, "")
             return None
 
     def _stored(self, task_id: str, attempt: str | None) -> _Stored:
@@ -162,7 +164,7 @@ class FactSource:
         stored = self._stored(task_id, attempt)
         record = stored.record
         if info is None:
-            view = TaskView(
+            view = FcopTask(
                 task_id=task_id,
                 stage="ambiguous" if ambiguous else "missing",
                 sender=record.sender if record else "",
@@ -172,7 +174,7 @@ class FactSource:
                 attempt_id=record.attempt_id if record else None,
             )
             return Facts(task=view, record=record, role=record.role if record else None)
-        view = TaskView(
+        view = FcopTask(
             task_id=info.task_id,
             stage=info.stage,
             sender=info.sender,
@@ -205,6 +207,9 @@ class FactSource:
                     found_review.review_kind == "acceptance",
                     found_review.body,
                 )
+        prerequisites: tuple[Prerequisite, ...] = ()
+        if info.stage == "inbox" and info.parent is not None and info.references:
+            prerequisites = self.prerequisites(info)
         question = stored.question
         answer = question_answer(stored.question_request)
         if question is not None and question.state == "pending" and answer is not None:
@@ -226,4 +231,22 @@ class FactSource:
             review_turns=stored.review_turns,
             slot_role=slot_role,
             for_review=for_review,
+            prerequisites=prerequisites,
         )
+
+    def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:
+        """The sibling TASKs ``info`` references (``after:``), with their stage and result."""
+        assert info.parent is not None
+        siblings = {s.task_id: s for s in self.port.children(info.parent)}
+        out = []
+        for task_id in prerequisite_ids(info.references, siblings):
+            sibling = siblings[task_id]
+            head = None
+            if sibling.attempt_id is not None and sibling.stage != "inbox":
+                head = self.port.find_report_head(task_id, sibling.attempt_id)
+            out.append(
+                Prerequisite(
+                    task_id, sibling.recipient, sibling.stage, head.result if head else None
+                )
+            )
+        return tuple(out)

@@ -21,6 +21,13 @@ FCoP is the truth (every decision re-reads it); a per-role zero-tool-call
 breaker parks a role's jobs for a cooldown. New: every state change is a store
 transaction with its event, nothing is held in memory that a crash could lose,
 and one TASK's failure never stops the loop (:meth:`Executor.evaluate`).
+
+Length: one class, the daemon's event loop. Its tasks (doorbell router, store
+waker, sweeper, slot workers, request watchers, timers) share the role queues,
+the busy count that says "idle", the parked jobs of a tripped breaker and the
+stop event; each is a short method here, and what they call is elsewhere
+(decisions in :mod:`~baton.team.decide`, doing in :mod:`~baton.team.executor`,
+start-up in :mod:`~baton.team.startup`).
 """
 
 from __future__ import annotations
@@ -28,63 +35,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
-from baton.coordination.errors import CoordinationError
+from baton.aiotasks import cancel_and_wait
+from baton.coordination.doorbell import (
+    Doorbell,
+    DoorbellEvent,
+    TaskArrived,
+    TaskRefused,
+    refusal_payload,
+)
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.fcop_recovery import (
-    Unresolved,
     clean_temporaries,
-    resolve_two_stages,
-    tasks_in_two_stages,
-    validate_workspace,
 )
+from baton.coordination.intake.stability import FileFacts
+from baton.coordination.intake.sweep import Sweeper
 from baton.coordination.team import TeamConfig
-from baton.errors import BatonError
-from baton.events.model import Payload, TeamRecovery, TeamRefusal
-from baton.lifeline import process_start_ticks
+from baton.events.model import TeamRefusal
 from baton.requests.ledger import Ledger
-from baton.requests.model import ElicitationRequest, StringField
-from baton.requests.model import ElicitationSchema as _Schema
-from baton.store import requests_sql, team_sql
+from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.contract import RoleSessionFactory
 from baton.team.executor import BreakerTripped, Executor, Job, ReviewSummary
+from baton.team.human import HumanSide
 from baton.team.records import (
-    DaemonRecord,
-    OutboxEntry,
-    QuestionRecord,
     RefusalRecord,
     RoleRecord,
     SlotRecord,
     TaskRecord,
-    TurnRecord,
 )
 from baton.team.slots import Slot, Slots
-from baton.team.states import TaskState, TurnState
+from baton.team.startup import DaemonBusy, Startup, utc_now
+from baton.team.states import TaskState
 
 __all__ = ["DaemonBusy", "RunSummary", "TeamLoop"]
 
 log = logging.getLogger("baton.team.loop")
-
-_TERMINAL = frozenset({TaskState.SETTLED})
-_LIVE_STATES = tuple(
-    s.value for s in TaskState if s not in _TERMINAL and s is not TaskState.REFUSED
-)
-
-
-class DaemonBusy(BatonError):
-    """Another ``baton up`` already runs this project."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,18 +96,7 @@ class RunSummary:
     """The loop was asked to stop (a signal) before it was idle."""
 
 
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-class TeamLoop:
+class TeamLoop(Startup, HumanSide):
     """Runs the team until stopped, or until idle."""
 
     def __init__(
@@ -132,6 +114,7 @@ class TeamLoop:
         watch_group: Callable[[int], None] | None = None,
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
+        sweep_interval: float = 5.0,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -148,7 +131,7 @@ class TeamLoop:
             store_path=store.path,
             journal=journal,
             factory=factory,
-            now=_utc_now,
+            now=utc_now,
             watch=watch_group,
         )
         extra = {"review_summary": review_summary} if review_summary is not None else {}
@@ -160,7 +143,7 @@ class TeamLoop:
             team=team,
             slots=self.slots,
             run_id=run_id,
-            now=_utc_now,
+            now=utc_now,
             enqueue=self._enqueue,
             schedule=self.schedule,
             watch_request=self._watch_request,
@@ -169,6 +152,12 @@ class TeamLoop:
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
         self._doorbell_step_ms = doorbell_step_ms
         self.doorbell = self._make_doorbell({})
+        self.sweeper = Sweeper(port.root, worker=self.doorbell.worker, limits=self.doorbell.limits)
+        """Screens every file Core reads outside the inbox (issue 9 item 5)."""
+        self.sweep_interval = sweep_interval
+        self._swept: set[tuple[str, FileFacts]] = set()
+        self._sweeping = asyncio.Lock()
+        self.executor.after_turn = self._sweep_after_turn
         self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
         self._queued: set[tuple[str, str, bool]] = set()
         self._parked: dict[str, list[Job]] = {}
@@ -215,210 +204,87 @@ class TeamLoop:
     # --------------------------------------------------------------------- run
 
     async def run(self, *, until_idle: bool = False) -> RunSummary:
-        """Run the loop. ``until_idle``: return once nothing can progress without input."""
-        self._stop = asyncio.Event()
+        """Run the loop. ``until_idle``: return once nothing can progress without input.
+
+        A :meth:`stop` asked before or during start-up holds: start-up ends at its next
+        step and the loop shuts down as after a run (a Ctrl-C at start-up used to be
+        lost, and ``baton up`` then waited forever for a doorbell that never armed).
+        """
+        if self._stopped_by is None:
+            self._stop = asyncio.Event()
         await self._take_project()
         try:
-            await self._migrate()
-            await self._recover()
-            await self.slots.open(await self.store.aread(_slot_records))
-            self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
-            async with asyncio.TaskGroup() as tg:
-                watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
-                router = tg.create_task(self._router(), name="router")
-                waker = tg.create_task(self._waker(), name="store-wake")
-                await self.doorbell.ready.wait()
-                await self._reevaluate_all()
-                await self._drain_outbox()
-                await self._watch_open_requests()
-                await self._settle_background()
-                workers = [
-                    tg.create_task(self._worker(slot), name=slot.name) for slot in self.slots.all()
-                ]
-                try:
-                    if until_idle:
-                        waiter = asyncio.create_task(self._wait_idle())
-                        stopper = asyncio.create_task(self._stop.wait())
-                        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                        for pending in (waiter, stopper):
-                            pending.cancel()
-                    else:
-                        await self._stop.wait()
-                finally:
-                    self._stop.set()
-                for task in (
-                    *workers,
-                    router,
-                    waker,
-                    *self._background,
-                    *self._waiting.values(),
-                    *self._timers,
-                ):
-                    task.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
-                await asyncio.wait_for(asyncio.shield(watcher), timeout=30)
+            for step in (self._migrate, self._sweep, self._recover, self._open_slots):
+                if self._stop.is_set():
+                    break
+                await step()  # the sweep comes before recovery reads anything under fcop/
+            else:
+                await self._serve(until_idle)
         finally:
             await self.slots.close_all(self._stopped_by or "the daemon stopped")
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.doorbell.worker.close)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(clean_temporaries, self.port)
             await self._release_project()
         return await self.summary()
 
-    # ------------------------------------------------------------- ownership
+    async def _open_slots(self) -> None:
+        await self.slots.open(await self.store.aread(_slot_records))
+        self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
 
-    async def _take_project(self) -> None:
-        """Become the one ``baton up`` of this project (refused while another lives)."""
-        pid = os.getpid()
-        ticks = process_start_ticks(pid) or 0
-        now = _utc_now()
-        mine = DaemonRecord(
-            pid=pid,
-            start_ticks=ticks,
-            host=socket.gethostname(),
-            boot=_boot_id(),
-            run_id=self.run_id,
-            state="running",
-            started_at=now,
-            updated_at=now,
-        )
-
-        def take(tx: Tx) -> None:
-            row = team_sql.DAEMON.get(tx, 1)
-            if row is not None:
-                other = DaemonRecord.from_row(row)
-                alive = (
-                    other.state == "running"
-                    and other.host == mine.host
-                    and other.boot == mine.boot
-                    and other.pid != pid
-                    and process_start_ticks(other.pid) == other.start_ticks
-                )
-                if alive:
-                    raise DaemonBusy(
-                        f"another `baton up` (pid {other.pid}, run {other.run_id}) runs this "
-                        "project; stop it first"
-                    )
-            team_sql.DAEMON.upsert(tx, mine.row())
-
-        await self.store.write(take)
-
-    async def _release_project(self) -> None:
-        pid = os.getpid()
-
-        def release(tx: Tx) -> None:
-            row = team_sql.DAEMON.get(tx, 1)
-            if row is not None and DaemonRecord.from_row(row).pid == pid:
-                team_sql.DAEMON.update(tx, 1, {"state": "stopped", "updated_at": _utc_now()})
-
-        with contextlib.suppress(Exception):
-            await self.store.write(release)
-
-    # --------------------------------------------------------------- recovery
-
-    async def _migrate(self) -> None:
-        if self.state_dir is None:
-            return
-        from baton.team.migrate import migrate_legacy_state
-
-        await migrate_legacy_state(self.state_dir, self.store, self.journal, self.team)
-
-    async def _recover(self) -> None:
-        """Interrupt the dead daemon's turns, clean temporaries, repair two-stage TASKs."""
-        await self._interrupt_open_turns()
-        for repair in await asyncio.to_thread(clean_temporaries, self.port):
-            await self._recovery(repair.task_id, repair.rule, "cleaned", repair.detail, None)
-        for task_id in await asyncio.to_thread(tasks_in_two_stages, self.port):
+    async def _serve(self, until_idle: bool) -> None:
+        """The doorbell, router, waker and sweeper, then one worker per slot, until stopped."""
+        async with asyncio.TaskGroup() as tg:
+            watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
+            router = tg.create_task(self._router(), name="router")
+            waker = tg.create_task(self._waker(), name="store-wake")
+            sweeper = tg.create_task(self._sweep_loop(), name="sweep")
+            workers: list[asyncio.Task[None]] = []
             try:
-                repair = await asyncio.to_thread(resolve_two_stages, self.port, task_id)
-            except Unresolved as exc:
-                await self._recovery(task_id, exc.rule, "needs_attention", exc.detail, None)
-                await self.executor._attention(task_id, f"left in two FCoP stages: {exc.detail}")
-                continue
-            verdict = await asyncio.to_thread(validate_workspace, self.port.root)
-            await self._recovery(
-                task_id, repair.rule, "resolved", repair.detail, bool(verdict.get("valid"))
-            )
-
-    async def _recovery(
-        self,
-        task_id: str | None,
-        rule: str,
-        outcome: Literal["resolved", "needs_attention", "cleaned"],
-        detail: str,
-        valid: bool | None,
-    ) -> None:
-        payload = TeamRecovery(
-            task_id=task_id,
-            rule=rule,
-            outcome=outcome,
-            detail=detail,
-            valid=valid,
-        )
-        await self.journal.commit([payload], lambda tx: None)
-
-    async def _interrupt_open_turns(self) -> None:
-        """Turns a dead daemon left open did not finish: mark them (and their TASKs) interrupted."""
-
-        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None]]:
-            out = []
-            for row in team_sql.open_turns(tx):
-                turn = TurnRecord.from_row(row)
-                task_row = team_sql.TASKS.get(tx, turn.task_id)
-                out.append((turn, TaskRecord.from_row(task_row) if task_row else None))
-            return out
-
-        now = _utc_now()
-        for turn, record in await self.store.aread(read):
-            payloads: list[Payload] = []
-            task_after = None
-            if record is not None and record.state in (
-                TaskState.DISPATCHED,
-                TaskState.TURN_RUNNING,
+                if await self._unless_stopped(self.doorbell.ready.wait()):
+                    for step in (
+                        self._reevaluate_all,
+                        self._drain_outbox,
+                        self._watch_open_requests,
+                        self._settle_background,
+                    ):
+                        if self._stop.is_set():
+                            break
+                        await step()
+                    else:
+                        workers = [
+                            tg.create_task(self._worker(slot), name=slot.name)
+                            for slot in self.slots.all()
+                        ]
+                        await self._unless_stopped(self._wait_idle() if until_idle else None)
+            finally:
+                self._stop.set()
+            for task in (
+                *workers,
+                router,
+                waker,
+                sweeper,
+                *self._background,
+                *self._waiting.values(),
+                *self._timers,
             ):
-                task_after, payloads = self.executor._walk(
-                    record, TaskState.INTERRUPTED, "its daemon stopped before the turn finished"
-                )
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await asyncio.wait_for(asyncio.shield(watcher), timeout=30)
 
-            def write(
-                tx: Tx,
-                turn: TurnRecord = turn,
-                record: TaskRecord | None = record,
-                task_after: TaskRecord | None = task_after,
-            ) -> None:
-                team_sql.TURNS.update_turn(
-                    tx,
-                    turn.task_id,
-                    turn.dispatch,
-                    {"state": TurnState.INTERRUPTED.value, "ended_at": now},
-                    state=turn.state.value,
-                )
-                if task_after is not None and record is not None:
-                    team_sql.TASKS.update(
-                        tx, record.task_id, task_after.row(), guard={"version": record.version}
-                    )
-
-            await self.journal.commit(payloads, write)
-
-    async def _reevaluate_all(self) -> None:
-        """Every TASK with work left: live records and FCoP's active and review stages."""
-
-        def read(tx: Tx) -> list[str]:
-            return [str(r[0]) for r in team_sql.tasks_in_states(tx, _LIVE_STATES)]
-
-        ids = list(await self.store.aread(read))
-        for stage in ("active", "review"):
-            entries = await asyncio.to_thread(self.port._scan_stage, stage)
-            ids += [e.task_id for e in entries if e.task_id]
-        seen: set[str] = set()
-        for task_id in ids:
-            if task_id not in seen:
-                seen.add(task_id)
-                await self._evaluate(task_id)
-
-    async def _settle_background(self) -> None:
-        """Let evaluations scheduled during recovery run before the workers start."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+    async def _unless_stopped(self, work: Coroutine[Any, Any, Any] | None) -> bool:
+        """Await ``work`` (``None``: nothing, only the stop) unless :meth:`stop` comes
+        first; whether it finished."""
+        stopper = asyncio.ensure_future(self._stop.wait())
+        waiter = asyncio.ensure_future(work) if work is not None else None
+        try:
+            await asyncio.wait(
+                {stopper, *([waiter] if waiter else [])}, return_when=asyncio.FIRST_COMPLETED
+            )
+            return waiter is not None and waiter.done() and not waiter.cancelled()
+        finally:
+            await cancel_and_wait([stopper, waiter])
 
     # ----------------------------------------------------------------- routing
 
@@ -492,7 +358,7 @@ class TeamLoop:
             name=event.name,
             reason=event.reason,
             message=event.message,
-            at=_utc_now(),
+            at=utc_now(),
             task_id=event.task_id,
             recipient=event.recipient,
             issue_id=event.issue_id,
@@ -511,7 +377,50 @@ class TeamLoop:
         def write(tx: Tx) -> None:
             team_sql.insert_refusal(tx, refusal.row())
 
-        await self.journal.commit([payload], write)
+        # team.refusal for the board, security.payload_rejected for the security surface.
+        await self.journal.commit([payload, refusal_payload(event)], write)
+
+    # ------------------------------------------------------------------- intake
+
+    async def _sweep(self, *, after_turn: bool = False) -> int:
+        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails.
+
+        At start (before recovery), every ``sweep_interval`` and after every turn (an
+        agent may have written anything under ``fcop/``); a pass over unchanged files
+        opens none of them. Each finding goes through the doorbell (quarantine and
+        ISSUE) and the router (the refusal row and its events), like an inbox refusal.
+        """
+        async with self._sweeping:
+            # After a turn, what the agent wrote is complete: judge it now, not in 1 s.
+            report = await asyncio.to_thread(
+                self.sweeper.sweep, require_stable=False if after_turn else None
+            )
+            refused = 0
+            for finding in report.refused:
+                key = (finding.origin, finding.facts)
+                if key in self._swept:
+                    continue  # left in place (quarantine off): said once
+                self._swept.add(key)
+                event = await asyncio.to_thread(self.doorbell.refuse_file, finding)
+                if event.quarantined_to is not None:
+                    self.sweeper.forget(finding.origin)
+                await self.events.put(event)
+                refused += 1
+            return refused
+
+    async def _sweep_after_turn(self) -> None:
+        try:
+            await self._sweep(after_turn=True)
+        except Exception:
+            log.exception("intake sweep after a turn failed")
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self._sweep()
+            except Exception:
+                log.exception("intake sweep failed")
 
     # ------------------------------------------------------------------ workers
 
@@ -556,7 +465,7 @@ class TeamLoop:
     async def _open_breaker(self, slot: Slot, task_id: str) -> None:
         role = slot.spec.name
         until = self.wall_clock() + self.team.zero_tool_cooldown
-        record = RoleRecord(role=role, updated_at=_utc_now(), breaker_until=until)
+        record = RoleRecord(role=role, updated_at=utc_now(), breaker_until=until)
 
         def write(tx: Tx) -> None:
             team_sql.ROLES.upsert(tx, record.row())
@@ -586,135 +495,15 @@ class TeamLoop:
             self._enqueue(job)
         self._kick()
 
-    # ------------------------------------------------------------------- outbox
-
-    async def _waker(self) -> None:
-        """One store doorbell for the loop: outbox rows and answers from any process."""
-        listener = await self.store.listener()
-        event = listener.subscribe(team_sql.TEAM_TOPIC)
-        try:
-            while True:
-                await event.wait()
-                event.clear()
-                self._busy += 1
-                try:
-                    await self._drain_outbox()
-                finally:
-                    self._busy -= 1
-                    self._kick()
-        finally:
-            listener.unsubscribe(team_sql.TEAM_TOPIC, event)
-
-    async def _drain_outbox(self) -> int:
-        async with self._outbox_lock:
-            rows = await self.store.aread(team_sql.open_outbox)
-            for row in rows:
-                entry = OutboxEntry.from_row(row)
-                try:
-                    await self._on_outbox(entry)
-                except Exception:
-                    log.exception("outbox entry %s failed", entry.id)
-                    with contextlib.suppress(Exception):
-                        await self.store.write(_consumer(entry.id, _utc_now()))
-            return len(rows)
-
-    async def _on_outbox(self, entry: OutboxEntry) -> None:
-        now = _utc_now()
-        if entry.kind == "ask_human":
-            await self._ask_human(entry, now)
-            return
-        await self.store.write(lambda tx: team_sql.consume_outbox(tx, entry.id, now))
-        if entry.task_id:
-            self.schedule(entry.task_id)  # a review decision (its REVIEW is in FCoP)
-
-    async def _ask_human(self, entry: OutboxEntry, now: str) -> None:
-        ask_id = str(entry.data.get("request_id", ""))
-        question_text = str(entry.data.get("question", ""))
-        document = ElicitationRequest(
-            message=f"{entry.role} asks: {question_text}",
-            requested_schema=_Schema(
-                title="Answer",
-                fields=(StringField(name="answer", title="Your answer"),),
-            ),
-        )
-        change = self.ledger.prepare_create(
-            document,
-            run_id=self.run_id,
-            connection_id=None,
-            jsonrpc_id=f"ask:{ask_id}",
-            session_id=None,
-            turn_id=None,
-        )
-        question = QuestionRecord(
-            ask_id=ask_id,
-            role=entry.role,
-            question=question_text,
-            state="pending",
-            asked_at=entry.created_at,
-            updated_at=now,
-            request_id=change.records[0].request_id,
-            task_id=entry.task_id,
-            attempt_id=entry.attempt_id,
-            issue_id=entry.data.get("issue_id"),
-        )
-        known = await self.store.aread(lambda tx: team_sql.QUESTIONS.get(tx, ask_id))
-
-        def write(tx: Tx) -> None:
-            if team_sql.consume_outbox(tx, entry.id, now) != 1:
-                raise CoordinationError(f"outbox entry {entry.id} was consumed already")
-            if known is None and ask_id:
-                team_sql.QUESTIONS.insert(tx, question.row())
-                change.apply(tx)
-
-        await self.journal.commit(change.payloads if known is None and ask_id else (), write)
-        if known is None and ask_id and entry.task_id:
-            self._watch_request(question.request_id or "", entry.task_id)
-
-    # --------------------------------------------------------- human requests
-
-    def _watch_request(self, request_id: str, task_id: str) -> None:
-        """Re-evaluate ``task_id`` when ``request_id`` leaves ``pending`` (any process answers)."""
-        if not request_id or request_id in self._waiting:
-            return
-
-        async def wait() -> None:
-            try:
-                await self.ledger.wait_answer(request_id, None)
-            finally:
-                self._waiting.pop(request_id, None)
-            self.schedule(task_id)
-
-        self._waiting[request_id] = asyncio.get_running_loop().create_task(
-            wait(), name=f"human-{request_id}"
-        )
-
-    async def _watch_open_requests(self) -> None:
-        def read(tx: Tx) -> list[tuple[str, str]]:
-            out: list[tuple[str, str]] = []
-            for row in team_sql.tasks_in_states(tx, _LIVE_STATES):
-                record = TaskRecord.from_row(row)
-                for request_id in (record.review_request, record.attention_request):
-                    if request_id:
-                        out.append((request_id, record.task_id))
-            for row in team_sql.questions_in_states(tx, ("pending",)):
-                question = QuestionRecord.from_row(row)
-                if question.request_id and question.task_id:
-                    out.append((question.request_id, question.task_id))
-            return out
-
-        for request_id, task_id in await self.store.aread(read):
-            state = await self.store.aread(_request_row(request_id))
-            if state is not None and state[2] == "pending":
-                self._watch_request(request_id, task_id)
-            elif state is not None and state[2] == "answered":
-                self.schedule(task_id)
-
     # ---------------------------------------------------------------- idleness
 
     async def _wait_idle(self) -> None:
         while True:
             async with self._changed:
                 await self._changed.wait_for(lambda: self._busy <= 0 and self.events.empty())
+            if self.doorbell.settling:
+                await self.doorbell.wait_settled()  # a file still being written
+                continue
             emitted = await self.doorbell.scan("rescan")
             drained = await self._drain_outbox()
             if emitted == 0 and drained == 0 and self._busy <= 0 and self.events.empty():
@@ -746,7 +535,7 @@ class TeamLoop:
             done=ids(TaskState.SETTLED),
             waiting_human=tuple(sorted(waiting)),
             stalled=ids(TaskState.NEEDS_ATTENTION, TaskState.FAILED),
-            blocked=ids(TaskState.WAITING_CHILDREN),
+            blocked=ids(TaskState.WAITING_CHILDREN, TaskState.WAITING_PREREQUISITES),
             refused=refused,
             paused_roles=tuple(sorted(r.role for r in roles if (r.breaker_until or 0) > now)),
             interrupted=ids(TaskState.INTERRUPTED),
@@ -763,11 +552,3 @@ def _refused_in_place(tx: Tx) -> dict[str, str | None]:
         r.name: r.issue_id
         for r in (RefusalRecord.from_row(row) for row in team_sql.refused_in_place(tx))
     }
-
-
-def _consumer(outbox_id: int, at: str) -> Callable[[Tx], int]:
-    return lambda tx: team_sql.consume_outbox(tx, outbox_id, at)
-
-
-def _request_row(request_id: str) -> Callable[[Tx], tuple[Any, ...] | None]:
-    return lambda tx: requests_sql.fetch(tx, request_id)

@@ -35,6 +35,7 @@ from typing import Any
 from baton.coordination.binding import Binding
 from baton.coordination.team import TeamConfig
 from baton.events.model import Payload, TeamTaskChanged
+from baton.events.sequencer import utc_now
 from baton.requests.ledger import Change, Ledger, rpc_key
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.store import requests_sql, team_sql
@@ -47,7 +48,7 @@ from baton.team.records import (
     RoleRecord,
     SlotRecord,
     TaskRecord,
-    Usage,
+    UsageTotals,
 )
 from baton.team.states import SlotState, TaskState
 
@@ -70,10 +71,6 @@ _STATUS = {
     "waiting_review": TaskState.IN_REVIEW,
     "queued": TaskState.SEEN,
 }
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -152,7 +149,7 @@ async def _migrate(
     root: Path, store: Store, journal: Journal, team: TeamConfig, run_id: str
 ) -> None:
     state = _read_state(root)
-    now = _now()
+    now = utc_now()
     ledger = Ledger(store)
     tasks: dict[str, TaskRecord] = {}
     payloads: list[Payload] = []
@@ -309,7 +306,7 @@ async def _migrate(
                     agent_session_id=_str(raw.get("session_id")),
                     turns=int(raw.get("turns") or 0),
                     tool_calls=int(raw.get("tool_calls_count") or 0),
-                    usage=Usage.from_json(raw.get("usage")),
+                    usage=UsageTotals.from_json(raw.get("usage")),
                     files_changed=tuple(str(f) for f in raw.get("files_changed") or [])[:200],
                     last_report_ref=_str(raw.get("last_report_ref")),
                     tasks_handled=int(raw.get("tasks_handled") or 0),

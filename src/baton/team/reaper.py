@@ -10,14 +10,16 @@ Three layers, because each alone has a hole:
    holding the read end of a pipe whose only write end is the daemon's. It
    learns each agent's session id (agents run in their own session) and, the
    moment the pipe reports end-of-file (the daemon exited, even by SIGKILL), it
-   SIGKILLs every process of those sessions (found in ``/proc``) and every role
-   MCP server of this project's store (agents start those in sessions of their
-   own; their command line names the store), repeating until none is left
-   (bounded), then exits.
-3. **the role MCP servers' own pidfd watch** on their daemon, and their write
-   tools' refusal once it is gone (:mod:`baton.coordination.mcp_server`), for
-   whatever runs outside those sessions (a server an agent started with
-   ``setsid``).
+   SIGKILLs every process of those sessions (found in ``/proc``) and every MCP
+   shim of this daemon's endpoint (their command line names the hub's socket) or
+   per-slot role MCP server of this project's store (``role_mcp``, whose command
+   line names the store); agents may start those in sessions of their own. It
+   repeats until none is left (bounded), then exits.
+3. **the MCP side's own watch**: a shim's socket closes when the daemon dies
+   (:mod:`baton.coordination.mcp_shim` exits on end-of-file); a per-slot server
+   holds a pidfd on its daemon, and its write tools refuse once it is gone
+   (:mod:`baton.coordination.mcp_server`), for whatever runs outside those
+   sessions (a shim an agent started with ``setsid``).
 
 Run as ``python -m baton.team.reaper``; :class:`Reaper` starts and feeds it.
 """
@@ -32,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from baton.lifeline import processes
+
 __all__ = ["Reaper", "kill_sessions", "main", "session_members"]
 
 _SWEEP_FOR = 1.0
@@ -39,44 +43,53 @@ _SWEEP_FOR = 1.0
 
 
 _ROLE_MCP = b"baton.coordination.role_mcp"
+_SHIM = b"mcp_shim.py"
 
 
-def session_members(sessions: set[int], store: str | None = None) -> list[int]:
-    """Live pids in one of ``sessions``, or role MCP servers of ``store`` (from ``/proc``)."""
+def _markers(store: str | None, socket: str | None) -> list[tuple[bytes, bytes]]:
+    """(program, argument) pairs naming this daemon's MCP processes on a command line."""
+    found = []
+    if store:
+        found.append((_ROLE_MCP, ("\0" + store + "\0").encode()))
+    if socket:
+        found.append((_SHIM, ("\0" + socket + "\0").encode()))
+    return found
+
+
+def session_members(
+    sessions: set[int], store: str | None = None, socket: str | None = None
+) -> list[int]:
+    """Live pids in one of ``sessions``, or MCP shims/servers of ``socket``/``store``."""
     found = []
     me = os.getpid()
-    marker = ("\0" + store + "\0").encode() if store else None
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+    markers = _markers(store, socket)
+    for pid, stat in processes():
+        if pid == me or not stat.live:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) <= 3 or fields[0] in ("Z", "X"):
-            continue
-        if int(fields[3]) in sessions:
-            found.append(int(entry.name))
-        elif marker is not None:
+        if stat.session in sessions:
+            found.append(pid)
+        elif markers:
             try:
-                cmdline = (entry / "cmdline").read_bytes()
+                cmdline = b"\0" + Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if _ROLE_MCP in cmdline and marker in b"\0" + cmdline:
-                found.append(int(entry.name))
+            if any(prog in cmdline and arg in cmdline for prog, arg in markers):
+                found.append(pid)
     return found
 
 
 def kill_sessions(
-    sessions: set[int], *, store: str | None = None, sweep_for: float = _SWEEP_FOR
+    sessions: set[int],
+    *,
+    store: str | None = None,
+    socket: str | None = None,
+    sweep_for: float = _SWEEP_FOR,
 ) -> int:
-    """SIGKILL every process of ``sessions`` (and ``store``'s role MCP servers) until none is left."""
+    """SIGKILL every process of ``sessions`` (and the daemon's MCP processes) until none is left."""
     killed = 0
     deadline = time.monotonic() + sweep_for
     while True:
-        members = session_members(sessions, store)
+        members = session_members(sessions, store, socket)
         if not members:
             return killed
         for pid in members:
@@ -92,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     """Read session ids from stdin until end-of-file, then kill those sessions."""
     args = sys.argv[1:] if argv is None else argv
     store = args[args.index("--store") + 1] if "--store" in args else None
+    socket = args[args.index("--socket") + 1] if "--socket" in args else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the daemon's to handle
     sessions: set[int] = set()
     stream = sys.stdin.buffer
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             sid = int(line.strip())
             if sid > 1:
                 sessions.add(sid)
-    kill_sessions(sessions, store=store)
+    kill_sessions(sessions, store=store, socket=socket)
     return 0
 
 
@@ -115,13 +129,14 @@ class Reaper:
         self._watched: set[int] = set()
 
     @classmethod
-    async def start(cls, store: Path | None = None) -> Reaper:
-        """Start the reaper; ``store``: also end that store's role MCP servers."""
+    async def start(cls, store: Path | None = None, socket: Path | None = None) -> Reaper:
+        """Start the reaper; also end ``store``'s role MCP servers and ``socket``'s shims."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "baton.team.reaper",
             *(["--store", str(store)] if store is not None else []),
+            *(["--socket", str(socket)] if socket is not None else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from baton.coordination.binding import Binding
 from baton.store import team_sql
-from baton.team.states import SlotState, TaskState, TurnState
+from baton.team.states import DispatchState, SlotState, TaskState
 
 __all__ = [
     "DaemonRecord",
@@ -25,7 +25,7 @@ __all__ = [
     "SlotRecord",
     "TaskRecord",
     "TurnRecord",
-    "Usage",
+    "UsageTotals",
 ]
 
 R = TypeVar("R")
@@ -70,12 +70,15 @@ class TaskRecord:
     budget: dict[str, Any] | None = None
     """Room for the per-task budget (next issue); unused yet."""
     version: int = 1
+    files_changed: tuple[str, ...] = ()
+    """Files the agents reported writing on this TASK (bounded; its review lists them)."""
 
     def row(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["state"] = self.state.value
         values["for_human"] = int(self.for_human)
         values["budget"] = json.dumps(self.budget) if self.budget is not None else None
+        values["files_changed"] = json.dumps(list(self.files_changed))
         return values
 
     @classmethod
@@ -84,6 +87,7 @@ class TaskRecord:
         values["state"] = TaskState(values["state"])
         values["for_human"] = bool(values["for_human"])
         values["budget"] = json.loads(values["budget"]) if values["budget"] else None
+        values["files_changed"] = tuple(json.loads(values["files_changed"] or "[]"))
         return cls(**values)
 
 
@@ -96,7 +100,7 @@ class TurnRecord:
     slot: str
     role: str
     kind: str
-    state: TurnState
+    state: DispatchState
     started_at: str
     attempt_id: str | None = None
     anchor: str | None = None
@@ -109,6 +113,8 @@ class TurnRecord:
     run_id: str | None = None
     """The daemon run that dispatched it."""
     ended_at: str | None = None
+    cancelled_by: str | None = None
+    """Who asked baton to cancel the turn while it ran (the human, from the dashboard)."""
 
     def row(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -118,12 +124,12 @@ class TurnRecord:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> TurnRecord:
         values = _values(team_sql.TURN_COLUMNS, row)
-        values["state"] = TurnState(values["state"])
+        values["state"] = DispatchState(values["state"])
         return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class UsageTotals:
     """Token/cost totals; ``availability`` stays ``unavailable`` until an agent reports any."""
 
     availability: str = "unavailable"
@@ -137,7 +143,7 @@ class Usage:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, raw: Any) -> Usage:
+    def from_json(cls, raw: Any) -> UsageTotals:
         if not isinstance(raw, dict):
             return cls()
         known = {f.name for f in fields(cls)}
@@ -161,7 +167,11 @@ class SlotRecord:
     turns: int = 0
     tool_calls: int = 0
     zero_tool_streak: int = 0
-    usage: Usage = field(default_factory=Usage)
+    unapproved_mutations: int = 0
+    """Mutations without a recorded decision (the permission-integrity audit)."""
+    approval: str | None = None
+    """``asks``, ``read_only``, ``self_approves`` (an ``agent_approves`` bypass), ``unknown``."""
+    usage: UsageTotals = field(default_factory=UsageTotals)
     files_changed: tuple[str, ...] = ()
     last_report_ref: str | None = None
     tasks_handled: int = 0
@@ -180,7 +190,7 @@ class SlotRecord:
         values = _values(team_sql.SLOT_COLUMNS, row)
         values["state"] = SlotState(values["state"])
         values["binding"] = Binding.from_json(json.loads(values["binding"]))
-        values["usage"] = Usage.from_json(json.loads(values["usage"]))
+        values["usage"] = UsageTotals.from_json(json.loads(values["usage"]))
         values["files_changed"] = tuple(json.loads(values["files_changed"]))
         return cls(**values)
 

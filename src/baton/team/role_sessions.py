@@ -16,17 +16,21 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from baton.config import BatonConfig, agent_roots_dir
 from baton.coordination.binding import Binding
+from baton.coordination.hub_auth import SlotCredential
+from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
+from baton.providers.mcp_transport import offer_http
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
@@ -37,6 +41,8 @@ from baton.security.paths import sanitize_id
 from baton.store.records import SessionRecord
 from baton.store.store import Store
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult, Usage
+
+__all__ = ["AcpRoleSession", "identity_key", "role_policy", "role_session_factory"]
 
 
 def role_policy(permissions: str) -> Policy:
@@ -68,6 +74,8 @@ class AcpRoleSession:
     """:class:`RoleSession` over one :class:`AgentSession`."""
 
     session: AgentSession
+    release: Callable[[], None] | None = None
+    """Called once the session is closed (the hub retires the slot's credential)."""
 
     @property
     def session_id(self) -> str | None:
@@ -96,10 +104,19 @@ class AcpRoleSession:
             usage=usage,
             files_changed=outcome.files_written,
             error=outcome.error,
+            unapproved_mutations=outcome.unapproved_mutations,
+            approval=self.session.approval.klass if self.session.approval else None,
         )
 
+    async def cancel(self, reason: str) -> None:
+        await self.session.cancel(reason)
+
     async def close(self) -> None:
-        await self.session.close("the daemon released the role session")
+        try:
+            await self.session.close("the daemon released the role session")
+        finally:
+            if self.release is not None:
+                self.release()
 
 
 def role_session_factory(
@@ -113,13 +130,66 @@ def role_session_factory(
     wait_timeout: float | None = None,
     fcop_mcp: FcopMcpCompat | None = None,
     mcp_env: Mapping[str, str] | None = None,
+    hub: RoleHub | None = None,
 ) -> RoleSessionFactory:
     """The real factory ``baton up`` hands to the daemon.
 
-    Each session gets baton's role-scoped MCP server for its binding; with the opt-in
-    compatibility mode (``[team.fcop_mcp]``), the stock ``fcop-mcp`` from its own venv,
-    launched with ``--root`` (no allowlist, no approvals: baton still closes the loop).
+    Each session gets baton's role tools for its binding: with ``hub`` (the daemon's
+    MCP endpoint), an ``http`` entry when the agent advertises HTTP MCP, else the stdio
+    shim, each with a credential minted for this session (the slot's previous one stops
+    working); without it, the per-slot role MCP server (``mcp_env`` in its environment).
+    With the opt-in compatibility mode (``[team.fcop_mcp]``), the stock ``fcop-mcp``
+    from its own venv, launched with ``--root`` (no allowlist, no approvals: baton
+    still closes the loop).
     """
+
+    async def role_tools(
+        binding: Binding, http: bool
+    ) -> tuple[dict[str, Any], SlotCredential | None]:
+        """The ``mcpServers`` entry for one new session, and the credential it carries."""
+        if fcop_mcp is not None and fcop_mcp.enabled:
+            return fcop_mcp_config(fcop_mcp, binding.fcop_root), None
+        if hub is None:
+            return mcp_config(binding, env=mcp_env), None
+        credential = hub.issue(binding.session_name)
+        if http:
+            await hub.start_http()
+            return hub.http_entry(credential), credential
+        return hub.stdio_entry(credential), credential
+
+    async def open_session(
+        profile: AgentProfile,
+        spec: RoleSpec,
+        binding: Binding,
+        *,
+        http: bool,
+        resume: str | None,
+        root: Path,
+    ) -> tuple[AgentSession, bool | None, SlotCredential | None]:
+        entry, credential = await role_tools(binding, http)
+        session = await AgentSession.open(
+            profile,
+            workspace=workspace,
+            emitter=emitter,
+            requests=RequestBroker(
+                ledger,
+                role_policy(spec.permissions),
+                terminal=terminal,
+                wait_timeout=wait_timeout,
+            ),
+            state_dir=config.state_dir,
+            secrets_file=config.secrets_file,
+            mcp_servers=[entry],
+            resume_session_id=resume,
+            persistent_root=root,
+        )
+        if credential is not None:
+            session.redactor.bind([credential.token])  # the agent's logs, should it echo it
+        init = session.initialize_result
+        advertised = (
+            None if init is None else bool(init.capabilities and init.capabilities.mcp_http)
+        )
+        return session, advertised, credential
 
     async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
         profile = config.profile(spec.agent)
@@ -141,26 +211,28 @@ def role_session_factory(
                     )
                 )
         root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
-        session = await AgentSession.open(
-            profile,
-            workspace=workspace,
-            emitter=emitter,
-            requests=RequestBroker(
-                ledger,
-                role_policy(spec.permissions),
-                terminal=terminal,
-                wait_timeout=wait_timeout,
-            ),
-            state_dir=config.state_dir,
-            secrets_file=config.secrets_file,
-            mcp_servers=[
-                fcop_mcp_config(fcop_mcp, binding.fcop_root)
-                if fcop_mcp is not None and fcop_mcp.enabled
-                else mcp_config(binding, env=mcp_env)
-            ],
-            resume_session_id=resume,
-            persistent_root=root,
+        learned = previous.state.get("mcp_http") if resume is not None and previous else None
+        http = (
+            hub is not None
+            and not (fcop_mcp is not None and fcop_mcp.enabled)
+            and offer_http(profile.family, learned if isinstance(learned, bool) else None)
         )
+        session, advertised, credential = await open_session(
+            profile, spec, binding, http=http, resume=resume, root=root
+        )
+        if http and advertised is False:
+            await session.close("the agent does not advertise HTTP MCP; reopening with stdio")
+            await emitter.emit(
+                ProviderNotice(
+                    category="mcp_transport",
+                    severity="info",
+                    summary=f"{slot}: the agent does not advertise HTTP MCP; using the stdio shim",
+                )
+            )
+            resume = session.agent_session_id or resume
+            session, advertised, credential = await open_session(
+                profile, spec, binding, http=False, resume=resume, root=root
+            )
         now = format_ts(time.time())
         store.upsert_session(
             SessionRecord(
@@ -173,10 +245,13 @@ def role_session_factory(
                 updated_at=now,
                 role=spec.name,
                 run_id=emitter.run_id,
-                state={"how": session.how},
+                state={"how": session.how, "mcp_http": advertised},
             )
         )
-        return AcpRoleSession(session)
+        held = credential
+        return AcpRoleSession(
+            session, release=(lambda: hub.revoke(held)) if hub is not None and held else None
+        )
 
     return factory
 

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Literal
 
 from baton import crashpoints
 from baton.config import BatonConfig
 from baton.coordination.context import CoordinationContext
+from baton.coordination.mcp_hub import RoleHub
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
+from baton.team.contract import RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
 from baton.team.role_sessions import role_session_factory
@@ -33,28 +36,40 @@ async def run_team(
     emitter: EventEmitter,
     until_idle: bool,
     on_loop: Callable[[TeamLoop], None] | None = None,
+    decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
+    role_mcp: Literal["hub", "server"] = "hub",
 ) -> RunSummary:
-    """Run the team until idle (or until ``loop.stop()``); the reaper ends with it."""
+    """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
+
+    ``role_mcp``: ``hub`` serves every slot's role tools from this process
+    (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
+    (kept to measure against, ``benches/slots.py``).
+    """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
-    reaper = await Reaper.start(store.path)
+    hub = None
+    if role_mcp == "hub" and not ctx.team.fcop_mcp.enabled:
+        hub = await RoleHub.start(store, ctx.state_dir)
+    reaper = await Reaper.start(store.path, hub.socket_path if hub is not None else None)
     try:
+        factory = role_session_factory(
+            config,
+            workspace=ctx.project_dir,
+            store=store,
+            ledger=ledger,
+            emitter=emitter,
+            fcop_mcp=ctx.team.fcop_mcp,
+            mcp_env={
+                **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                "BATON_DAEMON_PID": str(os.getpid()),
+                "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
+            },
+            hub=hub,
+        )
         loop = TeamLoop(
             port=ctx.port,
             team=ctx.team,
-            factory=role_session_factory(
-                config,
-                workspace=ctx.project_dir,
-                store=store,
-                ledger=ledger,
-                emitter=emitter,
-                fcop_mcp=ctx.team.fcop_mcp,
-                mcp_env={
-                    **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
-                    "BATON_DAEMON_PID": str(os.getpid()),
-                    "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
-                },
-            ),
+            factory=decorate(factory) if decorate is not None else factory,
             store=store,
             journal=emitter,
             run_id=emitter.run_id,
@@ -66,4 +81,6 @@ async def run_team(
             on_loop(loop)
         return await loop.run(until_idle=until_idle)
     finally:
+        if hub is not None:
+            await hub.aclose()
         await reaper.close()

@@ -24,14 +24,24 @@ from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.tx import Tx
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult
-from baton.team.records import SlotRecord, Usage
+from baton.team.controls import CancelAsk
+from baton.team.records import SlotRecord, UsageTotals
 from baton.team.states import SLOT, SlotEvent, SlotState
 
-__all__ = ["MAX_FILES_CHANGED", "Slot", "Slots", "slot_names"]
+__all__ = ["MAX_FILES_CHANGED", "Slot", "Slots", "merge_files", "slot_names"]
 
 log = logging.getLogger("baton.team.slots")
 
 MAX_FILES_CHANGED = 200
+
+
+def merge_files(known: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    """``known`` plus the paths of ``new`` not in it yet, at most :data:`MAX_FILES_CHANGED`."""
+    files = list(known)
+    for path in new:
+        if path not in files and len(files) < MAX_FILES_CHANGED:
+            files.append(path)
+    return tuple(files)
 
 
 def slot_names(spec: RoleSpec) -> list[str]:
@@ -47,6 +57,10 @@ class Slot:
     record: SlotRecord
     session: RoleSession | None = None
     busy: bool = False
+    prompting: bool = False
+    """A turn's prompt is with the agent right now (a cancel can reach it)."""
+    cancel: CancelAsk | None = None
+    """The human asked to cancel the turn that is running (cleared when the next starts)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -204,7 +218,7 @@ class Slots:
         usage = record.usage
         if result.usage is not None:
             u = result.usage
-            usage = Usage(
+            usage = UsageTotals(
                 availability="reported",
                 reported_turns=usage.reported_turns + 1,
                 input_tokens=usage.input_tokens + (u.input_tokens or 0),
@@ -212,16 +226,15 @@ class Slots:
                 thinking_tokens=usage.thinking_tokens + (u.thinking_tokens or 0),
                 cost_usd=usage.cost_usd + (u.cost_usd or 0.0),
             )
-        files = list(record.files_changed)
-        for path in result.files_changed:
-            if path not in files and len(files) < MAX_FILES_CHANGED:
-                files.append(path)
+        files = merge_files(record.files_changed, result.files_changed)
         return {
             "turns": record.turns + 1,
             "tool_calls": record.tool_calls + result.tool_calls,
             "zero_tool_streak": streak,
+            "unapproved_mutations": record.unapproved_mutations + result.unapproved_mutations,
+            "approval": result.approval if result.approval is not None else record.approval,
             "usage": usage,
-            "files_changed": tuple(files),
+            "files_changed": files,
         }
 
     async def drop_session(self, slot: Slot, *, reason: str) -> None:

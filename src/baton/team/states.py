@@ -1,6 +1,7 @@
-"""The team loop's lifecycles as data: a task, a role slot, a turn. No I/O.
+"""The team loop's lifecycles as data: a task, a role slot, a dispatch. No I/O.
 
-Like :mod:`baton.requests.states` (h11's ``_state.py`` rule), everything that
+Each is a :class:`~baton.statetable.StateTable`, like every lifecycle in baton
+(h11's ``_state.py`` rule): everything that
 decides whether something may move lives in one table per lifecycle, the
 store keeps the state verbatim, and an illegal move raises
 :class:`IllegalTeamTransition` naming the machine, the state and the event.
@@ -10,10 +11,12 @@ store keeps the state verbatim, and an illegal move raises
 **A task as baton sees it** (FCoP's stage is the lifecycle authority; this is
 baton's progress on it)::
 
-    seen → claimed → dispatched → turn_running → turn_finished → waiting_children
-         → consolidating → (dispatched …) → in_review → settled
+    seen → (waiting_prerequisites →) claimed → dispatched → turn_running → turn_finished
+         → waiting_children → consolidating → (dispatched …) → in_review → settled
 
-plus ``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
+plus ``waiting_prerequisites`` (a delegated TASK whose ``after:`` siblings have
+not finished: left unclaimed in the inbox; see :mod:`baton.coordination.ordering`),
+``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
 ``ask_human`` question is open), ``interrupted`` (the daemon stopped or died
 during its turn: re-prompted with context on the next start),
 ``needs_attention`` (baton cannot proceed without a human: shown in ``status``,
@@ -25,35 +28,37 @@ when the human asks for a retry.
 work, no wake) → ``starting`` → ``ready`` ⇄ ``working``; ``failed`` when its
 session dies (the next job starts a new one); ``closed`` when the daemon stops.
 
-**A turn** (one dispatch of a prompt to a slot): ``dispatched`` → ``running`` →
+**A dispatch** (one turn of a role on a task: a prompt given to a slot): ``dispatched`` → ``running`` →
 ``finished`` (its outcome stored with it), or ``interrupted`` when the daemon
 stops or dies first. A finished turn is never run again.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from baton.coordination.errors import CoordinationError
+from baton.statetable import StateTable
 
 __all__ = [
+    "DISPATCH",
     "MACHINES",
     "SLOT",
     "TASK",
-    "TURN",
+    "DispatchEvent",
+    "DispatchState",
     "IllegalTeamTransition",
-    "Machine",
     "SlotEvent",
     "SlotState",
     "TaskEvent",
     "TaskState",
-    "TurnEvent",
-    "TurnState",
 ]
+
+S = TypeVar("S", bound=StrEnum)
+E = TypeVar("E", bound=StrEnum)
 
 
 class IllegalTeamTransition(CoordinationError):
@@ -66,85 +71,18 @@ class IllegalTeamTransition(CoordinationError):
         self.event = event
 
 
-S = TypeVar("S", bound=StrEnum)
-E = TypeVar("E", bound=StrEnum)
+def _illegal(message: str, state: str | None, event: str, *, machine: str) -> Exception:
+    return IllegalTeamTransition(message, machine=machine, state=state, event=event)
 
 
-@dataclass(frozen=True, slots=True)
-class Machine(Generic[S, E]):
-    """One transition table: ``(state, event) -> state``; ``None`` is "not yet known"."""
-
-    name: str
-    states: type[S]
-    events: type[E]
-    transitions: Mapping[tuple[S | None, E], S]
-
-    @property
-    def initial(self) -> frozenset[S]:
-        return frozenset(dst for (src, _), dst in self.transitions.items() if src is None)
-
-    @property
-    def terminal(self) -> frozenset[S]:
-        """States with no way out, derived from the table so they cannot drift from it."""
-        return frozenset(s for s in self.states if not any(src == s for src, _ in self.transitions))
-
-    def allowed(self, state: S | None) -> frozenset[E]:
-        return frozenset(e for (src, e) in self.transitions if src == state)
-
-    def next(self, state: S | None, event: E) -> S:
-        """The state after ``event``, or raise naming the machine, state and event."""
-        try:
-            return self.transitions[(state, event)]
-        except KeyError:
-            shown = "nothing" if state is None else repr(state.value)
-            allowed = ", ".join(sorted(e.value for e in self.allowed(state))) or "nothing"
-            raise IllegalTeamTransition(
-                f"illegal {self.name} transition: event {event.value!r} in state {shown} "
-                f"(allowed: {allowed})",
-                machine=self.name,
-                state=None if state is None else state.value,
-                event=event.value,
-            ) from None
-
-    def path(self, state: S | None, target: S) -> tuple[E, ...]:
-        """The shortest event sequence from ``state`` to ``target`` (empty when already there).
-
-        Recovery derives where a TASK *is* from FCoP, then walks baton's record
-        there through legal moves only (each one recorded); raises when no such
-        walk exists.
-        """
-        if state == target:
-            return ()
-        frontier: list[tuple[S | None, tuple[E, ...]]] = [(state, ())]
-        seen: set[S | None] = {state}
-        while frontier:
-            nxt: list[tuple[S | None, tuple[E, ...]]] = []
-            for src, events in frontier:
-                for (from_state, event), dst in self.transitions.items():
-                    if from_state != src or dst in seen:
-                        continue
-                    walk = (*events, event)
-                    if dst == target:
-                        return walk
-                    seen.add(dst)
-                    nxt.append((dst, walk))
-            frontier = nxt
-        shown = "nothing" if state is None else repr(state.value)
-        raise IllegalTeamTransition(
-            f"no {self.name} transition path from {shown} to {target.value!r}",
-            machine=self.name,
-            state=None if state is None else state.value,
-            event=f"->{target.value}",
-        )
-
-    def mermaid(self) -> str:
-        """The state diagram, generated from the table (``docs/coordination.md``)."""
-        lines = ["stateDiagram-v2"]
-        for (src, event), dst in self.transitions.items():
-            left = "[*]" if src is None else src.value
-            lines.append(f"    {left} --> {dst.value}: {event.value}")
-        lines += [f"    {s.value} --> [*]" for s in self.states if s in self.terminal]
-        return "\n".join(lines)
+def _table(
+    name: str, states: type[S], events: type[E], transitions: Mapping[tuple[S | None, E], S]
+) -> StateTable[S, E]:
+    """A team lifecycle: a :class:`~baton.statetable.StateTable` raising
+    :class:`IllegalTeamTransition`."""
+    return StateTable(
+        name, states, events, transitions, illegal=functools.partial(_illegal, machine=name)
+    )
 
 
 # ---------------------------------------------------------------------------- task
@@ -152,6 +90,7 @@ class Machine(Generic[S, E]):
 
 class TaskState(StrEnum):
     SEEN = "seen"
+    WAITING_PREREQUISITES = "waiting_prerequisites"
     CLAIMED = "claimed"
     DISPATCHED = "dispatched"
     TURN_RUNNING = "turn_running"
@@ -172,6 +111,8 @@ class TaskEvent(StrEnum):
     """The doorbell (or recovery) found the TASK, routed to a role."""
     REFUSE = "refuse"
     """The doorbell will not dispatch it (unknown recipient, invalid file...)."""
+    WAIT_PREREQUISITES = "wait_prerequisites"
+    """A sibling it declares it needs (``after:``) has not finished: not claimed yet."""
     CLAIM = "claim"
     """T2 made the attempt (or recovery found the TASK already active)."""
     DISPATCH = "dispatch"
@@ -209,6 +150,7 @@ _E = TaskEvent
 _ACTIVE_WORK = (_T.CLAIMED, _T.TURN_FINISHED, _T.WAITING_CHILDREN, _T.WAITING_HUMAN)
 _LIVE = (
     _T.SEEN,
+    _T.WAITING_PREREQUISITES,
     _T.CLAIMED,
     _T.DISPATCHED,
     _T.TURN_RUNNING,
@@ -228,6 +170,9 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         (_T.REFUSED, _E.SEE): _T.SEEN,
         (_T.SEEN, _E.REFUSE): _T.REFUSED,
         (_T.SEEN, _E.CLAIM): _T.CLAIMED,
+        (_T.SEEN, _E.WAIT_PREREQUISITES): _T.WAITING_PREREQUISITES,
+        (_T.WAITING_PREREQUISITES, _E.CLAIM): _T.CLAIMED,  # ready, or claimed to report not-run
+        (_T.WAITING_PREREQUISITES, _E.REFUSE): _T.REFUSED,
         (_T.CLAIMED, _E.DISPATCH): _T.DISPATCHED,
         (_T.DISPATCHED, _E.START): _T.TURN_RUNNING,
         (_T.DISPATCHED, _E.FINISH): _T.TURN_FINISHED,  # the session could not start
@@ -254,16 +199,21 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         table[(state, _E.WAIT_CHILDREN)] = _T.WAITING_CHILDREN
     table[(_T.CLAIMED, _E.WAIT_HUMAN)] = _T.WAITING_HUMAN
     table[(_T.CLAIMED, _E.CONSOLIDATE)] = _T.CONSOLIDATING
-    for state in (_T.SEEN, *_ACTIVE_WORK, _T.CONSOLIDATING, _T.INTERRUPTED, _T.NEEDS_ATTENTION):
+    for state in (
+        _T.SEEN,
+        _T.WAITING_PREREQUISITES,
+        *_ACTIVE_WORK,
+        _T.CONSOLIDATING,
+        _T.INTERRUPTED,
+        _T.NEEDS_ATTENTION,
+    ):
         table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION
     return table
 
 
-TASK: Machine[TaskState, TaskEvent] = Machine(
-    "task", TaskState, TaskEvent, MappingProxyType(_task_table())
-)
+TASK: StateTable[TaskState, TaskEvent] = _table("task", TaskState, TaskEvent, _task_table())
 
 
 # ---------------------------------------------------------------------------- slot
@@ -297,66 +247,62 @@ class SlotEvent(StrEnum):
 
 _S = SlotState
 _SE = SlotEvent
-SLOT: Machine[SlotState, SlotEvent] = Machine(
+SLOT: StateTable[SlotState, SlotEvent] = _table(
     "slot",
     SlotState,
     SlotEvent,
-    MappingProxyType(
-        {
-            (None, _SE.OPEN): _S.IDLE,
-            **{(s, _SE.OPEN): _S.IDLE for s in SlotState},
-            (_S.IDLE, _SE.START): _S.STARTING,
-            (_S.FAILED, _SE.START): _S.STARTING,
-            (_S.STARTING, _SE.READY): _S.READY,
-            (_S.STARTING, _SE.FAIL): _S.FAILED,
-            (_S.READY, _SE.PROMPT): _S.WORKING,
-            (_S.WORKING, _SE.TURN_END): _S.READY,
-            (_S.WORKING, _SE.FAIL): _S.FAILED,
-            (_S.READY, _SE.FAIL): _S.FAILED,
-            (_S.IDLE, _SE.CLOSE): _S.CLOSED,
-            (_S.STARTING, _SE.CLOSE): _S.CLOSED,
-            (_S.READY, _SE.CLOSE): _S.CLOSED,
-            (_S.WORKING, _SE.CLOSE): _S.CLOSED,
-            (_S.FAILED, _SE.CLOSE): _S.CLOSED,
-        }
-    ),
+    {
+        (None, _SE.OPEN): _S.IDLE,
+        **{(s, _SE.OPEN): _S.IDLE for s in SlotState},
+        (_S.IDLE, _SE.START): _S.STARTING,
+        (_S.FAILED, _SE.START): _S.STARTING,
+        (_S.STARTING, _SE.READY): _S.READY,
+        (_S.STARTING, _SE.FAIL): _S.FAILED,
+        (_S.READY, _SE.PROMPT): _S.WORKING,
+        (_S.WORKING, _SE.TURN_END): _S.READY,
+        (_S.WORKING, _SE.FAIL): _S.FAILED,
+        (_S.READY, _SE.FAIL): _S.FAILED,
+        (_S.IDLE, _SE.CLOSE): _S.CLOSED,
+        (_S.STARTING, _SE.CLOSE): _S.CLOSED,
+        (_S.READY, _SE.CLOSE): _S.CLOSED,
+        (_S.WORKING, _SE.CLOSE): _S.CLOSED,
+        (_S.FAILED, _SE.CLOSE): _S.CLOSED,
+    },
 )
 
 
-# ---------------------------------------------------------------------------- turn
+# ------------------------------------------------------------------------ dispatch
 
 
-class TurnState(StrEnum):
+class DispatchState(StrEnum):
     DISPATCHED = "dispatched"
     RUNNING = "running"
     FINISHED = "finished"
     INTERRUPTED = "interrupted"
 
 
-class TurnEvent(StrEnum):
+class DispatchEvent(StrEnum):
     DISPATCH = "dispatch"
     START = "start"
     FINISH = "finish"
     INTERRUPT = "interrupt"
 
 
-_U = TurnState
-_UE = TurnEvent
-TURN: Machine[TurnState, TurnEvent] = Machine(
-    "turn",
-    TurnState,
-    TurnEvent,
-    MappingProxyType(
-        {
-            (None, _UE.DISPATCH): _U.DISPATCHED,
-            (_U.DISPATCHED, _UE.START): _U.RUNNING,
-            (_U.DISPATCHED, _UE.FINISH): _U.FINISHED,
-            (_U.RUNNING, _UE.FINISH): _U.FINISHED,
-            (_U.DISPATCHED, _UE.INTERRUPT): _U.INTERRUPTED,
-            (_U.RUNNING, _UE.INTERRUPT): _U.INTERRUPTED,
-        }
-    ),
+_U = DispatchState
+_UE = DispatchEvent
+DISPATCH: StateTable[DispatchState, DispatchEvent] = _table(
+    "dispatch",
+    DispatchState,
+    DispatchEvent,
+    {
+        (None, _UE.DISPATCH): _U.DISPATCHED,
+        (_U.DISPATCHED, _UE.START): _U.RUNNING,
+        (_U.DISPATCHED, _UE.FINISH): _U.FINISHED,
+        (_U.RUNNING, _UE.FINISH): _U.FINISHED,
+        (_U.DISPATCHED, _UE.INTERRUPT): _U.INTERRUPTED,
+        (_U.RUNNING, _UE.INTERRUPT): _U.INTERRUPTED,
+    },
 )
 
-MACHINES: tuple[Machine[Any, Any], ...] = (TASK, SLOT, TURN)
+MACHINES: tuple[StateTable[Any, Any], ...] = (TASK, SLOT, DISPATCH)
 """Every team lifecycle, in the order the docs show them."""

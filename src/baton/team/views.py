@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from baton.coordination.fcop_port import FcopPort, TaskInfo
+from baton.coordination.intake.board import open_tasks
 from baton.coordination.team import TeamConfig
 from baton.lifeline import process_start_ticks
 from baton.requests.records import record_from_row
@@ -43,7 +44,7 @@ from baton.team.states import TaskState
 __all__ = [
     "BoardTask",
     "RequestRef",
-    "RoleView",
+    "RoleConfigView",
     "SlotView",
     "TeamView",
     "slot_views",
@@ -59,7 +60,7 @@ class RequestRef:
 
 
 @dataclass(frozen=True, slots=True)
-class RoleView:
+class RoleConfigView:
     role: str
     agent: str
     leader: bool
@@ -82,6 +83,10 @@ class SlotView:
     turns: int
     tool_calls_count: int
     zero_tool_streak: int
+    unapproved_mutations: int
+    """Mutations the permission-integrity audit found without a recorded decision."""
+    approval: str | None
+    """Who approves in the session's mode (``self_approves``: run with ``agent_approves``)."""
     usage: Mapping[str, Any]
     files_changed: tuple[str, ...]
     last_report_ref: str | None
@@ -122,7 +127,7 @@ class TeamView:
     daemon_run: str | None
     updated_at: str | None
     team: Mapping[str, str]
-    roles: tuple[RoleView, ...]
+    roles: tuple[RoleConfigView, ...]
     slots: tuple[SlotView, ...]
     counts: Mapping[str, int]
     tasks: tuple[BoardTask, ...]
@@ -133,6 +138,8 @@ class TeamView:
     attention: tuple[BoardTask, ...]
     refusals: tuple[Mapping[str, Any], ...]
     interrupted: tuple[str, ...] = field(default=())
+    unsafe_files: tuple[Mapping[str, str], ...] = field(default=())
+    """Files under ``fcop/`` that failed intake's screen: listed, never parsed here."""
 
     def by_stage(self) -> dict[str, list[BoardTask]]:
         out: dict[str, list[BoardTask]] = {}
@@ -193,6 +200,8 @@ def _slot_view(record: SlotRecord) -> SlotView:
         turns=record.turns,
         tool_calls_count=record.tool_calls,
         zero_tool_streak=record.zero_tool_streak,
+        unapproved_mutations=record.unapproved_mutations,
+        approval=record.approval,
         usage=record.usage.to_json(),
         files_changed=record.files_changed,
         last_report_ref=record.last_report_ref,
@@ -274,18 +283,23 @@ def team_view(
             children.setdefault(record.parent, []).append(record.task_id)
     board: list[BoardTask] = []
     counts: dict[str, int] = {}
+    unsafe: list[Mapping[str, str]] = []
     if port is not None:
         counts = port.stage_counts()
-        for stage in ("inbox", "active", "review"):
-            for info in port.list_stage(stage):
-                board.append(
-                    _board_task(
-                        info,
-                        records.get(info.task_id),
-                        children.get(info.task_id, ()),
-                        snap.requests,
-                    )
+        guarded = open_tasks(port)  # screened in intake's worker: no file can stop a view
+        unsafe = [
+            {"path": f.origin, "reason": f.verdict.reason, "detail": f.verdict.detail}
+            for f in guarded.unsafe
+        ]
+        for info in guarded.tasks:
+            board.append(
+                _board_task(
+                    info,
+                    records.get(info.task_id),
+                    children.get(info.task_id, ()),
+                    snap.requests,
                 )
+            )
     shown = {t.task_id for t in board}
     attention = tuple(
         _board_task(None, r, children.get(r.task_id, ()), snap.requests)
@@ -322,7 +336,7 @@ def team_view(
         updated_at=max((t.updated_at for t in snap.tasks), default=None),
         team={"name": team.name, "leader": team.leader, "human": team.human},
         roles=tuple(
-            RoleView(
+            RoleConfigView(
                 role=r.name,
                 agent=r.agent,
                 leader=r.is_leader,
@@ -354,4 +368,5 @@ def team_view(
         attention=attention,
         refusals=tuple(asdict(r) for r in snap.refusals),
         interrupted=tuple(r.task_id for r in snap.tasks if r.state is TaskState.INTERRUPTED),
+        unsafe_files=tuple(unsafe),
     )

@@ -1,9 +1,16 @@
-"""Test-side agents for exercising baton's ACP adapter.
+"""Test-side agents and transports, shipped for baton's tests and for users' own.
 
-:mod:`baton.testing.fake_agent` is a scriptable, standard-library-only ACP agent with fault
-injection; run it as ``python -m baton.testing.fake_agent --scenario NAME``. This package module
-stays import-light on purpose (it is imported on every start of the fake agent) and must not
-import :mod:`baton.testing.fake_agent` itself.
+Transports (the httpx way: pass one to ``AgentSession.open(..., transport=...)``):
+
+* :func:`in_memory` (:mod:`.memory`): a Python agent object on the other end, no process;
+  :class:`ScenarioAgent` plays any fake-agent scenario there;
+* :func:`replay` (:mod:`.recorded`): a recorded NDJSON wire trace plays the agent.
+
+:mod:`baton.testing.fake_agent` is the same scriptable fault-injection agent as a real
+process (standard library only); run it as ``python -m baton.testing.fake_agent --scenario
+NAME``, or build its command line with :func:`fake_agent_argv`. This package module stays
+import-light on purpose (it is imported on every start of the fake agent): the transports are
+loaded on first use.
 """
 
 from __future__ import annotations
@@ -11,8 +18,56 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["FAKE_AGENT_MODULE", "HOSTILE_SCENARIOS", "SCENARIOS", "fake_agent_argv"]
+if TYPE_CHECKING:
+    from baton.testing.memory import (
+        AgentEnd,
+        InMemoryAgent,
+        InMemoryTransport,
+        MemoryPipe,
+        ScenarioAgent,
+        in_memory,
+    )
+    from baton.testing.recorded import ReplayAgent, load_trace, replay
+
+__all__ = [
+    "FAKE_AGENT_MODULE",
+    "HOSTILE_SCENARIOS",
+    "SCENARIOS",
+    "AgentEnd",
+    "InMemoryAgent",
+    "InMemoryTransport",
+    "MemoryPipe",
+    "ReplayAgent",
+    "ScenarioAgent",
+    "fake_agent_argv",
+    "in_memory",
+    "load_trace",
+    "replay",
+]
+
+_LAZY = {
+    "AgentEnd": "baton.testing.memory",
+    "InMemoryAgent": "baton.testing.memory",
+    "InMemoryTransport": "baton.testing.memory",
+    "MemoryPipe": "baton.testing.memory",
+    "ScenarioAgent": "baton.testing.memory",
+    "in_memory": "baton.testing.memory",
+    "ReplayAgent": "baton.testing.recorded",
+    "load_trace": "baton.testing.recorded",
+    "replay": "baton.testing.recorded",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 FAKE_AGENT_MODULE = "baton.testing.fake_agent"
 
@@ -27,6 +82,7 @@ SCENARIOS: tuple[str, ...] = (
     "stderr-flood",
     "ignore-cancel",
     "hang-prompt",
+    "silent",
     "spawn-grandchild",
     "flood",
     "late-chunks",
@@ -38,10 +94,28 @@ SCENARIOS: tuple[str, ...] = (
     "usage",
     "fs",
     "replay",
+    "skip-permission",
+    "write-unasked",
+    "terminal-unasked",
+    "ignore-denial",
+    "switch-mode",
+    "terminal-login",
+    "session-new-error",
+    "permission-unannounced",
+    "usage-meta",
+    "usage-context",
+    "usage-result-meta",
+    "agent-terminal",
+    "client-terminal-tool",
 )
 
 #: Hostile scenarios (documented in :mod:`baton.testing.fake_agent`).
-HOSTILE_SCENARIOS: tuple[str, ...] = ("lone-surrogate", "secrets")
+HOSTILE_SCENARIOS: tuple[str, ...] = (
+    "cross-turn",
+    "lone-surrogate",
+    "request-order",
+    "secrets",
+)
 SCENARIOS += HOSTILE_SCENARIOS
 
 

@@ -9,10 +9,12 @@ validation, so the page can do nothing the CLI refuses:
 * **start a run** = ``baton run --json --agent A --wait-timeout S -``: a child
   process of this server, the prompt on stdin; its requests wait in the ledger
   and are answered here like any other;
-* **cancel a turn** = Ctrl-C on that ``baton run``: SIGINT to the process that
-  owns the run, only when the run is a one-off ``run`` that is still running,
-  owned by a live baton process on this machine and boot. A team run's turns
-  are not cancelled from here (the daemon has no per-turn control channel yet).
+* **cancel a turn** of a one-off run = Ctrl-C on that ``baton run``: SIGINT to
+  the process that owns the run, only when it is still running, owned by a live
+  baton process on this machine and boot;
+* **cancel a role's turn** in a team run: a control row the owning ``baton up``
+  consumes (:mod:`baton.team.controls`); the daemon cancels the turn and the TASK
+  goes to *needs attention* (the human's retry re-prompts it).
 """
 
 from __future__ import annotations
@@ -29,22 +31,26 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.config import load_config
+from baton.coordination.intake.screen import subject_problem
 from baton.errors import BatonError, ConfigError
+from baton.lifeline import boot_id
 from baton.store.store import Store
+from baton.team.controls import ControlRefused, request_cancel
 
 __all__ = [
     "MAX_PROMPT_BYTES",
     "ActionRefused",
     "RunLauncher",
+    "cancel_role_turn",
     "cancel_run",
     "create_task",
 ]
 
 MAX_PROMPT_BYTES: Final = 256 * 1024
-MAX_SUBJECT_CHARS: Final = 200
 WAIT_TIMEOUT_S: Final = 600.0
 """How long a run started from the page waits in the ledger for each answer."""
 _FIND_RUN_S: Final = 20.0
+_ERRORS_KEPT: Final = 4000
 
 
 class ActionRefused(BatonError):
@@ -61,9 +67,10 @@ def create_task(
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise ConfigError(f"{to!r} is not a role of this team (roles: {known})")
+    problem = subject_problem(subject)
+    if problem is not None:
+        raise ConfigError(problem)
     subject = subject.strip()
-    if not subject or "\n" in subject or len(subject) > MAX_SUBJECT_CHARS:
-        raise ConfigError(f"the subject must be one line of 1 to {MAX_SUBJECT_CHARS} characters")
     if len(body.encode("utf-8")) > ctx.team.max_task_bytes:
         raise ConfigError(f"the body is over the team's max_task_bytes ({ctx.team.max_task_bytes})")
     created = ctx.port.create_task(
@@ -89,13 +96,6 @@ def _is_baton_process(pid: int) -> bool:
     return b"baton" in cmdline
 
 
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
 def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     """SIGINT to the live ``baton run`` owning ``run_id`` (what Ctrl-C does there)."""
     run = store.get_run(run_id)
@@ -105,20 +105,30 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
         raise ActionRefused(f"run {run_id} is {run.status}; there is no turn to cancel")
     if run.kind != "run":
         raise ActionRefused(
-            f"run {run_id} is a {run.kind!r} run; only one-off runs can be cancelled here "
-            "(stop a team with Ctrl-C where `baton up` runs)"
+            f"run {run_id} is a {run.kind!r} run: cancel a role's turn with "
+            "POST /api/team/slots/{slot}/cancel (the team board's Cancel turn)"
         )
     meta = run.meta
     pid = meta.get("pid")
     if (
         not isinstance(pid, int)
         or meta.get("host") != socket.gethostname()
-        or (meta.get("boot") and meta.get("boot") != _boot_id())
+        or (meta.get("boot") and meta.get("boot") != boot_id())
         or not _is_baton_process(pid)
     ):
         raise ActionRefused(f"the process that owns run {run_id} is not running on this machine")
     os.kill(pid, signal.SIGINT)
     return {"run_id": run_id, "signalled": pid}
+
+
+def cancel_role_turn(
+    store: Store, slot: str, *, task_id: str | None, reason: str
+) -> dict[str, Any]:
+    """Ask the team's daemon to cancel ``slot``'s running turn (blocking: call off-loop)."""
+    try:
+        return request_cancel(store, slot, task_id=task_id, reason=reason, via="dashboard")
+    except ControlRefused as exc:
+        raise ActionRefused(str(exc)) from None
 
 
 @dataclass
@@ -130,6 +140,7 @@ class RunLauncher:
     python: str = sys.executable
     _children: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)
     _reapers: set[asyncio.Task[None]] = field(default_factory=set)
+    _last_errors: dict[int, str] = field(default_factory=dict)
 
     def agents(self) -> list[str]:
         return sorted(load_config(self.project_dir).profiles)
@@ -151,7 +162,7 @@ class RunLauncher:
             "--json",
             "--agent",
             agent,
-            "--cwd",
+            "--project",
             str(self.project_dir),
             "--wait-timeout",
             f"{WAIT_TIMEOUT_S:g}",
@@ -174,8 +185,7 @@ class RunLauncher:
         run_id = await self._find_run(proc)
         if run_id is None:
             await asyncio.wait({reaper}, timeout=5)
-            errors.seek(0)
-            message = errors.read(4000).decode("utf-8", "replace").strip()
+            message = self._last_errors.pop(proc.pid, "")
             raise ConfigError(f"the run did not start: {message or 'no output'}")
         return {"run_id": run_id, "agent": agent, "pid": proc.pid}
 
@@ -196,6 +206,10 @@ class RunLauncher:
     async def _reap(self, proc: asyncio.subprocess.Process, errors: Any) -> None:
         try:
             await proc.wait()
+            errors.seek(0)
+            tail = errors.read(_ERRORS_KEPT).decode("utf-8", "replace").strip()
+            if tail:  # kept for launch() to quote when the run never started
+                self._last_errors[proc.pid] = tail
         finally:
             self._children.pop(proc.pid, None)
             errors.close()

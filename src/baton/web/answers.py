@@ -27,7 +27,7 @@ from baton.requests.validate import validate_answer
 
 __all__ = ["WEB_RULE", "status_for", "submit_answer"]
 
-WEB_RULE: Final = "web dashboard"
+WEB_RULE: Final = "web"
 """Recorded as the ``rule`` of every answer given through the web (``decided_by="human"``)."""
 
 _STATUS: Final[tuple[tuple[type[BatonError], int], ...]] = (

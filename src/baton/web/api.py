@@ -7,6 +7,8 @@ so fields can be added without breaking clients; a run's events are NDJSON, the
 stored lines byte for byte, because that is the canonical stream's own format
 and clients already parse it (``baton run --json`` prints the same lines).
 Errors are ``{"error": "<Type>", "message": "..."}`` (see :mod:`baton.web.app`).
+
+Length: every ``/api`` route is a small handler beside its siblings; splitting them by route would scatter one URL scheme and its one error mapping.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from baton.errors import BatonError, RemoteFault
 from baton.requests.ledger import RequestRecord
 from baton.requests.render import to_data
 from baton.requests.states import State
@@ -31,8 +35,9 @@ from baton.store.history import (
     run_tool_counts,
     runs_page,
 )
+from baton.store.live_turns import live_turns
 from baton.store.records import RunRecord
-from baton.web.actions import cancel_run, create_task
+from baton.web.actions import cancel_role_turn, cancel_run, create_task
 from baton.web.answers import submit_answer
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.context import WebContext
@@ -57,7 +62,7 @@ MAX_ANSWER_BYTES: Final = 256 * 1024
 MAX_EVENTS_PAGE: Final = 10_000
 
 
-class ApiError(Exception):
+class ApiError(BatonError, RemoteFault):
     """A refusal decided by the HTTP layer itself (bad query, body, media type)."""
 
     def __init__(self, status: int, error: str, message: str) -> None:
@@ -160,11 +165,15 @@ async def runs_with_outcomes(
     pending: dict[str, int] = {}
     for record in await ctx.ledger.pending():
         pending[record.run_id] = pending.get(record.run_id, 0) + 1
+    stalled = await stalled_runs(ctx)
     rows = [
         run_data(run)
         | {
             "outcome": run_outcome(
-                run.status, counts.get(run.run_id, {}), pending.get(run.run_id, 0)
+                run.status,
+                counts.get(run.run_id, {}),
+                pending.get(run.run_id, 0),
+                stalled.get(run.run_id),
             ),
             "prompt": prompts.get(run.run_id),
         }
@@ -253,16 +262,30 @@ async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     }
 
 
+async def stalled_runs(ctx: WebContext) -> dict[str, int]:
+    """Per running run whose agent has gone silent: the longest silence (ms) now."""
+    now = datetime.now(UTC)
+    out: dict[str, int] = {}
+    for turn in await asyncio.to_thread(live_turns, ctx.store):
+        if turn.stalled:
+            out[turn.run_id] = max(out.get(turn.run_id, 0), turn.silence_ms(now))
+    return out
+
+
 async def run_detail(ctx: WebContext, run: RunRecord) -> dict[str, Any]:
-    """What the run page needs beyond the row: outcome, counts, roles, requests."""
+    """What the run page needs beyond the row: outcome, counts, roles, requests, turns."""
     last_seq = await asyncio.to_thread(ctx.store.last_seq, run.run_id)
     counts = (await asyncio.to_thread(run_tool_counts, ctx.store, [run.run_id]))[run.run_id]
     requests = await ctx.ledger.list_requests(run_id=run.run_id, limit=500)
     pending = sum(1 for r in requests if r.state is State.PENDING)
     sessions = await asyncio.to_thread(ctx.store.list_sessions, 1000)
+    now = datetime.now(UTC)
+    turns = [t for t in await asyncio.to_thread(live_turns, ctx.store) if t.run_id == run.run_id]
+    stalled = max((t.silence_ms(now) for t in turns if t.stalled), default=None)
     return {
         "last_seq": last_seq,
-        "outcome": run_outcome(run.status, counts, pending),
+        "outcome": run_outcome(run.status, counts, pending, stalled),
+        "turns": [t.to_json(now) for t in turns],
         "counts": counts,
         "roles": {s.agent_session_id: s.role for s in sessions if s.role},
         "requests": [
@@ -340,6 +363,22 @@ def api_routes(ctx: WebContext) -> list[Route]:
 
     async def cancel(request: Request) -> Response:
         result = await asyncio.to_thread(cancel_run, ctx.store, request.path_params["run_id"])
+        return JSONResponse(result, status_code=202)
+
+    async def cancel_slot_turn(request: Request) -> Response:
+        if ctx.board is None:
+            raise ApiError(404, "NoTeam", "this server has no team")
+        data = await read_json_body(request)
+        task_id = _str_field(data, "task_id", required=False)
+        reason = _str_field(data, "reason", required=False) or ""
+        result = await asyncio.to_thread(
+            cancel_role_turn,
+            ctx.store,
+            request.path_params["slot"],
+            task_id=task_id,
+            reason=reason,
+        )
+        ctx.hub.poke()
         return JSONResponse(result, status_code=202)
 
     async def list_requests(request: Request) -> Response:
@@ -438,6 +477,7 @@ def api_routes(ctx: WebContext) -> list[Route]:
         Route("/api/requests/{request_id}/answer", answer_request, methods=["POST"]),
         Route("/api/decisions", list_decisions, methods=["GET"]),
         Route("/api/team", team, methods=["GET"]),
+        Route("/api/team/slots/{slot}/cancel", cancel_slot_turn, methods=["POST"]),
         Route("/api/tasks", tasks, methods=["GET"]),
         Route("/api/tasks", new_task, methods=["POST"]),
         Route("/api/tasks/{task_id}", get_task, methods=["GET"]),

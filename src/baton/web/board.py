@@ -12,17 +12,21 @@ Session states, decided in one pure function (:func:`session_state`):
 
 =================  ==========================================================
 ``waiting``        a pending request of this role's agent session waits for you
-``stalled``        its current task stalled, or the role's zero-tool breaker is open
+``stalled``        its agent has gone silent in a running turn (``turn.stalled``), its
+                   current task stalled, or the role's zero-tool breaker is open
 ``attention``      the session failed
 ``working``        a turn is running
 ``idle``           none of the above (no session yet, or between tasks)
 =================  ==========================================================
+
+Length: one read model (the snapshot dataclasses) and its two sources, kept together so both sources are held to the same shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -30,6 +34,8 @@ from baton.coordination.context import CoordinationContext
 from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
+from baton.runner.liveness import stall_text
+from baton.store.live_turns import LiveTurn, live_turns
 from baton.store.store import Store
 
 __all__ = [
@@ -77,6 +83,10 @@ class RoleView:
     waiting_requests: tuple[str, ...] = ()
     note: str = ""
     updated_at: str | None = None
+    silence: str = ""
+    """Its running turn's stall, in words (``the agent has said nothing for …``), or ``""``."""
+    turn_running: bool = False
+    """A turn is with the agent (the daemon's slot is ``working``): it can be cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +179,17 @@ def snapshot_data(snapshot: BoardSnapshot) -> dict[str, Any]:
 
 
 def session_state(
-    *, status: str, task_status: str | None, waiting: bool, breaker_open: bool
+    *,
+    status: str,
+    task_status: str | None,
+    waiting: bool,
+    breaker_open: bool,
+    turn_stalled: bool = False,
 ) -> SessionState:
     """The one rule mapping the daemon's notes to what the board shows (see module doc)."""
     if waiting:
         return "waiting"
-    if task_status == "stalled" or breaker_open:
+    if turn_stalled or task_status == "stalled" or breaker_open:
         return "stalled"
     if status == "failed" or task_status in ("needs_attention", "failed"):
         return "attention"
@@ -233,8 +248,9 @@ class TeamViewBoardSource:
         return files
 
     def snapshot(self, pending: Sequence[RequestRecord]) -> BoardSnapshot:
-        notes: list[str] = []
         view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
+        # Intake screened these and did not parse them: a note each, never a card.
+        notes = [f"unsafe file {u['path']}: {u['reason']}" for u in view.unsafe_files]
         return snapshot_from_team_view(
             view,
             project=str(self._ctx.project_dir),
@@ -242,6 +258,7 @@ class TeamViewBoardSource:
             pending=pending,
             descriptions={r.name: r.description for r in self._ctx.team.roles.values()},
             notes=notes,
+            live=live_turns(self._store),
         )
 
 
@@ -253,8 +270,17 @@ def snapshot_from_team_view(
     pending: Sequence[RequestRecord],
     descriptions: Mapping[str, str],
     notes: Sequence[str] = (),
+    live: Sequence[LiveTurn] = (),
+    now: datetime | None = None,
 ) -> BoardSnapshot:
-    """A ``baton.team.views.TeamView`` as the board's snapshot (pure)."""
+    """A ``baton.team.views.TeamView`` as the board's snapshot (pure; ``live``: the running
+    turns, :func:`baton.store.live_turns.live_turns`, as of ``now``)."""
+    at = now or datetime.now(UTC)
+    silences = {
+        t.session_id: stall_text(t.silence_ms(at), t.timeout_in(at))
+        for t in live
+        if t.stalled and t.session_id
+    }
     tasks = [
         TaskView(
             task_id=t.task_id,
@@ -297,6 +323,7 @@ def snapshot_from_team_view(
     roles: list[RoleView] = []
     for slot in view.slots:
         asks = tuple(waiting.get(slot.session_id or "", ()))
+        silence = silences.get(slot.session_id or "", "")
         roles.append(
             RoleView(
                 name=slot.name,
@@ -308,6 +335,7 @@ def snapshot_from_team_view(
                     task_status=status_of.get(slot.current_task or ""),
                     waiting=bool(asks),
                     breaker_open=paused.get(slot.role, False),
+                    turn_stalled=bool(silence),
                 ),
                 current_task=slot.current_task,
                 turns=slot.turns,
@@ -316,6 +344,8 @@ def snapshot_from_team_view(
                 waiting_requests=asks,
                 note=descriptions.get(slot.role, ""),
                 updated_at=slot.updated_at,
+                silence=silence,
+                turn_running=slot.status == "working",
             )
         )
     with_slot = {r.role for r in roles}

@@ -14,6 +14,8 @@ text, never rendered: what the human approves is exactly what the agent wrote.
 The page is honest about its limits: it lists what is pending when loaded
 (the script only offers a reload when that changes), and answers go through the
 same JSON API as any client (``POST /api/requests/{id}/answer``).
+
+Length: server-rendered HTML, mostly markup; every agent-controlled string passes the one escaping helper defined here.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from baton.aiotasks import cancel_and_wait
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.states import State
 from baton.store.store import Store
@@ -138,11 +139,7 @@ class LiveHub:
             self._tail = asyncio.create_task(self._follow_store(), name="baton-web-live-tail")
 
     async def aclose(self) -> None:
-        for task in (self._task, self._tail):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        await cancel_and_wait((self._task, self._tail))
 
     async def _follow_store(self) -> None:
         """Wake the computation when this process commits an event that may change it."""

@@ -91,6 +91,11 @@ def _q(name: str, description: str) -> dict[str, Any]:
     }
 
 
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    """A required JSON request body of this schema."""
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
 def _p(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -126,23 +131,18 @@ def _build() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Create a task as the human (FCoP T1, like `baton task new`)",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["to", "subject"],
-                                "properties": {
-                                    "to": {"type": "string"},
-                                    "subject": {"type": "string"},
-                                    "body": {"type": "string"},
-                                    "operation_id": {"type": "string"},
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["to", "subject"],
+                        "properties": {
+                            "to": {"type": "string"},
+                            "subject": {"type": "string"},
+                            "body": {"type": "string"},
+                            "operation_id": {"type": "string"},
+                        },
+                    }
+                ),
                 "responses": {
                     "201": _json(),
                     "200": _json(description="already existed"),
@@ -172,27 +172,19 @@ def _build() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Start a one-off run (`baton run --agent A -`)",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["agent", "prompt"],
-                                "properties": {
-                                    "agent": {"type": "string"},
-                                    "prompt": {"type": "string"},
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["agent", "prompt"],
+                        "properties": {"agent": {"type": "string"}, "prompt": {"type": "string"}},
+                    }
+                ),
                 "responses": {"201": _json(), "422": _error(), **errors},
             },
         },
         "/api/runs/{run_id}": {
             "get": {
-                "summary": "A run, its outcome, roles and requests",
+                "summary": "A run, its outcome, roles, requests and running turns (stalled or not)",
                 "parameters": [_p("run_id")],
                 "responses": {"200": _json(), **errors},
             }
@@ -224,6 +216,28 @@ def _build() -> dict[str, Any]:
                 "responses": {"202": _json(), "409": _error(), **errors},
             }
         },
+        "/api/team/slots/{slot}/cancel": {
+            "post": {
+                "summary": (
+                    "Cancel a role slot's running turn in a team run; the daemon cancels it "
+                    "and the TASK goes to needs attention (a retry re-prompts it)"
+                ),
+                "parameters": [_p("slot")],
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "task_id": {
+                                "type": "string",
+                                "description": "the task the slot was seen on",
+                            },
+                            "reason": {"type": "string", "maxLength": 500},
+                        },
+                    }
+                ),
+                "responses": {"202": _json(), "409": _error(), "415": _error(), **errors},
+            }
+        },
         "/api/requests": {
             "get": {
                 "summary": "Requests (pending by default)",
@@ -246,12 +260,7 @@ def _build() -> dict[str, Any]:
             "post": {
                 "summary": "Answer a request (a baton.requests answer as JSON)",
                 "parameters": [_p("request_id")],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {"schema": {"type": "object", "required": ["kind"]}}
-                    },
-                },
+                "requestBody": _body({"type": "object", "required": ["kind"]}),
                 "responses": {
                     "200": _json(),
                     "409": _error(),
@@ -290,18 +299,13 @@ def _build() -> dict[str, Any]:
             "post": {
                 "summary": "Exchange a one-time login code for a session cookie",
                 "security": [],
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["code"],
-                                "properties": {"code": {"type": "string"}},
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["code"],
+                        "properties": {"code": {"type": "string"}},
+                    }
+                ),
                 "responses": {"200": _json(), "401": _error(), "403": _error()},
             }
         },

@@ -10,7 +10,6 @@ fragment of the project's ``*.localhost`` URL (see :mod:`baton.web.sessions`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import socket
 from dataclasses import dataclass, field
@@ -139,8 +138,7 @@ class DashboardServer:
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._task), 10)
+            await asyncio.wait({self._task}, timeout=10)  # its failure is not stop()'s
         assert self.app is not None
         await self.app.state.baton_close()
         if self._socket is not None:

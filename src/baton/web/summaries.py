@@ -18,6 +18,7 @@ from baton.requests.model import (
     ReviewAnswer,
 )
 from baton.requests.states import State
+from baton.runner.liveness import stall_text
 
 __all__ = ["decided_by_text", "decision_text", "expires_at", "parse_ts", "run_outcome"]
 
@@ -71,7 +72,14 @@ def decided_by_text(record: RequestRecord) -> str:
     who = {"human": "by a human", "policy": "by policy", "headless": "headless"}.get(
         record.decided_by, record.decided_by
     )
-    return f"{who} ({record.rule})" if record.rule else who
+    if not record.rule:
+        return who
+    where = _RULE_LABELS.get(record.rule, record.rule) if record.decided_by == "human" else None
+    return f"{who} ({where or record.rule})"
+
+
+_RULE_LABELS = {"web": "web dashboard", "cli": "command line", "terminal": "terminal"}
+"""Where a human answered, in words (the ledger's rule names: cli, web, terminal)."""
 
 
 def decision_text(record: RequestRecord) -> str:
@@ -92,18 +100,23 @@ def decision_text(record: RequestRecord) -> str:
     return f"{record.state.value}{why}"
 
 
-def run_outcome(status: str, counts: dict[str, int], pending: int) -> dict[str, str]:
+def run_outcome(
+    status: str, counts: dict[str, int], pending: int, stalled_ms: int | None = None
+) -> dict[str, str]:
     """The status a person should read for a run: ``{"label", "tone"}``.
 
     The stored status says how the process ended; this also says what it means:
-    a run blocked on a human is "waiting for you", not "running"; a run whose
-    steps failed is not a green "completed".
+    a run blocked on a human is "waiting for you", not "running"; a run whose agent
+    has gone silent says "stalled" (``stalled_ms``: its silence, see
+    :mod:`baton.store.live_turns`); a run whose steps failed is not a green "completed".
     """
     failed = counts.get("tool.failed", 0)
     ok = counts.get("tool.completed", 0)
     if status == "running":
         if pending:
             return {"label": f"waiting for you ({pending})", "tone": "warn"}
+        if stalled_ms is not None:
+            return {"label": f"stalled: {stall_text(stalled_ms)}", "tone": "warn"}
         return {"label": "running", "tone": "info"}
     if status == "completed":
         if pending:  # `baton up --until-idle` ends with reviews waiting for you

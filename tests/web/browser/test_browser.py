@@ -98,6 +98,9 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.goto(team.origin + "/runs")
     board.locator("table.history a").first.click()
     board.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
+    # Every request of this run was answered: no line of it still says "waiting for you".
+    board.locator("p.notice.request[data-request].cleared").first.wait_for()
+    assert board.locator("p.notice.request[data-request]:not(.cleared)").count() == 0
     assert (
         board.locator('.lane[data-lane="QA"] details.tool .badge', has_text="completed").count()
         >= 2
@@ -107,6 +110,14 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.goto(team.origin + "/decisions?decided_by=human")
     assert board.locator("table.history tbody tr").count() >= 4
     assert "web dashboard" in board.locator("table.history").inner_text()
+    kinds = board.locator('table.history td[data-label="kind"]')
+    # one line per kind cell: a word like "permission" never breaks inside itself
+    lines = board.evaluate(
+        "cells => cells.map(c => { const r = document.createRange(); r.selectNodeContents(c);"
+        " return r.getClientRects().length; })",
+        kinds.element_handles(),
+    )
+    assert lines and set(lines) == {1}, lines
     shoot(board, "decisions-desktop")
 
 
@@ -229,7 +240,9 @@ def test_login_code_is_single_use_and_other_servers_get_nothing(
     moved.wait_for_url(re.compile(r"baton-.*\.localhost:\d+/$"))
 
 
-HOSTILE_SUBJECT = 'Check <img src=x onerror="window.__xss=1"> \u202eexe.txt'
+# Control and bidi characters never reach a subject (intake refuses them at every entry
+# point, docs/intake.md); markup does, and must stay text.
+HOSTILE_SUBJECT = 'Check <img src=x onerror="window.__xss=1"> exe.txt'
 HOSTILE_BODY = """<script>window.__xss = 1</script>
 
 [click me](javascript:window.__xss=1) <img src=x onerror="window.__xss=1">
@@ -250,7 +263,7 @@ def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) 
     task_id = team.task("QA", HOSTILE_SUBJECT, HOSTILE_BODY)
     board.locator(f'#stages [data-task="{task_id}"] .subject').wait_for()
     subject = board.locator(f'#stages [data-task="{task_id}"] .subject').inner_text()
-    assert "<img src=x" in subject and "<U+202E>" in subject
+    assert "<img src=x" in subject
     _allow(page, 1)
     review = _card(page, "review")
     assert "<script>window.__xss=1</script>" in review.inner_text()
@@ -271,3 +284,42 @@ def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) 
         assert p.evaluate("window.__xss") is None, p.url
         assert p.locator("img").count() == 0, p.url
         assert p.locator('a[href^="javascript:"]').count() == 0, p.url
+
+
+def test_cancel_a_role_turn_from_the_board_and_from_its_lane(team: Team, browser: Any) -> None:
+    """Issue 14: a team run's turn is cancelled from the page; the task needs attention."""
+    url = team.start()
+    inbox = login(browser, url)
+    board = inbox.context.new_page()
+    board.goto(team.origin + "/team")
+    qa = board.locator('#roles article[data-role="QA"]')
+    qa.wait_for()
+    assert qa.locator("button[data-action=cancel-turn]").count() == 0  # idle: nothing to cancel
+    first = team.task("QA", "Smoke test", QA_TASK)
+    permission = _card(inbox, "permission")  # QA's turn waits for the human
+    qa.locator(".badge", has_text="waiting for you").wait_for()
+    shoot(board, "team-cancel-desktop")
+    qa.get_by_role("button", name="Cancel turn").click()
+    # The daemon cancels the turn: its permission is withdrawn, the task needs attention
+    # (not re-prompted), and the button is gone with the turn.
+    request_id = permission.get_attribute("data-request-id")
+    inbox.locator(f'article.done[data-request-id="{request_id}"]').wait_for()
+    assert "cancel" in permission.locator(".status").inner_text()
+    qa.locator(".badge", has_text="needs attention").wait_for()
+    assert qa.locator("button[data-action=cancel-turn]").count() == 0
+    board.locator(f'#stages [data-task="{first}"] .meta', has_text="needs_attention").wait_for()
+
+    # The same from the run's lane, for the next task.
+    second = team.task("QA", "Smoke test again", QA_TASK)
+    _card(inbox, "permission")
+    run = inbox.context.new_page()
+    run.goto(team.origin + "/runs?kind=up")
+    run.locator("table.history a").first.click()
+    lane = run.locator('.lane[data-lane="QA"]')
+    said = lane.locator("p.notice.turn", has_text="ADMIN cancelled the turn from the dashboard")
+    lane.locator(".lane-title button.lane-cancel").wait_for()
+    before = said.count()  # the first turn's notice, once the page has caught up
+    lane.locator(".lane-title button.lane-cancel").click()
+    said.nth(before).wait_for()
+    board.locator(f'#stages [data-task="{second}"] .meta', has_text="needs_attention").wait_for()
+    shoot(run, "run-cancelled-lane-desktop")

@@ -1,6 +1,9 @@
 """Entry point: ``python -m baton.agents.builtin`` serves ACP on stdin/stdout, logs on stderr."""
 
-from .server import run
-
 if __name__ == "__main__":
+    from baton.startup import importing, own_process
+
+    own_process()
+    with importing():
+        from .server import run
     run()

@@ -21,7 +21,7 @@ from .connection import Connection, NotificationHandler, RequestHandler
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, JsonObject, RpcError
 from .mcp_client import McpHub, parse_servers
 from .steps import StepContext
-from .store import SessionRecord, SessionStore, TurnRecord, new_session_id
+from .store import SessionStore, StoredSession, TurnRecord, new_session_id
 from .turn import run_turn
 
 __all__ = ["AGENT_CAPABILITIES", "BuiltinAgent"]
@@ -58,7 +58,7 @@ def utc_now() -> str:
 class _Session:
     """A session open in this process."""
 
-    record: SessionRecord
+    record: StoredSession
     hub: McpHub | None
     always_allowed: set[str] = field(default_factory=set)
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -115,7 +115,7 @@ class BuiltinAgent:
         cwd = _cwd(params)
         hub = _hub(params, cwd)
         now = utc_now()
-        record = SessionRecord(session_id=new_session_id(), cwd=cwd, created_at=now, updated_at=now)
+        record = StoredSession(session_id=new_session_id(), cwd=cwd, created_at=now, updated_at=now)
         self._sessions[record.session_id] = _Session(record, hub)
         self._store.save(record)
         return {"sessionId": record.session_id, "modes": MODES}

@@ -2,7 +2,7 @@
 
 A turn's ``cancel`` event is set by ``session/cancel`` or by a replacing prompt. Waits on the
 client race it: on cancellation an outstanding request is withdrawn (``$/cancel_request``) and
-`TurnCancelled` is raised, so a client that never answers cannot hold a cancelled turn open.
+`TurnInterrupted` is raised, so a client that never answers cannot hold a cancelled turn open.
 """
 
 import asyncio
@@ -10,21 +10,23 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from baton.errors import BuiltinAgentError
+
 from .connection import Connection, ConnectionClosed
 from .jsonrpc import JsonObject, RpcError
 from .updates import PERMISSION_OPTIONS
 
-__all__ = ["Channel", "Permission", "TurnCancelled", "until_cancelled"]
+__all__ = ["Channel", "Permission", "TurnInterrupted", "until_cancelled"]
 
 T = TypeVar("T")
 
 
-class TurnCancelled(Exception):
+class TurnInterrupted(BuiltinAgentError):
     """The turn was cancelled while waiting."""
 
 
 async def until_cancelled(awaitable: Awaitable[T], cancel: asyncio.Event) -> T:
-    """Await ``awaitable`` unless ``cancel`` is set first (then cancel it, raise TurnCancelled)."""
+    """Await ``awaitable`` unless ``cancel`` is set first (then cancel it, raise TurnInterrupted)."""
     work = asyncio.ensure_future(awaitable)
     stopper = asyncio.ensure_future(cancel.wait())
     try:
@@ -35,7 +37,7 @@ async def until_cancelled(awaitable: Awaitable[T], cancel: asyncio.Event) -> T:
             work.cancel()
             await asyncio.wait([work])
     if work.cancelled() and cancel.is_set():
-        raise TurnCancelled
+        raise TurnInterrupted
     return work.result()
 
 
@@ -77,6 +79,10 @@ class Channel:
         except (RpcError, ConnectionClosed) as exc:
             return Permission(False, reason=f"permission denied (the request failed: {exc})")
         outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if isinstance(outcome, dict) and outcome.get("outcome") == "cancelled":
+            # ACP: the client answers ``cancelled`` because the turn is being cancelled;
+            # end the turn as cancelled even if session/cancel is still on its way.
+            self.cancel.set()
         if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
             return Permission(False, reason="permission denied (request cancelled)")
         kind = _OPTION_KINDS.get(outcome.get("optionId"))
@@ -98,6 +104,6 @@ class Channel:
         call = self._connection.call(method, params)
         try:
             return await until_cancelled(call.result, self.cancel)
-        except TurnCancelled:
+        except TurnInterrupted:
             self._connection.withdraw(call)
             raise

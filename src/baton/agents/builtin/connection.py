@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.acp.framing import Frame, FrameError
+from baton.errors import BuiltinAgentError
 
 from .jsonrpc import (
     INTERNAL_ERROR,
@@ -46,7 +47,7 @@ NotificationHandler = Callable[[JsonObject], None]
 Spawn = Callable[[Coroutine[Any, Any, None]], "asyncio.Task[None]"]
 
 
-class ConnectionClosed(Exception):
+class ConnectionClosed(BuiltinAgentError):
     """The client went away before answering."""
 
 

@@ -1,15 +1,17 @@
 """JSON-RPC 2.0 for the agent side of ACP: decoded frames in, typed messages out (no I/O).
 
-Framing (lines, the size bound, UTF-8/JSON decoding, encoding) and the error codes are
-baton's one implementation in :mod:`baton.acp.framing` and :mod:`baton.acp.jsonrpc`. This
-module adds what an *agent* needs on top: every possible input becomes a message or an
-`Invalid` carrying the exact JSON-RPC error to answer (strict ``"jsonrpc": "2.0"``, params
-must be objects), so the connection never has to catch parse failures.
+Framing (lines, the size bound, UTF-8/JSON decoding, encoding), the classification rules
+and the error codes are baton's one implementation in :mod:`baton.acp.framing` and
+:mod:`baton.acp.jsonrpc` (so this agent reads a message exactly as baton's client does).
+This module adds what an *agent* needs on top: every possible input becomes a message or
+an `Invalid` carrying the exact JSON-RPC error to answer (a request's params must be an
+object), so the connection never has to catch parse failures.
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton.acp import jsonrpc
 from baton.acp.framing import Frame, FrameError, decode_line
 from baton.acp.framing import encode_message as encode
 from baton.acp.jsonrpc import (
@@ -107,44 +109,26 @@ def frame_message(frame: Frame | FrameError) -> Incoming:
 
 
 def _classify(message: JsonObject) -> Incoming:
-    has_id = "id" in message
-    raw_id = message.get("id")
-    if has_id and not _valid_id(raw_id):
-        return Invalid(None, RpcError(INVALID_REQUEST, "Invalid Request: bad id"))
-    if message.get("jsonrpc") != "2.0":
-        return Invalid(raw_id, RpcError(INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"'))
-    method = message.get("method")
-    if method is None and ("result" in message or "error" in message):
-        return _response(raw_id, message)
-    if not isinstance(method, str):
-        return Invalid(
-            raw_id, RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
-        )
-    params = message.get("params", {})
-    if params is None:
-        params = {}
-    if not has_id:
-        return Notification(method, params if isinstance(params, dict) else {})
-    if raw_id is None:
-        return Invalid(None, RpcError(INVALID_REQUEST, "Invalid Request: id must not be null"))
-    if not isinstance(params, dict):
-        return Invalid(raw_id, RpcError(INVALID_PARAMS, "Invalid params: expected an object"))
-    return Request(raw_id, method, params)
-
-
-def _valid_id(value: object) -> bool:
-    return value is None or isinstance(value, str) or type(value) is int
-
-
-def _response(raw_id: RequestId | None, message: JsonObject) -> Incoming:
-    error = message.get("error")
-    if error is None:
-        return Response(raw_id, result=message.get("result"))
-    if isinstance(error, dict) and type(error.get("code")) is int:
+    kind = jsonrpc.classify(message)
+    if isinstance(kind, jsonrpc.Request):
+        params = {} if kind.params is None else kind.params
+        if not isinstance(params, dict):
+            return Invalid(kind.id, RpcError(INVALID_PARAMS, "Invalid params: expected an object"))
+        return Request(kind.id, kind.method, params)
+    if isinstance(kind, jsonrpc.Notification):
+        return Notification(kind.method, kind.params if isinstance(kind.params, dict) else {})
+    if isinstance(kind, jsonrpc.Response):
+        if kind.error is None:
+            return Response(kind.id, result=kind.result)
+        error = kind.error
         return Response(
-            raw_id, error=RpcError(error["code"], str(error.get("message", "")), error.get("data"))
+            kind.id, error=RpcError(error["code"], str(error.get("message", "")), error.get("data"))
         )
-    return Response(raw_id, error=RpcError(INTERNAL_ERROR, f"malformed error: {error!r}"))
+    if kind.response:  # a malformed answer to one of our calls fails that call
+        return Response(
+            kind.id, error=RpcError(INTERNAL_ERROR, f"malformed response: {kind.reason}")
+        )
+    return Invalid(kind.id, RpcError(INVALID_REQUEST, f"Invalid Request: {kind.reason}"))
 
 
 def result_response(request_id: RequestId, result: Any) -> JsonObject:

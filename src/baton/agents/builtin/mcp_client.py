@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import baton
+from baton.errors import BuiltinAgentError
 
 from .jsonrpc import JsonObject
 
@@ -33,7 +34,7 @@ CONNECT_TIMEOUT = 30.0
 _MAX_TOOL_PAGES = 20
 
 
-class McpError(Exception):
+class McpError(BuiltinAgentError):
     """An MCP server could not be reached, or would not run the call."""
 
 

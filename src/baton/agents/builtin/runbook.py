@@ -31,12 +31,37 @@ Everything outside the fences is narrative and ignored, except these lines:
 ``- [ ] @ROLE subject``
     A delegation (ROLE is upper-case letters, digits and ``_``). When an MCP server of the
     session exposes ``create_task``, each one becomes a
-    ``create_task(recipient=ROLE, subject=subject, body=...)`` call before any other step; the
-    body is the subject followed by the lines indented under the item (those lines belong to
-    the delegated task and are never steps themselves).
+    ``create_task(recipient=ROLE, subject=subject, body=..., after=...)`` call before any other
+    step; the body is the subject followed by the lines indented under the item (those lines
+    belong to the delegated task and are never steps themselves).
+
+    **Order.** Items run one after the other by default: each delegated task waits until the
+    previous item's task is done (its ``after`` is the previous item's task id), because a
+    checklist is usually written in the order its steps need each other. An item changes
+    that with an indented line of its own (removed from the body)::
+
+        - [ ] @QA check the artifact
+          after: @DEV            # the latest earlier item for DEV (or: after: 1, 3)
+        - [ ] @OPS write release notes
+          after: none            # no wait: starts at once, in parallel
+
+    ``after:`` takes ``@ROLE`` (the latest earlier item for that role) and item numbers
+    (1 is the first item), separated by commas or spaces; ``none`` (or ``-``) for no wait. Only
+    earlier items can be named, so the order can never loop; a name that matches no earlier
+    item makes that delegation fail with the reason.
 
 ``continue-on-error: true``
     Keep running after a failing step.
+
+``baton-result: WORD``
+    The result of the automatic report (``done``, ``blocked`` or ``failed``); with steps, the
+    worse of this and the steps' own result. baton writes it into a leader's consolidation
+    prompt: a leader is not ``done`` while a delegated task is not.
+
+```` ```report ````
+    Not a step: the body of the automatic report when the prompt has no steps (baton's
+    consolidation prompt drafts one from the delegated reports). Without it, such a report
+    acknowledges what was received.
 
 ``baton-report: none``
     Do not file the automatic report. Without this line, when an MCP server exposes
@@ -73,6 +98,8 @@ _DELEGATION = re.compile(
 )
 _CONTINUE = re.compile(r"^\s*continue-on-error:\s*true\s*$", re.IGNORECASE)
 _NO_REPORT = re.compile(r"^\s*baton-report:\s*none\s*$", re.IGNORECASE)
+_RESULT = re.compile(r"^\s*baton-result:\s*(?P<word>done|blocked|failed)\s*$", re.IGNORECASE)
+_AFTER = re.compile(r"^\s*after:\s*(?P<refs>.*?)\s*$", re.IGNORECASE)
 _SHELLS: dict[str, Literal["sh", "bash"]] = {"sh": "sh", "shell": "sh", "bash": "bash"}
 
 
@@ -116,6 +143,10 @@ class Delegation:
     role: str
     subject: str
     body: str
+    after: tuple[int, ...] = ()
+    """Indices (0-based) of the earlier items whose tasks this one waits for."""
+    error: str | None = None
+    """Why this item cannot be delegated (an ``after:`` naming no earlier item)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +158,10 @@ class Runbook:
     continue_on_error: bool
     auto_report: bool
     narrative: tuple[str, ...]
+    result: str | None = None
+    """The ``baton-result:`` directive (lower case), if any."""
+    report: str | None = None
+    """The first ``report`` fence's content, if any."""
 
     @property
     def has_report_step(self) -> bool:
@@ -160,23 +195,31 @@ def parse_runbook(text: str) -> Runbook:
     narrative: list[str] = []
     continue_on_error = False
     auto_report = True
+    result: str | None = None
+    report: str | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
         if fence := _OPEN_FENCE.match(line):
             body, i = _fenced_body(lines, i, fence)
-            step = _step(fence["info"].strip(), body)
+            info = fence["info"].strip()
+            if info.lower() == "report":
+                report = body if report is None else report
+                continue
+            step = _step(info, body)
             if step is not None:
                 steps.append(step)
             continue
         if item := _DELEGATION.match(line):
-            delegation, i = _delegation(lines, i, item)
+            delegation, i = _delegation(lines, i, item, delegations)
             delegations.append(delegation)
             continue
         if _CONTINUE.match(line):
             continue_on_error = True
         elif _NO_REPORT.match(line):
             auto_report = False
+        elif directive := _RESULT.match(line):
+            result = directive["word"].lower()
         else:
             narrative.append(line)
         i += 1
@@ -186,6 +229,8 @@ def parse_runbook(text: str) -> Runbook:
         continue_on_error=continue_on_error,
         auto_report=auto_report,
         narrative=tuple(narrative),
+        result=result,
+        report=report,
     )
 
 
@@ -232,7 +277,9 @@ def _mcp_step(target: str, body: str) -> McpStep:
     return McpStep(target=target, arguments=arguments)
 
 
-def _delegation(lines: list[str], start: int, item: re.Match[str]) -> tuple[Delegation, int]:
+def _delegation(
+    lines: list[str], start: int, item: re.Match[str], earlier: list[Delegation]
+) -> tuple[Delegation, int]:
     """Read a delegation item and the lines indented under it; return the next line index."""
     indent = _width(item["indent"])
     i = start + 1
@@ -246,10 +293,50 @@ def _delegation(lines: list[str], start: int, item: re.Match[str]) -> tuple[Dele
     while sub and not sub[-1].strip():
         sub.pop()
         i -= 1
+    refs: str | None = None
+    for n, line in enumerate(sub):
+        if (found := _AFTER.match(line)) and not _in_fence(sub[:n]):
+            refs = found["refs"]
+            del sub[n]
+            break
+    after, error = _after(refs, earlier)
     subject = item["text"].strip()
     details = textwrap.dedent("\n".join(sub)).strip("\n")
     body = f"{subject}\n{details}" if details else subject
-    return Delegation(role=item["role"], subject=subject, body=body), i
+    return Delegation(role=item["role"], subject=subject, body=body, after=after, error=error), i
+
+
+def _in_fence(lines: list[str]) -> bool:
+    """Whether a fenced block is open after ``lines`` (an ``after:`` there is content)."""
+    opened = 0
+    for line in lines:
+        if _OPEN_FENCE.match(line.strip()):
+            opened ^= 1
+    return bool(opened)
+
+
+def _after(refs: str | None, earlier: list[Delegation]) -> tuple[tuple[int, ...], str | None]:
+    """Resolve an ``after:`` value against the earlier items (default: the previous one)."""
+    if refs is None:
+        return ((len(earlier) - 1,) if earlier else ()), None
+    words = [w for w in re.split(r"[\s,]+", refs) if w]
+    if not words or words in (["none"], ["-"]):
+        return (), None
+    found: list[int] = []
+    for word in words:
+        if word.startswith("@"):
+            index = next(
+                (n for n in range(len(earlier) - 1, -1, -1) if earlier[n].role == word[1:]), None
+            )
+        elif word.isdigit() and 1 <= int(word) <= len(earlier):
+            index = int(word) - 1
+        else:
+            index = None
+        if index is None:
+            return (), f"after: {word!r} names no earlier checklist item"
+        if index not in found:
+            found.append(index)
+    return tuple(found), None
 
 
 def _width(indent: str) -> int:

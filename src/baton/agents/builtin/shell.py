@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from baton.procgroup import signal_group, stop_group
+
 __all__ = ["OUTPUT_CAP", "UPDATE_INTERVAL", "CommandResult", "OutputTail", "run_command"]
 
 log = logging.getLogger(__name__)
@@ -115,7 +117,7 @@ async def run_command(
         if exited.done():
             process.wait()  # a zombie by now: reaped at once
         else:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             exited.add_done_callback(lambda _: process.wait())
         streamer.cancel()
         await asyncio.wait([streamer])
@@ -204,30 +206,16 @@ async def _stop_group(
     pgid: int, exited: "asyncio.Future[None]", eof: "asyncio.Future[None]", grace: float
 ) -> None:
     """End the leader if it still runs, then any leftovers, then collect the last output."""
-    if not exited.done():
-        _signal_group(pgid, signal.SIGTERM)
-        await asyncio.wait([exited], timeout=grace)
-        if not exited.done():
-            _signal_group(pgid, signal.SIGKILL)
-        await exited
-    if _signal_group(pgid, signal.SIGTERM):
-        await asyncio.wait([eof], timeout=grace)
-        _signal_group(pgid, signal.SIGKILL)
+
+    async def leader_exited(seconds: float) -> bool:
+        await asyncio.wait([exited], timeout=seconds)
+        return exited.done()
+
+    await stop_group(pgid, leader_exited, grace=grace)
+    await exited
     await asyncio.wait([eof], timeout=_EOF_WAIT)
     if not eof.done():
         log.warning("process group %d: output pipe still open; giving up on it", pgid)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Signal a process group; False when no process is left in it."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        log.warning("not allowed to signal process group %d", pgid)
-        return False
-    return True
 
 
 def _signal_name(number: int) -> str:

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .channel import Channel, TurnCancelled, until_cancelled
+from baton.errors import SecurityError
+from baton.security.paths import resolve_inside
+
+from .channel import Channel, TurnInterrupted, until_cancelled
 from .connection import ConnectionClosed
 from .jsonrpc import JsonObject, RpcError
 from .mcp_client import McpError, McpHub
@@ -64,6 +67,8 @@ class StepRun:
 
     outcome: StepOutcome
     replay: tuple[JsonObject, JsonObject]
+    structured: JsonObject | None = None
+    """An MCP tool's ``structuredContent`` (e.g. the id ``create_task`` made)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +123,12 @@ class _Call:
 
 
 async def run_step(ctx: StepContext, number: int, label: str, action: Action) -> StepRun:
-    """Run one step through its whole tool-call lifecycle; never raises TurnCancelled."""
+    """Run one step through its whole tool-call lifecycle; never raises TurnInterrupted."""
     call = _Call(ctx.channel, f"step-{number}-{uuid.uuid4().hex[:8]}")
     try:
         ending = await _execute(ctx, call, label, action)
         status = Status.SUCCEEDED if ending.status == "completed" else Status.FAILED
-    except TurnCancelled:
+    except TurnInterrupted:
         ending = _Ending("failed", {"cancelled": True}, reason="cancelled")
         status = Status.CANCELLED
     assert call.opening is not None, "every step opens its tool call before it can end"
@@ -140,7 +145,10 @@ async def run_step(ctx: StepContext, number: int, label: str, action: Action) ->
         output=ending.output,
         denied=ending.denied,
     )
-    return StepRun(outcome, (call.opening, final))
+    structured = ending.raw_output.get("structuredContent")
+    return StepRun(
+        outcome, (call.opening, final), structured if isinstance(structured, dict) else None
+    )
 
 
 async def _execute(ctx: StepContext, call: _Call, label: str, action: Action) -> _Ending:
@@ -181,7 +189,7 @@ async def _permit(
         request["content"] = list(content)
     answer = await ctx.channel.ask_permission(request)
     if ctx.channel.cancel.is_set():
-        raise TurnCancelled
+        raise TurnInterrupted
     if answer.always:
         ctx.always_allowed.add(kind)
     return None if answer.granted else answer.reason
@@ -203,7 +211,7 @@ async def _shell(ctx: StepContext, call: _Call, label: str, step: ShellStep) -> 
         on_output=lambda text: call.progress(content=[text_content(text)]),
     )
     if result.cancelled:
-        raise TurnCancelled
+        raise TurnInterrupted
     raw_output: JsonObject = {
         "exitCode": result.exit_code,
         "durationMs": result.duration_ms,
@@ -271,10 +279,10 @@ def _target(cwd: str, path: str) -> tuple[str, str | None]:
             "",
             f"refused: {path!r} is absolute; file steps take paths relative to the session directory",
         )
-    root = Path(cwd).resolve()
-    resolved = Path(cwd, path).resolve()
-    if resolved == root or not resolved.is_relative_to(root):
-        return "", f"refused: {path!r} is outside the session directory"
+    try:  # baton's one containment check; links are followed only if they stay inside
+        resolve_inside(Path(cwd), path, must_exist=False, regular_file=True, allow_symlink=True)
+    except SecurityError as exc:
+        return "", f"refused: {path!r} is outside the session directory ({exc})"
     return os.path.normpath(os.path.join(cwd, path)), None
 
 

@@ -8,21 +8,21 @@ crash never leaves a half-written session; a file that cannot be read counts as 
 
 import json
 import logging
-import os
 import re
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from baton.fsutil import atomic_write
 
 from .jsonrpc import JsonObject
 
 __all__ = [
     "MAX_STRING",
     "MAX_TURNS",
-    "SessionRecord",
     "SessionStore",
+    "StoredSession",
     "TurnRecord",
     "bounded",
     "new_session_id",
@@ -66,7 +66,7 @@ class TurnRecord:
 
 
 @dataclass(slots=True)
-class SessionRecord:
+class StoredSession:
     """A session as stored: identity, working directory and recent history."""
 
     session_id: str
@@ -109,7 +109,7 @@ class SessionRecord:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> "SessionRecord":
+    def from_json(cls, data: Any) -> "StoredSession":
         """Read a stored document; raises ValueError when it is not one."""
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
             raise ValueError("not a version 1 session document")
@@ -134,31 +134,22 @@ class SessionStore:
     def __init__(self, state_dir: Path) -> None:
         self._dir = state_dir / "sessions"
 
-    def save(self, record: SessionRecord) -> None:
+    def save(self, record: StoredSession) -> None:
         """Write ``record`` atomically; a failure is logged (the turn itself went fine)."""
         try:
             self._dir.mkdir(parents=True, exist_ok=True)
             data = json.dumps(record.to_json(), ensure_ascii=False).encode()
-            fd, temp = tempfile.mkstemp(dir=self._dir, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(data)
-                    file.flush()
-                    os.fsync(file.fileno())
-                os.replace(temp, self._path(record.session_id))
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            atomic_write(self._path(record.session_id), data)
         except OSError:
             log.exception("could not save session %s", record.session_id)
 
-    def load(self, session_id: str) -> SessionRecord | None:
+    def load(self, session_id: str) -> StoredSession | None:
         """The stored session, or None when it does not exist or cannot be read."""
         if not _SESSION_ID.fullmatch(session_id):
             return None
         return self._read(self._path(session_id))
 
-    def list(self, cwd: str | None = None) -> list[SessionRecord]:
+    def list(self, cwd: str | None = None) -> list[StoredSession]:
         """Stored sessions (optionally only those in ``cwd``), most recently updated first."""
         try:
             paths = sorted(self._dir.glob("rb-*.json"))
@@ -172,9 +163,9 @@ class SessionStore:
     def _path(self, session_id: str) -> Path:
         return self._dir / f"{session_id}.json"
 
-    def _read(self, path: Path) -> SessionRecord | None:
+    def _read(self, path: Path) -> StoredSession | None:
         try:
-            return SessionRecord.from_json(json.loads(path.read_bytes()))
+            return StoredSession.from_json(json.loads(path.read_bytes()))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:

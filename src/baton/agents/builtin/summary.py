@@ -50,6 +50,7 @@ def summarize(
     report: StepOutcome | None = None,
     cancelled: bool = False,
     notes: Sequence[str] = (),
+    directive: str | None = None,
 ) -> str:
     """The closing message of a turn."""
     sentences: list[str] = []
@@ -61,7 +62,7 @@ def summarize(
         sentences.insert(0, "Cancelled.")
     if report is not None:
         if report.status is Status.SUCCEEDED:
-            result = report_result(outcomes) if outcomes else "done"
+            result = report_result(outcomes, directive)
             sentences.append(f"Report filed with write_report (result: {result}).")
         elif report.status is Status.CANCELLED:
             sentences.append("The report was cancelled.")
@@ -99,10 +100,19 @@ def _ranges(numbers: Sequence[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def report_result(outcomes: Sequence[StepOutcome]) -> Literal["done", "blocked"]:
-    """``done`` only when there were steps and every one succeeded."""
-    ok = bool(outcomes) and all(o.status is Status.SUCCEEDED for o in outcomes)
-    return "done" if ok else "blocked"
+def report_result(
+    outcomes: Sequence[StepOutcome], directive: str | None = None
+) -> Literal["done", "blocked", "failed"]:
+    """``done`` only when every step succeeded; never better than the ``baton-result:`` directive.
+
+    Without steps the result is the directive's (``done`` without one).
+    """
+    ok = not outcomes or all(o.status is Status.SUCCEEDED for o in outcomes)
+    if directive == "failed":
+        return "failed"
+    if directive == "blocked" or not ok:
+        return "blocked"
+    return "done"
 
 
 ACK_BODY_CHARS = 8000

@@ -9,10 +9,10 @@ have no failed state, the tool call says it failed); then the automatic report i
 from dataclasses import dataclass
 from typing import Literal
 
-from .channel import TurnCancelled, until_cancelled
+from .channel import TurnInterrupted, until_cancelled
 from .jsonrpc import JsonObject
 from .mcp_client import ToolIndex
-from .runbook import Runbook, label, parse_runbook, truncate
+from .runbook import McpStep, Runbook, label, parse_runbook, truncate
 from .steps import Action, StepContext, StepRun, ToolStep, run_step
 from .summary import (
     Status,
@@ -24,7 +24,7 @@ from .summary import (
 )
 from .updates import PlanStatus, agent_message, plan, user_message
 
-__all__ = ["HELP", "TurnResult", "run_turn"]
+__all__ = ["HELP", "TurnEnding", "run_turn"]
 
 HELP = (
     "This prompt has no runbook steps, so there is nothing for me to do. I am baton's runbook "
@@ -38,7 +38,7 @@ REPORT_LABEL = "report: write_report"
 
 
 @dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnEnding:
     """How the turn ended and what `session/load` should replay of it."""
 
     stop_reason: Literal["end_turn", "cancelled"]
@@ -50,9 +50,33 @@ class TurnResult:
 class _Planned:
     label: str
     action: Action
+    delegation: int | None = None
+    """The checklist item index, for a delegation."""
+    after: tuple[int, ...] = ()
+    error: str | None = None
 
 
-async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
+def _resolved(step: _Planned, created: dict[int, str]) -> Action:
+    """A delegation's ``create_task`` call with the ids of the tasks it waits for."""
+    if step.delegation is None:
+        return step.action
+    assert isinstance(step.action, ToolStep)
+    if step.error is not None:
+        return McpStep(target=step.action.tool, arguments={}, error=step.error)
+    missing = [n + 1 for n in step.after if n not in created]
+    if missing:
+        return McpStep(
+            target=step.action.tool,
+            arguments={},
+            error=f"not delegated: it waits for item(s) {missing}, which were not delegated",
+        )
+    if not step.after:
+        return step.action
+    after = ", ".join(created[n] for n in step.after)
+    return ToolStep(step.action.server, step.action.tool, {**step.action.arguments, "after": after})
+
+
+async def run_turn(ctx: StepContext, number: int, text: str) -> TurnEnding:
     """Run the runbook in ``text`` as turn ``number`` of the session."""
     runbook = parse_runbook(text)
     replay: list[JsonObject] = [user_message(text, f"msg-{number}-user")]
@@ -61,7 +85,7 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     if ctx.hub is not None and (runbook.steps or runbook.delegations or runbook.auto_report):
         try:
             index = await until_cancelled(ctx.hub.index(), cancel)
-        except TurnCancelled:
+        except TurnInterrupted:
             return await _finish(
                 ctx, number, replay, summarize([], cancelled=True), cancelled=True, title=None
             )
@@ -71,7 +95,8 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     ]
     title = _title(runbook, planned)
     report_server = None
-    if runbook.auto_report and not runbook.has_report_step:
+    if runbook.auto_report and not runbook.has_report_step and not runbook.delegations:
+        # A leader that delegates reports later, when baton prompts it to consolidate.
         report_server = index.provider("write_report")
     if not planned and report_server is None:
         return await _finish(
@@ -82,15 +107,20 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     await board.send()
 
     outcomes: list[StepOutcome] = []
+    created: dict[int, str] = {}
+    """Delegation item index -> the task id ``create_task`` returned."""
     stopped = cancelled = False
     for number_in_plan, step in enumerate(planned, start=1):
         cancelled = cancelled or cancel.is_set()
         if stopped or cancelled:
             outcomes.append(StepOutcome(number_in_plan, step.label, Status.NOT_RUN))
             continue
-        run = await board.run(number_in_plan, step.label, step.action)
+        run = await board.run(number_in_plan, step.label, _resolved(step, created))
         replay.extend(run.replay)
         outcomes.append(run.outcome)
+        task_id = (run.structured or {}).get("task_id")
+        if step.delegation is not None and isinstance(task_id, str):
+            created[step.delegation] = task_id
         cancelled = run.outcome.status is Status.CANCELLED
         if run.outcome.status is Status.FAILED:
             stopped = run.outcome.denied or not runbook.continue_on_error
@@ -98,18 +128,24 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnResult:
     report: StepOutcome | None = None
     cancelled = cancelled or cancel.is_set()
     if report_server is not None and not cancelled:
+        result = report_result(outcomes, runbook.result)
         if planned:
-            arguments = {"result": report_result(outcomes), "body": report_body(outcomes)}
+            arguments = {"result": result, "body": report_body(outcomes)}
+        elif runbook.report is not None:
+            # A consolidation: baton drafted the report from the delegated ones.
+            arguments = {"result": result, "body": runbook.report}
         else:
-            # Nothing to execute (a consolidation or a reminder): report honestly that
-            # nothing ran, with what was received, so the workflow can close.
-            arguments = {"result": "done", "body": acknowledgement_body(runbook.narrative)}
+            # Nothing to execute (a reminder): report honestly that nothing ran, with
+            # what was received, so the workflow can close.
+            arguments = {"result": result, "body": acknowledgement_body(runbook.narrative)}
         action = ToolStep(report_server, "write_report", arguments)
         run = await board.run(len(entries), REPORT_LABEL, action)
         replay.extend(run.replay)
         report = run.outcome
         cancelled = report.status is Status.CANCELLED
-    message = summarize(outcomes, report=report, cancelled=cancelled, notes=notes)
+    message = summarize(
+        outcomes, report=report, cancelled=cancelled, notes=notes, directive=runbook.result
+    )
     return await _finish(ctx, number, replay, message, cancelled=cancelled, title=title)
 
 
@@ -130,8 +166,11 @@ def _delegations(runbook: Runbook, index: ToolIndex, notes: list[str]) -> list[_
             ToolStep(
                 server, "create_task", {"recipient": d.role, "subject": d.subject, "body": d.body}
             ),
+            delegation=n,
+            after=d.after,
+            error=d.error,
         )
-        for d in runbook.delegations
+        for n, d in enumerate(runbook.delegations)
     ]
 
 
@@ -151,11 +190,11 @@ async def _finish(
     *,
     cancelled: bool,
     title: str | None,
-) -> TurnResult:
+) -> TurnEnding:
     update = agent_message(message, f"msg-{number}-1")
     await ctx.channel.update(update)
     replay.append(update)
-    return TurnResult("cancelled" if cancelled else "end_turn", tuple(replay), title)
+    return TurnEnding("cancelled" if cancelled else "end_turn", tuple(replay), title)
 
 
 class _Board:

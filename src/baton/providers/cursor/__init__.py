@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from baton.providers.cursor.extension import CursorExtension
-from baton.providers.inventory import Claim
+from baton.providers.inventory import CapabilityClaim
 
-_SEED = "seed 000"
+_SEED = "Cursor capability inventory, 2026-09-28"
 
 _LEDGER = (
     "goes through the durable-requests ledger (persisted before shown, answered once from "
@@ -31,99 +31,99 @@ _LEDGER = (
     "(needs an account)"
 )
 
-DECLARATIONS: Mapping[str, Claim] = {
-    "questions": Claim(
+DECLARATIONS: Mapping[str, CapabilityClaim] = {
+    "questions": CapabilityClaim(
         "implemented",
         "cursor/ask_question → a question document (all required, opaque question-N/option-N "
         "ids mapped back to native ids, oversize refused) and the answered/skipped/cancelled "
         f"reply mapping are implemented and tested; durable delivery {_LEDGER}",
     ),
-    "plans": Claim(
+    "plans": CapabilityClaim(
         "implemented",
         "cursor/create_plan → a complete plan document (Markdown, overview, todos, phases, "
         "project flag; never truncated) bound to a SHA-256 revision, with accept/reject/cancel "
         f"replies (stale revisions refused); no planUri is fabricated; durable delivery {_LEDGER}",
     ),
-    "subagent_questions": Claim(
+    "subagent_questions": CapabilityClaim(
         "unsupported",
         f"Cursor's ACP subagent handler rejects interactive questions ({_SEED}); no affordance "
         "is advertised",
     ),
-    "files_diffs": Claim(
+    "files_diffs": CapabilityClaim(
         "unverified",
         "diff content of tool_call_update is normalized by the generic tool layer, but no "
         "captured Cursor fixture proves complete before/after text or path attribution "
         f"({_SEED}); third-party reading says diffs may be rebuilt from hunks (lossy)",
     ),
-    "steering": Claim(
+    "steering": CapabilityClaim(
         "unsupported",
         "no session/steer: a concurrent session/prompt cancels and replaces the running turn "
         f"({_SEED}); baton does not present replacement as steering",
     ),
-    "queueing": Claim(
+    "queueing": CapabilityClaim(
         "unsupported",
         "no native queue method; follow-ups are sent only after the turn settles, never "
         f"concurrently ({_SEED})",
     ),
-    "cancellation": Claim(
+    "cancellation": CapabilityClaim(
         "partial",
         "session/cancel through the runner; Cursor cancels the turn's subagents and waits up to "
         "10 s, then marks them disconnected (baton: delegation failed + child_disconnected "
         "notice); process cleanup needs live qualification",
     ),
-    "settlement": Claim(
+    "settlement": CapabilityClaim(
         "partial",
         "the prompt result ends the turn; Cursor holds it until subagents settle and baton "
         "reports children still open at turn end (child_unsettled); background shells are not "
         f"surfaced over ACP ({_SEED})",
     ),
-    "session_continuity": Claim(
+    "session_continuity": CapabilityClaim(
         "partial",
         "session/new and session/load (history replayed, including subagent spawns and "
         f"terminal states) per the initialize probe ({_SEED}); replayed updates carry no "
         "marker, duplicate suppression is the runner's",
     ),
-    "discovery": Claim(
+    "discovery": CapabilityClaim(
         "partial",
         f"session/list is advertised (absolute cwd filter, no pagination cursor) ({_SEED}); "
         "baton recovers only its recorded session and offers no history browsing",
     ),
-    "fork_resume": Claim(
+    "fork_resume": CapabilityClaim(
         "unsupported",
         f"session/fork and session/resume answer method-not-found ({_SEED} probe)",
     ),
-    "modes": Claim(
+    "modes": CapabilityClaim(
         "implemented",
         "agent|plan|ask selected by select_config (mode config option, else legacy "
         "session/set_mode only when modes are advertised); current_mode_update → mode.changed",
     ),
-    "model_selection": Claim(
+    "model_selection": CapabilityClaim(
         "implemented",
         "select_config picks the exact requested model value from the advertised model option "
         "or refuses, naming the advertised values (never substitutes); "
         "cursor/list_available_models is not used (authenticated)",
     ),
-    "prompt_media": Claim(
+    "prompt_media": CapabilityClaim(
         "partial",
         f"initialize advertises image prompts; audio and embedded context are false ({_SEED}); "
         "attachment conversion is the runner's",
     ),
-    "mcp": Claim(
+    "mcp": CapabilityClaim(
         "partial",
         f"session mcpServers over stdio/HTTP/SSE per the probe ({_SEED}); ambient project MCP "
         "configuration is refused by workspace admission, not loaded",
     ),
-    "usage": Claim(
+    "usage": CapabilityClaim(
         "unsupported",
         "Cursor's ACP emits no usage_update and no token usage; every turn ends with "
         "usage.reported available:false and the reason (never zero)",
     ),
-    "hooks_memory": Claim(
+    "hooks_memory": CapabilityClaim(
         "unsupported",
         "no ACP hook, memory or compaction lifecycle events; Cursor's internal hooks are "
         f"refused by workspace admission ({_SEED})",
     ),
-    "goals_lineage": Claim(
+    "goals_lineage": CapabilityClaim(
         "unsupported", f"no ACP goal or fork-lineage protocol ({_SEED}); session/fork is absent"
     ),
 }

@@ -34,6 +34,15 @@ from baton.events.model import (
 from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.containment import display_candidate, resolve_artifact_reference
+from baton.security.paths import PathRefused
+
+__all__ = [
+    "CONTROL",
+    "MAX_REFERENCES",
+    "METHOD",
+    "generate_image",
+    "media_type",
+]
 
 METHOD = "cursor/generate_image"
 CONTROL = "artifact_containment"
@@ -106,7 +115,7 @@ def generate_image(
         rel = resolve_artifact_reference(workspace, file_path)
     except SecurityError as exc:
         payloads.extend(_refused(workspace, file_path, "generated image", exc))
-        return payloads, outcome("rejected", reason=f"path refused by baton: {exc}")
+        return payloads, outcome("rejected", reason=f"path refused by baton: {_reason(exc)}")
     payloads.append(ArtifactGenerated(reference=rel, media_type=media_type(rel), title=title))
     return payloads, outcome("generated", filePath=file_path)
 
@@ -114,9 +123,13 @@ def generate_image(
 def _refused(workspace: str, path: str, role: str, exc: SecurityError) -> list[Payload]:
     subject = display_candidate(workspace, path)
     return [
-        SecurityPathRefused(control=CONTROL, subject=subject, reason=str(exc)),
-        _notice("artifact_refused", f"{role} path {subject!r} refused: {exc}"),
+        SecurityPathRefused(control=CONTROL, subject=subject, reason=_reason(exc)),
+        _notice("artifact_refused", f"{role} path {subject!r} refused: {_reason(exc)}"),
     ]
+
+
+def _reason(exc: SecurityError) -> str:
+    return exc.reason if isinstance(exc, PathRefused) else str(exc)
 
 
 def _notice(category: str, summary: str, severity: str = "warning") -> ProviderNotice:

@@ -21,22 +21,27 @@ Foreign sessions: a ``session/update`` whose ``sessionId`` is not the turn's goe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from baton.errors import RequestError
+from baton.events.extension import JsonObject, TurnContext, VendorOutcome
 from baton.events.model import Payload, SecurityPayloadRejected
 from baton.providers.cursor import artifacts, plans, questions, tasks
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.children import ChildNormalizer
 from baton.providers.cursor.todos import TodoReducer
-from baton.providers.extension import JsonObject, TurnContext, VendorOutcome
 from baton.providers.inventory import (
     CURSOR_INVENTORY,
-    PLAN_REVISION_KEY,
     TableExtension,
     notice,
-    redactor,
 )
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
+
+__all__ = [
+    "TODOS_FALLBACK",
+    "CursorExtension",
+]
 
 TODOS_FALLBACK = outcome("accepted", todos=[])
 
@@ -69,8 +74,7 @@ class CursorExtension(TableExtension):
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
         if self.reset_todos_each_turn:
             self.todos.reset()
-        source = ctx.extras.get(PLAN_REVISION_KEY)
-        self.todos.revision_source = _revision_source(source)
+        self.todos.revision_source = ctx.next_plan_revision
         self.children.begin_turn(ctx.session_id)
         return []
 
@@ -80,7 +84,7 @@ class CursorExtension(TableExtension):
     # ------------------------------------------------------------------ updates
 
     def _spawned(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        return self.children.spawned(ctx.session_id, update, redactor(ctx))
+        return self.children.spawned(ctx.session_id, update, ctx.redaction)
 
     def _state_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
         return self.children.state_update(ctx.session_id, update)
@@ -96,7 +100,7 @@ class CursorExtension(TableExtension):
     ) -> list[Payload]:
         variant = update.get("sessionUpdate")
         if variant == "subagent_spawned":
-            return self.children.spawned(session_id, update, redactor(ctx))
+            return self.children.spawned(session_id, update, ctx.redaction)
         if variant == "subagent_state_update":
             return self.children.state_update(session_id, update)
         bucketed = self.children.child_update(session_id, update)
@@ -107,46 +111,43 @@ class CursorExtension(TableExtension):
     # ------------------------------------------------------------------ methods
 
     def _update_todos(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
-        result = self.todos.apply(params, redaction=redactor(ctx))
+        result = self.todos.apply(params, redaction=ctx.redaction)
         return VendorOutcome(
             payloads=result.payloads, result=outcome("accepted", todos=result.todos)
         )
 
     def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = tasks.task_completed(
-            params, children=self.children, redaction=redactor(ctx)
+            params, children=self.children, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
     def _generate_image(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = artifacts.generate_image(
-            params, workspace=ctx.workspace, redaction=redactor(ctx)
+            params, workspace=ctx.workspace, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
     def _ask_question(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
-            document = questions.normalize_question(params)
-        except questions.QuestionRefused as exc:
-            return _refused(
-                questions.METHOD, exc, exc.oversize, outcome("skipped", reason=str(exc)), ctx
-            )
+            document = questions.normalize_question(params, ctx.redaction)
+        except (InvalidDocument, PayloadTooLarge) as exc:
+            return _refused(questions.METHOD, exc, outcome("skipped", reason=str(exc)), ctx)
         return VendorOutcome(route="human", request=document, result=questions.HEADLESS_REPLY)
 
     def _create_plan(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
-            document = plans.normalize_plan(params)
-        except plans.PlanRefused as exc:
-            return _refused(
-                plans.METHOD, exc, exc.oversize, outcome("rejected", reason=str(exc)), ctx
-            )
+            document = plans.normalize_plan(params, ctx.redaction)
+        except (InvalidDocument, PayloadTooLarge) as exc:
+            return _refused(plans.METHOD, exc, outcome("rejected", reason=str(exc)), ctx)
         return VendorOutcome(route="human", request=document, result=plans.HEADLESS_REPLY)
 
 
 def _refused(
-    method: str, exc: Exception, oversize: bool, reply: Mapping[str, Any], ctx: TurnContext
+    method: str, exc: RequestError, reply: Mapping[str, Any], ctx: TurnContext
 ) -> VendorOutcome:
     """A human request baton cannot present faithfully: answered now, visibly."""
+    oversize = isinstance(exc, PayloadTooLarge)
     payloads: list[Payload] = []
     if oversize:
         payloads.append(
@@ -161,14 +162,3 @@ def _refused(
         )
     )
     return VendorOutcome(payloads=payloads, route="reply", result=dict(reply))
-
-
-def _revision_source(value: Any) -> Callable[[], int] | None:
-    if not callable(value):
-        return None
-
-    def source() -> int:
-        revision = value()
-        return revision if isinstance(revision, int) and not isinstance(revision, bool) else 0
-
-    return source

@@ -40,51 +40,41 @@ with the optional reason; ``cancelled``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, outcome
-from baton.providers.cursor.questions import MAX_DOCUMENT_BYTES, canonical_json
+from baton.requests.errors import InvalidDocument
+from baton.requests.model import PlanRequest, parse_document
+
+__all__ = ["HEADLESS_REPLY", "METHOD", "normalize_plan"]
 
 METHOD = "cursor/create_plan"
 HEADLESS_REPLY: dict[str, Any] = outcome("rejected", reason="no human surface attached")
 
 
-class PlanRefused(ValueError):
-    """The request cannot become a plan document; ``oversize`` says which kind."""
-
-    def __init__(self, reason: str, *, oversize: bool = False) -> None:
-        super().__init__(reason)
-        self.oversize = oversize
-
-
-def plan_revision(fields: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical JSON of every field except ``revision``."""
-    body = {k: v for k, v in fields.items() if k != "revision"}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
-
-
-def normalize_plan(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan document for ``params``, or :class:`PlanRefused`."""
+def normalize_plan(params: Mapping[str, Any], redaction: Redaction | None = None) -> PlanRequest:
+    """The plan document for ``params`` (its revision derived by the document model), or
+    ``InvalidDocument``/``PayloadTooLarge``."""
     markdown = params.get("plan")
     if not isinstance(markdown, str) or not markdown.strip():
-        raise PlanRefused("plan must be non-empty Markdown text")
+        raise InvalidDocument("plan must be non-empty Markdown text")
     name = _opt_text(params, "name")
     overview = _opt_text(params, "overview")
     is_project = params.get("isProject", False)
     if not isinstance(is_project, bool):
-        raise PlanRefused("isProject is not a boolean")
+        raise InvalidDocument("isProject is not a boolean")
     todos = _todos(params.get("todos", []), "todos")
     raw_phases = params.get("phases", [])
     if raw_phases is None:
         raw_phases = []
     if not isinstance(raw_phases, list):
-        raise PlanRefused("phases is not a list")
+        raise InvalidDocument("phases is not a list")
     phases: list[dict[str, Any]] = []
     for index, phase in enumerate(raw_phases, start=1):
         if not isinstance(phase, Mapping) or not isinstance(phase.get("name"), str):
-            raise PlanRefused(f"phase {index} needs a name")
+            raise InvalidDocument(f"phase {index} needs a name")
         phases.append(
             {"name": phase["name"], "todos": _todos(phase.get("todos", []), f"phase {index}")}
         )
@@ -98,24 +88,15 @@ def normalize_plan(params: Mapping[str, Any]) -> dict[str, Any]:
         "phases": phases,
         "is_project": is_project,
     }
-    try:
-        size = len(canonical_json(document).encode("utf-8"))
-    except UnicodeEncodeError:
-        raise PlanRefused("plan text is not valid Unicode (lone surrogate)") from None
-    if size > MAX_DOCUMENT_BYTES:
-        raise PlanRefused(
-            f"plan is {size} bytes of UTF-8; the limit is {MAX_DOCUMENT_BYTES} "
-            "(rejected, not truncated)",
-            oversize=True,
-        )
-    document["revision"] = plan_revision(document)
-    return document
+    parsed = parse_document((redaction or NoRedaction()).value(document))
+    assert isinstance(parsed, PlanRequest)
+    return parsed
 
 
 def _opt_text(params: Mapping[str, Any], key: str) -> str | None:
     value = params.get(key)
     if value is not None and not isinstance(value, str):
-        raise PlanRefused(f"{key} is not a string")
+        raise InvalidDocument(f"{key} is not a string")
     return value
 
 
@@ -123,15 +104,15 @@ def _todos(value: Any, where: str) -> list[dict[str, str]]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise PlanRefused(f"{where} is not a list")
+        raise InvalidDocument(f"{where} is not a list")
     todos: list[dict[str, str]] = []
     for index, todo in enumerate(value, start=1):
         if not isinstance(todo, Mapping):
-            raise PlanRefused(f"{where} item {index} is not an object")
+            raise InvalidDocument(f"{where} item {index} is not an object")
         tid = native_id(todo.get("id"))
         content = todo.get("content")
         status = todo.get("status", "pending")
         if tid is None or not isinstance(content, str) or not isinstance(status, str):
-            raise PlanRefused(f"{where} item {index} needs an id, content and status")
+            raise InvalidDocument(f"{where} item {index} needs an id, content and status")
         todos.append({"id": tid, "content": content, "status": status})
     return todos

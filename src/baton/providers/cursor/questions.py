@@ -4,12 +4,13 @@ Cursor's params (acp.md §2)::
 
     {toolCallId, title?, questions: [{id, prompt, options: [{id, label}], allowMultiple?}]}
 
-This module only normalizes shapes; :mod:`baton.requests` persists, shows,
-validates answers (twice) and delivers. The extension answers with
+This module turns Cursor's shape into the ledger's own document,
+:class:`baton.requests.model.QuestionRequest` (validated, limits checked, by the one
+document model); :mod:`baton.requests` persists, shows, validates answers (twice) and
+delivers. The extension answers with
 ``VendorOutcome(route="human", request=<document>, result=HEADLESS_REPLY)``.
 
-The document (``request``) is a plain dict in exactly the shape of
-``baton.requests.model.QuestionRequest`` (so the ledger can validate it as is)::
+The document, as JSON::
 
     {
       "kind": "question",
@@ -36,9 +37,11 @@ along so the reply can be built from the persisted document alone, after a resta
 
 Every question is required. A request baton cannot present faithfully (no
 questions, a question without options, duplicate ids, text that is not a string)
-is refused as ``malformed``; an oversize one (over 64 questions, 128 options, a
-100,000-character prompt or 196 KiB of canonical JSON) as oversize, never
-truncated: both are answered ``skipped`` with the reason at once.
+is refused as ``malformed``
+(:class:`~baton.requests.errors.InvalidDocument`); an oversize one (the document
+model's limits: questions, options, prompt characters, canonical JSON bytes) as
+oversize (:class:`~baton.requests.errors.PayloadTooLarge`), never truncated: both are
+answered ``skipped`` with the reason at once.
 
 Replies (acp.md §2, ``{"outcome": {...}}``): :data:`HEADLESS_REPLY` (``skipped``
 with the reason) is the answer when no human surface is attached. Answers from a
@@ -49,110 +52,100 @@ one place that turns a *validated* answer into the agent's reply, from the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, outcome
+from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.requests.model import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_OPTIONS,
+    MAX_QUESTIONS,
+    QuestionRequest,
+    parse_document,
+)
+
+__all__ = ["HEADLESS_REPLY", "METHOD", "normalize_question"]
 
 METHOD = "cursor/ask_question"
-MAX_QUESTIONS = 64
-MAX_OPTIONS = 128
-MAX_PROMPT_CHARS = 100_000
-MAX_DOCUMENT_BYTES = 196 * 1024
 
 HEADLESS_REPLY: dict[str, Any] = outcome(
     "skipped", reason="no human surface attached; baton skipped the question"
 )
 
 
-class QuestionRefused(ValueError):
-    """The request cannot become a question document; ``oversize`` says which kind."""
-
-    def __init__(self, reason: str, *, oversize: bool = False) -> None:
-        super().__init__(reason)
-        self.oversize = oversize
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, real characters: the spelling baton hashes and measures."""
-    return json.dumps(
-        value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-    )
-
-
-def normalize_question(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The question document for ``params``, or :class:`QuestionRefused`."""
+def normalize_question(
+    params: Mapping[str, Any], redaction: Redaction | None = None
+) -> QuestionRequest:
+    """The question document for ``params``, or ``InvalidDocument``/``PayloadTooLarge``."""
     raw_questions = params.get("questions")
     if not isinstance(raw_questions, list) or not raw_questions:
-        raise QuestionRefused("questions must be a non-empty list")
+        raise InvalidDocument("questions must be a non-empty list")
     if len(raw_questions) > MAX_QUESTIONS:
-        raise QuestionRefused(
-            f"{len(raw_questions)} questions; the limit is {MAX_QUESTIONS}", oversize=True
-        )
+        raise _too_large("questions", len(raw_questions), MAX_QUESTIONS)
     title = params.get("title")
     if title is not None and not isinstance(title, str):
-        raise QuestionRefused("title is not a string")
+        raise InvalidDocument("title is not a string")
     questions: list[dict[str, Any]] = []
     seen_questions: set[str] = set()
     for qi, raw in enumerate(raw_questions, start=1):
         questions.append(_question(qi, raw, seen_questions))
-    tool_call_id = native_id(params.get("toolCallId"))
-    document: dict[str, Any] = {
+    document = {
         "kind": "question",
-        "tool_call_id": tool_call_id,
+        "tool_call_id": native_id(params.get("toolCallId")),
         "title": title,
         "questions": questions,
     }
-    size = _utf8_size(canonical_json(document))
-    if size > MAX_DOCUMENT_BYTES:
-        raise QuestionRefused(
-            f"question document is {size} bytes of UTF-8; the limit is {MAX_DOCUMENT_BYTES}",
-            oversize=True,
-        )
-    return document
+    parsed = parse_document((redaction or NoRedaction()).value(document))
+    assert isinstance(parsed, QuestionRequest)
+    return parsed
+
+
+def _too_large(what: str, size: int, limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"{size} {what}; the limit is {limit} (rejected, not truncated)",
+        what=what,
+        size=size,
+        limit=limit,
+    )
 
 
 def _question(index: int, raw: Any, seen: set[str]) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        raise QuestionRefused(f"question {index} is not an object")
+        raise InvalidDocument(f"question {index} is not an object")
     nid = native_id(raw.get("id"))
     if nid is None:
-        raise QuestionRefused(f"question {index} has no id")
+        raise InvalidDocument(f"question {index} has no id")
     if nid in seen:
-        raise QuestionRefused(f"duplicate question id {nid!r}")
+        raise InvalidDocument(f"duplicate question id {nid!r}")
     seen.add(nid)
     prompt = raw.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise QuestionRefused(f"question {index} has no prompt")
-    if len(prompt) > MAX_PROMPT_CHARS:
-        raise QuestionRefused(
-            f"question {index} prompt has {len(prompt)} characters; the limit is "
-            f"{MAX_PROMPT_CHARS}",
-            oversize=True,
+        raise InvalidDocument(f"question {index} has no prompt")
+    if len(prompt) > MAX_DESCRIPTION_CHARS:
+        raise _too_large(
+            f"characters in question {index}'s prompt", len(prompt), MAX_DESCRIPTION_CHARS
         )
     multiple = raw.get("allowMultiple", False)
     if not isinstance(multiple, bool):
-        raise QuestionRefused(f"question {index} allowMultiple is not a boolean")
+        raise InvalidDocument(f"question {index} allowMultiple is not a boolean")
     raw_options = raw.get("options")
     if not isinstance(raw_options, list) or not raw_options:
-        raise QuestionRefused(f"question {index} has no options")
+        raise InvalidDocument(f"question {index} has no options")
     if len(raw_options) > MAX_OPTIONS:
-        raise QuestionRefused(
-            f"question {index} has {len(raw_options)} options; the limit is {MAX_OPTIONS}",
-            oversize=True,
-        )
+        raise _too_large(f"options in question {index}", len(raw_options), MAX_OPTIONS)
     options: list[dict[str, Any]] = []
     seen_options: set[str] = set()
     for oi, option in enumerate(raw_options, start=1):
         if not isinstance(option, Mapping):
-            raise QuestionRefused(f"question {index} option {oi} is not an object")
+            raise InvalidDocument(f"question {index} option {oi} is not an object")
         oid = native_id(option.get("id"))
         label = option.get("label")
         if oid is None or not isinstance(label, str):
-            raise QuestionRefused(f"question {index} option {oi} needs an id and a label")
+            raise InvalidDocument(f"question {index} option {oi} needs an id and a label")
         if oid in seen_options:
-            raise QuestionRefused(f"question {index} has duplicate option id {oid!r}")
+            raise InvalidDocument(f"question {index} has duplicate option id {oid!r}")
         seen_options.add(oid)
         options.append(
             {"id": f"option-{oi}", "native_id": oid, "label": label, "description": None}
@@ -165,10 +158,3 @@ def _question(index: int, raw: Any, seen: set[str]) -> dict[str, Any]:
         "selection": "multiple" if multiple else "single",
         "options": options,
     }
-
-
-def _utf8_size(text: str) -> int:
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise QuestionRefused("text is not valid Unicode (lone surrogate)") from None

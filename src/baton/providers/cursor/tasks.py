@@ -28,6 +28,14 @@ from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, opt_str, outcome, safe_id
 from baton.providers.cursor.children import ChildNormalizer
 
+__all__ = [
+    "METHOD",
+    "SOURCE",
+    "SUBAGENT_TYPES",
+    "role_of",
+    "task_completed",
+]
+
 METHOD = "cursor/task"
 SOURCE = "cursor.task"
 SUBAGENT_TYPES = frozenset(

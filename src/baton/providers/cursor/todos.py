@@ -38,9 +38,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from baton.events.bounds import clip_text
+from baton.events.extension import MalformedPayload
 from baton.events.model import Payload, PlanStep, PlanUpdated, ProviderNotice
 from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, safe_id
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_ITEMS",
+    "MAX_SNAPSHOT_BYTES",
+    "SOURCE",
+    "CanonicalStatus",
+    "TodoReducer",
+    "TodoResult",
+    "step_size",
+]
 
 MAX_ITEMS = 256
 MAX_CONTENT_CHARS = 4000
@@ -109,7 +121,7 @@ class TodoReducer:
         redaction = redaction or NoRedaction()
         todos = params.get("todos")
         if not isinstance(todos, list):
-            raise TypeError("cursor/update_todos: todos must be a list")
+            raise MalformedPayload("cursor/update_todos: todos must be a list")
         notices: list[Payload] = []
         merge = params.get("merge")
         if not isinstance(merge, bool):

@@ -28,6 +28,16 @@
   const enc = encodeURIComponent;
   const clip = (s, n) => { s = String(s || ""); return s.length > n ? s.slice(0, n) + "…" : s; };
   const short = (id) => String(id || "").slice(0, 12);
+  // A stall in words, as baton.runner.liveness.stall_text says it on the terminal.
+  const span = (ms) => {
+    if (Number(ms) > 0 && Number(ms) < 1000) return (Number(ms) / 1000).toFixed(1) + "s";
+    let s = Math.max(0, Math.floor(Number(ms) / 1000)) || 0;
+    if (s < 60) return s + "s";
+    let m = Math.floor(s / 60); s %= 60;
+    if (m < 60) return m + "m " + s + "s";
+    return Math.floor(m / 60) + "h " + (m % 60) + "m";
+  };
+  const stallText = (p) => "the agent has said nothing for " + span(p.silent_ms) + (p.timeout_in_ms === null || p.timeout_in_ms === undefined ? "" : " (turn timeout in " + span(p.timeout_in_ms) + ")");
 
   async function api(method, url, body) {
     const options = {method, credentials: "same-origin", headers: {}};
@@ -154,6 +164,7 @@
     const button = event.target.closest("button[data-action]");
     if (!button) return;
     if (button.dataset.action === "cancel-run") { cancelRun(button); return; }
+    if (button.dataset.action === "cancel-turn") { cancelTurn(button); return; }
     const card = button.closest("[data-request-id]");
     if (!card) return;
     let answer;
@@ -216,6 +227,15 @@
     const r = await api("POST", "/api/runs/" + enc(run.dataset.runId) + "/cancel");
     button.textContent = r.ok ? "cancelling…" : visible(r.data.message || "cannot cancel");
   }
+
+  // A role's turn in a team run: the daemon cancels it, the TASK goes to needs attention.
+  async function cancelTurn(button) {
+    button.disabled = true;
+    const body = button.dataset.task ? {task_id: button.dataset.task} : {};
+    const r = await api("POST", "/api/team/slots/" + enc(button.dataset.slot) + "/cancel", body);
+    button.textContent = r.ok ? "cancelling…" : visible(r.data.message || "cannot cancel");
+  }
+  const cancelTurnButton = (slot, task, label) => el("button", {type: "button", class: "deny small", "data-action": "cancel-turn", "data-slot": slot, "data-task": task || ""}, label);
 
   // ------------------------------------------------------- live: inbox and board
   const liveState = document.getElementById("live-state");
@@ -325,6 +345,8 @@
         el("p", {class: "meta"}, r.agent + (r.note ? " · " + clip(r.note, 80) : "")),
         el("p", {}, "task: ", r.current_task ? taskLink(r.current_task) : "—"),
         el("p", {class: "meta"}, r.turns + " turns · " + r.tool_calls + " tool calls · " + usage),
+        r.silence ? el("p", {class: "notice warn silence"}, "⏳ " + r.silence) : null,
+        r.turn_running ? el("p", {}, cancelTurnButton(r.name, r.current_task, "Cancel turn")) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
     }));
     const stages = document.getElementById("stages");
@@ -498,6 +520,20 @@
       document.getElementById("run-requests-count").textContent = String(r.data.requests.length);
       const cancel = root.querySelector("[data-action=cancel-run]");
       if (cancel && r.data.status !== "running") cancel.remove();
+      if (root.dataset.kind === "up") laneCancels(r.data.status === "running");
+    }
+    // Team runs: a lane gets a Cancel button for each working slot of its role.
+    async function laneCancels(running) {
+      const t = running ? await api("GET", "/api/team") : {ok: false};
+      lanes.querySelectorAll(".lane-cancel").forEach((n) => n.remove());
+      if (!t.ok) return;
+      for (const s of t.data.roles) {
+        const title = lanes.querySelector('[data-lane="' + CSS.escape(s.role) + '"] .lane-title');
+        if (!title || !s.turn_running) continue;
+        const button = cancelTurnButton(s.name, s.current_task, s.name === s.role ? "Cancel turn" : "Cancel " + s.name + "'s turn");
+        button.classList.add("lane-cancel");
+        title.append(" ", button);
+      }
     }
     const refreshSoon = () => { if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 300); };
 
@@ -543,12 +579,16 @@
     }
 
     function notice(e, css, textValue, link) {
-      lane(e.session_id).append(el("p", {class: "notice " + css}, textValue, link || null));
+      const node = el("p", {class: "notice " + css}, textValue, link || null);
+      lane(e.session_id).append(node);
+      return node;
     }
 
+    const TURN_EDGES = new Set(["turn.submitted", "turn.completed", "turn.failed", "turn.cancelled"]);
     function render(e) {
       const p = e.payload || {};
       const t = e.type;
+      if (root.dataset.kind === "up" && TURN_EDGES.has(t)) refreshSoon(); // the lanes' Cancel buttons
       if (t === "transcript.assistant" || t === "transcript.thinking" || t === "transcript.user") {
         // Chunks arrive coalesced, in order: append to the message while it is the
         // last thing in its lane; anything in between starts a new block.
@@ -573,6 +613,13 @@
         toolCard(e);
       } else if (t === "turn.submitted") {
         lane(e.session_id).append(el("div", {class: "msg prompt"}, el("span", {class: "tag"}, "prompt"), " ", clip(p.prompt_preview, 2000)));
+      } else if (t === "turn.stalled") {
+        notice(e, "turn warn stall", "⏳ " + stallText(p));
+        refreshSoon();
+      } else if (t === "turn.resumed") {
+        lane(e.session_id).querySelectorAll("p.stall:not(.cleared)").forEach((n) => n.classList.add("cleared"));
+        notice(e, "turn resumed", "▸ the agent spoke again after " + span(p.silent_ms) + " of silence");
+        refreshSoon();
       } else if (t === "turn.completed") {
         notice(e, "turn ok", "turn ended: " + p.stop_reason + " · " + (p.duration_ms / 1000).toFixed(1) + " s");
       } else if (t === "turn.failed") {
@@ -589,10 +636,18 @@
       } else if (t.startsWith("security.")) {
         notice(e, "security", "security: " + t.slice(9) + " · " + p.control + ": " + p.subject + " — " + p.reason);
       } else if (t === "request.created") {
-        notice(e, "request", "waiting for you: " + p.title + " ", el("a", {href: "/#req-" + p.request_id}, "answer"));
+        const asked = notice(e, "request", "waiting for you: " + p.title + " ", el("a", {href: "/#req-" + p.request_id}, "answer"));
+        asked.dataset.request = p.request_id;
+        asked.dataset.title = p.title;
         refreshSoon();
       } else if (t.startsWith("request.")) {
         const what = t === "request.answered" ? "answered " + (p.decided_by || "") + (p.rule ? " (" + p.rule + ")" : "") : t.slice(8) + (p.reason ? ": " + p.reason : "");
+        // The request no longer waits: its "waiting for you" line says so (no reload needed).
+        for (const asked of document.querySelectorAll("p.notice.request[data-request]")) {
+          if (asked.dataset.request !== p.request_id || asked.classList.contains("cleared")) continue;
+          asked.classList.add("cleared");
+          asked.replaceChildren("asked: " + asked.dataset.title + " · " + what);
+        }
         notice(e, "request done", p.kind + " " + short(p.request_id) + " " + what);
         refreshSoon();
       } else if (t === "provider.notice" || t === "harness.diagnostic") {

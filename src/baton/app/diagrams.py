@@ -1,4 +1,8 @@
-"""The state diagrams in the docs, generated from :mod:`baton.team.states` (never by hand).
+"""The state diagrams in the docs, generated from every lifecycle's table (never by hand).
+
+Every :class:`~baton.statetable.StateTable` in baton is listed in :data:`TABLES` by
+its name: ``request``, ``session``, ``turn`` (one ACP prompt turn), ``task``,
+``slot`` and ``dispatch`` (the team loop's).
 
 A document marks where a diagram goes::
 
@@ -6,7 +10,7 @@ A document marks where a diagram goes::
     ...generated, replaced on every run...
     <!-- /state-diagram -->
 
-``python -m baton.team.diagrams --write`` (or ``scripts/gen-state-diagrams``) rewrites
+``python -m baton.app.diagrams`` (or ``scripts/gen-state-diagrams``) rewrites
 every marked block of ``docs/*.md``; ``--check`` exits 1 when one is stale, and a test
 runs the check, so a change to a table without its docs fails the suite.
 """
@@ -18,16 +22,24 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from baton.requests.states import TABLE as REQUEST
+from baton.runner.session_state import TABLE as SESSION
+from baton.runner.turn import TABLE as TURN
+from baton.statetable import StateTable
 from baton.team.states import MACHINES
 
-__all__ = ["main", "render"]
+__all__ = ["TABLES", "main", "render"]
+
+TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES)
+"""Every lifecycle of baton; a test checks each has a diagram in the docs."""
 
 _BLOCK = re.compile(
     r"(<!-- state-diagram: (?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-- /state-diagram -->)",
     re.DOTALL,
 )
-_BY_NAME = {machine.name: machine for machine in MACHINES}
+_BY_NAME = {table.name: table for table in TABLES}
 
 
 def render(text: str) -> str:
@@ -44,7 +56,7 @@ def render(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baton.team.diagrams")
+    parser = argparse.ArgumentParser(prog="python -m baton.app.diagrams")
     parser.add_argument("--check", action="store_true", help="exit 1 if a diagram is stale")
     parser.add_argument("docs", nargs="*", type=Path, help="documents (default: docs/*.md)")
     args = parser.parse_args(argv)

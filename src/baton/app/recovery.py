@@ -1,8 +1,10 @@
-"""Opening the embedded store with every part's migrations, and recovering after a crash.
+"""Opening the project's store, and recovering after a crash.
 
-The store owns runs, sessions and events; other parts (the human-request ledger,
-coordination) add their own tables through named migrations. This module is the
-one place that knows them all.
+The store owns every table (runs, sessions, events, the human-request ledger, the
+team loop, services, the web's sessions); its one list of migrations is
+:data:`baton.store.store.ALL_MIGRATIONS`, applied by ``Store.open``. Recovery runs when a
+:class:`~baton.app.Baton` opens: runs whose owning process died are marked
+``interrupted`` and their open requests expire with a visible reason.
 """
 
 from __future__ import annotations
@@ -12,36 +14,31 @@ import socket
 import time
 from pathlib import Path
 
-from baton.acp.process import process_alive
 from baton.events.sequencer import Sequencer, format_ts
+from baton.lifeline import boot_id
+from baton.procgroup import process_alive
 from baton.requests import payloads
-from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger, RequestRecord
+from baton.requests.ledger import Ledger, RequestRecord
 from baton.store.store import Store
-from baton.store.web_sessions import WEB_MIGRATIONS
+
+__all__ = ["open_store", "owner_meta", "recover_interrupted"]
 
 
 def open_store(path: Path) -> Store:
     """The store at ``path`` (created 0700/0600), with every migration applied."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(path, extra_migrations=(*REQUESTS_MIGRATIONS, *WEB_MIGRATIONS))
+    return Store.open(path)
 
 
 def owner_meta() -> dict[str, object]:
     """Recorded on each run so a later baton can tell whether its owner still lives."""
-    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": _boot_id()}
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "boot": boot_id()}
 
 
 def _owner_dead(meta: dict[str, object]) -> bool:
     if meta.get("host") != socket.gethostname():
         return False  # another machine's run: not ours to judge
-    if meta.get("boot") and meta.get("boot") != _boot_id():
+    if meta.get("boot") and meta.get("boot") != boot_id():
         return True
     pid = meta.get("pid")
     return isinstance(pid, int) and pid != os.getpid() and not process_alive(pid)

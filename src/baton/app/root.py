@@ -1,0 +1,287 @@
+"""The composition root: one project's store, ledger, recovery, brokers, runs and sessions.
+
+``Baton.open(project)`` loads the project's configuration, opens its store with every
+migration (:mod:`.recovery`), the requests ledger over it, and recovers what a crashed
+baton left behind, before anything else may read or answer. Everything a surface does is
+then built from the root, never wired by hand:
+
+* :meth:`Baton.run` records a run (with its owner, for recovery) and yields its
+  :class:`Run`: the run id and the emitter that stamps its events; the run is finished
+  with the status the caller set, ``failed`` if it left with an error;
+* :meth:`Baton.broker` is a request broker under a policy (with ``[notify]``);
+* :meth:`Baton.open_session` starts an agent session in a run (the project's state dir,
+  secrets file and environment filled in); sessions still open at close are closed;
+* :meth:`Baton.run_team` runs the team loop (:mod:`baton.team`) in a run, its role
+  sessions, reviews and questions on this root's store, ledger and emitter.
+
+Closing the root (leaving the ``async with``) closes what it opened, in reverse order.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from baton.app.recovery import open_store, owner_meta, recover_interrupted
+from baton.config import BatonConfig, load_config
+from baton.errors import ConfigError, UsageError
+from baton.events.model import CanonicalEvent, Payload
+from baton.events.sequencer import Sequencer, format_ts
+from baton.providers.catalog import BUILTIN_PROFILES
+from baton.providers.profile import AgentProfile
+from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.notify import NotifyConfig
+from baton.requests.policy import Policy
+from baton.runner.emitter import EventEmitter
+from baton.runner.requests_broker import HumanChannel, RequestBroker
+from baton.runner.session import AgentSession
+from baton.store.records import RunRecord, RunStatus
+from baton.store.store import Store
+
+if TYPE_CHECKING:
+    from baton.coordination.context import CoordinationContext
+    from baton.team.contract import RoleSessionFactory
+    from baton.team.loop import RunSummary, TeamLoop
+
+__all__ = ["Baton", "Run", "new_run_id"]
+
+
+def new_run_id() -> str:
+    return f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+
+
+def _standalone(state_dir: Path) -> BatonConfig:
+    """A configuration without a project: the built-in profiles, everything in ``state_dir``."""
+    return BatonConfig(project_dir=None, state_dir=state_dir, profiles=BUILTIN_PROFILES)
+
+
+@dataclass(eq=False)
+class Run:
+    """One recorded run: its id, its emitter, and the status it will be finished with."""
+
+    run_id: str
+    emitter: EventEmitter
+    status: RunStatus = "failed"
+    """Set by the caller when it knows how the run went; ``failed`` until then."""
+
+    def listen(
+        self,
+        listener: Callable[[CanonicalEvent], None],
+        *,
+        batch_end: Callable[[], None] | None = None,
+    ) -> None:
+        """Show the run's events as they come (in sequence order; see the emitter);
+        ``batch_end`` is called after each read from the agent (a view writes its batch)."""
+        self.emitter.listeners.append(listener)
+        if batch_end is not None:
+            self.emitter.batch_listeners.append(batch_end)
+
+    async def emit(self, payload: Payload) -> None:
+        await self.emitter.emit(payload)
+
+
+@dataclass(eq=False)
+class Baton:
+    """A project's baton; build one with :meth:`open`."""
+
+    config: BatonConfig
+    store: Store
+    ledger: Ledger
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    recovered: list[RequestRecord] = field(default_factory=list)
+    """Requests that recovery expired when this root opened."""
+    _sessions: list[AgentSession] = field(default_factory=list)
+    _closed: bool = False
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        project: str | os.PathLike[str] = ".",
+        *,
+        config: BatonConfig | None = None,
+        state_dir: Path | None = None,
+        db_path: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        recover: bool = True,
+    ) -> AsyncIterator[Baton]:
+        """The root of the project at (or above) ``project``; closed when the block ends.
+
+        Without ``config``, ``baton.toml`` is loaded, unless ``state_dir`` (or ``db_path``)
+        says where a root of its own lives: then it runs on the built-in profiles alone,
+        its store and agents' roots in that directory (tests, benches, and
+        ``baton inbox --db PATH``). ``db_path`` names the store file in either case.
+        """
+        env = os.environ if environ is None else environ
+        if config is not None:
+            cfg = config
+        elif state_dir is not None:
+            cfg = _standalone(state_dir)
+        elif db_path is not None:
+            cfg = _standalone(db_path.parent)
+        else:
+            cfg = load_config(Path(project), environ=env)
+        store = open_store(db_path if db_path is not None else cfg.db_path)
+        self = cls(cfg, store, Ledger(store), environ=env)
+        try:
+            if recover:
+                self.recovered = await recover_interrupted(store, self.ledger)
+            yield self
+        finally:
+            await self.aclose()
+
+    @classmethod
+    @contextmanager
+    def reading(
+        cls, project: str | os.PathLike[str] = ".", *, config: BatonConfig | None = None
+    ) -> Iterator[Store]:
+        """Only the project's store, for surfaces that read (``runs``, ``log``): no ledger,
+        no recovery, nothing that writes beyond the store's own migrations."""
+        cfg = config if config is not None else load_config(Path(project))
+        store = open_store(cfg.db_path)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    async def aclose(self) -> None:
+        """Close the sessions still open, then the ledger, then the store; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for session in reversed(self._sessions):
+                await session.close("baton is closing")
+        finally:
+            await self.ledger.aclose()
+            await self.store.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise UsageError("this Baton is closed")
+
+    # --------------------------------------------------------------------- runs
+
+    @asynccontextmanager
+    async def run(
+        self,
+        *,
+        kind: str,
+        agent: str,
+        cwd: Path,
+        run_id: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[Run]:
+        """Record a run, yield it, and finish it with ``run.status`` (``failed`` on error)."""
+        self._check_open()
+        run_id = run_id or new_run_id()
+        self.store.create_run(
+            RunRecord(
+                run_id=run_id,
+                kind=kind,
+                agent=agent,
+                cwd=str(cwd),
+                status="running",
+                created_at=format_ts(time.time()),
+                meta={**owner_meta(), **(meta or {})},
+            )
+        )
+        run = Run(run_id, EventEmitter(Sequencer(run_id), self.store))
+        try:
+            yield run
+        except BaseException:
+            run.status = "failed" if run.status == "completed" else run.status
+            raise
+        finally:
+            await run.emitter.flush()
+            self.store.finish_run(run_id, run.status, format_ts(time.time()))
+
+    # ------------------------------------------------------------------ brokers
+
+    @property
+    def notify(self) -> NotifyConfig:
+        """``[notify]`` from baton.toml: who to tell when a human is needed."""
+        table = self.config.raw.get("notify", {})
+        if not isinstance(table, dict):
+            raise ConfigError("[notify] must be a table")
+        return NotifyConfig.from_table(table)
+
+    def broker(
+        self,
+        policy: Policy | str,
+        *,
+        terminal: HumanChannel | None = None,
+        wait_timeout: float | None = None,
+        notify: bool = True,
+    ) -> RequestBroker:
+        """Requests under ``policy`` (a preset name or a :class:`Policy`) into the ledger."""
+        return RequestBroker(
+            self.ledger,
+            Policy.preset(policy) if isinstance(policy, str) else policy,
+            terminal=terminal,
+            wait_timeout=wait_timeout,
+            notify=self.notify if notify else None,
+        )
+
+    # ----------------------------------------------------------------- sessions
+
+    def profile(self, name: str) -> AgentProfile:
+        return self.config.profile(name)
+
+    async def open_session(
+        self,
+        profile: AgentProfile | str,
+        *,
+        run: Run,
+        requests: RequestBroker,
+        workspace: Path | None = None,
+        **options: Any,
+    ) -> AgentSession:
+        """Start an agent in ``run`` (see :meth:`AgentSession.open` for ``options``)."""
+        self._check_open()
+        resolved = self.profile(profile) if isinstance(profile, str) else profile
+        where = workspace if workspace is not None else self.config.project_dir or Path.cwd()
+        options.setdefault("state_dir", self.config.state_dir)
+        options.setdefault("secrets_file", self.config.secrets_file)
+        options.setdefault("environ", self.environ)
+        session = await AgentSession.open(
+            resolved, workspace=where, emitter=run.emitter, requests=requests, **options
+        )
+        self._sessions.append(session)
+        return session
+
+    # ------------------------------------------------------------------ the team
+
+    async def run_team(
+        self,
+        run: Run,
+        ctx: CoordinationContext,
+        *,
+        until_idle: bool,
+        on_loop: Callable[[TeamLoop], None] | None = None,
+        decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
+    ) -> RunSummary:
+        """Run the team of ``ctx`` in ``run`` until idle (or until ``loop.stop()``).
+
+        ``on_loop`` receives the loop once built (to stop it from a signal handler);
+        ``decorate`` wraps the role-session factory (a progress line while starting).
+        """
+        self._check_open()
+        from baton.team.service import run_team
+
+        return await run_team(
+            ctx,
+            self.config,
+            store=self.store,
+            ledger=self.ledger,
+            emitter=run.emitter,
+            until_idle=until_idle,
+            on_loop=on_loop,
+            decorate=decorate,
+        )

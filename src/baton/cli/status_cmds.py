@@ -1,0 +1,218 @@
+"""``baton status`` and ``baton sessions``: the team, its turns and its tasks at a glance.
+
+Read-only views over the store (WAL: they read while ``baton up`` writes) and FCoP's
+non-terminal stages, from :mod:`baton.team.views` and :mod:`baton.store.live_turns`;
+every value an agent or a human wrote goes through
+:func:`~baton.security.display.terminal_safe` (:func:`~baton.cli.coordination_cmds.line_safe`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from baton.cli.coordination_cmds import line_safe, open_store
+from baton.cli.project import ProjectOption, coordination
+from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.coordination.context import CoordinationContext
+from baton.runner.liveness import span, stall_text
+from baton.store.live_turns import live_turns
+from baton.team.controls import ControlRefused, request_cancel
+from baton.team.views import slot_views, team_view
+
+__all__ = ["app", "status_data"]
+
+app = command_app(help="The team, its turns and its tasks at a glance.")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def status_data(ctx: CoordinationContext) -> dict[str, Any]:
+    """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
+    with open_store(ctx) as store:
+        view = team_view(store, ctx.team, ctx.port)
+        turns = live_turns(store)
+    data = view.to_json()
+    roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
+    now = datetime.now(UTC)
+    return {
+        "project": str(ctx.project_dir),
+        "workspace": {
+            "workspace_id": ctx.port.workspace_id,
+            "approvals": ctx.port.can_authorize,
+        },
+        "daemon": data["daemon"],
+        "daemon_pid": data["daemon_pid"],
+        "updated_at": data["updated_at"],
+        "team": data["team"],
+        "roles": data["roles"],
+        "sessions": data["slots"],
+        "turns": [{**t.to_json(now), "role": roles.get(t.session_id or "")} for t in turns],
+        "board": {"counts": data["counts"], "open": data["tasks"]},
+        "pending_reviews": data["pending_reviews"],
+        "questions": data["questions"],
+        "human_tasks": data["human_tasks"],
+        "attention": data["attention"],
+        "interrupted": data["interrupted"],
+        "refusals": data["refusals"],
+        "unsafe_files": data["unsafe_files"],
+    }
+
+
+def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
+    """`` UNAPPROVED 2`` / `` AGENT APPROVES`` for a role's sessions (audit and approval mode)."""
+    mine = [s for s in sessions if s.get("role") == role]
+    count = sum(int(s.get("unapproved_mutations") or 0) for s in mine)
+    flags = f"  UNAPPROVED MUTATIONS {count}" if count else ""
+    if any(s.get("approval") == "self_approves" for s in mine):
+        flags += "  AGENT APPROVES ITSELF (agent_approves)"
+    return flags
+
+
+def _turn_state(turn: dict[str, Any]) -> str:
+    """``⏳ the agent has said nothing for 1m 0s (…)`` for a stalled turn, else ``working``."""
+    if turn["stalled"]:
+        return f"[yellow]⏳ stalled: {stall_text(turn['silent_ms'], turn['timeout_in_ms'])}[/]"
+    return f"working (since {line_safe(turn['started_at'])})"
+
+
+def _attention_line(t: dict[str, Any]) -> str:
+    answer = t["attention"]["request_id"] if t["attention"] else "-"
+    return (
+        f"needs attention: {line_safe(t['task_id'])} ({line_safe(t['role'])}): {line_safe(t['note'])}"
+        f" \\[{line_safe(t['issue_id'])}] · answer {line_safe(answer)}"
+    )
+
+
+@app.command()
+def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
+    """Roles, sessions, the task board, and what waits for you."""
+    data = status_data(coordination(project))
+    if as_json:
+        print_json(data)
+        return
+    console = out()
+    counts = data["board"]["counts"]
+    console.print(f"project {line_safe(data['project'])} · daemon {line_safe(data['daemon'])}")
+    console.print("tasks: " + " · ".join(f"{line_safe(k)} {v}" for k, v in counts.items()))
+    console.print("roles:")
+    for r in data["roles"]:
+        paused = f"  paused {r['paused_for_s']:.0f}s" if r["paused_for_s"] else ""
+        lead = " (leader)" if r["leader"] else ""
+        flags = _security_flags(data["sessions"], r["role"])
+        console.print(
+            f"  {line_safe(r['role'])}{lead}: {line_safe(r['agent'])} ×{r['concurrency']}"
+            f" {line_safe(r['permissions'])}{paused}{flags}"
+        )
+    if data["turns"]:
+        console.print("turns running:")
+        for t in data["turns"]:
+            console.print(
+                f"  {line_safe(t['role'] or 'run ' + t['run_id'])} {line_safe(t['turn_id'])}: {_turn_state(t)}"
+            )
+    if data["board"]["open"]:
+        console.print("open tasks:")
+        for t in data["board"]["open"]:
+            extra = f" [{t['baton_status']}]" if t["baton_status"] else ""
+            console.print(
+                f"  {line_safe(t['stage']):<7} {line_safe(t['task_id'])} {line_safe(t['sender'])} → "
+                f"{line_safe(t['recipient'])}: {line_safe(t['subject'])}{line_safe(extra)}"
+            )
+    for r in data["pending_reviews"]:
+        state = (
+            "answered, applied by the next `baton up`" if r["status"] == "answered" else r["status"]
+        )
+        console.print(
+            f"review for {line_safe(data['team']['human'])}: {line_safe(r['task_id'])} "
+            f"({line_safe(r['subject'])}) report {line_safe(r['report_id'])} result {line_safe(r['result'])}"
+            f" \\[{line_safe(state)}] {line_safe(r['request_id'])}"
+        )
+    for q in data["questions"]:
+        console.print(
+            f"question from {line_safe(q['role'])} ({line_safe(q['request_id'])}): {line_safe(q['question'])}"
+        )
+    for t in data["attention"]:
+        console.print(_attention_line(t))
+    for r in data["refusals"]:
+        console.print(
+            f"refused inbox entry {line_safe(r['name'])}: {line_safe(r['reason'])} \\[{line_safe(r['issue_id'])}]"
+        )
+    for u in data["unsafe_files"]:
+        console.print(
+            f"unsafe file {line_safe(u['path'])}: {line_safe(u['reason'])} ({line_safe(u['detail'])}); not read, "
+            "`baton up` quarantines it"
+        )
+    if data["pending_reviews"] or data["questions"] or data["attention"]:
+        console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
+
+
+@app.command()
+def sessions(
+    as_json: Annotated[bool, typer.Option("--json", help="NDJSON, one session per line.")] = False,
+    project: ProjectOption = None,
+) -> None:
+    """Per-session records: turns, tool calls, usage, files changed, last report."""
+    ctx = coordination(project)
+    with open_store(ctx) as store:
+        rows = [asdict(s) for s in slot_views(store)]
+        now = datetime.now(UTC)
+        stalled = {t.session_id: t.silence_ms(now) for t in live_turns(store) if t.stalled}
+    for row in rows:
+        row["stalled_ms"] = stalled.get(row["session_id"]) if row["session_id"] else None
+    if as_json:
+        print_ndjson(rows)
+        return
+    console = out()
+    if not rows:
+        console.print("no sessions yet (baton up starts them when work arrives)")
+        return
+    for s in rows:
+        usage = s["usage"]
+        tokens = (
+            f"{usage['input_tokens']} in / {usage['output_tokens']} out"
+            if usage["availability"] == "reported"
+            else "usage unavailable"
+        )
+        console.print(
+            f"{line_safe(s['name']):<8} {line_safe(s['agent']):<10} {line_safe(s['status']):<8} "
+            f"session {line_safe(s['session_id'] or '-')} · "
+            f"{plural(s['turns'], 'turn')} · {plural(s['tool_calls_count'], 'tool call')} · "
+            f"{tokens} · {plural(len(s['files_changed']), 'file')} changed · "
+            f"last report {line_safe(s['last_report_ref'] or '-')}"
+            f"{_security_flags([s], s['role'])}"
+            + (f"  STALLED {span(s['stalled_ms'])}" if s["stalled_ms"] is not None else "")
+        )
+
+
+@app.command()
+def cancel(
+    slot: Annotated[str, typer.Argument(help="The role slot whose turn to cancel (DEV, DEV-2 …).")],
+    task: Annotated[
+        str | None, typer.Option("--task", help="Only if the slot is still on this task.")
+    ] = None,
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why: recorded with the cancel and in the task's note.")
+    ] = "",
+    as_json: JsonOption = False,
+    project: ProjectOption = None,
+) -> None:
+    """Cancel a role's running turn in `baton up`; its task then needs your attention."""
+    ctx = coordination(project)
+    with open_store(ctx) as store:
+        try:
+            posted = request_cancel(store, slot, task_id=task, reason=reason, via="command line")
+        except ControlRefused as exc:
+            raise CommandError(
+                str(exc), hint="`baton sessions` shows what each slot does"
+            ) from None
+    if as_json:
+        print_json(posted)
+        return
+    out().print(
+        f"asked baton up to cancel {line_safe(slot)}'s turn on {line_safe(posted['task_id'] or '-')}"
+        "; the task will need your attention (`baton inbox` offers a retry)",
+        markup=False,
+    )

@@ -1,0 +1,190 @@
+"""Inspecting one inbox entry: ``lstat`` facts, stability, the guarded parse, then Core.
+
+The order is the defence: a symlink, a non-regular file, a bad name or an
+oversize file is refused by its ``lstat`` alone; then the entry must be stable
+(proven complete by Core's create fact, or unchanged for the settle window) and
+pass the screen in the killable parse worker before Core reads it; a file that
+is invalid while it may still be changing is looked at again later
+(:class:`RecheckLater`), never quarantined for it. What Core then accepts is
+routed by its ``recipient`` frontmatter, never by its filename.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from baton.coordination.doorbell_events import DoorbellEvent, TaskArrived, TaskRefused
+from baton.coordination.errors import (
+    FcopProtocolError,
+    InvalidEnvelope,
+    StateAmbiguous,
+    TaskNotFound,
+    WorkspaceError,
+)
+from baton.coordination.fcop_port import InboxEntry
+from baton.coordination.inbox_refusals import InboxRefusals
+from baton.coordination.intake.limits import IntakeLimits
+from baton.coordination.intake.screen import Refused
+from baton.coordination.intake.stability import (
+    FileFacts,
+    Settling,
+    Stable,
+    Unstable,
+    assess,
+    recheck_delay,
+)
+from baton.coordination.intake.worker import ParseWorker, Proof
+
+__all__ = ["InboxInspection", "RecheckLater", "SettleState"]
+
+_FINAL: frozenset[str] = frozenset({"parse_timeout", "parse_memory", "parse_crashed"})
+"""Worker failures are final even for a file still settling (re-trying a bomb is a DoS)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecheckLater:
+    """Not yet readable: look again in ``after`` seconds."""
+
+    after: float
+
+
+@dataclass(slots=True)
+class SettleState:
+    """One entry waiting to become stable: when and how it was first seen, its re-check."""
+
+    first: tuple[FileFacts, float]
+    source: Literal["drain", "watch", "rescan"] = "watch"
+    """How the file was first noticed (a re-check reports that, not itself)."""
+    detected: float = 0.0
+    attempts: int = 0
+    timer: asyncio.TimerHandle | None = None
+
+
+class InboxInspection(InboxRefusals):
+    """The doorbell's inspection of an entry (see the module docstring)."""
+
+    route: Callable[[str], str | None]
+    max_task_bytes: int
+    limits: IntakeLimits
+    worker: ParseWorker
+    clock: Callable[[], float]
+    wall_clock: Callable[[], float]
+
+    def _inspect(
+        self,
+        entry: InboxEntry,
+        state: SettleState,
+        source: Literal["drain", "watch", "rescan"],
+        detected: float,
+    ) -> DoorbellEvent | RecheckLater | None:
+        """Classify one entry (runs in a worker thread; all I/O is here)."""
+        if entry.is_symlink:
+            return self._hostile(entry, "symlink", "a symlink in the inbox (FCoP forbids links)")
+        if not entry.is_regular:
+            return self._hostile(entry, "not_a_file", "not a regular file")
+        if entry.task_id is None:
+            return self._hostile(entry, "bad_name", "the name is not TASK-<id>.md")
+        if entry.size > self.max_task_bytes:
+            return self._hostile(
+                entry,
+                "too_large",
+                f"{entry.size} bytes, over the {self.max_task_bytes}-byte limit; not read",
+            )
+        screened = self._screen(entry, state)
+        if screened is not None:
+            return screened
+        try:
+            task = self.port.read_task(entry.task_id)
+        except TaskNotFound:
+            return None  # claimed or moved on before we looked
+        except StateAmbiguous as exc:
+            return self._refuse_in_place(entry, "state_ambiguous", str(exc))
+        except InvalidEnvelope as exc:
+            if not os.path.lexists(entry.path):
+                return None
+            if exc.code == "RELATION_INVALID":
+                return self._refuse_in_place(entry, "invalid_relation", str(exc))
+            return self._hostile(entry, "invalid_envelope", str(exc))
+        except WorkspaceError as exc:
+            if exc.code == "WORKSPACE_ID_MISMATCH" and os.path.lexists(entry.path):
+                return self._hostile(entry, "invalid_envelope", str(exc))
+            return self._refuse_in_place(entry, "unreadable", str(exc))
+        except (FcopProtocolError, OSError) as exc:
+            return self._refuse_in_place(entry, "unreadable", str(exc))
+        if task.stage != "inbox":
+            return None
+        if task.recipient == self.human:
+            role, for_human = self.human, True
+        else:
+            routed = self.route(task.recipient)
+            if routed is None:
+                return self._refuse_in_place(
+                    entry,
+                    "unknown_recipient",
+                    f"recipient {task.recipient!r} is not a role of this team; "
+                    "baton does not guess (fix the team or re-issue the task)",
+                    recipient=task.recipient,
+                    remember=True,
+                )
+            role, for_human = routed, False
+        return TaskArrived(
+            task_id=task.task_id,
+            recipient=task.recipient,
+            role=role,
+            for_human=for_human,
+            sender=task.sender,
+            subject=task.subject,
+            parent=task.parent,
+            priority=task.priority,
+            source=source,
+            detected_at=detected,
+            emitted_at=0.0,
+            published_ns=entry.ctime_ns,
+        )
+
+    def _screen(self, entry: InboxEntry, state: SettleState) -> TaskRefused | RecheckLater | None:
+        """Stability, then the guarded parse in the worker; None: Core may read it."""
+        facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
+        now = self.clock()
+        stability = assess(
+            facts,
+            now_wall=self.wall_clock(),
+            limits=self.limits,
+            first_seen=state.first,
+            now_mono=now,
+        )
+        if isinstance(stability, Unstable):
+            return self._hostile(
+                entry,
+                "unstable",
+                f"still being written after {stability.seconds:.0f} s; not read",
+                facts=facts,
+            )
+        result = self.worker.screen_envelope(
+            entry.path,
+            expect_id=entry.task_id,
+            proof=Proof(self.port.root, self.port.workspace_id),
+        )
+        if result.before is not None and result.before != facts:
+            state.attempts += 1
+            return RecheckLater(0.005)  # replaced or rewritten since the lstat: look again
+        stable = isinstance(stability, Stable) or result.proven
+        verdict = result.verdict
+        settle = stability if isinstance(stability, Settling) else Settling(self.limits.settle_s)
+        if isinstance(verdict, Refused):
+            if not stable and verdict.reason not in _FINAL:
+                state.attempts += 1
+                return RecheckLater(settle.after)  # may be half-written: re-check, not quarantine
+            return self._hostile(entry, verdict.reason, verdict.detail, facts=facts)
+        if not stable or not result.still:
+            state.attempts += 1
+            return RecheckLater(
+                recheck_delay(
+                    state.attempts, settle, can_be_proven=verdict.operation_id is not None
+                )
+            )
+        return None

@@ -1,0 +1,143 @@
+"""How the parts of one session speak: every event stamped with its session and turn.
+
+The handshake, the turn driver and the client methods each emit events; this is the
+one place that decides which turn an event belongs to (the turn the agent's own ids
+place it in, else the running turn, else the last one) and that redacts and bounds
+what they say, so that attribution is one rule
+and no part re-implements it. It is also the one place every draft passes, so a
+:class:`DraftWatch` (the session's :class:`~baton.runner.approvals.ApprovalGuard`) sees
+them all, whichever part emitted them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+
+from baton.events.acp_normalizer import Draft
+from baton.events.bounds import bounded_value, clip_text
+from baton.events.model import CanonicalEvent, Payload, ProviderNotice
+from baton.runner.emitter import EventEmitter
+from baton.runner.turn import Turn
+from baton.security.redact import Redactor
+
+if TYPE_CHECKING:
+    from baton.store.tx import Tx
+
+__all__ = ["DraftWatch", "SessionEvents", "SessionStats", "TurnEvents"]
+
+T = TypeVar("T")
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """Counters over the session's life (the role loop and ``baton sessions`` read them)."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    files_written: set[str] = field(default_factory=set)
+    usage_available: bool = False
+
+
+class DraftWatch(Protocol):
+    """Sees every draft of the session: may rewrite them before, reacts after emission."""
+
+    def prepare(self, drafts: Sequence[Draft]) -> list[Draft]: ...
+
+    async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None: ...
+
+
+@dataclass(slots=True)
+class SessionEvents:
+    """The session's identity as events carry it, and the turns events are attributed to."""
+
+    emitter: EventEmitter
+    redactor: Redactor
+    agent_session_id: str | None = None
+    turn: Turn | None = None
+    """The running turn, if any."""
+    last_turn: Turn | None = None
+    """The turn that ended last: late updates and stale requests belong to it."""
+    stats: SessionStats = field(default_factory=SessionStats)
+    watch: DraftWatch | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.emitter.run_id
+
+    @property
+    def attributed(self) -> Turn | None:
+        """The turn an event arriving now belongs to."""
+        return self.turn or self.last_turn
+
+    def _turn_id(self) -> str | None:
+        turn = self.attributed
+        return turn.turn_id if turn else None
+
+    async def emit(
+        self, payload: Payload, *, turn_id: str | Literal["auto"] | None = "auto", raw: Any = None
+    ) -> CanonicalEvent:
+        return await self.emitter.emit(
+            payload,
+            session_id=self.agent_session_id,
+            turn_id=self._turn_id() if turn_id == "auto" else turn_id,
+            raw=raw,
+        )
+
+    async def drafts(self, drafts: Iterable[Draft]) -> None:
+        """Each draft on the turn the agent's own ids place it in (:attr:`Draft.turn_id`: a
+        tool update on its call's turn, a chunk on its message's), flagged ``late`` when
+        that is not the running turn; a draft the ids place nowhere on :attr:`attributed`."""
+        batch = drafts if isinstance(drafts, list) else list(drafts)
+        if not batch:
+            return  # most updates only add to a coalescing message
+        turn_id = self._turn_id()
+        if self.watch is not None:
+            batch = self.watch.prepare(batch)
+        await self.emitter.emit_drafts(batch, session_id=self.agent_session_id, turn_id=turn_id)
+        if self.watch is not None and batch:
+            await self.watch.drafts(batch, turn_id)
+
+    async def notice(
+        self,
+        category: str,
+        summary: str,
+        *,
+        method: str | None = None,
+        severity: Severity = "warning",
+        raw: Any = None,
+    ) -> None:
+        await self.emit(
+            ProviderNotice(
+                category=category,
+                severity=severity,
+                summary=clip_text(self.redactor.text(summary)),
+                method=method,
+            ),
+            raw=bounded_value(self.redactor.value(raw)) if raw is not None else None,
+        )
+
+    def for_turn(self, turn_id: str | None) -> TurnEvents:
+        """The events of one turn, as the request broker speaks them."""
+        return TurnEvents(self, turn_id)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEvents:
+    """One turn's events for the request broker: emit one (a view of what happened), or
+    commit a state change with its events in one transaction (the turn's journal,
+    :meth:`EventEmitter.commit`), so the ledger and the event log never disagree."""
+
+    events: SessionEvents
+    turn_id: str | None
+
+    async def __call__(self, payload: Payload) -> None:
+        await self.events.emit(payload, turn_id=self.turn_id)
+
+    async def commit(self, payloads: Sequence[Payload], fn: Callable[[Tx], T]) -> T:
+        return await self.events.emitter.commit(
+            payloads, fn, session_id=self.events.agent_session_id, turn_id=self.turn_id
+        )

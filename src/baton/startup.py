@@ -1,0 +1,46 @@
+"""Start-up without the cyclic garbage collector walking the freshly imported world.
+
+For the ``baton`` command line and the built-in agent. Importing the command line
+creates a few hundred thousand objects (pydantic builds every event model's schema),
+and the collector runs again and again while it does, finding nothing: the imported
+modules, classes and schemas live as long as the process. :func:`importing` turns it off for an import and then freezes what exists
+(:func:`gc.freeze`), so later collections, and the last one at exit, skip it. Only a
+process's own entry point (the console script, ``python -m``) turns this on, with
+:func:`own_process`: imported as a library (tests, ``CliRunner``) nothing changes the
+host's collector. On this
+machine it saves about a sixth of a trivial ``baton run``'s CPU.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["importing", "own_process"]
+
+
+class _Policy:
+    owned = False
+    """Set by :func:`own_process`: this process was started as baton."""
+
+
+def own_process() -> None:
+    """The entry point says the process is baton's: :func:`importing` applies from now on."""
+    _Policy.owned = True
+
+
+@contextmanager
+def importing() -> Iterator[None]:
+    """Import inside: no collection meanwhile; what the import made is frozen after."""
+    if not _Policy.owned:
+        yield
+        return
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

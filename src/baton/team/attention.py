@@ -1,0 +1,137 @@
+"""When a TASK cannot go on: ``needs_attention`` (or ``failed``), said to the human once.
+
+A record move, an inbox request asking whether to retry, and an FCoP ISSUE,
+all for one reason; the human's "retry" is the step back (:meth:`TaskAttention._retry`).
+No single TASK stops the loop: the others flow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from baton.coordination.errors import CoordinationError
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.team import TeamConfig
+from baton.requests.ledger import StaleRecord
+from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
+from baton.team import decide as d
+from baton.team import steps
+from baton.team.book import RecordMoved, TaskBook
+from baton.team.states import TaskState
+
+__all__ = ["MAX_REASON", "SYSTEM_SENDER", "TaskAttention"]
+
+log = logging.getLogger("baton.team.executor")
+
+MAX_REASON = 2000
+"""Characters of a reason kept in a record (it is a diagnosis, not the evidence)."""
+SYSTEM_SENDER = "BATON"
+
+
+class TaskAttention(TaskBook):
+    """The executor's attention paths (see the module docstring)."""
+
+    port: FcopPort
+    team: TeamConfig
+    run_id: str
+    watch_request: Callable[[str, str], None]
+
+    async def _issue(self, task_id: str | None, message: str) -> str | None:
+        """An FCoP ISSUE to the human about ``task_id`` (about the workspace when FCoP
+        refuses a relation to it, e.g. a TASK in two stages)."""
+        log.warning("%s", message)
+        for subject in (task_id, None) if task_id else (None,):
+            try:
+                return await asyncio.to_thread(
+                    self.port.write_issue,
+                    sender=SYSTEM_SENDER,
+                    recipient=self.team.human,
+                    severity="error",
+                    body=message,
+                    subject_ref=subject,
+                )
+            except CoordinationError:
+                log.exception("could not file an ISSUE about %s: %s", subject, message)
+        return None
+
+    async def _attention(self, task_id: str, reason: str, *, failed: bool = False) -> None:
+        """``needs_attention`` (or ``failed``) from outside an evaluation of ``task_id``."""
+        async with self._lock(task_id):
+            await self._attention_locked(task_id, reason, failed=failed)
+
+    async def _attention_locked(self, task_id: str, reason: str, *, failed: bool = False) -> None:
+        """``needs_attention`` (or ``failed``): record + inbox request + FCoP ISSUE, once."""
+        reason = reason if len(reason) <= MAX_REASON else reason[:MAX_REASON] + " [...]"
+        issue: str | None = None
+        for _ in range(3):
+            record = await asyncio.to_thread(self.facts.record, task_id)
+            if record is None:
+                info = await asyncio.to_thread(self.facts.task, task_id)
+                if info is None:
+                    log.warning("%s needs attention but is gone: %s", task_id, reason)
+                    return
+                spec = self.team.role_for(info.recipient)
+                record = await self.seen(info, spec.name if spec else info.recipient)
+            if record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
+                return
+            if issue is None:
+                issue = await self._issue(
+                    task_id, f"{task_id} ({record.role}) needs attention: {reason}"
+                )
+            document = ElicitationRequest(
+                message=(
+                    f"{task_id} ({record.role}: {record.subject}) needs attention: {reason}. "
+                    "Accept to have baton retry it; decline to leave it as it is."
+                ),
+                requested_schema=ElicitationSchema(
+                    title="Retry?",
+                    fields=(StringField(name="note", title="A note for the log"),),
+                ),
+            )
+            change = self.ledger.prepare_create(
+                document,
+                run_id=self.run_id,
+                connection_id=None,
+                jsonrpc_id=f"attention:{task_id}:{record.version}",
+                session_id=None,
+                turn_id=None,
+            )
+            target = (
+                TaskState.FAILED
+                if failed and record.state is TaskState.TURN_FINISHED
+                else TaskState.NEEDS_ATTENTION
+            )
+            try:
+                await self.move(
+                    record,
+                    target,
+                    why=reason,
+                    reason=reason,
+                    also=change.apply,
+                    extra=change.payloads,
+                    issue_id=issue,
+                    attention_request=change.records[0].request_id,
+                )
+            except (RecordMoved, StaleRecord):
+                continue
+            self.watch_request(change.records[0].request_id, task_id)
+            return
+
+    async def _retry(self, facts: d.Facts, step: steps.Retry) -> bool:
+        record = facts.record
+        assert record is not None
+        change = await asyncio.to_thread(self._deliver, step.request_id)
+        await self.move(
+            record,
+            TaskState.CLAIMED,
+            why=f"{self.team.human} asked to retry",
+            also=change.apply if change else None,
+            extra=change.payloads if change else (),
+            turns=0,
+            reminders=0,
+            resumes=0,
+            attention_request=None,
+        )
+        return True

@@ -1,0 +1,284 @@
+"""A turn: one prompt to one slot, as three commits (dispatched, running, finished).
+
+``dispatched`` is committed with the slot's new pointer before the prompt is sent;
+``running`` once the session is up and the prompt handed over; ``finished`` with the
+outcome (or ``interrupted`` when the daemon stops first). The TASK's lock is not
+held while the agent works; the turn is marked live in this daemon instead, so an
+evaluation meanwhile waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from baton.coordination.team import TeamConfig
+from baton.events.model import Payload
+from baton.store import team_sql
+from baton.store.tx import Tx
+from baton.team import decide as d
+from baton.team import steps
+from baton.team.book import RecordMoved, TaskBook
+from baton.team.contract import TurnResult
+from baton.team.controls import CancelAsk
+from baton.team.prompts import Prompts
+from baton.team.records import TaskRecord, TurnRecord
+from baton.team.slots import Slot, Slots, merge_files
+from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
+
+__all__ = ["RoleTurn", "RoleTurnDriver"]
+
+log = logging.getLogger("baton.team.turns")
+
+
+@dataclass(slots=True)
+class RoleTurn:
+    """A dispatched turn on its way: its row, the record, the slot, the prompt."""
+
+    record: TurnRecord
+    task: TaskRecord
+    slot: Slot
+    prompt: str
+
+
+class RoleTurnDriver(TaskBook):
+    """Dispatches and runs turns (the executor's half that talks to sessions)."""
+
+    team: TeamConfig
+    slots: Slots
+    prompts: Prompts
+    run_id: str
+    live: set[tuple[str, int]]
+    dispatch_log: list[tuple[str, str, str]]
+    prompt_started: Callable[[str, str, float], None] | None
+
+    async def begin_turn(self, facts: d.Facts, kind: steps.JobKind, slot: Slot) -> RoleTurn:
+        """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
+        record = facts.record
+        assert record is not None
+        prompt, anchor, anchor_attempt = await asyncio.to_thread(
+            self.prompts.build, kind, facts, slot, record
+        )
+        dispatch = record.dispatches + 1
+        turn = TurnRecord(
+            task_id=record.task_id,
+            dispatch=dispatch,
+            slot=slot.name,
+            role=slot.spec.name,
+            kind=kind,
+            state=DISPATCH.next(None, DispatchEvent.DISPATCH),
+            started_at=self.now(),
+            attempt_id=facts.task.attempt_id,
+            anchor=anchor,
+            run_id=self.run_id,
+        )
+        question = facts.question if kind == "answer" else None
+        changes: dict[str, Any] = {"dispatches": dispatch}
+        if kind != "review":
+            changes.update(
+                job=kind,
+                turns=record.turns + 1,
+                reminders=record.reminders + (kind == "remind"),
+                resumes=record.resumes + (kind in ("resume", "retry")),
+            )
+            after, payloads = self.walk(
+                record, TaskState.DISPATCHED, f"{kind} turn on {slot.name}", **changes
+            )
+        else:
+            after = dataclasses.replace(
+                record, updated_at=self.now(), version=record.version + 1, **changes
+            )
+            payloads = []
+        deliver = None
+        if question is not None and question.request_id is not None:
+            deliver = await asyncio.to_thread(self._deliver, question.request_id)
+
+        def pointer_and_turn(tx: Tx) -> None:
+            team_sql.TURNS.insert(tx, turn.row())
+            if question is not None:
+                team_sql.QUESTIONS.update(
+                    tx,
+                    question.ask_id,
+                    {"state": "delivered", "answer": question.answer, "updated_at": self.now()},
+                )
+            if deliver is not None:
+                deliver.apply(tx)
+
+        task_before = record
+
+        def write(tx: Tx) -> None:
+            changed = team_sql.TASKS.update(
+                tx, task_before.task_id, after.row(), guard={"version": task_before.version}
+            )
+            if changed != 1:
+                raise RecordMoved(task_before.task_id)
+            pointer_and_turn(tx)
+
+        await self.slots.commit(
+            slot,
+            None,
+            extra=[*payloads, *(deliver.payloads if deliver else ())],
+            also=write,
+            task_id=anchor,
+            attempt_id=anchor_attempt,
+            pointer_seq=slot.record.pointer_seq + 1,
+            tasks_handled=slot.record.tasks_handled + 1,
+        )
+        self.live.add((turn.task_id, turn.dispatch))
+        self.dispatch_log.append((slot.name, kind, turn.task_id))
+        return RoleTurn(turn, after, slot, prompt)
+
+    async def run_turn(self, turn: RoleTurn) -> None:
+        """Run a dispatched turn outside the task's lock; commit how it ended."""
+        slot = turn.slot
+        key = (turn.record.task_id, turn.record.dispatch)
+        try:
+            try:
+                session = await self.slots.ensure_session(slot)
+            except Exception as exc:
+                await self._finish(turn, TurnResult("failed", error=f"session start failed: {exc}"))
+                return
+            await self._start(turn)
+            if self.prompt_started is not None:
+                self.prompt_started(slot.name, turn.record.task_id, time.monotonic())
+            slot.cancel, slot.prompting = None, True
+            try:
+                result = await session.prompt(turn.prompt)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._interrupt(turn, "baton stopped during the turn"))
+                raise
+            except Exception as exc:
+                log.exception("%s: prompt failed", slot.name)
+                result = TurnResult("failed", error=f"{type(exc).__name__}: {exc}")
+                await self.slots.drop_session(slot, reason=str(exc))
+            finally:
+                slot.prompting = False
+            asked, slot.cancel = slot.cancel, None
+            await self._finish(turn, result, asked.text(self.team.human) if asked else None)
+        finally:
+            self.live.discard(key)
+
+    async def cancel_turn(self, slot: Slot, ask: CancelAsk) -> bool:
+        """Cancel ``slot``'s running turn if it is still the one the human saw."""
+        session = slot.session
+        if (
+            session is None
+            or not slot.prompting
+            or slot.cancel is not None
+            or slot.record.pointer_seq != ask.pointer_seq
+        ):
+            return False
+        slot.cancel = ask
+        await session.cancel(ask.text(self.team.human))
+        return True
+
+    async def _turn_commit(
+        self,
+        turn: RoleTurn,
+        turn_event: DispatchEvent,
+        task_target: TaskState | None,
+        slot_event: SlotEvent | None,
+        *,
+        reason: str | None = None,
+        turn_changes: dict[str, Any] | None = None,
+        slot_changes: dict[str, Any] | None = None,
+        files: Sequence[str] = (),
+    ) -> None:
+        before_turn = turn.record
+        new_state = DISPATCH.next(before_turn.state, turn_event)
+        after_turn = dataclasses.replace(before_turn, state=new_state, **(turn_changes or {}))
+        task_id = before_turn.task_id
+        for _ in range(5):
+            record = await asyncio.to_thread(self.facts.record, task_id)
+            assert record is not None
+            payloads: list[Payload] = []
+            task_after: TaskRecord | None = None
+            if task_target is not None and before_turn.kind != "review":
+                task_changes: dict[str, Any] = {}
+                if files:
+                    task_changes["files_changed"] = merge_files(record.files_changed, files)
+                task_after, payloads = self.walk(record, task_target, reason, **task_changes)
+
+            def write(
+                tx: Tx,
+                record: TaskRecord = record,
+                task_after: TaskRecord | None = task_after,
+            ) -> None:
+                changed = team_sql.TURNS.update_turn(
+                    tx,
+                    task_id,
+                    before_turn.dispatch,
+                    after_turn.row(),
+                    state=before_turn.state.value,
+                )
+                if changed != 1:
+                    raise RecordMoved(f"turn {task_id}#{before_turn.dispatch} changed")
+                if task_after is not None:
+                    ok = team_sql.TASKS.update(
+                        tx, task_id, task_after.row(), guard={"version": record.version}
+                    )
+                    if ok != 1:
+                        raise RecordMoved(task_id)
+
+            try:
+                await self.slots.commit(
+                    turn.slot,
+                    slot_event,
+                    reason=reason,
+                    extra=payloads,
+                    also=write,
+                    **(slot_changes or {}),
+                )
+            except RecordMoved:
+                continue
+            turn.record = after_turn
+            return
+        raise RecordMoved(task_id)
+
+    async def _start(self, turn: RoleTurn) -> None:
+        await self._turn_commit(turn, DispatchEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
+
+    async def _interrupt(self, turn: RoleTurn, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._turn_commit(
+                turn,
+                DispatchEvent.INTERRUPT,
+                TaskState.INTERRUPTED,
+                SlotEvent.CLOSE,
+                reason=reason,
+                turn_changes={"ended_at": self.now(), "error": reason},
+            )
+
+    async def _finish(self, turn: RoleTurn, result: Any, cancelled_by: str | None = None) -> None:
+        slot = turn.slot
+        counters = (
+            self.slots.counters_after(slot, result)
+            if turn.record.state is DispatchState.RUNNING
+            else {}
+        )
+        slot_event = None
+        if slot.record.state.value == "working":
+            slot_event = SlotEvent.TURN_END if slot.session is not None else SlotEvent.FAIL
+        await self._turn_commit(
+            turn,
+            DispatchEvent.FINISH,
+            TaskState.TURN_FINISHED,
+            slot_event,
+            reason=f"turn {result.status}" + (f": {result.error}" if result.error else ""),
+            turn_changes={
+                "outcome": result.status,
+                "stop_reason": result.stop_reason,
+                "tool_calls": result.tool_calls,
+                "error": result.error,
+                "ended_at": self.now(),
+                "cancelled_by": cancelled_by,
+            },
+            slot_changes=counters,
+            files=result.files_changed,
+        )

@@ -1,0 +1,68 @@
+"""The ordering gate as a fact of :func:`baton.team.decide.decide` (pure, no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+
+from baton.coordination.ordering import Prerequisite
+from baton.team import decide as d
+from baton.team import steps
+from baton.team.records import TaskRecord
+from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
+
+POLICY = d.TeamRules(
+    human="ADMIN", leader="PM", child_acceptance="on_consolidation", turn_limit=8, reminder_turns=1
+)
+
+
+def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> d.Facts:
+    task = d.FcopTask("TASK-qa", "inbox", sender="PM", recipient="QA", subject="check", parent="P")
+    record = TaskRecord(
+        task_id="TASK-qa", role="QA", state=TaskState.SEEN, created_at="t", updated_at="t"
+    )
+    return d.Facts(
+        task=task,
+        record=record,
+        role="QA",
+        slot_role="QA" if own_slot else None,
+        prerequisites=prerequisites,
+    )
+
+
+def test_a_task_whose_sibling_has_not_finished_waits_unclaimed() -> None:
+    step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "active", None)), POLICY)
+    assert step == steps.Note(TaskState.WAITING_PREREQUISITES, "after TASK-dev")
+
+
+@pytest.mark.parametrize("own_slot", [True, False])
+def test_a_task_whose_siblings_are_done_is_claimed_or_queued(own_slot: bool) -> None:
+    done = Prerequisite("TASK-dev", "DEV", "review", "done")
+    step = d.decide(facts(done, own_slot=own_slot), POLICY)
+    assert step == (steps.Claim() if own_slot else steps.Queue("QA"))
+
+
+def test_a_task_whose_sibling_failed_is_not_run_with_the_reason() -> None:
+    step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "review", "blocked")), POLICY)
+    assert isinstance(step, steps.NotRun)
+    assert step.reasons == ("TASK-dev (DEV) reported 'blocked'",)
+
+
+def test_explicit_acceptance_waits_for_the_sibling_to_be_accepted() -> None:
+    explicit = d.TeamRules(
+        human="ADMIN", leader="PM", child_acceptance="explicit", turn_limit=8, reminder_turns=1
+    )
+    reported = Prerequisite("TASK-dev", "DEV", "review", "done")
+    assert isinstance(d.decide(facts(reported), explicit), steps.Note)
+    accepted = Prerequisite("TASK-dev", "DEV", "done", "done")
+    assert d.decide(facts(accepted), explicit) == steps.Claim()
+
+
+def test_the_waiting_state_is_in_the_task_table() -> None:
+    waiting = TASK.next(TaskState.SEEN, TaskEvent.WAIT_PREREQUISITES)
+    assert waiting is TaskState.WAITING_PREREQUISITES
+    assert TASK.next(waiting, TaskEvent.CLAIM) is TaskState.CLAIMED
+    assert TASK.next(waiting, TaskEvent.ATTENTION) is TaskState.NEEDS_ATTENTION
+    with pytest.raises(IllegalTeamTransition):
+        TASK.next(waiting, TaskEvent.DISPATCH)  # never prompted before it is claimed
+    with pytest.raises(IllegalTeamTransition):
+        TASK.next(TaskState.CLAIMED, TaskEvent.WAIT_PREREQUISITES)

@@ -1,0 +1,110 @@
+"""The role session factory offers HTTP MCP only to agents that advertise it.
+
+Real ACP sessions of the built-in agent (which advertises ``mcpCapabilities.http:
+false``) over the daemon's hub: as itself it gets the stdio shim; disguised as a family
+known for HTTP (``opencode``) it is first offered HTTP, and since its ``initialize`` says
+no, the session is reopened with the shim, a notice says so, and the slot remembers it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton.acp.messages import parse_initialize
+from baton.config import load_config
+from baton.coordination.hub_auth import SlotCredential
+from baton.coordination.mcp_hub import RoleHub
+from baton.coordination.team import RoleSpec
+from baton.events.sequencer import Sequencer
+from baton.providers.mcp_transport import HTTP_MCP, offer_http
+from baton.requests.ledger import Ledger
+from baton.runner.emitter import EventEmitter
+from baton.store.store import Store
+from baton.team.role_sessions import role_session_factory
+from tests.coordination.slots import open_slot, own_project
+from tests.support.records import run_record
+
+
+class RecordingHub(RoleHub):
+    """The real hub, noting which kind of entry each session was given."""
+
+    given: list[str]
+
+    def stdio_entry(self, credential: SlotCredential, *, name: str = "baton") -> dict[str, Any]:
+        self.given.append("stdio")
+        return super().stdio_entry(credential, name=name)
+
+    def http_entry(self, credential: SlotCredential, *, name: str = "baton") -> dict[str, Any]:
+        self.given.append("http")
+        return super().http_entry(credential, name=name)
+
+
+@pytest.fixture
+async def hub(root: Path, state_dir: Path) -> AsyncIterator[RecordingHub]:
+    store = Store.open(state_dir / "baton.db")
+    own_project(store)
+    started = await RecordingHub.start(store, state_dir)
+    started.given = []
+    try:
+        yield started
+    finally:
+        await started.aclose()
+        store.close()
+
+
+def test_the_advertised_bit_decides_and_absent_means_no() -> None:
+    def http(caps: dict[str, Any]) -> bool:
+        answer = parse_initialize({"protocolVersion": 1, "agentCapabilities": caps})
+        return bool(answer.capabilities and answer.capabilities.mcp_http)
+
+    assert http({"mcpCapabilities": {"http": True}})
+    assert not http({"mcpCapabilities": {"sse": True}})
+    assert not http({})  # absent = unsupported (ACP)
+    assert offer_http("opencode", None) and not offer_http("builtin", None)
+    assert offer_http("builtin", True) and not offer_http("opencode", False)
+    assert "builtin" not in HTTP_MCP
+
+
+@pytest.mark.parametrize(
+    ("family", "given"), [("builtin", ["stdio", "stdio"]), ("opencode", ["http", "stdio", "stdio"])]
+)
+async def test_http_is_offered_only_to_agents_advertising_it(
+    root: Path,
+    state_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    hub: RecordingHub,
+    family: str,
+    given: list[str],
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    config = load_config(root, environ={"XDG_STATE_HOME": str(tmp_path / "xdg")})
+    agent = dataclasses.replace(
+        config.profile("builtin"), name="role-agent", family=family, agent_approves=True
+    )
+    config = dataclasses.replace(config, profiles={**config.profiles, "role-agent": agent})
+    store = hub.store
+    store.create_run(run_record("run-t", kind="up"))
+    emitter = EventEmitter(Sequencer("run-t"), store)
+    factory = role_session_factory(
+        config, workspace=root, store=store, ledger=Ledger(store), emitter=emitter, hub=hub
+    )
+    spec = RoleSpec(name="QA", agent="role-agent", permissions="all")
+    binding = open_slot(store, root, "QA").binding()
+    for _ in range(2):  # the second session of the slot uses what the first one learned
+        session = await factory(spec, binding)
+        await session.close()
+    assert hub.given == given
+    record = store.get_session("role-QA")
+    assert record is not None and record.state["mcp_http"] is False
+    notices = [
+        e
+        for e in store.iter_events("run-t")
+        if e.type == "provider.notice" and "does not advertise HTTP" in e.model_dump_json()
+    ]
+    assert len(notices) == (1 if family == "opencode" else 0)
