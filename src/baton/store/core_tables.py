@@ -14,7 +14,7 @@ from typing import Final
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
-from baton.store.event_rows import parse_event
+from baton.store.event_rows import paged_event_json, parse_event
 from baton.store.records import (
     TERMINAL_RUN_STATUSES,
     RunRecord,
@@ -36,7 +36,6 @@ __all__ = [
     "finish_run_tx",
 ]
 
-_READ_PAGE: Final = 1000
 # Column lists match records.run_to_row/run_from_row and session_to_row/session_from_row.
 SELECT_RUNS: Final = "SELECT run_id, kind, agent, cwd, status, created_at, ended_at, meta FROM runs"
 INSERT_RUN: Final = (
@@ -146,21 +145,7 @@ class CoreTables(SnapshotReads):
         Reads in pages, each on a briefly checked-out connection, so an
         abandoned iterator holds no connection or snapshot.
         """
-        cursor = after_seq
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = _READ_PAGE if remaining is None else min(_READ_PAGE, remaining)
-            rows = self._fetch_all(
-                "SELECT seq, json FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (run_id, cursor, page),
-            )
-            for _, line in rows:
-                yield line
-            if len(rows) < page:
-                return
-            cursor = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+        return paged_event_json(self._fetch_all, run_id, after_seq=after_seq, limit=limit)
 
     def iter_events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import logging
 import threading
 from collections import deque
@@ -57,7 +56,7 @@ from baton.store.core_tables import (
     UPSERT_SESSION,
     finish_run_tx,
 )
-from baton.store.event_rows import event_row, parse_event
+from baton.store.event_rows import event_row, paged_event_json, parse_event
 from baton.store.migrations import (
     SCHEMA_MIGRATIONS_SQL,
     Migration,
@@ -88,7 +87,6 @@ WAKE_CHANNEL: Final = "baton_wake"
 _MIGRATION_LOCK: Final = 0x62617430  # "bat0": pg_advisory_xact_lock key for schema steps
 WRITER_LOCK: Final = 0x62617431
 """``pg_advisory_xact_lock`` key every write batch takes first ("bat1"): one writer at a time."""
-_READ_PAGE: Final = 1000
 _INSERT_EVENT: Final = (
     "INSERT INTO events (run_id, seq, type, session_id, turn_id, ts, json)"
     " VALUES (%s, %s, %s, %s, %s, %s, %s)"
@@ -518,18 +516,10 @@ class PgStore:
     def iter_event_json(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[str]:
-        cursor = after_seq
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = _READ_PAGE if remaining is None else min(_READ_PAGE, remaining)
-            rows = self.read_tx(functools.partial(_event_lines, run_id, cursor, page))
-            for _, line in rows:
-                yield line
-            if len(rows) < page:
-                return
-            cursor = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+        def fetch(sql: str, params: Sequence[Any]) -> list[Row]:
+            return self.read_tx(lambda tx: tx.all(sql, params))
+
+        return paged_event_json(fetch, run_id, after_seq=after_seq, limit=limit)
 
     def iter_events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -746,13 +736,6 @@ class PgStore:
                 item.future.set_exception(err)
         for subscription in self._subscribers:
             subscription._end(err)
-
-
-def _event_lines(run_id: str, after: int, limit: int, tx: Tx) -> list[Row]:
-    return tx.all(
-        "SELECT seq, json FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (run_id, after, limit),
-    )
 
 
 def _safe_dsn(dsn: str) -> str:
