@@ -8,6 +8,7 @@ pg_databases``). Where the server cannot run, tests skip with the reason; under
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,9 +40,12 @@ def pg_databases() -> Iterator[Databases]:
             pytest.fail(f"PostgreSQL is required here but cannot run: {reason}")
         pytest.skip(f"PostgreSQL backend: {reason}")
     root = Path(tempfile.mkdtemp(prefix="baton-cluster-pgtest-"))
-    os.chmod(root, 0o755)
-    with PostgresServer(root / "pg") as server:
-        yield Databases(server)
+    try:
+        os.chmod(root, 0o755)  # the server runs as its own unprivileged user
+        with PostgresServer(root / "pg") as server:
+            yield Databases(server)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
