@@ -43,7 +43,15 @@ UNICODE = (
 )
 
 
-def _rows(db_path: Path) -> list[tuple[str, str]]:
+def _rows(db_path: Path, ledger: Ledger | None = None) -> list[tuple[str, str]]:
+    """The requests as another process sees them (its own connection)."""
+    dsn = getattr(ledger.store, "dsn", None) if ledger is not None else None
+    if dsn is not None:  # the PostgreSQL backend: another host's connection
+        import psycopg
+
+        with psycopg.connect(dsn) as pg:
+            rows = pg.execute("SELECT request_id, state FROM requests").fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
     with sqlite3.connect(db_path) as conn:
         return conn.execute("SELECT request_id, state FROM requests").fetchall()
 
@@ -51,7 +59,7 @@ def _rows(db_path: Path) -> list[tuple[str, str]]:
 async def test_create_persists_before_it_returns(ledger: Ledger, db_path: Path) -> None:
     record = await ledger.create(permission(), jsonrpc_id=5, **META)
     # visible to another connection (another process) the moment create returns
-    assert _rows(db_path) == [(record.request_id, "pending")]
+    assert _rows(db_path, ledger) == [(record.request_id, "pending")]
     assert record.state is State.PENDING
     assert record.jsonrpc_id == 5 and record.connection_id == "conn-1"
     assert record.tool_call_id == "call_1"
@@ -127,7 +135,7 @@ async def test_oversize_is_rejected_before_anything_is_written(
     assert ok.document == at_limit  # stored whole
     with pytest.raises(PayloadTooLarge) as info:
         await ledger.create(over, jsonrpc_id=2, **META)
-    assert [r for r, _ in _rows(db_path)] == [ok.request_id]
+    assert [r for r, _ in _rows(db_path, ledger)] == [ok.request_id]
     # the caller records the refusal and emits request.rejected + security.payload_rejected
     rejected = await ledger.record_rejected(
         "plan",

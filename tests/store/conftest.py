@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from baton.events.model import CanonicalEvent, Payload, TranscriptAssistant
-from baton.store import Store
+from baton.store import Migration, Store
+from tests.support.pg_fixtures import pg_databases, pg_dsn
 from tests.support.records import TS, run_record
+
+BACKENDS = ("sqlite", "postgres")
+"""Every store test that does not reach for SQLite's raw connection runs on both."""
 
 
 def event(
@@ -41,11 +46,40 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "baton.db"
 
 
+StoreFactory = Callable[..., Any]
+
+
+@pytest.fixture(params=BACKENDS)
+def open_store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreFactory]:
+    """``open_store(extra_migrations=...)`` opens (or reopens) this test's store on its backend."""
+    if request.param == "sqlite":
+        yield lambda **kw: Store.open(db_path, **kw)
+        return
+    marker = request.node.get_closest_marker("sqlite_only")
+    if marker is not None:
+        pytest.skip(f"SQLite only: {marker.args[0] if marker.args else 'raw connection API'}")
+    dsn: str = request.getfixturevalue("pg_dsn")
+    from baton.store.pg import PgStore
+
+    yield lambda **kw: PgStore.open(dsn, **kw)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[Store]:
-    store = Store.open(db_path)
+def store(open_store: StoreFactory) -> Iterator[Store]:
+    store = open_store()
     store.create_run(run_record())
     try:
         yield store
     finally:
         store.close()
+
+
+__all__ = [
+    "BACKENDS",
+    "Migration",
+    "StoreFactory",
+    "event",
+    "pg_databases",
+    "pg_dsn",
+    "run_record",
+]

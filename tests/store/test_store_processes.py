@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from baton.events.model import CanonicalEvent
 from baton.store import Store
 
@@ -84,6 +86,7 @@ READER = """
 """
 
 
+@pytest.mark.sqlite_only("a child process opens the SQLite file")
 def test_another_process_reads_while_we_write(store: Store, db_path: Path) -> None:
     with child(READER, str(db_path)) as proc:
         assert proc.stdin is not None
@@ -123,6 +126,7 @@ WRITER = """
 """
 
 
+@pytest.mark.sqlite_only("child processes open the SQLite file")
 def test_two_processes_write_the_same_store(store: Store, db_path: Path) -> None:
     with child(WRITER, str(db_path)) as proc:
         assert proc.stdin is not None

@@ -6,6 +6,7 @@ import types
 import typing
 from typing import Any, Literal, get_args, get_origin
 
+import pytest
 from pydantic import BaseModel
 
 from baton.events.model import PAYLOAD_TYPES, CanonicalEvent, Payload
@@ -69,6 +70,7 @@ def test_every_payload_type_is_sampled() -> None:
     assert built == set(PAYLOAD_TYPES)
 
 
+@pytest.mark.sqlite_only("reads the raw SQLite column")
 def test_round_trip_is_byte_exact(store: Store) -> None:
     appended: list[CanonicalEvent] = []
     seq = 0
@@ -92,6 +94,7 @@ def test_round_trip_is_byte_exact(store: Store) -> None:
     assert [p.to_json() for p in parsed] == lines
 
 
+@pytest.mark.sqlite_only("reads the raw SQLite columns")
 def test_columns_mirror_the_envelope(store: Store) -> None:
     e = event(1, text="x")
     store.append(e)

@@ -50,6 +50,7 @@ async def test_only_committed_events_in_order(store: Store) -> None:
     subscription.close()
 
 
+@pytest.mark.sqlite_only("holds the writer with execute_write")
 async def test_nothing_is_delivered_before_commit(store: Store) -> None:
     entered, release = threading.Event(), threading.Event()
 
@@ -180,6 +181,7 @@ async def test_subscription_close_ends_iteration(store: Store) -> None:
     assert subscription.backlog == 0
 
 
+@pytest.mark.sqlite_only("breaks the SQLite file")
 async def test_a_failed_store_fails_its_subscribers(store: Store, db_path: Path) -> None:
     subscription = store.subscribe("run-1")
     store.append(event(1))

@@ -13,13 +13,13 @@ from baton.errors import StoreError
 from baton.store import Migration, Store
 from baton.store.tx import StoreConflict, Tx
 
-from .conftest import event, run_record
+from .conftest import StoreFactory, event, run_record
 
 NOTES = Migration("test.0001_notes", "CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT)")
 
 
-def _open(db_path: Path) -> Store:
-    store = Store.open(db_path, extra_migrations=[NOTES])
+def _open(open_store: StoreFactory) -> Store:
+    store: Store = open_store(extra_migrations=[NOTES])
     store.create_run(run_record())
     return store
 
@@ -34,8 +34,8 @@ def _notes(tx: Tx) -> list[str]:
     return [r[0] for r in tx.all("SELECT id FROM notes ORDER BY id")]
 
 
-async def test_the_change_and_its_events_commit_together(db_path: Path) -> None:
-    store = _open(db_path)
+async def test_the_change_and_its_events_commit_together(open_store: StoreFactory) -> None:
+    store = _open(open_store)
     try:
         subscription = store.subscribe("run-1")
         store.append(event(1))
@@ -52,8 +52,10 @@ async def test_the_change_and_its_events_commit_together(db_path: Path) -> None:
         store.close()
 
 
-async def test_a_failing_change_stores_neither_its_rows_nor_its_events(db_path: Path) -> None:
-    store = _open(db_path)
+async def test_a_failing_change_stores_neither_its_rows_nor_its_events(
+    open_store: StoreFactory,
+) -> None:
+    store = _open(open_store)
 
     class Refused(Exception):
         pass
@@ -79,8 +81,8 @@ async def test_a_failing_change_stores_neither_its_rows_nor_its_events(db_path: 
         store.close()
 
 
-async def test_a_duplicate_row_is_a_store_conflict(db_path: Path) -> None:
-    store = _open(db_path)
+async def test_a_duplicate_row_is_a_store_conflict(open_store: StoreFactory) -> None:
+    store = _open(open_store)
     try:
         await store.write(lambda tx: _note(tx, "a", "x"))
         with pytest.raises(StoreConflict):
@@ -91,8 +93,8 @@ async def test_a_duplicate_row_is_a_store_conflict(db_path: Path) -> None:
         store.close()
 
 
-async def test_topics_ring_after_commit_and_never_for_a_rollback(db_path: Path) -> None:
-    store = _open(db_path)
+async def test_topics_ring_after_commit_and_never_for_a_rollback(open_store: StoreFactory) -> None:
+    store = _open(open_store)
     try:
         listener = await store.listener()
         rung = listener.subscribe("note:a")
@@ -129,7 +131,8 @@ CHILD = textwrap.dedent(
 
 
 async def test_another_process_wakes_us_after_its_commit(db_path: Path) -> None:
-    store = _open(db_path)
+    store = Store.open(db_path, extra_migrations=[NOTES])
+    store.create_run(run_record())
     try:
         listener = await store.listener()
         rung = listener.subscribe("notes")
@@ -144,7 +147,7 @@ async def test_another_process_wakes_us_after_its_commit(db_path: Path) -> None:
         store.close()
 
 
-def test_services_are_rows_any_process_can_find(db_path: Path) -> None:
+def test_services_are_rows_any_process_can_find(open_store: StoreFactory) -> None:
     from baton.store.services_sql import (
         ServiceRecord,
         list_services,
@@ -152,7 +155,7 @@ def test_services_are_rows_any_process_can_find(db_path: Path) -> None:
         unregister_service,
     )
 
-    store = _open(db_path)
+    store = _open(open_store)
     try:
         up = ServiceRecord("up-1", "up", 4242, "host", "boot", "2026-01-01T00:00:00.000Z")
         web = ServiceRecord(
@@ -176,11 +179,11 @@ def test_services_are_rows_any_process_can_find(db_path: Path) -> None:
         store.close()
 
 
-async def test_a_request_keeps_its_deadline(db_path: Path) -> None:
+async def test_a_request_keeps_its_deadline(open_store: StoreFactory) -> None:
     from baton.requests.ledger import Ledger
     from tests.requests.reqbuild import META, permission
 
-    store = _open(db_path)
+    store = _open(open_store)
     try:
         ledger = Ledger(store)
         record = await ledger.create(

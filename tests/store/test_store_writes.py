@@ -13,7 +13,7 @@ from baton.errors import StoreError
 from baton.events.model import CanonicalEvent, TranscriptAssistant
 from baton.store import SessionRecord, Store
 
-from .conftest import TS, event, run_record
+from .conftest import TS, StoreFactory, event, run_record
 
 # ----------------------------------------------------------------------- seqs
 
@@ -45,11 +45,13 @@ def test_unknown_run_is_refused_at_append(store: Store) -> None:
         store.append(event(1, "nope"))
 
 
-def test_reopened_store_continues_from_committed_seq(db_path: Path, store: Store) -> None:
+def test_reopened_store_continues_from_committed_seq(
+    open_store: StoreFactory, store: Store
+) -> None:
     for seq in (1, 2, 3):
         store.append(event(seq))
     store.close()
-    with Store.open(db_path) as again:
+    with open_store() as again:
         with pytest.raises(StoreError, match="does not follow 3"):
             again.append(event(3))
         again.append(event(4))
@@ -161,6 +163,7 @@ def test_sessions(store: Store) -> None:
 # ----------------------------------------------------------------------- flush
 
 
+@pytest.mark.sqlite_only("reads the SQLite file from a second connection")
 async def test_flush_is_the_acknowledgement_point(store: Store, db_path: Path) -> None:
     for seq in range(1, 101):
         await store.append_async(event(seq))
@@ -175,6 +178,7 @@ async def test_flush_is_the_acknowledgement_point(store: Store, db_path: Path) -
     store.flush_sync(timeout=10)
 
 
+@pytest.mark.sqlite_only("holds the writer with execute_write")
 def test_flush_sync_times_out_while_the_writer_is_held(store: Store) -> None:
     entered, release = threading.Event(), threading.Event()
 
@@ -223,6 +227,7 @@ async def test_append_async_waits_when_the_queue_is_full(db_path: Path) -> None:
 # -------------------------------------------------------------- execute_write
 
 
+@pytest.mark.sqlite_only("execute_write (raw connection)")
 async def test_execute_write_is_ordered_with_events(store: Store) -> None:
     for seq in range(1, 51):
         store.append(event(seq))
@@ -233,6 +238,7 @@ async def test_execute_write_is_ordered_with_events(store: Store) -> None:
     assert store.last_seq("run-1") == 51
 
 
+@pytest.mark.sqlite_only("execute_write (raw connection)")
 def test_execute_write_result_is_delivered_after_commit(store: Store, db_path: Path) -> None:
     seen_on_done: list[int] = []
     checked = threading.Event()
@@ -256,6 +262,7 @@ def test_execute_write_result_is_delivered_after_commit(store: Store, db_path: P
     assert seen_on_done == [1]
 
 
+@pytest.mark.sqlite_only("execute_write (raw connection)")
 def test_a_failing_write_rolls_back_alone(store: Store) -> None:
     entered, release = threading.Event(), threading.Event()
 
@@ -285,6 +292,7 @@ def test_a_failing_write_rolls_back_alone(store: Store) -> None:
     assert store.last_seq("run-1") == 2
 
 
+@pytest.mark.sqlite_only("execute_write (raw connection)")
 def test_cancelled_write_never_runs(store: Store) -> None:
     entered, release = threading.Event(), threading.Event()
     ran: list[bool] = []
@@ -302,6 +310,7 @@ def test_cancelled_write_never_runs(store: Store) -> None:
     assert ran == []
 
 
+@pytest.mark.sqlite_only("execute_write (raw connection)")
 def test_sync_writes_from_a_write_function_are_refused(store: Store) -> None:
     def nested(conn: sqlite3.Connection) -> None:
         store.create_run(run_record("inner"))
@@ -310,6 +319,7 @@ def test_sync_writes_from_a_write_function_are_refused(store: Store) -> None:
         store.execute_write(nested).result()
 
 
+@pytest.mark.sqlite_only("read() (raw connection)")
 def test_read_runs_in_a_snapshot(store: Store) -> None:
     store.append(event(1))
     store.flush_sync()

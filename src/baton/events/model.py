@@ -30,6 +30,7 @@ __all__ = [
     "ArtifactGenerated",
     "ArtifactViewed",
     "CanonicalEvent",
+    "ClusterPlacementChanged",
     "CommandsUpdated",
     "ConfigChanged",
     "DelegationChild",
@@ -513,6 +514,22 @@ class TeamSlotChanged(Payload):
     reason: str | None = None
 
 
+class ClusterPlacementChanged(Payload):
+    """A role slot's placement moved (cluster mode): placed on a host under a new epoch,
+    its lease expired or its host failed, or it was released (``baton.cluster.placement``)."""
+
+    TYPE: ClassVar[str] = "cluster.placement.changed"
+    slot: str
+    host: str
+    epoch: int
+    from_state: str | None
+    to_state: str
+    event: str
+    from_host: str | None = None
+    lease_expires_at: float | None = None
+    """Wall-clock seconds (the writer's clock) until which the holder may act."""
+
+
 class TeamRefusal(Payload):
     """An inbox entry the doorbell refused, and what it did (ISSUE, quarantine)."""
 
@@ -681,6 +698,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         TeamSlotChanged,
         TeamRefusal,
         TeamRecovery,
+        ClusterPlacementChanged,
         ProviderNotice,
         HarnessDiagnostic,
         SecurityAdmissionRefused,

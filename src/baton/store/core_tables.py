@@ -14,7 +14,7 @@ from typing import Final
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
-from baton.store.event_rows import parse_event
+from baton.store.event_rows import paged_event_json, parse_event
 from baton.store.records import (
     TERMINAL_RUN_STATUSES,
     RunRecord,
@@ -25,23 +25,28 @@ from baton.store.records import (
     session_to_row,
 )
 from baton.store.snapshot_reads import SnapshotReads
+from baton.store.tx import Tx
 
-__all__ = ["CoreTables"]
+__all__ = [
+    "INSERT_RUN",
+    "SELECT_RUNS",
+    "SELECT_SESSIONS",
+    "UPSERT_SESSION",
+    "CoreTables",
+    "finish_run_tx",
+]
 
-_READ_PAGE: Final = 1000
 # Column lists match records.run_to_row/run_from_row and session_to_row/session_from_row.
-_SELECT_RUNS: Final = (
-    "SELECT run_id, kind, agent, cwd, status, created_at, ended_at, meta FROM runs"
-)
-_INSERT_RUN: Final = (
+SELECT_RUNS: Final = "SELECT run_id, kind, agent, cwd, status, created_at, ended_at, meta FROM runs"
+INSERT_RUN: Final = (
     "INSERT INTO runs (run_id, kind, agent, cwd, status, created_at, ended_at, meta)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_SELECT_SESSIONS: Final = (
+SELECT_SESSIONS: Final = (
     "SELECT session_id, agent, agent_session_id, cwd, identity_key,"
     " created_at, updated_at, role, run_id, state FROM sessions"
 )
-_UPSERT_SESSION: Final = (
+UPSERT_SESSION: Final = (
     "INSERT INTO sessions (session_id, agent, agent_session_id, cwd, identity_key,"
     " created_at, updated_at, role, run_id, state)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -65,7 +70,7 @@ class CoreTables(SnapshotReads):
             raise StoreError(f"run {run.run_id!r}: meta is not JSON: {exc}") from exc
 
         def insert(conn: sqlite3.Connection) -> None:
-            conn.execute(_INSERT_RUN, row)
+            conn.execute(INSERT_RUN, row)
 
         try:
             self._write_and_wait(insert)
@@ -80,17 +85,7 @@ class CoreTables(SnapshotReads):
             raise StoreError(f"{status!r} is not a terminal run status")
 
         def update(conn: sqlite3.Connection) -> None:
-            row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"unknown run {run_id!r}")
-            if row[0] == status:
-                return
-            if row[0] != "running":
-                raise StoreError(f"run {run_id!r} already finished as {row[0]!r}")
-            conn.execute(
-                "UPDATE runs SET status = ?, ended_at = ? WHERE run_id = ?",
-                (status, ended_at, run_id),
-            )
+            finish_run_tx(Tx(conn), run_id, status, ended_at)
 
         try:
             self._write_and_wait(update)
@@ -105,7 +100,7 @@ class CoreTables(SnapshotReads):
             raise StoreError(f"session {session.session_id!r}: state is not JSON: {exc}") from exc
 
         def upsert(conn: sqlite3.Connection) -> None:
-            conn.execute(_UPSERT_SESSION, row)
+            conn.execute(UPSERT_SESSION, row)
 
         try:
             self._write_and_wait(upsert)
@@ -115,13 +110,13 @@ class CoreTables(SnapshotReads):
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """Most recent runs first."""
         rows = self._fetch_all(
-            _SELECT_RUNS + " ORDER BY created_at DESC, run_id DESC LIMIT ?",
+            SELECT_RUNS + " ORDER BY created_at DESC, run_id DESC LIMIT ?",
             (limit,),
         )
         return [run_from_row(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunRecord | None:
-        rows = self._fetch_all(_SELECT_RUNS + " WHERE run_id = ?", (run_id,))
+        rows = self._fetch_all(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
         return run_from_row(rows[0]) if rows else None
 
     def runs_with_prefix(self, prefix: str, limit: int = 2) -> list[RunRecord]:
@@ -132,7 +127,7 @@ class CoreTables(SnapshotReads):
             return [exact]
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._fetch_all(
-            _SELECT_RUNS + " WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id LIMIT ?",
+            SELECT_RUNS + " WHERE run_id LIKE ? ESCAPE '\\' ORDER BY run_id LIMIT ?",
             (escaped + "%", limit),
         )
         return [run_from_row(row) for row in rows]
@@ -150,21 +145,7 @@ class CoreTables(SnapshotReads):
         Reads in pages, each on a briefly checked-out connection, so an
         abandoned iterator holds no connection or snapshot.
         """
-        cursor = after_seq
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = _READ_PAGE if remaining is None else min(_READ_PAGE, remaining)
-            rows = self._fetch_all(
-                "SELECT seq, json FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (run_id, cursor, page),
-            )
-            for _, line in rows:
-                yield line
-            if len(rows) < page:
-                return
-            cursor = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+        return paged_event_json(self._fetch_all, run_id, after_seq=after_seq, limit=limit)
 
     def iter_events(
         self, run_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -177,17 +158,33 @@ class CoreTables(SnapshotReads):
         return list(self.iter_events(run_id, after_seq=after_seq, limit=limit))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
-        rows = self._fetch_all(_SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))
+        rows = self._fetch_all(SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))
         return session_from_row(rows[0]) if rows else None
 
     def find_session(self, identity_key: str) -> SessionRecord | None:
-        rows = self._fetch_all(_SELECT_SESSIONS + " WHERE identity_key = ?", (identity_key,))
+        rows = self._fetch_all(SELECT_SESSIONS + " WHERE identity_key = ?", (identity_key,))
         return session_from_row(rows[0]) if rows else None
 
     def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         """Most recently updated sessions first."""
         rows = self._fetch_all(
-            _SELECT_SESSIONS + " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
+            SELECT_SESSIONS + " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
             (limit,),
         )
         return [session_from_row(row) for row in rows]
+
+
+def finish_run_tx(tx: Tx, run_id: str, status: str, ended_at: str) -> None:
+    """The rule of :meth:`CoreTables.finish_run`, over any backend's :class:`Tx`."""
+    if status not in TERMINAL_RUN_STATUSES:
+        raise StoreError(f"{status!r} is not a terminal run status")
+    current = tx.scalar("SELECT status FROM runs WHERE run_id = ?", (run_id,))
+    if current is None:
+        raise StoreError(f"unknown run {run_id!r}")
+    if current == status:
+        return
+    if current != "running":
+        raise StoreError(f"run {run_id!r} already finished as {current!r}")
+    tx.execute(
+        "UPDATE runs SET status = ?, ended_at = ? WHERE run_id = ?", (status, ended_at, run_id)
+    )

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
-from typing import Final
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
 
-__all__ = ["MAX_ROWS_PER_INSERT", "EventRow", "event_row", "insert_rows", "parse_event"]
+__all__ = [
+    "EVENT_PAGE_SQL",
+    "MAX_ROWS_PER_INSERT",
+    "EventRow",
+    "event_row",
+    "insert_rows",
+    "paged_event_json",
+    "parse_event",
+]
 
 MAX_ROWS_PER_INSERT: Final = 2048 if sqlite3.sqlite_version_info >= (3, 32, 0) else 128
 """Rows per INSERT statement: 7 parameters each, under SQLITE_MAX_VARIABLE_NUMBER
@@ -75,3 +84,35 @@ def insert_rows(conn: sqlite3.Connection, rows: list[EventRow]) -> None:
         params = list(itertools.chain.from_iterable(chunk))
         params.extend(_PADDING[: 7 * (size - len(chunk))])
         conn.execute(_INSERT_SQL[size], params)
+
+
+EVENT_PAGE_SQL: Final = (
+    "SELECT seq, json FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+)
+_READ_PAGE: Final = 1000
+
+
+def paged_event_json(
+    fetch: Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]],
+    run_id: str,
+    *,
+    after_seq: int = 0,
+    limit: int | None = None,
+) -> Iterator[str]:
+    """A run's stored lines by seq, read in pages with ``fetch(EVENT_PAGE_SQL, params)``.
+
+    Each page is its own short read (every backend), so an abandoned iterator holds
+    no connection or snapshot.
+    """
+    cursor = after_seq
+    remaining = limit
+    while remaining is None or remaining > 0:
+        page = _READ_PAGE if remaining is None else min(_READ_PAGE, remaining)
+        rows = fetch(EVENT_PAGE_SQL, (run_id, cursor, page))
+        for _, line in rows:
+            yield line
+        if len(rows) < page:
+            return
+        cursor = rows[-1][0]
+        if remaining is not None:
+            remaining -= len(rows)

@@ -161,12 +161,15 @@ def run_prompts(store: Store, run_ids: list[str]) -> dict[str, str]:
     if not run_ids:
         return {}
     marks = ",".join("?" * len(run_ids))
+    # The first submitted turn per run, without SQLite's "bare column beside MIN()"
+    # rule (PostgreSQL refuses it): the row whose seq is its run's smallest.
     sql = (
-        "SELECT run_id, MIN(seq), json_extract(json, '$.payload.prompt_preview') FROM events"  # noqa: S608
-        f" WHERE run_id IN ({marks}) AND type = 'turn.submitted' GROUP BY run_id"
+        "SELECT e.run_id, json_extract(e.json, '$.payload.prompt_preview') FROM events e"  # noqa: S608
+        f" WHERE e.run_id IN ({marks}) AND e.type = 'turn.submitted' AND e.seq = ("
+        "SELECT MIN(f.seq) FROM events f WHERE f.run_id = e.run_id AND f.type = 'turn.submitted')"
     )
 
     def query(tx: Tx) -> dict[str, str]:
-        return {run_id: str(text or "") for run_id, _, text in tx.all(sql, run_ids)}
+        return {run_id: str(text or "") for run_id, text in tx.all(sql, run_ids)}
 
     return store.read_tx(query)

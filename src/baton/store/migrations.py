@@ -26,10 +26,12 @@ from baton.events.sequencer import utc_now
 
 __all__ = [
     "CORE_MIGRATIONS",
+    "SCHEMA_MIGRATIONS_SQL",
     "TURN_MARKS_SQL",
     "Migration",
     "apply_migrations",
     "split_statements",
+    "unique_migrations",
 ]
 
 
@@ -45,7 +47,7 @@ class Migration:
             raise ValueError(f"migration name must be non-empty and unpadded: {self.name!r}")
 
 
-_SCHEMA_MIGRATIONS_SQL = """
+SCHEMA_MIGRATIONS_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     name TEXT PRIMARY KEY,
     applied_at TEXT NOT NULL
@@ -151,12 +153,10 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
-    """Apply the steps not yet recorded, each in its own transaction; return their names.
+def unique_migrations(migrations: Sequence[Migration]) -> list[Migration]:
+    """The steps in order, each once; two different steps under one name raise.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
-    transaction. Raises :class:`StoreError` naming the failing step; earlier
-    steps stay applied.
+    Shared by every backend (SQLite here, PostgreSQL in :mod:`baton.store.pg`).
     """
     unique: dict[str, Migration] = {}
     clashes: set[str] = set()
@@ -166,8 +166,18 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
             clashes.add(migration.name)
     if clashes:
         raise StoreError(f"duplicate migration names: {', '.join(sorted(clashes))}")
-    migrations = list(unique.values())  # the same step passed twice is applied once
-    conn.execute(_SCHEMA_MIGRATIONS_SQL)
+    return list(unique.values())  # the same step passed twice is applied once
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the steps not yet recorded, each in its own transaction; return their names.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
+    transaction. Raises :class:`StoreError` naming the failing step; earlier
+    steps stay applied.
+    """
+    migrations = unique_migrations(migrations)
+    conn.execute(SCHEMA_MIGRATIONS_SQL)
     applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
     done: list[str] = []
     for migration in migrations:

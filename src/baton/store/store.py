@@ -55,6 +55,7 @@ from baton.store.batch_writer import SHUTDOWN, QueuedFlush, QueuedWrite
 from baton.store.core_tables import CoreTables
 from baton.store.event_rows import event_row
 from baton.store.migrations import CORE_MIGRATIONS, Migration
+from baton.store.placement_sql import CLUSTER_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
 from baton.store.subscription import Subscription
@@ -74,6 +75,7 @@ ALL_MIGRATIONS: Final = (
     *TEAM_MIGRATIONS,
     *SERVICES_MIGRATIONS,
     *WEB_MIGRATIONS,
+    *CLUSTER_MIGRATIONS,
 )
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 

@@ -42,7 +42,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["WAKE_ALL", "WakeChannel", "WakeListener", "wake_dir_for"]
+__all__ = ["WAKE_ALL", "WakeChannel", "WakeListener", "WakeRouter", "wake_dir_for"]
 
 WAKE_ALL = "*"
 """A ring that wakes every waiter of a listener (bulk cancellations, expiry, close)."""
@@ -127,20 +127,16 @@ def _chunks(ids: list[str]) -> Iterable[bytes]:
         yield chunk
 
 
-class WakeListener:
-    """One process's doorbell: routes rings to the asyncio events of its waiters."""
+class WakeRouter:
+    """Routes rung topics to the asyncio events of this process's waiters.
 
-    def __init__(
-        self, path: Path, read_fd: int, keep_fd: int, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        self.path = path
-        self._read_fd = read_fd
-        self._keep_fd = keep_fd
+    The part every backend's listener shares (FIFOs here, ``LISTEN`` in
+    :mod:`baton.store.pg`): waiters only ever :meth:`subscribe`/:meth:`unsubscribe`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._waiters: dict[str, set[asyncio.Event]] = {}
-        self._partial = b""
-        self._closed = False
-        loop.add_reader(read_fd, self._on_readable)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -177,6 +173,21 @@ class WakeListener:
             self._loop.call_soon_threadsafe(self.wake, ids)
         except RuntimeError:
             return  # the loop is closed: nobody is left to wake
+
+
+class WakeListener(WakeRouter):
+    """One process's doorbell: routes rings to the asyncio events of its waiters."""
+
+    def __init__(
+        self, path: Path, read_fd: int, keep_fd: int, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(loop)
+        self.path = path
+        self._read_fd = read_fd
+        self._keep_fd = keep_fd
+        self._partial = b""
+        self._closed = False
+        loop.add_reader(read_fd, self._on_readable)
 
     def _on_readable(self) -> None:
         data = b""
