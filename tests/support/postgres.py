@@ -53,12 +53,21 @@ def ensure_user() -> pwd.struct_passwd:
         return pwd.getpwnam(PG_USER)
     except KeyError:
         pass
-    subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
-        check=True,
-        capture_output=True,
-    )
-    return pwd.getpwnam(PG_USER)
+    # Test processes (xdist workers) may race here on a fresh machine: useradd then fails
+    # with "already exists" or "cannot lock /etc/passwd"; the user existing is success.
+    for attempt in range(20):
+        done = subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER],
+            capture_output=True,
+            text=True,
+        )
+        try:
+            return pwd.getpwnam(PG_USER)
+        except KeyError:
+            if attempt == 19:
+                raise RuntimeError(f"useradd {PG_USER} failed: {done.stderr.strip()}") from None
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
 
 
 @dataclass
