@@ -9,8 +9,8 @@ them as methods.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
@@ -33,6 +33,7 @@ __all__ = [
     "SELECT_SESSIONS",
     "UPSERT_SESSION",
     "CoreTables",
+    "TableReads",
     "finish_run_tx",
 ]
 
@@ -59,53 +60,13 @@ UPSERT_SESSION: Final = (
 """Keeps ``created_at`` of an existing row."""
 
 
-class CoreTables(SnapshotReads):
-    """Runs, sessions and events: written on the writer thread, read from the pool."""
+class TableReads:
+    """The core tables read back, over one hook, ``_fetch_all(sql, params)``: the SQLite store
+    reads on its read-only pool, the PostgreSQL store in a read transaction."""
 
-    def create_run(self, run: RunRecord) -> None:
-        """Insert a new run row; returns once committed."""
-        try:
-            row = run_to_row(run)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"run {run.run_id!r}: meta is not JSON: {exc}") from exc
+    if TYPE_CHECKING:
 
-        def insert(conn: sqlite3.Connection) -> None:
-            conn.execute(INSERT_RUN, row)
-
-        try:
-            self._write_and_wait(insert)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot create run {run.run_id!r}: {exc}") from exc
-        with self._lock:
-            self._last_seq.setdefault(run.run_id, 0)
-
-    def finish_run(self, run_id: str, status: str, ended_at: str) -> None:
-        """Move a running run to a terminal status; repeating the same status is a no-op."""
-        if status not in TERMINAL_RUN_STATUSES:
-            raise StoreError(f"{status!r} is not a terminal run status")
-
-        def update(conn: sqlite3.Connection) -> None:
-            finish_run_tx(Tx(conn), run_id, status, ended_at)
-
-        try:
-            self._write_and_wait(update)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot finish run {run_id!r}: {exc}") from exc
-
-    def upsert_session(self, session: SessionRecord) -> None:
-        """Insert or update a session row (``created_at`` of an existing row is kept)."""
-        try:
-            row = session_to_row(session)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"session {session.session_id!r}: state is not JSON: {exc}") from exc
-
-        def upsert(conn: sqlite3.Connection) -> None:
-            conn.execute(UPSERT_SESSION, row)
-
-        try:
-            self._write_and_wait(upsert)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot save session {session.session_id!r}: {exc}") from exc
+        def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """Most recent runs first."""
@@ -172,6 +133,55 @@ class CoreTables(SnapshotReads):
             (limit,),
         )
         return [session_from_row(row) for row in rows]
+
+
+class CoreTables(SnapshotReads, TableReads):
+    """Runs, sessions and events: written on the writer thread, read from the pool."""
+
+    def create_run(self, run: RunRecord) -> None:
+        """Insert a new run row; returns once committed."""
+        try:
+            row = run_to_row(run)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"run {run.run_id!r}: meta is not JSON: {exc}") from exc
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(INSERT_RUN, row)
+
+        try:
+            self._write_and_wait(insert)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot create run {run.run_id!r}: {exc}") from exc
+        with self._lock:
+            self._last_seq.setdefault(run.run_id, 0)
+
+    def finish_run(self, run_id: str, status: str, ended_at: str) -> None:
+        """Move a running run to a terminal status; repeating the same status is a no-op."""
+        if status not in TERMINAL_RUN_STATUSES:
+            raise StoreError(f"{status!r} is not a terminal run status")
+
+        def update(conn: sqlite3.Connection) -> None:
+            finish_run_tx(Tx(conn), run_id, status, ended_at)
+
+        try:
+            self._write_and_wait(update)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot finish run {run_id!r}: {exc}") from exc
+
+    def upsert_session(self, session: SessionRecord) -> None:
+        """Insert or update a session row (``created_at`` of an existing row is kept)."""
+        try:
+            row = session_to_row(session)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"session {session.session_id!r}: state is not JSON: {exc}") from exc
+
+        def upsert(conn: sqlite3.Connection) -> None:
+            conn.execute(UPSERT_SESSION, row)
+
+        try:
+            self._write_and_wait(upsert)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save session {session.session_id!r}: {exc}") from exc
 
 
 def finish_run_tx(tx: Tx, run_id: str, status: str, ended_at: str) -> None:

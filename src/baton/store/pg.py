@@ -39,7 +39,7 @@ import concurrent.futures
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -51,12 +51,11 @@ from baton.events.model import CanonicalEvent
 from baton.events.sequencer import utc_now
 from baton.store.core_tables import (
     INSERT_RUN,
-    SELECT_RUNS,
-    SELECT_SESSIONS,
     UPSERT_SESSION,
+    TableReads,
     finish_run_tx,
 )
-from baton.store.event_rows import event_row, paged_event_json, parse_event
+from baton.store.event_rows import event_row
 from baton.store.migrations import (
     SCHEMA_MIGRATIONS_SQL,
     Migration,
@@ -67,9 +66,7 @@ from baton.store.pg_dialect import pg_ddl, pg_query
 from baton.store.records import (
     RunRecord,
     SessionRecord,
-    run_from_row,
     run_to_row,
-    session_from_row,
     session_to_row,
 )
 from baton.store.store import ALL_MIGRATIONS
@@ -218,7 +215,7 @@ class _Flush:
 _SHUTDOWN: Final = object()
 
 
-class PgStore:
+class PgStore(TableReads):
     """baton's store on PostgreSQL; open with :meth:`open`, close with :meth:`close`."""
 
     def __init__(self, dsn: str, *, migrations: Sequence[Migration], batch_max: int) -> None:
@@ -493,62 +490,9 @@ class PgStore:
         except StoreConflict as exc:
             raise StoreError(f"cannot save session {session.session_id!r}: {exc}") from exc
 
-    def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        rows = self.read_tx(
-            lambda tx: tx.all(
-                SELECT_RUNS + " ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)
-            )
-        )
-        return [run_from_row(row) for row in rows]
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        row = self.read_tx(lambda tx: tx.one(SELECT_RUNS + " WHERE run_id = ?", (run_id,)))
-        return run_from_row(row) if row is not None else None
-
-    def last_seq(self, run_id: str) -> int:
-        return int(
-            self.read_tx(
-                lambda tx: tx.scalar("SELECT max(seq) FROM events WHERE run_id = ?", (run_id,))
-            )
-            or 0
-        )
-
-    def iter_event_json(
-        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[str]:
-        def fetch(sql: str, params: Sequence[Any]) -> list[Row]:
-            return self.read_tx(lambda tx: tx.all(sql, params))
-
-        return paged_event_json(fetch, run_id, after_seq=after_seq, limit=limit)
-
-    def iter_events(
-        self, run_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[CanonicalEvent]:
-        for line in self.iter_event_json(run_id, after_seq=after_seq, limit=limit):
-            yield parse_event(line)
-
-    def _event_page(self, run_id: str, after_seq: int, limit: int) -> list[CanonicalEvent]:
-        return list(self.iter_events(run_id, after_seq=after_seq, limit=limit))
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        row = self.read_tx(
-            lambda tx: tx.one(SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))
-        )
-        return session_from_row(row) if row is not None else None
-
-    def find_session(self, identity_key: str) -> SessionRecord | None:
-        row = self.read_tx(
-            lambda tx: tx.one(SELECT_SESSIONS + " WHERE identity_key = ?", (identity_key,))
-        )
-        return session_from_row(row) if row is not None else None
-
-    def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
-        rows = self.read_tx(
-            lambda tx: tx.all(
-                SELECT_SESSIONS + " ORDER BY updated_at DESC, session_id DESC LIMIT ?", (limit,)
-            )
-        )
-        return [session_from_row(row) for row in rows]
+    def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """:class:`TableReads`' one hook: a read transaction of its own."""
+        return self.read_tx(lambda tx: tx.all(sql, params))
 
     # ----------------------------------------------------- subscriptions, wake-ups
 
