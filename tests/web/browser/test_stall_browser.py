@@ -45,7 +45,15 @@ def test_the_run_page_shows_a_stall_and_clears_it_when_the_agent_speaks(
             if event["type"] == "turn.stalled":
                 break
         page.goto(team.origin + "/runs")
-        page.locator("table.history td", has_text="stalled: the agent has said nothing").wait_for()
+        row = page.locator("table.history td", has_text="stalled: the agent has said nothing")
+        # The runs list is rendered once per load, and stdout can show the stall before its
+        # commit lands (under load): load again until the stored run says it, bounded.
+        for _ in range(120):
+            if row.count():
+                break
+            page.wait_for_timeout(250)
+            page.reload()
+        row.wait_for()
         page.goto(team.origin + "/runs/" + run_id)
         stall = page.locator("p.notice.stall")
         stall.wait_for()
