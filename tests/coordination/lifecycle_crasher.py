@@ -1,7 +1,8 @@
-"""Child process for the crash tests: one create or claim, killed before its Nth file mutation.
+"""Child process for the crash tests: one create, claim or submit, killed before its Nth mutation.
 
-Usage: ``python lifecycle_crasher.py ROOT create OPERATION_ID N`` or
-``python lifecycle_crasher.py ROOT claim TASK_ID ACTOR N``. Every mutating
+Usage: ``python lifecycle_crasher.py ROOT create OPERATION_ID N``,
+``python lifecycle_crasher.py ROOT claim TASK_ID ACTOR N`` or
+``python lifecycle_crasher.py ROOT submit TASK_ID ACTOR N``. Every mutating
 file-system call the writer makes (``open`` with ``O_CREAT``, ``fsync``,
 ``link``, ``unlink``, ``replace``, ``rename``) is counted; before call ``N`` the
 process dies with ``os._exit(86)`` (no cleanup, no flush: what a SIGKILL
@@ -50,6 +51,8 @@ def main(argv: list[str]) -> int:
         lifecycle.create(
             operation_id=argv[3], sender="ADMIN", recipient="DEV", subject="crash", body="b\n"
         )
+    elif what == "submit":
+        lifecycle.submit(argv[3], actor=argv[4])
     else:
         lifecycle.claim(argv[3], actor=argv[4])
     print(count[0])

@@ -1,12 +1,14 @@
 """REPORTs, REVIEWs and ISSUEs: the append-only envelopes beside the TASKs, written and found.
 
 FCoP's ADR-0002: "REPORT done is evidence; TASK done is lifecycle state". Every
-append goes through Core. Look-ups avoid Core's quadratic ``list_reports``
-(which re-scans every REPORT once per (subject, attempt) group): files are
-prefiltered by their literal ``subject_ref: TASK-…`` frontmatter line and each
-match is validated through Core (``inspect_state(envelope_path=…)``); T3 then
-re-derives the head itself, so a wrong prefilter can only make baton wait,
-never submit the wrong evidence.
+append goes through Core (a REPORT through baton's O(1) ``write_report`` when the
+lifecycle writer is on). Look-ups avoid Core's quadratic ``list_reports``
+(which re-scans every REPORT once per (subject, attempt) group): the candidates
+are the lifecycle's REPORT/REVIEW index (:mod:`baton.coordination.lifecycle.subjects`;
+every file when the writer is off), prefiltered by their literal ``subject_ref:
+TASK-…`` frontmatter line, and each match is validated through Core
+(``inspect_state(envelope_path=…)``). The head is fcop's rule
+(:func:`~baton.coordination.lifecycle.reports.head_of`), the one T3 applies.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from baton.coordination.envelope_text import frontmatter_has, split_body
-from baton.coordination.errors import EvidenceError, InvalidEnvelope
+from baton.coordination.errors import InvalidEnvelope
+from baton.coordination.fcop_calls import fcop_errors
 from baton.coordination.fcop_records import ReportInfo, ReviewInfo
 from baton.coordination.port_base import PortBase
 
@@ -58,7 +61,7 @@ class Evidence(PortBase):
         }
         if head is not None:
             kwargs["references"] = [head.report_id]
-        written = self._call("write_report", **kwargs)
+        written = self._fast("write_report", lambda lc: lc.write_report(**kwargs), **kwargs)
         return ReportInfo(
             report_id=written["report_id"],
             subject_ref=task_id,
@@ -130,14 +133,7 @@ class Evidence(PortBase):
         """REPORTs about ``task_id`` (optionally one attempt), each validated by Core."""
         needle = f"\nsubject_ref: {task_id}\n".encode()
         reports = []
-        directory = self.fcop_dir / "reports"
-        with os.scandir(directory) as entries:
-            paths = sorted(
-                Path(e.path)
-                for e in entries
-                if e.name.startswith("REPORT-") and e.name.endswith(".md")
-            )
-        for path in paths:
+        for path in self._candidates("REPORT", task_id, attempt_id):
             if not frontmatter_has(path, needle):
                 continue
             fields = self.inspect_envelope(path)
@@ -167,25 +163,37 @@ class Evidence(PortBase):
 
         Raises :class:`EvidenceError` when replacements do not form one chain.
         """
+        from baton.coordination.lifecycle.reports import head_of
+
         group = self.reports_for(task_id, attempt_id)
         if not group:
             return None
-        ids = {r.report_id for r in group}
-        replaced = {
-            ref
-            for r in group
-            if r.report_kind == "replacement"
-            for ref in r.references
-            if ref in ids
-        }
-        heads = [r for r in group if r.report_id not in replaced]
-        if len(heads) != 1:
-            raise EvidenceError(
-                f"{task_id}: {len(heads)} REPORT heads for attempt {attempt_id}",
-                code="REPORT_HEAD_AMBIGUOUS",
-                subject_ref=task_id,
+        fields = [
+            (
+                r,
+                {
+                    "report_id": r.report_id,
+                    "report_kind": r.report_kind,
+                    "references": list(r.references),
+                },
             )
-        return heads[0]
+            for r in group
+        ]
+        with fcop_errors():
+            head, _ = head_of(fields, task_id)
+        return head
+
+    def _candidates(self, kind: str, subject: str, attempt_id: str | None) -> list[Path]:
+        """The files of ``kind`` that may be about ``subject``: the index, or every file."""
+        if self._lifecycle is not None:
+            return self._lifecycle.candidates(kind, subject, attempt_id)
+        folder = self.fcop_dir / ("reports" if kind == "REPORT" else "reviews")
+        with os.scandir(folder) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if e.name.startswith(f"{kind}-") and e.name.endswith(".md")
+            )
 
     def find_decision(
         self, task_id: str, attempt_id: str, *, reviewer: str | None = None
@@ -193,13 +201,7 @@ class Evidence(PortBase):
         """The latest acceptance/rejection REVIEW for this attempt (by ``reviewer``)."""
         needle = f"\nsubject_ref: {task_id}\n".encode()
         found: list[ReviewInfo] = []
-        with os.scandir(self.fcop_dir / "reviews") as entries:
-            paths = sorted(
-                Path(e.path)
-                for e in entries
-                if e.name.startswith("REVIEW-") and e.name.endswith(".md")
-            )
-        for path in paths:
+        for path in self._candidates("REVIEW", task_id, attempt_id):
             if not frontmatter_has(path, needle):
                 continue
             fields = self.inspect_envelope(path)

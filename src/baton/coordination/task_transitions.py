@@ -1,7 +1,7 @@
 """T2–T5: claim, submit, and the authorized approve and reject edges.
 
-T2 (inbox → active) goes through baton's O(1) writer when it is on; T3 (active
-→ review) carries the current attempt's REPORT head. T4/T5 need an acceptance or
+T2 (inbox → active) and T3 (active → review, carrying the current attempt's
+REPORT head) go through baton's O(1) writer when it is on. T4/T5 need an acceptance or
 rejection REVIEW (evidence), a single-use authorization REVIEW
 (``mark_human_approved``) whose issuer proof a trusted evaluator accepts, and
 the transition itself (see :mod:`baton.coordination.authority`). A crash
@@ -66,7 +66,12 @@ class TaskTransitions(Evidence, TaskReads):
         }
         if report_ref is not None:
             kwargs["report_ref"] = report_ref
-        return transition_info(self._call("transition", **kwargs))
+        result = self._fast(
+            "transition",
+            lambda lc: lc.submit(task_id, actor=actor, report_ref=report_ref),
+            **kwargs,
+        )
+        return transition_info(result)
 
     def approve(
         self, task_id: str, *, approver: str, reason: str = "", review_ref: str | None = None

@@ -7,6 +7,9 @@ keeps its mapping. Cost is constant in the number of settled tasks:
 
 * :meth:`Lifecycle.create` — T1, fcop's plan with a derived TASK id, O(1) commit;
 * :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
+* :meth:`Lifecycle.submit` — T3 likewise, its REPORT head found through an index;
+* :meth:`Lifecycle.write_report` — fcop's ``write_report`` over the same index;
+* :meth:`Lifecycle.candidates` — which REPORT/REVIEW files may be about a TASK;
 * :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
 * :meth:`Lifecycle.inspect` — where one TASK is and how its claim stands;
 * :meth:`Lifecycle.recover` — settle a crashed create or claim (fcop's ``recover_operation``);
@@ -99,7 +102,7 @@ def _invoke(ws: Any, name: str, call: Callable[[], Any], **refs: Any) -> Any:
 
 
 class Lifecycle:
-    """T1 and T2 for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
+    """T1–T3 and REPORTs for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
 
     def __init__(
         self,
@@ -170,6 +173,42 @@ class Lifecycle:
             self._ws, "transition", lambda: claim(self._ws, task_id, actor=actor), task_id=task_id
         )
         return result
+
+    def submit(self, task_id: str, *, actor: str, report_ref: str | None = None) -> dict[str, Any]:
+        """T3 (active → review): fcop's ``transition`` result, the head REPORT as evidence."""
+        from baton.coordination.lifecycle.submit import submit
+
+        result: dict[str, Any] = _invoke(
+            self._ws,
+            "transition",
+            lambda: submit(self._ws, task_id, actor=actor, report_ref=report_ref),
+            task_id=task_id,
+        )
+        return result
+
+    def write_report(self, **request: Any) -> dict[str, Any]:
+        """fcop's ``write_report`` with its keyword arguments (``report_id``, ``path``, …)."""
+        from baton.coordination.lifecycle.reports import write_report
+
+        result: dict[str, Any] = _invoke(
+            self._ws, "write_report", lambda: write_report(self._ws, **request), **request
+        )
+        return result
+
+    def candidates(self, kind: str, subject: str, attempt_id: str | None = None) -> list[Path]:
+        """``REPORT``/``REVIEW`` files that may be about ``subject`` (validate each one).
+
+        See :mod:`.subjects`: a superset of the files whose validated ``subject_ref``
+        (and ``attempt_id``, when given) match, in name order.
+        """
+        return self._ws.subjects(kind).lookup(subject, attempt_id)
+
+    def forget(self, origin: str) -> None:
+        """A REPORT/REVIEW file changed in place or vanished (the intake sweeper says so)."""
+        folder, _, name = origin.rpartition("/")
+        for kind, bucket in (("REPORT", "fcop/reports"), ("REVIEW", "fcop/reviews")):
+            if folder == bucket:
+                self._ws.subjects(kind).forget(name)
 
     def read_task(self, task_id: str) -> dict[str, Any]:
         """fcop's ``read_task`` (fields plus ``path``), validated by fcop."""

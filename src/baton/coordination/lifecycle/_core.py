@@ -32,6 +32,7 @@ from fcop.v4.encoding import BUCKETS, ID_RE, STAGES
 
 from baton.coordination.lifecycle._fcop import fail, publish_temporary
 from baton.coordination.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
+from baton.coordination.lifecycle.subjects import SubjectIndex
 from baton.errors import ControlFlow
 
 __all__ = ["Vanished", "Workspace"]
@@ -105,15 +106,24 @@ class Workspace(_Creation):
             "TASK": tuple(os.path.join(root, "fcop", "_lifecycle", s) for s in STAGES),
             **{kind: (os.path.join(root, "fcop", folder),) for kind, folder in BUCKETS.items()},
         }
+        ws._subjects = {
+            kind: SubjectIndex(root / "fcop" / BUCKETS[kind], f"{kind}-")
+            for kind in ("REPORT", "REVIEW")
+        }
         _Creation._check(ws)
         ws.manifest_bytes = (root / "fcop" / "fcop.json").read_bytes()
         ws.device = os.lstat(root / "fcop" / "fcop.json").st_dev
         return ws
 
     memo: EnvelopeMemo
+    _subjects: dict[str, SubjectIndex]
     _layout: tuple[str, ...]
     _manifest_path: str
     _folders: dict[str, tuple[str, ...]]
+
+    def subjects(self, kind: str) -> SubjectIndex:
+        """The index of the ``REPORT`` or ``REVIEW`` folder (see :mod:`.subjects`)."""
+        return self._subjects[kind]
 
     # ----------------------------------------------------------- fast checks
 

@@ -59,7 +59,15 @@ from baton.coordination.lifecycle._core import Vanished, Workspace
 from baton.coordination.lifecycle._fcop import fail, validate
 from baton.coordination.lifecycle.envelopes import frontmatter_roundtrips
 
-__all__ = ["CLAIM_NAMESPACE", "claim", "claim_operation_id", "claim_receipt_path"]
+__all__ = [
+    "CLAIM_NAMESPACE",
+    "claim",
+    "claim_operation_id",
+    "claim_receipt_path",
+    "finish",
+    "promote_published",
+    "rewritten",
+]
 
 CLAIM_NAMESPACE = UUID("6f1d3c52-5b0e-4d4a-9a43-8f0c2b7e9d11")
 """The UUID-5 namespace of baton's claim operation ids (fixed forever: names depend on it)."""
@@ -236,13 +244,13 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     }
     published = Path(publish_prepared(ws.root, receipt))
     ws.boundary("transition", "PREPARED")
-    result = _finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
+    result = finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
     ws._returned_unprotected_operations.add(operation_id)
     ws.sweep_temporaries("active", task_id)
     return result
 
 
-def _finish(
+def finish(
     ws: Workspace,
     receipt_file: Path,
     receipt: dict[str, Any],
@@ -252,13 +260,15 @@ def _finish(
     target_bytes: bytes,
     read_back: dict[str, Any],
 ) -> dict[str, Any]:
-    """fcop's ``Lifecycle._finish``: the source re-checked, then the three durable steps."""
+    """fcop's ``Lifecycle._finish``: the source and the evidence re-checked, then the three
+    durable steps (T2 and T3 share it)."""
     try:
         data, _ = ws.read_validated(source)
     except Vanished:
         data = b""  # removed under the family lock: by a writer that does not take it
     if data != source_bytes:
         raise fail("RECOVERY_REQUIRED", "Source differs from receipt", subject=receipt["task_id"])
+    CoreLifecycle(ws)._verify_evidence(receipt, {})  # T3: the head's bytes still match
     encoding.publish(target, target_bytes)
     ws.memo.seed(target_bytes, read_back, target.stem)
     receipt = _set_stage(receipt_file, receipt, "TARGET_DURABLE")

@@ -1,0 +1,182 @@
+"""Which REPORT/REVIEW files are about which (TASK, attempt), without reading them all.
+
+fcop 4.0.5 finds a TASK's REPORTs (T3's evidence, ``write_report``'s "one
+final per attempt") by parsing *every* REPORT in ``fcop/reports/``; a project
+with 10,000 settled TASKs pays that on every look-up. REPORTs and REVIEWs are
+append-only: fcop publishes each one by linking a finished temporary to a
+fresh name and never rewrites it. So a file's identity (its name and inode)
+fixes its subject, and a folder whose entries did not change needs no new
+listing:
+
+* the folder is listed again only when its ``(mtime, inode)`` moved, or when
+  the last listing began within :data:`RACY_NS` of its mtime (the "racy git"
+  rule: a change in the same clock tick as the listing could leave the mtime
+  unchanged; the kernel stamps directory changes with a coarse clock);
+* a new or replaced entry is read once: its frontmatter parsed with libyaml
+  (bounded by :data:`MAX_READ`) for ``subject_ref`` and ``attempt_id``;
+* an entry that does not parse, is too large, or is not a regular file is
+  *unknown* and offered to every look-up, so the caller's validation (fcop's
+  own parser and schema) raises what fcop would have raised on it.
+
+A look-up only *offers* candidates: callers validate each one through fcop
+(``Workspace.read_validated``) and keep those whose validated fields match.
+What the index cannot see by itself is a file rewritten in place (same name,
+same inode) so that it now names another TASK: that breaks FCoP's
+append-only rule, and the intake sweeper, which judges every changed file,
+reports it through :meth:`SubjectIndex.forget`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from baton.coordination.lifecycle.envelopes import emitted_frontmatter
+
+__all__ = ["MAX_READ", "RACY_NS", "SubjectIndex", "SubjectKey"]
+
+RACY_NS = 100_000_000
+"""A listing that began less than this after the folder's mtime is not trusted (100 ms:
+ten of the kernel's coarsest timestamp ticks)."""
+
+MAX_READ = 1 << 20
+"""Bytes read to classify one file (the intake limit for an envelope); larger is unknown."""
+
+SubjectKey = tuple[str, str | None]
+"""(``subject_ref``, ``attempt_id``) as the file's frontmatter states them."""
+
+
+@dataclass(slots=True)
+class _Listing:
+    """What one folder held at a listing: name → (inode, key or None when unknown)."""
+
+    entries: dict[str, tuple[int, SubjectKey | None]] = field(default_factory=dict)
+    by_key: dict[SubjectKey, set[str]] = field(default_factory=dict)
+    unknown: set[str] = field(default_factory=set)
+    trusted: tuple[int, int] | None = None
+    """The folder's (mtime_ns, inode) when a listing can be reused, else None."""
+
+    def drop(self, name: str) -> None:
+        old = self.entries.pop(name, None)
+        if old is None:
+            return
+        key = old[1]
+        if key is None:
+            self.unknown.discard(name)
+            return
+        names = self.by_key.get(key)
+        if names is not None:
+            names.discard(name)
+            if not names:
+                del self.by_key[key]
+
+    def add(self, name: str, inode: int, key: SubjectKey | None) -> None:
+        self.entries[name] = (inode, key)
+        if key is None:
+            self.unknown.add(name)
+        else:
+            self.by_key.setdefault(key, set()).add(name)
+
+
+def _classify(path: str) -> SubjectKey | None:
+    """The file's (subject_ref, attempt_id), or None when it cannot be read cheaply and safely."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_READ + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_READ:
+        return None
+    fields = emitted_frontmatter(data)
+    if fields is None:
+        return None
+    subject, attempt = fields.get("subject_ref"), fields.get("attempt_id")
+    if not isinstance(subject, str) or not (attempt is None or isinstance(attempt, str)):
+        return None
+    return subject, attempt
+
+
+class SubjectIndex:
+    """Candidates for one (TASK, attempt) in one append-only folder (thread-safe)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        prefix: str,
+        *,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.folder = Path(folder)
+        self.prefix = prefix
+        self._wall_ns = wall_ns
+        self._listing = _Listing()
+        self._lock = threading.Lock()
+        self.listings = 0
+        """How many times the folder was listed (tests and benchmarks read it)."""
+        self.reads = 0
+        """How many files were read to classify them."""
+
+    def lookup(self, subject: str, attempt: str | None) -> list[Path]:
+        """Files that may be about (``subject``, ``attempt``), sorted by name (fcop's order).
+
+        ``attempt=None`` offers every attempt of ``subject``.
+        """
+        with self._lock:
+            self._refresh()
+            listing = self._listing
+            if attempt is not None:
+                names = set(listing.by_key.get((subject, attempt), ()))
+            else:
+                names = {
+                    n for (s, _), group in listing.by_key.items() if s == subject for n in group
+                }
+            names |= listing.unknown
+        return [self.folder / name for name in sorted(names)]
+
+    def forget(self, name: str) -> None:
+        """Drop what is known of ``name`` (it changed in place, or vanished): read it again."""
+        with self._lock:
+            self._listing.drop(name)
+            self._listing.trusted = None
+
+    def _refresh(self) -> None:
+        listing = self._listing
+        try:
+            before = os.lstat(self.folder)
+        except FileNotFoundError:
+            self._listing = _Listing()
+            return
+        identity = (before.st_mtime_ns, before.st_ino)
+        if listing.trusted == identity:
+            return
+        started = self._wall_ns()
+        seen: dict[str, int] = {}
+        with os.scandir(self.folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith(self.prefix) and name.endswith(".md"):
+                    seen[name] = entry.inode()
+        self.listings += 1
+        for name in [n for n in listing.entries if n not in seen]:
+            listing.drop(name)
+        for name, inode in seen.items():
+            known = listing.entries.get(name)
+            if known is not None and known[0] == inode:
+                continue
+            listing.drop(name)
+            self.reads += 1
+            listing.add(name, inode, _classify(os.path.join(self.folder, name)))
+        racy = started - before.st_mtime_ns < RACY_NS
+        listing.trusted = None if racy else identity

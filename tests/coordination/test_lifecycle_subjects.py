@@ -1,0 +1,103 @@
+"""The REPORT/REVIEW subject index: a listing is reused only when it provably still holds."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from baton.coordination.lifecycle.subjects import MAX_READ, RACY_NS, SubjectIndex
+
+
+def _envelope(folder: Path, name: str, subject: str, attempt: str | None = "urn:a1") -> Path:
+    lines = ["---", "type: REPORT", f"subject_ref: {subject}"]
+    if attempt is not None:
+        lines.append(f"attempt_id: {attempt}")
+    path = folder / f"{name}.md"
+    path.write_text("\n".join([*lines, "---", "body", ""]))
+    return path
+
+
+def _aged(folder: Path) -> None:
+    """Move the folder's mtime well outside the racy window (as time passing would)."""
+    info = os.stat(folder)
+    os.utime(folder, ns=(info.st_atime_ns, info.st_mtime_ns - 10 * RACY_NS))
+
+
+def test_lookups_offer_only_the_subjects_files_and_reuse_an_unchanged_listing(
+    tmp_path: Path,
+) -> None:
+    for i in range(5):
+        _envelope(tmp_path, f"REPORT-{i}", f"TASK-{i % 2}", attempt=f"urn:a{i}")
+    _aged(tmp_path)
+    index = SubjectIndex(tmp_path, "REPORT-")
+    assert [p.name for p in index.lookup("TASK-0", None)] == [
+        "REPORT-0.md",
+        "REPORT-2.md",
+        "REPORT-4.md",
+    ]
+    assert [p.name for p in index.lookup("TASK-1", "urn:a3")] == ["REPORT-3.md"]
+    assert index.lookup("TASK-9", None) == []
+    assert (index.listings, index.reads) == (1, 5)  # one listing, each file read once
+
+
+def test_a_new_file_is_seen_and_a_racy_listing_is_not_trusted(tmp_path: Path) -> None:
+    _envelope(tmp_path, "REPORT-a", "TASK-1")
+    now = [os.stat(tmp_path).st_mtime_ns + RACY_NS // 2]  # listing in the same "tick"
+    index = SubjectIndex(tmp_path, "REPORT-", wall_ns=lambda: now[0])
+    assert len(index.lookup("TASK-1", None)) == 1
+    # The folder's mtime was too close to the listing: the next look-up lists again, even
+    # though a change in that tick could not have moved the mtime.
+    assert len(index.lookup("TASK-1", None)) == 1
+    assert index.listings == 2
+    now[0] += 10 * RACY_NS
+    index.lookup("TASK-1", None)
+    index.lookup("TASK-1", None)
+    assert index.listings == 3  # trusted from then on
+    _envelope(tmp_path, "REPORT-b", "TASK-1")
+    assert [p.name for p in index.lookup("TASK-1", None)] == ["REPORT-a.md", "REPORT-b.md"]
+    assert index.reads == 2  # only the new file was read
+
+
+def test_a_replaced_or_vanished_file_is_read_again_or_dropped(tmp_path: Path) -> None:
+    path = _envelope(tmp_path, "REPORT-a", "TASK-1")
+    _aged(tmp_path)
+    index = SubjectIndex(tmp_path, "REPORT-")
+    assert index.lookup("TASK-1", None)
+    other = _envelope(tmp_path, "tmp", "TASK-2")
+    os.replace(other, path)  # published over the old name: a new inode
+    assert index.lookup("TASK-1", None) == []
+    assert [p.name for p in index.lookup("TASK-2", None)] == ["REPORT-a.md"]
+    path.unlink()
+    assert index.lookup("TASK-2", None) == []
+
+
+def test_an_in_place_rewrite_is_seen_once_the_sweeper_says_so(tmp_path: Path) -> None:
+    path = _envelope(tmp_path, "REPORT-a", "TASK-1")
+    _aged(tmp_path)
+    index = SubjectIndex(tmp_path, "REPORT-")
+    assert index.lookup("TASK-1", None)
+    with open(path, "r+") as stream:  # same inode: FCoP's append-only rule broken
+        stream.write(path.read_text().replace("TASK-1", "TASK-2"))
+    _aged(tmp_path)
+    assert index.lookup("TASK-2", None) == []  # the index alone cannot know
+    index.forget("REPORT-a.md")
+    assert [p.name for p in index.lookup("TASK-2", None)] == ["REPORT-a.md"]
+
+
+def test_what_cannot_be_classified_is_offered_to_every_look_up(tmp_path: Path) -> None:
+    _envelope(tmp_path, "REPORT-ok", "TASK-1")
+    (tmp_path / "REPORT-broken.md").write_text("---\nsubject_ref: [unclosed\n---\n")
+    (tmp_path / "REPORT-big.md").write_bytes(b"---\nsubject_ref: TASK-2\n---\n" + b"x" * MAX_READ)
+    (tmp_path / "REPORT-link.md").symlink_to(tmp_path / "REPORT-ok.md")
+    (tmp_path / "REPORT-dir.md").mkdir()
+    (tmp_path / "notes.md").write_text("not an envelope name")
+    _aged(tmp_path)
+    index = SubjectIndex(tmp_path, "REPORT-")
+    unknown = ["REPORT-big.md", "REPORT-broken.md", "REPORT-dir.md", "REPORT-link.md"]
+    assert [p.name for p in index.lookup("TASK-3", None)] == unknown
+    assert [p.name for p in index.lookup("TASK-1", "urn:a1")] == sorted([*unknown, "REPORT-ok.md"])
+
+
+def test_a_missing_folder_offers_nothing(tmp_path: Path) -> None:
+    index = SubjectIndex(tmp_path / "absent", "REPORT-")
+    assert index.lookup("TASK-1", None) == []
