@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from baton.coordination.authority import TrustedAuthority
+from baton.coordination.fcop_port import FcopPort
+from baton.coordination.fcop_workspace import init_workspace
 from baton.coordination.lifecycle.subjects import MAX_READ, RACY_NS, SubjectIndex
+from tests.coordination.test_lifecycle import _opened_under
 
 
 def _envelope(folder: Path, name: str, subject: str, attempt: str | None = "urn:a1") -> Path:
@@ -101,3 +105,39 @@ def test_what_cannot_be_classified_is_offered_to_every_look_up(tmp_path: Path) -
 def test_a_missing_folder_offers_nothing(tmp_path: Path) -> None:
     index = SubjectIndex(tmp_path / "absent", "REPORT-")
     assert index.lookup("TASK-1", None) == []
+
+
+def test_children_come_from_the_index_and_equal_the_full_scan(
+    tmp_path: Path, authority: TrustedAuthority
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    init_workspace(root, authority)
+    port = FcopPort(root, authority=authority)
+    parents = [
+        port.create_task(sender="ADMIN", recipient="PM", subject=f"p{i}", body="b").task_id
+        for i in range(3)
+    ]
+    kids = {
+        p: [
+            port.create_task(
+                sender="PM", recipient="DEV", subject=f"{p} {j}", body="b", parent=p
+            ).task_id
+            for j in range(2)
+        ]
+        for p in parents
+    }
+    port.claim(kids[parents[0]][0], actor="DEV")  # a child in another stage, moved by a claim
+    scan = FcopPort(root, authority=authority)
+    scan._lifecycle = None  # the fallback: every TASK of every stage
+
+    def ids(p: FcopPort, parent: str) -> list[str]:
+        return [t.task_id for t in p.children(parent)]
+
+    for parent in parents:
+        assert ids(port, parent) == ids(scan, parent) and sorted(ids(port, parent)) == sorted(
+            kids[parent]
+        )
+    opened = _opened_under(root, lambda: port.children(parents[1]))
+    tasks_opened = {path.rsplit("/", 1)[-1][: -len(".md")] for path in opened if "TASK-" in path}
+    assert tasks_opened <= {parents[1], *kids[parents[1]]}, (opened, parents, kids)

@@ -113,6 +113,18 @@ class TaskReads(PortBase):
         out.sort(key=lambda e: e.name)
         return out
 
+    def _candidate_children(self, parent_id: str, stage: str) -> list[InboxEntry]:
+        """The stage's TASKs that may name ``parent_id``: the lifecycle's index, or all."""
+        if self._lifecycle is None:
+            return self._scan_stage(stage)
+        out = []
+        for path in self._lifecycle.children(parent_id, stage):
+            try:
+                out.append(inbox_entry(path, path.lstat()))
+            except FileNotFoundError:
+                continue  # moved on since the listing
+        return out
+
     def list_stage(self, stage: Stage) -> list[TaskInfo]:
         """Every valid TASK in one stage, read through Core (O(stage), not O(workspace)).
 
@@ -151,7 +163,7 @@ class TaskReads(PortBase):
         needle = f"\nparent: {parent_id}\n".encode()
         found: list[TaskInfo] = []
         for stage in stages:
-            for entry in self._scan_stage(stage):
+            for entry in self._candidate_children(parent_id, stage):
                 if entry.task_id is None or entry.is_symlink or not entry.is_regular:
                     continue
                 if entry.size > DEFAULT_LIMITS.max_file_bytes:

@@ -203,12 +203,21 @@ class Lifecycle:
         """
         return self._ws.subjects(kind).lookup(subject, attempt_id)
 
+    def children(self, parent: str, stage: str) -> list[Path]:
+        """TASK files in ``stage`` that may name ``parent`` (validate each one)."""
+        return self._ws.subjects(f"TASK:{stage}").lookup(parent, None)
+
     def forget(self, origin: str) -> None:
-        """A REPORT/REVIEW file changed in place or vanished (the intake sweeper says so)."""
+        """An indexed file changed in place or vanished (the intake sweeper says so)."""
         folder, _, name = origin.rpartition("/")
-        for kind, bucket in (("REPORT", "fcop/reports"), ("REVIEW", "fcop/reviews")):
-            if folder == bucket:
-                self._ws.subjects(kind).forget(name)
+        if folder == "fcop/reports":
+            self._ws.subjects("REPORT").forget(name)
+        elif folder == "fcop/reviews":
+            self._ws.subjects("REVIEW").forget(name)
+        elif folder.startswith("fcop/_lifecycle/"):
+            stage = folder.removeprefix("fcop/_lifecycle/")
+            if f"TASK:{stage}" in self._ws._subjects:
+                self._ws.subjects(f"TASK:{stage}").forget(name)
 
     def read_task(self, task_id: str) -> dict[str, Any]:
         """fcop's ``read_task`` (fields plus ``path``), validated by fcop."""

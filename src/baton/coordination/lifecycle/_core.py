@@ -110,6 +110,13 @@ class Workspace(_Creation):
             kind: SubjectIndex(root / "fcop" / BUCKETS[kind], f"{kind}-")
             for kind in ("REPORT", "REVIEW")
         }
+        for stage in STAGES:
+            ws._subjects[f"TASK:{stage}"] = SubjectIndex(
+                root / "fcop" / "_lifecycle" / stage,
+                "TASK-",
+                keys=("parent", None),
+                required=False,
+            )
         _Creation._check(ws)
         ws.manifest_bytes = (root / "fcop" / "fcop.json").read_bytes()
         ws.device = os.lstat(root / "fcop" / "fcop.json").st_dev
@@ -122,7 +129,7 @@ class Workspace(_Creation):
     _folders: dict[str, tuple[str, ...]]
 
     def subjects(self, kind: str) -> SubjectIndex:
-        """The index of the ``REPORT`` or ``REVIEW`` folder (see :mod:`.subjects`)."""
+        """The index of the ``REPORT`` or ``REVIEW`` folder, or of ``TASK:<stage>`` by parent."""
         return self._subjects[kind]
 
     # ----------------------------------------------------------- fast checks

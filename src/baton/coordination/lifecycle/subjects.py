@@ -1,4 +1,5 @@
-"""Which REPORT/REVIEW files are about which (TASK, attempt), without reading them all.
+"""Which REPORT/REVIEW files are about which (TASK, attempt), without reading them all;
+which TASKs name which parent.
 
 fcop 4.0.5 finds a TASK's REPORTs (T3's evidence, ``write_report``'s "one
 final per attempt") by parsing *every* REPORT in ``fcop/reports/``; a project
@@ -17,6 +18,10 @@ listing:
 * an entry that does not parse, is too large, or is not a regular file is
   *unknown* and offered to every look-up, so the caller's validation (fcop's
   own parser and schema) raises what fcop would have raised on it.
+
+The same index over a stage folder of TASKs answers "the children of P": a
+TASK's ``parent`` never changes, and a move to another stage is a new name in
+another folder (one read per move).
 
 A look-up only *offers* candidates: callers validate each one through fcop
 (``Workspace.read_validated``) and keep those whose validated fields match.
@@ -83,8 +88,9 @@ class _Listing:
             self.by_key.setdefault(key, set()).add(name)
 
 
-def _classify(path: str) -> SubjectKey | None:
-    """The file's (subject_ref, attempt_id), or None when it cannot be read cheaply and safely."""
+def _classify(path: str, keys: tuple[str, str | None], required: bool) -> SubjectKey | None:
+    """The file's (``keys[0]``, ``keys[1]``) values, or None when it cannot be read cheaply
+    and safely. A missing or null first key is ``""`` unless ``required`` (then unknown)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
@@ -102,7 +108,10 @@ def _classify(path: str) -> SubjectKey | None:
     fields = emitted_frontmatter(data)
     if fields is None:
         return None
-    subject, attempt = fields.get("subject_ref"), fields.get("attempt_id")
+    subject = fields.get(keys[0])
+    if subject is None and not required:
+        subject = ""  # no parent (absent or null)
+    attempt = None if keys[1] is None else fields.get(keys[1])
     if not isinstance(subject, str) or not (attempt is None or isinstance(attempt, str)):
         return None
     return subject, attempt
@@ -116,10 +125,16 @@ class SubjectIndex:
         folder: Path,
         prefix: str,
         *,
+        keys: tuple[str, str | None] = ("subject_ref", "attempt_id"),
+        required: bool = True,
         wall_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.folder = Path(folder)
         self.prefix = prefix
+        self.keys = keys
+        """The frontmatter fields a look-up matches: (``subject_ref``, ``attempt_id``) for
+        REPORTs and REVIEWs, (``parent``, None) for a stage of TASKs."""
+        self.required = required
         self._wall_ns = wall_ns
         self._listing = _Listing()
         self._lock = threading.Lock()
@@ -177,6 +192,7 @@ class SubjectIndex:
                 continue
             listing.drop(name)
             self.reads += 1
-            listing.add(name, inode, _classify(os.path.join(self.folder, name)))
+            key = _classify(os.path.join(self.folder, name), self.keys, self.required)
+            listing.add(name, inode, key)
         racy = started - before.st_mtime_ns < RACY_NS
         listing.trusted = None if racy else identity
