@@ -1,7 +1,8 @@
 """T2–T5: claim, submit, and the authorized approve and reject edges.
 
-T2 (inbox → active) and T3 (active → review, carrying the current attempt's
-REPORT head) go through baton's O(1) writer when it is on. T4/T5 need an acceptance or
+T2 (inbox → active), T3 (active → review, carrying the current attempt's
+REPORT head) and the transitions of T4/T5 go through baton's O(1) writer when it
+is on. T4/T5 need an acceptance or
 rejection REVIEW (evidence), a single-use authorization REVIEW
 (``mark_human_approved``) whose issuer proof a trusted evaluator accepts, and
 the transition itself (see :mod:`baton.coordination.authority`). A crash
@@ -211,17 +212,22 @@ class TaskTransitions(Evidence, TaskReads):
                 issuer_proof=self.authority.mint(expectation, issued_at=issued.isoformat()),
                 comment=f"{approver} authorizes review -> {to_stage} for {task.task_id}",
             )
-            result = self._call(
+            tool = "approve_task" if decision == "approve" else "reject_task"
+            refs = {
+                "report_ref": head.report_id,
+                "review_ref": evidence,
+                "authorization_ref": auth["review_id"],
+                "profile_ref": self.authority.profile_ref,
+            }
+            result = self._fast(
                 "transition",
+                lambda lc: lc.decide(task.task_id, tool=tool, actor=approver, **refs),
                 task_id=task.task_id,
                 from_stage="review",
                 to_stage=to_stage,
-                tool="approve_task" if decision == "approve" else "reject_task",
+                tool=tool,
                 actor=approver,
-                report_ref=head.report_id,
-                review_ref=evidence,
-                authorization_ref=auth["review_id"],
-                profile_ref=self.authority.profile_ref,
+                **refs,
             )
         info = transition_info(result)
         return TransitionInfo(

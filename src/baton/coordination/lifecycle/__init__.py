@@ -8,6 +8,7 @@ keeps its mapping. Cost is constant in the number of settled tasks:
 * :meth:`Lifecycle.create` — T1, fcop's plan with a derived TASK id, O(1) commit;
 * :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
 * :meth:`Lifecycle.submit` — T3 likewise, its REPORT head found through an index;
+* :meth:`Lifecycle.decide` — T4/T5 likewise, fcop's authorization gate on the same look-ups;
 * :meth:`Lifecycle.write_report` — fcop's ``write_report`` over the same index;
 * :meth:`Lifecycle.candidates` — which REPORT/REVIEW files may be about a TASK;
 * :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
@@ -102,7 +103,7 @@ def _invoke(ws: Any, name: str, call: Callable[[], Any], **refs: Any) -> Any:
 
 
 class Lifecycle:
-    """T1–T3 and REPORTs for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
+    """T1–T5 and REPORTs for one workspace, constant in history. Thread-safe like ``fcop.Project``."""
 
     def __init__(
         self,
@@ -182,6 +183,18 @@ class Lifecycle:
             self._ws,
             "transition",
             lambda: submit(self._ws, task_id, actor=actor, report_ref=report_ref),
+            task_id=task_id,
+        )
+        return result
+
+    def decide(self, task_id: str, *, tool: str, actor: str, **refs: Any) -> dict[str, Any]:
+        """T4 (``approve_task``) or T5 (``reject_task``) with fcop's ``transition`` references."""
+        from baton.coordination.lifecycle.decide import decide
+
+        result: dict[str, Any] = _invoke(
+            self._ws,
+            "transition",
+            lambda: decide(self._ws, task_id, tool=tool, actor=actor, **refs),
             task_id=task_id,
         )
         return result

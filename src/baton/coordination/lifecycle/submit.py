@@ -42,7 +42,7 @@ from baton.coordination.lifecycle._fcop import fail
 from baton.coordination.lifecycle.claim import CLAIM_NAMESPACE, finish, promote_published, rewritten
 from baton.coordination.lifecycle.reports import report_head
 
-__all__ = ["submit", "submit_operation_id", "submit_receipt_path"]
+__all__ = ["own_receipt", "submit", "submit_operation_id", "submit_receipt_path"]
 
 EDGE = ("active", "review")
 
@@ -97,7 +97,19 @@ def _visible_attempt(ws: Workspace, task_id: str) -> str:
     return attempts.pop()
 
 
-def _own_receipt(ws: Workspace, path: Path, task_id: str, attempt_id: str) -> dict[str, Any] | None:
+def own_receipt(
+    ws: Workspace,
+    path: Path,
+    task_id: str,
+    edge: tuple[str, str],
+    attempt_field: str,
+    attempt_id: str,
+) -> dict[str, Any] | None:
+    """baton's receipt at ``path`` (validated by fcop), None when there is none.
+
+    A receipt whose contents contradict its derived name (another TASK, edge or
+    round) is refused, as fcop refuses an unreadable receipt.
+    """
     if not os.path.lexists(path):
         return None
     try:
@@ -109,8 +121,8 @@ def _own_receipt(ws: Workspace, path: Path, task_id: str, attempt_id: str) -> di
     if (
         value["workspace_id"] != ws.manifest["workspace_id"]
         or value["task_id"] != task_id
-        or (value["from_stage"], value["to_stage"]) != EDGE
-        or value["attempt_id"] != attempt_id
+        or (value["from_stage"], value["to_stage"]) != edge
+        or value.get(attempt_field) != attempt_id
     ):
         raise fail("RECOVERY_REQUIRED", "Receipt identity conflicts with its name", subject=task_id)
     return dict(value)
@@ -130,7 +142,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
     visible = _visible_attempt(ws, task_id)
     operation_id = submit_operation_id(ws.manifest["workspace_id"], task_id, visible)
     path = submit_receipt_path(ws, task_id, visible)
-    existing = _own_receipt(ws, path, task_id, visible)
+    existing = own_receipt(ws, path, task_id, EDGE, "attempt_id", visible)
     if existing is not None and existing["normalized_transition_digest"] == request_digest:
         if operation_id in ws._returned_unprotected_operations:
             raise fail(
