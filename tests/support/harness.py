@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ import pytest
 
 from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
 from baton.app import Baton, Run
+from baton.app.recovery import open_store
 from baton.events.model import CanonicalEvent
 from baton.procgroup import group_alive
 from baton.providers.profile import AgentProfile
@@ -32,6 +34,7 @@ from baton.runner.emitter import EventEmitter
 from baton.runner.session import AgentSession
 from baton.store.store import Store
 from baton.testing import ScenarioAgent, in_memory
+from baton.testing.clock import FastForwardLoop
 
 Transport = Literal["memory", "subprocess"]
 
@@ -209,12 +212,37 @@ def group_gone(pgid: int) -> bool:
     return not group_alive(pgid)
 
 
+def migrated_store(tmp_path_factory: pytest.TempPathFactory, db_path: Path) -> None:
+    """Put a copy of a store with every migration applied at ``db_path`` (mode 0600).
+
+    The session's first call opens and closes a store in the session's temp directory, as
+    ``Baton.open`` does; later calls copy its file (about 20 ms less per test: fourteen
+    migration commits, each fsynced). ``Baton.open`` still opens the copy through the
+    same code, finding nothing to migrate: what every baton after the first one sees.
+    """
+    base = tmp_path_factory.getbasetemp()
+    template = base / "migrated-store" / "baton.db"
+    if not template.exists():
+        building = base / f"migrated-store-{os.getpid()}" / template.name
+        open_store(building).close()
+        building.parent.replace(template.parent)  # whole or not at all
+    db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db_path.touch(mode=0o600, exist_ok=False)
+    shutil.copyfile(template, db_path)
+
+
 @pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+async def harness(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Harness]:
+    migrated_store(tmp_path_factory, tmp_path / "baton.db")
     async with contextlib.AsyncExitStack() as stack:
         baton = await stack.enter_async_context(
             Baton.open(state_dir=tmp_path / "state", db_path=tmp_path / "baton.db")
         )
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, FastForwardLoop):
+            loop.mark_private(baton.store.wake_channel.directory)
         h = Harness(tmp=tmp_path, baton=baton, stack=stack)
         try:
             yield h

@@ -9,10 +9,12 @@ the full wall time (the test fails).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
 
 from baton.testing.clock import FastForwardLoop, fast_forward_loop
@@ -113,5 +115,80 @@ def test_a_thread_in_a_timed_wait_keeps_real_time() -> None:
         await asyncio.sleep(0.2)
         assert time.monotonic() - wall >= 0.19 and loop.skipped == 0
         thread.join()
+
+    run(main)
+
+
+def _fifo(directory: Path) -> tuple[int, int]:
+    """A listening FIFO in ``directory`` (the store doorbell's shape): read end, kept write end."""
+    directory.mkdir(exist_ok=True)
+    path = directory / "listener.fifo"
+    os.mkfifo(path, 0o600)
+    read_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    return read_fd, os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+
+
+def test_a_private_fifo_nobody_is_writing_does_not_keep_real_time(tmp_path: Path) -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        read_fd, keep_fd = _fifo(tmp_path / "bell")
+        loop.add_reader(read_fd, os.read, read_fd, 512)
+        loop.mark_private(tmp_path / "bell")
+        wall = time.monotonic()
+        await asyncio.sleep(3)
+        assert time.monotonic() - wall < 1 and loop.skipped >= 2.9
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(keep_fd)
+
+    run(main)
+
+
+def test_a_fifo_outside_the_private_directories_keeps_real_time(tmp_path: Path) -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        (tmp_path / "bell").mkdir()
+        read_fd, keep_fd = _fifo(tmp_path / "other")
+        loop.add_reader(read_fd, os.read, read_fd, 512)
+        loop.mark_private(tmp_path / "bell")
+        wall = time.monotonic()
+        await asyncio.sleep(0.2)
+        assert time.monotonic() - wall >= 0.19 and loop.skipped == 0
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(keep_fd)
+
+    run(main)
+
+
+def test_a_ring_in_a_private_fifo_is_read_before_the_clock_jumps(tmp_path: Path) -> None:
+    """A thread rings, then parks: the loop is idle, but the ring is waiting in the FIFO."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        read_fd, keep_fd = _fifo(tmp_path / "bell")
+        loop.mark_private(tmp_path / "bell")
+        rung = asyncio.Event()
+
+        def on_ring() -> None:
+            os.read(read_fd, 512)
+            rung.set()
+
+        loop.add_reader(read_fd, on_ring)
+        park = threading.Event()
+
+        def ringer() -> None:
+            time.sleep(0.2)  # live: real time
+            os.write(keep_fd, b"topic\n")
+            park.wait()  # parked, with its ring unread
+
+        thread = threading.Thread(target=ringer, daemon=True)
+        thread.start()
+        start = loop.time()
+        async with asyncio.timeout(600):
+            await rung.wait()
+        assert loop.time() - start < 5, "the clock jumped over a ring waiting to be read"
+        park.set()
+        thread.join()
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(keep_fd)
 
     run(main)

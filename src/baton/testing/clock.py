@@ -29,13 +29,16 @@ Use it with pytest-asyncio's ``pytest_asyncio_loop_factories`` hook, or directly
 from __future__ import annotations
 
 import asyncio
+import os
 import selectors
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from concurrent.futures import thread as _futures_thread
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -95,6 +98,7 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
         self._skipped = 0.0
         self._jobs = 0
         self._threads_before = frozenset(threading.enumerate())
+        self._private_dirs: list[Path] = []
         super().__init__(_FastForwardSelector(selectors.DefaultSelector(), self))
 
     @property
@@ -113,8 +117,9 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
         if self._jobs:
             return False
         wakeup = self._ssock.fileno()  # type: ignore[attr-defined]
-        if any(key.fd != wakeup for key in self._selector.get_map().values()):  # type: ignore[attr-defined]
-            return False
+        for key in self._selector.get_map().values():  # type: ignore[attr-defined]
+            if key.fd != wakeup and not self._is_private(key.fd):
+                return False
         frames = sys._current_frames()
         return all(
             thread in self._threads_before
@@ -123,6 +128,33 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
             for thread in threading.enumerate()
             if thread is not threading.current_thread()
         )
+
+    def mark_private(self, directory: Path) -> None:
+        """Take the FIFOs in ``directory`` for rung only from inside this process."""
+        self._private_dirs.append(Path(directory))
+
+    def _is_private(self, fd: int) -> bool:
+        if not self._private_dirs:
+            return False
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return False
+        if not stat.S_ISFIFO(st.st_mode):
+            return False
+        for directory in self._private_dirs:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    other = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return True
+        return False
 
     def run_in_executor(  # type: ignore[override]
         self, executor: Executor | None, func: Callable[..., _T], *args: Any
