@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import pytest
 
+from baton.acp.process import AgentProcess
 from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
 from baton.app import Baton, Run
 from baton.app.recovery import open_store
@@ -184,6 +185,10 @@ class Harness:
         self.sessions.append(session)
         return session
 
+    def transport_for(self, command: Fake) -> TransportFactory:
+        """The factory ``open`` runs ``command`` on by default (to wrap it, e.g. in a tap)."""
+        return self._transport(command, None)[0]
+
     @staticmethod
     def _transport(
         command: list[str] | Fake, transport: Transport | TransportFactory | None
@@ -249,8 +254,16 @@ async def harness(
         finally:
             for session in h.sessions:
                 await session.close()
-                if session.process is not None:
-                    assert group_gone(session.process.pgid), "agent process group left behind"
+                process = _agent_process(session.transport)
+                if process is not None:
+                    assert group_gone(process.pgid), "agent process group left behind"
+
+
+def _agent_process(transport: object) -> AgentProcess | None:
+    """The agent's process under any wrapping (a tap keeps its transport as ``inner``)."""
+    while not isinstance(transport, AgentProcess) and hasattr(transport, "inner"):
+        transport = transport.inner
+    return transport if isinstance(transport, AgentProcess) else None
 
 
 FakeCommand = Callable[..., list[str]]

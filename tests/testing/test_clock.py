@@ -128,6 +128,11 @@ def _fifo(directory: Path) -> tuple[int, int]:
     return read_fd, os.open(path, os.O_WRONLY | os.O_NONBLOCK)
 
 
+def _read_then_set(fd: int, event: asyncio.Event) -> None:
+    os.read(fd, 512)
+    event.set()
+
+
 def test_a_private_fifo_nobody_is_writing_does_not_keep_real_time(tmp_path: Path) -> None:
     async def main(loop: FastForwardLoop) -> None:
         read_fd, keep_fd = _fifo(tmp_path / "bell")
@@ -159,8 +164,8 @@ def test_a_fifo_outside_the_private_directories_keeps_real_time(tmp_path: Path) 
     run(main)
 
 
-def test_a_ring_in_a_private_fifo_is_read_before_the_clock_jumps(tmp_path: Path) -> None:
-    """A thread rings, then parks: the loop is idle, but the ring is waiting in the FIFO."""
+def test_a_thread_about_to_ring_a_private_fifo_keeps_real_time(tmp_path: Path) -> None:
+    """The FIFO is vouched for, not its writers: a ringer that has not parked is live."""
 
     async def main(loop: FastForwardLoop) -> None:
         read_fd, keep_fd = _fifo(tmp_path / "bell")
@@ -187,6 +192,59 @@ def test_a_ring_in_a_private_fifo_is_read_before_the_clock_jumps(tmp_path: Path)
         assert loop.time() - start < 5, "the clock jumped over a ring waiting to be read"
         park.set()
         thread.join()
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(keep_fd)
+
+    run(main)
+
+
+def test_a_ring_left_in_a_private_fifo_is_read_before_the_clock_jumps(tmp_path: Path) -> None:
+    """A thread rings and parks while the loop is busy: idle, but with a ring to read."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        read_fd, keep_fd = _fifo(tmp_path / "bell")
+        loop.mark_private(tmp_path / "bell")
+        rung = asyncio.Event()
+        loop.add_reader(read_fd, _read_then_set, read_fd, rung)
+        rang, park = threading.Event(), threading.Event()
+
+        def ringer() -> None:
+            os.write(keep_fd, b"topic\n")
+            rang.set()
+            park.wait()
+
+        thread = threading.Thread(target=ringer, daemon=True)
+        start = loop.time()
+        thread.start()
+        rang.wait()  # the loop is busy here: the ring waits in the FIFO
+        async with asyncio.timeout(600):
+            await rung.wait()
+        assert loop.time() - start < 5 and loop.skipped < 5, "jumped over a ring to read"
+        park.set()
+        thread.join()
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(keep_fd)
+
+    run(main)
+
+
+def test_a_child_ringing_a_private_fifo_keeps_real_time_until_it_exits(tmp_path: Path) -> None:
+    """``baton answer``'s shape: another process rings, and is watched until it exits."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        read_fd, keep_fd = _fifo(tmp_path / "bell")
+        loop.mark_private(tmp_path / "bell")
+        rung = asyncio.Event()
+        loop.add_reader(read_fd, _read_then_set, read_fd, rung)
+        ring = f"import time; time.sleep(0.3); open({str(tmp_path / 'bell' / 'listener.fifo')!r}, 'w').write('t\\n')"
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", ring)
+        start = loop.time()
+        async with asyncio.timeout(600):
+            await rung.wait()
+        assert loop.time() - start < 5, "jumped while the child that rings was running"
+        assert await child.wait() == 0
         loop.remove_reader(read_fd)
         os.close(read_fd)
         os.close(keep_fd)

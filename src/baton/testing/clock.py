@@ -21,6 +21,15 @@ pipe before parking, which the non-blocking look at the selector sees first.
 Code under test must read time from the loop (``asyncio.get_running_loop().time()``), not
 ``time.monotonic()``.
 
+A FIFO the test vouches for with :meth:`FastForwardLoop.mark_private` (a store's doorbell
+directory, :mod:`baton.store.wake`, when the test owns the store) does not keep the loop
+on real time: only this process's threads, and the processes it started, can ring it. A
+ringing thread is live until it parks, a watched child is live (its pipes or asyncio's
+child watcher) until it exits, and a ring either left behind is in the FIFO, which the
+non-blocking look at the selector reads before any jump, as with the wake-up pipe. A FIFO
+anywhere else, or any other pipe or socket, still keeps real time: another process may
+write it.
+
 Use it with pytest-asyncio's ``pytest_asyncio_loop_factories`` hook, or directly:
 ``asyncio.run(main(), loop_factory=fast_forward_loop)`` (Python 3.12+) or
 ``asyncio.Runner(loop_factory=fast_forward_loop)``.
@@ -130,10 +139,16 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
         )
 
     def mark_private(self, directory: Path) -> None:
-        """Take the FIFOs in ``directory`` for rung only from inside this process."""
+        """Vouch that only this process and its children write the FIFOs in ``directory``.
+
+        A registered reader on such a FIFO no longer keeps the loop on real time (see the
+        module docstring); one created there later counts too. Vouch only for a directory
+        nothing outside the test knows (a store under ``tmp_path``).
+        """
         self._private_dirs.append(Path(directory))
 
     def _is_private(self, fd: int) -> bool:
+        """Whether ``fd`` is a FIFO in a private directory (same device and inode)."""
         if not self._private_dirs:
             return False
         try:
