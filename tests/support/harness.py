@@ -6,6 +6,11 @@ scenario as a real process, for the tests that are about processes. Set
 ``BATON_TEST_TRANSPORT=subprocess`` to run every in-memory test over processes instead:
 the scenarios are the same scripts on both transports, so both runs must pass.
 A plain command list always runs as a process.
+
+Each test's store is a copy of one migrated in this session (:func:`migrated_store`), and on
+the fast-forward loop (``tests/runner``) the harness vouches for its store's doorbell
+directory (:meth:`~baton.testing.clock.FastForwardLoop.mark_private`): the store lives under
+``tmp_path``, so only this process and the children a test starts can ring it.
 """
 
 from __future__ import annotations
