@@ -13,15 +13,21 @@ import asyncio
 
 import pytest
 
+from baton.acp.transport import TransportFactory
 from baton.errors import SessionRejected
 from baton.runner.session import AgentSession
 from tests.support.harness import Fake, Harness, fake
-from tests.support.wiretap import read_tap, tapped
+from tests.support.transport_tap import tapping
+from tests.support.wiretap import read_tap
 
 
-async def _open(harness: Harness, command: list[str] | Fake) -> AgentSession:
+async def _open(
+    harness: Harness, command: list[str] | Fake, transport: TransportFactory | None = None
+) -> AgentSession:
     # Escalated and waiting for a human (nobody answers in these tests).
-    return await harness.open(command, preset="reads", wait_timeout=600, family="builtin")
+    return await harness.open(
+        command, transport=transport, preset="reads", wait_timeout=600, family="builtin"
+    )
 
 
 async def _wait_for(harness: Harness, event_type: str) -> None:
@@ -30,12 +36,12 @@ async def _wait_for(harness: Harness, event_type: str) -> None:
             await asyncio.sleep(0.02)
 
 
-@pytest.mark.process
 async def test_a_turn_timeout_answers_the_pending_request_before_cancelling(
     harness: Harness,
 ) -> None:
     log = harness.tmp / "wire.ndjson"
-    session = await _open(harness, tapped(fake("permission").argv(), log))
+    agent = fake("permission")
+    session = await _open(harness, agent, tapping(harness.transport_for(agent), log))
     outcome = await session.prompt("go", timeout=2)
     assert outcome.status == "failed" and "stopped on session/cancel" in (outcome.error or "")
     assert not harness.of("harness.diagnostic") or all(

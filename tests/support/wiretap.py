@@ -8,7 +8,8 @@ byte, and appends each line it passes as ``{"dir": "client"|"agent", "msg": …}
 baton closes stdin the agent's stdin is closed; when the agent exits, the tap exits with its
 status. Standard library only, and run as a file, so it imports nothing from the workspace.
 
-:func:`tapped` wraps an argv; :func:`read_tap` loads a recording.
+:func:`tapped` wraps an argv; :func:`read_tap` loads a recording. To record without a process
+in between (any transport, the in-memory one too), see :mod:`tests.support.transport_tap`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["read_tap", "tapped"]
+__all__ = ["Recorder", "read_tap", "tapped"]
 
 
 def tapped(argv: Sequence[str], log: Path) -> list[str]:
@@ -38,7 +39,9 @@ def read_tap(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
 
 
-class _Recorder:
+class Recorder:
+    """Appends each line passed as a record (also used by :mod:`tests.support.transport_tap`)."""
+
     def __init__(self, path: str) -> None:
         self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the tap
         self._lock = threading.Lock()
@@ -52,11 +55,17 @@ class _Recorder:
         except ValueError:
             record = {"dir": direction, "raw": text[:4096]}
         with self._lock:
+            if self._fh.closed:
+                return  # the tap has ended; what the agent sends after that is not recorded
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._fh.flush()
 
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
 
-def _pump(source: IO[bytes], sink: IO[bytes], recorder: _Recorder, direction: str) -> None:
+
+def _pump(source: IO[bytes], sink: IO[bytes], recorder: Recorder, direction: str) -> None:
     try:
         for line in iter(source.readline, b""):
             recorder.line(direction, line)
@@ -74,7 +83,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[0] != "--log" or argv[2] != "--":
         sys.stderr.write("usage: wiretap.py --log FILE -- AGENT [ARGS...]\n")
         return 2
-    recorder = _Recorder(argv[1])
+    recorder = Recorder(argv[1])
     child = subprocess.Popen(argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
     inbound = threading.Thread(

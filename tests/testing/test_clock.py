@@ -9,10 +9,14 @@ the full wall time (the test fails).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from baton.testing.clock import FastForwardLoop, fast_forward_loop
@@ -113,5 +117,130 @@ def test_a_thread_in_a_timed_wait_keeps_real_time() -> None:
         await asyncio.sleep(0.2)
         assert time.monotonic() - wall >= 0.19 and loop.skipped == 0
         thread.join()
+
+    run(main)
+
+
+@dataclass
+class _Bell:
+    """A listening FIFO (the store doorbell's shape) with a reader on the loop."""
+
+    path: Path
+    keep_fd: int  # the listener's own write end, so the FIFO never reports EOF
+    rung: asyncio.Event
+
+
+@contextlib.contextmanager
+def _bell(loop: FastForwardLoop, directory: Path, *, private: Path | None) -> Iterator[_Bell]:
+    directory.mkdir(exist_ok=True)
+    path = directory / "listener.fifo"
+    os.mkfifo(path, 0o600)
+    read_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    bell = _Bell(path, os.open(path, os.O_WRONLY | os.O_NONBLOCK), asyncio.Event())
+
+    def on_ring() -> None:
+        os.read(read_fd, 512)
+        bell.rung.set()
+
+    loop.add_reader(read_fd, on_ring)
+    if private is not None:
+        private.mkdir(exist_ok=True)
+        loop.mark_private(private)
+    try:
+        yield bell
+    finally:
+        loop.remove_reader(read_fd)
+        os.close(read_fd)
+        os.close(bell.keep_fd)
+
+
+def test_a_private_fifo_nobody_is_writing_does_not_keep_real_time(tmp_path: Path) -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        with _bell(loop, tmp_path / "bell", private=tmp_path / "bell"):
+            wall = time.monotonic()
+            await asyncio.sleep(3)
+            assert time.monotonic() - wall < 1 and loop.skipped >= 2.9
+
+    run(main)
+
+
+def test_a_fifo_outside_the_private_directories_keeps_real_time(tmp_path: Path) -> None:
+    async def main(loop: FastForwardLoop) -> None:
+        with _bell(loop, tmp_path / "other", private=tmp_path / "bell"):
+            wall = time.monotonic()
+            await asyncio.sleep(0.2)
+            assert time.monotonic() - wall >= 0.19 and loop.skipped == 0
+
+    run(main)
+
+
+async def _rung_after(loop: FastForwardLoop, bell: _Bell, why: str) -> None:
+    """Wait (up to 600 s of loop time) for the ring; it must come before any jump."""
+    start = loop.time()
+    async with asyncio.timeout(600):
+        await bell.rung.wait()
+    assert loop.time() - start < 5 and loop.skipped < 5, why
+
+
+def test_a_thread_about_to_ring_a_private_fifo_keeps_real_time(tmp_path: Path) -> None:
+    """The FIFO is vouched for, not its writers: a ringer that has not parked is live."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        park = threading.Event()
+        with _bell(loop, tmp_path / "bell", private=tmp_path / "bell") as bell:
+
+            def ringer() -> None:
+                time.sleep(0.2)  # live: real time
+                os.write(bell.keep_fd, b"topic\n")
+                park.wait()  # parked, with its ring unread
+
+            thread = threading.Thread(target=ringer, daemon=True)
+            thread.start()
+            await _rung_after(loop, bell, "the clock jumped while a thread was about to ring")
+            park.set()
+            thread.join()
+
+    run(main)
+
+
+def test_a_ring_left_in_a_private_fifo_is_read_before_the_clock_jumps(tmp_path: Path) -> None:
+    """A thread rings and parks while the loop is busy: idle, but with a ring to read."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        rang, park = threading.Event(), threading.Event()
+        with _bell(loop, tmp_path / "bell", private=tmp_path / "bell") as bell:
+
+            def ringer() -> None:
+                os.write(bell.keep_fd, b"topic\n")
+                rang.set()
+                park.wait()
+
+            thread = threading.Thread(target=ringer, daemon=True)
+            thread.start()
+            rang.wait()  # the loop is busy here: the ring waits in the FIFO
+            await _rung_after(loop, bell, "the clock jumped over a ring waiting to be read")
+            park.set()
+            thread.join()
+
+    run(main)
+
+
+def test_a_child_ringing_a_private_fifo_keeps_real_time_until_it_exits(tmp_path: Path) -> None:
+    """``baton answer``'s shape: another process rings, and is watched until it exits."""
+
+    async def main(loop: FastForwardLoop) -> None:
+        with _bell(loop, tmp_path / "bell", private=tmp_path / "bell") as bell:
+            ring = (
+                "import os, time; time.sleep(0.3); "
+                f"os.write(os.open({str(bell.path)!r}, os.O_WRONLY | os.O_NONBLOCK), b't\\n')"
+            )
+            child = await asyncio.create_subprocess_exec(sys.executable, "-c", ring)
+            try:
+                await _rung_after(loop, bell, "the clock jumped while the child that rings ran")
+                assert await child.wait() == 0
+            finally:
+                if child.returncode is None:
+                    child.kill()
+                    await child.wait()
 
     run(main)

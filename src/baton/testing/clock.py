@@ -21,6 +21,15 @@ pipe before parking, which the non-blocking look at the selector sees first.
 Code under test must read time from the loop (``asyncio.get_running_loop().time()``), not
 ``time.monotonic()``.
 
+A FIFO the test vouches for with :meth:`FastForwardLoop.mark_private` (a store's doorbell
+directory, :mod:`baton.store.wake`, when the test owns the store) does not keep the loop
+on real time: only this process's threads, and the processes it started, can ring it. A
+ringing thread is live until it parks, a watched child is live (its pipes or asyncio's
+child watcher) until it exits, and a ring either left behind is in the FIFO, which the
+non-blocking look at the selector reads before any jump, as with the wake-up pipe. A FIFO
+anywhere else, or any other pipe or socket, still keeps real time: another process may
+write it.
+
 Use it with pytest-asyncio's ``pytest_asyncio_loop_factories`` hook, or directly:
 ``asyncio.run(main(), loop_factory=fast_forward_loop)`` (Python 3.12+) or
 ``asyncio.Runner(loop_factory=fast_forward_loop)``.
@@ -29,13 +38,16 @@ Use it with pytest-asyncio's ``pytest_asyncio_loop_factories`` hook, or directly
 from __future__ import annotations
 
 import asyncio
+import os
 import selectors
+import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from concurrent.futures import thread as _futures_thread
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -95,6 +107,7 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
         self._skipped = 0.0
         self._jobs = 0
         self._threads_before = frozenset(threading.enumerate())
+        self._private_dirs: list[Path] = []
         super().__init__(_FastForwardSelector(selectors.DefaultSelector(), self))
 
     @property
@@ -113,8 +126,9 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
         if self._jobs:
             return False
         wakeup = self._ssock.fileno()  # type: ignore[attr-defined]
-        if any(key.fd != wakeup for key in self._selector.get_map().values()):  # type: ignore[attr-defined]
-            return False
+        for key in self._selector.get_map().values():  # type: ignore[attr-defined]
+            if key.fd != wakeup and not self._is_private(key.fd):
+                return False
         frames = sys._current_frames()
         return all(
             thread in self._threads_before
@@ -123,6 +137,39 @@ class FastForwardLoop(asyncio.SelectorEventLoop):
             for thread in threading.enumerate()
             if thread is not threading.current_thread()
         )
+
+    def mark_private(self, directory: Path) -> None:
+        """Vouch that only this process and its children write the FIFOs in ``directory``.
+
+        A registered reader on such a FIFO no longer keeps the loop on real time (see the
+        module docstring); one created there later counts too. Vouch only for a directory
+        nothing outside the test knows (a store under ``tmp_path``).
+        """
+        self._private_dirs.append(Path(directory))
+
+    def _is_private(self, fd: int) -> bool:
+        """Whether ``fd`` is a FIFO in a private directory (same device and inode)."""
+        if not self._private_dirs:
+            return False
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return False
+        if not stat.S_ISFIFO(st.st_mode):
+            return False
+        for directory in self._private_dirs:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    other = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return True
+        return False
 
     def run_in_executor(  # type: ignore[override]
         self, executor: Executor | None, func: Callable[..., _T], *args: Any

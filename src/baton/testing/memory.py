@@ -82,7 +82,7 @@ class MemoryPipe:
         self._changed = asyncio.Event()
 
     # writer side
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         if self._broken:
             raise BrokenPipeError("the reading end is closed")
         if self._eof:
@@ -110,7 +110,8 @@ class MemoryPipe:
         while not self._buffer and not self._eof and not self._broken:
             await self._changed.wait()
         size = len(self._buffer) if n < 0 else min(n, len(self._buffer))
-        data = bytes(self._buffer[:size])
+        with memoryview(self._buffer) as view, view[:size] as head:
+            data = head.tobytes()  # one copy (a bytearray slice and bytes() are two)
         del self._buffer[:size]
         self._wake()
         return data
@@ -154,9 +155,10 @@ class AgentEnd:
 
     async def write(self, data: bytes) -> None:
         """Raw bytes to the client, in pipe-sized pieces (a huge line waits for the reader)."""
-        for start in range(0, len(data), PIPE_CAPACITY):
-            self._outbox.write(data[start : start + PIPE_CAPACITY])
-            await self._outbox.drain()
+        with memoryview(data) as view:
+            for start in range(0, len(view), PIPE_CAPACITY):
+                self._outbox.write(view[start : start + PIPE_CAPACITY])
+                await self._outbox.drain()
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.write(dumps(message))

@@ -38,6 +38,7 @@ Script = Callable[[ScenarioCore, TurnScript], TurnBody]
 
 DEFAULT_HUGE_BYTES = 60_000_000
 DEFAULT_FLOOD_COUNT = 200_000
+_FILL = b"x" * (1 << 20)
 
 
 def turn_ok(core: ScenarioCore, turn: TurnScript) -> TurnBody:
@@ -57,7 +58,13 @@ def turn_huge_line(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     head = dumps(core.chunk("@", turn.message_id).message)
     prefix, _, suffix = head.partition(b"@")
     fill = max(0, total - len(prefix) - len(suffix))
-    yield Raw(prefix + b"x" * fill + suffix)
+    # One line of ``total`` bytes on the wire, written in pieces of one shared buffer:
+    # neither end builds it whole (a 60 MB line cost three 60 MB copies to make).
+    pieces, rest = divmod(fill, len(_FILL))
+    yield Raw(prefix)
+    for _ in range(pieces):
+        yield Raw(_FILL)
+    yield Raw(_FILL[:rest] + suffix)
     yield core.chunk("After the huge line.", turn.message_id)
 
 
