@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID, uuid4, uuid5
+from uuid import uuid4
 
 from fcop.errors import V4ProtocolError
 from fcop.v4 import authorization as fcop_authorization
@@ -45,14 +45,22 @@ from fcop.v4.authorization import (
 from fcop.v4.encoding import STAGES, digest
 from fcop.v4.lifecycle import Lifecycle as CoreLifecycle
 from fcop.v4.lifecycle import current_attempt
-from fcop.v4.linearization import family_boundary
-from fcop.v4.receipts import RECEIPT_CONTRACT, publish_prepared
 
 from baton.coordination.lifecycle._core import Vanished, Workspace
 from baton.coordination.lifecycle._fcop import fail
-from baton.coordination.lifecycle.claim import CLAIM_NAMESPACE, finish, promote_published, rewritten
+from baton.coordination.lifecycle.moves import (
+    archived_root,
+    checked_source,
+    commit,
+    operation_id,
+    own_receipt,
+    prepared,
+    receipt_path,
+    replay,
+    rewritten,
+    under_family_lock,
+)
 from baton.coordination.lifecycle.reports import report_head
-from baton.coordination.lifecycle.submit import own_receipt
 
 __all__ = ["EDGES", "decide", "decide_operation_id"]
 
@@ -64,24 +72,16 @@ _ALLOWED = {"report_ref", "review_ref", "authorization_ref", "profile_ref", "fam
 
 def decide_operation_id(workspace_id: str, task_id: str, attempt_id: str, tool: str) -> str:
     """The operation id of baton's T4/T5 ending review round ``attempt_id`` (a UUID URN)."""
-    return uuid5(CLAIM_NAMESPACE, f"{workspace_id}\x1f{task_id}\x1f{attempt_id}\x1f{tool}").urn
-
-
-def _receipt_path(ws: Workspace, task_id: str, attempt_id: str, tool: str) -> Path:
-    operation = UUID(decide_operation_id(ws.manifest["workspace_id"], task_id, attempt_id, tool))
-    path = ws.root / "fcop" / "operations" / f"transition-{operation.hex}.json"
-    if path.is_symlink():
-        raise fail("INVALID_ENVELOPE", "Symlink/junction in workspace path", subject=path.name)
-    return path
+    return operation_id(workspace_id, task_id, attempt_id, tool)
 
 
 def decide(ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: Any) -> dict[str, Any]:
     """T4 or T5 as ``actor`` with fcop's ``transition`` keyword references."""
     ws._check()
-    if tool not in EDGES or not isinstance(actor, str):
-        raise fail("INVALID_TRANSITION", "Tool/actor does not match the edge")
     if not isinstance(task_id, str) or not task_id.startswith("TASK-"):
         raise fail("INVALID_ENVELOPE", "Invalid TASK identity")
+    if tool not in EDGES:
+        raise fail("INVALID_TRANSITION", "Tool/actor does not match the edge")
     if set(refs) - _ALLOWED:
         raise fail("INVALID_ENVELOPE", "Unexpected transition fields")
     if refs.get("family_digest") is not None:
@@ -96,12 +96,7 @@ def decide(ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: Any) -
         "actor": actor,
         **refs,
     }
-    root_id = ws.family_root(task_id)
-    with family_boundary(ws.root, ws.manifest["workspace_id"], root_id):
-        ws._check()
-        if ws.family_root(task_id) != root_id:
-            raise fail("RECOVERY_REQUIRED", "Family identity changed across lock")
-        return _under_lock(ws, request)
+    return under_family_lock(ws, task_id, actor, lambda root: _under_lock(ws, request, root))
 
 
 def _rounds(ws: Workspace, task_id: str, authorization_ref: Any) -> list[str]:
@@ -231,26 +226,22 @@ def _gate(
     )
 
 
-def _under_lock(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
-    lifecycle = CoreLifecycle(ws)
+def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[str, Any]:
     task_id, tool = request["task_id"], request["tool"]
-    source_stage, target_stage = request["from_stage"], request["to_stage"]
-    request_digest = lifecycle._request_digest(request)
+    edge = (request["from_stage"], request["to_stage"])
+    request_digest = CoreLifecycle(ws)._request_digest(request)
     # fcop: every receipt of this edge; here baton's receipts of the request's rounds.
     receipts: dict[str, tuple[Path, dict[str, Any]]] = {}
     for attempt in _rounds(ws, task_id, request.get("authorization_ref")):
-        path = _receipt_path(ws, task_id, attempt, tool)
-        found = own_receipt(
-            ws, path, task_id, (source_stage, target_stage), "source_attempt_id", attempt
+        path = receipt_path(
+            ws, decide_operation_id(ws.manifest["workspace_id"], task_id, attempt, tool)
         )
+        found = own_receipt(ws, path, task_id, edge, "source_attempt_id", attempt)
         if found is not None:
             receipts[attempt] = (path, found)
     for path, found in receipts.values():
         if found["normalized_transition_digest"] == request_digest:
-            result: dict[str, Any] = lifecycle._recover(
-                path, promote_published(ws, path, found), existing=True
-            )
-            return result
+            return replay(ws, path, found, None)  # authorized moves are replayable
     auth_ref = request.get("authorization_ref")
     if isinstance(auth_ref, str) and _consumed(ws, task_id, auth_ref):
         raise fail(
@@ -258,28 +249,9 @@ def _under_lock(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
             "Authorization was consumed by a different transition",
             subject=task_id,
         )
-    lifecycle_dir = ws.root / "fcop" / "_lifecycle"
-    source = lifecycle_dir / source_stage / f"{task_id}.md"
-    target = lifecycle_dir / target_stage / f"{task_id}.md"
-    if source.exists() and target.exists():
-        if source.read_bytes() != target.read_bytes():
-            raise fail(
-                "TARGET_ALREADY_EXISTS_DIFFERENT",
-                "Lifecycle target already contains different bytes",
-                subject=task_id,
-            )
-        raise fail("STATE_AMBIGUOUS", "TASK has two authoritative paths")
-    now_path, source_bytes, fields = ws.resolve_bytes(task_id)
-    if now_path != source:
-        raise fail("INVALID_TRANSITION", "Declared source does not match path NOW", subject=task_id)
-    ws._relations(fields)
-    root_id = ws.family_root(task_id)
-    if task_id != root_id and target_stage == "active":
-        root_path, _ = ws._resolve(root_id)
-        if root_path.parent.name == "archive":
-            raise fail(
-                "INVALID_TRANSITION", "An archived Root freezes its Branch family", subject=task_id
-            )
+    source, target, source_bytes, fields = checked_source(ws, task_id, edge)
+    if edge[1] == "active":
+        archived_root(ws, task_id, root_id)
     source_attempt_id = current_attempt(fields)
     if source_attempt_id in receipts:
         raise fail(
@@ -288,9 +260,9 @@ def _under_lock(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
             subject=task_id,
         )
     gate = _gate(ws, request, fields, source_attempt_id)
-    target_attempt_id = uuid4().urn if target_stage == "active" else source_attempt_id
+    target_attempt_id = uuid4().urn if edge[1] == "active" else source_attempt_id
     event: dict[str, Any] = {"at": datetime.now(UTC).isoformat()}
-    if target_stage == "active":
+    if edge[1] == "active":
         event["attempt_id"] = target_attempt_id
     event.update(
         {
@@ -299,48 +271,39 @@ def _under_lock(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
             "by": request["actor"],
             "evidence_digest": list(gate.evidence_digest),
             "evidence_ref": list(gate.evidence_ref),
-            "from": source_stage,
-            "to": target_stage,
+            "from": edge[0],
+            "to": edge[1],
             "tool": tool,
         }
     )
     updated = dict(fields)
     updated["transitions"] = [*fields["transitions"], event]
     target_bytes, read_back = rewritten(source_bytes, updated, task_id)
-    operation_id = decide_operation_id(
-        ws.manifest["workspace_id"], task_id, source_attempt_id, tool
+    receipt = prepared(
+        ws,
+        operation=decide_operation_id(
+            ws.manifest["workspace_id"], task_id, source_attempt_id, tool
+        ),
+        request=request,
+        source=source,
+        target=target,
+        source_bytes=source_bytes,
+        target_bytes=target_bytes,
+        request_digest=request_digest,
+        evidence=(list(gate.evidence_ref), list(gate.evidence_digest)),
+        attempt_id=target_attempt_id,
+        event=event,
     )
-    receipt: dict[str, Any] = {
-        "contract": RECEIPT_CONTRACT,
-        "version": 1,
-        "operation_id": operation_id,
-        "workspace_id": ws.manifest["workspace_id"],
-        "task_id": task_id,
-        "operation_kind": "lifecycle_transition",
-        "from_stage": source_stage,
-        "to_stage": target_stage,
-        "tool": tool,
-        "actor": request["actor"],
-        "report_ref": request.get("report_ref"),
-        "source_path": source.relative_to(ws.root).as_posix(),
-        "target_path": target.relative_to(ws.root).as_posix(),
-        "source_digest": digest(source_bytes),
-        "target_digest": digest(target_bytes),
-        "normalized_transition_digest": request_digest,
-        "evidence_ref": list(gate.evidence_ref),
-        "evidence_digest": list(gate.evidence_digest),
-        "attempt_id": target_attempt_id,
-        "transition": event,
-        "stage": "PREPARED",
-        "review_ref": request.get("review_ref"),
-        "authorization_ref": gate.authorization_ref,
-        "authorization_digest": gate.authorization_digest,
-        "profile_ref": gate.profile_ref,
-        "request_profile_ref": request.get("profile_ref"),
-        "source_attempt_id": source_attempt_id,
-        "target_attempt_id": target_attempt_id,
-        "family_digest": request.get("family_digest"),
-    }
-    published = Path(publish_prepared(ws.root, receipt))
-    ws.boundary("transition", "PREPARED")
-    return finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
+    receipt.update(  # fcop's authorized fields
+        {
+            "review_ref": request.get("review_ref"),
+            "authorization_ref": gate.authorization_ref,
+            "authorization_digest": gate.authorization_digest,
+            "profile_ref": gate.profile_ref,
+            "request_profile_ref": request.get("profile_ref"),
+            "source_attempt_id": source_attempt_id,
+            "target_attempt_id": target_attempt_id,
+            "family_digest": request.get("family_digest"),
+        }
+    )
+    return commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)

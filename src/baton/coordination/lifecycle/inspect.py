@@ -33,8 +33,9 @@ from fcop.v4.receipts import RECEIPT_CONTRACT, classify, validate_receipt
 
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail
-from baton.coordination.lifecycle.claim import _own_receipt, claim_receipt_path, promote_published
+from baton.coordination.lifecycle.claim import claim_receipt_path, read_claim_receipt
 from baton.coordination.lifecycle.location import TaskLocation
+from baton.coordination.lifecycle.moves import promote_published
 
 __all__ = ["complete_fact", "inspect", "recover", "recover_receipt"]
 
@@ -70,7 +71,7 @@ def inspect(ws: Workspace, task_id: str) -> TaskLocation:
     stages = tuple(path.parent.name for path in ws._paths(task_id))
     temps = tuple(p.relative_to(ws.root).as_posix() for p in temporaries(ws, task_id))
     path = claim_receipt_path(ws, task_id)
-    receipt = _own_receipt(ws, path, task_id)
+    receipt = read_claim_receipt(ws, path, task_id)
     if receipt is None:
         return TaskLocation(task_id=task_id, stages=stages, claim_receipt=None, temporaries=temps)
     return TaskLocation(
@@ -124,7 +125,7 @@ def recover_receipt(ws: Workspace, path: Path) -> dict[str, Any]:
     """Any lifecycle receipt (baton's or another client's) through fcop's recovery.
 
     fcop's ``validate_receipt`` first; then, under the TASK's family lock, the
-    PREPARED-with-both-copies window is settled (:func:`.claim.promote_published`)
+    PREPARED-with-both-copies window is settled (:func:`.moves.promote_published`)
     and the receipt goes to fcop's ``recover_operation``. Its result dict.
     """
     from fcop.v4.encoding import safe_path
@@ -198,7 +199,7 @@ def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
     with family_boundary(ws.root, ws.manifest["workspace_id"], root_id):
         ws._check()
         path = claim_receipt_path(ws, task_id)
-        receipt = _own_receipt(ws, path, task_id)
+        receipt = read_claim_receipt(ws, path, task_id)
         if receipt is not None:
             out["claim"] = (
                 {"classification": "COMMITTED", "task_id": task_id}
