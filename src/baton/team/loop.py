@@ -227,7 +227,8 @@ class TeamLoop(Startup, HumanSide):
             await self.slots.close_all(self._stopped_by or "the daemon stopped")
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.doorbell.worker.close)
-            self.sweeper.close()
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.sweeper.close)  # waits out a pass in flight
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(clean_temporaries, self.port)
             await self._release_project()
