@@ -7,7 +7,6 @@ blocking inside the pass, so a change made before ``sweep()`` is in it).
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -185,18 +184,23 @@ def test_a_pass_with_no_changes_lists_no_directory_and_stats_nothing(
         "fcop/reports/REPORT-bad.md": "yaml_too_deep"
     }
     calls = {"scandir": 0, "lstat": 0}
-    real_scandir, real_lstat = os.scandir, pathlib.Path.lstat
+    real_scandir, real_lstat, real_stat = os.scandir, os.lstat, os.stat
 
     def scandir(*args: Any) -> Any:
         calls["scandir"] += 1
         return real_scandir(*args)
 
-    def lstat(self: pathlib.Path) -> os.stat_result:
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         calls["lstat"] += 1
-        return real_lstat(self)
+        return real_lstat(path, *args, **kwargs)
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        calls["lstat"] += 1  # pathlib's lstat() is os.stat(follow_symlinks=False)
+        return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    monkeypatch.setattr(pathlib.Path, "lstat", lstat)
+    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "stat", stat)
     quiet = watched.sweep()
     assert calls == {"scandir": 0, "lstat": 0}
     assert (quiet.full, quiet.seen, quiet.screened) == (False, 0, 0)

@@ -11,8 +11,8 @@ names the kernel reported.
 Why inotify directly and not ``watchfiles`` (which the doorbell uses for the inbox):
 
 * ``watchfiles`` drops the kernel's overflow signal (notify's rescan event has no
-  path and ``RustNotify`` keeps only events with one), so a lost event would go
-  unnoticed; here ``IN_Q_OVERFLOW`` makes the next pass a full one;
+  path, and ``RustNotify`` keeps only events with one: read in its 1.x source), so
+  a lost event would go unnoticed; here ``IN_Q_OVERFLOW`` makes the next pass full;
 * its events arrive after a debounce, in a thread, so a pass right after a turn
   could miss a write the kernel already queued. Here :meth:`ChangeFeed.drain` reads
   the instance without blocking, in the caller's thread: the kernel queues an event
@@ -25,11 +25,16 @@ away (a screened directory deleted, moved or replaced, ``IN_IGNORED``), when an
 ancestor's entry leading to a screened directory changed, and after any read error;
 it re-arms *before* returning, so the full pass lists under a live watch.
 
+Between two passes the kernel holds the events (``max_queued_events``, 16,384 by
+default); more than that is an overflow, and costs one full pass, never a miss.
+
 What inotify does not report (so the sweeper's slow full pass stays as a
-backstop): a write through a hard link in another directory or through a shared
-``mmap``; the kernel tells a directory's watch only about changes made through a
-name in that directory. The sweeper re-``lstat``\\ s every file seen with more than
-one link on every pass, which covers a file linked in from elsewhere, not one
+backstop): a write through a hard link in another directory (checked: linking a
+screened file out and writing the other name gives its directory no event), and
+writes into a shared ``mmap`` after its descriptor was closed (only the close is
+reported); the kernel tells a directory's watch only about changes made through a
+name in that directory. The sweeper takes the ``lstat`` of every file seen with
+more than one link on every pass, which covers a file linked in from elsewhere, not one
 linked out after it passed.
 
 Where inotify cannot be used (not Linux, no ``inotify_simple``, the instance or

@@ -121,27 +121,13 @@ class SweepReport:
     """Whether this pass listed the whole surface (False: only what the feed reported)."""
 
 
-def _scan(directory: Path, prefix: str, suffix: str) -> Iterator[tuple[Path, os.stat_result]]:
-    try:
-        with os.scandir(directory) as entries:
-            names = sorted(e.name for e in entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(suffix)):
-            continue
-        path = directory / name
-        try:
-            yield path, path.lstat()
-        except FileNotFoundError:
-            continue
-
-
 @dataclass(frozen=True, slots=True)
 class _Listing:
     """One screened directory and which of its names are screened."""
 
     directory: Path
+    origin: str
+    """The directory relative to the project root, posix (origins are built on it)."""
     prefix: str
     suffix: str
     kind: Kind
@@ -151,20 +137,23 @@ class _Listing:
 
 
 def _listings(project_root: Path, stages: Sequence[str], appends: bool) -> list[_Listing]:
-    fcop = project_root / "fcop"
-    listings = [_Listing(fcop / "_lifecycle" / s, "TASK-", ".md", "envelope") for s in stages]
+    dirs: list[tuple[str, str, str, Kind]] = [
+        (f"fcop/_lifecycle/{s}", "TASK-", ".md", "envelope") for s in stages
+    ]
     if appends:
-        listings += [_Listing(fcop / d, p, ".md", "envelope") for d, p in APPEND_BUCKETS]
-        listings.append(_Listing(fcop / "operations", "", ".json", "json"))
-    return listings
+        dirs += [(f"fcop/{d}", p, ".md", "envelope") for d, p in APPEND_BUCKETS]
+        dirs.append(("fcop/operations", "", ".json", "json"))
+    return [_Listing(project_root / rel, rel, p, x, kind) for rel, p, x, kind in dirs]
 
 
-def _target(project_root: Path, path: Path, kind: Kind, st: os.stat_result) -> Target:
+def _target(listing: _Listing, name: str, st: os.stat_result) -> Target:
+    # Strings, not pathlib, for the origin: a full pass builds one Target per file
+    # (pathlib's parsing was three quarters of a pass's CPU).
     return Target(
-        path=path,
-        origin=path.relative_to(project_root).as_posix(),
-        kind=kind,
-        expect_id=path.name[: -len(".md")] if kind == "envelope" else None,
+        path=listing.directory / name,
+        origin=f"{listing.origin}/{name}",
+        kind=listing.kind,
+        expect_id=name[: -len(".md")] if listing.kind == "envelope" else None,
         facts=FileFacts.of(st),
         is_regular=stat.S_ISREG(st.st_mode),
         is_symlink=stat.S_ISLNK(st.st_mode),
@@ -172,17 +161,27 @@ def _target(project_root: Path, path: Path, kind: Kind, st: os.stat_result) -> T
     )
 
 
-def _listed(project_root: Path, listings: Iterable[_Listing]) -> Iterator[Target]:
+def _listed(listings: Iterable[_Listing]) -> Iterator[Target]:
     for listing in listings:
-        for path, st in _scan(listing.directory, listing.prefix, listing.suffix):
-            yield _target(project_root, path, listing.kind, st)
+        directory = os.fspath(listing.directory)
+        try:
+            with os.scandir(directory) as entries:
+                names = sorted(e.name for e in entries if listing.covers(e.name))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                continue
+            yield _target(listing, name, st)
 
 
 def targets(
     project_root: Path, *, stages: Sequence[str] = LIFECYCLE_STAGES, appends: bool = True
 ) -> Iterator[Target]:
     """Every file of the screened surface, with its ``lstat`` facts (nothing opened)."""
-    return _listed(project_root, _listings(project_root, stages, appends))
+    return _listed(_listings(project_root, stages, appends))
 
 
 def _cap(target: Target, limits: IntakeLimits) -> int:
@@ -267,6 +266,7 @@ class Sweeper:
         self.on_change = on_change
         self._listings = _listings(project_root, self.stages, appends)
         self._by_dir = {listing.directory: listing for listing in self._listings}
+        self._by_origin = {listing.origin: listing for listing in self._listings}
         self.feed: ChangeFeed | None = (
             open_feed(project_root, [listing.directory for listing in self._listings])
             if watch
@@ -354,7 +354,7 @@ class Sweeper:
         settling: list[str] = []
         screened = seen = 0
         present: set[str] = set()
-        for target in _listed(self.root, self._listings):
+        for target in _listed(self._listings):
             seen += 1
             present.add(target.origin)
             verdict, opened = self._judge(target)
@@ -369,27 +369,27 @@ class Sweeper:
 
     def _feed_pass(self, paths: frozenset[Path]) -> SweepReport:
         """Judge what the feed reported, what is settling and what is multi-linked."""
-        candidates: dict[str, tuple[Path, _Listing]] = {}
+        candidates: dict[str, tuple[_Listing, str]] = {}
         for path in paths:
             listing = self._by_dir.get(path.parent)
             if listing is not None and listing.covers(path.name):
-                candidates[path.relative_to(self.root).as_posix()] = (path, listing)
+                candidates[f"{listing.origin}/{path.name}"] = (listing, path.name)
         for origin in (*self._first, *self._linked):
-            path = self.root / origin
-            listing = self._by_dir.get(path.parent)
+            folder, _, name = origin.rpartition("/")
+            listing = self._by_origin.get(folder)
             if listing is not None:
-                candidates.setdefault(origin, (path, listing))
+                candidates.setdefault(origin, (listing, name))
         settling: list[str] = []
         screened = seen = 0
         for origin in sorted(candidates):
-            path, listing = candidates[origin]
+            listing, name = candidates[origin]
             seen += 1
             try:
-                st = path.lstat()
+                st = os.lstat(listing.directory / name)
             except FileNotFoundError:
                 self._vanished(origin)
                 continue
-            verdict, opened = self._judge(_target(self.root, path, listing.kind, st))
+            verdict, opened = self._judge(_target(listing, name, st))
             screened += opened
             if isinstance(verdict, Settling):
                 settling.append(origin)
