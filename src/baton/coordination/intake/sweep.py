@@ -42,6 +42,9 @@ ISSUE, ``baton status`` shows the file as unsafe and reads around it.
 whole-workspace scan. ``fcop/fcop.json`` is not swept: it is read, bounded, when
 the workspace is opened (a bad manifest stops the command with a message), and
 moving it away would destroy the workspace.
+
+Length: one concept, the sweep; the full pass, the feed pass and the verdict memory
+they share (passed, refused, settling, multi-linked) must change together.
 """
 
 from __future__ import annotations
