@@ -487,6 +487,7 @@ async def test_a_stop_during_start_up_ends_the_run(
     monkeypatch.setattr(loop, step, stopped_here)
     summary = await asyncio.wait_for(loop.run(), WAIT)
     assert reached.is_set() and summary.stopped
+    assert loop.sweeper.feed is None  # its inotify instance is closed with the run
     # it let go of the project: the next ``baton up`` runs
     again = await asyncio.wait_for(team.run_idle(team.loop(team.factory())), WAIT)
     assert not again.stopped

@@ -152,8 +152,11 @@ class TeamLoop(Startup, HumanSide):
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
         self._doorbell_step_ms = doorbell_step_ms
         self.doorbell = self._make_doorbell({})
-        self.sweeper = Sweeper(port.root, worker=self.doorbell.worker, limits=self.doorbell.limits)
-        """Screens every file Core reads outside the inbox (issue 9 item 5)."""
+        self.sweeper = Sweeper(
+            port.root, worker=self.doorbell.worker, limits=self.doorbell.limits, watch=True
+        )
+        """Screens every file Core reads outside the inbox (issue 9 item 5); with its
+        change feed a pass costs O(changes) (issue 15); closed when :meth:`run` ends."""
         self.sweep_interval = sweep_interval
         self._swept: set[tuple[str, FileFacts]] = set()
         self._sweeping = asyncio.Lock()
@@ -224,6 +227,8 @@ class TeamLoop(Startup, HumanSide):
             await self.slots.close_all(self._stopped_by or "the daemon stopped")
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.doorbell.worker.close)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.sweeper.close)  # waits out a pass in flight
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(clean_temporaries, self.port)
             await self._release_project()
@@ -387,7 +392,9 @@ class TeamLoop(Startup, HumanSide):
 
         At start (before recovery), every ``sweep_interval`` and after every turn (an
         agent may have written anything under ``fcop/``); a pass over unchanged files
-        opens none of them. Each finding goes through the doorbell (quarantine and
+        opens none of them, and with the sweeper's change feed lists and stats
+        none either (the feed is read in the pass itself, so the after-turn pass sees
+        every write the agent made). Each finding goes through the doorbell (quarantine and
         ISSUE) and the router (the refusal row and its events), like an inbox refusal.
         """
         async with self._sweeping:
