@@ -446,8 +446,13 @@ class Tier:
             env["RAY_REDIS_ADDRESS"] = redis
         return env
 
-    def start_ray_head(self, host: str = "head", *, redis: str | None = None) -> str:
-        """``ray start --head`` (GCS fault tolerance when ``redis`` is given); returns its address."""
+    def start_ray_head(
+        self, host: str = "head", *, redis: str | None = None, runs_roles: bool = True
+    ) -> str:
+        """``ray start --head`` (GCS fault tolerance when ``redis`` is given); returns its address.
+
+        ``runs_roles=False``: the head declares no ``baton-host-*`` resource (a coordinator
+        host that runs no role actor)."""
         machine = self[host]
         temp = machine.root / "r"
         out = machine.run(
@@ -462,7 +467,7 @@ class Tier:
                 "--disable-usage-stats",
                 f"--temp-dir={temp}",
                 "--object-store-memory=80000000",
-                f"--resources={json.dumps({f'baton-host-{host}': 1})}",
+                f"--resources={json.dumps({f'baton-host-{host}': 1} if runs_roles else {})}",
                 f"--system-config={json.dumps(dict(HEALTH_CHECKS))}",
             ],
             env=self.ray_env(redis=redis),

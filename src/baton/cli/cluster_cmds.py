@@ -30,13 +30,23 @@ def worker(
     ] = None,
     num_cpus: Annotated[int | None, typer.Option("--num-cpus", min=1)] = None,
     temp_dir: Annotated[Path | None, typer.Option("--temp-dir", help="Ray's session dir.")] = None,
+    object_store: Annotated[
+        int | None,
+        typer.Option("--object-store-bytes", min=1, help="Ray's object store size (bytes)."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ray command only.")] = False,
 ) -> None:
     """Join the cluster at ADDRESS as worker HOST (blocks while the node runs)."""
     from baton.cluster.worker import worker_argv
 
     argv = worker_argv(
-        address, host, slots=slot or (), node_ip=node_ip, num_cpus=num_cpus, temp_dir=temp_dir
+        address,
+        host,
+        slots=slot or (),
+        node_ip=node_ip,
+        num_cpus=num_cpus,
+        temp_dir=temp_dir,
+        object_store_bytes=object_store,
     )
     if dry_run:
         typer.echo(" ".join(argv))

@@ -46,6 +46,7 @@ from baton.cluster.placement import (
     decide,
 )
 from baton.errors import AgentExited, BatonError
+from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
 from baton.team.contract import TurnResult
 
@@ -126,18 +127,28 @@ class ClusterDriver:
         placements: Placements,
         *,
         lease_s: float = 15.0,
+        ledger: Ledger | None = None,
+        journal: Journal | None = None,
         nodes: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.placements = placements
         self.lease_s = lease_s
+        self.ledger = ledger
+        self.journal = journal
         self._nodes = nodes
         self._clock = clock
         self.holders: dict[str, Holder] = {}
 
     @classmethod
     def connect(
-        cls, address: str, store: Any, journal: Journal, *, lease_s: float = 15.0
+        cls,
+        address: str,
+        store: Any,
+        journal: Journal,
+        *,
+        lease_s: float = 15.0,
+        ledger: Ledger | None = None,
     ) -> ClusterDriver:
         """Join the Ray cluster at ``address`` as its driver (imports Ray)."""
         import ray
@@ -149,7 +160,7 @@ class ClusterDriver:
                 logging_level=logging.ERROR,
                 log_to_driver=False,
             )
-        return cls(Placements(store, journal), lease_s=lease_s)
+        return cls(Placements(store, journal), lease_s=lease_s, ledger=ledger, journal=journal)
 
     def nodes(self) -> Sequence[Mapping[str, Any]]:
         if self._nodes is not None:
@@ -247,8 +258,23 @@ class ClusterDriver:
             and current.epoch == held.placement.epoch
         ):
             await self.placements.fail(spec.slot)
+        if held is not None:
+            await self._cancel_requests(held, reason)
         log.warning("slot %s: holder lost (%s); placing it again", spec.slot, reason)
         return await self.ensure(spec, avoid=held.placement.host if held is not None else None)
+
+    async def _cancel_requests(self, held: Holder, reason: str) -> None:
+        """The dead holder's open requests leave the inbox (nobody can answer its agent)."""
+        run_id = held.info.get("run_id")
+        if self.ledger is None or not isinstance(run_id, str):
+            return
+        for record in await self.ledger.pending(run_id=run_id):
+            try:
+                await self.ledger.cancel(
+                    record.request_id, f"the role's holder was lost: {reason}", journal=self.journal
+                )
+            except BatonError:
+                log.info("request %s moved meanwhile", record.request_id)
 
     async def release(self, slot: str) -> None:
         """Close the slot's actor cleanly (it releases its placement) and end it."""
@@ -285,6 +311,8 @@ class RemoteRoleSession:
     holder: Holder
     on_replaced: Callable[[Holder], None] | None = None
     replacements: list[Holder] = field(default_factory=list)
+    losses: list[tuple[float, str]] = field(default_factory=list)
+    """(monotonic time the driver saw the holder lost, why): the detection, measured."""
 
     @property
     def session_id(self) -> str | None:
@@ -307,6 +335,7 @@ class RemoteRoleSession:
                         raise AgentExited(f"role actor lost: {exc}", returncode=None) from exc
                     raise
                 reason = f"{type(exc).__name__} on host {self.holder.placement.host}"
+                self.losses.append((time.monotonic(), reason))
                 self.holder = await self.driver.replace_after_death(self.spec, reason)
                 self.replacements.append(self.holder)
                 if self.on_replaced is not None:

@@ -49,6 +49,7 @@ def worker_argv(
     node_ip: str | None = None,
     num_cpus: int | None = None,
     temp_dir: Path | None = None,
+    object_store_bytes: int | None = None,
     ray: str | None = None,
 ) -> list[str]:
     """The ``ray start`` command line of one worker host (blocking in the foreground)."""
@@ -68,4 +69,6 @@ def worker_argv(
         argv.append(f"--num-cpus={num_cpus}")
     if temp_dir is not None:
         argv.append(f"--temp-dir={temp_dir}")
+    if object_store_bytes is not None:
+        argv.append(f"--object-store-memory={object_store_bytes}")
     return argv
