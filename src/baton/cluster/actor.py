@@ -28,6 +28,7 @@ import contextlib
 import copyreg
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
 from baton.cluster.placement import FencedOut
+from baton.errors import ConfigError
 from baton.events.model import ClusterFencedOut
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
@@ -62,6 +64,7 @@ __all__ = [
     "HolderSpec",
     "RoleHolder",
     "actor_name",
+    "checkout_resource",
     "holder_run_id",
     "host_resource",
     "role_actor_class",
@@ -81,9 +84,25 @@ def actor_name(slot: str, epoch: int) -> str:
     return f"baton-role-{sanitize_id(slot)}-e{epoch}"
 
 
+HOST_PREFIX: Final = "baton-host-"
+CHECKOUT_PREFIX: Final = "baton-checkout-"
+_HOST_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
 def host_resource(host: str) -> str:
-    """The custom resource ``baton worker --host NAME`` declares (the actor asks 0.01 of it)."""
-    return f"baton-host-{sanitize_id(host)}"
+    """The custom resource ``baton worker --host NAME`` declares (the actor asks 0.01 of it).
+
+    Host names are refused, never rewritten, outside ``[A-Za-z0-9._-]`` (at most 63):
+    the name is read back from the resource key (:func:`~baton.cluster.driver.hosts_from_nodes`).
+    """
+    if not _HOST_NAME.fullmatch(host):
+        raise ConfigError(f"host name {host[:80]!r}: use letters, digits, '.', '_', '-' (<= 63)")
+    return f"{HOST_PREFIX}{host}"
+
+
+def checkout_resource(slot: str) -> str:
+    """The resource a worker declares for each role slot whose checkout it holds."""
+    return f"{CHECKOUT_PREFIX}{sanitize_id(slot)}"
 
 
 def holder_run_id(parent_run: str, slot: str, epoch: int) -> str:

@@ -27,9 +27,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from baton.cluster.actor import (
+    CHECKOUT_PREFIX,
+    HOST_PREFIX,
     NAMESPACE,
     HolderSpec,
     actor_name,
+    checkout_resource,
     host_resource,
     role_actor_class,
 )
@@ -61,8 +64,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HOST_PREFIX: Final = "baton-host-"
-CHECKOUT_PREFIX: Final = "baton-checkout-"
 RESUME_ATTEMPTS: Final = 2
 
 
@@ -84,10 +85,8 @@ def hosts_from_nodes(nodes: Sequence[Mapping[str, Any]], slots: Sequence[str]) -
         names = [k.removeprefix(HOST_PREFIX) for k in resources if k.startswith(HOST_PREFIX)]
         if not names:
             continue
-        checkouts = {
-            k.removeprefix(CHECKOUT_PREFIX) for k in resources if k.startswith(CHECKOUT_PREFIX)
-        }
-        held = frozenset(s for s in slots if not checkouts or s in checkouts)
+        any_slot = not any(k.startswith(CHECKOUT_PREFIX) for k in resources)
+        held = frozenset(s for s in slots if any_slot or checkout_resource(s) in resources)
         alive = bool(node.get("Alive"))
         for name in names:
             known = facts.get(name)

@@ -16,17 +16,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from baton.cluster.actor import host_resource
-from baton.cluster.driver import CHECKOUT_PREFIX
+from baton.cluster.actor import checkout_resource, host_resource
 from baton.errors import ConfigError
-from baton.security.paths import sanitize_id
 
 __all__ = ["ray_executable", "worker_argv", "worker_resources"]
 
 
 def worker_resources(host: str, slots: Sequence[str]) -> dict[str, float]:
     resources = {host_resource(host): 1.0}
-    resources.update({f"{CHECKOUT_PREFIX}{sanitize_id(s)}": 1.0 for s in slots})
+    resources.update({checkout_resource(s): 1.0 for s in slots})
     return resources
 
 
