@@ -117,14 +117,14 @@ class Driver:
         self.log.close()
 
 
-@pytest.fixture
-def cluster(tier: Tier) -> Iterator[tuple[Tier, Driver]]:
-    t = tier
+def _boot(t: Tier, *, redis: str | None = None) -> tuple[str, str]:
+    """PostgreSQL on db, the Ray head on head (GCS fault tolerance with ``redis``), and
+    ``baton worker`` on w1 and w2; the store's DSN and the head's address."""
     assert t.root is not None
     (t.root / "work" / "state").mkdir(parents=True)
     os.chmod(t.root / "work", 0o777)
     pg = t.start_postgres()
-    head = t.start_ray_head(runs_roles=False)
+    head = t.start_ray_head(runs_roles=False, redis=redis)
     for name in ("w1", "w2"):
         t[name].spawn(
             [
@@ -137,12 +137,18 @@ def cluster(tier: Tier) -> Iterator[tuple[Tier, Driver]]:
                 f"--temp-dir={t[name].root / 'r'}",
                 "--object-store-bytes=80000000",
             ],
-            env={"PYTHONPATH": str(REPO)},
+            env={"PYTHONPATH": str(REPO), **t.ray_env(redis=redis)},
             log="worker",
         )
-    driver = Driver(t, head, pg.tcp_dsn())
+    return pg.tcp_dsn(), head
+
+
+@pytest.fixture
+def cluster(tier: Tier) -> Iterator[tuple[Tier, Driver]]:
+    dsn, head = _boot(tier)
+    driver = Driver(tier, head, dsn)
     try:
-        yield t, driver
+        yield tier, driver
     finally:
         driver.close()
 
@@ -279,3 +285,59 @@ def test_the_watchdog_stops_an_agent_cut_off_from_the_store(
         "role-fault-watchdog",
         [{"fault": "w1 link down", "agent_stopped_by_watchdog_s": round(stopped, 2), **times}],
     )
+
+
+def test_a_coordinator_and_head_restart_lose_no_live_session(tier: Tier) -> None:
+    """Coordinator kill -9, then the head's kill -9 and restart with GCS fault tolerance:
+    the holder and its agent live on; a new coordinator re-attaches from the store alone
+    and the human's answer reaches the same agent, whose turn completes once."""
+    t = tier
+    redis = t.start_redis()
+    dsn, head = _boot(t, redis=redis)
+    first = Driver(t, head, dsn)
+    try:
+        placed = _start_turn(first)
+        first.send(op="wait_pending", slot="dev", epoch=1)
+        pending = first.expect("pending")
+        first.proc.kill()  # the coordinator dies mid-turn
+    finally:
+        first.proc.kill()
+        first.close()
+    killed = t["head"].crash()
+    t["head"].reboot()
+    t.start_ray_head(runs_roles=False, redis=redis)
+    second = Driver(t, head, dsn)
+    try:
+        second.send(op="attach", slot="dev")
+        attached = second.expect("attached")
+        back = attached["at"] - killed
+        assert attached["attached"] is True and attached["epoch"] == 1, attached
+        info = attached["info"]
+        assert (info["actor_pid"], info["agent_pid"]) == (
+            placed["info"]["actor_pid"],
+            placed["info"]["agent_pid"],
+        )
+        assert info["agent_alive"] is True and info["stopped"] is None
+        second.send(op="answer", request_id=pending["request_id"])
+        second.expect("answered")
+        second.send(op="wait_event", run_id=info["run_id"], type="turn.completed")
+        done = second.expect("event")
+        second.send(op="report", slot="dev")
+        seen = second.expect("report")
+        (run,) = seen["runs"]
+        assert run["types"].count("turn.completed") == 1 and not run["fenced"], run
+        assert [p["epoch"] for p in seen["placements"] if p["slot"] == "dev"] == [1]
+        _release_and_check(t, second)
+        report(
+            "role-fault-restart",
+            [
+                {
+                    "fault": "coordinator kill -9 + head kill -9 (GCS FT)",
+                    "reattached_s": round(back, 2),
+                    "turn_completed_after_answer_s": round(done["at"] - attached["at"], 2),
+                    "same_actor_and_agent": True,
+                }
+            ],
+        )
+    finally:
+        second.close()

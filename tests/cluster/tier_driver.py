@@ -9,6 +9,8 @@ PostgreSQL store, driven by JSON commands on stdin, answering JSON lines on stdo
 * ``{"op": "wait_pending", "slot", "epoch"}`` → ``pending`` once the holder of that epoch
   has a request in the ledger;
 * ``{"op": "answer", "request_id"}`` → ``answered``;
+* ``{"op": "attach", "slot"}`` → ``attached`` (a new coordinator re-attaches by name);
+* ``{"op": "wait_event", "run_id", "type"}`` → ``event`` once the run has one of that type;
 * ``{"op": "report", "slot"}`` → ``report``: every holder run of the slot with its event
   types, its ``cluster.fenced_out`` payloads and its requests' states;
 * ``{"op": "release", "slot"}``, ``{"op": "quit"}``.
@@ -107,6 +109,22 @@ class Coordinator:
         pending = await _until(lambda: self.ledger.pending(run_id=run), timeout=180)
         say("pending", request_id=pending[0].request_id, run_id=run)
 
+    async def attach(self, slot: str) -> None:
+        """A new coordinator finds the slot's live holder from the store alone."""
+        holder = await self.driver.attach(slot)
+        if holder is None:
+            say("attached", attached=False)
+            return
+        self.runs.setdefault(slot, []).append(holder.info["run_id"])
+        say("attached", attached=True, epoch=holder.placement.epoch, info=holder.info)
+
+    async def wait_event(self, run_id: str, event_type: str) -> None:
+        def seen() -> bool:
+            return any(e.type == event_type for e in self.store.iter_events(run_id))
+
+        await _until(seen, timeout=180)
+        say("event", run_id=run_id, type=event_type)
+
     async def report(self, slot: str) -> None:
         runs = []
         for run_id in self.runs.get(slot, []):
@@ -143,6 +161,10 @@ class Coordinator:
                 command["request_id"], PermissionAnswer(decision="allow"), decided_by="human"
             )
             say("answered", request_id=command["request_id"])
+        elif op == "attach":
+            await self.attach(command["slot"])
+        elif op == "wait_event":
+            await self.wait_event(command["run_id"], command["type"])
         elif op == "report":
             await self.report(command["slot"])
         elif op == "release":
