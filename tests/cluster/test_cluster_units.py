@@ -290,3 +290,22 @@ def test_the_worker_declares_its_host_and_checkouts() -> None:
     ]
     with pytest.raises(ConfigError, match="host name"):
         worker_argv("10.0.0.1:6379", "gpu box", ray="ray")
+
+
+def test_the_cluster_section() -> None:
+    from baton.cluster.config import STORE_ENV, ClusterConfig, cluster_config
+
+    assert cluster_config({}, {}) is None
+    raw = {"cluster": {"address": "10.0.0.5:6379", "store": "dbname=baton"}}
+    assert cluster_config(raw, {}) == ClusterConfig("10.0.0.5:6379", "dbname=baton", 15.0)
+    env = {STORE_ENV: "host=db dbname=baton password=x"}
+    assert cluster_config(raw, env).store == env[STORE_ENV]  # type: ignore[union-attr]
+    for bad, words in [
+        ({"cluster": "x"}, "must be a table"),
+        ({"cluster": {"store": "d"}}, "address"),
+        ({"cluster": {"address": "h:1"}}, "store"),
+        ({"cluster": {"address": "h:1", "store": "d", "lease_seconds": 1}}, "lease_seconds"),
+        ({"cluster": {"address": "h:1", "store": "d", "leases": 3}}, "unknown keys leases"),
+    ]:
+        with pytest.raises(ConfigError, match=words):
+            cluster_config(bad, {})

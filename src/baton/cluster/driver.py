@@ -309,6 +309,8 @@ class RemoteRoleSession:
     spec: HolderSpec
     holder: Holder
     on_replaced: Callable[[Holder], None] | None = None
+    release: Callable[[], None] | None = None
+    """Called once the session is closed (the hub retires the session's credential)."""
     replacements: list[Holder] = field(default_factory=list)
     losses: list[tuple[float, str]] = field(default_factory=list)
     """(monotonic time the driver saw the holder lost, why): the detection, measured."""
@@ -346,4 +348,8 @@ class RemoteRoleSession:
         await self.holder.handle.cancel.remote(reason)
 
     async def close(self) -> None:
-        await self.driver.release(self.spec.slot)
+        try:
+            await self.driver.release(self.spec.slot)
+        finally:
+            if self.release is not None:
+                self.release()
