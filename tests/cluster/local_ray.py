@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.cluster.tier import HEALTH_CHECKS, VENV_BIN, _pdeathsig
+from tests.cluster.tier import HEALTH_CHECKS, VENV_BIN, _pdeathsig, pid_namespaces_unavailable
 
 __all__ = ["LocalRay", "local_ray_unavailable"]
 
@@ -37,16 +37,7 @@ def local_ray_unavailable() -> str | None:
         return "unshare not found"
     if not (VENV_BIN / "ray").exists():
         return "ray not installed (pip install 'baton[cluster]')"
-    probe = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", "true"],
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=False,
-    )
-    if probe.returncode != 0:
-        return f"PID namespaces unavailable: {probe.stderr.strip()[:200]}"
-    return None
+    return pid_namespaces_unavailable()
 
 
 def _free_port() -> int:

@@ -19,16 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import BY_HAND
-from tests.cluster.local_ray import LocalRay, local_ray_unavailable
+from tests.cluster.local_ray import LocalRay
 from tests.cluster.support import coordinator_run, holder_spec, until
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 
@@ -40,24 +37,12 @@ LEASE_S = 20.0
 REATTACH = Path(__file__).with_name("reattach.py")
 
 
-@pytest.fixture
-def cluster() -> Iterator[LocalRay]:
-    reason = BY_HAND if os.environ.get("BATON_CLUSTER_TIER") != "1" else local_ray_unavailable()
-    if reason is not None:
-        if os.environ.get("BATON_REQUIRE_CLUSTER") == "1":
-            pytest.fail(f"the cluster tests are required here but cannot run: {reason}")
-        pytest.skip(f"local Ray cluster unavailable: {reason}")
-    with LocalRay() as built:
-        built.worker("w1")
-        yield built
-
-
 def _types(store: object, run_id: str) -> list[str]:
     return [e.type for e in store.iter_events(run_id)]  # type: ignore[attr-defined]
 
 
 async def test_a_role_actor_serves_answers_reattaches_and_is_fenced(
-    cluster: LocalRay, pg_dsn: str, tmp_path: Path
+    local_cluster: LocalRay, pg_dsn: str, tmp_path: Path
 ) -> None:
     import ray
 
@@ -71,7 +56,7 @@ async def test_a_role_actor_serves_answers_reattaches_and_is_fenced(
     ledger = Ledger(store)  # type: ignore[arg-type]  # the Store face, on PostgreSQL
     try:
         emitter = coordinator_run(store)
-        driver = ClusterDriver.connect(cluster.address, store, emitter, lease_s=LEASE_S)
+        driver = ClusterDriver.connect(local_cluster.address, store, emitter, lease_s=LEASE_S)
         await until(
             lambda: any(h.name == "w1" and h.alive for h in driver.hosts(["dev"])),
             what="worker w1 joined",
@@ -105,7 +90,7 @@ async def test_a_role_actor_serves_answers_reattaches_and_is_fenced(
 
         # 2. A new driver re-attaches by name: the same actor and agent.
         done = subprocess.run(
-            [sys.executable, str(REATTACH), cluster.address, pg_dsn, "dev"],
+            [sys.executable, str(REATTACH), local_cluster.address, pg_dsn, "dev"],
             capture_output=True,
             text=True,
             timeout=180,

@@ -14,14 +14,12 @@ Across hosts the hub's HTTP front would need a cluster address (docs/cluster.md)
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import BY_HAND
-from tests.cluster.local_ray import LocalRay, local_ray_unavailable
+from tests.cli.test_team_loop import TASK
+from tests.cluster.local_ray import LocalRay
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 from tests.support.project import baton_in, git_repo
 
@@ -29,40 +27,16 @@ __all__ = ["pg_databases", "pg_dsn"]
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-TASK = """Release check.
-
-- [ ] @QA Run the smoke tests
-  ```sh
-  echo smoke-ok
-  ```
-- [ ] @OPS Check the environment
-  ```sh
-  echo env-ok
-  ```
-"""
-
-
-@pytest.fixture
-def cluster() -> Iterator[LocalRay]:
-    reason = BY_HAND if os.environ.get("BATON_CLUSTER_TIER") != "1" else local_ray_unavailable()
-    if reason is not None:
-        if os.environ.get("BATON_REQUIRE_CLUSTER") == "1":
-            pytest.fail(f"the cluster tests are required here but cannot run: {reason}")
-        pytest.skip(f"local Ray cluster unavailable: {reason}")
-    with LocalRay() as built:
-        built.worker("w1")
-        yield built
-
 
 def test_baton_up_runs_the_team_in_role_actors(
-    cluster: LocalRay, pg_dsn: str, tmp_path: Path
+    local_cluster: LocalRay, pg_dsn: str, tmp_path: Path
 ) -> None:
     from baton.store.pg import PgStore
 
     repo = git_repo(tmp_path)
     assert baton_in(repo, "init").returncode == 0
     with (repo / "baton.toml").open("a") as toml:
-        toml.write(f'\n[cluster]\naddress = "{cluster.address}"\nlease_seconds = 15\n')
+        toml.write(f'\n[cluster]\naddress = "{local_cluster.address}"\nlease_seconds = 15\n')
     env = {"BATON_CLUSTER_STORE": pg_dsn}
     (repo / "TASK.md").write_text(TASK)
     created = baton_in(

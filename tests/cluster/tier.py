@@ -46,6 +46,7 @@ __all__ = [
     "Host",
     "Tier",
     "cleanup_stale",
+    "pid_namespaces_unavailable",
     "tier_unavailable",
 ]
 
@@ -96,6 +97,20 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=20)
 
 
+def pid_namespaces_unavailable(prefix: Sequence[str] = ()) -> str | None:
+    """Why ``unshare --pid --fork --mount-proc`` fails here (run under ``prefix``), or None."""
+    unshared = subprocess.run(
+        [*prefix, "unshare", "--pid", "--fork", "--mount-proc", "true"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    if unshared.returncode != 0:
+        return f"PID namespaces unavailable: {unshared.stderr.strip()[:200]}"
+    return None
+
+
 def tier_unavailable() -> str | None:
     """Why the tier cannot run here (the skip reason), or ``None``."""
     if sys.platform != "linux":
@@ -110,15 +125,9 @@ def tier_unavailable() -> str | None:
     if made.returncode != 0:
         return f"network namespaces unavailable: {made.stderr.strip()[:200]}"
     try:
-        unshared = subprocess.run(
-            ["ip", "netns", "exec", probe, "unshare", "--pid", "--fork", "--mount-proc", "true"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-        if unshared.returncode != 0:
-            return f"PID namespaces unavailable: {unshared.stderr.strip()[:200]}"
+        unshared = pid_namespaces_unavailable(["ip", "netns", "exec", probe])
+        if unshared is not None:
+            return unshared
     finally:
         _ip("netns", "del", probe, check=False)
     reason = postgres_unavailable()
