@@ -311,6 +311,8 @@ class RemoteRoleSession:
     on_replaced: Callable[[Holder], None] | None = None
     release: Callable[[], None] | None = None
     """Called once the session is closed (the hub retires the session's credential)."""
+    respec: Callable[[HolderSpec], HolderSpec] | None = None
+    """The spec of the next placement (a fresh role-tools credential: the old copy's is revoked)."""
     replacements: list[Holder] = field(default_factory=list)
     losses: list[tuple[float, str]] = field(default_factory=list)
     """(monotonic time the driver saw the holder lost, why): the detection, measured."""
@@ -337,6 +339,8 @@ class RemoteRoleSession:
                     raise
                 reason = f"{type(exc).__name__} on host {self.holder.placement.host}"
                 self.losses.append((time.monotonic(), reason))
+                if self.respec is not None:
+                    self.spec = self.respec(self.spec)
                 self.holder = await self.driver.replace_after_death(self.spec, reason)
                 self.replacements.append(self.holder)
                 if self.on_replaced is not None:

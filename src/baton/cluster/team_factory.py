@@ -6,7 +6,8 @@ the local role-session factory: the coordinator joins the Ray cluster as a drive
 (on the first session), and each role slot's session is a :class:`RemoteRoleSession`
 over a role actor placed by :class:`ClusterDriver`. The role tools reach the agent
 through the coordinator's hub, with a credential issued for that session (revoked
-when it closes). The hub serves its unix socket and loopback HTTP only today, so
+when it closes; a re-placement issues a new one, so a stale copy's role tools are
+refused by the hub as its other acts are by the epoch). The hub serves its unix socket and loopback HTTP only today, so
 role tools reach agents on the coordinator's own machine; a worker on another host
 needs the hub's HTTP front on a cluster address (see ``docs/cluster.md``).
 """
@@ -14,6 +15,7 @@ needs the hub's HTTP front on a cluster address (see ``docs/cluster.md``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from baton.cluster.config import ClusterConfig
 from baton.cluster.driver import ClusterDriver, RemoteRoleSession
 from baton.config import BatonConfig
 from baton.coordination.binding import Binding
+from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.team import RoleSpec
 from baton.requests.ledger import Ledger
@@ -56,8 +59,19 @@ def cluster_factory_for(
 
         async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
             slot = binding.session_name
-            credential = hub.issue(slot) if hub is not None else None
-            servers = [hub.stdio_entry(credential)] if hub is not None and credential else []
+            issued: list[SlotCredential] = []
+
+            def role_tools() -> list[dict[str, Any]]:
+                """A fresh credential (the previous one of the slot stops working)."""
+                if hub is None:
+                    return []
+                issued.append(hub.issue(slot))
+                return [hub.stdio_entry(issued[-1])]
+
+            def release() -> None:
+                if hub is not None and issued:
+                    hub.revoke(issued[-1])
+
             holder_spec = HolderSpec(
                 dsn=cluster.store,
                 slot=slot,
@@ -69,21 +83,21 @@ def cluster_factory_for(
                 workspace=str(workspace),
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
-                mcp_servers=servers,
+                mcp_servers=role_tools(),
                 extra={"role": spec.name},
             )
             try:
                 holder = await driver().ensure(holder_spec)
             except BaseException:
-                if hub is not None and credential is not None:
-                    hub.revoke(credential)
+                release()
                 raise
-
-            def release() -> None:
-                if hub is not None and credential is not None:
-                    hub.revoke(credential)
-
-            return RemoteRoleSession(driver(), holder_spec, holder, release=release)
+            return RemoteRoleSession(
+                driver(),
+                holder_spec,
+                holder,
+                release=release,
+                respec=lambda old: replace(old, mcp_servers=role_tools()),
+            )
 
         return factory
 
