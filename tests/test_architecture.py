@@ -25,8 +25,8 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.cli",),  # the command line: thin over the root
     ("baton.web",),  # the web surface (``baton serve`` mounts it)
     ("baton.app",),  # the composition root: Baton.open(project)
+    ("baton.cluster",),  # cluster mode: role sessions as Ray actors, placements, epoch fencing
     ("baton.team",),  # the team loop: decide(facts) -> actions
-    ("baton.cluster",),  # cluster mode: placements, epoch fencing (the team loop's slots, placed)
     # Siblings: none of these imports another.
     ("baton.coordination", "baton.runner", "baton.testing", "baton.agents"),
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster.local_ray import LocalRay, local_ray_unavailable
 from tests.cluster.tier import Tier, tier_unavailable
 
 BY_HAND = (
@@ -32,6 +33,19 @@ def tier(tier_reason: str | None) -> Iterator[Tier]:
             pytest.fail(f"the cluster tier is required here but cannot run: {tier_reason}")
         pytest.skip(f"cluster tier unavailable: {tier_reason}")
     with Tier() as built:
+        yield built
+
+
+@pytest.fixture
+def local_cluster() -> Iterator[LocalRay]:
+    """A Ray cluster on localhost: a head and ``baton worker --host w1``; torn down after."""
+    reason = BY_HAND if os.environ.get("BATON_CLUSTER_TIER") != "1" else local_ray_unavailable()
+    if reason is not None:
+        if os.environ.get("BATON_REQUIRE_CLUSTER") == "1":
+            pytest.fail(f"the cluster tests are required here but cannot run: {reason}")
+        pytest.skip(f"local Ray cluster unavailable: {reason}")
+    with LocalRay() as built:
+        built.worker("w1")
         yield built
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "Host",
     "Tier",
     "cleanup_stale",
+    "pid_namespaces_unavailable",
     "tier_unavailable",
 ]
 
@@ -96,6 +97,20 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=20)
 
 
+def pid_namespaces_unavailable(prefix: Sequence[str] = ()) -> str | None:
+    """Why ``unshare --pid --fork --mount-proc`` fails here (run under ``prefix``), or None."""
+    unshared = subprocess.run(
+        [*prefix, "unshare", "--pid", "--fork", "--mount-proc", "true"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    if unshared.returncode != 0:
+        return f"PID namespaces unavailable: {unshared.stderr.strip()[:200]}"
+    return None
+
+
 def tier_unavailable() -> str | None:
     """Why the tier cannot run here (the skip reason), or ``None``."""
     if sys.platform != "linux":
@@ -110,15 +125,9 @@ def tier_unavailable() -> str | None:
     if made.returncode != 0:
         return f"network namespaces unavailable: {made.stderr.strip()[:200]}"
     try:
-        unshared = subprocess.run(
-            ["ip", "netns", "exec", probe, "unshare", "--pid", "--fork", "--mount-proc", "true"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-        if unshared.returncode != 0:
-            return f"PID namespaces unavailable: {unshared.stderr.strip()[:200]}"
+        unshared = pid_namespaces_unavailable(["ip", "netns", "exec", probe])
+        if unshared is not None:
+            return unshared
     finally:
         _ip("netns", "del", probe, check=False)
     reason = postgres_unavailable()
@@ -446,8 +455,13 @@ class Tier:
             env["RAY_REDIS_ADDRESS"] = redis
         return env
 
-    def start_ray_head(self, host: str = "head", *, redis: str | None = None) -> str:
-        """``ray start --head`` (GCS fault tolerance when ``redis`` is given); returns its address."""
+    def start_ray_head(
+        self, host: str = "head", *, redis: str | None = None, runs_roles: bool = True
+    ) -> str:
+        """``ray start --head`` (GCS fault tolerance when ``redis`` is given); returns its address.
+
+        ``runs_roles=False``: the head declares no ``baton-host-*`` resource (a coordinator
+        host that runs no role actor)."""
         machine = self[host]
         temp = machine.root / "r"
         out = machine.run(
@@ -462,7 +476,7 @@ class Tier:
                 "--disable-usage-stats",
                 f"--temp-dir={temp}",
                 "--object-store-memory=80000000",
-                f"--resources={json.dumps({f'baton-host-{host}': 1})}",
+                f"--resources={json.dumps({f'baton-host-{host}': 1} if runs_roles else {})}",
                 f"--system-config={json.dumps(dict(HEALTH_CHECKS))}",
             ],
             env=self.ray_env(redis=redis),

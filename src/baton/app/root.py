@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from baton.app.recovery import open_store, owner_meta, recover_interrupted
 from baton.config import BatonConfig, load_config
@@ -45,6 +45,7 @@ from baton.store.records import RunRecord, RunStatus
 from baton.store.store import Store
 
 if TYPE_CHECKING:
+    from baton.cluster.config import ClusterConfig
     from baton.coordination.context import CoordinationContext
     from baton.team.contract import RoleSessionFactory
     from baton.team.loop import RunSummary, TeamLoop
@@ -54,6 +55,24 @@ __all__ = ["Baton", "Run", "new_run_id"]
 
 def new_run_id() -> str:
     return f"run-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+
+
+def _cluster(config: BatonConfig, environ: Mapping[str, str]) -> ClusterConfig | None:
+    """``[cluster]`` when baton.toml has it (cluster mode is imported only then)."""
+    if "cluster" not in config.raw:
+        return None
+    from baton.cluster.config import cluster_config
+
+    return cluster_config(config.raw, environ)
+
+
+def _open_store(config: BatonConfig, cluster: ClusterConfig | None, db_path: Path | None) -> Store:
+    """The project's store: PostgreSQL in cluster mode, else the SQLite file."""
+    if cluster is None:
+        return open_store(db_path if db_path is not None else config.db_path)
+    from baton.store.pg import PgStore
+
+    return cast(Store, PgStore.open(cluster.store))  # the Store's face, on PostgreSQL
 
 
 def _standalone(state_dir: Path) -> BatonConfig:
@@ -96,6 +115,8 @@ class Baton:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     recovered: list[RequestRecord] = field(default_factory=list)
     """Requests that recovery expired when this root opened."""
+    cluster: ClusterConfig | None = None
+    """``[cluster]`` of baton.toml: the store is PostgreSQL, role sessions are Ray actors."""
     _sessions: list[AgentSession] = field(default_factory=list)
     _closed: bool = False
 
@@ -127,8 +148,9 @@ class Baton:
             cfg = _standalone(db_path.parent)
         else:
             cfg = load_config(Path(project), environ=env)
-        store = open_store(db_path if db_path is not None else cfg.db_path)
-        self = cls(cfg, store, Ledger(store), environ=env)
+        cluster = _cluster(cfg, env) if db_path is None else None
+        store = _open_store(cfg, cluster, db_path)
+        self = cls(cfg, store, Ledger(store), environ=env, cluster=cluster)
         try:
             if recover:
                 self.recovered = await recover_interrupted(store, self.ledger)
@@ -144,7 +166,7 @@ class Baton:
         """Only the project's store, for surfaces that read (``runs``, ``log``): no ledger,
         no recovery, nothing that writes beyond the store's own migrations."""
         cfg = config if config is not None else load_config(Path(project))
-        store = open_store(cfg.db_path)
+        store = _open_store(cfg, _cluster(cfg, os.environ), None)
         try:
             yield store
         finally:
@@ -275,6 +297,18 @@ class Baton:
         self._check_open()
         from baton.team.service import run_team
 
+        factory_for = None
+        if self.cluster is not None:
+            from baton.cluster.team_factory import cluster_factory_for
+
+            factory_for = cluster_factory_for(
+                self.cluster,
+                self.config,
+                store=self.store,
+                ledger=self.ledger,
+                emitter=run.emitter,
+                workspace=ctx.project_dir,
+            )
         return await run_team(
             ctx,
             self.config,
@@ -284,4 +318,5 @@ class Baton:
             until_idle=until_idle,
             on_loop=on_loop,
             decorate=decorate,
+            factory_for=factory_for,
         )

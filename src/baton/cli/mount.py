@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "cancel": "baton.cli.status_cmds",
     "capabilities": "baton.cli.capabilities_cmd",
     "serve": "baton.cli.web_cmd",
+    "worker": "baton.cli.cluster_cmds",
     "agents": "baton.cli.agents_cmds",
     "task": "baton.cli.coordination_cmds",
 }

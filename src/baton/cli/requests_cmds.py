@@ -19,6 +19,7 @@ import typer
 
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
+from baton.config import BatonConfig
 from baton.requests.errors import InvalidAnswer
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import (
@@ -58,19 +59,22 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print NDJSON instead of panels.")]
 
 
-def _db_path(db: Path | None, project: Path | None) -> Path:
+def _db_path(db: Path | None, project: Path | None) -> Path | BatonConfig:
+    """``--db``'s file, else the project's configuration (its store: SQLite, or
+    PostgreSQL with a ``[cluster]`` section)."""
     if db is not None:
         return db
-    return project_config(project).db_path
+    return project_config(project)
 
 
-def _with_ledger(db: Path, fn: Callable[[Ledger], Awaitable[T]]) -> T:
+def _with_ledger(db: Path | BatonConfig, fn: Callable[[Ledger], Awaitable[T]]) -> T:
     """Open the ledger over the store; first, runs whose process died expire their
     open requests, so the inbox never shows a request nobody can deliver."""
     from baton.app import Baton
 
     async def main() -> T:
-        async with Baton.open(db_path=db) as baton:
+        opened = Baton.open(config=db) if isinstance(db, BatonConfig) else Baton.open(db_path=db)
+        async with opened as baton:
             return await fn(baton.ledger)
 
     return asyncio.run(main())

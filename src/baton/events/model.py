@@ -30,6 +30,7 @@ __all__ = [
     "ArtifactGenerated",
     "ArtifactViewed",
     "CanonicalEvent",
+    "ClusterFencedOut",
     "ClusterPlacementChanged",
     "CommandsUpdated",
     "ConfigChanged",
@@ -530,6 +531,18 @@ class ClusterPlacementChanged(Payload):
     """Wall-clock seconds (the writer's clock) until which the holder may act."""
 
 
+class ClusterFencedOut(Payload):
+    """A role slot's holder was refused a side effect: its epoch is stale or its lease
+    ran out (``baton.cluster.fence_guard``); it stops its agent."""
+
+    TYPE: ClassVar[str] = "cluster.fenced_out"
+    slot: str
+    epoch: int
+    act: str
+    """What was refused: ``request fs/write_text_file``, ``answer 7``, ``report``, ``lease``."""
+    reason: str
+
+
 class TeamRefusal(Payload):
     """An inbox entry the doorbell refused, and what it did (ISSUE, quarantine)."""
 
@@ -699,6 +712,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         TeamRefusal,
         TeamRecovery,
         ClusterPlacementChanged,
+        ClusterFencedOut,
         ProviderNotice,
         HarnessDiagnostic,
         SecurityAdmissionRefused,

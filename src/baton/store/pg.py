@@ -306,6 +306,11 @@ class PgStore(TableReads):
         return self._closed
 
     @property
+    def path(self) -> None:
+        """No file (SQLite's store has one): nothing may launch a per-slot server on it."""
+        return None
+
+    @property
     def dsn(self) -> str:
         """Where this store lives (a libpq connection string; may hold a password)."""
         return self._dsn

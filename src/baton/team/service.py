@@ -38,12 +38,14 @@ async def run_team(
     on_loop: Callable[[TeamLoop], None] | None = None,
     decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
     role_mcp: Literal["hub", "server"] = "hub",
+    factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
 
     ``role_mcp``: ``hub`` serves every slot's role tools from this process
     (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
-    (kept to measure against, ``benches/slots.py``).
+    (kept to measure against, ``benches/slots.py``). ``factory_for`` builds the
+    role-session factory from the hub instead (cluster mode: role actors on workers).
     """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
@@ -52,19 +54,23 @@ async def run_team(
         hub = await RoleHub.start(store, ctx.state_dir)
     reaper = await Reaper.start(store.path, hub.socket_path if hub is not None else None)
     try:
-        factory = role_session_factory(
-            config,
-            workspace=ctx.project_dir,
-            store=store,
-            ledger=ledger,
-            emitter=emitter,
-            fcop_mcp=ctx.team.fcop_mcp,
-            mcp_env={
-                **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
-                "BATON_DAEMON_PID": str(os.getpid()),
-                "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
-            },
-            hub=hub,
+        factory = (
+            factory_for(hub)
+            if factory_for is not None
+            else role_session_factory(
+                config,
+                workspace=ctx.project_dir,
+                store=store,
+                ledger=ledger,
+                emitter=emitter,
+                fcop_mcp=ctx.team.fcop_mcp,
+                mcp_env={
+                    **{k: v for k, v in os.environ.items() if k in crashpoints.ENV},
+                    "BATON_DAEMON_PID": str(os.getpid()),
+                    "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
+                },
+                hub=hub,
+            )
         )
         loop = TeamLoop(
             port=ctx.port,

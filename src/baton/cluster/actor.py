@@ -1,0 +1,341 @@
+"""The role actor: one role slot's holder, a Ray detached named actor on a worker host.
+
+The actor *is* the slot's session in cluster mode. It runs baton's runner over
+the subprocess transport (the real agent process lives in the actor, on the
+host that holds the slot's checkout), appends its canonical events to the
+PostgreSQL store in a run of its own (``<parent>.<slot>.e<epoch>``: every copy
+has its own sequence, so two copies never race for a seq), and answers the
+agent's requests through a broker on the store's ledger: a permission or a
+question answered on any surface (``baton answer``, the web) is a ledger row,
+and the broker waiting inside the actor hears it (LISTEN/NOTIFY) and answers
+the live connection.
+
+Fencing (:mod:`.fence_guard`, :mod:`.lease`): the actor acts only under its
+epoch. The agent's requests and the client's answers pass an epoch check in a
+store transaction first; the turn's report to the driver too; the lease is
+renewed every third of its length and a watchdog stops the agent when the store
+has not confirmed a renewal for about the lease. Once refused, the actor records
+``cluster.fenced_out``, stops its agent and acts no more.
+
+Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
+:class:`RoleHolder` is plain Python, so it is tested without a cluster too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copyreg
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
+from baton.cluster.fence_guard import EpochGuard, fenced_transport
+from baton.cluster.fencing import Placements
+from baton.cluster.lease import LeaseKeeper
+from baton.cluster.placement import FencedOut
+from baton.errors import ConfigError
+from baton.events.model import ClusterFencedOut
+from baton.events.sequencer import Sequencer, format_ts
+from baton.providers.profile import AgentProfile
+from baton.requests.ledger import Ledger
+from baton.runner.emitter import EventEmitter
+from baton.runner.requests_broker import RequestBroker
+from baton.runner.session import AgentSession
+from baton.security.paths import sanitize_id
+from baton.store.records import RunRecord
+from baton.team.contract import TurnResult
+from baton.team.role_sessions import AcpRoleSession, role_policy
+
+if TYPE_CHECKING:
+    from baton.store.pg import PgStore
+    from baton.store.store import Store
+    from baton.store.tx import Tx
+
+__all__ = [
+    "NAMESPACE",
+    "HolderSpec",
+    "RoleHolder",
+    "actor_name",
+    "checkout_resource",
+    "holder_run_id",
+    "host_resource",
+    "role_actor_class",
+]
+
+log = logging.getLogger(__name__)
+
+NAMESPACE: Final = "baton"
+"""The Ray namespace of every baton actor (names are unique within it)."""
+
+# The driver ships an AgentProfile (read-only mappings inside) to the actor by pickle.
+copyreg.pickle(MappingProxyType, lambda m: (MappingProxyType, (dict(m),)))
+
+
+def actor_name(slot: str, epoch: int) -> str:
+    """The actor of ``slot`` under ``epoch``: a new placement never collides with a stale copy."""
+    return f"baton-role-{sanitize_id(slot)}-e{epoch}"
+
+
+HOST_PREFIX: Final = "baton-host-"
+CHECKOUT_PREFIX: Final = "baton-checkout-"
+_HOST_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+
+
+def host_resource(host: str) -> str:
+    """The custom resource ``baton worker --host NAME`` declares (the actor asks 0.01 of it).
+
+    Host names are refused, never rewritten, outside ``[A-Za-z0-9._-]`` (at most 63):
+    the name is read back from the resource key (:func:`~baton.cluster.driver.hosts_from_nodes`).
+    """
+    if not _HOST_NAME.fullmatch(host):
+        raise ConfigError(f"host name {host[:80]!r}: use letters, digits, '.', '_', '-' (<= 63)")
+    return f"{HOST_PREFIX}{host}"
+
+
+def checkout_resource(slot: str) -> str:
+    """The resource a worker declares for each role slot whose checkout it holds."""
+    return f"{CHECKOUT_PREFIX}{sanitize_id(slot)}"
+
+
+def holder_run_id(parent_run: str, slot: str, epoch: int) -> str:
+    return f"{parent_run}.{sanitize_id(slot)}.e{epoch}"
+
+
+@dataclass(frozen=True)
+class HolderSpec:
+    """Everything a holder needs, shipped from the driver (plain, picklable data)."""
+
+    dsn: str
+    slot: str
+    epoch: int
+    host: str
+    lease_s: float
+    parent_run: str
+    profile: AgentProfile
+    workspace: str
+    state_dir: str
+    permissions: str = "ask"
+    wait_timeout: float | None = None
+    environ: Mapping[str, str] | None = None
+    mcp_servers: Sequence[Mapping[str, Any]] = ()
+    resume_session_id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
+
+
+def _nothing(tx: Tx) -> None:
+    """A fenced act's record: the check itself (the act happens outside the store)."""
+
+
+class RoleHolder:
+    """One slot's session under one epoch. Ray makes it an actor (:func:`role_actor_class`)."""
+
+    def __init__(self, spec: HolderSpec, *, transport: TransportFactory = spawn_subprocess) -> None:
+        self.spec = spec
+        self._transport = transport
+        self._raw: list[AgentTransport] = []
+        self._store: PgStore | None = None
+        self._emitter: EventEmitter | None = None
+        self._ledger: Ledger | None = None
+        self._session: AcpRoleSession | None = None
+        self._guard: EpochGuard | None = None
+        self._keeper: LeaseKeeper | None = None
+        self._lease_task: asyncio.Task[None] | None = None
+        self.stopped: str | None = None
+        self.run_id = holder_run_id(spec.parent_run, spec.slot, spec.epoch)
+
+    # ------------------------------------------------------------------ start
+
+    async def start(self) -> dict[str, Any]:
+        """Open the store, confirm the epoch (a renewal), start the agent and the lease."""
+        from baton.store.pg import PgStore
+
+        spec = self.spec
+        store = await asyncio.to_thread(PgStore.open, spec.dsn)
+        self._store = store
+        face = cast("Store", store)  # PgStore has the Store's face (baton.store.pg)
+        await asyncio.to_thread(
+            store.create_run,
+            RunRecord(
+                run_id=self.run_id,
+                kind="role-holder",
+                agent=spec.profile.name,
+                cwd=spec.workspace,
+                status="running",
+                created_at=format_ts(time.time()),
+                meta={
+                    "slot": spec.slot,
+                    "epoch": spec.epoch,
+                    "host": spec.host,
+                    "parent_run": spec.parent_run,
+                    "pid": os.getpid(),
+                    **spec.extra,
+                },
+            ),
+        )
+        emitter = EventEmitter(Sequencer(self.run_id), face)
+        self._emitter = emitter
+        placements = Placements(store, emitter)
+
+        async def fence(act: str) -> None:
+            await placements.fenced(spec.slot, spec.epoch, _nothing)
+
+        self._guard = EpochGuard(
+            fence,
+            slot=spec.slot,
+            epoch=spec.epoch,
+            record=self._record,
+            on_refused=self._refused,
+        )
+        keeper = LeaseKeeper(
+            lambda: placements.renew(spec.slot, spec.epoch, lease_s=spec.lease_s),
+            lease_s=spec.lease_s,
+            on_lost=self._lease_lost,
+        )
+        self._keeper = keeper
+        sent = time.monotonic()
+        await placements.renew(spec.slot, spec.epoch, lease_s=spec.lease_s)  # FencedOut: stale
+        keeper.confirmed(sent)
+        self._lease_task = asyncio.create_task(keeper.run(), name=f"lease-{spec.slot}")
+        self._ledger = Ledger(face)
+        broker = RequestBroker(
+            self._ledger, role_policy(spec.permissions), wait_timeout=spec.wait_timeout
+        )
+        session = await AgentSession.open(
+            spec.profile,
+            workspace=Path(spec.workspace),
+            emitter=emitter,
+            requests=broker,
+            state_dir=Path(spec.state_dir),
+            environ=spec.environ,
+            mcp_servers=[dict(s) for s in spec.mcp_servers],
+            resume_session_id=spec.resume_session_id,
+            transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
+        )
+        self._session = AcpRoleSession(session)
+        return await self.info()
+
+    # ------------------------------------------------------------------ acts
+
+    async def prompt(self, text: str) -> TurnResult:
+        """One turn; its report reaches the driver only under the epoch (else FencedOut)."""
+        session = self._live()
+        result = await session.prompt(text)
+        assert self._guard is not None
+        await self._guard.require("report")
+        return result
+
+    async def cancel(self, reason: str) -> None:
+        await self._live().cancel(reason)
+
+    async def info(self) -> dict[str, Any]:
+        """Who this holder is (re-attachment by name answers the same pids)."""
+        pid = None
+        if self._raw:
+            raw_pid = getattr(self._raw[0], "pid", None)
+            pid = raw_pid if isinstance(raw_pid, int) else None
+        return {
+            "slot": self.spec.slot,
+            "epoch": self.spec.epoch,
+            "host": self.spec.host,
+            "run_id": self.run_id,
+            "actor_pid": os.getpid(),
+            "agent_pid": pid,
+            "agent_alive": bool(self._raw) and self._raw[0].returncode is None,
+            "session_id": self._session.session_id if self._session else None,
+            "stopped": self.stopped,
+            "fenced_checks": self._guard.checks if self._guard else 0,
+            "renewals": self._keeper.renewals if self._keeper else 0,
+        }
+
+    def _live(self) -> AcpRoleSession:
+        if self.stopped is not None:
+            raise FencedOut(f"slot {self.spec.slot!r} epoch {self.spec.epoch}: {self.stopped}")
+        if self._session is None:
+            raise RuntimeError("the holder has not started")
+        return self._session
+
+    # ------------------------------------------------------------------ stopping
+
+    async def _record(self, event: ClusterFencedOut) -> None:
+        if self._emitter is not None:
+            try:
+                await self._emitter.emit(event)
+                await self._emitter.flush()
+            except Exception:
+                log.exception("recording %s failed", event.TYPE)
+
+    async def _refused(self, reason: str) -> None:
+        await self._stop_agent(f"fenced out: {reason}")
+
+    async def _lease_lost(self, reason: str) -> None:
+        # The refusal is recorded when the store can still take it (a renewal refused).
+        if self._guard is not None and self._guard.refused is None:
+            asyncio.get_running_loop().create_task(
+                self._record(
+                    ClusterFencedOut(
+                        slot=self.spec.slot, epoch=self.spec.epoch, act="lease", reason=reason
+                    )
+                )
+            )
+        await self._stop_agent(reason)
+
+    async def _stop_agent(self, reason: str) -> None:
+        """Kill the agent now (never wait for a turn: a stale copy must not act on)."""
+        if self.stopped is None:
+            self.stopped = reason
+            log.warning("slot %s epoch %d: stopping its agent: %s", *self._who(), reason)
+        for raw in self._raw:
+            with contextlib.suppress(Exception):
+                await raw.kill()
+
+    def _who(self) -> tuple[str, int]:
+        return self.spec.slot, self.spec.epoch
+
+    async def close(self, reason: str = "the driver released the role session") -> None:
+        """Stop the agent, release the placement if still held, close the store."""
+        if self._lease_task is not None:
+            self._lease_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._lease_task
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await self._session.session.close(reason)
+        store = self._store
+        if store is not None and self.stopped is None and self._emitter is not None:
+            with contextlib.suppress(FencedOut, Exception):
+                await Placements(store, self._emitter).release(self.spec.slot, self.spec.epoch)
+        self.stopped = self.stopped or reason
+        if self._emitter is not None:
+            with contextlib.suppress(Exception):
+                await self._emitter.flush()
+        if store is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(store.finish_run, self.run_id, "completed", _now())
+            if self._ledger is not None:
+                await self._ledger.aclose()
+            await store.aclose()
+
+
+def _now() -> str:
+    return format_ts(time.time())
+
+
+def role_actor_class() -> Any:
+    """:class:`RoleHolder` as a Ray actor class (imports Ray: cluster mode only).
+
+    No restarts (``max_restarts=0``): a lost holder is re-placed by the driver under
+    a new epoch, never silently restarted under the old one.
+    """
+    import ray
+
+    remote: Any = ray.remote
+    return remote(max_restarts=0, max_concurrency=64, num_cpus=0)(RoleHolder)

@@ -1,0 +1,155 @@
+"""The role actor's logic without Ray: a :class:`RoleHolder` over PostgreSQL and the
+real fake agent process (runs wherever PostgreSQL does, CI included).
+
+The holder is what Ray hosts; everything it decides is here: the permission
+request filed in the ledger and answered from the store's side, the epoch checked
+before the agent's requests and the client's answers, the refusal recorded and
+the agent stopped, the report refused to a stale holder, the lease renewed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from baton.cluster.actor import RoleHolder
+from baton.cluster.fencing import Placements
+from baton.cluster.placement import FencedOut
+from baton.requests.ledger import Ledger
+from baton.requests.model import PermissionAnswer
+from baton.runner.emitter import EventEmitter
+from tests.cluster.support import coordinator_run, holder_spec, until
+from tests.support.pg_fixtures import pg_databases, pg_dsn
+
+__all__ = ["pg_databases", "pg_dsn"]
+
+LEASE_S = 30.0
+
+
+class World:
+    def __init__(self, dsn: str, root: Path) -> None:
+        from baton.store.pg import PgStore
+
+        self.dsn, self.root = dsn, root
+        self.store = PgStore.open(dsn)
+        self.ledger = Ledger(cast(Any, self.store))
+        self.emitter: EventEmitter = coordinator_run(self.store)
+        self.placements = Placements(self.store, self.emitter)
+        self.holders: list[RoleHolder] = []
+
+    async def holder(self, slot: str, scenario: str, *, lease_s: float = LEASE_S) -> RoleHolder:
+        placed = await self.placements.place(slot, "local", lease_s=lease_s)
+        spec = holder_spec(
+            self.dsn, slot, scenario, self.root, parent_run=self.emitter.run_id, lease_s=lease_s
+        )
+        from dataclasses import replace
+
+        holder = RoleHolder(replace(spec, epoch=placed.epoch, host="local"))
+        self.holders.append(holder)
+        await holder.start()
+        return holder
+
+    async def move_on(self, slot: str) -> None:
+        """A coordinator's decision the holder does not know of: the slot moves on."""
+        await self.placements.fail(slot)
+        await self.placements.place(slot, "elsewhere", lease_s=LEASE_S)
+
+    def events(self, run_id: str) -> list[Any]:
+        return list(self.store.iter_events(run_id))
+
+    def agent_told(self, run_id: str) -> bool:
+        """The agent reported the option it was given (a tool update naming it)."""
+        return any(
+            e.type.startswith("tool.") and "allow-once" in json.dumps(e.payload.model_dump())
+            for e in self.events(run_id)
+        )
+
+
+@pytest.fixture
+async def world(pg_dsn: str, tmp_path: Path) -> AsyncIterator[World]:
+    w = World(pg_dsn, tmp_path)
+    try:
+        yield w
+    finally:
+        for holder in w.holders:
+            await holder.close()
+        await w.ledger.aclose()
+        await w.store.aclose()
+
+
+async def test_a_permission_answered_in_the_store_reaches_the_agent(world: World) -> None:
+    holder = await world.holder("dev", "permission")
+    turn = asyncio.create_task(holder.prompt("go"))
+    pending = await until(lambda: world.ledger.pending(run_id=holder.run_id), timeout=60)
+    await world.ledger.answer(
+        pending[0].request_id, PermissionAnswer(decision="allow"), decided_by="human"
+    )
+    result = await asyncio.wait_for(turn, 60)
+    assert result.status == "completed"
+    assert world.agent_told(holder.run_id)
+    info = await holder.info()
+    assert info["fenced_checks"] >= 2  # the agent's ask and the client's answer, at least
+    assert info["renewals"] == 0 and info["stopped"] is None
+
+
+async def test_a_stale_holder_is_refused_its_agents_request(world: World) -> None:
+    holder = await world.holder("dev", "permission")
+    await world.move_on("dev")
+    with pytest.raises(FencedOut):
+        await asyncio.wait_for(holder.prompt("go"), 60)
+    fenced = [e.payload for e in world.events(holder.run_id) if e.type == "cluster.fenced_out"]
+    assert [(f.epoch, f.act) for f in fenced] == [(1, "request session/request_permission")]
+    assert "stale" in fenced[0].reason
+    assert await world.ledger.list_requests(run_id=holder.run_id) == []
+    info = await holder.info()
+    assert info["agent_alive"] is False and info["stopped"].startswith("fenced out")
+
+
+async def test_a_stale_holder_writes_no_file(world: World) -> None:
+    holder = await world.holder("ops", "fs")
+    await world.move_on("ops")
+    with pytest.raises(FencedOut):
+        await asyncio.wait_for(holder.prompt("write it"), 60)
+    assert not (Path(holder.spec.workspace) / "fake-fs.txt").exists()
+
+
+async def test_an_answer_is_refused_once_the_slot_moved_during_the_ask(world: World) -> None:
+    holder = await world.holder("dev", "permission")
+    turn = asyncio.create_task(holder.prompt("go"))
+    pending = await until(lambda: world.ledger.pending(run_id=holder.run_id), timeout=60)
+    await world.move_on("dev")  # while a human is being asked
+    await world.ledger.answer(
+        pending[0].request_id, PermissionAnswer(decision="allow"), decided_by="human"
+    )
+    with pytest.raises(FencedOut):
+        await asyncio.wait_for(turn, 60)
+    fenced = [e.payload for e in world.events(holder.run_id) if e.type == "cluster.fenced_out"]
+    assert [f.act.split()[0] for f in fenced] == ["answer"], fenced
+    assert not world.agent_told(holder.run_id), "the answer never reached the agent"
+
+
+async def test_the_report_of_a_turn_is_refused_to_a_stale_holder(world: World) -> None:
+    holder = await world.holder("dev", "ok")  # a turn without any request
+    first = await holder.prompt("one")
+    assert first.status == "completed"
+    await world.move_on("dev")
+    with pytest.raises(FencedOut, match="stale"):
+        await holder.prompt("two")
+    fenced = [e.payload for e in world.events(holder.run_id) if e.type == "cluster.fenced_out"]
+    assert [f.act for f in fenced] == ["report"]
+
+
+async def test_the_holder_renews_its_lease(world: World) -> None:
+    holder = await world.holder("dev", "ok", lease_s=1.5)
+    before = await world.placements.current("dev")
+    assert before is not None
+    await until(lambda: holder._keeper is not None and holder._keeper.renewals >= 2, timeout=30)
+    after = await world.placements.current("dev")
+    assert after is not None and after.epoch == before.epoch
+    assert after.lease_expires_at > before.lease_expires_at
+    assert (await holder.info())["stopped"] is None
