@@ -84,8 +84,13 @@ def test_an_in_place_rewrite_is_seen_once_the_sweeper_says_so(tmp_path: Path) ->
         stream.write(path.read_text().replace("TASK-1", "TASK-2"))
     _aged(tmp_path)
     assert index.lookup("TASK-2", None) == []  # the index alone cannot know
+    listings = index.listings
     index.forget("REPORT-a.md")
     assert [p.name for p in index.lookup("TASK-2", None)] == ["REPORT-a.md"]
+    assert index.lookup("TASK-1", None) == []
+    assert index.listings == listings  # one file read again, the listing still trusted
+    index.forget("REPORT-new.md")  # not known: left to the next listing
+    assert index.listings == listings
 
 
 def test_what_cannot_be_classified_is_offered_to_every_look_up(tmp_path: Path) -> None:
@@ -141,3 +146,50 @@ def test_children_come_from_the_index_and_equal_the_full_scan(
     opened = _opened_under(root, lambda: port.children(parents[1]))
     tasks_opened = {path.rsplit("/", 1)[-1][: -len(".md")] for path in opened if "TASK-" in path}
     assert tasks_opened <= {parents[1], *kids[parents[1]]}, (opened, parents, kids)
+
+
+def test_the_sweeper_tells_the_index_of_an_in_place_rewrite(
+    tmp_path: Path, authority: TrustedAuthority
+) -> None:
+    """The daemon's wiring: intake's sweep judges a changed REPORT and the index reads it again."""
+    from baton.coordination.intake.sweep import Sweeper
+    from baton.coordination.intake.worker import shared_worker
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    init_workspace(root, authority)
+    port = FcopPort(root, authority=authority)
+    lifecycle = port.lifecycle
+    assert lifecycle is not None
+    tasks = []
+    for subject in ("one", "two"):
+        task = port.create_task(sender="ADMIN", recipient="DEV", subject=subject, body="b").task_id
+        tasks.append((task, port.claim(task, actor="DEV").attempt_id))
+    report = port.write_report(
+        task_id=tasks[0][0],
+        attempt_id=tasks[0][1],
+        sender="DEV",
+        recipient="ADMIN",
+        result="done",
+        body="r",
+    )
+    sweeper = Sweeper(
+        root,
+        worker=shared_worker(),
+        watch=True,
+        require_stable=False,
+        on_change=lifecycle.forget,
+    )
+    try:
+        sweeper.sweep()
+        assert port.find_report_head(*tasks[0]) is not None
+        path = root / "fcop" / "reports" / f"{report.report_id}.md"
+        text = path.read_text()
+        with open(path, "r+") as stream:  # an agent edits the REPORT in place
+            stream.write(text.replace(tasks[0][0], tasks[1][0]).replace(tasks[0][1], tasks[1][1]))
+        assert [p.name for p in lifecycle.candidates("REPORT", *tasks[1])] == []  # not yet
+        sweeper.sweep()
+        assert [p.name for p in lifecycle.candidates("REPORT", *tasks[1])] == [path.name]
+        assert lifecycle.candidates("REPORT", *tasks[0]) == []
+    finally:
+        sweeper.close()

@@ -152,8 +152,14 @@ class TeamLoop(Startup, HumanSide):
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
         self._doorbell_step_ms = doorbell_step_ms
         self.doorbell = self._make_doorbell({})
+        lifecycle = port.lifecycle
         self.sweeper = Sweeper(
-            port.root, worker=self.doorbell.worker, limits=self.doorbell.limits, watch=True
+            port.root,
+            worker=self.doorbell.worker,
+            limits=self.doorbell.limits,
+            watch=True,
+            # A REPORT/REVIEW/TASK changed in place: the lifecycle's indexes read it again.
+            on_change=lifecycle.forget if lifecycle is not None else None,
         )
         """Screens every file Core reads outside the inbox (issue 9 item 5); with its
         change feed a pass costs O(changes) (issue 15); closed when :meth:`run` ends."""

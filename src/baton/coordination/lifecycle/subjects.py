@@ -161,10 +161,25 @@ class SubjectIndex:
         return [self.folder / name for name in sorted(names)]
 
     def forget(self, name: str) -> None:
-        """Drop what is known of ``name`` (it changed in place, or vanished): read it again."""
+        """``name`` changed in place or vanished: classify it again now (one read).
+
+        A name the index does not know is left to the next listing (a new or removed
+        entry moves the folder's mtime); a known one is read again under its current
+        inode, so the listing stays trusted and no other file is read.
+        """
         with self._lock:
-            self._listing.drop(name)
-            self._listing.trusted = None
+            listing = self._listing
+            known = listing.entries.get(name)
+            if known is None:
+                return
+            listing.drop(name)
+            path = os.path.join(self.folder, name)
+            try:
+                inode = os.lstat(path).st_ino
+            except FileNotFoundError:
+                return
+            self.reads += 1
+            listing.add(name, inode, _classify(path, self.keys, self.required))
 
     def _refresh(self) -> None:
         listing = self._listing
