@@ -496,7 +496,7 @@ class SizeResult:
     recorder: Recorder
     build_s: float
     screen_s: float
-    """The daemon's first look at the added history (intake sweep + REPORT index)."""
+    """The daemon's first look at the added history (intake sweep + lifecycle indexes)."""
     state_kib: float
     validated: int | None
     """Envelopes fcop's ``validate_workspace`` accepted (small sizes only)."""
@@ -708,13 +708,12 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         await store.write(history_rows)
         build_s = time.perf_counter() - t0
         # The daemon has seen its history before it is measured, as one that settled it
-        # would have: one intake sweep screens the new files, and the REPORT/REVIEW index
+        # would have: one intake sweep screens the new files, and the lifecycle indexes
         # reads each new one once (both would otherwise land in the first probes).
         t0 = time.perf_counter()
         await daemon._sweep()
-        if writer is not None:
-            for kind in ("REPORT", "REVIEW"):
-                await asyncio.to_thread(writer.candidates, kind, "TASK-warm-up")
+        if writer is not None:  # what the daemon's start-up warm-up does for its history
+            await asyncio.to_thread(writer.warm)
         screen_s = time.perf_counter() - t0
         state_kib = store.path.stat().st_size / 1024
         done = port.stage_counts()["done"]

@@ -193,3 +193,36 @@ def test_the_sweeper_tells_the_index_of_an_in_place_rewrite(
         assert lifecycle.candidates("REPORT", *tasks[0]) == []
     finally:
         sweeper.close()
+
+
+def test_warm_reads_every_folder_once_so_look_ups_read_nothing(
+    tmp_path: Path, authority: TrustedAuthority
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    init_workspace(root, authority)
+    port = FcopPort(root, authority=authority)
+    parent = port.create_task(sender="ADMIN", recipient="PM", subject="p", body="b").task_id
+    child = port.create_task(
+        sender="PM", recipient="DEV", subject="c", body="b", parent=parent
+    ).task_id
+    attempt = port.claim(child, actor="DEV").attempt_id
+    port.write_report(
+        task_id=child, attempt_id=attempt, sender="DEV", recipient="PM", result="done", body="r"
+    )
+    fresh = FcopPort(root, authority=authority)  # a daemon starting on this workspace
+    lifecycle = fresh.lifecycle
+    assert lifecycle is not None
+    asked: list[int] = []
+    lifecycle.warm(stop=lambda: bool(asked.append(1)) and False)
+    indexes = list(lifecycle.workspace._subjects.values())
+    assert len(asked) == len(indexes)  # asked before each folder
+    reads = sum(index.reads for index in indexes)
+    assert reads == 3  # the two TASKs and the REPORT, each once
+    assert [t.task_id for t in fresh.children(parent)] == [child]
+    assert fresh.find_report_head(child, attempt) is not None
+    assert sum(index.reads for index in indexes) == reads  # nothing read again
+    stopped = FcopPort(root, authority=authority).lifecycle
+    assert stopped is not None
+    stopped.warm(stop=lambda: True)
+    assert sum(index.reads for index in stopped.workspace._subjects.values()) == 0

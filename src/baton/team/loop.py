@@ -223,7 +223,7 @@ class TeamLoop(Startup, HumanSide):
             self._stop = asyncio.Event()
         await self._take_project()
         try:
-            for step in (self._migrate, self._sweep, self._recover, self._open_slots):
+            for step in (self._migrate, self._sweep, self._warm, self._recover, self._open_slots):
                 if self._stop.is_set():
                     break
                 await step()  # the sweep comes before recovery reads anything under fcop/
@@ -420,6 +420,26 @@ class TeamLoop(Startup, HumanSide):
                 await self.events.put(event)
                 refused += 1
             return refused
+
+    async def _warm(self) -> None:
+        """Build the lifecycle's REPORT/REVIEW/children indexes in the background.
+
+        Reading each file once is O(history) (seconds at 10,000 settled tasks); done here,
+        beside recovery and the first dispatches, instead of inside the first look-up
+        that needs it. Stops between folders when the loop stops.
+        """
+        lifecycle = self.port.lifecycle
+        if lifecycle is None:
+            return
+        stop = self._stop
+
+        async def warm() -> None:
+            try:
+                await asyncio.to_thread(lifecycle.warm, stop.is_set)
+            except Exception:
+                log.exception("building the lifecycle's indexes failed (look-ups build them)")
+
+        self._spawn(warm(), "warm-indexes")
 
     async def _sweep_after_turn(self) -> None:
         try:

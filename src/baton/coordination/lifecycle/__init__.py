@@ -220,6 +220,17 @@ class Lifecycle:
         """TASK files in ``stage`` that may name ``parent`` (validate each one)."""
         return self._ws.subjects(f"TASK:{stage}").lookup(parent, None)
 
+    def warm(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Read every REPORT/REVIEW/TASK folder into its index once (a daemon's first look).
+
+        O(history) once, so no look-up in a dispatch pays it; ``stop`` is asked between
+        folders (one folder's listing is not interrupted).
+        """
+        for index in self._ws._subjects.values():
+            if stop():
+                return
+            index.refresh()
+
     def forget(self, origin: str) -> None:
         """An indexed file changed in place or vanished (the intake sweeper says so)."""
         folder, _, name = origin.rpartition("/")

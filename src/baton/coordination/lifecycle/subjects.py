@@ -160,6 +160,11 @@ class SubjectIndex:
             names |= listing.unknown
         return [self.folder / name for name in sorted(names)]
 
+    def refresh(self) -> None:
+        """List the folder now if its listing cannot be reused (reads each new file once)."""
+        with self._lock:
+            self._refresh()
+
     def forget(self, name: str) -> None:
         """``name`` changed in place or vanished: classify it again now (one read).
 
