@@ -151,7 +151,7 @@ class SubjectIndex:
         with self._lock:
             self._refresh()
             listing = self._listing
-            if attempt is not None:
+            if attempt is not None or self.keys[1] is None:  # one key: a dict look-up
                 names = set(listing.by_key.get((subject, attempt), ()))
             else:
                 names = {
