@@ -199,3 +199,78 @@ async def test_without_quarantine_hostile_files_stay_and_are_reported_once(
     stop.set()
     await asyncio.wait_for(task, WAIT)
     assert (inbox / "TASK-junk.md").exists()
+
+
+# ------------------------------------------------------------ the kernel watch
+
+
+async def test_an_inotify_overflow_is_followed_by_a_full_listing(
+    port: FcopPort, tmp_path: Path
+) -> None:
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    if limit > 200_000:
+        pytest.skip(f"max_queued_events is {limit}: too many events to overflow it here")
+    inbox = port.stage_dir("inbox")
+    a, b = inbox / "notes-a.txt", inbox / "notes-b.txt"
+    a.write_text("a")
+    b.write_text("b")
+    async with ringing(port, tmp_path) as (_, queue):
+        # The loop is not given a turn until the queue has overflowed, so the TASK's own
+        # event is lost in the overflow: only a full listing can find it.
+        for n in range(limit // 2 + 10):  # alternate, or the kernel merges equal events
+            os.utime(a, ns=(n, n))
+            os.utime(b, ns=(n, n))
+        created = port.create_task(sender="ADMIN", recipient="DEV", subject="late", body="b")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == created.task_id
+        assert event.source == "rescan"
+        # Re-armed: the next arrival rings through the watch again.
+        after = port.create_task(sender="ADMIN", recipient="DEV", subject="next", body="b")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == after.task_id
+        assert event.source == "watch"
+
+
+async def test_a_replaced_inbox_is_watched_again(port: FcopPort, tmp_path: Path) -> None:
+    inbox = port.stage_dir("inbox")
+    async with ringing(port, tmp_path) as (_, queue):
+        inbox.rename(tmp_path / "old-inbox")
+        inbox.mkdir()
+        first = port.create_task(sender="ADMIN", recipient="QA", subject="one", body="b")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == first.task_id
+        second = port.create_task(sender="ADMIN", recipient="QA", subject="two", body="b")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == second.task_id
+        assert event.source == "watch"  # the new directory has a watch of its own
+        assert queue.empty()
+
+
+async def test_a_task_that_leaves_the_inbox_and_returns_rings_again(
+    port: FcopPort, tmp_path: Path
+) -> None:
+    async with ringing(port, tmp_path) as (_, queue):
+        created = port.create_task(sender="ADMIN", recipient="OPS", subject="back", body="b")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == created.task_id
+        path = port.stage_dir("inbox") / f"{created.task_id}.md"
+        aside = tmp_path / path.name
+        path.rename(aside)
+        await asyncio.sleep(0.2)  # the departure is seen on its own
+        assert queue.empty()
+        aside.rename(path)
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == created.task_id
+
+
+async def test_where_inotify_is_missing_watchfiles_rings(
+    port: FcopPort, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import baton.coordination.doorbell as doorbell
+
+    monkeypatch.setattr(doorbell, "open_feed", lambda root, directories: None)
+    async with ringing(port, tmp_path) as (_, queue):
+        task_id = await create_in_subprocess(port.root, port.workspace_id, "QA", "fallback")
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == task_id
+        assert event.source == "watch"

@@ -1,12 +1,14 @@
 """The doorbell: notice TASK files landing in ``fcop/_lifecycle/inbox/`` and route them.
 
 FCoP is a mailbox without a doorbell (the seed essay: CodeFlow's ancestors
-polled every few seconds, or OCR-clicked the IDE). Here the kernel rings:
-``watchfiles.awatch`` (inotify/FSEvents/ReadDirectoryChangesW, no polling loop)
-on the inbox only, non-recursive, with a short step so an arrival is seen in
-milliseconds. Core publishes a TASK by fsyncing a ``.fcop-create-*.tmp`` and
-hard-linking it to ``TASK-<id>.md``, so the final name appears complete; the
-temporary and every non-``TASK-*.md`` name are ignored.
+polled every few seconds, or OCR-clicked the IDE). Here the kernel rings: an
+inotify watch on the inbox only (:mod:`~baton.coordination.intake.feed`, read on
+the event loop the moment an event is queued: no debounce, no thread; an overflow
+or a replaced inbox makes the next look a full listing), or ``watchfiles.awatch``
+(FSEvents, ReadDirectoryChangesW) where inotify is unavailable. Core publishes a
+TASK by fsyncing a ``.fcop-create-*.tmp`` and hard-linking it to
+``TASK-<id>.md``, so the final name appears complete; the temporary and every
+non-``TASK-*.md`` name are ignored.
 
 Each arrival is read *through Core* (:meth:`FcopPort.read_task`: schema,
 workspace identity, id/filename agreement, symlink containment, relations)
@@ -53,7 +55,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,6 +69,7 @@ from baton.coordination.doorbell_events import (
 from baton.coordination.fcop_port import TASK_FILE_RE, FcopPort, InboxEntry
 from baton.coordination.fcop_records import inbox_entry
 from baton.coordination.inbox_inspection import InboxInspection, RecheckLater, SettleState
+from baton.coordination.intake.feed import ChangeFeed, open_feed
 from baton.coordination.intake.limits import IntakeLimits
 from baton.coordination.intake.stability import FileFacts
 from baton.coordination.intake.worker import ParseWorker
@@ -81,6 +84,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("baton.coordination.doorbell")
+
+_REARM_S = 0.5
+"""How long to wait before trying again when the kernel watch cannot be re-armed."""
 
 
 class Doorbell(InboxInspection):
@@ -154,6 +160,71 @@ class Doorbell(InboxInspection):
                 await asyncio.to_thread(self.worker.close)
 
     async def _watch(self, inbox: Path, stop: asyncio.Event) -> None:
+        feed = open_feed(self.port.root, [inbox])
+        if feed is not None:
+            feed.drain()  # arms the kernel watch (or finds it cannot)
+            if feed.armed:
+                try:
+                    await self._watch_kernel(feed, stop)
+                finally:
+                    feed.close()
+                return
+            feed.close()
+        await self._watch_notify(inbox, stop)
+
+    async def _watch_kernel(self, feed: ChangeFeed, stop: asyncio.Event) -> None:
+        """inotify read on the event loop: an arrival is handled the moment the kernel
+        queues it (no debounce, no thread). Intake's stability rules, not a debounce,
+        decide when a file that is still being written is read. An overflow, a lost watch
+        or a replaced inbox makes the next look a full listing (``scan``), never a miss."""
+        loop = asyncio.get_running_loop()
+        ring = asyncio.Event()
+        reading: int | None = None
+
+        def rung() -> None:
+            # One-shot: the descriptor stays readable until drained, and a level-triggered
+            # reader left on would spin the loop while a batch is being handled.
+            nonlocal reading
+            if reading is not None:
+                loop.remove_reader(reading)
+                reading = None
+            ring.set()
+
+        def listen() -> None:
+            nonlocal reading
+            if reading is not None:
+                loop.remove_reader(reading)
+            reading = feed.fileno()  # a re-armed feed has a new descriptor
+            if reading is not None:
+                loop.add_reader(reading, rung)
+
+        stopped = asyncio.ensure_future(stop.wait())
+        stopped.add_done_callback(lambda _: ring.set())
+        try:
+            listen()
+            await self.scan("drain")  # armed before the listing: nothing falls between
+            self.ready.set()
+            while not stop.is_set():
+                await ring.wait()
+                ring.clear()
+                if stop.is_set():
+                    break
+                changes = feed.drain()
+                listen()
+                if changes.trusted:
+                    await self._on_paths(changes.paths)
+                else:
+                    await self.scan("rescan")
+                if not feed.armed:  # it could not re-arm: list again until it can
+                    await asyncio.sleep(_REARM_S)
+                    ring.set()
+        finally:
+            stopped.cancel()
+            if reading is not None:
+                loop.remove_reader(reading)
+
+    async def _watch_notify(self, inbox: Path, stop: asyncio.Event) -> None:
+        """Where inotify is unavailable: ``watchfiles`` (FSEvents, ReadDirectoryChangesW)."""
         import watchfiles
 
         failures = 0
@@ -179,7 +250,7 @@ class Doorbell(InboxInspection):
                 batch = await first
                 while batch is not None:
                     failures = 0
-                    await self._on_changes(batch)
+                    await self._on_paths({Path(raw) for _, raw in batch})
                     batch = await anext(changes_iter, None)
             except asyncio.CancelledError:
                 first.cancel()
@@ -212,23 +283,21 @@ class Doorbell(InboxInspection):
 
     # ------------------------------------------------------------- handling
 
-    async def _on_changes(self, batch: set[tuple[Any, str]]) -> None:
-        import watchfiles
-
+    async def _on_paths(self, paths: Iterable[Path]) -> None:
+        """Judge each named inbox entry again: present → handle it; gone → forget it (a
+        TASK that leaves the inbox and comes back is a new arrival)."""
         detected = self.clock()
-        for change, raw_path in sorted(batch, key=lambda c: c[1]):
-            path = Path(raw_path)
-            match = TASK_FILE_RE.fullmatch(path.name)
-            if change == watchfiles.Change.deleted:
-                if match:
-                    self._emitted.discard(match.group(1))
-                self._forget_settling(path.name)
+        for path in sorted(paths):
+            if not _is_task_name(None, str(path)):
                 continue
             entry = _lstat_entry(path)
             if entry is not None:
                 await self._handle(entry, "watch", detected)
-            else:
-                self._forget_settling(path.name)
+                continue
+            match = TASK_FILE_RE.fullmatch(path.name)
+            if match:
+                self._emitted.discard(match.group(1))
+            self._forget_settling(path.name)
 
     async def _handle(
         self, entry: InboxEntry, source: Literal["drain", "watch", "rescan"], detected: float

@@ -8,7 +8,8 @@ holds one inotify instance with a non-recursive watch on each screened directory
 screened directory created, removed or replaced). A pass then judges only the
 names the kernel reported.
 
-Why inotify directly and not ``watchfiles`` (which the doorbell uses for the inbox):
+Why inotify directly and not ``watchfiles`` (the doorbell's fallback where this feed cannot
+arm):
 
 * ``watchfiles`` drops the kernel's overflow signal (notify's rescan event has no
   path, and ``RustNotify`` keeps only events with one: read in its 1.x source), so
@@ -109,6 +110,11 @@ class ChangeFeed:
     @property
     def armed(self) -> bool:
         return self._inotify is not None
+
+    def fileno(self) -> int | None:
+        """The armed instance's descriptor (readable when events are queued), for an
+        event loop's reader; it changes when the feed re-arms, so ask after each drain."""
+        return None if self._inotify is None else int(self._inotify.fileno())
 
     def drain(self) -> Changes:
         """Everything the kernel queued since the last call, without blocking."""
