@@ -274,3 +274,34 @@ async def test_where_inotify_is_missing_watchfiles_rings(
         event = await next_event(queue)
         assert isinstance(event, TaskArrived) and event.task_id == task_id
         assert event.source == "watch"
+
+
+async def test_settled_stays_clear_while_an_arrival_is_being_read(
+    port: FcopPort, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``baton up --until-idle`` waits on ``settled`` whenever ``settling`` is non-zero: if
+    it were set while a file is being read, that wait would return at once and the loop
+    would spin without ever yielding to the read it waits for."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    real = Doorbell._inspect
+
+    def slow(self: Doorbell, *args: object) -> object:
+        entered.set()
+        release.wait(WAIT)
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Doorbell, "_inspect", slow)
+    async with ringing(port, tmp_path) as (bell, queue):
+        created = port.create_task(sender="ADMIN", recipient="DEV", subject="slow", body="b")
+        assert await asyncio.to_thread(entered.wait, WAIT)
+        assert bell.settling == 1 and not bell.settled.is_set()
+        waiter = asyncio.create_task(bell.wait_settled())
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        release.set()
+        await asyncio.wait_for(waiter, WAIT)
+        event = await next_event(queue)
+        assert isinstance(event, TaskArrived) and event.task_id == created.task_id
+        assert bell.settling == 0 and bell.settled.is_set()

@@ -316,6 +316,9 @@ class Doorbell(InboxInspection):
                 entry.name,
                 SettleState(first=(facts, self.clock()), source=source, detected=detected),
             )
+            # ``settled`` is set exactly while nothing is settling: a waiter must not see
+            # "settled" while this file is being read (it would spin on ``settling``).
+            self.settled.clear()
             if state.attempts:  # a re-check: the event says when and how it was first seen
                 source, detected = state.source, state.detected
             try:
@@ -357,7 +360,6 @@ class Doorbell(InboxInspection):
             state.timer.cancel()
         loop = asyncio.get_running_loop()
         state.timer = loop.call_later(after, self._recheck, entry.name, entry.path)
-        self.settled.clear()
 
     def _recheck(self, name: str, path: Path) -> None:
         state = self._settling.get(name)
