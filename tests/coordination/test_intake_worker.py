@@ -137,9 +137,13 @@ def test_an_overrunning_parse_is_killed_and_the_next_gets_a_fresh_worker(
 ) -> None:
     template = port.create_task(sender="ADMIN", recipient="DEV", subject="t", body="b").path
     slow = tmp_path / "TASK-slow.md"
-    keys = "\n".join(f"k{i}: v{i}" for i in range(2500))  # ~0.3 s of pure-Python YAML
+    # As many nodes as the front-matter limit allows: ~0.2 s of pure-Python YAML on a fast
+    # core, 20x the CPU budget below, so the first look at the worker's CPU (every 50 ms)
+    # already finds it over (2,500 keys and a 0.05 s budget raced on a fast machine).
+    keys = "\n".join(f"k{i}: v" for i in range(3500))
     slow.write_text(with_header(template.read_text(), "TASK-slow", keys))
-    with ParseWorker(IntakeLimits(parse_deadline_s=0.05)) as quick:  # CPU seconds
+    assert len(slow.read_bytes()) < IntakeLimits().max_frontmatter_bytes
+    with ParseWorker(IntakeLimits(parse_deadline_s=0.01)) as quick:  # CPU seconds
         quick.start()
         first_pid = quick.pid
         assert first_pid is not None
