@@ -54,7 +54,7 @@ from baton.coordination.fcop_recovery import (
     clean_temporaries,
 )
 from baton.coordination.intake.stability import FileFacts
-from baton.coordination.intake.sweep import Sweeper
+from baton.coordination.intake.sweep import Sweeper, SweepReport
 from baton.coordination.team import TeamConfig
 from baton.events.model import TeamRefusal
 from baton.requests.ledger import Ledger
@@ -78,6 +78,9 @@ from baton.team.states import TaskState
 __all__ = ["DaemonBusy", "RunSummary", "TeamLoop"]
 
 log = logging.getLogger("baton.team.loop")
+
+_SETTLE_POLL_S = 0.25
+"""How often the start-up sweep looks again at files still settling."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +226,13 @@ class TeamLoop(Startup, HumanSide):
             self._stop = asyncio.Event()
         await self._take_project()
         try:
-            for step in (self._migrate, self._sweep, self._warm, self._recover, self._open_slots):
+            for step in (
+                self._migrate,
+                self._sweep_at_start,
+                self._warm,
+                self._recover,
+                self._open_slots,
+            ):
                 if self._stop.is_set():
                     break
                 await step()  # the sweep comes before recovery reads anything under fcop/
@@ -393,7 +402,23 @@ class TeamLoop(Startup, HumanSide):
 
     # ------------------------------------------------------------------- intake
 
-    async def _sweep(self, *, after_turn: bool = False) -> int:
+    async def _sweep_at_start(self) -> None:
+        """The sweep before recovery, until nothing in it is still settling.
+
+        Recovery reads every open TASK and its REPORTs through Core; a file written
+        moments before ``baton up`` started (inside the settle window) is not judged by
+        the first pass, so recovery would read it unjudged: a hostile one then makes its
+        TASK need attention instead of being quarantined. So wait for such files (the
+        settle window, ~1 s; a file that never stops changing is refused as ``unstable``
+        after ``max_settle_s``) and sweep again.
+        """
+        while True:
+            report = await self._sweep()
+            if not report.settling or self._stop.is_set():
+                return
+            await self._unless_stopped(asyncio.sleep(_SETTLE_POLL_S))
+
+    async def _sweep(self, *, after_turn: bool = False) -> SweepReport:
         """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails.
 
         At start (before recovery), every ``sweep_interval`` and after every turn (an
@@ -408,7 +433,6 @@ class TeamLoop(Startup, HumanSide):
             report = await asyncio.to_thread(
                 self.sweeper.sweep, require_stable=False if after_turn else None
             )
-            refused = 0
             for finding in report.refused:
                 key = (finding.origin, finding.facts)
                 if key in self._swept:
@@ -418,8 +442,7 @@ class TeamLoop(Startup, HumanSide):
                 if event.quarantined_to is not None:
                     self.sweeper.forget(finding.origin)
                 await self.events.put(event)
-                refused += 1
-            return refused
+            return report
 
     async def _warm(self) -> None:
         """Build the lifecycle's REPORT/REVIEW/children indexes in the background.
