@@ -43,8 +43,10 @@ FrameObserver = Callable[[str, dict[str, Any]], None]
 """Called with ("client"|"agent", message) for every frame: the trace tap."""
 
 FrameHook = Callable[[], Awaitable[None] | None]
-"""Called before each inbound frame (a malformed one too) is handled: the agent spoke.
-What it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
+"""Called once per read that holds frames (a malformed one too), before the first is
+handled: the agent spoke (every frame of one read arrived at the same moment, so once
+per read says all a silence watch needs, at a twentieth of the calls of a flood). What
+it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
 
 
 class InboundHandler(Protocol):
@@ -160,7 +162,10 @@ class JsonRpcConnection:
                 if not chunk:
                     break
                 self.bytes_in += len(chunk)
-                for item in self._decoder.feed(chunk):
+                items = self._decoder.feed(chunk)
+                if items and self.on_frame is not None:
+                    await self._isolated(None, self._heard())
+                for item in items:
                     await self._dispatch_isolated(item)
                 await self._isolated(None, self._handler.on_batch_end())
             for leftover in self._decoder.close():
@@ -202,9 +207,11 @@ class JsonRpcConnection:
         except Exception:  # the report itself failed (a broken store): the log has it
             logger.exception("reporting %s failed", error)
 
-    async def _dispatch_frame(self, item: Frame | FrameError) -> None:
+    async def _heard(self) -> None:
         if self.on_frame is not None and (first := self.on_frame()) is not None:
             await first
+
+    async def _dispatch_frame(self, item: Frame | FrameError) -> None:
         if isinstance(item, FrameError):
             await self._handler.on_protocol_error(item)
             return
