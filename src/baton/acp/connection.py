@@ -188,7 +188,17 @@ class JsonRpcConnection:
         if isinstance(item, Frame):
             self.frames_in += 1
         try:
-            await self._dispatch_frame(item)
+            if isinstance(item, FrameError):
+                await self._handler.on_protocol_error(item)
+                return
+            message = item.message
+            if self._observer is not None:
+                self._observer("agent", message)
+            kind = jsonrpc.classify(message)
+            if isinstance(kind, Notification):  # a flood's frames: no coroutine in between
+                await self._handler.on_notification(kind.method, kind.params)
+            else:
+                await self._dispatch_message(kind)
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
             await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
 
@@ -211,17 +221,9 @@ class JsonRpcConnection:
         if self.on_frame is not None and (first := self.on_frame()) is not None:
             await first
 
-    async def _dispatch_frame(self, item: Frame | FrameError) -> None:
-        if isinstance(item, FrameError):
-            await self._handler.on_protocol_error(item)
-            return
-        message = item.message
-        if self._observer is not None:
-            self._observer("agent", message)
-        kind = jsonrpc.classify(message)
-        if isinstance(kind, Notification):
-            await self._handler.on_notification(kind.method, kind.params)
-        elif isinstance(kind, Response) and kind.id is not None:
+    async def _dispatch_message(self, kind: Request | Response | jsonrpc.Invalid) -> None:
+        """Everything but a notification."""
+        if isinstance(kind, Response) and kind.id is not None:
             self._resolve(kind)
         elif isinstance(kind, Response):
             error = kind.error or {}

@@ -366,7 +366,8 @@ class AcpNormalizer:
         out = self.flush()
         self._last_variant = "tool_call_update"
         parent = self.extension.parent_tool_call_id(update)
-        own = [Draft(self.tools.progress(state, update, parent_tool_call_id=parent))]
+        payload = self.tools.progress(state, update, parent_tool_call_id=parent)
+        own = [Draft(payload, turn_id=owner)]
         out.extend(self._finish("tool_call_update", update, own, owner, late, observe=True))
         return out
 
@@ -406,8 +407,11 @@ class AcpNormalizer:
         """``drafts`` placed in ``owner``'s turn; a late one flagged (and noticed once)."""
         if not drafts or (owner is None and not late):
             return drafts
-        flags = ("late",) if late else ()
-        out = [Draft(d.payload, d.raw, owner, d.flags + flags) for d in drafts]
+        if not late:  # a draft made in its owner's turn already is that draft
+            return [
+                d if d.turn_id == owner else Draft(d.payload, d.raw, owner, d.flags) for d in drafts
+            ]
+        out = [Draft(d.payload, d.raw, owner, (*d.flags, "late")) for d in drafts]
         if late and owner is not None and owner not in self._late_noticed:
             if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
                 self._late_noticed.popitem(last=False)
@@ -662,7 +666,7 @@ class AcpNormalizer:
             content_type=pending.content_type,
         )
         raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
-        drafts = [Draft(payload, raw=raw)]
+        drafts = [Draft(payload, raw=raw, turn_id=pending.turn_id)]
         reasons = self._redaction.drain_fallbacks()
         if reasons:
             drafts.extend(self._fallbacks(f"{pending.variant} {pending.message_id}", reasons))
