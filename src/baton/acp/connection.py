@@ -24,7 +24,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from baton.acp import jsonrpc
-from baton.acp.framing import DEFAULT_MAX_LINE_BYTES, Frame, FrameError, LineDecoder, encode_message
+from baton.acp.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    Frame,
+    FrameError,
+    LineDecoder,
+    decode_line,
+    encode_message,
+)
 from baton.acp.jsonrpc import JsonRpcId, Notification, Request, Response, RpcError
 from baton.acp.transport import ByteReader, ByteWriter
 from baton.errors import (
@@ -162,11 +169,13 @@ class JsonRpcConnection:
                 if not chunk:
                     break
                 self.bytes_in += len(chunk)
-                items = self._decoder.feed(chunk)
-                if items and self.on_frame is not None:
+                lines = self._decoder.lines(chunk)
+                if lines and self.on_frame is not None:
                     await self._isolated(None, self._heard())
-                for item in items:
-                    await self._dispatch_isolated(item)
+                for line in lines:
+                    item = line if isinstance(line, FrameError) else decode_line(line)
+                    if item is not None:
+                        await self._dispatch_isolated(item)
                 await self._isolated(None, self._handler.on_batch_end())
             for leftover in self._decoder.close():
                 await self._isolated(None, self._handler.on_protocol_error(leftover))
