@@ -24,7 +24,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from baton.acp import jsonrpc
-from baton.acp.framing import DEFAULT_MAX_LINE_BYTES, Frame, FrameError, LineDecoder, encode_message
+from baton.acp.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    Frame,
+    FrameError,
+    LineDecoder,
+    decode_line,
+    encode_message,
+)
 from baton.acp.jsonrpc import JsonRpcId, Notification, Request, Response, RpcError
 from baton.acp.transport import ByteReader, ByteWriter
 from baton.errors import (
@@ -43,8 +50,10 @@ FrameObserver = Callable[[str, dict[str, Any]], None]
 """Called with ("client"|"agent", message) for every frame: the trace tap."""
 
 FrameHook = Callable[[], Awaitable[None] | None]
-"""Called before each inbound frame (a malformed one too) is handled: the agent spoke.
-What it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
+"""Called once per read that holds frames (a malformed one too), before the first is
+handled: the agent spoke (every frame of one read arrived at the same moment, so once
+per read says all a silence watch needs, at a twentieth of the calls of a flood). What
+it returns, if anything, is awaited first (the running turn's ``turn.resumed``)."""
 
 
 class InboundHandler(Protocol):
@@ -160,8 +169,13 @@ class JsonRpcConnection:
                 if not chunk:
                     break
                 self.bytes_in += len(chunk)
-                for item in self._decoder.feed(chunk):
-                    await self._dispatch_isolated(item)
+                lines = self._decoder.lines(chunk)
+                if lines and self.on_frame is not None:
+                    await self._isolated(None, self._heard())
+                for line in lines:
+                    item = line if isinstance(line, FrameError) else decode_line(line)
+                    if item is not None:
+                        await self._dispatch_isolated(item)
                 await self._isolated(None, self._handler.on_batch_end())
             for leftover in self._decoder.close():
                 await self._isolated(None, self._handler.on_protocol_error(leftover))
@@ -183,7 +197,17 @@ class JsonRpcConnection:
         if isinstance(item, Frame):
             self.frames_in += 1
         try:
-            await self._dispatch_frame(item)
+            if isinstance(item, FrameError):
+                await self._handler.on_protocol_error(item)
+                return
+            message = item.message
+            if self._observer is not None:
+                self._observer("agent", message)
+            kind = jsonrpc.classify(message)
+            if isinstance(kind, Notification):  # a flood's frames: no coroutine in between
+                await self._handler.on_notification(kind.method, kind.params)
+            else:
+                await self._dispatch_message(kind)
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
             await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
 
@@ -202,19 +226,13 @@ class JsonRpcConnection:
         except Exception:  # the report itself failed (a broken store): the log has it
             logger.exception("reporting %s failed", error)
 
-    async def _dispatch_frame(self, item: Frame | FrameError) -> None:
+    async def _heard(self) -> None:
         if self.on_frame is not None and (first := self.on_frame()) is not None:
             await first
-        if isinstance(item, FrameError):
-            await self._handler.on_protocol_error(item)
-            return
-        message = item.message
-        if self._observer is not None:
-            self._observer("agent", message)
-        kind = jsonrpc.classify(message)
-        if isinstance(kind, Notification):
-            await self._handler.on_notification(kind.method, kind.params)
-        elif isinstance(kind, Response) and kind.id is not None:
+
+    async def _dispatch_message(self, kind: Request | Response | jsonrpc.Invalid) -> None:
+        """Everything but a notification."""
+        if isinstance(kind, Response) and kind.id is not None:
             self._resolve(kind)
         elif isinstance(kind, Response):
             error = kind.error or {}

@@ -112,7 +112,21 @@ class LineDecoder:
         return len(self._buffer)
 
     def feed(self, data: bytes) -> list[Frame | FrameError]:
+        """Every whole frame in ``data`` (with what was buffered before), decoded."""
         out: list[Frame | FrameError] = []
+        for line in self.lines(data):
+            item = line if isinstance(line, FrameError) else decode_line(line)
+            if item is not None:
+                out.append(item)
+        return out
+
+    def lines(self, data: bytes) -> list[bytes | FrameError]:
+        """:meth:`feed` without decoding: each whole, non-blank line for
+        :func:`decode_line`, an oversized one as its error. A reader decodes each line
+        just before handling it, so a read of a thousand frames does not hold a
+        thousand decoded messages at once (plain bytes are no work for the cyclic GC;
+        dicts are)."""
+        out: list[bytes | FrameError] = []
         start = 0
         if self._discarding:
             newline = data.find(b"\n")
@@ -122,30 +136,28 @@ class LineDecoder:
             out.append(self._oversized(self._discarding + newline))
             start = newline + 1
         buffer = self._buffer
+        max_line = self.max_line_bytes
         while True:
             newline = data.find(b"\n", start)
             if newline < 0:
                 break
             if buffer:
                 buffer += data[start:newline]
-                line: bytes | bytearray = buffer
+                line = bytes(buffer)
+                buffer.clear()
             else:
                 line = data[start:newline]
             start = newline + 1
-            if len(line) > self.max_line_bytes:
-                self._discard_head = bytes(line[:PREVIEW_BYTES])
+            if len(line) > max_line:
+                self._discard_head = line[:PREVIEW_BYTES]
                 out.append(self._oversized(len(line)))
+            elif not line or line.isspace():  # what decode_line calls blank
+                self.blank_lines += 1
             else:
-                item = decode_line(line)
-                if item is not None:
-                    out.append(item)
-                else:
-                    self.blank_lines += 1
-            if buffer:
-                buffer.clear()
+                out.append(line)
         rest = len(data) - start
         if rest:
-            if len(buffer) + rest > self.max_line_bytes:
+            if len(buffer) + rest > max_line:
                 self._discard_head = bytes(
                     (buffer + data[start : start + PREVIEW_BYTES])[:PREVIEW_BYTES]
                 )

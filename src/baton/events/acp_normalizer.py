@@ -53,7 +53,13 @@ from baton.events.model import (
     UsageReported,
 )
 from baton.events.redaction import Redaction
-from baton.events.tools import TOOL_KINDS, TOOL_STATUSES, ToolCallTracker, _block_text
+from baton.events.tools import (
+    TERMINAL_STATUSES,
+    TOOL_KINDS,
+    TOOL_STATUSES,
+    ToolCallTracker,
+    _block_text,
+)
 from baton.events.trusted import trusted
 
 __all__ = [
@@ -228,7 +234,11 @@ class AcpNormalizer:
 
         ``answered``: the current turn's prompt response has already arrived, so this
         update is late. Every draft says which turn it belongs to (:meth:`_owner`).
+        The shapes of a flood take :meth:`hot`, everything else the generic path.
         """
+        hot = self.hot(params, now_ms=now_ms, answered=answered)
+        if hot is not None:
+            return hot
         self._answered = answered
         if not _is_mapping(params) or not _is_mapping(params.get("update")):
             return self._notice("malformed", "session/update without an update object", params)
@@ -249,20 +259,116 @@ class AcpNormalizer:
         own: list[Draft] = []
         try:
             own.extend(self._dispatch(variant, update, now_ms))
-            if variant in STABLE_VARIANTS:
+        except AGENT_FAULTS as exc:  # only the agent's fault; a bug in baton propagates
+            own.extend(self._malformed(variant, update, exc))
+            out.extend(self._finish(variant, update, own, owner, late, observe=False))
+        else:
+            out.extend(self._finish(variant, update, own, owner, late, observe=True))
+        return out
+
+    def _finish(
+        self,
+        variant: str,
+        update: Mapping[str, Any],
+        own: list[Draft],
+        owner: str | None,
+        late: bool,
+        *,
+        observe: bool,
+    ) -> list[Draft]:
+        """How every update but a chunk ends (the generic path and :meth:`hot`'s): the
+        extension's view of a stable variant, redaction fallbacks, the owner's turn."""
+        if observe and variant in STABLE_VARIANTS:
+            try:
                 observed = self.extension.observe_update(variant, update, self.context)
+            except AGENT_FAULTS as exc:
+                own.extend(self._malformed(variant, update, exc))
+            else:
                 if observed:
                     own.extend(Draft(p) for p in observed)
-        except AGENT_FAULTS as exc:  # only the agent's fault; a bug in baton propagates
-            own.extend(
-                self._notice(
-                    "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
-                )
-            )
         fallbacks = self._redaction.drain_fallbacks()
         if fallbacks:
             own.extend(self._fallbacks(self._subject(variant, update), fallbacks))
-        out.extend(self._attributed(own, owner, late))
+        return self._attributed(own, owner, late)
+
+    def _malformed(self, variant: str, update: Mapping[str, Any], exc: Exception) -> list[Draft]:
+        return self._notice(
+            "malformed", f"{variant}: {type(exc).__name__}: {exc}", update, variant=variant
+        )
+
+    # ------------------------------------------------------------ the hot shapes
+
+    def hot(self, params: Any, *, now_ms: float, answered: bool = False) -> list[Draft] | None:
+        """:meth:`update` of the two shapes a flood is made of, in one pass; ``None`` (and
+        nothing changed) for anything else, which takes :meth:`update`.
+
+        * a transcript chunk of exactly ``sessionUpdate``, a ``{"type": "text", "text":
+          str}`` block and maybe a non-empty ``messageId``: it coalesces (:meth:`_coalesce`);
+        * a ``tool_call_update`` of a known, open call with only ``toolCallId``, ``title``,
+          an open ``status``, text-block ``content`` items and ``rawOutput``: it progresses
+          (:meth:`ToolCallTracker.progress`).
+
+        No unknown fields, ``_meta``, unknown blocks or kinds: nothing to keep raw, no
+        provider detail; the merge, redaction, bounds, extension hooks and attribution
+        are the generic path's own functions. ``tests/events/test_hot_path.py`` holds the
+        two paths equal.
+        """
+        if type(params) is not dict:
+            return None
+        update = params.get("update")
+        if type(update) is not dict:
+            return None
+        variant = update.get("sessionUpdate")
+        if variant == "tool_call_update":
+            return self._hot_tool(update, now_ms, answered)
+        if type(variant) is str and variant in _CHUNK_TYPES:
+            return self._hot_chunk(variant, update, answered)
+        return None
+
+    def _hot_chunk(
+        self, variant: str, update: dict[str, Any], answered: bool
+    ) -> list[Draft] | None:
+        content = update.get("content")
+        message_id = update.get("messageId")
+        if (
+            len(update) != (2 if message_id is None else 3)  # exactly the keys read here
+            or (message_id is not None and (type(message_id) is not str or not message_id))
+            or type(content) is not dict
+            or len(content) != 2
+            or content.get("type") != "text"
+            or type(text := content.get("text")) is not str
+        ):
+            return None
+        self._answered = answered
+        owner, late = self._owner(variant, update)
+        if message_id is None:
+            message_id = self._auto_id(variant)
+        return self._coalesce(variant, message_id, text, "text", {}, owner, late)
+
+    def _hot_tool(
+        self, update: dict[str, Any], now_ms: float, answered: bool
+    ) -> list[Draft] | None:
+        tool_call_id = update.get("toolCallId")
+        status = update.get("status")
+        content = update.get("content")
+        if (
+            not update.keys() <= _HOT_TOOL_FIELDS
+            or type(tool_call_id) is not str
+            or (status is not None and (type(status) is not str or status not in _OPEN_STATUSES))
+            or (content is not None and not _text_items(content))
+        ):
+            return None
+        state = self.tools.get(tool_call_id)
+        if state is None or state.done:
+            return None
+        self._answered = answered
+        owner, late = self._owner("tool_call_update", update)
+        out = self.flush()
+        self._last_variant = "tool_call_update"
+        parent = self.extension.parent_tool_call_id(update)
+        payload = self.tools.progress(state, update, parent_tool_call_id=parent)
+        own = [Draft(payload, turn_id=owner)]
+        out.extend(self._finish("tool_call_update", update, own, owner, late, observe=True))
         return out
 
     def _owner(self, variant: str, update: Mapping[str, Any]) -> tuple[str | None, bool]:
@@ -301,8 +407,11 @@ class AcpNormalizer:
         """``drafts`` placed in ``owner``'s turn; a late one flagged (and noticed once)."""
         if not drafts or (owner is None and not late):
             return drafts
-        flags = ("late",) if late else ()
-        out = [Draft(d.payload, d.raw, owner, d.flags + flags) for d in drafts]
+        if not late:  # a draft made in its owner's turn already is that draft
+            return [
+                d if d.turn_id == owner else Draft(d.payload, d.raw, owner, d.flags) for d in drafts
+            ]
+        out = [Draft(d.payload, d.raw, owner, (*d.flags, "late")) for d in drafts]
         if late and owner is not None and owner not in self._late_noticed:
             if len(self._late_noticed) >= MAX_TRACKED_MESSAGES:
                 self._late_noticed.popitem(last=False)
@@ -453,17 +562,32 @@ class AcpNormalizer:
         if content_type not in KNOWN_CONTENT_TYPES:
             keep["content"] = content  # an unknown block: described in text, kept whole here
         message_id = update.get("messageId")
+        if not isinstance(message_id, str) or not message_id:
+            message_id = self._auto_id(variant)
+        return self._coalesce(variant, message_id, text, content_type, keep, owner, late)
+
+    def _auto_id(self, variant: str) -> str:
+        """A chunk without an id: consecutive chunks of one kind are one message; anything
+        else in between starts a new one."""
+        last = self._last_chunk
+        if last is not None and last[0] == variant and self._last_variant == variant:
+            return last[1]
+        self._auto_message += 1
+        return f"auto-{self._auto_message}"
+
+    def _coalesce(
+        self,
+        variant: str,
+        message_id: str,
+        text: str,
+        content_type: str,
+        keep: dict[str, Any],
+        owner: str | None,
+        late: bool,
+    ) -> list[Draft]:
+        """Add a chunk to the pending message, or flush that and start this one."""
         out: list[Draft] = []
         pending = self._pending
-        if not isinstance(message_id, str) or not message_id:
-            # No id: consecutive chunks of one kind are one message; anything else
-            # in between starts a new one.
-            last = self._last_chunk
-            if last is not None and last[0] == variant and self._last_variant == variant:
-                message_id = last[1]
-            else:
-                self._auto_message += 1
-                message_id = f"auto-{self._auto_message}"
         if pending is not None and (
             pending.variant != variant
             or pending.message_id != message_id
@@ -542,7 +666,7 @@ class AcpNormalizer:
             content_type=pending.content_type,
         )
         raw = bounded_value(self._redaction.value(pending.keep)) if pending.keep else None
-        drafts = [Draft(payload, raw=raw)]
+        drafts = [Draft(payload, raw=raw, turn_id=pending.turn_id)]
         reasons = self._redaction.drain_fallbacks()
         if reasons:
             drafts.extend(self._fallbacks(f"{pending.variant} {pending.message_id}", reasons))
@@ -679,6 +803,29 @@ def _in(value: Any, vocabulary: Collection[str]) -> bool:
 
 
 _TOOL_FIELDS = KNOWN_FIELDS["tool_call"]
+_HOT_TOOL_FIELDS = frozenset(
+    {"sessionUpdate", "toolCallId", "title", "status", "content", "rawOutput"}
+)
+_OPEN_STATUSES = TOOL_STATUSES - TERMINAL_STATUSES
+
+
+def _text_items(content: Any) -> bool:
+    """Whether ``content`` is a list of ``{"type": "content", "content": <text block>}``
+    items and nothing else (what :meth:`AcpNormalizer.hot` takes)."""
+    if type(content) is not list:
+        return False
+    for item in content:
+        if type(item) is not dict or len(item) != 2 or item.get("type") != "content":
+            return False
+        block = item.get("content")
+        if (
+            type(block) is not dict
+            or len(block) != 2
+            or block.get("type") != "text"
+            or type(block.get("text")) is not str
+        ):
+            return False
+    return True
 
 
 def _unknown_tool_detail(update: Mapping[str, Any]) -> dict[str, Any]:

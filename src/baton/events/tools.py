@@ -113,9 +113,7 @@ class ToolCallTracker:
         if state is None:
             state = ToolState(tool_call_id=tool_call_id, started_ms=now_ms, turn_id=turn_id)
             self._remember(state)
-        self._merge(state, update)
-        if parent_tool_call_id and state.parent_tool_call_id is None:
-            state.parent_tool_call_id = parent_tool_call_id
+        self._merged(state, update, parent_tool_call_id)
         out: list[Payload] = []
         if first:
             out.append(self._payload(ToolExecutionStarted, state))
@@ -131,6 +129,15 @@ class ToolCallTracker:
         elif not first:
             out.append(self._payload(ToolExecutionProgressed, state))
         return out
+
+    def progress(
+        self, state: ToolState, update: Mapping[str, Any], *, parent_tool_call_id: str | None
+    ) -> Payload:
+        """:meth:`upsert` of a known, open call whose update keeps it open (no terminal
+        status: :meth:`AcpNormalizer.hot <baton.events.acp_normalizer.AcpNormalizer.hot>`
+        checked), without the branches that cannot apply: the same merge, one progress."""
+        self._merged(state, update, parent_tool_call_id)
+        return self._payload(ToolExecutionProgressed, state)
 
     def open_calls(self) -> list[ToolState]:
         return [s for s in self._calls.values() if not s.done]
@@ -163,6 +170,13 @@ class ToolCallTracker:
             for key in [k for k, v in self._calls.items() if v.done][: MAX_TRACKED_CALLS // 4]:
                 del self._calls[key]
         self._calls[state.tool_call_id] = state
+
+    def _merged(
+        self, state: ToolState, update: Mapping[str, Any], parent_tool_call_id: str | None
+    ) -> None:
+        self._merge(state, update)
+        if parent_tool_call_id and state.parent_tool_call_id is None:
+            state.parent_tool_call_id = parent_tool_call_id
 
     def _merge(self, state: ToolState, update: Mapping[str, Any]) -> None:
         title = update.get("title")

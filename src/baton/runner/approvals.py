@@ -180,7 +180,9 @@ class ApprovalGuard:
             if isinstance(payload, _ToolExecution):
                 # The turn the agent's own ids place the call in (its decision's turn).
                 owner = draft.turn_id or turn_id
-                await self._audited(self.audit.tool(payload, owner), owner)
+                findings = self.audit.tool(payload, owner)
+                if findings:  # nearly never: no coroutine per tool event for nothing
+                    await self._audited(findings, owner)
             elif isinstance(payload, ModeChanged | ConfigChanged):
                 await self._reverify(payload)
 

@@ -260,7 +260,8 @@ class ClientMethods:
         # The normalizer places each draft in its turn by the agent's ids (and notices a
         # late turn once); an update with no ids is late when its turn already answered.
         drafts = self.normalizer.update(params, now_ms=self._now_ms(), answered=late is not None)
-        await events.drafts(drafts)
+        if drafts:  # most chunks only add to a coalescing message
+            await events.drafts(drafts)
 
     # ------------------------------------------------------- human decisions
 

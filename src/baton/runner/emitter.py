@@ -68,31 +68,35 @@ class EventEmitter:
         event = self.sequencer.stamp(
             payload, session_id=session_id, turn_id=turn_id, raw=raw, flags=flags
         )
-        self.count += 1
-        await self._store_and_show(event)
+        await self._store_and_show((event,))
         return event
 
-    async def _store_and_show(self, event: CanonicalEvent) -> None:
-        """Append ``event`` and show it: streaming detail at once (behind any event still
-        awaiting its commit), decisions, refusals and endings once committed."""
-        if self.store is None:
-            self._notify(event)
-            return
-        await self.store.append_async(event)
-        if not self.listeners:
-            return
-        if _exposed_after_commit(event.type):
-            entry = [event, True, True]
-            self._held.append(entry)
-            try:
-                await self.store.flush()
-            finally:
-                entry[1] = False
-                self._release()
-        elif self._held:
-            self._held.append([event, False, True])  # keep seq order behind a pending commit
-        else:
-            self._notify(event)
+    async def _store_and_show(self, events: Iterable[CanonicalEvent]) -> None:
+        """Append each event and show it: streaming detail at once (behind any event still
+        awaiting its commit), decisions, refusals and endings once committed. ``events``
+        may be a generator that stamps each one as it is reached (one coroutine for a
+        batch of drafts, not one per event)."""
+        store = self.store
+        for event in events:
+            self.count += 1
+            if store is None:
+                self._notify(event)
+                continue
+            await store.append_async(event)
+            if not self.listeners:
+                continue
+            if _exposed_after_commit(event.type):
+                entry = [event, True, True]
+                self._held.append(entry)
+                try:
+                    await store.flush()
+                finally:
+                    entry[1] = False
+                    self._release()
+            elif self._held:
+                self._held.append([event, False, True])  # keep seq order behind a commit
+            else:
+                self._notify(event)
 
     async def commit(
         self,
@@ -143,16 +147,16 @@ class EventEmitter:
         """Each draft in the turn the agent's ids place it in (``turn_id`` when they place it
         nowhere), with its flags (``late``: not the current turn's)."""
         stamp = self.sequencer.stamp
-        for draft in drafts:
-            event = stamp(
+        await self._store_and_show(
+            stamp(
                 draft.payload,
                 session_id=session_id,
                 turn_id=draft.turn_id or turn_id,
                 raw=draft.raw,
                 flags=draft.flags,
             )
-            self.count += 1
-            await self._store_and_show(event)
+            for draft in drafts
+        )
 
     def batch_end(self) -> None:
         """One read from the agent is handled: buffered output is written (per batch, not

@@ -1,7 +1,7 @@
 """The I/O edge of :mod:`baton.runner.liveness`: one timer task per running turn.
 
 :class:`StallWatch` feeds the sans-I/O :class:`~baton.runner.liveness.Liveness` what
-happens: every inbound frame (the connection's ``on_frame`` hook), a request of this
+happens: every read of inbound frames (the connection's ``on_frame`` hook), a request of this
 turn starting or ending its wait for a human (the broker's ``watch_humans``), and the
 clock (a task sleeping until :meth:`Liveness.due_ms`). What the watch decides is emitted
 on the turn through the session's event path (stamped, stored, streamed): one
