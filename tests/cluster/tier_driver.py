@@ -13,6 +13,7 @@ PostgreSQL store, driven by JSON commands on stdin, answering JSON lines on stdo
 * ``{"op": "wait_event", "run_id", "type"}`` → ``event`` once the run has one of that type;
 * ``{"op": "report", "slot"}`` → ``report``: every holder run of the slot with its event
   types, its ``cluster.fenced_out`` payloads and its requests' states;
+* ``{"op": "hosts", "slot"}`` → ``hosts``: the live hosts that may run the slot;
 * ``{"op": "release", "slot"}``, ``{"op": "quit"}``.
 
 Every line carries ``at``: CLOCK_MONOTONIC, one clock for all namespaces of the machine,
@@ -167,6 +168,12 @@ class Coordinator:
             await self.wait_event(command["run_id"], command["type"])
         elif op == "report":
             await self.report(command["slot"])
+        elif op == "hosts":
+            hosts = await asyncio.to_thread(self.driver.hosts, [command["slot"]])
+            say(
+                "hosts",
+                alive=sorted(h.name for h in hosts if h.alive and command["slot"] in h.slots),
+            )
         elif op == "release":
             await self.driver.release(command["slot"])
             say("released", slot=command["slot"])
