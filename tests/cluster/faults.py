@@ -198,11 +198,18 @@ def until(predicate: Any, bound: float, pause: float = 0.1) -> float | None:
     return None
 
 
-def team_flow(t: Tier, head: str, pg: Any) -> dict[str, Any]:
+def team_flow(
+    t: Tier, head: str, pg: Any, *, hub_on: str | None = None, workers: Sequence[str] = ()
+) -> dict[str, Any]:
     """The README's team flow with ``baton up`` on the head host as the coordinator and
     the roles in role actors on the workers: PM delegates to QA and OPS, their reports come
     back through the role tools, the review is answered with ``baton answer`` and the next
-    ``baton up`` applies it. Returns the roles' placements (slot, host, state)."""
+    ``baton up`` applies it. Returns the roles' placements (slot, host, state).
+
+    ``hub_on``: the host whose address is ``[cluster] hub_address`` (the role tools over
+    HTTP); the hub's unix socket is then hidden on ``workers`` (an empty tmpfs over the
+    project's ``.baton/mcp`` in their mount namespaces), as on machines that share no
+    filesystem with the coordinator, so a report filed there came over HTTP."""
     from baton.store.pg import PgStore
     from tests.cli.test_team_loop import TASK
     from tests.support.project import baton_in, project_env
@@ -223,10 +230,17 @@ def team_flow(t: Tier, head: str, pg: Any) -> dict[str, Any]:
         )
 
     assert baton_in(repo, "init").returncode == 0
+    hub = f'hub_address = "{t[hub_on].address}"\n' if hub_on is not None else ""
     with (repo / "baton.toml").open("a") as toml:
         toml.write(
-            f'\n[cluster]\naddress = "{head}"\nstore = "{pg.tcp_dsn()}"\nlease_seconds = 15\n'
+            f'\n[cluster]\naddress = "{head}"\nstore = "{pg.tcp_dsn()}"\nlease_seconds = 15\n' + hub
         )
+    if hub_on is not None:
+        hidden = repo / ".baton" / "mcp"
+        hidden.mkdir(mode=0o700, exist_ok=True)
+        for name in workers:
+            mounted = t[name].run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(hidden)])
+            assert mounted.returncode == 0, mounted.stderr
     (repo / "TASK.md").write_text(TASK)
     made = baton_in(
         repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"

@@ -10,7 +10,9 @@ starts a worker again whenever it exits while its host is up and not under a fau
 
 In order, on the same cluster:
 
-1. the team flow, PM → QA/OPS, with its roles in role actors on w1 and w2;
+1. the team flow, PM → QA/OPS, with its roles in role actors on w1 and w2, their role
+   tools over HTTP to the hub on the head's address (the hub's unix socket hidden on the
+   workers, as on machines that share no filesystem with the coordinator);
 2. **kill -9 of a worker** under a turn waiting on a human: re-placed on another host
    under epoch 2, the turn completes there once, the dead copy's request cancelled;
 3. **a worker cut from the head** (it still reaches the store: the split-brain case):
@@ -166,7 +168,7 @@ def _ray_partition(t: Tier, host: str, up: bool) -> None:
 def test_1_the_team_runs_on_two_workers(cluster: Cluster) -> None:
     t = cluster.tier
     at = time.monotonic()
-    seen = team_flow(t, cluster.head, cluster.pg)
+    seen = team_flow(t, cluster.head, cluster.pg, hub_on="head", workers=("w1", "w2", "w3"))
     assert {host for _, host, _ in seen["placements"]} == {"w1", "w2"}, seen  # spread by load
     assert {state for _, _, state in seen["placements"]} == {"released"}, seen
     for name in ("w1", "w2"):

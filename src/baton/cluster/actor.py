@@ -52,9 +52,10 @@ from baton.runner.session import AgentSession
 from baton.security.paths import sanitize_id
 from baton.store.records import RunRecord
 from baton.team.contract import TurnResult
-from baton.team.role_sessions import AcpRoleSession, role_policy
+from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
 
 if TYPE_CHECKING:
+    from baton.acp.messages import InitializeAnswer
     from baton.store.pg import PgStore
     from baton.store.store import Store
     from baton.store.tx import Tx
@@ -126,6 +127,9 @@ class HolderSpec:
     wait_timeout: float | None = None
     environ: Mapping[str, str] | None = None
     mcp_servers: Sequence[Mapping[str, Any]] = ()
+    mcp_http: Sequence[Mapping[str, Any]] = ()
+    """Used instead of ``mcp_servers`` when the agent advertises ``mcpCapabilities.http``
+    (the role tools over the coordinator's HTTP front, reachable from other hosts)."""
     resume_session_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
@@ -150,6 +154,8 @@ class RoleHolder:
         self._keeper: LeaseKeeper | None = None
         self._lease_task: asyncio.Task[None] | None = None
         self.stopped: str | None = None
+        self.role_tools = "stdio" if spec.mcp_servers else "none"
+        """How the agent reaches the role tools: ``http``, ``stdio`` or ``none``."""
         self.run_id = holder_run_id(spec.parent_run, spec.slot, spec.epoch)
 
     # ------------------------------------------------------------------ start
@@ -216,12 +222,18 @@ class RoleHolder:
             requests=broker,
             state_dir=Path(spec.state_dir),
             environ=spec.environ,
-            mcp_servers=[dict(s) for s in spec.mcp_servers],
+            mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
         self._session = AcpRoleSession(session)
         return await self.info()
+
+    async def _choose_mcp(self, answer: InitializeAnswer) -> list[dict[str, Any]]:
+        """The role tools over HTTP when the agent speaks it, else the stdio entries."""
+        http = offer_http(answer)
+        self.role_tools = "http" if http else "stdio"
+        return [dict(s) for s in (self.spec.mcp_http if http else self.spec.mcp_servers)]
 
     # ------------------------------------------------------------------ acts
 
@@ -252,6 +264,7 @@ class RoleHolder:
             "agent_alive": bool(self._raw) and self._raw[0].returncode is None,
             "session_id": self._session.session_id if self._session else None,
             "stopped": self.stopped,
+            "role_tools": self.role_tools,
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
         }
