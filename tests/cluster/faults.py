@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,7 +199,15 @@ def until(predicate: Any, bound: float, pause: float = 0.1) -> float | None:
 
 
 def team_flow(
-    t: Tier, head: str, pg: Any, *, hub_on: str | None = None, workers: Sequence[str] = ()
+    t: Tier,
+    head: str,
+    pg: Any,
+    *,
+    hub_on: str | None = None,
+    workers: Sequence[str] = (),
+    name: str = "repo",
+    task: str | None = None,
+    during: Callable[[Path], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The README's team flow with ``baton up`` on the head host as the coordinator and
     the roles in role actors on the workers: PM delegates to QA and OPS, their reports come
@@ -209,7 +217,10 @@ def team_flow(
     ``hub_on``: the host whose address is ``[cluster] hub_address`` (the role tools over
     HTTP); the hub's unix socket is then hidden on ``workers`` (an empty tmpfs over the
     project's ``.baton/mcp`` in their mount namespaces), as on machines that share no
-    filesystem with the coordinator, so a report filed there came over HTTP."""
+    filesystem with the coordinator, so a report filed there came over HTTP.
+
+    ``during(repo)`` runs while the first ``baton up`` does (a fault in mid-flow); what it
+    returns is in the result as ``during``."""
     from baton.store.pg import PgStore
     from tests.cli.test_team_loop import TASK
     from tests.support.project import baton_in, project_env
@@ -218,7 +229,7 @@ def team_flow(
     work = t.root / "work"
     work.mkdir(exist_ok=True)
     os.chmod(work, 0o777)
-    repo = work / "repo"
+    repo = work / name
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
 
@@ -241,25 +252,44 @@ def team_flow(
         for name in workers:
             mounted = t[name].run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(hidden)])
             assert mounted.returncode == 0, mounted.stderr
-    (repo / "TASK.md").write_text(TASK)
+    (repo / "TASK.md").write_text(task or TASK)
     made = baton_in(
         repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"
     )
     assert made.returncode == 0, made.stderr
-    up = baton("up", "--until-idle", "--json")
+    seen_during: dict[str, Any] = {}
+    if during is None:
+        up = baton("up", "--until-idle", "--json")
+    else:
+        running = t["head"].spawn(
+            [str(VENV_BIN / "baton"), "-C", str(repo), "up", "--until-idle"],
+            env={**project_env(repo), "PATH": f"{VENV_BIN}:/usr/bin:/bin"},
+            log=f"up-{name}",
+        )
+        try:
+            seen_during = during(repo)
+            code = running.wait(timeout=600)
+        finally:
+            if running.poll() is None:
+                running.kill()
+        log = (t["head"].root / f"up-{name}.log").read_text(errors="replace")
+        up = subprocess.CompletedProcess(running.args, code, log, log)
     assert up.returncode == 0, (up.stdout[-3000:], up.stderr[-3000:])
     assert len(list((repo / "fcop" / "reports").glob("REPORT-*.md"))) == 3
     store = PgStore.open(pg.socket_dsn())
     try:
         holders = [r for r in store.list_runs(limit=200) if r.kind == "role-holder"]
-        team = [r for r in holders if r.meta.get("role") is not None]
+        team = [r for r in holders if r.meta.get("role") is not None and Path(r.cwd) == repo]
+        turns = {r.run_id: [e.type for e in store.iter_events(r.run_id)] for r in team}
         slots = sorted({str(r.meta.get("slot")) for r in team})
         placements = store.read_tx(
-            lambda tx: tx.all("SELECT slot, host, state FROM cluster_placements ORDER BY slot")
+            lambda tx: tx.all(
+                "SELECT slot, host, state, epoch FROM cluster_placements ORDER BY slot"
+            )
         )
     finally:
         store.close()
-    assert sorted(str(r.meta.get("role")) for r in team) == ["OPS", "PM", "QA"]
+    assert {str(r.meta.get("role")) for r in team} == {"OPS", "PM", "QA"}
     status = json.loads(baton("status", "--json").stdout)
     assert status["board"]["counts"]["done"] == 2 and status["board"]["counts"]["review"] == 1
     reviews = [r for r in status["pending_reviews"] if r["status"] == "pending"]
@@ -271,6 +301,14 @@ def team_flow(
     status = json.loads(baton("status", "--json").stdout)
     assert status["board"]["counts"]["done"] == 3 and status["board"]["counts"]["review"] == 0
     return {
-        "placements": [p for p in placements if p[0] in slots],
+        "repo": repo,
+        "placements": [tuple(p[:3]) for p in placements if p[0] in slots],
+        "epochs": {p[0]: p[3] for p in placements if p[0] in slots},
+        "holders": [
+            {k: r.meta.get(k) for k in ("role", "slot", "host", "epoch")}
+            | {"run_id": r.run_id, "turns": turns[r.run_id].count("turn.completed")}
+            for r in team
+        ],
         "holder_hosts": sorted({str(r.meta.get("host")) for r in team}),
+        "during": seen_during,
     }

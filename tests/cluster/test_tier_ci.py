@@ -13,6 +13,8 @@ In order, on the same cluster:
 1. the team flow, PM → QA/OPS, with its roles in role actors on w1 and w2, their role
    tools over HTTP to the hub on the head's address (the hub's unix socket hidden on the
    workers, as on machines that share no filesystem with the coordinator);
+   then the same flow with **QA's host killed -9 while QA's turn runs**: QA is re-placed
+   on the other worker and its task completes there exactly once;
 2. **kill -9 of a worker** under a turn waiting on a human: re-placed on another host
    under epoch 2, the turn completes there once, the dead copy's request cancelled;
 3. **a worker cut from the head** (it still reaches the store: the split-brain case):
@@ -35,10 +37,12 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli.test_team_loop import TASK
 from tests.cluster.conftest import report, require_tier
 from tests.cluster.faults import Driver, Workers, team_flow, until
 from tests.cluster.tier import Tier, _ip
@@ -175,6 +179,61 @@ def test_1_the_team_runs_on_two_workers(cluster: Cluster) -> None:
         left = [p for p in t[name].processes() if any(r in p for r in ROLE_PROCESSES)]
         assert not left, (name, left)
     report("tier-team-flow", [{"roles_on": seen["holder_hosts"], "s": time.monotonic() - at}])
+
+
+QA_SLEEP = "sleep 4.5"
+"""QA's step: long enough to kill its host mid-turn, and a pattern no other process has."""
+MID_FLOW_TASK = TASK.replace("echo smoke-ok", f"{QA_SLEEP}; echo smoke-ok")
+
+
+def test_1b_a_worker_killed_during_qas_turn(cluster: Cluster) -> None:
+    """PM → QA/OPS with QA's host killed while QA's step runs: QA's turn is re-placed on
+    the other worker and completes there once; the flow ends as without the fault."""
+    t = cluster.tier
+    killed: dict[str, Any] = {}
+
+    def kill_qa(repo: Path) -> dict[str, Any]:
+        def qa_host() -> str | None:
+            for name in ("w1", "w2"):
+                if any(QA_SLEEP in p for p in t[name].processes()):
+                    return name
+            return None
+
+        assert until(lambda: qa_host() is not None, 180, pause=0.1) is not None, "no QA turn"
+        victim = qa_host()
+        assert victim is not None
+        killed.update(host=victim, at=t[victim].crash())
+        return killed
+
+    at = time.monotonic()
+    seen = team_flow(
+        t,
+        cluster.head,
+        cluster.pg,
+        hub_on="head",
+        workers=("w1", "w2", "w3"),
+        name="repo-mid",
+        task=MID_FLOW_TASK,
+        during=kill_qa,
+    )
+    t[killed["host"]].reboot()  # the host comes back; its worker joins again (Workers)
+    qa = [h for h in seen["holders"] if h["role"] == "QA"]
+    assert len(qa) == 2, seen["holders"]  # placed, lost with its host, placed again
+    lost, resumed = sorted(qa, key=lambda h: int(h["epoch"]))
+    assert lost["host"] == killed["host"] and resumed["host"] != killed["host"], qa
+    assert (lost["turns"], resumed["turns"]) == (0, 1), qa  # the task's turn ran to the end once
+    others = [h for h in seen["holders"] if h["role"] != "QA"]
+    assert all(h["turns"] >= 1 for h in others), others
+    report(
+        "tier-fault-mid-flow",
+        [
+            {
+                "fault": f"kill -9 {killed['host']} during QA's turn",
+                "qa_moved_to": resumed["host"],
+                "flow_s": round(time.monotonic() - at, 1),
+            }
+        ],
+    )
 
 
 def test_2_worker_kill_moves_the_slot_and_resumes_the_task(cluster: Cluster) -> None:
