@@ -23,7 +23,8 @@ In order, on the same cluster:
 4. **a worker's link down** (cut off entirely): its watchdog stops its agent before the
    lease ends; re-placed; the link comes back;
 5. **coordinator kill -9, then head kill -9** and restart with GCS FT: the holder and its
-   agent live on, a new coordinator re-attaches from the store and the turn completes;
+   agent live on, a new coordinator re-attaches from the store, the turn completes, and the
+   new coordinator's prompt gets that turn's result (the turn ran once, not twice);
 6. no role actor or agent left on any host.
 
 Each fault uses its own role slot (fresh epochs), so the tests share the cluster but
@@ -352,6 +353,11 @@ def test_5_a_coordinator_and_head_restart_lose_no_live_session(cluster: Cluster)
     second.expect("answered")
     second.send(op="wait_event", run_id=info["run_id"], type="turn.completed")
     done = second.expect("event")
+    # The new coordinator asks for the turn again (it lost the answer with its predecessor):
+    # the holder hands over the result of the turn that ran, instead of running it twice.
+    second.send(op="prompt", slot="restart", text="run the test suite and report")
+    handed = second.expect("prompt_done", timeout=60)
+    assert (handed["status"], handed["epoch"]) == ("completed", 1), handed
     second.send(op="report", slot="restart")
     seen = second.expect("report")
     (run,) = seen["runs"]
