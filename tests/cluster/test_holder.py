@@ -153,3 +153,22 @@ async def test_the_holder_renews_its_lease(world: World) -> None:
     assert after is not None and after.epoch == before.epoch
     assert after.lease_expires_at > before.lease_expires_at
     assert (await holder.info())["stopped"] is None
+
+
+async def test_a_turn_whose_driver_died_is_handed_to_the_next_driver_once(world: World) -> None:
+    """The coordinator dies while a turn waits on a human; the turn goes on in the holder.
+    A new coordinator asking for the same prompt gets that turn's result: it ran once."""
+    holder = await world.holder("dev", "permission")
+    lost = asyncio.create_task(holder.prompt("go", "run-first"))
+    pending = await until(lambda: world.ledger.pending(run_id=holder.run_id), timeout=60)
+    lost.cancel()  # the driver's call is gone with its driver
+    again = asyncio.create_task(holder.prompt("go", "run-second"))  # the new one re-dispatches
+    await world.ledger.answer(
+        pending[0].request_id, PermissionAnswer(decision="allow"), decided_by="human"
+    )
+    result = await asyncio.wait_for(again, 60)
+    assert result.status == "completed"
+    types = [e.type for e in world.events(holder.run_id)]
+    assert types.count("turn.completed") == 1, types
+    assert types.count("request.created") == 1, "the agent was asked once, not twice"
+    assert (await holder.info())["turn"] == "done"

@@ -24,12 +24,7 @@ left on any host after release. Detection and recovery times are printed as a ta
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,83 +33,15 @@ from typing import Any
 import pytest
 
 from tests.cluster.conftest import report
-from tests.cluster.tier import VENV_BIN, Tier, _ip, _pdeathsig
+from tests.cluster.faults import Driver
+from tests.cluster.tier import VENV_BIN, Tier, _ip
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = Path(__file__).with_name("tier_driver.py")
 LEASE_S = 6.0
 DETECTION_TARGET_S = 10.0
 FAKE_AGENT = "baton.testing.fake_agent"
-
-
-class Driver:
-    """The coordinator process on the head host, spoken to in JSON lines."""
-
-    def __init__(self, t: Tier, head: str, dsn: str) -> None:
-        assert t.root is not None
-        env = {
-            "PATH": f"{VENV_BIN}:/usr/bin:/bin",
-            "PYTHONPATH": str(REPO),
-            "RAY_USAGE_STATS_ENABLED": "0",
-            "HOME": os.environ.get("HOME", "/root"),
-        }
-        self.log = open(t.root / "driver.log", "ab")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [*t["head"].enter(), sys.executable, str(DRIVER), head, dsn, str(t.root / "work")],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            preexec_fn=_pdeathsig,
-        )
-        self.seen: list[dict[str, Any]] = []
-        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.expect("ready", timeout=180)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            text = raw.decode("utf-8", "replace").strip()
-            if text.startswith("{"):
-                self.lines.put(json.loads(text))
-        self.lines.put(None)
-
-    def send(self, **command: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(command) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def expect(self, op: str, timeout: float = 240) -> dict[str, Any]:
-        """The next line with ``op`` (earlier lines are kept in ``seen``)."""
-        for line in self.seen:
-            if line["op"] == op:
-                self.seen.remove(line)
-                return line
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                message = self.lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if message is None:
-                break
-            if message["op"] == op:
-                return message
-            self.seen.append(message)
-        raise AssertionError(f"driver: no {op!r} (exit {self.proc.poll()}); seen {self.seen}")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.send(op="quit")
-                self.proc.wait(timeout=60)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 def _boot(t: Tier, *, redis: str | None = None) -> tuple[str, str]:

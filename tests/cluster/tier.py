@@ -46,7 +46,9 @@ __all__ = [
     "Host",
     "Tier",
     "cleanup_stale",
+    "namespaces_unavailable",
     "pid_namespaces_unavailable",
+    "services_unavailable",
     "tier_unavailable",
 ]
 
@@ -111,8 +113,8 @@ def pid_namespaces_unavailable(prefix: Sequence[str] = ()) -> str | None:
     return None
 
 
-def tier_unavailable() -> str | None:
-    """Why the tier cannot run here (the skip reason), or ``None``."""
+def namespaces_unavailable() -> str | None:
+    """Why this machine cannot build hosts in network + PID namespaces, or ``None``."""
     if sys.platform != "linux":
         return "network namespaces need Linux"
     if os.geteuid() != 0:
@@ -130,6 +132,11 @@ def tier_unavailable() -> str | None:
             return unshared
     finally:
         _ip("netns", "del", probe, check=False)
+    return None
+
+
+def services_unavailable() -> str | None:
+    """Why the tier's services cannot start here (PostgreSQL, Redis, Ray missing), or ``None``."""
     reason = postgres_unavailable()
     if reason is not None:
         return reason
@@ -138,6 +145,11 @@ def tier_unavailable() -> str | None:
     if not (VENV_BIN / "ray").exists():
         return "ray not installed (pip install 'baton[cluster]')"
     return None
+
+
+def tier_unavailable() -> str | None:
+    """Why the tier cannot run here (the skip reason), or ``None``."""
+    return namespaces_unavailable() or services_unavailable()
 
 
 def cleanup_stale() -> list[str]:

@@ -9,10 +9,12 @@ PostgreSQL store, driven by JSON commands on stdin, answering JSON lines on stdo
 * ``{"op": "wait_pending", "slot", "epoch"}`` → ``pending`` once the holder of that epoch
   has a request in the ledger;
 * ``{"op": "answer", "request_id"}`` → ``answered``;
-* ``{"op": "attach", "slot"}`` → ``attached`` (a new coordinator re-attaches by name);
+* ``{"op": "attach", "slot", "scenario"}`` → ``attached`` (a new coordinator re-attaches by
+  name; ``prompt`` then goes to the re-attached holder);
 * ``{"op": "wait_event", "run_id", "type"}`` → ``event`` once the run has one of that type;
 * ``{"op": "report", "slot"}`` → ``report``: every holder run of the slot with its event
   types, its ``cluster.fenced_out`` payloads and its requests' states;
+* ``{"op": "hosts", "slot"}`` → ``hosts``: the live hosts that may run the slot;
 * ``{"op": "release", "slot"}``, ``{"op": "quit"}``.
 
 Every line carries ``at``: CLOCK_MONOTONIC, one clock for all namespaces of the machine,
@@ -109,13 +111,15 @@ class Coordinator:
         pending = await _until(lambda: self.ledger.pending(run_id=run), timeout=180)
         say("pending", request_id=pending[0].request_id, run_id=run)
 
-    async def attach(self, slot: str) -> None:
+    async def attach(self, slot: str, scenario: str) -> None:
         """A new coordinator finds the slot's live holder from the store alone."""
         holder = await self.driver.attach(slot)
         if holder is None:
             say("attached", attached=False)
             return
         self.runs.setdefault(slot, []).append(holder.info["run_id"])
+        spec = self.spec(slot, scenario, self.driver.lease_s)
+        self.sessions[slot] = RemoteRoleSession(self.driver, spec, holder)
         say("attached", attached=True, epoch=holder.placement.epoch, info=holder.info)
 
     async def wait_event(self, run_id: str, event_type: str) -> None:
@@ -162,11 +166,17 @@ class Coordinator:
             )
             say("answered", request_id=command["request_id"])
         elif op == "attach":
-            await self.attach(command["slot"])
+            await self.attach(command["slot"], command.get("scenario", "permission"))
         elif op == "wait_event":
             await self.wait_event(command["run_id"], command["type"])
         elif op == "report":
             await self.report(command["slot"])
+        elif op == "hosts":
+            hosts = await asyncio.to_thread(self.driver.hosts, [command["slot"]])
+            say(
+                "hosts",
+                alive=sorted(h.name for h in hosts if h.alive and command["slot"] in h.slots),
+            )
         elif op == "release":
             await self.driver.release(command["slot"])
             say("released", slot=command["slot"])

@@ -52,9 +52,10 @@ from baton.runner.session import AgentSession
 from baton.security.paths import sanitize_id
 from baton.store.records import RunRecord
 from baton.team.contract import TurnResult
-from baton.team.role_sessions import AcpRoleSession, role_policy
+from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
 
 if TYPE_CHECKING:
+    from baton.acp.messages import InitializeAnswer
     from baton.store.pg import PgStore
     from baton.store.store import Store
     from baton.store.tx import Tx
@@ -126,6 +127,9 @@ class HolderSpec:
     wait_timeout: float | None = None
     environ: Mapping[str, str] | None = None
     mcp_servers: Sequence[Mapping[str, Any]] = ()
+    mcp_http: Sequence[Mapping[str, Any]] = ()
+    """Used instead of ``mcp_servers`` when the agent advertises ``mcpCapabilities.http``
+    (the role tools over the coordinator's HTTP front, reachable from other hosts)."""
     resume_session_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
@@ -150,6 +154,11 @@ class RoleHolder:
         self._keeper: LeaseKeeper | None = None
         self._lease_task: asyncio.Task[None] | None = None
         self.stopped: str | None = None
+        self._turn: asyncio.Task[TurnResult] | None = None
+        self._turn_text: str | None = None
+        self._turn_asker: str | None = None
+        self.role_tools = "stdio" if spec.mcp_servers else "none"
+        """How the agent reaches the role tools: ``http``, ``stdio`` or ``none``."""
         self.run_id = holder_run_id(spec.parent_run, spec.slot, spec.epoch)
 
     # ------------------------------------------------------------------ start
@@ -216,19 +225,41 @@ class RoleHolder:
             requests=broker,
             state_dir=Path(spec.state_dir),
             environ=spec.environ,
-            mcp_servers=[dict(s) for s in spec.mcp_servers],
+            mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
         self._session = AcpRoleSession(session)
         return await self.info()
 
+    async def _choose_mcp(self, answer: InitializeAnswer) -> list[dict[str, Any]]:
+        """The role tools over HTTP when the agent speaks it, else the stdio entries."""
+        http = offer_http(answer)
+        self.role_tools = "http" if http else "stdio"
+        return [dict(s) for s in (self.spec.mcp_http if http else self.spec.mcp_servers)]
+
     # ------------------------------------------------------------------ acts
 
-    async def prompt(self, text: str) -> TurnResult:
-        """One turn; its report reaches the driver only under the epoch (else FencedOut)."""
+    async def prompt(self, text: str, asker: str | None = None) -> TurnResult:
+        """One turn; its report reaches the driver only under the epoch (else FencedOut).
+
+        The turn outlives the driver that asked for it (``asker``: its coordinator run).
+        When another coordinator (a restart, re-attached by name) asks for the same
+        prompt, it gets that turn's result: the turn ran once, its outcome is not lost and
+        not run twice. A different prompt waits for the running turn to end first (one
+        turn at a time on a session)."""
         session = self._live()
-        result = await session.prompt(text)
+        turn = self._turn
+        if turn is not None and text == self._turn_text and asker != self._turn_asker:
+            log.info("slot %s epoch %d: handing a lost driver's turn over", *self._who())
+        else:
+            if turn is not None and not turn.done():
+                await asyncio.wait([turn])
+            turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
+            turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
+            self._turn_text = text
+        self._turn_asker = asker
+        result = await asyncio.shield(turn)  # a caller gone (its driver died) leaves it running
         assert self._guard is not None
         await self._guard.require("report")
         return result
@@ -252,6 +283,8 @@ class RoleHolder:
             "agent_alive": bool(self._raw) and self._raw[0].returncode is None,
             "session_id": self._session.session_id if self._session else None,
             "stopped": self.stopped,
+            "role_tools": self.role_tools,
+            "turn": None if self._turn is None else "done" if self._turn.done() else "running",
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
         }
@@ -302,6 +335,8 @@ class RoleHolder:
 
     async def close(self, reason: str = "the driver released the role session") -> None:
         """Stop the agent, release the placement if still held, close the store."""
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
         if self._lease_task is not None:
             self._lease_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -323,6 +358,11 @@ class RoleHolder:
             if self._ledger is not None:
                 await self._ledger.aclose()
             await store.aclose()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _now() -> str:

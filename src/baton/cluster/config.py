@@ -6,14 +6,23 @@
     address = "10.0.0.5:6379"      # the Ray head (``ray start --head``)
     store = "host=10.0.0.4 dbname=baton user=baton"   # libpq DSN of the PostgreSQL store
     lease_seconds = 15             # a role actor's lease (renewed every third of it)
+    hub_address = "10.0.0.5"       # where the role tools are served over HTTP to the
+                                   # workers ("IP" or "IP:PORT"; loopback when absent)
 
 ``BATON_CLUSTER_STORE`` in the environment overrides ``store`` (a DSN with a password
 belongs in the environment, not in a file the repository may carry). Without the
 section baton runs on one machine, as always.
+
+``hub_address`` is an IP address of the coordinator host (not a name: the hub binds
+it), optionally with a port (else the kernel picks one); role actors hand their agents
+``http://IP:PORT/mcp/<slot>`` with the session's bearer credential. Without it the hub
+serves loopback only and the role tools reach agents through its unix socket, which
+works only where the workers share the coordinator's filesystem.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,7 +32,7 @@ from baton.errors import ConfigError
 __all__ = ["STORE_ENV", "ClusterConfig", "cluster_config"]
 
 STORE_ENV: Final = "BATON_CLUSTER_STORE"
-_KEYS: Final = frozenset({"address", "store", "lease_seconds"})
+_KEYS: Final = frozenset({"address", "store", "lease_seconds", "hub_address"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +40,9 @@ class ClusterConfig:
     address: str
     store: str
     lease_s: float = 15.0
+    hub_host: str | None = None
+    """The IP the hub's HTTP front binds and advertises to workers (None: loopback only)."""
+    hub_port: int = 0
 
 
 def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> ClusterConfig | None:
@@ -52,4 +64,30 @@ def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> Cluste
     lease = table.get("lease_seconds", 15)
     if isinstance(lease, bool) or not isinstance(lease, int | float) or not 2 <= lease <= 600:
         raise ConfigError("[cluster] lease_seconds must be a number from 2 to 600")
-    return ClusterConfig(address.strip(), store.strip(), float(lease))
+    hub_host, hub_port = _hub_address(table.get("hub_address"))
+    return ClusterConfig(address.strip(), store.strip(), float(lease), hub_host, hub_port)
+
+
+def _hub_address(raw: object) -> tuple[str | None, int]:
+    """``"IP"``, ``"IP:PORT"`` or ``"[IPv6]:PORT"`` as (host, port); refused otherwise."""
+    if raw is None:
+        return None, 0
+    wrong = ConfigError('[cluster] hub_address must be an IP address, optionally ":PORT"')
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > 64:
+        raise wrong
+    text = raw.strip()
+    host, port = text, "0"
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise wrong
+        port = rest[1:] or "0"
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise wrong from None
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise wrong
+    return str(address), int(port)

@@ -330,7 +330,9 @@ class RemoteRoleSession:
         prompt = text
         for attempt in range(RESUME_ATTEMPTS + 1):
             try:
-                result: TurnResult = await self.holder.handle.prompt.remote(prompt)
+                result: TurnResult = await self.holder.handle.prompt.remote(
+                    prompt, self.spec.parent_run
+                )
                 return result
             except Exception as exc:
                 if not _is_actor_death(exc) or attempt == RESUME_ATTEMPTS:

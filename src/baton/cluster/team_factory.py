@@ -7,9 +7,11 @@ the local role-session factory: the coordinator joins the Ray cluster as a drive
 over a role actor placed by :class:`ClusterDriver`. The role tools reach the agent
 through the coordinator's hub, with a credential issued for that session (revoked
 when it closes; a re-placement issues a new one, so a stale copy's role tools are
-refused by the hub as its other acts are by the epoch). The hub serves its unix socket and loopback HTTP only today, so
-role tools reach agents on the coordinator's own machine; a worker on another host
-needs the hub's HTTP front on a cluster address (see ``docs/cluster.md``).
+refused by the hub as its other acts are by the epoch). With ``[cluster] hub_address``
+the hub also serves HTTP on that address and the actor hands the agent the ``http``
+entry when it advertises ``mcpCapabilities.http`` (a worker on another machine);
+otherwise, or for an agent without HTTP MCP, the stdio entry (the hub's unix socket:
+workers that share the coordinator's filesystem only).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from baton.agents.builtin.config import MCP_HTTP_ENV
 from baton.cluster.actor import HolderSpec
 from baton.cluster.config import ClusterConfig
 from baton.cluster.driver import ClusterDriver, RemoteRoleSession
@@ -27,6 +31,7 @@ from baton.coordination.binding import Binding
 from baton.coordination.hub_auth import SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.team import RoleSpec
+from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.team.contract import RoleSession, RoleSessionFactory
@@ -61,17 +66,26 @@ def cluster_factory_for(
             slot = binding.session_name
             issued: list[SlotCredential] = []
 
-            def role_tools() -> list[dict[str, Any]]:
-                """A fresh credential (the previous one of the slot stops working)."""
+            def role_tools() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                """A fresh credential (the previous one of the slot stops working), as the
+                stdio entry and, with a hub address, the http entry."""
                 if hub is None:
-                    return []
+                    return [], []
                 issued.append(hub.issue(slot))
-                return [hub.stdio_entry(issued[-1])]
+                http = [hub.http_entry(issued[-1])] if cluster.hub_host is not None else []
+                return [hub.stdio_entry(issued[-1])], http
 
             def release() -> None:
                 if hub is not None and issued:
                     hub.revoke(issued[-1])
 
+            def respec(old: HolderSpec) -> HolderSpec:
+                stdio, http = role_tools()
+                return replace(old, mcp_servers=stdio, mcp_http=http)
+
+            if hub is not None and cluster.hub_host is not None:
+                await hub.start_http(cluster.hub_host, cluster.hub_port)
+            stdio, http = role_tools()
             holder_spec = HolderSpec(
                 dsn=cluster.store,
                 slot=slot,
@@ -79,11 +93,12 @@ def cluster_factory_for(
                 host="",
                 lease_s=cluster.lease_s,
                 parent_run=emitter.run_id,
-                profile=config.profile(spec.agent),
+                profile=_remote_profile(config.profile(spec.agent), cluster),
                 workspace=str(workspace),
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
-                mcp_servers=role_tools(),
+                mcp_servers=stdio,
+                mcp_http=http,
                 extra={"role": spec.name},
             )
             try:
@@ -96,9 +111,17 @@ def cluster_factory_for(
                 holder_spec,
                 holder,
                 release=release,
-                respec=lambda old: replace(old, mcp_servers=role_tools()),
+                respec=respec,
             )
 
         return factory
 
     return with_hub
+
+
+def _remote_profile(profile: AgentProfile, cluster: ClusterConfig) -> AgentProfile:
+    """The built-in agent speaks HTTP MCP only when told; told here when the hub serves
+    HTTP on a cluster address (its role tools are then reachable from any worker)."""
+    if profile.family != "builtin" or cluster.hub_host is None:
+        return profile
+    return replace(profile, env=MappingProxyType({**profile.env, MCP_HTTP_ENV: "1"}))

@@ -1,8 +1,13 @@
-"""The daemon's role tools over loopback streamable HTTP, for agents that advertise it.
+"""The daemon's role tools over streamable HTTP, for agents that advertise it.
 
-``http://127.0.0.1:PORT/mcp/<slot>`` with ``Authorization: Bearer <credential>``: the
+``http://HOST:PORT/mcp/<slot>`` with ``Authorization: Bearer <credential>``: the
 slot in the path and the credential must match (:mod:`baton.coordination.hub_auth`),
-else 401 with the reason (404 for a slot nobody serves). Each (slot, session) gets its
+else 401 with the reason (404 for a slot nobody serves). ``HOST`` is loopback on one
+machine; in cluster mode it is the coordinator's cluster address (``[cluster]
+hub_address``), so role actors on other hosts reach it: plain HTTP, for a trusted
+network (the bearer credential is per role session and dies with it). A request body
+over :data:`MAX_BODY` is refused (413 when announced, the request dropped when it
+grows past it), never truncated; the token is never logged. Each (slot, session) gets its
 own ``mcp`` streamable-HTTP session manager over the same server the stdio shim reaches
 (:mod:`baton.coordination.mcp_hub`); rotating the slot's credential stops the old
 session's manager. uvicorn serves it in the daemon's event loop without touching its
@@ -22,21 +27,30 @@ from urllib.parse import unquote
 
 from baton.coordination.hub_auth import Credentials, Grant, Refusal
 
-__all__ = ["HttpFront"]
+__all__ = ["MAX_BODY", "HttpFront"]
 
 log = logging.getLogger(__name__)
 
 _SLOT_PATH = re.compile(r"/mcp/([^/]{1,128})/?")
+MAX_BODY = 8 * 1024 * 1024
+"""The largest request body (a JSON-RPC message; tool arguments are <= 512 KiB), as the
+hub's socket bounds a line."""
 
 
 class HttpFront:
     """Loopback streamable HTTP: ``/mcp/<slot>`` with ``Authorization: Bearer <credential>``."""
 
     def __init__(
-        self, credentials: Credentials, server_for: Callable[[str], Awaitable[Any]]
+        self,
+        credentials: Credentials,
+        server_for: Callable[[str], Awaitable[Any]],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         self.credentials = credentials
         self.server_for = server_for
+        self.host, self.port = host, port
         self.base_url = ""
         self._managers: dict[tuple[str, int], tuple[Any, asyncio.Event, asyncio.Task[None]]] = {}
         self._lock = asyncio.Lock()
@@ -49,12 +63,15 @@ class HttpFront:
 
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
         sock.listen(64)
         sock.setblocking(False)
         self._socket = sock
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        shown = f"[{self.host}]" if family == socket.AF_INET6 else self.host
+        self.base_url = f"http://{shown}:{sock.getsockname()[1]}"
         config = uvicorn.Config(
             self,
             log_level="warning",
@@ -65,6 +82,11 @@ class HttpFront:
         )
         self._server = _quiet_server(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="baton-mcp-http")
+
+    @property
+    def bound_port(self) -> int:
+        """The port it listens on (chosen by the kernel when asked for 0)."""
+        return int(self._socket.getsockname()[1]) if self._socket is not None else 0
 
     async def stop(self) -> None:
         tasks = [task for _, _, task in self._managers.values()]
@@ -102,11 +124,14 @@ class HttpFront:
             status = 404 if verdict.code == "UNKNOWN_SLOT" else 401
             await _deny(send, status, verdict.code, verdict.message)
             return
+        if _declared_length(scope.get("headers") or []) > MAX_BODY:
+            await _deny(send, 413, "TOO_LARGE", f"a request body is at most {MAX_BODY} bytes")
+            return
         manager = await self._manager(verdict)
         if manager is None:  # the slot's session was replaced meanwhile
             await _deny(send, 401, "CREDENTIAL_REPLACED", "this session of the slot was replaced")
             return
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, _bounded(receive), send)
 
     async def _manager(self, grant: Grant) -> Any:
         """The session manager of ``grant``'s slot session; None once it is not current."""
@@ -131,6 +156,33 @@ async def _hold(manager: Any, ready: asyncio.Event, stop: asyncio.Event) -> None
     async with manager.run():
         ready.set()
         await stop.wait()
+
+
+def _declared_length(headers: Any) -> int:
+    """The body's announced ``content-length`` (0 when absent; unreadable counts as too big)."""
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            text = bytes(value).decode("latin-1").strip()
+            return int(text) if text.isdigit() and len(text) < 16 else MAX_BODY + 1
+    return 0
+
+
+def _bounded(receive: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    """``receive`` that turns a body growing past :data:`MAX_BODY` into a disconnect (the
+    request is dropped, never handed on cut short)."""
+    seen = 0
+
+    async def bounded() -> Any:
+        nonlocal seen
+        message = await receive()
+        if message.get("type") == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY:
+                log.warning("role MCP request dropped: its body passed %d bytes", MAX_BODY)
+                return {"type": "http.disconnect"}
+        return message
+
+    return bounded
 
 
 def _bearer(headers: Any) -> str:

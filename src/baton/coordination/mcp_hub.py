@@ -7,7 +7,8 @@ itself (one store, one writer, one FCoP port without authority), and an agent
 reaches them one of two ways:
 
 * **HTTP** (agents that advertise ``mcpCapabilities.http``): an ``http``
-  ``mcpServers`` entry for ``http://127.0.0.1:PORT/mcp/<slot>`` with the slot's
+  ``mcpServers`` entry for ``http://127.0.0.1:PORT/mcp/<slot>`` (on a cluster, the
+  coordinator's cluster address: role actors on other hosts) with the slot's
   credential as a bearer header, served by the ``mcp`` SDK's streamable-HTTP session
   manager inside the daemon (one manager per slot session).
 * **stdio** (every agent): the stdlib-only shim (:mod:`baton.coordination.mcp_shim`),
@@ -100,14 +101,21 @@ class RoleHub:
             await hub.start_http()
         return hub
 
-    async def start_http(self) -> str:
-        """Serve loopback HTTP too (on the first session that can use it); its base URL."""
+    async def start_http(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve HTTP too (on the first session that can use it); its base URL.
+
+        Loopback on one machine; a cluster coordinator passes its cluster address
+        (``[cluster] hub_address``) so role actors on other hosts reach it."""
         if self._http is None:
             from baton.coordination.mcp_http import HttpFront
 
-            front = HttpFront(self.credentials, self._server_for)
+            front = HttpFront(self.credentials, self._server_for, host=host, port=port)
             await front.start()
             self._http = front
+        elif host != self._http.host or port not in (0, self._http.bound_port):
+            raise CoordinationError(
+                f"the hub already serves HTTP at {self._http.base_url}, not at {host}:{port}"
+            )
         return self._http.base_url
 
     async def _listen(self) -> None:

@@ -101,7 +101,10 @@ class BuiltinAgent:
         self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
         return {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": AGENT_CAPABILITIES,
+            "agentCapabilities": {
+                **AGENT_CAPABILITIES,
+                "mcpCapabilities": {"http": self._config.mcp_http, "sse": False},
+            },
             "agentInfo": {
                 "name": "baton-builtin",
                 "title": "baton runbook agent",
@@ -113,7 +116,7 @@ class BuiltinAgent:
     async def new_session(self, params: JsonObject) -> JsonObject:
         """Open and persist a new session."""
         cwd = _cwd(params)
-        hub = _hub(params, cwd)
+        hub = _hub(params, cwd, http=self._config.mcp_http)
         now = utc_now()
         record = StoredSession(session_id=new_session_id(), cwd=cwd, created_at=now, updated_at=now)
         self._sessions[record.session_id] = _Session(record, hub)
@@ -124,7 +127,7 @@ class BuiltinAgent:
         """Reopen a stored session and replay its history as ``session/update``s."""
         session_id = params.get("sessionId")
         cwd = _cwd(params)
-        hub = _hub(params, cwd)
+        hub = _hub(params, cwd, http=self._config.mcp_http)
         record = self._store.load(session_id) if isinstance(session_id, str) else None
         if record is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: session {session_id!r}")
@@ -254,9 +257,9 @@ def _cwd(params: JsonObject) -> str:
     return cwd
 
 
-def _hub(params: JsonObject, cwd: str) -> McpHub | None:
+def _hub(params: JsonObject, cwd: str, *, http: bool) -> McpHub | None:
     try:
-        servers = parse_servers(params.get("mcpServers"))
+        servers = parse_servers(params.get("mcpServers"), http=http)
     except ValueError as exc:
         raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
     return McpHub(servers, cwd) if servers else None

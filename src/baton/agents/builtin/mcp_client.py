@@ -1,7 +1,8 @@
 """MCP servers given to a session: connected on first use, kept for the session, closed at exit.
 
-Only stdio servers are supported (the agent advertises no http/sse MCP capability); other
-entries are skipped with a log line. The ``mcp`` SDK costs most of a second to import, so it is
+stdio servers always; ``http`` (streamable HTTP) servers when the agent advertises
+``mcpCapabilities.http`` (``BATON_BUILTIN_MCP_HTTP=1``: a cluster worker reaching the
+coordinator's hub); other entries are skipped with a log line. The ``mcp`` SDK costs most of a second to import, so it is
 imported, in a worker thread, only when a session first needs a server: sessions without MCP
 work never pay for it.
 
@@ -11,10 +12,11 @@ the session while that task keeps it open.
 """
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +28,15 @@ from .jsonrpc import JsonObject
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-__all__ = ["McpError", "McpHub", "StdioServer", "ToolIndex", "ToolResult", "parse_servers"]
+__all__ = [
+    "HttpServer",
+    "McpError",
+    "McpHub",
+    "StdioServer",
+    "ToolIndex",
+    "ToolResult",
+    "parse_servers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,21 @@ class StdioServer:
 
 
 @dataclass(frozen=True, slots=True)
+class HttpServer:
+    """A streamable-HTTP MCP server as given in ``session/new``: its URL and headers."""
+
+    name: str
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def __repr__(self) -> str:  # the headers carry a bearer credential: never print them
+        return f"HttpServer(name={self.name!r}, url={self.url!r})"
+
+
+McpServer = StdioServer | HttpServer
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool's answer: ACP content blocks, their text, the structured part, the error flag."""
 
@@ -79,23 +104,28 @@ class ToolIndex:
         return next((server for server, names in self.tools.items() if tool in names), None)
 
 
-def parse_servers(raw: Any) -> list[StdioServer]:
-    """Read ``mcpServers``; raises ValueError on a malformed stdio entry."""
+def parse_servers(raw: Any, *, http: bool = False) -> list[McpServer]:
+    """Read ``mcpServers`` (``http`` entries too when ``http``); raises ValueError on a
+    malformed entry of a supported transport."""
     if raw is None:
         return []
     if not isinstance(raw, list):
         raise ValueError("mcpServers must be an array")
-    servers: dict[str, StdioServer] = {}
+    servers: dict[str, McpServer] = {}
     for entry in raw:
         if not isinstance(entry, dict):
             raise ValueError("each mcpServers entry must be an object")
         kind = entry.get("type", "stdio")
-        if kind != "stdio":
+        server: McpServer
+        if kind == "stdio":
+            server = _stdio_server(entry)
+        elif kind == "http" and http:
+            server = _http_server(entry)
+        else:
             log.warning(
                 "skipping MCP server %r: transport %r is not supported", entry.get("name"), kind
             )
             continue
-        server = _stdio_server(entry)
         if server.name in servers:
             log.warning("skipping duplicate MCP server name %r", server.name)
             continue
@@ -118,10 +148,24 @@ def _stdio_server(entry: JsonObject) -> StdioServer:
     return StdioServer(name, command, tuple(args), tuple((e["name"], e["value"]) for e in env))
 
 
+def _http_server(entry: JsonObject) -> HttpServer:
+    name, url, headers = entry.get("name"), entry.get("url"), entry.get("headers", [])
+    if not isinstance(name, str) or not name or not isinstance(url, str):
+        raise ValueError("an http MCP server needs a name and a url")
+    if not url.startswith(("http://", "https://")) or len(url) > 2048:
+        raise ValueError(f"MCP server {name!r}: url must be http(s), at most 2048 characters")
+    if not isinstance(headers, list) or not all(
+        isinstance(h, dict) and isinstance(h.get("name"), str) and isinstance(h.get("value"), str)
+        for h in headers
+    ):
+        raise ValueError(f"MCP server {name!r}: headers must be an array of {{name, value}}")
+    return HttpServer(name, url, tuple((h["name"], h["value"]) for h in headers))
+
+
 class McpHub:
     """The MCP servers of one session."""
 
-    def __init__(self, servers: Sequence[StdioServer], cwd: str) -> None:
+    def __init__(self, servers: Sequence[McpServer], cwd: str) -> None:
         self._links = {server.name: _Link(server, cwd) for server in servers}
 
     async def index(self) -> ToolIndex:
@@ -182,7 +226,7 @@ class McpHub:
 class _Link:
     """One server: a task holding its connection open until `aclose`."""
 
-    def __init__(self, server: StdioServer, cwd: str) -> None:
+    def __init__(self, server: McpServer, cwd: str) -> None:
         self._server = server
         self._cwd = cwd
         self._task: asyncio.Task[None] | None = None
@@ -230,21 +274,14 @@ class _Link:
     async def _hold(self, ready: "asyncio.Future[tuple[ClientSession, tuple[str, ...]]]") -> None:
         name = self._server.name
         try:
-            await asyncio.to_thread(importlib.import_module, "mcp.client.stdio")
+            await asyncio.to_thread(importlib.import_module, _SDK_MODULE[type(self._server)])
             import anyio
-            from mcp import ClientSession, StdioServerParameters
-            from mcp.client.stdio import stdio_client
+            from mcp import ClientSession
             from mcp.types import Implementation
 
-            params = StdioServerParameters(
-                command=self._server.command,
-                args=list(self._server.args),
-                env=dict(self._server.env),
-                cwd=self._cwd,
-            )
             info = Implementation(name="baton-builtin", version=baton.__version__)
             async with (
-                stdio_client(params, errlog=sys.stderr) as (read, write),
+                _transport(self._server, self._cwd) as (read, write),
                 ClientSession(read, write, client_info=info) as session,
             ):
                 with anyio.fail_after(CONNECT_TIMEOUT):
@@ -262,6 +299,35 @@ class _Link:
         finally:
             if not ready.done():
                 ready.set_exception(McpError(f"MCP server {name!r} was closed"))
+
+
+_SDK_MODULE: dict[type, str] = {
+    StdioServer: "mcp.client.stdio",
+    HttpServer: "mcp.client.streamable_http",
+}
+
+
+@contextlib.asynccontextmanager
+async def _transport(server: McpServer, cwd: str) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's (read, write) streams to ``server``: a child process, or streamable HTTP."""
+    if isinstance(server, StdioServer):
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(
+            command=server.command, args=list(server.args), env=dict(server.env), cwd=cwd
+        )
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            yield read, write
+        return
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=dict(server.headers)) as http,
+        streamable_http_client(server.url, http_client=http) as streams,
+    ):
+        yield streams[0], streams[1]
 
 
 async def _list_tools(session: "ClientSession") -> tuple[str, ...]:
