@@ -9,10 +9,11 @@ crash could have left stale.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from baton.coordination.errors import StateAmbiguous, TaskNotFound
+from baton.coordination.errors import CoordinationError, StateAmbiguous, TaskNotFound
 from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
 from baton.coordination.fcop_records import task_info
 from baton.coordination.ordering import Prerequisite, prerequisite_ids
@@ -32,6 +33,11 @@ from baton.team.decide import (
     TeamRules,
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
+
+log = logging.getLogger("baton.team.facts")
+
+UNREADABLE = "unreadable"
+"""A prerequisite's stage when its REPORT head cannot be read now (the gate waits)."""
 
 __all__ = ["FactSource", "policy_for"]
 
@@ -242,11 +248,19 @@ class FactSource:
         for task_id in prerequisite_ids(info.references, siblings):
             sibling = siblings[task_id]
             head = None
-            if sibling.attempt_id is not None and sibling.stage != "inbox":
-                head = self.port.find_report_head(task_id, sibling.attempt_id)
+            stage = sibling.stage
+            if sibling.attempt_id is not None and stage != "inbox":
+                try:
+                    head = self.port.find_report_head(task_id, sibling.attempt_id)
+                except CoordinationError as exc:
+                    # Its REPORT cannot be read right now (e.g. the sibling was caught
+                    # between two stages by a crash: its relation is invalid until its
+                    # own evaluation repairs it). Not finished, not failed: wait, and be
+                    # evaluated again when it settles. "No report" here would make this
+                    # task NotRun for good.
+                    log.warning("prerequisite %s of %s unreadable: %s", task_id, info.task_id, exc)
+                    stage = UNREADABLE
             out.append(
-                Prerequisite(
-                    task_id, sibling.recipient, sibling.stage, head.result if head else None
-                )
+                Prerequisite(task_id, sibling.recipient, stage, head.result if head else None)
             )
         return tuple(out)
