@@ -47,6 +47,9 @@ The parts: :mod:`~baton.coordination.doorbell_events` (what it emits),
 :mod:`~baton.coordination.inbox_inspection` (one entry: facts, stability,
 screen, Core, routing) and :mod:`~baton.coordination.inbox_refusals` (ISSUEs and
 quarantine); this module watches, drains, settles and emits.
+
+Length: one class; its two watchers (the kernel feed and the ``watchfiles`` fallback)
+share the drain, settling and emit rules below, which are this module's only copies.
 """
 
 from __future__ import annotations
