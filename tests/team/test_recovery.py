@@ -12,10 +12,14 @@ import contextlib
 import json
 import os
 import time
+from pathlib import Path
+
+import pytest
 
 from baton.coordination.errors import CoordinationError
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.fcop_recovery import (
+    Repair,
     Unresolved,
     clean_temporaries,
     complete_create_fact,
@@ -192,11 +196,38 @@ def test_r4_abandoned_temporaries_are_removed_young_ones_kept(port: FcopPort) ->
     young.write_bytes(b"being written")
     residue = port.stage_dir("inbox") / f".fcop-create-{task.task_id}-resid123.tmp"
     residue.write_bytes((port.stage_dir("inbox") / f"{task.task_id}.md").read_bytes())
+    os.utime(residue, (stamp, stamp))
     repairs = clean_temporaries(port)
     assert not old.exists() and not residue.exists() and young.exists()
     assert {r.outcome for r in repairs} == {"cleaned"} and len(repairs) == 2
+    assert any("residue" in r.detail for r in repairs), repairs
     young.unlink()
     assert validate_workspace(port.root)["valid"]
+
+
+def test_r4_spares_a_writer_between_its_link_and_its_unlink(
+    port: FcopPort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fcop's ``publish`` links its temporary, syncs the directory, then unlinks it. A sweep
+    that removed the temporary in between made the writer fail with
+    TARGET_ALREADY_EXISTS_DIFFERENT (seen: ``baton task new`` while ``baton up`` started)."""
+    from fcop.v4 import encoding
+
+    inbox = port.stage_dir("inbox")
+    target = inbox / "TASK-0123456789abcdef0123456789abcdef.md"
+    seen: list[list[Repair]] = []
+    real_sync = encoding.sync_directory
+
+    def sweep_after_link(path: Path) -> None:
+        if target.exists() and not seen:
+            seen.append(clean_temporaries(port))  # a daemon's sweep, in the window
+        real_sync(path)
+
+    monkeypatch.setattr(encoding, "sync_directory", sweep_after_link)
+    encoding.publish(target, b"the bytes")
+    assert seen == [[]], seen
+    assert target.read_bytes() == b"the bytes"
+    assert not [p for p in inbox.iterdir() if p.name.startswith(".fcop-create-")]
 
 
 def _events(team: Team) -> list[str]:

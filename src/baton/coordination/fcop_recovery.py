@@ -49,11 +49,14 @@ digest is the ``source_digest`` of its one valid claim receipt, which is then us
 
 **R4: abandoned publication temporaries.** ``.fcop-create-*.tmp`` /
 ``.fcop-replace-*.tmp`` left in a lifecycle or bucket directory make ``fcop``'s
-validator report "unexpected canonical bucket entry" forever. One whose final
-name already exists with the same bytes is the residue of a finished link; any
-other older than :data:`ABANDONED_AFTER` seconds belongs to a writer that is gone
-(a publish takes milliseconds). Both are removed; younger ones are left for a
-writer that may still be running.
+validator report "unexpected canonical bucket entry" forever. One older than
+:data:`ABANDONED_AFTER` seconds belongs to a writer that is gone (a publish takes
+milliseconds); it is removed, and called the residue of a finished link when its
+final name holds the same bytes. Younger ones are left for a writer that may still
+be running, residues too: ``publish`` links the temporary, syncs the directory and
+only then unlinks it, so a young residue is usually a live writer between its link
+and its unlink, which fails (``TARGET_ALREADY_EXISTS_DIFFERENT``) if the temporary is
+gone (seen: ``baton task new`` while ``baton up`` started).
 """
 
 from __future__ import annotations
@@ -326,10 +329,10 @@ def clean_temporaries(
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
+            if current - info.st_mtime < older_than:
+                continue  # a writer may still be running (before its link, or after it)
             final = _final_name(Path(entry.path))
             residue = final.is_file() and _same(final, Path(entry.path))
-            if not residue and current - info.st_mtime < older_than:
-                continue
             try:
                 os.unlink(entry.path)
             except FileNotFoundError:
