@@ -88,7 +88,12 @@ class Driver:
             if message["op"] == op:
                 return message
             self.seen.append(message)
-        raise AssertionError(f"driver: no {op!r} (exit {self.proc.poll()}); seen {self.seen}")
+        self.log.flush()
+        tail = Path(self.log.name).read_bytes()[-4000:].decode("utf-8", "replace")
+        raise AssertionError(
+            f"driver: no {op!r} (exit {self.proc.poll()}); seen {self.seen}\n"
+            f"driver.log ends:\n{tail}"
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:

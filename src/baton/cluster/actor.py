@@ -211,7 +211,7 @@ class RoleHolder:
         )
         self._keeper = keeper
         sent = time.monotonic()
-        await placements.renew(spec.slot, spec.epoch, lease_s=spec.lease_s)  # FencedOut: stale
+        await placements.confirm(spec.slot, spec.epoch, lease_s=spec.lease_s)  # FencedOut: stale
         keeper.confirmed(sent)
         self._lease_task = asyncio.create_task(keeper.run(), name=f"lease-{spec.slot}")
         self._ledger = Ledger(face)

@@ -39,6 +39,7 @@ from baton.cluster.actor import (
 from baton.cluster.fencing import Placements
 from baton.cluster.placement import (
     Expire,
+    FencedOut,
     HostDead,
     HostFacts,
     Keep,
@@ -209,10 +210,14 @@ class ClusterDriver:
             elif isinstance(decision, NoHost):
                 raise NoEligibleHost(decision.reason)
             elif isinstance(decision, Place):
-                return await self._place(spec, decision.host)
+                placed = await self._place(spec, decision.host)
+                if placed is not None:
+                    return placed
         raise NoEligibleHost(f"slot {slot!r}: its placement kept moving")
 
-    async def _place(self, spec: HolderSpec, host: str) -> Holder:
+    async def _place(self, spec: HolderSpec, host: str) -> Holder | None:
+        """Place and start the actor; None when the placement moved while it started
+        (another coordinator expired or re-placed it: the started copy is fenced out)."""
         placement = await self.placements.place(spec.slot, host, lease_s=self.lease_s)
         actor_cls = role_actor_class()
         handle = actor_cls.options(
@@ -225,6 +230,11 @@ class ClusterDriver:
         self.holders[spec.slot] = holder
         try:
             holder.info = await handle.start.remote()
+        except FencedOut:  # Ray's task error is also the actor's exception type
+            log.warning("slot %s: placement moved while its actor started", spec.slot)
+            self.holders.pop(spec.slot, None)
+            await self._kill(holder)
+            return None
         except BaseException:
             await self._kill(holder)
             raise

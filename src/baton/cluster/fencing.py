@@ -22,6 +22,7 @@ from baton.cluster.placement import (
     Placement,
     PlacementState,
     check,
+    confirm,
     expire,
     fail,
     place,
@@ -123,6 +124,13 @@ class Placements:
         """The holder extends its lease; raises :class:`FencedOut` for a stale epoch."""
         move = await self._commit(
             slot, lambda cur, now: renew(cur, slot, epoch, now=now, lease_s=lease_s)
+        )
+        return move.after
+
+    async def confirm(self, slot: str, epoch: int, *, lease_s: float) -> Placement:
+        """The holder takes up its placement (see :func:`~baton.cluster.placement.confirm`)."""
+        move = await self._commit(
+            slot, lambda cur, now: confirm(cur, slot, epoch, now=now, lease_s=lease_s)
         )
         return move.after
 

@@ -57,6 +57,7 @@ __all__ = [
     "Watchdog",
     "check",
     "choose_host",
+    "confirm",
     "decide",
     "expire",
     "fail",
@@ -182,6 +183,14 @@ def place(before: Placement | None, slot: str, host: str, *, now: float, lease_s
 
 def check(current: Placement | None, slot: str, epoch: int, *, now: float) -> Placement:
     """The placement a holder of ``epoch`` may act under, or raise :class:`FencedOut`."""
+    held = _named(current, slot, epoch)
+    if held.lease_lost(now):
+        raise FencedOut(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
+    return held
+
+
+def _named(current: Placement | None, slot: str, epoch: int) -> Placement:
+    """The placement, if the store names ``epoch`` as placed (its lease aside)."""
     if current is None:
         raise FencedOut(f"slot {slot!r} is not placed: epoch {epoch} may not act")
     if current.epoch != epoch:
@@ -191,14 +200,26 @@ def check(current: Placement | None, slot: str, epoch: int, *, now: float) -> Pl
         )
     if current.state is not PlacementState.PLACED:
         raise FencedOut(f"slot {slot!r}: epoch {epoch} is {current.state.value}")
-    if current.lease_lost(now):
-        raise FencedOut(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
     return current
 
 
 def renew(current: Placement | None, slot: str, epoch: int, *, now: float, lease_s: float) -> Move:
     """Extend the lease of the holder of ``epoch`` (refused like any fenced act)."""
     held = check(current, slot, epoch, now=now)
+    return _move(slot, held, PlacementEvent.RENEW, host=held.host, epoch=epoch, lease=now + lease_s)
+
+
+def confirm(
+    current: Placement | None, slot: str, epoch: int, *, now: float, lease_s: float
+) -> Move:
+    """The holder's first act: take up its placement, even if the lease lapsed meanwhile.
+
+    Starting an actor (a worker process, its imports, the store) can take longer than
+    the lease on a loaded host; nothing has acted under the epoch yet, so a lapse alone
+    is no reason to refuse it. The store must still name the epoch as placed: once the
+    coordinator expired or moved it, the copy is fenced out as always.
+    """
+    held = _named(current, slot, epoch)
     return _move(slot, held, PlacementEvent.RENEW, host=held.host, epoch=epoch, lease=now + lease_s)
 
 
