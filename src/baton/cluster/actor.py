@@ -14,8 +14,9 @@ Fencing (:mod:`.fence_guard`, :mod:`.lease`): the actor acts only under its
 epoch. The agent's requests and the client's answers pass an epoch check in a
 store transaction first; the turn's report to the driver too; the lease is
 renewed every third of its length and a watchdog stops the agent when the store
-has not confirmed a renewal for about the lease. Once refused, the actor records
-``cluster.fenced_out``, stops its agent and acts no more.
+has not confirmed a renewal for about the lease. The agent's own ``git push`` asks
+the same check through a ``pre-push`` hook (:mod:`.push_gate`). Once refused, the
+actor records ``cluster.fenced_out``, stops its agent and acts no more.
 
 Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
 :class:`RoleHolder` is plain Python, so it is tested without a cluster too.
@@ -31,7 +32,7 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -41,6 +42,7 @@ from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
 from baton.cluster.placement import FencedOut
+from baton.cluster.push_gate import PushGate
 from baton.errors import ConfigError
 from baton.events.model import ClusterFencedOut
 from baton.events.sequencer import Sequencer, format_ts
@@ -153,6 +155,7 @@ class RoleHolder:
         self._guard: EpochGuard | None = None
         self._keeper: LeaseKeeper | None = None
         self._lease_task: asyncio.Task[None] | None = None
+        self._push_gate: PushGate | None = None
         self.stopped: str | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self._turn_text: str | None = None
@@ -218,8 +221,11 @@ class RoleHolder:
         broker = RequestBroker(
             self._ledger, role_policy(spec.permissions), wait_timeout=spec.wait_timeout
         )
+        self._push_gate = PushGate(self._guard.check)
+        gate = await self._push_gate.start(Path(spec.workspace))
+        profile = replace(spec.profile, env=MappingProxyType(gate.env(spec.profile.env)))
         session = await AgentSession.open(
-            spec.profile,
+            profile,
             workspace=Path(spec.workspace),
             emitter=emitter,
             requests=broker,
@@ -344,6 +350,8 @@ class RoleHolder:
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.session.close(reason)
+        if self._push_gate is not None:
+            await self._push_gate.close()
         store = self._store
         if store is not None and self.stopped is None and self._emitter is not None:
             with contextlib.suppress(FencedOut, Exception):
