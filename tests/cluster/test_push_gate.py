@@ -16,7 +16,7 @@ import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,9 +48,9 @@ def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
     subprocess.run([GIT, "-C", str(cwd), *args], check=True, env=env or BASE_ENV, timeout=60)
 
 
-def _checkout(root: Path) -> tuple[Path, Path]:
-    """A work tree with one commit and a bare remote ``origin``."""
-    remote, work = root / "remote.git", root / "work"
+def _checkout(root: Path, work: Path | None = None) -> tuple[Path, Path]:
+    """A work tree (``root/work`` unless given) with one commit and a bare remote ``origin``."""
+    remote, work = root / "remote.git", work or root / "work"
     work.mkdir(parents=True, exist_ok=True)
     _git(root, "init", "-q", "--bare", str(remote))
     _git(work, "init", "-q", "-b", "main")
@@ -108,8 +108,24 @@ class Switch:
         return self.allow
 
 
+@dataclass
+class Rig:
+    """A checkout with hooks of its own, its remote, and a started gate."""
+
+    pushes: PushGate
+    switch: Switch
+    work: Path
+    remote: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment the actor gives its agent (on top of the test's base)."""
+        assert self.pushes.gate is not None
+        return self.pushes.gate.env(BASE_ENV)
+
+
 @pytest.fixture
-async def gate(tmp_path: Path) -> AsyncIterator[tuple[PushGate, Switch, Path, Path]]:
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     work, remote = _checkout(tmp_path)
     marker = tmp_path / "own-pre-push.txt"
     _hook(work / ".git" / "hooks" / "pre-push", f'cat > "{marker}"; echo "$1" >> "{marker}"')
@@ -118,69 +134,57 @@ async def gate(tmp_path: Path) -> AsyncIterator[tuple[PushGate, Switch, Path, Pa
     pushes = PushGate(switch)
     await pushes.start(work)
     try:
-        yield pushes, switch, work, remote
+        yield Rig(pushes, switch, work, remote)
     finally:
         await pushes.close()
 
 
 async def test_a_push_the_check_allows_goes_out_and_the_checkouts_hooks_still_run(
-    gate: tuple[PushGate, Switch, Path, Path], tmp_path: Path
+    rig: Rig, tmp_path: Path
 ) -> None:
-    pushes, switch, work, remote = gate
-    assert pushes.gate is not None
-    env = pushes.gate.env(BASE_ENV)
+    work, env = rig.work, rig.env
     (work / "b.txt").write_text("two\n")
     _git(work, "add", "b.txt", env=env)
     _git(work, "commit", "-q", "-m", "two", env=env)
     assert (tmp_path / "own-pre-commit").read_text() == "ran\n"  # forwarded
     done = await _push(work, env)
     assert done.returncode == 0, done.stderr
-    assert switch.acts == ["git push origin"]
-    assert _remote_head(remote) is not None
+    assert rig.switch.acts == ["git push origin"]
+    assert _remote_head(rig.remote) is not None
     own = (tmp_path / "own-pre-push.txt").read_text()
     assert "refs/heads/main" in own and own.endswith("origin\n")  # its stdin and args intact
     assert not (work / ".git" / "config").read_text().count("hooksPath")  # checkout untouched
 
 
-async def test_a_push_the_check_refuses_never_leaves(
-    gate: tuple[PushGate, Switch, Path, Path], tmp_path: Path
-) -> None:
-    pushes, switch, work, remote = gate
-    assert pushes.gate is not None
-    switch.allow = False
-    done = await _push(work, pushes.gate.env(BASE_ENV))
+async def test_a_push_the_check_refuses_never_leaves(rig: Rig, tmp_path: Path) -> None:
+    rig.switch.allow = False
+    done = await _push(rig.work, rig.env)
     assert done.returncode != 0
     assert "baton: push refused: this session's placement is no longer current" in done.stderr
-    assert _remote_head(remote) is None
+    assert _remote_head(rig.remote) is None
     assert not (tmp_path / "own-pre-push.txt").exists()  # refused before the checkout's hook
-    assert pushes.asked == [("git push origin", False)]
+    assert rig.pushes.asked == [("git push origin", False)]
 
 
 @pytest.mark.parametrize("broken", ["wrong key", "no gate", "gate gone"])
-async def test_the_hook_fails_closed(
-    gate: tuple[PushGate, Switch, Path, Path], broken: str
-) -> None:
-    pushes, switch, work, remote = gate
-    assert pushes.gate is not None
-    env = pushes.gate.env(BASE_ENV)
+async def test_the_hook_fails_closed(rig: Rig, broken: str) -> None:
+    env = rig.env
     if broken == "wrong key":
         env[KEY_ENV] = "guess"
     elif broken == "no gate":
         del env[GATE_ENV]
     else:
-        await pushes.close()
-    done = await _push(work, env)
+        await rig.pushes.close()
+    done = await _push(rig.work, env)
     assert done.returncode != 0 and "baton: push refused" in done.stderr, done.stderr
-    assert _remote_head(remote) is None
-    assert switch.acts == []  # nothing reached the check
+    assert _remote_head(rig.remote) is None
+    assert rig.switch.acts == []  # nothing reached the check
 
 
-async def test_the_gate_refuses_an_oversized_or_malformed_request_unread(
-    gate: tuple[PushGate, Switch, Path, Path],
-) -> None:
-    pushes, switch, _, _ = gate
-    assert pushes.gate is not None
-    path = str(pushes.gate.socket)
+async def test_the_gate_refuses_an_oversized_or_malformed_request_unread(rig: Rig) -> None:
+    gate = rig.pushes.gate
+    assert gate is not None
+    path = str(gate.socket)
 
     def ask(data: bytes) -> Any:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
@@ -194,11 +198,11 @@ async def test_the_gate_refuses_an_oversized_or_malformed_request_unread(
         b"x" * (REQUEST_LIMIT + 10) + b"\n",
         b"[1, 2]\n",
         b"not json\n",
-        json.dumps({"key": pushes.gate.key}).encode(),  # unterminated, no remote
+        json.dumps({"key": gate.key}).encode(),  # unterminated, no remote
     ):
         verdict = await asyncio.to_thread(ask, data)
         assert verdict["allow"] is False, (data[:40], verdict)
-    assert switch.acts == []
+    assert rig.switch.acts == []
 
 
 async def test_a_configured_hooks_path_is_forwarded_to(tmp_path: Path) -> None:
@@ -250,14 +254,7 @@ async def test_the_holders_agent_pushes_only_while_its_epoch_holds(
     emitter: EventEmitter = coordinator_run(store)
     placements = Placements(store, emitter)
     spec = holder_spec(pg_dsn, "dev", "ok", tmp_path, parent_run=emitter.run_id, lease_s=60)
-    work = Path(spec.workspace)
-    remote = tmp_path / "remote.git"
-    _git(tmp_path, "init", "-q", "--bare", str(remote))
-    _git(work, "init", "-q", "-b", "main")
-    (work / "a.txt").write_text("one\n")
-    _git(work, "add", "a.txt")
-    _git(work, "commit", "-q", "-m", "one")
-    _git(work, "remote", "add", "origin", str(remote))
+    work, remote = _checkout(tmp_path, Path(spec.workspace))
     placed = await placements.place("dev", "local", lease_s=60)
     holder = RoleHolder(replace(spec, epoch=placed.epoch, host="local"))
     try:
