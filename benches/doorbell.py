@@ -804,7 +804,8 @@ def _steps(r: SizeResult, p: Probe) -> dict[str, float]:
 def _ratio(value: float, base: float) -> str:
     if base != base or value != value or base <= 0:
         return "–"
-    return f"{value / base:.3f}×" if value / base < 0.1 else f"{value / base:.2f}×"
+    ratio = value / base
+    return f"{ratio:.2f}×" if ratio >= 0.1 else f"{ratio:.2g}×"  # 0.00046×, not 0.000×
 
 
 def _cost(costs: Sequence[tuple[float, float, int]]) -> str:
