@@ -39,9 +39,24 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=None, help="repeats of ingest (default: 1 quick, 3 full)"
     )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="settled-task sizes of doorbell and task-new (default: 10 1000 10000; quick: 10 1000)",
+    )
+    parser.add_argument(
+        "--fcop-samples",
+        type=int,
+        default=None,
+        help="at most this many fcop-writer probes/samples per size in doorbell and task-new "
+        "(fcop's are minutes each at 10,000; 0 skips the baseline)",
+    )
     args = parser.parse_args()
     chosen = set(args.only or ONLY)
     quick = args.quick
+    sizes = args.sizes or (doorbell.QUICK_SIZES if quick else doorbell.SIZES)
     print(f"# baton benchmarks ({cpu_note()})")
     if "ingest" in chosen:
         repeats = args.repeat or (1 if quick else 3)
@@ -58,13 +73,15 @@ def main() -> None:
         answers.run(50 if quick else 200, 1 if quick else 3)
     if "doorbell" in chosen:
         doorbell.run(
-            doorbell.QUICK_SIZES if quick else doorbell.SIZES,
+            sizes,
             doorbell.QUICK_PROBES if quick else doorbell.PROBES,
+            args.fcop_samples,
         )
     if "task-new" in chosen:
         task_new.run(
-            doorbell.QUICK_SIZES if quick else doorbell.SIZES,
+            sizes,
             task_new.QUICK_SAMPLES if quick else task_new.SAMPLES,
+            args.fcop_samples,
         )
     if "web" in chosen:
         web_latency.run(300 if quick else 1000)

@@ -38,6 +38,7 @@ from benches.doorbell import (
     _cost,
     _ms,
     _no_fsync,
+    _p50,
     _pct,
     _probes_for,
     _ratio,
@@ -91,11 +92,13 @@ def _cli(project: Path, env: dict[str, str], role: str, i: int) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _measure(size: int, samples: int, tmp: Path) -> SizeResult:
+def _measure(size: int, samples: int, tmp: Path, fcop_max: int | None = None) -> SizeResult:
     t0 = time.perf_counter()
     project, env = _workspace(size, tmp)
     result = SizeResult(size, build_s=time.perf_counter() - t0)
-    counts = _probes_for(size, samples)  # fewer fcop samples where fcop's T1 takes seconds
+    counts = _probes_for(
+        size, samples, fcop_max
+    )  # fewer fcop samples where fcop's T1 takes seconds
     counts["baton"] = samples  # baton's T1 is O(1): its p99 needs the full count at every size
     result.inproc = {m: [] for m in MODES}
     result.t1 = {m: [] for m in MODES}
@@ -140,24 +143,26 @@ def _samples(
             )
 
 
-def run(sizes: Sequence[int], samples: int) -> None:
+def run(sizes: Sequence[int], samples: int, fcop_max: int | None = None) -> None:
     results = []
     started = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="baton-bench-task-new-"))
     try:
         for size in sizes:
             t0 = time.perf_counter()
-            results.append(_measure(size, samples, tmp))
+            results.append(_measure(size, samples, tmp, fcop_max))
             print(f"  task new n={size:,}: {time.perf_counter() - t0:.0f}s", flush=True)
             shutil.rmtree(tmp / f"ws{size}", ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
     for r in results:
-        base_in = statistics.median(r.inproc["fcop"])
-        base_t1 = statistics.median(r.t1["fcop"])
+        base_in = _p50(r.inproc["fcop"])
+        base_t1 = _p50(r.t1["fcop"])
         for mode in MODES:
             inproc, t1 = r.inproc[mode], r.t1[mode]
+            if not t1:
+                continue  # fcop skipped (--fcop-samples 0)
             rows.append(
                 [
                     f"{r.size:,}",

@@ -117,10 +117,25 @@ def test_defaults_made_by_a_factory_are_fresh_per_object() -> None:
 
 
 def test_a_name_that_is_not_a_field_or_a_missing_field_is_refused() -> None:
-    with pytest.raises(TypeError, match="not fields"):
-        trusted(ToolOutput, tail="", total_bytes=0, sha256="", truncated=False, extra=1)
-    with pytest.raises(TypeError, match="missing fields"):
-        trusted(ToolOutput, tail="", total_bytes=0, sha256="")
+    for _ in range(2):  # a refused call shape is refused every time (never remembered)
+        with pytest.raises(TypeError, match="not fields"):
+            trusted(ToolOutput, tail="", total_bytes=0, sha256="", truncated=False, extra=1)
+        with pytest.raises(TypeError, match="missing fields"):
+            trusted(ToolOutput, tail="", total_bytes=0, sha256="")
+
+
+def test_each_call_shape_is_its_own() -> None:
+    """The names are checked once per call shape: the same fields given in another order,
+    or fewer of them, are another shape (field order and defaults as validation gives)."""
+    values = {"tail": "t", "total_bytes": 1, "sha256": "s", "truncated": False}
+    for _ in range(2):
+        _same(trusted(ToolOutput, **values), ToolOutput(**values))
+        backwards = dict(reversed(values.items()))
+        _same(trusted(ToolOutput, **backwards), ToolOutput(**backwards))
+    some = {"tool_call_id": "t", "title": "", "kind": "other", "status": "x"}
+    more = {**some, "terminal_ids": ["a"], "agent_terminal_ids": ["b"]}
+    for kwargs in (some, more, some, dict(reversed(more.items()))):
+        _same(trusted(ToolExecutionProgressed, **kwargs), ToolExecutionProgressed(**kwargs))
 
 
 # ------------------------------------------------------------ the whole normalizer

@@ -24,28 +24,36 @@ M = TypeVar("M", bound=BaseModel)
 
 _new = BaseModel.__new__
 _set = object.__setattr__
-_Shape = tuple[dict[str, Any], tuple[tuple[str, Any], ...], frozenset[str]]
-_SHAPES: dict[type[BaseModel], _Shape] = {}
-"""Per model: its fields in order with their defaults (``None`` where a factory or
-nothing gives it), the factories (called per object), and the required fields."""
+_Call = tuple[dict[str, Any] | None, tuple[tuple[str, Any], ...]]
+_CALLS: dict[tuple[type[BaseModel], tuple[str, ...]], _Call] = {}
+"""Per model and call shape (the field names given, in order; a call site always gives
+the same): the defaults to fill in, in field order (``None`` when the names given are
+every field in order, so the keyword dict is the ``__dict__`` as it is), and the factories
+of the fields left out. The names are checked once per shape, not per object."""
 
 
-def _shape(cls: type[BaseModel]) -> _Shape:
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        defaults: dict[str, Any] = {}
-        factories: list[tuple[str, Any]] = []
-        required: set[str] = set()
-        for name, info in cls.model_fields.items():
-            defaults[name] = None
-            if info.default_factory is not None:
-                factories.append((name, info.default_factory))
-            elif info.default is PydanticUndefined:
-                required.add(name)
-            else:
-                defaults[name] = info.default
-        shape = _SHAPES[cls] = (defaults, tuple(factories), frozenset(required))
-    return shape
+def _call(cls: type[BaseModel], names: tuple[str, ...]) -> _Call:
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Any]] = []
+    missing: list[str] = []
+    for name, info in cls.model_fields.items():
+        defaults[name] = None
+        if name in names:
+            continue
+        if info.default_factory is not None:
+            factories.append((name, info.default_factory))
+        elif info.default is PydanticUndefined:
+            missing.append(name)
+        else:
+            defaults[name] = info.default
+    unknown = sorted(set(names) - defaults.keys())
+    if unknown:
+        raise TypeError(f"{cls.__name__}: not fields: {unknown}")
+    if missing:
+        raise TypeError(f"{cls.__name__}: missing fields: {missing}")
+    exact = names == tuple(defaults)
+    call = _CALLS[cls, names] = (None if exact else defaults, tuple(factories))
+    return call
 
 
 def trusted(cls: type[M], /, **values: Any) -> M:
@@ -54,18 +62,15 @@ def trusted(cls: type[M], /, **values: Any) -> M:
     Raises :class:`TypeError` for a name that is not a field or a required field left
     out: the only checks validation makes that a typed caller could still get wrong.
     """
-    defaults, factories, required = _shape(cls)
-    data = {**defaults, **values}
-    if len(data) != len(defaults):
-        raise TypeError(f"{cls.__name__}: not fields: {sorted(set(values) - set(defaults))}")
-    if not required <= values.keys():
-        raise TypeError(f"{cls.__name__}: missing fields: {sorted(required - values.keys())}")
+    names = tuple(values)
+    call = _CALLS.get((cls, names))
+    defaults, factories = _call(cls, names) if call is None else call
+    data = values if defaults is None else {**defaults, **values}
     for name, factory in factories:
-        if name not in values:
-            data[name] = factory()
+        data[name] = factory()
     model = _new(cls)
     _set(model, "__dict__", data)
-    _set(model, "__pydantic_fields_set__", set(values))
+    _set(model, "__pydantic_fields_set__", set(names))
     _set(model, "__pydantic_extra__", None)
     _set(model, "__pydantic_private__", None)
     return model
