@@ -32,7 +32,7 @@ from fcop.v4.encoding import BUCKETS, ID_RE, STAGES
 
 from baton.coordination.lifecycle._fcop import fail, publish_temporary
 from baton.coordination.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
-from baton.coordination.lifecycle.subjects import SubjectIndex
+from baton.coordination.lifecycle.subjects import FolderWatch, SubjectIndex
 from baton.errors import ControlFlow
 
 __all__ = ["Vanished", "Workspace"]
@@ -106,16 +106,16 @@ class Workspace(_Creation):
             "TASK": tuple(os.path.join(root, "fcop", "_lifecycle", s) for s in STAGES),
             **{kind: (os.path.join(root, "fcop", folder),) for kind, folder in BUCKETS.items()},
         }
+        reports = {kind: root / "fcop" / BUCKETS[kind] for kind in ("REPORT", "REVIEW")}
+        stages = {stage: root / "fcop" / "_lifecycle" / stage for stage in STAGES}
+        ws.watch = FolderWatch(root, [*reports.values(), *stages.values()])
         ws._subjects = {
-            kind: SubjectIndex(root / "fcop" / BUCKETS[kind], f"{kind}-")
-            for kind in ("REPORT", "REVIEW")
+            kind: SubjectIndex(folder, f"{kind}-", watch=ws.watch)
+            for kind, folder in reports.items()
         }
-        for stage in STAGES:
+        for stage, folder in stages.items():
             ws._subjects[f"TASK:{stage}"] = SubjectIndex(
-                root / "fcop" / "_lifecycle" / stage,
-                "TASK-",
-                keys=("parent", None),
-                required=False,
+                folder, "TASK-", keys=("parent", None), required=False, watch=ws.watch
             )
         _Creation._check(ws)
         ws.manifest_bytes = (root / "fcop" / "fcop.json").read_bytes()
@@ -123,6 +123,8 @@ class Workspace(_Creation):
         return ws
 
     memo: EnvelopeMemo
+    watch: FolderWatch
+    """The kernel's news of the index folders (armed once a folder is large)."""
     _subjects: dict[str, SubjectIndex]
     _layout: tuple[str, ...]
     _manifest_path: str
