@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copyreg
+import hashlib
 import logging
 import os
 import re
@@ -80,9 +81,14 @@ NAMESPACE: Final = "baton"
 copyreg.pickle(MappingProxyType, lambda m: (MappingProxyType, (dict(m),)))
 
 
-def actor_name(slot: str, epoch: int) -> str:
-    """The actor of ``slot`` under ``epoch``: a new placement never collides with a stale copy."""
-    return f"baton-role-{sanitize_id(slot)}-e{epoch}"
+def actor_name(slot: str, epoch: int, project: str = "") -> str:
+    """The actor of ``slot`` under ``epoch``: a new placement never collides with a stale copy,
+    nor with another team's slot of that name on the same Ray cluster (``project``: its FCoP
+    workspace id, as a short digest; none keeps the name of before)."""
+    if not project:
+        return f"baton-role-{sanitize_id(slot)}-e{epoch}"
+    team = hashlib.sha256(project.encode()).hexdigest()[:12]
+    return f"baton-role-{team}-{sanitize_id(slot)}-e{epoch}"
 
 
 HOST_PREFIX: Final = "baton-host-"
@@ -133,6 +139,8 @@ class HolderSpec:
     resume_session_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
+    project: str = ""
+    """The team's FCoP workspace id: the key of its placement rows (:class:`Placements`)."""
 
 
 def _nothing(tx: Tx) -> None:
@@ -185,6 +193,7 @@ class RoleHolder:
                     "epoch": spec.epoch,
                     "host": spec.host,
                     "parent_run": spec.parent_run,
+                    "project": spec.project,
                     "pid": os.getpid(),
                     **spec.extra,
                 },
@@ -192,7 +201,7 @@ class RoleHolder:
         )
         emitter = EventEmitter(Sequencer(self.run_id), face)
         self._emitter = emitter
-        placements = Placements(store, emitter)
+        placements = Placements(store, emitter, project=spec.project)
 
         async def fence(act: str) -> None:
             await placements.fenced(spec.slot, spec.epoch, _nothing)
@@ -347,7 +356,9 @@ class RoleHolder:
         store = self._store
         if store is not None and self.stopped is None and self._emitter is not None:
             with contextlib.suppress(FencedOut, Exception):
-                await Placements(store, self._emitter).release(self.spec.slot, self.spec.epoch)
+                await Placements(store, self._emitter, project=self.spec.project).release(
+                    self.spec.slot, self.spec.epoch
+                )
         self.stopped = self.stopped or reason
         if self._emitter is not None:
             with contextlib.suppress(Exception):
