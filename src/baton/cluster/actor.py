@@ -53,6 +53,7 @@ from baton.runner.session import AgentSession
 from baton.security.paths import sanitize_id
 from baton.store.records import RunRecord
 from baton.team.contract import TurnResult
+from baton.team.reconcile import prompt_digest
 from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
 
 if TYPE_CHECKING:
@@ -164,6 +165,7 @@ class RoleHolder:
         self.stopped: str | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self._turn_text: str | None = None
+        self._turn_sha256: str | None = None
         self._turn_asker: str | None = None
         self.role_tools = "stdio" if spec.mcp_servers else "none"
         """How the agent reaches the role tools: ``http``, ``stdio`` or ``none``."""
@@ -267,6 +269,21 @@ class RoleHolder:
             turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
             self._turn_text = text
+            self._turn_sha256 = prompt_digest(text)
+        return await self._hand_over(turn, asker)
+
+    async def adopt(self, prompt_sha256: str, asker: str | None = None) -> TurnResult | None:
+        """The result of the last turn, for a coordinator that knows only its prompt's digest
+        (a restarted one: :mod:`baton.team.reconcile`); ``None`` when that is not this
+        holder's last turn (the caller then interrupts and re-prompts it as before)."""
+        self._live()
+        turn = self._turn
+        if turn is None or prompt_sha256 != self._turn_sha256 or asker == self._turn_asker:
+            return None
+        log.info("slot %s epoch %d: a restarted driver adopts the turn", *self._who())
+        return await self._hand_over(turn, asker)
+
+    async def _hand_over(self, turn: asyncio.Task[TurnResult], asker: str | None) -> TurnResult:
         self._turn_asker = asker
         result = await asyncio.shield(turn)  # a caller gone (its driver died) leaves it running
         assert self._guard is not None
@@ -294,6 +311,7 @@ class RoleHolder:
             "stopped": self.stopped,
             "role_tools": self.role_tools,
             "turn": None if self._turn is None else "done" if self._turn.done() else "running",
+            "turn_sha256": self._turn_sha256,
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
         }

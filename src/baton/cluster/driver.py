@@ -366,6 +366,21 @@ class RemoteRoleSession:
                 prompt = resume_text(text, epoch=self.holder.placement.epoch, reason=reason)
         raise AssertionError("unreachable")
 
+    async def adopt(self, prompt_sha256: str) -> TurnResult | None:
+        """The holder's result of the turn whose prompt has this digest, if it has that turn
+        (a restarted coordinator's open turn: :mod:`baton.team.reconcile`); ``None`` when it
+        has not, or when the holder is gone (the turn is then interrupted as before)."""
+        try:
+            result: TurnResult | None = await self.holder.handle.adopt.remote(
+                prompt_sha256, self.spec.parent_run
+            )
+        except Exception as exc:
+            if not _is_actor_death(exc):
+                raise
+            log.warning("slot %s: holder lost before its turn was adopted: %s", self.spec.slot, exc)
+            return None
+        return result
+
     async def cancel(self, reason: str) -> None:
         await self.holder.handle.cancel.remote(reason)
 

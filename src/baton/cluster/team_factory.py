@@ -145,10 +145,10 @@ def project_id(workspace: Path) -> str:
     Chosen over the project's path because it stays the same when the checkout moves or
     is reached under another path on the coordinator's host, and two checkouts of one
     repository are two teams only when they are two FCoP workspaces (the workspace's
-    clone check refuses a copied one). The resolved path stands in without a workspace.
+    clone check refuses a copied one). The team loop reads the same id from its FCoP port
+    (``port.workspace_id``) to find its holders after a restart.
     """
-    status = inspect_workspace_kind(workspace)
-    return status.workspace_id or str(workspace.resolve())
+    return inspect_workspace_kind(workspace).workspace_id or ""
 
 
 async def _reattach(

@@ -12,18 +12,22 @@ whatever the isolation level.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Final
 
-from baton.store.migrations import Migration
+from baton.store.migrations import TURN_MARKS_SQL, Migration
 from baton.store.tx import Row, Tx
 
 __all__ = [
     "CLUSTER_MIGRATIONS",
     "PLACEMENT_COLUMNS",
     "PLACEMENT_TOPIC",
+    "HolderMarks",
     "all_placements",
     "get_placement",
     "hold_placement",
+    "placed_holder",
     "swap_placement",
 ]
 
@@ -134,3 +138,56 @@ def swap_placement(
         )
         == 1
     )
+
+
+@dataclass(frozen=True, slots=True)
+class HolderMarks:
+    """A placed slot's holder as the store knows it: its run and its last turn's marks."""
+
+    run_id: str
+    epoch: int
+    lease_expires_at: float
+    prompt_sha256: str | None
+    """The ``prompt_sha256`` of its run's last ``turn.submitted`` (``None``: no turn yet)."""
+    ended: bool
+    """A terminal turn mark follows that ``turn.submitted``."""
+
+
+def placed_holder(tx: Tx, project: str, slot: str) -> HolderMarks | None:
+    """The running holder run of the slot's current ``placed`` epoch, or ``None``.
+
+    The holder's run is found by its meta (``slot``, ``epoch``, ``project``: written by
+    the holder at start), among running ``role-holder`` runs whose id ends in the epoch;
+    its turn marks come through the ``events_turn_marks`` index."""
+    row = get_placement(tx, project, slot)
+    if row is None or row[3] != "placed":
+        return None
+    epoch, lease = int(row[2]), float(row[4])
+    run_id = None
+    for rid, meta in tx.all(
+        "SELECT run_id, meta FROM runs"
+        " WHERE kind = 'role-holder' AND status = 'running' AND run_id LIKE ?",
+        (f"%.e{epoch}",),
+    ):
+        facts = json.loads(meta or "{}")
+        if (facts.get("slot"), facts.get("epoch"), facts.get("project", "")) == (
+            slot,
+            epoch,
+            project,
+        ):
+            run_id = str(rid)
+    if run_id is None:
+        return None
+    digest, ended = None, False
+    for kind, raw in tx.all(
+        f"SELECT type, json FROM events WHERE run_id = ? AND type IN ({TURN_MARKS_SQL})"  # noqa: S608
+        " ORDER BY seq",
+        (run_id,),
+    ):
+        if kind == "turn.submitted":
+            payload = json.loads(raw).get("payload") or {}
+            sha = payload.get("prompt_sha256")
+            digest, ended = (sha if isinstance(sha, str) else None), False
+        elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+            ended = True
+    return HolderMarks(run_id, epoch, lease, digest, ended)
