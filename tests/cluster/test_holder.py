@@ -187,6 +187,7 @@ async def test_a_restarted_driver_adopts_the_turn_by_its_prompts_digest(world: W
     marks = await until(
         lambda: world.store.read_tx(lambda tx: placed_holder(tx, "", "dev")), timeout=30
     )
+    assert marks is not None
     assert (marks.run_id, marks.prompt_sha256, marks.ended) == (
         holder.run_id,
         prompt_digest("go"),

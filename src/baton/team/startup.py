@@ -246,6 +246,7 @@ class Startup:
         try:
             result = None
             try:
+                await self._point_at(slot, turn)
                 session = await self.slots.ensure_session(slot)
                 adopt = getattr(session, "adopt", None)  # a RemoteRoleSession (cluster mode)
                 if adopt is not None and turn.prompt_sha256 is not None:
@@ -265,6 +266,19 @@ class Startup:
             self._busy -= 1
             self._kick()
             self.schedule(turn.task_id)
+
+    async def _point_at(self, slot: Slot, turn: TurnRecord) -> None:
+        """The slot's pointer names the adopted turn's TASK again (opening the slots cleared
+        it), so the agent's role tools act on it as they did before the restart."""
+        anchor = turn.anchor or turn.task_id
+        record = await asyncio.to_thread(self.executor.facts.record, anchor)
+        await self.slots.commit(
+            slot,
+            None,
+            task_id=anchor,
+            attempt_id=record.attempt_id if record is not None else turn.attempt_id,
+            pointer_seq=slot.record.pointer_seq + 1,
+        )
 
     async def _reevaluate_all(self) -> None:
         """Every TASK with work left: live records and FCoP's active and review stages."""
