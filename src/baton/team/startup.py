@@ -251,7 +251,11 @@ class Startup:
                 adopt = getattr(session, "adopt", None)  # a RemoteRoleSession (cluster mode)
                 if adopt is not None and turn.prompt_sha256 is not None:
                     result = await adopt(turn.prompt_sha256)
-            except asyncio.CancelledError:
+            except asyncio.CancelledError:  # baton stops: as a turn it ran itself (turns.py)
+                record = await asyncio.to_thread(self.executor.facts.record, turn.task_id)
+                await asyncio.shield(
+                    self._interrupt_turn(turn, record, "baton stopped during the turn")
+                )
                 raise
             except Exception:
                 log.exception("%s: adopting %s#%d failed", slot.name, *key)
@@ -261,11 +265,11 @@ class Startup:
                 await self._interrupt_turn(turn, record, decision.reason)
             else:
                 await self.executor._finish(RoleTurn(turn, record, slot, ""), result)
+            self.schedule(turn.task_id)
         finally:
             self.executor.live.discard(key)
             self._busy -= 1
             self._kick()
-            self.schedule(turn.task_id)
 
     async def _point_at(self, slot: Slot, turn: TurnRecord) -> None:
         """The slot's pointer names the adopted turn's TASK again (opening the slots cleared
