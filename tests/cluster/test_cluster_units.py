@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from baton.acp.stderr_ring import StderrRing
-from baton.cluster.actor import actor_name, checkout_resource
 from baton.cluster.driver import hosts_from_nodes, resume_text
 from baton.cluster.fence_guard import PARSE_LIMIT, EpochGuard, FencedTransport, frame_act
 from baton.cluster.lease import LeaseKeeper
+from baton.cluster.names import actor_name, checkout_resource
 from baton.cluster.placement import FencedOut, HostFacts, Watchdog
 from baton.cluster.worker import worker_argv
 from baton.errors import ConfigError, StoreError

@@ -26,17 +26,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from baton.cluster.actor import (
+from baton.cluster.actor import HolderSpec, role_actor_class
+from baton.cluster.fencing import Placements
+from baton.cluster.names import (
     CHECKOUT_PREFIX,
     HOST_PREFIX,
     NAMESPACE,
-    HolderSpec,
     actor_name,
     checkout_resource,
     host_resource,
-    role_actor_class,
 )
-from baton.cluster.fencing import Placements
 from baton.cluster.placement import (
     Expire,
     HostDead,

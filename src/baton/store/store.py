@@ -53,7 +53,6 @@ from baton.events.model import CanonicalEvent
 from baton.store._readers import ReadPool
 from baton.store.batch_writer import SHUTDOWN, QueuedFlush, QueuedWrite
 from baton.store.core_tables import CoreTables
-from baton.store.credential_sql import CREDENTIAL_MIGRATIONS
 from baton.store.event_rows import event_row
 from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.placement_sql import CLUSTER_MIGRATIONS
@@ -77,7 +76,6 @@ ALL_MIGRATIONS: Final = (
     *SERVICES_MIGRATIONS,
     *WEB_MIGRATIONS,
     *CLUSTER_MIGRATIONS,
-    *CREDENTIAL_MIGRATIONS,
 )
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
