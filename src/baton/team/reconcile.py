@@ -6,14 +6,14 @@ lives on in its role actor (the *holder*, :mod:`baton.cluster.actor`), which kee
 turn going and hands its result to the next coordinator that asks for it. Running the
 turn again there would run it twice (and file its report twice), so a restarted
 coordinator *adopts* such a turn: it waits for the holder's result and commits it as the
-turn's end. Only a turn the holder provably has is adopted: the digest of the prompt
-the turn row recorded at dispatch must be the holder's last prompt's.
+turn's end. Only a turn the holder has is adopted: the holder hands over the turn whose
+prompt has the digest the turn row recorded at dispatch, or says it has none.
 
 :func:`reconcile` is the decision, over plain facts (no I/O): the turn row's state and
 prompt digest, and what the store says of the slot's holder. It is taken twice: at start
 from the store (:class:`HolderTurn` from the holder's placement and its own events), and
-again when the holder answers (it may be gone by then: ``None``), so a holder that died
-meanwhile falls back to the interruption of before.
+again when the holder has answered that it has no such turn, or is gone (``None``): the
+turn then falls back to the interruption of before.
 """
 
 from __future__ import annotations
@@ -77,15 +77,20 @@ def reconcile(
     """The fate of one open turn (``state`` dispatched or running) after a daemon's death.
 
     =========================  ==========================================  =========
-    turn row                   holder                                      decision
+    turn row                   holder (the store's facts)                  decision
     =========================  ==========================================  =========
     any                        none (one machine, or no live placement)    interrupt
     ``dispatched``             any (the prompt was never handed over)      interrupt
     no digest (an older row)   any                                         interrupt
     ``running``, digest D      lease lost                                  interrupt
-    ``running``, digest D      last prompt not D (never received it)       interrupt
-    ``running``, digest D      last prompt D, running or ended             adopt
+    ``running``, digest D      live                                        adopt
     =========================  ==========================================  =========
+
+    Adopting only asks the holder: it hands over the turn whose prompt has digest D, or
+    answers that it has none (the coordinator died before the prompt reached it), and the
+    turn is then interrupted (``holder=None`` here). The store's marks of the holder's last
+    prompt only say which of the two to expect: its events are written in batches, so a
+    prompt it just took may not be stored yet, and only the holder's answer decides.
     """
     if holder is None:
         return Interrupt(DAEMON_STOPPED)
@@ -96,7 +101,7 @@ def reconcile(
     if not holder.lease_live:
         return Interrupt(f"{DAEMON_STOPPED} (the role's holder lost its placement)")
     if holder.prompt_sha256 != prompt_sha256:
-        return Interrupt(f"{DAEMON_STOPPED} (the role's holder never received it)")
+        return Adopt("the role's holder lives; its stored events do not show the turn yet")
     if holder.ended:
         return Adopt("the role's holder finished the turn: its result is taken, not run again")
     return Adopt("the role's holder is still running the turn: its result is awaited")

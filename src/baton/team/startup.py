@@ -3,11 +3,11 @@
 Order matters (issue 9): the project is taken first (one ``baton up`` per
 project, checked in the store), then pre-store side files are migrated, then
 recovery runs: turns a dead daemon left ``dispatched`` or ``running`` become
-``interrupted`` (unless a live role actor still has the turn, in cluster mode: then its
-result is adopted, :mod:`baton.team.reconcile`), abandoned publication temporaries are removed, TASKs left in two
-FCoP stages are repaired by rule or marked ``needs_attention``; only after that
-are live TASKs re-evaluated and, last, the slot workers started (in
-:mod:`baton.team.loop`).
+``interrupted`` (unless a live role actor still has the turn, in cluster mode: then
+its result is adopted, :mod:`baton.team.reconcile`), abandoned publication
+temporaries are removed, TASKs left in two FCoP stages are repaired by rule or marked
+``needs_attention``; only after that are live TASKs re-evaluated and, last, the slot
+workers started (in :mod:`baton.team.loop`; each adopts its slot's turn first).
 """
 
 from __future__ import annotations
