@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from baton.acp.stderr_ring import StderrRing
-from baton.cluster.actor import checkout_resource
 from baton.cluster.driver import hosts_from_nodes, resume_text
 from baton.cluster.fence_guard import PARSE_LIMIT, EpochGuard, FencedTransport, frame_act
 from baton.cluster.lease import LeaseKeeper
+from baton.cluster.names import actor_name, checkout_resource
 from baton.cluster.placement import FencedOut, HostFacts, Watchdog
 from baton.cluster.worker import worker_argv
 from baton.errors import ConfigError, StoreError
@@ -309,3 +309,24 @@ def test_the_cluster_section() -> None:
     ]:
         with pytest.raises(ConfigError, match=words):
             cluster_config(bad, {})
+
+
+def test_two_teams_slots_of_one_name_are_two_actors() -> None:
+    """Actor names are unique in Ray's namespace: a team's project id is part of them."""
+    a, b = actor_name("dev", 1, "urn:uuid:a"), actor_name("dev", 1, "urn:uuid:b")
+    assert a != b and a.endswith("-dev-e1") and b.endswith("-dev-e1")
+    assert actor_name("dev", 1) == "baton-role-dev-e1"  # no project: the name of before
+    assert actor_name("dev", 2, "urn:uuid:a") != a
+
+
+def test_a_restored_credential_table_goes_on_with_its_generations() -> None:
+    from baton.coordination.hub_auth import Credentials, Grant
+
+    before = Credentials()
+    old, live = before.issue("QA"), before.issue("QA")
+    after = Credentials()
+    after.restore(before.facts("QA"))
+    assert after.check("QA", live.token) == Grant("QA", live.generation)
+    assert getattr(after.check("QA", old.token), "code", None) == "CREDENTIAL_REPLACED"
+    assert after.issue("QA").generation == live.generation + 1
+    assert getattr(after.check("QA", live.token), "code", None) == "CREDENTIAL_REPLACED"

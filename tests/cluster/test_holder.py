@@ -172,3 +172,37 @@ async def test_a_turn_whose_driver_died_is_handed_to_the_next_driver_once(world:
     assert types.count("turn.completed") == 1, types
     assert types.count("request.created") == 1, "the agent was asked once, not twice"
     assert (await holder.info())["turn"] == "done"
+
+
+async def test_a_restarted_driver_adopts_the_turn_by_its_prompts_digest(world: World) -> None:
+    """A new coordinator knows only the digest its turn row kept; the store tells it the
+    holder has that turn (its own events), and the holder hands the result over once."""
+    from baton.store.placement_sql import placed_holder
+    from baton.team.reconcile import prompt_digest
+
+    holder = await world.holder("dev", "permission")
+    lost = asyncio.create_task(holder.prompt("go", "run-first"))
+    pending = await until(lambda: world.ledger.pending(run_id=holder.run_id), timeout=60)
+    lost.cancel()
+    marks = await until(
+        lambda: world.store.read_tx(lambda tx: placed_holder(tx, "", "dev")), timeout=30
+    )
+    assert marks is not None
+    assert (marks.run_id, marks.prompt_sha256, marks.ended) == (
+        holder.run_id,
+        prompt_digest("go"),
+        False,
+    )
+    assert world.store.read_tx(lambda tx: placed_holder(tx, "another-team", "dev")) is None
+    assert await holder.adopt(prompt_digest("another prompt"), "run-second") is None
+    adopted = asyncio.create_task(holder.adopt(prompt_digest("go"), "run-second"))
+    await world.ledger.answer(
+        pending[0].request_id, PermissionAnswer(decision="allow"), decided_by="human"
+    )
+    result = await asyncio.wait_for(adopted, 60)
+    assert result is not None and result.status == "completed"
+    assert await holder.adopt(prompt_digest("go"), "run-second") is None, "taken once"
+    types = [e.type for e in world.events(holder.run_id)]
+    assert types.count("turn.submitted") == 1 and types.count("turn.completed") == 1, types
+    await holder.close()
+    assert world.store.read_tx(lambda tx: placed_holder(tx, "", "dev")) is None

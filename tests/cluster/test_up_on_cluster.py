@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli.test_team_loop import TASK
 from tests.cluster.local_ray import LocalRay
+from tests.cluster.ray_join import wait_for_host
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 from tests.support.project import baton_in, git_repo
 
@@ -38,6 +39,7 @@ def test_baton_up_runs_the_team_in_role_actors(
     with (repo / "baton.toml").open("a") as toml:
         toml.write(f'\n[cluster]\naddress = "{local_cluster.address}"\nlease_seconds = 15\n')
     env = {"BATON_CLUSTER_STORE": pg_dsn}
+    wait_for_host(local_cluster.address, "w1")  # else PM finds no host and its turn fails
     (repo / "TASK.md").write_text(TASK)
     created = baton_in(
         repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"

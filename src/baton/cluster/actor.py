@@ -29,21 +29,20 @@ import contextlib
 import copyreg
 import logging
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
+from baton.cluster.names import holder_run_id
 from baton.cluster.placement import FencedOut
 from baton.cluster.push_gate import PushGate
-from baton.errors import ConfigError
 from baton.events.model import ClusterFencedOut
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
@@ -51,9 +50,9 @@ from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
-from baton.security.paths import sanitize_id
 from baton.store.records import RunRecord
 from baton.team.contract import TurnResult
+from baton.team.reconcile import prompt_digest
 from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
 
 if TYPE_CHECKING:
@@ -63,53 +62,15 @@ if TYPE_CHECKING:
     from baton.store.tx import Tx
 
 __all__ = [
-    "NAMESPACE",
     "HolderSpec",
     "RoleHolder",
-    "actor_name",
-    "checkout_resource",
-    "holder_run_id",
-    "host_resource",
     "role_actor_class",
 ]
 
 log = logging.getLogger(__name__)
 
-NAMESPACE: Final = "baton"
-"""The Ray namespace of every baton actor (names are unique within it)."""
-
 # The driver ships an AgentProfile (read-only mappings inside) to the actor by pickle.
 copyreg.pickle(MappingProxyType, lambda m: (MappingProxyType, (dict(m),)))
-
-
-def actor_name(slot: str, epoch: int) -> str:
-    """The actor of ``slot`` under ``epoch``: a new placement never collides with a stale copy."""
-    return f"baton-role-{sanitize_id(slot)}-e{epoch}"
-
-
-HOST_PREFIX: Final = "baton-host-"
-CHECKOUT_PREFIX: Final = "baton-checkout-"
-_HOST_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-
-
-def host_resource(host: str) -> str:
-    """The custom resource ``baton worker --host NAME`` declares (the actor asks 0.01 of it).
-
-    Host names are refused, never rewritten, outside ``[A-Za-z0-9._-]`` (at most 63):
-    the name is read back from the resource key (:func:`~baton.cluster.driver.hosts_from_nodes`).
-    """
-    if not _HOST_NAME.fullmatch(host):
-        raise ConfigError(f"host name {host[:80]!r}: use letters, digits, '.', '_', '-' (<= 63)")
-    return f"{HOST_PREFIX}{host}"
-
-
-def checkout_resource(slot: str) -> str:
-    """The resource a worker declares for each role slot whose checkout it holds."""
-    return f"{CHECKOUT_PREFIX}{sanitize_id(slot)}"
-
-
-def holder_run_id(parent_run: str, slot: str, epoch: int) -> str:
-    return f"{parent_run}.{sanitize_id(slot)}.e{epoch}"
 
 
 @dataclass(frozen=True)
@@ -135,6 +96,8 @@ class HolderSpec:
     resume_session_id: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
+    project: str = ""
+    """The team's FCoP workspace id: the key of its placement rows (:class:`Placements`)."""
 
 
 def _nothing(tx: Tx) -> None:
@@ -158,7 +121,7 @@ class RoleHolder:
         self._push_gate: PushGate | None = None
         self.stopped: str | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
-        self._turn_text: str | None = None
+        self._turn_sha256: str | None = None
         self._turn_asker: str | None = None
         self.role_tools = "stdio" if spec.mcp_servers else "none"
         """How the agent reaches the role tools: ``http``, ``stdio`` or ``none``."""
@@ -188,6 +151,7 @@ class RoleHolder:
                     "epoch": spec.epoch,
                     "host": spec.host,
                     "parent_run": spec.parent_run,
+                    "project": spec.project,
                     "pid": os.getpid(),
                     **spec.extra,
                 },
@@ -195,7 +159,7 @@ class RoleHolder:
         )
         emitter = EventEmitter(Sequencer(self.run_id), face)
         self._emitter = emitter
-        placements = Placements(store, emitter)
+        placements = Placements(store, emitter, project=spec.project)
 
         async def fence(act: str) -> None:
             await placements.fenced(spec.slot, spec.epoch, _nothing)
@@ -255,15 +219,31 @@ class RoleHolder:
         not run twice. A different prompt waits for the running turn to end first (one
         turn at a time on a session)."""
         session = self._live()
-        turn = self._turn
-        if turn is not None and text == self._turn_text and asker != self._turn_asker:
-            log.info("slot %s epoch %d: handing a lost driver's turn over", *self._who())
-        else:
-            if turn is not None and not turn.done():
-                await asyncio.wait([turn])
+        turn = self._orphan(prompt_digest(text), asker)
+        if turn is None:
+            if self._turn is not None and not self._turn.done():
+                await asyncio.wait([self._turn])
             turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
-            self._turn_text = text
+            self._turn_sha256 = prompt_digest(text)
+        return await self._hand_over(turn, asker)
+
+    async def adopt(self, prompt_sha256: str, asker: str | None = None) -> TurnResult | None:
+        """:meth:`prompt` for a coordinator that knows only the prompt's digest (a restarted
+        one: :mod:`baton.team.reconcile`); ``None`` when that is not this holder's turn."""
+        self._live()
+        turn = self._orphan(prompt_sha256, asker)
+        return None if turn is None else await self._hand_over(turn, asker)
+
+    def _orphan(self, prompt_sha256: str, asker: str | None) -> asyncio.Task[TurnResult] | None:
+        """The last turn, when it ran this prompt for another (a lost) driver."""
+        turn = self._turn
+        if turn is None or prompt_sha256 != self._turn_sha256 or asker == self._turn_asker:
+            return None
+        log.info("slot %s epoch %d: handing a lost driver's turn over", *self._who())
+        return turn
+
+    async def _hand_over(self, turn: asyncio.Task[TurnResult], asker: str | None) -> TurnResult:
         self._turn_asker = asker
         result = await asyncio.shield(turn)  # a caller gone (its driver died) leaves it running
         assert self._guard is not None
@@ -291,6 +271,7 @@ class RoleHolder:
             "stopped": self.stopped,
             "role_tools": self.role_tools,
             "turn": None if self._turn is None else "done" if self._turn.done() else "running",
+            "turn_sha256": self._turn_sha256,
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
         }
@@ -355,7 +336,9 @@ class RoleHolder:
         store = self._store
         if store is not None and self.stopped is None and self._emitter is not None:
             with contextlib.suppress(FencedOut, Exception):
-                await Placements(store, self._emitter).release(self.spec.slot, self.spec.epoch)
+                await Placements(store, self._emitter, project=self.spec.project).release(
+                    self.spec.slot, self.spec.epoch
+                )
         self.stopped = self.stopped or reason
         if self._emitter is not None:
             with contextlib.suppress(Exception):

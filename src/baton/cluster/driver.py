@@ -22,21 +22,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from baton.cluster.actor import (
+from baton.cluster.actor import HolderSpec, role_actor_class
+from baton.cluster.fencing import Placements
+from baton.cluster.names import (
     CHECKOUT_PREFIX,
     HOST_PREFIX,
     NAMESPACE,
-    HolderSpec,
     actor_name,
     checkout_resource,
     host_resource,
-    role_actor_class,
 )
-from baton.cluster.fencing import Placements
 from baton.cluster.placement import (
     Expire,
     FencedOut,
@@ -114,9 +113,11 @@ class Holder:
     handle: Any
     info: dict[str, Any] = field(default_factory=dict)
 
+    project: str = ""
+
     @property
     def name(self) -> str:
-        return actor_name(self.placement.slot, self.placement.epoch)
+        return actor_name(self.placement.slot, self.placement.epoch, self.project)
 
 
 class ClusterDriver:
@@ -140,6 +141,10 @@ class ClusterDriver:
         self._clock = clock
         self.holders: dict[str, Holder] = {}
 
+    @property
+    def project(self) -> str:
+        return self.placements.project
+
     @classmethod
     def connect(
         cls,
@@ -149,8 +154,12 @@ class ClusterDriver:
         *,
         lease_s: float = 15.0,
         ledger: Ledger | None = None,
+        project: str = "",
     ) -> ClusterDriver:
-        """Join the Ray cluster at ``address`` as its driver (imports Ray)."""
+        """Join the Ray cluster at ``address`` as its driver (imports Ray).
+
+        ``project``: the team's FCoP workspace id, the key of its placement rows and part
+        of its actors' names (two teams may share a cluster and its store)."""
         import ray
 
         if not ray.is_initialized():
@@ -160,7 +169,8 @@ class ClusterDriver:
                 logging_level=logging.ERROR,
                 log_to_driver=False,
             )
-        return cls(Placements(store, journal), lease_s=lease_s, ledger=ledger, journal=journal)
+        placements = Placements(store, journal, project=project)
+        return cls(placements, lease_s=lease_s, ledger=ledger, journal=journal)
 
     def nodes(self) -> Sequence[Mapping[str, Any]]:
         if self._nodes is not None:
@@ -221,12 +231,16 @@ class ClusterDriver:
         placement = await self.placements.place(spec.slot, host, lease_s=self.lease_s)
         actor_cls = role_actor_class()
         handle = actor_cls.options(
-            name=actor_name(spec.slot, placement.epoch),
+            name=actor_name(spec.slot, placement.epoch, self.project),
             namespace=NAMESPACE,
             lifetime="detached",
             resources={host_resource(host): 0.01},
-        ).remote(replace(spec, epoch=placement.epoch, host=host, lease_s=self.lease_s))
-        holder = Holder(placement, handle)
+        ).remote(
+            replace(
+                spec, epoch=placement.epoch, host=host, lease_s=self.lease_s, project=self.project
+            )
+        )
+        holder = Holder(placement, handle, project=self.project)
         self.holders[spec.slot] = holder
         try:
             holder.info = await handle.start.remote()
@@ -248,11 +262,12 @@ class ClusterDriver:
         if current is None or current.state is not PlacementState.PLACED:
             return None
         try:
-            handle = ray.get_actor(actor_name(slot, current.epoch), namespace=NAMESPACE)
+            name = actor_name(slot, current.epoch, self.project)
+            handle = ray.get_actor(name, namespace=NAMESPACE)
             info = await handle.info.remote()
         except (ValueError, ray.exceptions.RayActorError):
             return None
-        holder = Holder(current, handle, info)
+        holder = Holder(current, handle, info, project=self.project)
         self.holders[slot] = holder
         return holder
 
@@ -319,9 +334,9 @@ class RemoteRoleSession:
     spec: HolderSpec
     holder: Holder
     on_replaced: Callable[[Holder], None] | None = None
-    release: Callable[[], None] | None = None
+    release: Callable[[], Awaitable[None]] | None = None
     """Called once the session is closed (the hub retires the session's credential)."""
-    respec: Callable[[HolderSpec], HolderSpec] | None = None
+    respec: Callable[[HolderSpec], Awaitable[HolderSpec]] | None = None
     """The spec of the next placement (a fresh role-tools credential: the old copy's is revoked)."""
     replacements: list[Holder] = field(default_factory=list)
     losses: list[tuple[float, str]] = field(default_factory=list)
@@ -352,13 +367,28 @@ class RemoteRoleSession:
                 reason = f"{type(exc).__name__} on host {self.holder.placement.host}"
                 self.losses.append((time.monotonic(), reason))
                 if self.respec is not None:
-                    self.spec = self.respec(self.spec)
+                    self.spec = await self.respec(self.spec)
                 self.holder = await self.driver.replace_after_death(self.spec, reason)
                 self.replacements.append(self.holder)
                 if self.on_replaced is not None:
                     self.on_replaced(self.holder)
                 prompt = resume_text(text, epoch=self.holder.placement.epoch, reason=reason)
         raise AssertionError("unreachable")
+
+    async def adopt(self, prompt_sha256: str) -> TurnResult | None:
+        """The holder's result of the turn whose prompt has this digest, if it has that turn
+        (a restarted coordinator's open turn: :mod:`baton.team.reconcile`); ``None`` when it
+        has not, or when the holder is gone (the turn is then interrupted as before)."""
+        try:
+            result: TurnResult | None = await self.holder.handle.adopt.remote(
+                prompt_sha256, self.spec.parent_run
+            )
+        except Exception as exc:
+            if not _is_actor_death(exc):
+                raise
+            log.warning("slot %s: holder lost before its turn was adopted: %s", self.spec.slot, exc)
+            return None
+        return result
 
     async def cancel(self, reason: str) -> None:
         await self.holder.handle.cancel.remote(reason)
@@ -368,4 +398,4 @@ class RemoteRoleSession:
             await self.driver.release(self.spec.slot)
         finally:
             if self.release is not None:
-                self.release()
+                await self.release()

@@ -69,20 +69,34 @@ def _utc(now: float) -> str:
 
 
 class Placements:
-    """The placement table of one store, moved through one journal (the coordinator's run)."""
+    """One project's placement rows in one store, moved through one journal.
+
+    ``project``: the team's FCoP workspace id (``''`` for a caller that names none): the
+    rows of two teams on one cluster store never meet.
+    """
 
     def __init__(
-        self, store: _Reads, journal: Journal, *, clock: Callable[[], float] = time.time
+        self,
+        store: _Reads,
+        journal: Journal,
+        *,
+        clock: Callable[[], float] = time.time,
+        project: str = "",
     ) -> None:
         self._store = store
         self._journal = journal
         self._clock = clock
+        self.project = project
 
     async def current(self, slot: str) -> Placement | None:
-        return placement_from_row(await self._store.aread(lambda tx: get_placement(tx, slot)))
+        project = self.project
+        return placement_from_row(
+            await self._store.aread(lambda tx: get_placement(tx, project, slot))
+        )
 
     async def all(self) -> list[Placement]:
-        rows = await self._store.aread(all_placements)
+        project = self.project
+        rows = await self._store.aread(lambda tx: all_placements(tx, project))
         return [p for p in map(placement_from_row, rows) if p is not None]
 
     async def _commit(self, slot: str, decide: Callable[[Placement | None, float], Move]) -> Move:
@@ -95,6 +109,7 @@ class Placements:
                 after = move.after
                 if not swap_placement(
                     tx,
+                    project=self.project,
                     slot=slot,
                     expect=None if before is None else (before.epoch, before.state.value),
                     host=after.host,
@@ -163,8 +178,9 @@ class Placements:
         """
 
         def guarded(tx: Tx) -> T:
-            hold_placement(tx, slot)
-            check(placement_from_row(get_placement(tx, slot)), slot, epoch, now=self._clock())
+            hold_placement(tx, self.project, slot)
+            row = get_placement(tx, self.project, slot)
+            check(placement_from_row(row), slot, epoch, now=self._clock())
             return fn(tx)
 
         return await self._journal.commit(payloads, guarded)

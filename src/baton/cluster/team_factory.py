@@ -7,7 +7,11 @@ the local role-session factory: the coordinator joins the Ray cluster as a drive
 over a role actor placed by :class:`ClusterDriver`. The role tools reach the agent
 through the coordinator's hub, with a credential issued for that session (revoked
 when it closes; a re-placement issues a new one, so a stale copy's role tools are
-refused by the hub as its other acts are by the epoch). With ``[cluster] hub_address``
+refused by the hub as its other acts are by the epoch). The hub keeps its credential
+table in the store under the team's project id (:func:`project_id`), so a restarted
+coordinator re-attaches to a live role actor *and* keeps accepting its agent's
+credential; the project id also keys the placement rows and the actors' names, so two
+teams can share one cluster and its store. With ``[cluster] hub_address``
 the hub also serves HTTP on that address and the actor hands the agent the ``http``
 entry when it advertises ``mcpCapabilities.http`` (a worker on another machine);
 otherwise, or for an agent without HTTP MCP, the stdio entry (the hub's unix socket:
@@ -16,6 +20,7 @@ workers that share the coordinator's filesystem only).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -25,10 +30,11 @@ from typing import Any
 from baton.agents.builtin.config import MCP_HTTP_ENV
 from baton.cluster.actor import HolderSpec
 from baton.cluster.config import ClusterConfig
-from baton.cluster.driver import ClusterDriver, RemoteRoleSession
+from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.config import BatonConfig
 from baton.coordination.binding import Binding
-from baton.coordination.hub_auth import SlotCredential
+from baton.coordination.fcop_workspace import inspect_workspace_kind
+from baton.coordination.hub_auth import Grant, SlotCredential
 from baton.coordination.mcp_hub import RoleHub
 from baton.coordination.team import RoleSpec
 from baton.providers.profile import AgentProfile
@@ -36,7 +42,9 @@ from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.team.contract import RoleSession, RoleSessionFactory
 
-__all__ = ["cluster_factory_for"]
+__all__ = ["cluster_factory_for", "project_id"]
+
+log = logging.getLogger(__name__)
 
 
 def cluster_factory_for(
@@ -50,42 +58,51 @@ def cluster_factory_for(
 ) -> Callable[[RoleHub | None], RoleSessionFactory]:
     """What ``team.service.run_team`` calls with its hub to get the role-session factory."""
 
+    project = project_id(workspace)
+
     def with_hub(hub: RoleHub | None) -> RoleSessionFactory:
         drivers: list[ClusterDriver] = []
+        if hub is not None:
+            hub.keep_credentials(project)  # before the loop starts: no agent is served yet
 
         def driver() -> ClusterDriver:
             if not drivers:
                 drivers.append(
                     ClusterDriver.connect(
-                        cluster.address, store, emitter, lease_s=cluster.lease_s, ledger=ledger
+                        cluster.address,
+                        store,
+                        emitter,
+                        lease_s=cluster.lease_s,
+                        ledger=ledger,
+                        project=project,
                     )
                 )
             return drivers[0]
 
         async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
             slot = binding.session_name
-            issued: list[SlotCredential] = []
+            held: list[SlotCredential | Grant] = []
 
-            def role_tools() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            async def role_tools() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 """A fresh credential (the previous one of the slot stops working), as the
                 stdio entry and, with a hub address, the http entry."""
                 if hub is None:
                     return [], []
-                issued.append(hub.issue(slot))
-                http = [hub.http_entry(issued[-1])] if cluster.hub_host is not None else []
-                return [hub.stdio_entry(issued[-1])], http
+                credential = await hub.issue_kept(slot)
+                held.append(credential)
+                http = [hub.http_entry(credential)] if cluster.hub_host is not None else []
+                return [hub.stdio_entry(credential)], http
 
-            def release() -> None:
-                if hub is not None and issued:
-                    hub.revoke(issued[-1])
+            async def release() -> None:
+                if hub is not None and held:
+                    await hub.revoke_kept(held[-1])
 
-            def respec(old: HolderSpec) -> HolderSpec:
-                stdio, http = role_tools()
+            async def respec(old: HolderSpec) -> HolderSpec:
+                stdio, http = await role_tools()
                 return replace(old, mcp_servers=stdio, mcp_http=http)
 
             if hub is not None and cluster.hub_host is not None:
                 await hub.start_http(cluster.hub_host, cluster.hub_port)
-            stdio, http = role_tools()
             holder_spec = HolderSpec(
                 dsn=cluster.store,
                 slot=slot,
@@ -97,15 +114,18 @@ def cluster_factory_for(
                 workspace=str(workspace),
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
-                mcp_servers=stdio,
-                mcp_http=http,
                 extra={"role": spec.name},
+                project=project,
             )
-            try:
-                holder = await driver().ensure(holder_spec)
-            except BaseException:
-                release()
-                raise
+            holder = await _reattach(driver(), hub, slot, held)
+            if holder is None:
+                stdio, http = await role_tools()
+                holder_spec = replace(holder_spec, mcp_servers=stdio, mcp_http=http)
+                try:
+                    holder = await driver().ensure(holder_spec)
+                except BaseException:
+                    await release()
+                    raise
             return RemoteRoleSession(
                 driver(),
                 holder_spec,
@@ -117,6 +137,35 @@ def cluster_factory_for(
         return factory
 
     return with_hub
+
+
+def project_id(workspace: Path) -> str:
+    """The team's identity on a shared cluster: its FCoP workspace id (``fcop/fcop.json``).
+
+    Chosen over the project's path because it stays the same when the checkout moves or
+    is reached under another path on the coordinator's host, and two checkouts of one
+    repository are two teams only when they are two FCoP workspaces (the workspace's
+    clone check refuses a copied one). The team loop reads the same id from its FCoP port
+    (``port.workspace_id``) to find its holders after a restart.
+    """
+    return inspect_workspace_kind(workspace).workspace_id or ""
+
+
+async def _reattach(
+    driver: ClusterDriver, hub: RoleHub | None, slot: str, held: list[SlotCredential | Grant]
+) -> Holder | None:
+    """The slot's live holder from before a restart, kept with its session and credential.
+
+    Only when the hub still knows the slot's live credential (kept in the store): the
+    holder's agent holds that one, and a new one would lock its role tools out."""
+    grant = hub.live(slot) if hub is not None else None
+    if hub is not None and grant is None:
+        return None
+    holder = await driver.attach(slot)
+    if holder is not None and grant is not None:
+        held.append(grant)
+        log.info("slot %s: re-attached to its holder (epoch %d)", slot, holder.placement.epoch)
+    return holder
 
 
 def _remote_profile(profile: AgentProfile, cluster: ClusterConfig) -> AgentProfile:

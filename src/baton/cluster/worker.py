@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from baton.cluster.actor import checkout_resource, host_resource
+from baton.cluster.names import checkout_resource, host_resource
 from baton.errors import ConfigError
 
 __all__ = ["ray_executable", "worker_argv", "worker_resources"]

@@ -9,8 +9,9 @@ network (the bearer credential is per role session and dies with it). A request 
 over :data:`MAX_BODY` is refused (413 when announced, the request dropped when it
 grows past it), never truncated; the token is never logged. Each (slot, session) gets its
 own ``mcp`` streamable-HTTP session manager over the same server the stdio shim reaches
-(:mod:`baton.coordination.mcp_hub`); rotating the slot's credential stops the old
-session's manager. uvicorn serves it in the daemon's event loop without touching its
+(:mod:`baton.coordination.mcp_hub`), stateless (no MCP session id: a restarted cluster
+coordinator's hub serves the next request of an agent that lived on); rotating the slot's
+credential stops the old session's manager. uvicorn serves it in the daemon's event loop without touching its
 signals (``baton up`` owns SIGINT/SIGTERM), and only once a session needs it.
 """
 
@@ -144,7 +145,10 @@ class HttpFront:
                     return None  # rotated while the server was being built: drop() ran
                 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-                manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=None)
+                # Stateless: every request stands alone (its bearer checked above), so an
+                # agent whose coordinator restarted goes on with the new one's hub at the
+                # same address; an MCP session id would die with the old process.
+                manager = StreamableHTTPSessionManager(app=server, stateless=True)
                 ready, stop = asyncio.Event(), asyncio.Event()
                 task = asyncio.create_task(_hold(manager, ready, stop), name=f"mcp-http-{key[0]}")
                 held = self._managers[key] = (manager, stop, task)

@@ -19,7 +19,9 @@ reaches them one of two ways:
 Identity: a connection speaks for the slot whose *current* credential it presented
 (:mod:`baton.coordination.hub_auth`; constant-time); a credential of a replaced
 session, of another slot, or none is refused with a clear reason, and rotating a slot's
-credential also closes the connections made with the old one. Every call then goes
+credential also closes the connections made with the old one. In cluster mode the table
+is kept in the store (:meth:`RoleHub.keep_credentials`: digests only), so a restarted
+coordinator's hub accepts the live credential of a role actor it re-attaches to. Every call then goes
 through the same ``RoleTools`` (allowlist, identity from the binding and pointer,
 ``DAEMON_GONE``) and the same ``mcp`` server handlers as the per-slot server, so the
 results and refusals are the same. Tool writes happen in the daemon, so the crash
@@ -47,8 +49,16 @@ from baton.coordination import mcp_shim
 from baton.coordination.binding import Binding, SlotAccess
 from baton.coordination.errors import CoordinationError
 from baton.coordination.fcop_port import FcopPort
-from baton.coordination.hub_auth import Credentials, Grant, Refusal, SlotCredential
+from baton.coordination.hub_auth import (
+    CredentialFact,
+    Credentials,
+    Grant,
+    Refusal,
+    SlotCredential,
+)
 from baton.coordination.mcp_server import SERVER_NAME, RoleTools, build_server
+from baton.events.sequencer import utc_now
+from baton.store.credential_sql import credential_rows, put_slot_credentials
 from baton.store.store import Store
 
 if TYPE_CHECKING:
@@ -87,6 +97,7 @@ class RoleHub:
         self._server: asyncio.AbstractServer | None = None
         self._dir_fd: int | None = None
         self._http: HttpFront | None = None
+        self._kept: str | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -163,11 +174,47 @@ class RoleHub:
         self._drop(slot, keep=credential.generation)
         return credential
 
-    def revoke(self, credential: SlotCredential) -> None:
+    def revoke(self, credential: SlotCredential | Grant) -> None:
         """The session holding ``credential`` ended: retire it (not a successor)."""
         if self.credentials.generation(credential.slot) == credential.generation:
             self.credentials.revoke(credential.slot, credential.generation)
             self._drop(credential.slot, keep=None)
+
+    def live(self, slot: str) -> Grant | None:
+        """The slot session the live credential speaks for (a re-attached holder keeps it)."""
+        return self.credentials.live(slot)
+
+    def keep_credentials(self, project: str) -> None:
+        """From now on keep the table in the store under ``project``, after taking back what
+        this project's previous coordinator kept there (blocking, one read: call it before
+        any agent of the project can reach the hub, i.e. before the team loop starts)."""
+        rows = self.store.read_tx(lambda tx: credential_rows(tx, project))
+        self.credentials.restore(
+            CredentialFact(str(slot), int(gen), bytes.fromhex(str(digest)), bool(live))
+            for slot, gen, digest, live in rows
+        )
+        self._kept = project
+
+    async def issue_kept(self, slot: str) -> SlotCredential:
+        """:meth:`issue`, stored before it is handed out (when the table is kept)."""
+        credential = self.issue(slot)
+        await self._keep(slot)
+        return credential
+
+    async def revoke_kept(self, credential: SlotCredential | Grant) -> None:
+        """:meth:`revoke`, stored (when the table is kept)."""
+        self.revoke(credential)
+        await self._keep(credential.slot)
+
+    async def _keep(self, slot: str) -> None:
+        project = self._kept
+        if project is None:
+            return
+        rows = [(f.generation, f.digest.hex(), f.live) for f in self.credentials.facts(slot)]
+        now = utc_now()
+        await self.store.write(
+            lambda tx: put_slot_credentials(tx, project, slot, rows, updated_at=now)
+        )
 
     def _drop(self, slot: str, *, keep: int | None) -> None:
         for conn in list(self._connections):

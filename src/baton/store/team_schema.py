@@ -199,4 +199,11 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         # such a turn goes to needs_attention instead of being re-prompted.
         "ALTER TABLE team_turns ADD COLUMN cancelled_by TEXT;",
     ),
+    Migration(
+        "team.0005_turn_prompt_sha256",
+        # The digest of the prompt a turn sent (as its turn.submitted records it): after a
+        # coordinator restart, a live role actor's turn with this digest is adopted, not
+        # run again (baton.team.reconcile).
+        "ALTER TABLE team_turns ADD COLUMN prompt_sha256 TEXT;",
+    ),
 )

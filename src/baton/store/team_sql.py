@@ -74,6 +74,7 @@ TURN_COLUMNS: Final = (
     "started_at",
     "ended_at",
     "cancelled_by",
+    "prompt_sha256",
 )
 SLOT_COLUMNS: Final = (
     "slot",

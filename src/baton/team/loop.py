@@ -488,6 +488,7 @@ class TeamLoop(Startup, HumanSide):
 
     async def _worker(self, slot: Slot) -> None:
         queue = self._queues[slot.spec.name]
+        await self._adopt(slot)  # a turn a live holder kept across a restart, first
         while True:
             job = await queue.get()
             self._queued.discard((job.task_id, job.role, job.review))

@@ -115,6 +115,8 @@ class TurnRecord:
     ended_at: str | None = None
     cancelled_by: str | None = None
     """Who asked baton to cancel the turn while it ran (the human, from the dashboard)."""
+    prompt_sha256: str | None = None
+    """The digest of the prompt it sent (:func:`baton.team.reconcile.prompt_digest`)."""
 
     def row(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

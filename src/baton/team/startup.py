@@ -3,18 +3,21 @@
 Order matters (issue 9): the project is taken first (one ``baton up`` per
 project, checked in the store), then pre-store side files are migrated, then
 recovery runs: turns a dead daemon left ``dispatched`` or ``running`` become
-``interrupted``, abandoned publication temporaries are removed, TASKs left in two
-FCoP stages are repaired by rule or marked ``needs_attention``; only after that
-are live TASKs re-evaluated and, last, the slot workers started (in
-:mod:`baton.team.loop`).
+``interrupted`` (unless a live role actor still has the turn, in cluster mode: then
+its result is adopted, :mod:`baton.team.reconcile`), abandoned publication
+temporaries are removed, TASKs left in two FCoP stages are repaired by rule or marked
+``needs_attention``; only after that are live TASKs re-evaluated and, last, the slot
+workers started (in :mod:`baton.team.loop`; each adopts its slot's turn first).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -33,13 +36,19 @@ from baton.events.sequencer import utc_now
 from baton.lifeline import boot_id, process_start_ticks
 from baton.store import team_sql
 from baton.store.journal import Journal
+from baton.store.placement_sql import placed_holder
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.executor import Executor
+from baton.team.reconcile import DAEMON_STOPPED, Adopt, HolderTurn, reconcile
 from baton.team.records import DaemonRecord, TaskRecord, TurnRecord
+from baton.team.slots import Slot, Slots
 from baton.team.states import DispatchState, TaskState
+from baton.team.turns import RoleTurn
 
 __all__ = ["LIVE_STATES", "DaemonBusy", "Startup", "utc_now"]
+
+log = logging.getLogger(__name__)
 
 LIVE_STATES = tuple(s.value for s in TaskState if s not in (TaskState.SETTLED, TaskState.REFUSED))
 
@@ -58,9 +67,19 @@ class Startup:
     run_id: str
     state_dir: Path | None
     executor: Executor
+    slots: Slots
     _background: set[asyncio.Task[None]]
+    _busy: int
+    _adoptions: dict[str, TurnRecord]
+    """Per slot, the open turn a live holder still has (adopted by the slot's worker)."""
 
     async def _evaluate(self, task_id: str) -> None:
+        raise NotImplementedError
+
+    def _kick(self) -> None:
+        raise NotImplementedError
+
+    def schedule(self, task_id: str) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------- ownership
@@ -156,47 +175,114 @@ class Startup:
         await self.journal.commit([payload], lambda tx: None)
 
     async def _interrupt_open_turns(self) -> None:
-        """Turns a dead daemon left open did not finish: mark them (and their TASKs) interrupted."""
+        """Turns a dead daemon left open did not finish: mark them (and their TASKs)
+        interrupted, unless a live role actor still has the turn (cluster mode): that one
+        is adopted (:mod:`baton.team.reconcile`), its result taken by the slot's worker."""
+        project = self.port.workspace_id
+        now = time.time()
 
-        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None]]:
+        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None, HolderTurn | None]]:
             out = []
             for row in team_sql.open_turns(tx):
                 turn = TurnRecord.from_row(row)
                 task_row = team_sql.TASKS.get(tx, turn.task_id)
-                out.append((turn, TaskRecord.from_row(task_row) if task_row else None))
+                marks = placed_holder(tx, project, turn.slot)
+                holder = None
+                if marks is not None:
+                    holder = HolderTurn(
+                        marks.prompt_sha256, marks.ended, lease_live=now < marks.lease_expires_at
+                    )
+                out.append((turn, TaskRecord.from_row(task_row) if task_row else None, holder))
             return out
 
+        adoptions: dict[str, TurnRecord] = {}
+        for turn, record, holder in await self.store.aread(read):
+            decision = reconcile(turn.state, turn.prompt_sha256, holder)
+            if isinstance(decision, Adopt) and turn.slot not in adoptions:
+                adoptions[turn.slot] = turn
+                self.executor.live.add((turn.task_id, turn.dispatch))  # its TASK waits for it
+                self._busy += 1  # ``--until-idle`` waits for it too
+                log.info("%s#%d on %s: %s", turn.task_id, turn.dispatch, turn.slot, decision)
+                continue
+            await self._interrupt_turn(turn, record, decision.reason)
+        self._adoptions = adoptions
+
+    async def _interrupt_turn(
+        self, turn: TurnRecord, record: TaskRecord | None, reason: str = DAEMON_STOPPED
+    ) -> None:
+        payloads: list[Payload] = []
+        task_after = None
+        if record is not None and record.state in (
+            TaskState.DISPATCHED,
+            TaskState.TURN_RUNNING,
+        ):
+            task_after, payloads = self.executor.walk(record, TaskState.INTERRUPTED, reason)
         now = utc_now()
-        for turn, record in await self.store.aread(read):
-            payloads: list[Payload] = []
-            task_after = None
-            if record is not None and record.state in (
-                TaskState.DISPATCHED,
-                TaskState.TURN_RUNNING,
-            ):
-                task_after, payloads = self.executor.walk(
-                    record, TaskState.INTERRUPTED, "its daemon stopped before the turn finished"
+
+        def write(tx: Tx) -> None:
+            team_sql.TURNS.update_turn(
+                tx,
+                turn.task_id,
+                turn.dispatch,
+                {"state": DispatchState.INTERRUPTED.value, "ended_at": now},
+                state=turn.state.value,
+            )
+            if task_after is not None and record is not None:
+                team_sql.TASKS.update(
+                    tx, record.task_id, task_after.row(), guard={"version": record.version}
                 )
 
-            def write(
-                tx: Tx,
-                turn: TurnRecord = turn,
-                record: TaskRecord | None = record,
-                task_after: TaskRecord | None = task_after,
-            ) -> None:
-                team_sql.TURNS.update_turn(
-                    tx,
-                    turn.task_id,
-                    turn.dispatch,
-                    {"state": DispatchState.INTERRUPTED.value, "ended_at": now},
-                    state=turn.state.value,
-                )
-                if task_after is not None and record is not None:
-                    team_sql.TASKS.update(
-                        tx, record.task_id, task_after.row(), guard={"version": record.version}
-                    )
+        await self.journal.commit(payloads, write)
 
-            await self.journal.commit(payloads, write)
+    async def _adopt(self, slot: Slot) -> None:
+        """The slot's adopted turn, if any: its holder's result committed as the turn's end,
+        or, when the holder no longer has it, the turn interrupted as :meth:`_recover` does.
+
+        The slot's worker runs this before its first job (one turn at a time per slot)."""
+        turn = getattr(self, "_adoptions", {}).pop(slot.name, None)
+        if turn is None:
+            return
+        key = (turn.task_id, turn.dispatch)
+        try:
+            result = None
+            try:
+                await self._point_at(slot, turn)
+                session = await self.slots.ensure_session(slot)
+                adopt = getattr(session, "adopt", None)  # a RemoteRoleSession (cluster mode)
+                if adopt is not None and turn.prompt_sha256 is not None:
+                    result = await adopt(turn.prompt_sha256)
+            except asyncio.CancelledError:  # baton stops: as a turn it ran itself (turns.py)
+                record = await asyncio.to_thread(self.executor.facts.record, turn.task_id)
+                await asyncio.shield(
+                    self._interrupt_turn(turn, record, "baton stopped during the turn")
+                )
+                raise
+            except Exception:
+                log.exception("%s: adopting %s#%d failed", slot.name, *key)
+            record = await asyncio.to_thread(self.executor.facts.record, turn.task_id)
+            if result is None or record is None:
+                decision = reconcile(turn.state, turn.prompt_sha256, None)
+                await self._interrupt_turn(turn, record, decision.reason)
+            else:
+                await self.executor._finish(RoleTurn(turn, record, slot, ""), result)
+            self.schedule(turn.task_id)
+        finally:
+            self.executor.live.discard(key)
+            self._busy -= 1
+            self._kick()
+
+    async def _point_at(self, slot: Slot, turn: TurnRecord) -> None:
+        """The slot's pointer names the adopted turn's TASK again (opening the slots cleared
+        it), so the agent's role tools act on it as they did before the restart."""
+        anchor = turn.anchor or turn.task_id
+        record = await asyncio.to_thread(self.executor.facts.record, anchor)
+        await self.slots.commit(
+            slot,
+            None,
+            task_id=anchor,
+            attempt_id=record.attempt_id if record is not None else turn.attempt_id,
+            pointer_seq=slot.record.pointer_seq + 1,
+        )
 
     async def _reevaluate_all(self) -> None:
         """Every TASK with work left: live records and FCoP's active and review stages."""

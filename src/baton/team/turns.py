@@ -28,6 +28,7 @@ from baton.team.book import RecordMoved, TaskBook
 from baton.team.contract import TurnResult
 from baton.team.controls import CancelAsk
 from baton.team.prompts import Prompts
+from baton.team.reconcile import prompt_digest
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
 from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
@@ -77,6 +78,7 @@ class RoleTurnDriver(TaskBook):
             attempt_id=facts.task.attempt_id,
             anchor=anchor,
             run_id=self.run_id,
+            prompt_sha256=prompt_digest(prompt),
         )
         question = facts.question if kind == "answer" else None
         changes: dict[str, Any] = {"dispatches": dispatch}
