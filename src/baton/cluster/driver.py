@@ -226,8 +226,7 @@ class ClusterDriver:
         raise NoEligibleHost(f"slot {slot!r}: its placement kept moving")
 
     async def _place(self, spec: HolderSpec, host: str) -> Holder | None:
-        """Place and start the actor; None when the placement moved while it started
-        (another coordinator expired or re-placed it: the started copy is fenced out)."""
+        """Place and start the actor; None when the placement moved while it started."""
         placement = await self.placements.place(spec.slot, host, lease_s=self.lease_s)
         actor_cls = role_actor_class()
         handle = actor_cls.options(

@@ -16,6 +16,8 @@ from typing import Final
 
 from baton.cluster.push_gate import ANSWER_TIMEOUT_S, GATE_ENV, KEY_ENV
 
+__all__ = ["ask", "main"]
+
 ANSWER_LIMIT: Final = 4096
 
 
