@@ -262,8 +262,14 @@ class SubjectIndex:
                 inode = os.lstat(path).st_ino
             except FileNotFoundError:
                 return
-            self.reads += 1
-            listing.add(name, inode, _classify(path, self.keys, self.required))
+            self._read(name, inode)
+
+    def _read(self, name: str, inode: int) -> None:
+        """Classify ``name`` (one read) into the listing, whatever it held for it before."""
+        self._listing.drop(name)
+        self.reads += 1
+        key = _classify(os.path.join(self.folder, name), self.keys, self.required)
+        self._listing.add(name, inode, key)
 
     def _refresh(self) -> None:
         watch = self._watch
@@ -294,9 +300,7 @@ class SubjectIndex:
         known = listing.entries.get(name)
         if known is not None and known[0] == inode and known[1] is not None:
             return  # a rewrite in place: the sweeper reports it (forget)
-        listing.drop(name)
-        self.reads += 1
-        listing.add(name, inode, _classify(path, self.keys, self.required))
+        self._read(name, inode)
 
     def _list(self) -> None:
         listing = self._listing
@@ -322,9 +326,6 @@ class SubjectIndex:
             known = listing.entries.get(name)
             if known is not None and known[0] == inode:
                 continue
-            listing.drop(name)
-            self.reads += 1
-            key = _classify(os.path.join(self.folder, name), self.keys, self.required)
-            listing.add(name, inode, key)
+            self._read(name, inode)
         racy = started - before.st_mtime_ns < RACY_NS
         listing.trusted = None if racy else identity
