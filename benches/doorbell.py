@@ -676,6 +676,14 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
             changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), 0.5)
+        # In review is noted before the review is opened (the report read, the summary,
+        # the human request), which the slot's worker still does: wait until the daemon
+        # is idle, so the next probe meets an idle slot and not the tail of this one.
+        async with daemon._changed:
+            await asyncio.wait_for(
+                daemon._changed.wait_for(lambda: daemon._busy <= 0 and daemon.events.empty()),
+                max(0.0, deadline - time.monotonic()),
+            )
         return p
 
     running = asyncio.create_task(daemon.run())

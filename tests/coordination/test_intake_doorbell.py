@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from baton.coordination import inbox_inspection
 from baton.coordination.doorbell import DoorbellEvent, TaskArrived, TaskRefused
 from baton.coordination.fcop_port import FcopPort
 from baton.coordination.intake.limits import IntakeLimits
 from baton.coordination.intake.quarantine import reason_path
+from baton.coordination.intake.screen import Screened
+from baton.coordination.intake.worker import ParseWorker, Proof, WorkerResult
+from baton.coordination.lifecycle.create import create_fact_name
 from tests.coordination.test_doorbell import next_event, ringing
 from tests.support.hostile import CORPUS
 from tests.support.project import stock_fcop_validate
@@ -138,3 +147,101 @@ async def test_a_rechecked_file_reports_how_and_when_it_was_first_seen(
         event = await next_event(queue)
     assert isinstance(event, TaskArrived) and event.source == "watch"
     assert event.detected_at < event.emitted_at
+
+
+class CountingWorker(ParseWorker):
+    """The real worker, counting the full screens and the proof-only looks."""
+
+    def __init__(self, limits: IntakeLimits) -> None:
+        super().__init__(limits)
+        self.screens: list[Path] = []
+        self.proofs = 0
+
+    def screen_envelope(self, path: Path, **kwargs: Any) -> WorkerResult:
+        self.screens.append(path)
+        return super().screen_envelope(path, **kwargs)
+
+    def prove(self, proof: Proof, verdict: Screened) -> bool:
+        self.proofs += 1
+        return super().prove(proof, verdict)
+
+
+def unpublished(port: FcopPort, tmp_path: Path) -> tuple[str, Path, Path, Path]:
+    """A TASK Core created, taken back out of the workspace with its create fact: (id, the
+    TASK's and the fact's saved copies, the fact's name in ``fcop/operations/``)."""
+    created = port.create_task(sender="ADMIN", recipient="DEV", subject="two steps", body="b")
+    operation = str(yaml.safe_load(created.path.read_text().split("---")[1])["operation_id"])
+    fact = port.fcop_dir / "operations" / create_fact_name(port.workspace_id, operation)
+    saved_task, saved_fact = tmp_path / "task.md", tmp_path / "fact.json"
+    os.rename(created.path, saved_task)
+    os.rename(fact, saved_fact)
+    return created.task_id, saved_task, saved_fact, fact
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached in 5 s")
+
+
+@pytest.fixture
+def no_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the fact's arrival can re-check in time: the fallback timer waits a minute."""
+    monkeypatch.setattr(inbox_inspection, "recheck_delay", lambda *a, **k: 60.0)
+
+
+@pytest.mark.usefixtures("no_timer")
+async def test_a_task_seen_before_its_fact_is_read_when_the_fact_lands(
+    port: FcopPort, tmp_path: Path
+) -> None:
+    """Core links the TASK, then publishes its create fact: the first look is too early.
+
+    The fact's arrival (the doorbell watches ``fcop/operations/``) re-checks it, and the
+    re-check reads only the fact: the TASK is screened once.
+    """
+    task_id, saved_task, saved_fact, fact = unpublished(port, tmp_path)
+    limits = IntakeLimits(settle_s=600.0)  # only a proof lets it through
+    with CountingWorker(limits) as worker:
+        async with ringing(port, tmp_path, limits=limits, worker=worker) as (bell, queue):
+            os.link(saved_task, port.stage_dir("inbox") / f"{task_id}.md")  # as Core does
+            await until(lambda: len(worker.screens) == 1 and bell.settling == 1)
+            await asyncio.sleep(0.2)
+            assert queue.empty()  # not proven, not settled: not read
+            os.link(saved_fact, fact)
+            event = await next_event(queue)
+    assert isinstance(event, TaskArrived) and event.task_id == task_id
+    assert len(worker.screens) == 1 and worker.proofs == 1
+
+
+@pytest.mark.usefixtures("no_timer")
+@pytest.mark.parametrize("change", ["touched", "rewritten"])
+async def test_a_task_changed_after_its_screen_is_screened_again(
+    port: FcopPort, tmp_path: Path, change: str
+) -> None:
+    """The proof-only re-check is for the same bytes: a TASK touched or rewritten since its
+    screen is screened again, and only the bytes Core published are proven by its fact."""
+    task_id, saved_task, saved_fact, fact = unpublished(port, tmp_path)
+    path = port.stage_dir("inbox") / f"{task_id}.md"
+    limits = IntakeLimits(settle_s=600.0)
+    with CountingWorker(limits) as worker:
+        async with ringing(port, tmp_path, limits=limits, worker=worker) as (bell, queue):
+            shutil.copyfile(saved_task, path)
+            await until(lambda: len(worker.screens) == 1 and bell.settling == 1)
+            if change == "touched":  # same bytes, a new mtime
+                later = path.stat().st_mtime_ns + 1_000_000_000
+                os.utime(path, ns=(later, later))
+            else:  # other bytes of the same size
+                text = path.read_text()
+                path.write_text(text.replace("\nb\n", "\nc\n"))
+            await asyncio.sleep(0.2)  # no inbox event re-checks it: the timer waits a minute
+            os.link(saved_fact, fact)
+            if change == "touched":
+                event = await next_event(queue)
+                assert isinstance(event, TaskArrived) and event.task_id == task_id
+            else:
+                await until(lambda: len(worker.screens) == 2)
+                await asyncio.sleep(0.3)
+                assert queue.empty() and bell.settling == 1  # the fact proves other bytes
+    assert len(worker.screens) == 2

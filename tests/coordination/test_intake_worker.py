@@ -6,6 +6,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,40 @@ def test_a_copy_of_a_task_is_not_proven(port: FcopPort, worker: ParseWorker) -> 
         forged, expect_id="TASK-forged", proof=Proof(port.root, port.workspace_id)
     )
     assert isinstance(result.verdict, Screened) and not result.proven
+
+
+def test_prove_reads_only_the_fact_and_holds_it_to_the_screened_bytes(
+    port: FcopPort, worker: ParseWorker
+) -> None:
+    """The doorbell's re-check of a TASK screened before its fact: the fact alone decides."""
+    created = port.create_task(sender="ADMIN", recipient="DEV", subject="hello", body="b")
+    proof = Proof(port.root, port.workspace_id)
+    verdict = worker.screen_envelope(created.path, expect_id=created.task_id).verdict
+    assert isinstance(verdict, Screened) and verdict.operation_id is not None
+    assert worker.prove(proof, verdict)
+    created.path.unlink()  # the TASK itself is not read again
+    assert worker.prove(proof, verdict)
+    for wrong in (
+        replace(verdict, digest="0" * 64),  # other bytes than Core published
+        replace(verdict, envelope_id="TASK-other"),  # the fact names another TASK
+        replace(verdict, operation_id="op-nobody-ran"),  # no such fact
+        replace(verdict, kind="REPORT"),  # only a TASK has a create fact
+    ):
+        assert not worker.prove(proof, wrong), wrong
+    assert not worker.prove(Proof(port.root, "another-workspace"), verdict)
+
+
+def test_same_bytes_ignores_only_the_ctime() -> None:
+    """Core unlinks its temporary's name after linking the TASK: the ctime moves once."""
+    seen = facts(100.0)
+    assert seen.same_bytes(replace(seen, ctime_ns=seen.ctime_ns + 5_000_000))
+    for changed in (
+        replace(seen, size=seen.size + 1),
+        replace(seen, mtime_ns=seen.mtime_ns + 1),
+        replace(seen, ino=2),
+        replace(seen, dev=2),
+    ):
+        assert not seen.same_bytes(changed), changed
 
 
 def test_worker_refuses_unread_what_it_must_not_open(tmp_path: Path, worker: ParseWorker) -> None:

@@ -58,7 +58,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,7 +163,7 @@ class Doorbell(InboxInspection):
                 await asyncio.to_thread(self.worker.close)
 
     async def _watch(self, inbox: Path, stop: asyncio.Event) -> None:
-        feed = open_feed(self.port.root, [inbox])
+        feed = open_feed(self.port.root, [inbox, self.port.fcop_dir / "operations"])
         if feed is not None:
             feed.drain()  # arms the kernel watch (or finds it cannot)
             if feed.armed:
@@ -179,8 +179,14 @@ class Doorbell(InboxInspection):
         """inotify read on the event loop: an arrival is handled the moment the kernel
         queues it (no debounce, no thread). Intake's stability rules, not a debounce,
         decide when a file that is still being written is read. An overflow, a lost watch
-        or a replaced inbox makes the next look a full listing (``scan``), never a miss."""
+        or a replaced inbox makes the next look a full listing (``scan``), never a miss.
+
+        The feed also watches ``fcop/operations/``: Core links a TASK before it publishes
+        the create fact that proves it complete, so the first look usually comes too early,
+        and the fact's arrival is what re-checks it (:meth:`_on_facts`); the re-check timer
+        stays as the fallback."""
         loop = asyncio.get_running_loop()
+        inbox = self.port.stage_dir("inbox")
         ring = asyncio.Event()
         reading: int | None = None
 
@@ -215,7 +221,8 @@ class Doorbell(InboxInspection):
                 changes = feed.drain()
                 listen()
                 if changes.trusted:
-                    await self._on_paths(changes.paths)
+                    await self._on_paths(p for p in changes.paths if p.parent == inbox)
+                    self._on_facts({p.name for p in changes.paths if p.parent != inbox})
                 else:
                     await self.scan("rescan")
                 if not feed.armed:  # it could not re-arm: list again until it can
@@ -380,6 +387,17 @@ class Doorbell(InboxInspection):
         task = asyncio.get_running_loop().create_task(again(), name=f"recheck-{name}")
         self._rechecks.add(task)
         task.add_done_callback(self._rechecks.discard)
+
+    def _on_facts(self, names: Collection[str]) -> None:
+        """Core's facts landed: re-check now each TASK waiting for one of them (one whose
+        check is running, with no timer set, looks again on its own)."""
+        if not names:
+            return
+        inbox = self.port.stage_dir("inbox")
+        for name, state in list(self._settling.items()):
+            if state.awaiting in names and state.timer is not None:
+                state.timer.cancel()
+                self._recheck(name, inbox / name)
 
     def _forget_settling(self, name: str) -> None:
         state = self._settling.pop(name, None)

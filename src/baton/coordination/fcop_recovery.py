@@ -239,7 +239,7 @@ def complete_create_fact(port: PortBase, operation_id: str) -> Repair:
     from fcop.errors import FcopError
     from fcop.v4.encoding import parse_envelope
 
-    from baton.coordination.lifecycle.create import operation_key
+    from baton.coordination.lifecycle.create import create_fact_name
 
     owners = []
     needle = f"\noperation_id: {operation_id}\n".encode()
@@ -257,11 +257,7 @@ def complete_create_fact(port: PortBase, operation_id: str) -> Repair:
     if fields.get("operation_id") != operation_id or fields.get("operation_kind") != "create_task":
         raise Unresolved("create-fact", path.stem, f"{path.name} is not that create operation")
     task_id = str(fields["task_id"])
-    fact_path = (
-        port.fcop_dir
-        / "operations"
-        / f"create-{operation_key(port.workspace_id, operation_id)}.json"
-    )
+    fact_path = port.fcop_dir / "operations" / create_fact_name(port.workspace_id, operation_id)
     if fact_path.exists():
         raise Unresolved("create-fact", task_id, f"{fact_path.name} already exists")
     initial = f"fcop/_lifecycle/inbox/{task_id}.md"

@@ -7,6 +7,11 @@ pass the screen in the killable parse worker before Core reads it; a file that
 is invalid while it may still be changing is looked at again later
 (:class:`RecheckLater`), never quarantined for it. What Core then accepts is
 routed by its ``recipient`` frontmatter, never by its filename.
+
+A TASK that passed the screen before Core's create fact landed (Core links the
+TASK first) keeps its verdict in its :class:`SettleState`: the re-check, made
+when the fact arrives, asks the worker only whether the fact holds the screened
+bytes' digest, unless the file changed since (then it is screened again).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from baton.coordination.errors import (
 from baton.coordination.fcop_port import InboxEntry
 from baton.coordination.inbox_refusals import InboxRefusals
 from baton.coordination.intake.limits import IntakeLimits
-from baton.coordination.intake.screen import Refused
+from baton.coordination.intake.screen import Refused, Screened
 from baton.coordination.intake.stability import (
     FileFacts,
     Settling,
@@ -62,6 +67,12 @@ class SettleState:
     detected: float = 0.0
     attempts: int = 0
     timer: asyncio.TimerHandle | None = None
+    screened: tuple[FileFacts, Screened] | None = None
+    """A screen that passed while the file was neither settled nor proven, and the facts
+    it held still over: a re-check that finds the same facts asks only for the proof."""
+    awaiting: str | None = None
+    """The name of Core's create fact that would prove it (in ``fcop/operations/``): the
+    doorbell re-checks the moment it lands instead of waiting for the timer."""
 
 
 class InboxInspection(InboxRefusals):
@@ -147,7 +158,12 @@ class InboxInspection(InboxRefusals):
         )
 
     def _screen(self, entry: InboxEntry, state: SettleState) -> TaskRefused | RecheckLater | None:
-        """Stability, then the guarded parse in the worker; None: Core may read it."""
+        """Stability, then the guarded parse in the worker; None: Core may read it.
+
+        A TASK screened valid before Core's create fact landed is not screened again:
+        the re-check, when it finds the same bytes (:meth:`FileFacts.same_bytes`), asks
+        the worker only whether the fact now holds the screened bytes' digest.
+        """
         facts = FileFacts(entry.size, entry.mtime_ns, entry.ctime_ns, entry.ino, entry.dev)
         now = self.clock()
         stability = assess(
@@ -164,27 +180,36 @@ class InboxInspection(InboxRefusals):
                 f"still being written after {stability.seconds:.0f} s; not read",
                 facts=facts,
             )
-        result = self.worker.screen_envelope(
-            entry.path,
-            expect_id=entry.task_id,
-            proof=Proof(self.port.root, self.port.workspace_id),
-        )
-        if result.before is not None and result.before != facts:
+        settle = stability if isinstance(stability, Settling) else Settling(self.limits.settle_s)
+        proof = Proof(self.port.root, self.port.workspace_id)
+        earlier = state.screened
+        if earlier is not None and earlier[0].same_bytes(facts):
+            if self.worker.prove(proof, earlier[1]):
+                return None
+            if not isinstance(stability, Stable):
+                state.attempts += 1
+                return RecheckLater(recheck_delay(state.attempts, settle, can_be_proven=True))
+        state.screened = state.awaiting = None
+        result = self.worker.screen_envelope(entry.path, expect_id=entry.task_id, proof=proof)
+        before, after = result.before, result.after
+        if before is not None and not before.same_bytes(facts):
             state.attempts += 1
             return RecheckLater(0.005)  # replaced or rewritten since the lstat: look again
         stable = isinstance(stability, Stable) or result.proven
         verdict = result.verdict
-        settle = stability if isinstance(stability, Settling) else Settling(self.limits.settle_s)
         if isinstance(verdict, Refused):
             if not stable and verdict.reason not in _FINAL:
                 state.attempts += 1
                 return RecheckLater(settle.after)  # may be half-written: re-check, not quarantine
             return self._hostile(entry, verdict.reason, verdict.detail, facts=facts)
-        if not stable or not result.still:
-            state.attempts += 1
-            return RecheckLater(
-                recheck_delay(
-                    state.attempts, settle, can_be_proven=verdict.operation_id is not None
-                )
-            )
-        return None
+        if stable and result.still and before == facts:
+            return None
+        state.attempts += 1
+        if verdict.operation_id is not None and after is not None and facts.same_bytes(after):
+            from baton.coordination.lifecycle.create import create_fact_name
+
+            state.screened = (facts, verdict)
+            state.awaiting = create_fact_name(self.port.workspace_id, verdict.operation_id)
+        return RecheckLater(
+            recheck_delay(state.attempts, settle, can_be_proven=verdict.operation_id is not None)
+        )

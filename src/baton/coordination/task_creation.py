@@ -137,10 +137,9 @@ class TaskCreation(TaskReads):
         Trusted only when the TASK itself names the operation and the fact's request
         digest (what Core would check if the TASK were still in the inbox).
         """
-        from baton.coordination.lifecycle.create import operation_key
+        from baton.coordination.lifecycle.create import create_fact_name
 
-        key = operation_key(self.workspace_id, operation_id)
-        path = self.fcop_dir / "operations" / f"create-{key}.json"
+        path = self.fcop_dir / "operations" / create_fact_name(self.workspace_id, operation_id)
         try:
             if path.lstat().st_size > DEFAULT_LIMITS.max_json_bytes:
                 return None  # not a fact Core wrote (intake's sweep refuses it)

@@ -7,8 +7,9 @@ records a create-operation fact holding the published bytes' digest. So a file
 is read when one of these holds:
 
 * **proven**: its bytes' digest equals Core's create fact for its operation id
-  (the fact is written after the link, so the doorbell may look a few
-  milliseconds too early and then looks again, see :func:`recheck_delay`);
+  (the fact is written after the link, so the doorbell usually looks a few
+  milliseconds too early; the fact's arrival re-checks it, with
+  :func:`recheck_delay` as the fallback);
 * **settled**: its inode has not changed (``st_ctime``, which no user call can
   set back, unlike ``st_mtime``) for ``settle_s``, *and* it kept the same facts
   over the read (the worker ``fstat``\\ s after reading);
@@ -44,6 +45,21 @@ class FileFacts:
     @classmethod
     def of(cls, st: os.stat_result) -> FileFacts:
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+    def same_bytes(self, other: FileFacts) -> bool:
+        """The same inode with the same size and mtime: what a writer moves.
+
+        ctime is left out: it also moves when *another name* of the file goes away,
+        and Core's publish unlinks its temporary's name just after linking the TASK,
+        so a look at a TASK Core is publishing sees its ctime move once. Only used
+        with a proof (the screened bytes' digest is Core's), never to settle a file.
+        """
+        return (self.ino, self.dev, self.size, self.mtime_ns) == (
+            other.ino,
+            other.dev,
+            other.size,
+            other.mtime_ns,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,22 @@ class ParseWorker:
             request["proof"] = {"root": str(proof.fcop_root), "workspace_id": proof.workspace_id}
         return self._request(request)
 
+    def prove(self, proof: Proof, verdict: Screened) -> bool:
+        """Whether Core's create fact now proves a TASK screened earlier as ``verdict``
+        complete (its bytes' digest): the fact alone is read, not the TASK again."""
+        if verdict.kind != "TASK" or verdict.operation_id is None:
+            return False
+        result = self._request(
+            {
+                "op": "proof",
+                "proof": {"root": str(proof.fcop_root), "workspace_id": proof.workspace_id},
+                "task_id": verdict.envelope_id,
+                "operation_id": verdict.operation_id,
+                "digest": verdict.digest,
+            }
+        )
+        return result.proven and isinstance(result.verdict, Screened)
+
     def screen_json(self, path: Path) -> WorkerResult:
         """Screen one of Core's JSON facts (operation fact, receipt, manifest)."""
         return self._request({"op": "json", "path": str(path)})
@@ -407,32 +423,34 @@ def _read(
     return data, before, after
 
 
-def _proven(proof: dict[str, Any], verdict: Screened, limits: IntakeLimits) -> bool:
-    """Whether Core's create fact for this TASK's operation holds exactly these bytes."""
-    from fcop.v4.encoding import canonical, digest
-
+def _proven(
+    proof: Any, task_id: Any, operation_id: Any, content: Any, limits: IntakeLimits
+) -> bool:
+    """Whether Core's create fact for ``operation_id`` names ``task_id`` with ``content``
+    (the published bytes' digest)."""
     from baton.coordination.intake.screen import screen_json
+    from baton.coordination.lifecycle.create import create_fact_name
 
-    if verdict.kind != "TASK" or verdict.operation_id is None:
+    if not (
+        isinstance(proof, dict)
+        and isinstance(proof.get("root"), str)
+        and isinstance(proof.get("workspace_id"), str)
+        and isinstance(operation_id, str)
+        and isinstance(task_id, str)
+        and isinstance(content, str)
+    ):
         return False
-    key = digest(
-        canonical(
-            {
-                "workspace_id": proof["workspace_id"],
-                "operation_kind": "create_task",
-                "operation_id": verdict.operation_id,
-            }
-        )
+    name = create_fact_name(proof["workspace_id"], operation_id)
+    data, _, _ = _read(
+        str(Path(proof["root"]) / "fcop" / "operations" / name), limits.max_json_bytes
     )
-    path = Path(proof["root"]) / "fcop" / "operations" / f"create-{key}.json"
-    data, _, _ = _read(str(path), limits.max_json_bytes)
     if isinstance(data, Refused):
         return False
     fact = screen_json(data, limits=limits)
     return (
         isinstance(fact, dict)
-        and fact.get("task_id") == verdict.envelope_id
-        and fact.get("content_digest") == verdict.digest
+        and fact.get("task_id") == task_id
+        and fact.get("content_digest") == content
     )
 
 
@@ -440,6 +458,16 @@ def _handle(request: dict[str, Any], limits: IntakeLimits) -> dict[str, Any]:
     from baton.coordination.intake.screen import screen_envelope, screen_json, to_json
 
     path = str(request.get("path", ""))
+    if request.get("op") == "proof":
+        proven = _proven(
+            request.get("proof"),
+            request.get("task_id"),
+            request.get("operation_id"),
+            request.get("digest"),
+            limits,
+        )
+        fact = Screened(kind="JSON", envelope_id=str(request.get("task_id")), digest="", size=0)
+        return {"verdict": to_json(fact), "proven": proven}
     if request.get("op") == "json":
         data, before, after = _read(path, limits.max_json_bytes)
         if isinstance(data, Refused):
@@ -458,11 +486,12 @@ def _handle(request: dict[str, Any], limits: IntakeLimits) -> dict[str, Any]:
     verdict = screen_envelope(
         data, limits=limits, expect_id=expect if isinstance(expect, str) else None
     )
-    proof = request.get("proof")
     proven = (
         isinstance(verdict, Screened)
-        and isinstance(proof, dict)
-        and _proven(proof, verdict, limits)
+        and verdict.kind == "TASK"
+        and _proven(
+            request.get("proof"), verdict.envelope_id, verdict.operation_id, verdict.digest, limits
+        )
     )
     return {"verdict": to_json(verdict), "before": before, "after": after, "proven": proven}
 
@@ -477,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     import yaml  # noqa: F401 - import the parsers before the address-space limit
 
     from baton.coordination.intake import screen
+    from baton.coordination.lifecycle import create  # noqa: F401 - the proof's key rule
 
     screen._loader(limits)
     address_space = _limit_resources(limits)

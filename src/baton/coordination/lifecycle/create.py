@@ -44,7 +44,7 @@ from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, read
 from baton.coordination.lifecycle._core import Workspace
 from baton.coordination.lifecycle._fcop import fail, validate
 
-__all__ = ["CreatingWorkspace", "derived_task_id", "operation_key"]
+__all__ = ["CreatingWorkspace", "create_fact_name", "derived_task_id", "operation_key"]
 
 
 def operation_key(workspace_id: str, operation_id: str) -> str:
@@ -60,6 +60,11 @@ def operation_key(workspace_id: str, operation_id: str) -> str:
             )
         )
     )
+
+
+def create_fact_name(workspace_id: str, operation_id: str) -> str:
+    """The file name of a create operation's fact in ``fcop/operations/`` (fcop's rule)."""
+    return f"create-{operation_key(workspace_id, operation_id)}.json"
 
 
 def derived_task_id(key: str) -> str:
