@@ -147,7 +147,7 @@ class ParseWorker:
                 "digest": verdict.digest,
             }
         )
-        return result.proven and isinstance(result.verdict, Screened)
+        return result.proven  # a failed or killed request is never proven
 
     def screen_json(self, path: Path) -> WorkerResult:
         """Screen one of Core's JSON facts (operation fact, receipt, manifest)."""
