@@ -248,3 +248,51 @@ async def test_eof_fails_what_is_pending() -> None:
         await pending
     await asyncio.wait_for(reader, 5)
     assert conn.closed
+
+
+class RunRecorder(Recorder):
+    """A Recorder that also sees where each run of notifications ends."""
+
+    async def on_batch_end(self) -> None:
+        self.seen.append(("batch_end",))
+
+
+async def test_a_run_of_notifications_ends_before_the_next_request_response_or_bad_frame() -> None:
+    """A handler may defer what notifications emit until ``on_batch_end``; the connection
+    ends the run before anything else in the same read, so arrival order holds."""
+    to_client, from_client = MemoryPipe(), MemoryPipe()
+    handler = RunRecorder()
+    conn = JsonRpcConnection(to_client, from_client, handler)
+    reader = asyncio.create_task(conn.run())
+    peer = Peer(to_client, from_client)
+    pending = asyncio.create_task(conn.request("a/b", {}))
+    sent = await peer.receive()
+    lines = [
+        {"jsonrpc": "2.0", "method": "n/one", "params": 1},
+        {"jsonrpc": "2.0", "method": "n/two", "params": 2},
+        {"jsonrpc": "2.0", "id": 4, "method": "echo", "params": 4},
+        {"jsonrpc": "2.0", "id": 5, "method": "echo", "params": 5},
+        {"jsonrpc": "2.0", "method": "n/three", "params": 3},
+        {"jsonrpc": "2.0", "id": sent["id"], "result": "answered"},
+        {"jsonrpc": "2.0", "method": "n/four", "params": 4},
+    ]
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+    await peer.raw(data + b"{not json\n")  # one read
+    assert await pending == "answered"
+    for _ in range(2):
+        await peer.receive()
+    to_client.close()
+    await asyncio.wait_for(reader, 5)
+    assert handler.seen[:9] == [
+        ("notification", "n/one", 1),
+        ("notification", "n/two", 2),
+        ("batch_end",),
+        ("request", "echo"),
+        ("request", "echo"),  # no run between two requests: nothing to end
+        ("notification", "n/three", 3),
+        ("batch_end",),  # before the response is resolved
+        ("notification", "n/four", 4),
+        ("batch_end",),  # before the bad frame is reported
+    ]
+    assert handler.seen[9][0] == "protocol"
+    assert handler.seen[10:] == [("batch_end",)], "and once at the end of the read"

@@ -22,6 +22,7 @@ from baton.app import Baton
 from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import OUTPUT_TAIL_BYTES, RAW_VALUE_BYTES
 from baton.providers.profile import AgentProfile
+from baton.runner.session_events import SessionEvents
 from baton.testing.memory import AgentEnd, in_memory
 
 SESSION = "hot-session-1"
@@ -69,6 +70,10 @@ def _flood() -> list[bytes]:
     lines.append(
         _update({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
     )
+    for i in range(3):  # after the audited completion, in the same read
+        progress = {"type": "content", "content": {"type": "text", "text": f"tail {i}"}}
+        update = {"sessionUpdate": "tool_call_update", "toolCallId": "t2", "content": [progress]}
+        lines.append(_update(update))
     return lines
 
 
@@ -87,13 +92,15 @@ class FloodAgent:
             elif method == "session/new":
                 result = {"sessionId": SESSION}
             elif method == "session/prompt":
-                await end.write(b"".join(_flood()))
-                result = {"stopReason": "end_turn"}
+                answer = {"jsonrpc": "2.0", "id": ident, "result": {"stopReason": "end_turn"}}
+                await end.write(b"".join(_flood()) + json.dumps(answer).encode() + b"\n")
+                result = None  # the answer went with the flood, in one write
             else:
                 error = {"code": -32601, "message": f"method not found: {method}"}
                 await end.send({"jsonrpc": "2.0", "id": ident, "error": error})
                 continue
-            await end.send({"jsonrpc": "2.0", "id": ident, "result": result})
+            if result is not None:
+                await end.send({"jsonrpc": "2.0", "id": ident, "result": result})
             if method == "session/prompt":
                 late = {"type": "content", "content": {"type": "text", "text": "late"}}
                 await end.write(
@@ -173,3 +180,38 @@ async def test_a_flood_stores_the_same_rows_with_and_without_the_hot_path(
     assert any("late" in row["flags"] for row in fast)
     assert any("unencodable_text" in row["flags"] for row in fast)
     assert SECRET not in json.dumps(fast)
+
+
+async def test_a_flood_stores_the_same_rows_emitted_per_run_as_per_update(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drafts wait for the end of the agent's run of notifications (``defer``); the
+    oracle emits each update's drafts at once. Same rows in the same order: the audit's
+    finding right after the completion it is about, though updates follow it in the
+    same read, and the turn's end after the updates that came before its answer."""
+    (tmp_path / "ws").mkdir()
+    real = SessionEvents.drafts
+    deferred = 0
+
+    async def counted(self: SessionEvents, drafts: Any, *, defer: bool = False) -> None:
+        nonlocal deferred
+        before = len(self._deferred)
+        await real(self, drafts, defer=defer)
+        deferred += len(self._deferred) > before
+
+    async def at_once(self: SessionEvents, drafts: Any, *, defer: bool = False) -> None:
+        await real(self, drafts)
+
+    monkeypatch.setattr(SessionEvents, "drafts", counted)
+    per_run, per_run_unapproved = await _rows(tmp_path / "a", tmp_path / "ws")
+    monkeypatch.setattr(SessionEvents, "drafts", at_once)
+    per_update, per_update_unapproved = await _rows(tmp_path / "b", tmp_path / "ws")
+    assert deferred > 100  # the flood was deferred, update by update
+    assert len(per_run) == len(per_update) > 100
+    assert per_run == per_update
+    assert per_run_unapproved == per_update_unapproved == 1
+    types = [row["type"] for row in per_run]
+    finding = types.index("security.unapproved_mutation")
+    assert types[finding - 1] == "tool.execution.completed"
+    assert types[finding + 1 : finding + 4] == ["tool.execution.progressed"] * 3
+    assert types.index("turn.completed") > finding + 3

@@ -60,7 +60,10 @@ class InboundHandler(Protocol):
     """What the connection needs from the client side above it."""
 
     async def on_notification(self, method: str, params: Any) -> None:
-        """Handle one notification; awaited inline, so keep it short (enqueue, reduce)."""
+        """Handle one notification; awaited inline, so keep it short (enqueue, reduce).
+
+        What it emits may wait for :meth:`on_batch_end`, which ends every run of
+        notifications before anything else is dispatched."""
 
     async def on_request(self, request: Request) -> Awaitable[Any]:
         """Admit a request, in arrival order; the returned awaitable's value is the result.
@@ -78,7 +81,8 @@ class InboundHandler(Protocol):
         """Our answer to ``request_id`` has been written to the agent's pipe."""
 
     async def on_batch_end(self) -> None:
-        """Every frame of one read has been dispatched (a point to flush coalesced text)."""
+        """A run of notifications has ended: the read is dispatched, or a request, a
+        response or a bad frame follows in it (a point to emit what the run deferred)."""
 
     async def on_fault(self, error: FrameHandlingError) -> None:
         """Handling one frame raised (a bug in baton): make it visible; the reader goes on."""
@@ -112,6 +116,7 @@ class JsonRpcConnection:
         self._close_reason: BaseException | None = None
         self.frames_in = 0
         self.bytes_in = 0
+        self._notified = False  # notifications were dispatched since the last on_batch_end
         self.on_frame: FrameHook | None = None
 
     # ------------------------------------------------------------------ outbound
@@ -176,7 +181,7 @@ class JsonRpcConnection:
                     item = line if isinstance(line, FrameError) else decode_line(line)
                     if item is not None:
                         await self._dispatch_isolated(item)
-                await self._isolated(None, self._handler.on_batch_end())
+                await self._batch_end()
             for leftover in self._decoder.close():
                 await self._isolated(None, self._handler.on_protocol_error(leftover))
         except asyncio.CancelledError:
@@ -198,6 +203,8 @@ class JsonRpcConnection:
             self.frames_in += 1
         try:
             if isinstance(item, FrameError):
+                if self._notified:
+                    await self._batch_end()
                 await self._handler.on_protocol_error(item)
                 return
             message = item.message
@@ -205,11 +212,18 @@ class JsonRpcConnection:
                 self._observer("agent", message)
             kind = jsonrpc.classify(message)
             if isinstance(kind, Notification):  # a flood's frames: no coroutine in between
+                self._notified = True
                 await self._handler.on_notification(kind.method, kind.params)
             else:
+                if self._notified:  # what the notifications before it said comes first
+                    await self._batch_end()
                 await self._dispatch_message(kind)
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
             await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
+
+    async def _batch_end(self) -> None:
+        self._notified = False
+        await self._isolated(None, self._handler.on_batch_end())
 
     async def _isolated(self, method: str | None, step: Awaitable[None]) -> None:
         try:

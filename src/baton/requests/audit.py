@@ -95,6 +95,12 @@ class PermissionAudit:
             )
         )
 
+    @staticmethod
+    def may_find(payload: _ToolExecution) -> bool:
+        """Whether :meth:`tool` can find anything in this event: only a completed call is
+        checked (an update in progress only adds to what is known of the call)."""
+        return payload.status == "completed"
+
     def tool(
         self, payload: _ToolExecution, turn_id: str | None
     ) -> list[SecurityUnapprovedMutation]:
@@ -105,7 +111,7 @@ class PermissionAudit:
         paths = {self._norm(loc.path) for loc in payload.locations}
         paths |= {self._norm(d.path) for d in payload.diffs}
         tool.paths = tool.paths | frozenset(p for p in paths if p)
-        if tool.audited or payload.status != "completed" or tool.kind not in MUTATING_KINDS:
+        if tool.audited or not self.may_find(payload) or tool.kind not in MUTATING_KINDS:
             return []
         tool.audited = True
         if self._covers_tool(payload.tool_call_id, tool.kind, turn_id):

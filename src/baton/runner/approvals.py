@@ -173,6 +173,13 @@ class ApprovalGuard:
         labelled ``agent_terminal_ids`` and keep the output the agent reported."""
         return [self._with_terminals(d) for d in drafts]
 
+    def acts_on(self, draft: Draft) -> bool:
+        """A completed tool call (audited) and a mode or config change (re-verified)."""
+        payload = draft.payload
+        if isinstance(payload, _ToolExecution):
+            return self.audit.may_find(payload)
+        return isinstance(payload, ModeChanged | ConfigChanged)
+
     async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None:
         """What was just emitted: audit tool calls, re-verify mode changes."""
         for draft in drafts:

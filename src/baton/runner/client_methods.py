@@ -261,7 +261,7 @@ class ClientMethods:
         # late turn once); an update with no ids is late when its turn already answered.
         drafts = self.normalizer.update(params, now_ms=self._now_ms(), answered=late is not None)
         if drafts:  # most chunks only add to a coalescing message
-            await events.drafts(drafts)
+            await events.drafts(drafts, defer=True)
 
     # ------------------------------------------------------- human decisions
 

@@ -7,6 +7,13 @@ what they say, so that attribution is one rule
 and no part re-implements it. It is also the one place every draft passes, so a
 :class:`DraftWatch` (the session's :class:`~baton.runner.approvals.ApprovalGuard`) sees
 them all, whichever part emitted them.
+
+Streaming detail is emitted per run of the agent's notifications, not per update
+(:meth:`SessionEvents.drafts` with ``defer``): the work of stamping, storing and showing
+is then one pass over many events. The deferred drafts are emitted before anything
+else this session emits and at the end of every run (``on_batch_end``), and the reader
+only defers between awaits that do not suspend, so no other task can emit in between:
+the stream's order is the arrival order, as if each update were emitted at once.
 """
 
 from __future__ import annotations
@@ -47,6 +54,11 @@ class DraftWatch(Protocol):
 
     def prepare(self, drafts: Sequence[Draft]) -> list[Draft]: ...
 
+    def acts_on(self, draft: Draft) -> bool:
+        """Whether seeing ``draft`` may emit or do anything: then it is not deferred, so
+        what the watch says follows it at once, in arrival order."""
+        ...
+
     async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None: ...
 
 
@@ -63,6 +75,8 @@ class SessionEvents:
     """The turn that ended last: late updates and stale requests belong to it."""
     stats: SessionStats = field(default_factory=SessionStats)
     watch: DraftWatch | None = None
+    _deferred: list[Draft] = field(default_factory=list)
+    """Drafts of the current run of notifications, not yet emitted (see the module)."""
 
     @property
     def run_id(self) -> str:
@@ -80,6 +94,8 @@ class SessionEvents:
     async def emit(
         self, payload: Payload, *, turn_id: str | Literal["auto"] | None = "auto", raw: Any = None
     ) -> CanonicalEvent:
+        if self._deferred:
+            await self.drafts(())
         return await self.emitter.emit(
             payload,
             session_id=self.agent_session_id,
@@ -87,19 +103,28 @@ class SessionEvents:
             raw=raw,
         )
 
-    async def drafts(self, drafts: Iterable[Draft]) -> None:
+    async def drafts(self, drafts: Iterable[Draft], *, defer: bool = False) -> None:
         """Each draft on the turn the agent's own ids place it in (:attr:`Draft.turn_id`: a
         tool update on its call's turn, a chunk on its message's), flagged ``late`` when
-        that is not the running turn; a draft the ids place nowhere on :attr:`attributed`."""
+        that is not the running turn; a draft the ids place nowhere on :attr:`attributed`.
+
+        ``defer``: the drafts of one update, which may wait for the end of the run of
+        notifications (the next call without it), unless the watch acts on one."""
         batch = drafts if isinstance(drafts, list) else list(drafts)
+        watch = self.watch
+        if defer and (watch is None or not any(map(watch.acts_on, batch))):
+            self._deferred.extend(batch)
+            return
+        if self._deferred:
+            batch, self._deferred = self._deferred + batch, []
         if not batch:
             return  # most updates only add to a coalescing message
         turn_id = self._turn_id()
-        if self.watch is not None:
-            batch = self.watch.prepare(batch)
+        if watch is not None:
+            batch = watch.prepare(batch)
         await self.emitter.emit_drafts(batch, session_id=self.agent_session_id, turn_id=turn_id)
-        if self.watch is not None and batch:
-            await self.watch.drafts(batch, turn_id)
+        if watch is not None and batch:
+            await watch.drafts(batch, turn_id)
 
     async def notice(
         self,
@@ -138,6 +163,7 @@ class TurnEvents:
         await self.events.emit(payload, turn_id=self.turn_id)
 
     async def commit(self, payloads: Sequence[Payload], fn: Callable[[Tx], T]) -> T:
+        await self.events.drafts(())  # what the agent said before comes first
         return await self.events.emitter.commit(
             payloads, fn, session_id=self.events.agent_session_id, turn_id=self.turn_id
         )
