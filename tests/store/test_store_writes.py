@@ -30,6 +30,19 @@ def test_seqs_must_strictly_increase(store: Store) -> None:
     assert [e.seq for e in store.iter_events("run-1")] == [1, 2, 5]
 
 
+def test_a_batch_is_queued_all_or_none(store: Store) -> None:
+    store.create_run(run_record("run-2"))
+    store.append_all([event(1), event(1, "run-2"), event(2), event(2, "run-2")])
+    with pytest.raises(StoreError, match="seq 3 does not follow 3"):
+        store.append_all([event(3), event(4, "run-2"), event(3)])  # the last is out of order
+    with pytest.raises(StoreError, match="seq 2 does not follow 2"):
+        store.append_all([event(2, "run-2")])
+    store.append_all([event(3), event(3, "run-2")])  # nothing of the refused batch counted
+    store.flush_sync()
+    assert [e.seq for e in store.iter_events("run-1")] == [1, 2, 3]
+    assert [e.seq for e in store.iter_events("run-2")] == [1, 2, 3]
+
+
 def test_seqs_are_per_run(store: Store) -> None:
     store.create_run(run_record("run-2"))
     store.append(event(1, "run-1"))

@@ -145,18 +145,59 @@ class EventEmitter:
         self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
     ) -> None:
         """Each draft in the turn the agent's ids place it in (``turn_id`` when they place it
-        nowhere), with its flags (``late``: not the current turn's)."""
+        nowhere), with its flags (``late``: not the current turn's). Streaming detail is
+        stamped and queued a run at a time (:meth:`_streamed`); an event shown only once
+        committed goes alone, in its place."""
         stamp = self.sequencer.stamp
-        await self._store_and_show(
-            stamp(
+        run: list[Draft] = []
+        for draft in drafts:
+            if not _exposed_after_commit(draft.payload.TYPE):
+                run.append(draft)
+                continue
+            if run:
+                await self._streamed(run, session_id, turn_id)
+                run = []
+            event = stamp(
                 draft.payload,
                 session_id=session_id,
                 turn_id=draft.turn_id or turn_id,
                 raw=draft.raw,
                 flags=draft.flags,
             )
-            for draft in drafts
-        )
+            await self._store_and_show((event,))
+        if run:
+            await self._streamed(run, session_id, turn_id)
+
+    async def _streamed(
+        self, drafts: Sequence[Draft], session_id: str | None, turn_id: str | None
+    ) -> None:
+        """Streaming detail: stamped, queued under one lock, shown (behind any event still
+        awaiting its commit). The wait for room comes first: nothing else may stamp
+        between a seq and its append."""
+        store = self.store
+        if store is not None:
+            await store.room()
+        stamp = self.sequencer.stamp
+        events = [
+            stamp(
+                d.payload,
+                session_id=session_id,
+                turn_id=d.turn_id or turn_id,
+                raw=d.raw,
+                flags=d.flags,
+            )
+            for d in drafts
+        ]
+        self.count += len(events)
+        if store is not None:
+            store.append_all(events)
+            if not self.listeners:
+                return
+        if self._held:
+            self._held.extend([event, False, True] for event in events)
+            return
+        for event in events:
+            self._notify(event)
 
     def batch_end(self) -> None:
         """One read from the agent is handled: buffered output is written (per batch, not

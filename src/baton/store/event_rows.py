@@ -24,6 +24,7 @@ __all__ = [
     "insert_rows",
     "paged_event_json",
     "parse_event",
+    "stage_seqs",
 ]
 
 MAX_ROWS_PER_INSERT: Final = 2048 if sqlite3.sqlite_version_info >= (3, 32, 0) else 128
@@ -49,6 +50,28 @@ _PADDING: Final = (None,) * (7 * MAX_ROWS_PER_INSERT)
 
 EventRow = tuple[str, int, str, str | None, str | None, str, str]
 """``(run_id, seq, type, session_id, turn_id, ts, json)``."""
+
+
+def stage_seqs(
+    events: Sequence[CanonicalEvent], last_seq: dict[str, int], load: Callable[[str], int]
+) -> None:
+    """Check that each run's seqs strictly increase past ``last_seq`` (``load`` seeds a
+    run not seen yet), then record the new last seqs: all or none (every backend's rule;
+    the caller holds its queue's lock)."""
+    staged: dict[str, int] = {}
+    for event in events:
+        run_id, seq = event.run_id, event.seq
+        last = staged.get(run_id)
+        if last is None:
+            last = last_seq.get(run_id)
+            if last is None:
+                last = load(run_id)
+        if seq <= last:
+            raise StoreError(
+                f"run {run_id!r}: seq {seq} does not follow {last} (seqs must strictly increase)"
+            )
+        staged[run_id] = seq
+    last_seq.update(staged)
 
 
 def event_row(event: CanonicalEvent) -> EventRow:

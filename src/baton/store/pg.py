@@ -55,7 +55,7 @@ from baton.store.core_tables import (
     TableReads,
     finish_run_tx,
 )
-from baton.store.event_rows import event_row
+from baton.store.event_rows import event_row, stage_seqs
 from baton.store.migrations import (
     SCHEMA_MIGRATIONS_SQL,
     Migration,
@@ -328,35 +328,29 @@ class PgStore(TableReads):
 
     # -------------------------------------------------------------------- appends
 
-    def _stage_seqs(self, events: Sequence[CanonicalEvent]) -> None:
-        """Check that each run's seqs strictly increase (caller holds ``_lock``)."""
-        staged: dict[str, int] = {}
-        for event in events:
-            last = staged.get(event.run_id, self._last_seq.get(event.run_id))
-            if last is None:
-                last = self._load_last_seq(event.run_id)
-            if event.seq <= last:
-                raise StoreError(
-                    f"run {event.run_id!r}: seq {event.seq} does not follow {last} "
-                    "(seqs must strictly increase)"
-                )
-            staged[event.run_id] = event.seq
-        self._last_seq.update(staged)
-
     def append(self, event: CanonicalEvent) -> None:
         """Queue ``event`` for the writer; durable after ``flush()`` (as on SQLite)."""
+        self.append_all((event,))
+
+    def append_all(self, events: Sequence[CanonicalEvent]) -> None:
+        """:meth:`append` of each event in order, under one lock (as on SQLite)."""
         if not self._accepting:
             raise self._not_accepting()
-        row = event_row(event)
+        rows = [event_row(event) for event in events]
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
-            self._stage_seqs([event])
-            self._queue.append((row, event if self._subscribers else None))
+            stage_seqs(events, self._last_seq, self._load_last_seq)
+            keep = bool(self._subscribers)
+            pairs = zip(rows, events, strict=True)
+            self._queue.extend((row, event if keep else None) for row, event in pairs)
         self._wake.set()
 
     async def append_async(self, event: CanonicalEvent) -> None:
         self.append(event)
+
+    async def room(self) -> None:
+        """The queue is unbounded here (the writer drains it per transaction)."""
 
     def _load_last_seq(self, run_id: str) -> int:
         def load(tx: Tx) -> tuple[Any, Any]:
@@ -404,7 +398,7 @@ class PgStore(TableReads):
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
-            self._stage_seqs(events)
+            stage_seqs(events, self._last_seq, self._load_last_seq)
             self._queue.append(_Write(fn, future, rows, tuple(events)))
         self._wake.set()
         return future

@@ -53,7 +53,7 @@ from baton.events.model import CanonicalEvent
 from baton.store._readers import ReadPool
 from baton.store.batch_writer import SHUTDOWN, QueuedFlush, QueuedWrite
 from baton.store.core_tables import CoreTables
-from baton.store.event_rows import event_row
+from baton.store.event_rows import event_row, stage_seqs
 from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.placement_sql import CLUSTER_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
@@ -233,35 +233,38 @@ class Store(CoreTables):
         closed or failed. Never blocks and never drops: past ``queue_max`` the
         queue grows; producers that can await should use :meth:`append_async`.
         """
+        self.append_all((event,))
+
+    def append_all(self, events: Sequence[CanonicalEvent]) -> None:
+        """:meth:`append` of each event in order, under one lock: all or none are queued."""
         if not self._accepting:
             raise self._not_accepting()
-        row = event_row(event)
-        run_id = event.run_id
-        seq = event.seq
+        rows = [event_row(event) for event in events]
+        keep = bool(self._subscribers)
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
-            last = self._last_seq.get(run_id)
-            if last is None:
-                last = self._load_last_seq(run_id)
-            if seq <= last:
-                raise StoreError(
-                    f"run {run_id!r}: seq {seq} does not follow {last} "
-                    "(seqs must strictly increase)"
-                )
-            self._last_seq[run_id] = seq
+            stage_seqs(events, self._last_seq, self._load_last_seq)
             # Keep the model only for subscribers: otherwise it can die right here,
             # and a queue of plain str/int tuples is nearly free for the GC to scan
             # (measurably faster ingest than keeping every queued model alive).
-            self._queue.append((row, event if self._subscribers else None))
+            if keep:
+                self._queue.extend(zip(rows, events, strict=True))
+            else:
+                self._queue.extend([(row, None) for row in rows])
         if not self._wake.is_set():
             self._wake.set()
 
     async def append_async(self, event: CanonicalEvent) -> None:
         """:meth:`append`, but wait while ``queue_max`` items are queued (backpressure)."""
+        await self.room()
+        self.append(event)
+
+    async def room(self) -> None:
+        """Return once fewer than ``queue_max`` items are queued (or the store stopped
+        accepting, which the next append raises): the backpressure of producers."""
         while len(self._queue) >= self._queue_max and self._accepting:
             await self._wait_for_space()
-        self.append(event)
 
     def _load_last_seq(self, run_id: str) -> int:
         """Seed the per-run seq cache (first append for a run in this process)."""
@@ -308,20 +311,7 @@ class Store(CoreTables):
         with self._lock:
             if not self._accepting:
                 raise self._not_accepting()
-            staged: dict[str, int] = {}
-            for event in events:
-                last = staged.get(event.run_id)
-                if last is None:
-                    last = self._last_seq.get(event.run_id)
-                if last is None:
-                    last = self._load_last_seq(event.run_id)
-                if event.seq <= last:
-                    raise StoreError(
-                        f"run {event.run_id!r}: seq {event.seq} does not follow {last} "
-                        "(seqs must strictly increase)"
-                    )
-                staged[event.run_id] = event.seq
-            self._last_seq.update(staged)
+            stage_seqs(events, self._last_seq, self._load_last_seq)
             self._queue.append(item)
         self._wake.set()
         return future
