@@ -69,6 +69,9 @@ class Recorder:
     async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
         self.written.append((request_id, ok))
 
+    async def on_run_end(self) -> None:
+        pass
+
     async def on_batch_end(self) -> None:
         pass
 
@@ -251,15 +254,19 @@ async def test_eof_fails_what_is_pending() -> None:
 
 
 class RunRecorder(Recorder):
-    """A Recorder that also sees where each run of notifications ends."""
+    """A Recorder that also sees where each run of notifications and each read end."""
+
+    async def on_run_end(self) -> None:
+        self.seen.append(("run_end",))
 
     async def on_batch_end(self) -> None:
         self.seen.append(("batch_end",))
 
 
 async def test_a_run_of_notifications_ends_before_the_next_request_response_or_bad_frame() -> None:
-    """A handler may defer what notifications emit until ``on_batch_end``; the connection
-    ends the run before anything else in the same read, so arrival order holds."""
+    """A handler may defer what notifications emit until ``on_run_end`` or
+    ``on_batch_end``; the connection ends the run before anything else in the same
+    read, so arrival order holds."""
     to_client, from_client = MemoryPipe(), MemoryPipe()
     handler = RunRecorder()
     conn = JsonRpcConnection(to_client, from_client, handler)
@@ -286,13 +293,13 @@ async def test_a_run_of_notifications_ends_before_the_next_request_response_or_b
     assert handler.seen[:9] == [
         ("notification", "n/one", 1),
         ("notification", "n/two", 2),
-        ("batch_end",),
+        ("run_end",),
         ("request", "echo"),
         ("request", "echo"),  # no run between two requests: nothing to end
         ("notification", "n/three", 3),
-        ("batch_end",),  # before the response is resolved
+        ("run_end",),  # before the response is resolved
         ("notification", "n/four", 4),
-        ("batch_end",),  # before the bad frame is reported
+        ("run_end",),  # before the bad frame is reported
     ]
     assert handler.seen[9][0] == "protocol"
     assert handler.seen[10:] == [("batch_end",)], "and once at the end of the read"

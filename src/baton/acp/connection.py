@@ -12,6 +12,14 @@ Each frame is handled in isolation: if handling one raises (a bug in baton), tha
 frame gets a typed error (:class:`~baton.errors.FrameHandlingError`, reported through
 :meth:`InboundHandler.on_fault`; a request is answered with an internal error) and the
 reader goes on, so a bug never reads as "the agent exited".
+
+A handler may defer what a run of notifications emits (a flood is handled per run,
+not per update): the run ends before any other frame of the same read
+(:meth:`InboundHandler.on_run_end`, so a response resolves only after the updates sent
+before it) and at the end of the read (:meth:`InboundHandler.on_batch_end`).
+
+Length: the reader loop, the writer and the pending requests they share; the handler
+protocol is the contract of both.
 """
 
 from __future__ import annotations
@@ -62,8 +70,8 @@ class InboundHandler(Protocol):
     async def on_notification(self, method: str, params: Any) -> None:
         """Handle one notification; awaited inline, so keep it short (enqueue, reduce).
 
-        What it emits may wait for :meth:`on_batch_end`, which ends every run of
-        notifications before anything else is dispatched."""
+        What it emits may wait for :meth:`on_run_end`, called before any other frame
+        that follows notifications, or for :meth:`on_batch_end`."""
 
     async def on_request(self, request: Request) -> Awaitable[Any]:
         """Admit a request, in arrival order; the returned awaitable's value is the result.
@@ -80,9 +88,12 @@ class InboundHandler(Protocol):
     async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
         """Our answer to ``request_id`` has been written to the agent's pipe."""
 
+    async def on_run_end(self) -> None:
+        """A request, a response or a bad frame follows notifications in the same read:
+        emit what they deferred, so that it comes first."""
+
     async def on_batch_end(self) -> None:
-        """A run of notifications has ended: the read is dispatched, or a request, a
-        response or a bad frame follows in it (a point to emit what the run deferred)."""
+        """Every frame of one read has been dispatched (a point to flush coalesced text)."""
 
     async def on_fault(self, error: FrameHandlingError) -> None:
         """Handling one frame raised (a bug in baton): make it visible; the reader goes on."""
@@ -116,7 +127,7 @@ class JsonRpcConnection:
         self._close_reason: BaseException | None = None
         self.frames_in = 0
         self.bytes_in = 0
-        self._notified = False  # notifications were dispatched since the last on_batch_end
+        self._run: str | None = None  # the last notification's method, until the run ends
         self.on_frame: FrameHook | None = None
 
     # ------------------------------------------------------------------ outbound
@@ -181,7 +192,8 @@ class JsonRpcConnection:
                     item = line if isinstance(line, FrameError) else decode_line(line)
                     if item is not None:
                         await self._dispatch_isolated(item)
-                await self._batch_end()
+                method, self._run = self._run, None  # a fault: reported for the run's last frame
+                await self._isolated(method, self._handler.on_batch_end())
             for leftover in self._decoder.close():
                 await self._isolated(None, self._handler.on_protocol_error(leftover))
         except asyncio.CancelledError:
@@ -203,8 +215,8 @@ class JsonRpcConnection:
             self.frames_in += 1
         try:
             if isinstance(item, FrameError):
-                if self._notified:
-                    await self._batch_end()
+                if self._run is not None:
+                    await self._run_end()
                 await self._handler.on_protocol_error(item)
                 return
             message = item.message
@@ -212,18 +224,18 @@ class JsonRpcConnection:
                 self._observer("agent", message)
             kind = jsonrpc.classify(message)
             if isinstance(kind, Notification):  # a flood's frames: no coroutine in between
-                self._notified = True
+                self._run = kind.method
                 await self._handler.on_notification(kind.method, kind.params)
             else:
-                if self._notified:  # what the notifications before it said comes first
-                    await self._batch_end()
+                if self._run is not None:  # what the notifications before it said comes first
+                    await self._run_end()
                 await self._dispatch_message(kind)
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
             await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
 
-    async def _batch_end(self) -> None:
-        self._notified = False
-        await self._isolated(None, self._handler.on_batch_end())
+    async def _run_end(self) -> None:  # a fault here is reported for the run's last frame
+        method, self._run = self._run, None
+        await self._isolated(method, self._handler.on_run_end())
 
     async def _isolated(self, method: str | None, step: Awaitable[None]) -> None:
         try:

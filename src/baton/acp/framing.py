@@ -46,12 +46,14 @@ PREVIEW_BYTES = 256
 FrameErrorKind = Literal["oversized", "invalid_utf8", "invalid_json", "not_object"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     """One decoded JSON object and the size of its line in bytes.
 
     ``flags`` say how the message differs from what was received (``unencodable_text``:
     lone surrogates were replaced by U+FFFD); the events it produces carry them.
+    Not frozen, though never changed: one is made per line, and a frozen dataclass's
+    ``__init__`` costs three times as much.
     """
 
     message: dict[str, Any]

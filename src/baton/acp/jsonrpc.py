@@ -66,7 +66,7 @@ class Request:
     params: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per frame of a flood, and a frozen init costs 3x
 class Notification:
     method: str
     params: Any

@@ -42,6 +42,20 @@ def refusal_code(payload: _ToolExecution) -> str | None:
     return code if isinstance(code, str) else None
 
 
+_TALLIED = frozenset(
+    cls.TYPE
+    for cls in (
+        RequestCreated,
+        RequestAnswered,
+        RequestExpired,
+        RequestCancelled,
+        RequestRejected,
+        ToolExecutionCompleted,
+    )
+)
+"""The event types :class:`Tally` counts."""
+
+
 class Tally:
     """What a run's exit code depends on beyond the turn's outcome, and what still waits."""
 
@@ -54,6 +68,8 @@ class Tally:
 
     def __call__(self, event: CanonicalEvent) -> None:
         self.last_event = time.monotonic()
+        if event.type not in _TALLIED:
+            return  # streaming detail: most events of a run
         payload = event.payload
         if isinstance(payload, RequestCreated):
             self.waiting[payload.request_id] = payload

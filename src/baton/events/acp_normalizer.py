@@ -122,7 +122,7 @@ KNOWN_TOOL_CONTENT_TYPES = frozenset({"content", "diff", "terminal"})
 _PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # never changed; not frozen: one or two per update, a frozen init is 3x
 class Draft:
     """A payload before stamping, with the (redacted, bounded) native payload.
 

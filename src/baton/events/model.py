@@ -783,7 +783,7 @@ class CanonicalEvent(BaseModel):
         line: str | None = self.__dict__.get("_json")
         if line is None:
             line = self.__pydantic_serializer__.to_json(self).decode()
-            if "\u2028" in line or "\u2029" in line or "\x85" in line:
+            if not line.isascii() and ("\u2028" in line or "\u2029" in line or "\x85" in line):
                 line = line.translate(_LINE_BREAKS)
             object.__setattr__(self, "_json", line)
         return line

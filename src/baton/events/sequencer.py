@@ -13,9 +13,12 @@ from baton.events.model import PAYLOAD_TYPES, CanonicalEvent, Payload, storable
 RECEIVED_FLAGS: ContextVar[tuple[str, ...]] = ContextVar("baton_received_flags", default=())
 """Flags of the frame being handled (:attr:`baton.acp.framing.Frame.flags`).
 
-The connection sets it while it dispatches a frame it had to repair; every event
+Meant to be set while the connection dispatches a frame it had to repair; every event
 stamped in that context (and in the tasks it starts, which copy the context) carries
-them. Other tasks never see them.
+them. Other tasks never see them. Nothing sets it yet (``framing.REPAIR_AT_FRAMING`` is
+off; the store's repair flags the event itself): when something does, an update's
+drafts must carry the flags themselves (:attr:`Draft.flags`), since a run's drafts are
+stamped at the run's end, outside the frame's context.
 """
 
 

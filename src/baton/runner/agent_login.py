@@ -134,6 +134,9 @@ class _Quiet:
     async def on_response_written(self, request_id: Any, ok: bool) -> None:
         return None
 
+    async def on_run_end(self) -> None:
+        return None
+
     async def on_batch_end(self) -> None:
         return None
 

@@ -226,6 +226,10 @@ class ClientMethods:
         finally:
             self._reply_waiters.pop(key, None)
 
+    async def on_run_end(self) -> None:
+        """What the run's updates deferred comes before the frame that follows them."""
+        await self.events.drafts(())
+
     async def on_batch_end(self) -> None:
         """Show only what cannot be half a secret (the rest waits for the next read); then
         the views write this read's events at once."""
