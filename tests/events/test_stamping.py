@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from baton.events.acp_normalizer import Draft
 from baton.events.model import (
     CanonicalEvent,
     Payload,
@@ -87,3 +88,32 @@ def test_timestamps_are_those_of_the_clock_however_close_together(
         second = int(now)
         expected = format_ts(second).removesuffix(".000Z") + f".{int((now - second) * 1000):03d}Z"
         assert sequencer._ts() == expected
+
+
+@given(
+    st.lists(
+        st.tuples(payloads, st.none() | texts, raws, st.sampled_from([(), ("late",)])),
+        max_size=6,
+    ),
+    st.none() | texts,
+    st.none() | texts,
+)
+def test_a_run_stamped_at_once_is_each_draft_stamped_at_one_moment(
+    drafts: list[tuple[Payload, str | None, Any, tuple[str, ...]]],
+    session_id: str | None,
+    turn_id: str | None,
+) -> None:
+    run = [Draft(payload, raw, own, flags) for payload, own, raw, flags in drafts]
+    at_once = Sequencer("r", start_seq=2, clock=lambda: 1.7e9).stamp_all(
+        run, session_id=session_id, turn_id=turn_id
+    )
+    one_by_one = Sequencer("r", start_seq=2, clock=lambda: 1.7e9)
+    each = [
+        one_by_one.stamp(
+            d.payload, session_id=session_id, turn_id=d.turn_id or turn_id, raw=d.raw, flags=d.flags
+        )
+        for d in run
+    ]
+    assert at_once == each
+    assert [e.to_json() for e in at_once] == [e.to_json() for e in each]
+    assert [e.seq for e in at_once] == list(range(3, 3 + len(run)))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton.events.model import PAYLOAD_TYPES, CanonicalEvent, Payload, storable
+
+if TYPE_CHECKING:
+    from baton.events.acp_normalizer import Draft
 
 RECEIVED_FLAGS: ContextVar[tuple[str, ...]] = ContextVar("baton_received_flags", default=())
 """Flags of the frame being handled (:attr:`baton.acp.framing.Frame.flags`).
@@ -83,8 +86,32 @@ class Sequencer:
         raw: Any = None,
         flags: Sequence[str] = (),
     ) -> CanonicalEvent:
+        return self._envelope(
+            payload, session_id, turn_id, raw, flags, self._ts(), RECEIVED_FLAGS.get()
+        )
+
+    def stamp_all(
+        self, drafts: Iterable[Draft], *, session_id: str | None, turn_id: str | None
+    ) -> list[CanonicalEvent]:
+        """:meth:`stamp` of each draft (in its own turn, else ``turn_id``), at one moment:
+        a run of streaming detail handled at once has one timestamp."""
+        ts, received, envelope = self._ts(), RECEIVED_FLAGS.get(), self._envelope
+        return [
+            envelope(d.payload, session_id, d.turn_id or turn_id, d.raw, d.flags, ts, received)
+            for d in drafts
+        ]
+
+    def _envelope(
+        self,
+        payload: Payload,
+        session_id: str | None,
+        turn_id: str | None,
+        raw: Any,
+        flags: Sequence[str],
+        ts: str,
+        received: tuple[str, ...],
+    ) -> CanonicalEvent:
         self.seq += 1
-        received = RECEIVED_FLAGS.get()
         if received:
             flags = sorted({*flags, *received})
         trusted = (
@@ -100,9 +127,9 @@ class Sequencer:
                 run_id=self.run_id,
                 session_id=session_id,
                 turn_id=turn_id,
-                ts=self._ts(),
+                ts=ts,
                 payload=payload,
                 raw=raw,
-                flags=list(flags),
+                flags=list(flags) if flags else [],
             )
         )

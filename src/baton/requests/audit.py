@@ -105,12 +105,15 @@ class PermissionAudit:
         self, payload: _ToolExecution, turn_id: str | None
     ) -> list[SecurityUnapprovedMutation]:
         """A tool call event; a mutating one that just completed is checked."""
-        tool = self._tools.setdefault(payload.tool_call_id, _Tool())
+        tool = self._tools.get(payload.tool_call_id)
+        if tool is None:
+            tool = self._tools[payload.tool_call_id] = _Tool()
         if payload.kind and payload.kind != "other":
             tool.kind = payload.kind
-        paths = {self._norm(loc.path) for loc in payload.locations}
-        paths |= {self._norm(d.path) for d in payload.diffs}
-        tool.paths = tool.paths | frozenset(p for p in paths if p)
+        if payload.locations or payload.diffs:  # most progress names no path
+            paths = {self._norm(loc.path) for loc in payload.locations}
+            paths |= {self._norm(d.path) for d in payload.diffs}
+            tool.paths = tool.paths | frozenset(p for p in paths if p)
         if tool.audited or not self.may_find(payload) or tool.kind not in MUTATING_KINDS:
             return []
         tool.audited = True

@@ -177,17 +177,7 @@ class EventEmitter:
         store = self.store
         if store is not None:
             await store.room()
-        stamp = self.sequencer.stamp
-        events = [
-            stamp(
-                d.payload,
-                session_id=session_id,
-                turn_id=d.turn_id or turn_id,
-                raw=d.raw,
-                flags=d.flags,
-            )
-            for d in drafts
-        ]
+        events = self.sequencer.stamp_all(drafts, session_id=session_id, turn_id=turn_id)
         self.count += len(events)
         if store is not None:
             store.append_all(events)
