@@ -3,11 +3,13 @@ the object, its JSON line and its stored form are those validation builds."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic_core import PydanticSerializationError
 
 from baton.events.acp_normalizer import Draft
 from baton.events.model import (
@@ -16,6 +18,8 @@ from baton.events.model import (
     ProviderNotice,
     ToolExecutionProgressed,
     TranscriptAssistant,
+    _plain_line,
+    storable,
 )
 from baton.events.sequencer import Sequencer, format_ts
 
@@ -117,3 +121,41 @@ def test_a_run_stamped_at_once_is_each_draft_stamped_at_one_moment(
     assert at_once == each
     assert [e.to_json() for e in at_once] == [e.to_json() for e in each]
     assert [e.seq for e in at_once] == list(range(3, 3 + len(run)))
+
+
+TRACE = Path(__file__).parents[1] / "cli" / "data" / "live_view_trace.ndjson"
+
+
+def _serializer_line(event: CanonicalEvent) -> str:
+    return event.__pydantic_serializer__.to_json(event).decode()
+
+
+def test_the_plain_line_is_the_serializers_over_a_recorded_trace() -> None:
+    """Every event of ten fake-agent scenarios (17 types), without raw and flags so that
+    the envelope is written by baton: byte for byte what the serializer writes."""
+    events = [CanonicalEvent.model_validate_json(line) for line in TRACE.read_text().splitlines()]
+    assert len({e.type for e in events}) >= 15
+    for event in events:
+        plain = event.model_copy(update={"raw": None, "flags": []})
+        assert plain.to_json() == _serializer_line(plain) == _plain_line(plain.__dict__)
+        if event.raw is not None or event.flags:  # the serializer's own path
+            assert event.to_json() == _serializer_line(event)
+
+
+@given(payloads, texts, st.none() | texts, st.none() | texts, texts, st.integers(1, 2**70))
+def test_the_plain_line_is_the_serializers_for_any_ids(
+    payload: Payload, run_id: str, session_id: str | None, turn_id: str | None, ts: str, seq: int
+) -> None:
+    """Any text in the ids and the timestamp (quotes, controls, non-BMP, lone surrogates):
+    the same line, or the same refusal (which :func:`storable` then repairs)."""
+    event = CanonicalEvent.stamped(
+        payload.TYPE, seq, run_id, session_id, turn_id, ts, payload, None, []
+    )
+    try:
+        expected = _serializer_line(event)
+    except PydanticSerializationError:
+        with pytest.raises(PydanticSerializationError):
+            _plain_line(event.__dict__)
+        assert "unencodable_text" in storable(event).flags
+        return
+    assert _plain_line(event.__dict__) == expected

@@ -139,17 +139,13 @@ class LineDecoder:
             start = newline + 1
         buffer = self._buffer
         max_line = self.max_line_bytes
-        while True:
-            newline = data.find(b"\n", start)
-            if newline < 0:
-                break
-            if buffer:
-                buffer += data[start:newline]
-                line = bytes(buffer)
-                buffer.clear()
-            else:
-                line = data[start:newline]
-            start = newline + 1
+        lines = (data[start:] if start else data).split(b"\n")  # one C call for a read
+        rest = lines.pop()  # after the last newline: the start of a line still coming
+        if lines and buffer:
+            buffer += lines[0]
+            lines[0] = bytes(buffer)
+            buffer.clear()
+        for line in lines:
             if len(line) > max_line:
                 self._discard_head = line[:PREVIEW_BYTES]
                 out.append(self._oversized(len(line)))
@@ -157,16 +153,13 @@ class LineDecoder:
                 self.blank_lines += 1
             else:
                 out.append(line)
-        rest = len(data) - start
         if rest:
-            if len(buffer) + rest > max_line:
-                self._discard_head = bytes(
-                    (buffer + data[start : start + PREVIEW_BYTES])[:PREVIEW_BYTES]
-                )
-                self._discarding = len(buffer) + rest
+            if len(buffer) + len(rest) > max_line:
+                self._discard_head = bytes((buffer + rest[:PREVIEW_BYTES])[:PREVIEW_BYTES])
+                self._discarding = len(buffer) + len(rest)
                 buffer.clear()
             else:
-                buffer += data[start:]
+                buffer += rest
         return out
 
     def close(self) -> list[FrameError]:

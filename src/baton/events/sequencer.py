@@ -119,9 +119,23 @@ class Sequencer:
             and (session_id is None or type(session_id) is str)
             and (turn_id is None or type(turn_id) is str)
         )
-        build = CanonicalEvent.stamped if trusted else CanonicalEvent
+        listed = list(flags) if flags else []
+        if trusted:
+            return storable(
+                CanonicalEvent.stamped(
+                    payload.TYPE,
+                    self.seq,
+                    self.run_id,
+                    session_id,
+                    turn_id,
+                    ts,
+                    payload,
+                    raw,
+                    listed,
+                )
+            )
         return storable(
-            build(
+            CanonicalEvent(
                 type=payload.TYPE,
                 seq=self.seq,
                 run_id=self.run_id,
@@ -130,6 +144,6 @@ class Sequencer:
                 ts=ts,
                 payload=payload,
                 raw=raw,
-                flags=list(flags) if flags else [],
+                flags=listed,
             )
         )

@@ -171,7 +171,12 @@ class ApprovalGuard:
     def prepare(self, drafts: Sequence[Draft]) -> list[Draft]:
         """Tool events naming terminals: baton's keep their output, the agent's own are
         labelled ``agent_terminal_ids`` and keep the output the agent reported."""
-        return [self._with_terminals(d) for d in drafts]
+        out = list(drafts)
+        for i, draft in enumerate(out):
+            payload = draft.payload
+            if isinstance(payload, _ToolExecution) and payload.terminal_ids:
+                out[i] = self._with_terminals(draft, payload)
+        return out
 
     def acts_on(self, draft: Draft) -> bool:
         """A completed tool call (audited) and a mode or config change (re-verified)."""
@@ -225,10 +230,7 @@ class ApprovalGuard:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _with_terminals(self, draft: Draft) -> Draft:
-        payload = draft.payload
-        if not isinstance(payload, _ToolExecution) or not payload.terminal_ids:
-            return draft
+    def _with_terminals(self, draft: Draft, payload: _ToolExecution) -> Draft:
         ours = [t for t in payload.terminal_ids if self.terminals.knows(t)]
         theirs = [t for t in payload.terminal_ids if not self.terminals.knows(t)]
         update: dict[str, Any] = {}
