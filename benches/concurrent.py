@@ -6,6 +6,12 @@ measured in the same round. Per row: the wall time of the whole batch, the updat
 second all the runs ingest together, that as a ratio to the single run's, and how many
 runs failed or said anything about a busy or locked store (the target is none; issue 15
 also asks for at least 0.5× the single process's rate).
+
+Each of the N processes pays its own start (imports, store, agent spawn: ~0.3 s of CPU),
+the single run pays it once, so the plain ratio is mostly the cost of N starts. The
+ingest ratio cancels them as the ingest bench does: each batch is also run at a tenth of
+its updates, and the rate is the difference, (t(C) − t(C/10)) over 0.9 × the updates,
+for the N runs and for the single run alike. The target is judged on that ratio.
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ def _batch(project: Project, runs: int, count: int) -> tuple[float, int]:
     bad = 0
     for proc in procs:
         _, err = proc.communicate(timeout=1800)
-        text = err.decode(errors="replace").lower()
-        if proc.returncode != 0 or "locked" in text or "busy" in text:
+        text = err.decode(errors="replace")
+        if proc.returncode != 0 or "locked" in text.lower() or "busy" in text.lower():
             bad += 1
+            print(f"  a run of {runs} failed or waited (exit {proc.returncode}): {text[-600:]!r}")
     return time.perf_counter() - start, bad
 
 
@@ -53,19 +60,32 @@ def run(sizes: Sequence[int], count: int, repeats: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="baton-bench-concurrent-"))
     rows = []
     try:
-        project = Project(tmp, (count, *(n * count for n in sizes)))
+        small = max(1, count // 10)
+        project = Project(tmp, (count, small, *(n * c for n in sizes for c in (count, small))))
         for runs in sizes:
             many: list[float] = []
             one: list[float] = []
+            many_ingest: list[float] = []
+            one_ingest: list[float] = []
             failures = 0
             for _ in range(repeats):
-                wall, bad = _batch(project, runs, count)
-                many.append(runs * count / wall)
-                failures += bad
-                wall, bad = _batch(project, 1, runs * count)
-                one.append(runs * count / wall)
-                failures += bad
+                walls = []
+                for batch_runs, each in (
+                    (runs, count),
+                    (runs, small),
+                    (1, runs * count),
+                    (1, runs * small),
+                ):
+                    wall, bad = _batch(project, batch_runs, each)
+                    walls.append(wall)
+                    failures += bad
+                many.append(runs * count / walls[0])
+                one.append(runs * count / walls[2])
+                ingested = runs * (count - small)
+                many_ingest.append(ingested / max(walls[0] - walls[1], 1e-9))
+                one_ingest.append(ingested / max(walls[2] - walls[3], 1e-9))
             rate, single = median(many), median(one)
+            ingest_ratio = median(many_ingest) / median(one_ingest)
             rows.append(
                 [
                     str(runs),
@@ -74,8 +94,9 @@ def run(sizes: Sequence[int], count: int, repeats: int) -> None:
                     f"{rate:,.0f}",
                     f"{single:,.0f}",
                     f"{rate / single:.2f}",
+                    f"{ingest_ratio:.2f}",
                     str(failures),
-                    "MET" if failures == 0 and rate >= 0.5 * single else "NOT MET",
+                    "MET" if failures == 0 and ingest_ratio >= 0.5 else "NOT MET",
                 ]
             )
     finally:
@@ -90,6 +111,7 @@ def run(sizes: Sequence[int], count: int, repeats: int) -> None:
             "updates/s together",
             "one run, same total",
             "× one run",
+            "ingest × one run",
             "failed or busy",
             "target",
         ],
@@ -97,5 +119,7 @@ def run(sizes: Sequence[int], count: int, repeats: int) -> None:
     )
     print(
         "\nWall times include each process's start (imports, store, agent spawn); the single "
-        "run pays it once. Busy = any stderr line mentioning a busy or locked store."
+        "run pays it once. Ingest × one run: both rates with the starts cancelled, "
+        "(t(C) − t(C/10)) / 0.9 C (the target). Busy = any stderr line mentioning a busy or "
+        "locked store."
     )

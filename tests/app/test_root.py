@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.app import Baton
+from baton.app import Baton, recovery
 from baton.errors import UsageError
 from baton.requests.model import parse_document
 from baton.requests.states import State
@@ -24,20 +24,23 @@ PERMISSION = parse_document(
 )
 
 
+def _dead_owners_run(run_id: str, cwd: Path) -> RunRecord:
+    """A running run whose process (a pid beyond the kernel's range) is gone."""
+    return RunRecord(
+        run_id=run_id,
+        kind="run",
+        agent="fake",
+        cwd=str(cwd),
+        status="running",
+        created_at="2026-01-01T00:00:00.000Z",
+        meta={"pid": 2**22 + 12345, "host": socket.gethostname(), "boot": ""},
+    )
+
+
 async def test_opening_recovers_what_a_dead_baton_left(tmp_path: Path) -> None:
     state = tmp_path / "state"
     async with Baton.open(state_dir=state) as first:
-        first.store.create_run(
-            RunRecord(
-                run_id="orphan",
-                kind="run",
-                agent="fake",
-                cwd=str(tmp_path),
-                status="running",
-                created_at="2026-01-01T00:00:00.000Z",
-                meta={"pid": 2**22 + 12345, "host": socket.gethostname(), "boot": ""},
-            )
-        )
+        first.store.create_run(_dead_owners_run("orphan", tmp_path))
         pending = await first.ledger.create(
             PERMISSION,
             run_id="orphan",
@@ -53,6 +56,31 @@ async def test_opening_recovers_what_a_dead_baton_left(tmp_path: Path) -> None:
         assert run is not None and run.status == "interrupted"
         types = [e.type for e in second.store.iter_events("orphan")]
         assert types == ["request.expired"], "the expiry is a stored event of its run"
+
+
+async def test_a_run_its_owner_finishes_while_another_baton_looks_keeps_its_ending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: a ``baton run`` starting while another one ended saw that run ``running``, then
+    its process gone, and failed to start ("run … already finished as 'completed'": the
+    owner had finished it in between); seen once in 32 concurrent runs."""
+    state = tmp_path / "state"
+    async with Baton.open(state_dir=state) as first:
+        first.store.create_run(_dead_owners_run("raced", tmp_path))
+        store = first.store
+
+        def owner_finishes_then_exits(run_meta: object) -> bool:
+            store.finish_run("raced", "completed", "2026-01-01T00:00:01.000Z")
+            return True
+
+        monkeypatch.setattr(recovery, "_owner_dead", owner_finishes_then_exits)
+        await recovery.recover_interrupted(store, first.ledger)
+        run = store.get_run("raced")
+        assert run is not None and run.status == "completed", "the owner's ending stands"
+    monkeypatch.undo()
+    async with Baton.open(state_dir=state) as second:  # and a later look changes nothing
+        run = second.store.get_run("raced")
+        assert run is not None and run.status == "completed"
 
 
 async def test_a_run_is_finished_with_its_status_or_failed(tmp_path: Path) -> None:

@@ -106,13 +106,20 @@ def test_runs(store: Store) -> None:
     store.finish_run("run-2", "completed", "2026-02-01T00:09:00.000Z")  # same status: no-op
     finished = store.get_run("run-2")
     assert finished is not None
-    assert (finished.status, finished.ended_at) == ("completed", "2026-02-01T00:01:00.000Z")
+    finished_as = ("completed", "2026-02-01T00:01:00.000Z")
+    assert (finished.status, finished.ended_at) == finished_as
     with pytest.raises(StoreError, match="already finished as 'completed'"):
         store.finish_run("run-2", "failed", TS)
+    store.finish_run("run-2", "interrupted", TS, if_running=True)  # another's judgement
+    again = store.get_run("run-2")
+    assert again is not None and (again.status, again.ended_at) == finished_as
+    store.finish_run("run-1", "interrupted", TS, if_running=True)  # still running: moved
+    interrupted = store.get_run("run-1")
+    assert interrupted is not None and interrupted.status == "interrupted"
     with pytest.raises(StoreError, match="unknown run"):
         store.finish_run("nope", "failed", TS)
     with pytest.raises(StoreError, match="not a terminal run status"):
-        store.finish_run("run-1", "running", TS)
+        store.finish_run("run-2", "running", TS)
 
 
 def test_run_record_validates() -> None:

@@ -67,6 +67,6 @@ async def recover_interrupted(store: Store, ledger: Ledger) -> list[RequestRecor
         )
     await store.flush()
     now = format_ts(time.time())
-    for run_id in dead:
-        store.finish_run(run_id, "interrupted", now)
+    for run_id in dead:  # unless its owner finished it since we looked (and then exited)
+        store.finish_run(run_id, "interrupted", now, if_running=True)
     return expired

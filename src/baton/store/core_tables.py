@@ -155,13 +155,16 @@ class CoreTables(SnapshotReads, TableReads):
         with self._lock:
             self._last_seq.setdefault(run.run_id, 0)
 
-    def finish_run(self, run_id: str, status: str, ended_at: str) -> None:
-        """Move a running run to a terminal status; repeating the same status is a no-op."""
+    def finish_run(
+        self, run_id: str, status: str, ended_at: str, *, if_running: bool = False
+    ) -> None:
+        """Move a running run to a terminal status; repeating the same status is a no-op.
+        ``if_running``: a run already finished is left as it is (see :func:`finish_run_tx`)."""
         if status not in TERMINAL_RUN_STATUSES:
             raise StoreError(f"{status!r} is not a terminal run status")
 
         def update(conn: sqlite3.Connection) -> None:
-            finish_run_tx(Tx(conn), run_id, status, ended_at)
+            finish_run_tx(Tx(conn), run_id, status, ended_at, if_running=if_running)
 
         try:
             self._write_and_wait(update)
@@ -184,14 +187,20 @@ class CoreTables(SnapshotReads, TableReads):
             raise StoreError(f"cannot save session {session.session_id!r}: {exc}") from exc
 
 
-def finish_run_tx(tx: Tx, run_id: str, status: str, ended_at: str) -> None:
-    """The rule of :meth:`CoreTables.finish_run`, over any backend's :class:`Tx`."""
+def finish_run_tx(
+    tx: Tx, run_id: str, status: str, ended_at: str, *, if_running: bool = False
+) -> None:
+    """The rule of :meth:`CoreTables.finish_run`, over any backend's :class:`Tx`.
+
+    ``if_running`` is for a judge other than the run's owner (recovery: "its process is
+    gone"): the owner may have finished the run between that look and this transaction,
+    and its own ending stands."""
     if status not in TERMINAL_RUN_STATUSES:
         raise StoreError(f"{status!r} is not a terminal run status")
     current = tx.scalar("SELECT status FROM runs WHERE run_id = ?", (run_id,))
     if current is None:
         raise StoreError(f"unknown run {run_id!r}")
-    if current == status:
+    if current == status or (if_running and current != "running"):
         return
     if current != "running":
         raise StoreError(f"run {run_id!r} already finished as {current!r}")

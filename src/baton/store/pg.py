@@ -475,9 +475,13 @@ class PgStore(TableReads):
         with self._lock:
             self._last_seq.setdefault(run.run_id, 0)
 
-    def finish_run(self, run_id: str, status: str, ended_at: str) -> None:
-        """Move a running run to a terminal status; repeating the same status is a no-op."""
-        self.write_sync(lambda tx: finish_run_tx(tx, run_id, status, ended_at))
+    def finish_run(
+        self, run_id: str, status: str, ended_at: str, *, if_running: bool = False
+    ) -> None:
+        """Move a running run to a terminal status (as on SQLite, ``if_running`` too)."""
+        self.write_sync(
+            lambda tx: finish_run_tx(tx, run_id, status, ended_at, if_running=if_running)
+        )
 
     def upsert_session(self, session: SessionRecord) -> None:
         try:
