@@ -303,3 +303,26 @@ async def test_a_run_of_notifications_ends_before_the_next_request_response_or_b
     ]
     assert handler.seen[9][0] == "protocol"
     assert handler.seen[10:] == [("batch_end",)], "and once at the end of the read"
+
+
+async def test_a_fault_ending_a_run_is_reported_for_its_last_frame() -> None:
+    class FailingRunEnd(RunRecorder):
+        async def on_run_end(self) -> None:
+            raise OSError("emitting the run failed")
+
+    to_client, from_client = MemoryPipe(), MemoryPipe()
+    handler = FailingRunEnd()
+    conn = JsonRpcConnection(to_client, from_client, handler)
+    reader = asyncio.create_task(conn.run())
+    peer = Peer(to_client, from_client)
+    lines = [
+        {"jsonrpc": "2.0", "method": "n/one", "params": 1},
+        {"jsonrpc": "2.0", "method": "n/two", "params": 2},
+        {"jsonrpc": "2.0", "id": 4, "method": "echo", "params": 4},
+    ]
+    await peer.raw(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    assert (await peer.receive())["result"] == {"echo": 4}, "the request after it is handled"
+    to_client.close()
+    await asyncio.wait_for(reader, 5)
+    assert [(f.method, f.frame) for f in handler.faults] == [("n/two", 2)]
+    assert isinstance(handler.faults[0].cause, OSError)

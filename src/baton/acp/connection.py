@@ -127,7 +127,7 @@ class JsonRpcConnection:
         self._close_reason: BaseException | None = None
         self.frames_in = 0
         self.bytes_in = 0
-        self._run: str | None = None  # the last notification's method, until the run ends
+        self._run: tuple[str, int] | None = None  # the run's last notification: method, frame
         self.on_frame: FrameHook | None = None
 
     # ------------------------------------------------------------------ outbound
@@ -192,8 +192,7 @@ class JsonRpcConnection:
                     item = line if isinstance(line, FrameError) else decode_line(line)
                     if item is not None:
                         await self._dispatch_isolated(item)
-                method, self._run = self._run, None  # a fault: reported for the run's last frame
-                await self._isolated(method, self._handler.on_batch_end())
+                await self._run_end(self._handler.on_batch_end())
             for leftover in self._decoder.close():
                 await self._isolated(None, self._handler.on_protocol_error(leftover))
         except asyncio.CancelledError:
@@ -216,7 +215,7 @@ class JsonRpcConnection:
         try:
             if isinstance(item, FrameError):
                 if self._run is not None:
-                    await self._run_end()
+                    await self._run_end(self._handler.on_run_end())
                 await self._handler.on_protocol_error(item)
                 return
             message = item.message
@@ -224,24 +223,27 @@ class JsonRpcConnection:
                 self._observer("agent", message)
             kind = jsonrpc.classify(message)
             if isinstance(kind, Notification):  # a flood's frames: no coroutine in between
-                self._run = kind.method
+                self._run = (kind.method, self.frames_in)
                 await self._handler.on_notification(kind.method, kind.params)
             else:
                 if self._run is not None:  # what the notifications before it said comes first
-                    await self._run_end()
+                    await self._run_end(self._handler.on_run_end())
                 await self._dispatch_message(kind)
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
             await self._report(_method_of(item.message) if isinstance(item, Frame) else None, exc)
 
-    async def _run_end(self) -> None:  # a fault here is reported for the run's last frame
-        method, self._run = self._run, None
-        await self._isolated(method, self._handler.on_run_end())
+    async def _run_end(self, step: Awaitable[None]) -> None:
+        """End the run (``step``: the handler's end of it); a fault is the run's last frame's."""
+        run, self._run = self._run, None
+        await self._isolated(run[0] if run else None, step, run[1] if run else None)
 
-    async def _isolated(self, method: str | None, step: Awaitable[None]) -> None:
+    async def _isolated(
+        self, method: str | None, step: Awaitable[None], frame: int | None = None
+    ) -> None:
         try:
             await step
         except Exception as exc:  # a bug in baton: this frame's error, not the connection's
-            await self._report(method, exc)
+            await self._report(method, exc, frame)
 
     async def _report(self, method: str | None, exc: Exception, frame: int | None = None) -> None:
         error = FrameHandlingError(method, self.frames_in if frame is None else frame, exc)

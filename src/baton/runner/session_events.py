@@ -11,9 +11,10 @@ them all, whichever part emitted them.
 Streaming detail is emitted per run of the agent's notifications, not per update
 (:meth:`SessionEvents.drafts` with ``defer``): the work of stamping, storing and showing
 is then one pass over many events. The deferred drafts are emitted before anything
-else this session emits and at the end of every run (``on_batch_end``), and the reader
-only defers between awaits that do not suspend, so no other task can emit in between:
-the stream's order is the arrival order, as if each update were emitted at once.
+else this session emits and at the end of every run (the connection's ``on_run_end``
+before any other frame, ``on_batch_end`` at the end of a read), and the reader only
+defers between awaits that do not suspend, so no other task can emit in between: the
+stream's order is the arrival order, as if each update were emitted at once.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class SessionEvents:
     """The turn that ended last: late updates and stale requests belong to it."""
     stats: SessionStats = field(default_factory=SessionStats)
     watch: DraftWatch | None = None
-    _deferred: list[Draft] = field(default_factory=list)
+    _deferred: list[Draft] = field(default_factory=list, init=False, repr=False)
     """Drafts of the current run of notifications, not yet emitted (see the module)."""
 
     @property
