@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 from baton.events.model import (
     CanonicalEvent,
@@ -42,20 +44,6 @@ def refusal_code(payload: _ToolExecution) -> str | None:
     return code if isinstance(code, str) else None
 
 
-_TALLIED = frozenset(
-    cls.TYPE
-    for cls in (
-        RequestCreated,
-        RequestAnswered,
-        RequestExpired,
-        RequestCancelled,
-        RequestRejected,
-        ToolExecutionCompleted,
-    )
-)
-"""The event types :class:`Tally` counts."""
-
-
 class Tally:
     """What a run's exit code depends on beyond the turn's outcome, and what still waits."""
 
@@ -68,29 +56,31 @@ class Tally:
 
     def __call__(self, event: CanonicalEvent) -> None:
         self.last_event = time.monotonic()
-        if event.type not in _TALLIED:
-            return  # streaming detail: most events of a run
-        payload = event.payload
-        if isinstance(payload, RequestCreated):
-            self.waiting[payload.request_id] = payload
-        elif isinstance(payload, RequestAnswered):
-            self.waiting.pop(payload.request_id, None)
-            answer = payload.answer if isinstance(payload.answer, dict) else {}
-            if answer.get("decision") in ("deny", "reject") or answer.get("outcome") in (
-                "cancelled",
-                "deny",
-            ):
-                self.denied += 1
-        elif isinstance(payload, RequestExpired):
-            self.waiting.pop(payload.request_id, None)
-            self.expired += 1
-        elif isinstance(payload, RequestCancelled | RequestRejected):
-            self.waiting.pop(payload.request_id, None)
-        elif (
-            isinstance(payload, ToolExecutionCompleted)
-            and payload.status == "failed"
-            and refusal_code(payload) not in DEFERRED_CODES
+        count = _COUNTS.get(event.type)
+        if count is not None:  # most events of a run (streaming detail) count nothing
+            count(self, event.payload)
+
+    def _created(self, payload: RequestCreated) -> None:
+        self.waiting[payload.request_id] = payload
+
+    def _answered(self, payload: RequestAnswered) -> None:
+        self.waiting.pop(payload.request_id, None)
+        answer = payload.answer if isinstance(payload.answer, dict) else {}
+        if answer.get("decision") in ("deny", "reject") or answer.get("outcome") in (
+            "cancelled",
+            "deny",
         ):
+            self.denied += 1
+
+    def _expired(self, payload: RequestExpired) -> None:
+        self.waiting.pop(payload.request_id, None)
+        self.expired += 1
+
+    def _closed(self, payload: RequestCancelled | RequestRejected) -> None:
+        self.waiting.pop(payload.request_id, None)
+
+    def _completed(self, payload: ToolExecutionCompleted) -> None:
+        if payload.status == "failed" and refusal_code(payload) not in DEFERRED_CODES:
             self.failed_steps += 1
 
     @property
@@ -109,3 +99,14 @@ class Tally:
                 noun, _, rest = what.partition(" ")
                 parts.append(f"{count} {noun}{'' if count == 1 else 's'} {rest}")
         return ", ".join(parts)
+
+
+_COUNTS: dict[str, Callable[[Tally, Any], None]] = {
+    RequestCreated.TYPE: Tally._created,
+    RequestAnswered.TYPE: Tally._answered,
+    RequestExpired.TYPE: Tally._expired,
+    RequestCancelled.TYPE: Tally._closed,
+    RequestRejected.TYPE: Tally._closed,
+    ToolExecutionCompleted.TYPE: Tally._completed,
+}
+"""What :class:`Tally` counts, by event type (the payload is of that type's model)."""

@@ -51,6 +51,10 @@ __all__ = ["ApprovalGuard"]
 Cancel = Callable[[str], Coroutine[Any, Any, None]]
 
 
+_REVERIFIED = (ModeChanged, ConfigChanged)
+"""Drafts after which the session's approval mode is verified again."""
+
+
 class ApprovalGuard:
     """The approval verdict and the audit of one session."""
 
@@ -183,7 +187,7 @@ class ApprovalGuard:
         payload = draft.payload
         if isinstance(payload, _ToolExecution):
             return self.audit.may_find(payload)
-        return isinstance(payload, ModeChanged | ConfigChanged)
+        return isinstance(payload, _REVERIFIED)
 
     async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None:
         """What was just emitted: audit tool calls, re-verify mode changes."""
@@ -195,7 +199,7 @@ class ApprovalGuard:
                 findings = self.audit.tool(payload, owner)
                 if findings:  # nearly never: no coroutine per tool event for nothing
                     await self._audited(findings, owner)
-            elif isinstance(payload, ModeChanged | ConfigChanged):
+            elif isinstance(payload, _REVERIFIED):
                 await self._reverify(payload)
 
     def decided(self, record: RequestRecord) -> None:

@@ -68,35 +68,33 @@ class EventEmitter:
         event = self.sequencer.stamp(
             payload, session_id=session_id, turn_id=turn_id, raw=raw, flags=flags
         )
-        await self._store_and_show((event,))
+        await self._store_and_show(event)
         return event
 
-    async def _store_and_show(self, events: Iterable[CanonicalEvent]) -> None:
-        """Append each event and show it: streaming detail at once (behind any event still
-        awaiting its commit), decisions, refusals and endings once committed. ``events``
-        may be a generator that stamps each one as it is reached (one coroutine for a
-        batch of drafts, not one per event)."""
+    async def _store_and_show(self, event: CanonicalEvent) -> None:
+        """Append one event and show it: streaming detail at once (behind any event still
+        awaiting its commit), decisions, refusals and endings once committed (a run of
+        streaming detail goes through :meth:`_streamed` instead)."""
+        self.count += 1
         store = self.store
-        for event in events:
-            self.count += 1
-            if store is None:
-                self._notify(event)
-                continue
-            await store.append_async(event)
-            if not self.listeners:
-                continue
-            if _exposed_after_commit(event.type):
-                entry = [event, True, True]
-                self._held.append(entry)
-                try:
-                    await store.flush()
-                finally:
-                    entry[1] = False
-                    self._release()
-            elif self._held:
-                self._held.append([event, False, True])  # keep seq order behind a commit
-            else:
-                self._notify(event)
+        if store is None:
+            self._notify(event)
+            return
+        await store.append_async(event)
+        if not self.listeners:
+            return
+        if _exposed_after_commit(event.type):
+            entry = [event, True, True]
+            self._held.append(entry)
+            try:
+                await store.flush()
+            finally:
+                entry[1] = False
+                self._release()
+        elif self._held:
+            self._held.append([event, False, True])  # keep seq order behind a commit
+        else:
+            self._notify(event)
 
     async def commit(
         self,
@@ -164,7 +162,7 @@ class EventEmitter:
                 raw=draft.raw,
                 flags=draft.flags,
             )
-            await self._store_and_show((event,))
+            await self._store_and_show(event)
         if run:
             await self._streamed(run, session_id, turn_id)
 
