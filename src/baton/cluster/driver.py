@@ -7,7 +7,9 @@ through :class:`~baton.cluster.fencing.Placements` (each placement bumps the
 slot's epoch) and only then is the actor created, pinned to its host by that
 resource. Ray's state is a cache of the store's decisions: the actor's name is
 derived from the stored epoch, so a new driver (the coordinator restarted)
-re-attaches by name from the store alone.
+re-attaches by name from the store alone. An actor that dies while it starts (its node
+died, and Ray may not say so yet) fails its placement, and the slot is placed again,
+on another host when there is one.
 
 :class:`RemoteRoleSession` is the team loop's :class:`~baton.team.contract.RoleSession`
 over a role actor. When the actor dies under a turn (its host was killed, or cut
@@ -15,6 +17,9 @@ off and declared dead), the session records the host's failure, re-places the
 slot on another eligible host under the next epoch and runs the turn again in a
 fresh session with the task's context (:func:`resume_text`): the old copy, should
 it come back, is fenced out.
+
+Length: the driver and the remote session over it share the holder table and the
+handling of an actor's death; together they are the coordinator's edge to Ray.
 """
 
 from __future__ import annotations
@@ -220,7 +225,15 @@ class ClusterDriver:
             elif isinstance(decision, NoHost):
                 raise NoEligibleHost(decision.reason)
             elif isinstance(decision, Place):
-                placed = await self._place(spec, decision.host)
+                try:
+                    placed = await self._place(spec, decision.host)
+                except Exception as exc:
+                    if not _is_actor_death(exc):
+                        raise
+                    log.warning("slot %s: died starting on %s; placing again", slot, decision.host)
+                    await self.placements.fail(slot)  # its node died (Ray may not say so yet)
+                    avoid = decision.host
+                    continue
                 if placed is not None:
                     return placed
         raise NoEligibleHost(f"slot {slot!r}: its placement kept moving")
@@ -249,6 +262,7 @@ class ClusterDriver:
             await self._kill(holder)
             return None
         except BaseException:
+            self.holders.pop(spec.slot, None)
             await self._kill(holder)
             raise
         return holder
