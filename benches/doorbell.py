@@ -642,7 +642,7 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         waiting[slot] = task
 
     daemon._on_doorbell = spy  # type: ignore[method-assign]
-    daemon.executor.prompt_started = started
+    daemon.turns.prompt_started = started
 
     writer = port._lifecycle
 

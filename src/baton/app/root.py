@@ -47,7 +47,8 @@ from baton.store.store import Store
 if TYPE_CHECKING:
     from baton.cluster.config import ClusterConfig
     from baton.coordination.context import CoordinationContext
-    from baton.team.contract import RoleSessionFactory
+    from baton.coordination.mcp_hub import RoleHub
+    from baton.team.contract import HeldTurns, RoleSessionFactory
     from baton.team.loop import RunSummary, TeamLoop
 
 __all__ = ["Baton", "Run", "new_run_id"]
@@ -297,10 +298,12 @@ class Baton:
         self._check_open()
         from baton.team.service import run_team
 
-        factory_for = None
+        factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None
+        held_turns: HeldTurns | None = None
         if self.cluster is not None:
-            from baton.cluster.team_factory import cluster_factory_for
+            from baton.cluster.team_factory import cluster_factory_for, held_turns_for
 
+            held_turns = held_turns_for(ctx.project_dir)
             factory_for = cluster_factory_for(
                 self.cluster,
                 self.config,
@@ -319,4 +322,5 @@ class Baton:
             on_loop=on_loop,
             decorate=decorate,
             factory_for=factory_for,
+            held_turns=held_turns,
         )

@@ -101,7 +101,7 @@ async def _up(
     serve_port: int | None = None,
 ) -> int:
     from baton.team.contract import RoleSession, RoleSessionFactory
-    from baton.team.loop import DaemonBusy, TeamLoop
+    from baton.team.loop import TeamLoop, TeamLoopBusy
 
     ctx = coordination(project)
     run_id = new_run_id()
@@ -190,7 +190,7 @@ async def _up(
                         summary = await baton.run_team(
                             run, ctx, until_idle=until_idle, on_loop=bind, decorate=with_progress
                         )
-                    except DaemonBusy as exc:
+                    except TeamLoopBusy as exc:
                         raise CommandError(str(exc), hint="stop it with `baton down`") from exc
                     run.status = (
                         "interrupted" if summary.stopped and not asked_down else "completed"

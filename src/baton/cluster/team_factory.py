@@ -40,9 +40,12 @@ from baton.coordination.team import RoleSpec
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
-from baton.team.contract import RoleSession, RoleSessionFactory
+from baton.store.placement_sql import placed_holder
+from baton.store.tx import Tx
+from baton.team.contract import HeldTurns, RoleSession, RoleSessionFactory
+from baton.team.reconcile import HolderTurn
 
-__all__ = ["cluster_factory_for", "project_id"]
+__all__ = ["cluster_factory_for", "held_turns_for", "project_id"]
 
 log = logging.getLogger(__name__)
 
@@ -139,14 +142,29 @@ def cluster_factory_for(
     return with_hub
 
 
+def held_turns_for(workspace: Path) -> HeldTurns:
+    """What the team loop reads at start, for each open turn: the slot's live holder's
+    last turn, from its placement and its own stored events (the team loop never reads
+    placements itself)."""
+    project = project_id(workspace)
+
+    def held(tx: Tx, slot: str, now: float) -> HolderTurn | None:
+        marks = placed_holder(tx, project, slot)
+        if marks is None:
+            return None
+        return HolderTurn(marks.prompt_sha256, marks.ended, lease_live=now < marks.lease_expires_at)
+
+    return held
+
+
 def project_id(workspace: Path) -> str:
     """The team's identity on a shared cluster: its FCoP workspace id (``fcop/fcop.json``).
 
     Chosen over the project's path because it stays the same when the checkout moves or
     is reached under another path on the coordinator's host, and two checkouts of one
     repository are two teams only when they are two FCoP workspaces (the workspace's
-    clone check refuses a copied one). The team loop reads the same id from its FCoP port
-    (``port.workspace_id``) to find its holders after a restart.
+    clone check refuses a copied one). :func:`held_turns_for` finds the holders by it after
+    a restart.
     """
     return inspect_workspace_kind(workspace).workspace_id or ""
 

@@ -14,9 +14,9 @@ from baton.store.table import Table
 from baton.store.tx import Row, Tx
 
 __all__ = [
-    "DAEMON",
     "META",
     "OUTBOX",
+    "OWNER",
     "QUESTIONS",
     "REFUSALS",
     "ROLES",
@@ -99,7 +99,7 @@ SLOT_COLUMNS: Final = (
     "approval",
 )
 ROLE_COLUMNS: Final = ("role", "breaker_until", "updated_at")
-DAEMON_COLUMNS: Final = (
+OWNER_COLUMNS: Final = (
     "id",
     "pid",
     "start_ticks",
@@ -152,7 +152,8 @@ REFUSAL_COLUMNS: Final = (
 TASKS: Final = Table("team_tasks", TASK_COLUMNS, "task_id")
 SLOTS: Final = Table("team_slots", SLOT_COLUMNS, "slot")
 ROLES: Final = Table("team_roles", ROLE_COLUMNS, "role")
-DAEMON: Final = Table("team_daemon", DAEMON_COLUMNS, "id")
+OWNER: Final = Table("team_daemon", OWNER_COLUMNS, "id")
+"""The one ``baton up`` that owns the project (the table keeps its first name)."""
 OUTBOX: Final = Table("team_outbox", OUTBOX_COLUMNS, "id")
 QUESTIONS: Final = Table("team_questions", QUESTION_COLUMNS, "ask_id")
 REFUSALS: Final = Table("team_refusals", REFUSAL_COLUMNS, "id")

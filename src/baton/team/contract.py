@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from baton.coordination.binding import Binding
 from baton.coordination.team import RoleSpec
+from baton.store.tx import Tx
+from baton.team.reconcile import HolderTurn
 
-__all__ = ["RoleSession", "RoleSessionFactory", "TurnResult", "Usage"]
+__all__ = [
+    "AdoptingSession",
+    "HeldTurns",
+    "RoleSession",
+    "RoleSessionFactory",
+    "TurnResult",
+    "Usage",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +75,20 @@ class RoleSession(Protocol):
 
 RoleSessionFactory = Callable[[RoleSpec, Binding], Awaitable[RoleSession]]
 """Create (or resume) the session for a role slot whose MCP server serves ``Binding``."""
+
+
+@runtime_checkable
+class AdoptingSession(Protocol):
+    """A role session that can outlive its team loop (cluster mode: a role holder).
+
+    After a restart the loop asks it for the result of the turn whose prompt had
+    ``prompt_sha256`` instead of running that turn again; ``None``: it has no such turn.
+    """
+
+    async def adopt(self, prompt_sha256: str) -> TurnResult | None: ...
+
+
+HeldTurns = Callable[[Tx, str, float], HolderTurn | None]
+"""``(tx, slot, now) -> what the slot's live holder has`` (``None``: none). Given to the
+team loop only where role sessions outlive it (cluster mode); on one machine there is
+no such reader and every open turn of a dead loop is interrupted."""

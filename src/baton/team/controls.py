@@ -2,11 +2,11 @@
 
 A control is an outbox row (kind :data:`CANCEL_TURN`) that the owning ``baton up``
 consumes, like the rows the role tools write: the dashboard never talks to an agent,
-the daemon that holds the session acts (it cancels the turn as Ctrl-C does a one-off
+the team loop that holds the session acts (it cancels the turn as Ctrl-C does a one-off
 run, and records who asked, so the TASK goes to *needs attention* instead of being
 re-prompted). What the asking side can check is checked here, in one place: the slot
-exists and is working, on the task the human saw, and its daemon is running. The
-daemon checks again when it consumes the row (the turn may have ended meanwhile;
+exists and is working, on the task the human saw, and its team loop is running. The
+team loop checks again when it consumes the row (the turn may have ended meanwhile;
 then nothing is cancelled).
 """
 
@@ -41,7 +41,7 @@ class ControlRefused(BatonError):
 
 @dataclass(frozen=True, slots=True)
 class CancelAsk:
-    """A cancel as the daemon reads it back from its outbox row."""
+    """A cancel as the team loop reads it back from its outbox row."""
 
     slot: str
     pointer_seq: int
@@ -65,7 +65,7 @@ def cancel_ask(slot: str, data: dict[str, Any]) -> CancelAsk | None:
 def request_cancel(
     store: Store, slot: str, *, task_id: str | None, reason: str, via: str
 ) -> dict[str, Any]:
-    """Ask the daemon to cancel ``slot``'s running turn; returns what was posted.
+    """Ask the team loop to cancel ``slot``'s running turn; returns what was posted.
 
     ``task_id`` is the task the human saw the slot working on: when the slot has
     moved on, nothing is posted (a late click must not cancel the next turn).

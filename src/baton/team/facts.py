@@ -1,8 +1,8 @@
-"""Gathering the :class:`~baton.team.decide.Facts` of one TASK (blocking I/O: run in a thread).
+"""Gathering the :class:`~baton.team.next_step.Facts` of one TASK (blocking I/O: run in a thread).
 
 FCoP through the port (stage, attempt, REPORT head, children, decision
 REVIEWs) and the store (baton's record, its turns, its question, the human
-requests it has open), read fresh every time: decide never sees a cache that a
+requests it has open), read fresh every time: next_step never sees a cache that a
 crash could have left stale.
 """
 
@@ -23,7 +23,7 @@ from baton.requests.records import RequestRecord, record_from_row
 from baton.store import requests_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
-from baton.team.decide import (
+from baton.team.next_step import (
     ChildView,
     DecisionView,
     Facts,
@@ -33,6 +33,7 @@ from baton.team.decide import (
     TeamRules,
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
+from baton.team.states import QUESTION, QuestionEvent, QuestionState
 
 log = logging.getLogger("baton.team.facts")
 
@@ -218,8 +219,9 @@ class FactSource:
             prerequisites = self.prerequisites(info)
         question = stored.question
         answer = question_answer(stored.question_request)
-        if question is not None and question.state == "pending" and answer is not None:
-            question = dataclasses.replace(question, state="answered", answer=answer)
+        if question is not None and question.state is QuestionState.PENDING and answer is not None:
+            state = QUESTION.next(question.state, QuestionEvent.ANSWER)
+            question = dataclasses.replace(question, state=state, answer=answer)
         last = stored.last_turn
         return Facts(
             task=view,

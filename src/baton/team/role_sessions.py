@@ -113,7 +113,7 @@ class AcpRoleSession:
 
     async def close(self) -> None:
         try:
-            await self.session.close("the daemon released the role session")
+            await self.session.close("the team loop released the role session")
         finally:
             if self.release is not None:
                 self.release()
@@ -132,9 +132,9 @@ def role_session_factory(
     mcp_env: Mapping[str, str] | None = None,
     hub: RoleHub | None = None,
 ) -> RoleSessionFactory:
-    """The real factory ``baton up`` hands to the daemon.
+    """The real factory ``baton up`` hands to the team loop.
 
-    Each session gets baton's role tools for its binding: with ``hub`` (the daemon's
+    Each session gets baton's role tools for its binding: with ``hub`` (the team loop's
     MCP endpoint), an ``http`` entry when the agent advertises HTTP MCP, else the stdio
     shim, each with a credential minted for this session (the slot's previous one stops
     working); without it, the per-slot role MCP server (``mcp_env`` in its environment).

@@ -19,7 +19,7 @@ from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
-from baton.team.contract import RoleSessionFactory
+from baton.team.contract import HeldTurns, RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
 from baton.team.role_sessions import role_session_factory
@@ -39,13 +39,15 @@ async def run_team(
     decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
     role_mcp: Literal["hub", "server"] = "hub",
     factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
+    held_turns: HeldTurns | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
 
     ``role_mcp``: ``hub`` serves every slot's role tools from this process
     (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
     (kept to measure against, ``benches/slots.py``). ``factory_for`` builds the
-    role-session factory from the hub instead (cluster mode: role actors on workers).
+    role-session factory from the hub instead (cluster mode: role actors on workers),
+    and ``held_turns`` reads what those actors still hold across a restart.
     """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
@@ -82,6 +84,7 @@ async def run_team(
             ledger=ledger,
             state_dir=ctx.state_dir,
             watch_group=reaper.watch,
+            held_turns=held_turns,
         )
         if on_loop is not None:
             on_loop(loop)

@@ -4,7 +4,7 @@ A slot's durable part is its ``team_slots`` row (moved only through
 :data:`baton.team.states.SLOT`, each move committed with a ``team.slot.changed``
 event); its live part is the :class:`~baton.team.contract.RoleSession`, created
 by the factory on the slot's first job (no work, no wake) and again after it
-failed. The binding the slot's MCP server reads is written when the daemon
+failed. The binding the slot's MCP server reads is written when the team loop
 opens the slot, so a server started later always finds it.
 """
 

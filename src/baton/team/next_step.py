@@ -1,4 +1,4 @@
-"""What the team loop does next with one TASK, from facts only: ``decide(facts) -> Step``.
+"""What the team loop does next with one TASK, from facts only: ``next_step(facts) -> Step``.
 
 The facts it reads are defined here; the steps it answers with are
 :mod:`baton.team.steps` (the executor's vocabulary).
@@ -23,7 +23,7 @@ The rules, in the order they are checked:
    finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
    otherwise queue the work for its role; in a slot, claim it (T2).
 4. ``active``: a turn of this attempt still dispatched/running in a dead
-   daemon is *interrupted*: with a REPORT it is submitted, else the role is
+   team loop is *interrupted*: with a REPORT it is submitted, else the role is
    re-prompted with its context (``resume``; the same deterministic operation
    ids make a re-prompted leader create only the missing children). A REPORT
    head is submitted (T3). Nothing dispatched yet: the task prompt (or the
@@ -48,7 +48,7 @@ from typing import Literal
 
 from baton.coordination.ordering import Prerequisite, Unmet, Waiting, gate
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
-from baton.team.states import DispatchState, TaskState
+from baton.team.states import DispatchState, QuestionState, TaskState
 from baton.team.steps import (
     ApplyDecision,
     ApplyHumanReview,
@@ -78,7 +78,7 @@ __all__ = [
     "ReportView",
     "RequestView",
     "TeamRules",
-    "decide",
+    "next_step",
 ]
 
 OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
@@ -141,7 +141,7 @@ class RequestView:
 
 @dataclass(frozen=True, slots=True)
 class TeamRules:
-    """The team's rules, as decide needs them (from ``[team]`` in ``baton.toml``)."""
+    """The team's rules, as next_step needs them (from ``[team]`` in ``baton.toml``)."""
 
     human: str
     leader: str
@@ -167,7 +167,7 @@ class Facts:
     last_turn: TurnRecord | None = None
     """The last dispatch for this TASK (any attempt, any kind)."""
     turn_live: bool = False
-    """The last turn is running in *this* daemon right now."""
+    """The last turn is running in *this* team loop right now."""
     question: QuestionRecord | None = None
     """An open ``ask_human`` question of the current attempt."""
     review: RequestView | None = None
@@ -196,7 +196,7 @@ class Facts:
         )
 
 
-# ---------------------------------------------------------------------- decide
+# ------------------------------------------------------------------- next step
 
 
 def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
@@ -270,9 +270,9 @@ def _active(f: Facts, p: TeamRules) -> Step:
     if open_children:
         return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
     question = f.question
-    if question is not None and question.state == "pending":
+    if question is not None and question.state is QuestionState.PENDING:
         return Note(TaskState.WAITING_HUMAN, f"{question.role} asked {p.human} a question")
-    if question is not None and question.state == "answered":
+    if question is not None and question.state is QuestionState.ANSWERED:
         return _work(f, "answer", p)
     if turn.outcome != "completed":
         if record is not None and record.resumes >= p.retries:
@@ -339,7 +339,7 @@ def _review(f: Facts, p: TeamRules) -> Step:
     return Dispatch("review")
 
 
-def decide(f: Facts, p: TeamRules) -> Step:
+def next_step(f: Facts, p: TeamRules) -> Step:
     """The next step for one TASK (see the module docstring for the rules)."""
     task, record = f.task, f.record
     if task.stage == "ambiguous":
