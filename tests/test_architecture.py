@@ -26,9 +26,9 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.web",),  # the web surface (``baton serve`` mounts it)
     ("baton.app",),  # the composition root: Baton.open(project)
     ("baton.cluster",),  # cluster mode: role sessions as Ray actors, placements, epoch fencing
-    ("baton.team",),  # the team loop: decide(facts) -> actions
+    ("baton.team",),  # the team loop: next_step(facts) -> step -> handler
     # Siblings: none of these imports another.
-    ("baton.coordination", "baton.runner", "baton.testing", "baton.agents"),
+    ("baton.coordination", "baton.runner", "baton.testing", "baton.agents", "baton.worktrees"),
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client
     ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence

@@ -68,6 +68,14 @@ def test_readme_first_screen_gets_a_newcomer_to_their_own_repository(
     repo = tmp_path / "your-repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True, env=user_env(user_home))
+    (repo / "README.md").write_text("# your repository\n", encoding="utf-8")
+    for git in (["add", "README.md"], ["commit", "-qm", "the user's own history"]):
+        subprocess.run(
+            ["git", "-c", "user.name=Dana", "-c", "user.email=dana@example.org", *git],
+            cwd=repo,
+            check=True,
+            env=user_env(user_home),
+        )
     (repo / "TASK.md").write_text(TASK, encoding="utf-8")
     bin_dir = baton_wrapper(tmp_path / "bin")  # stands for `pipx install`
 

@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.project import without_isolation
+
 ROLES = ("DEV", "QA", "OPS")
 CHECKLIST = """Release {n}.
 
@@ -187,6 +189,7 @@ class Project:
         done = project.baton("init")
         if done.returncode != 0:
             raise RuntimeError(f"baton init failed: {done.stderr}")
+        without_isolation(root)
         (root / "counters").mkdir()
         (root / "TASK.md").write_text(CHECKLIST.format(n=index))
         created = project.baton(

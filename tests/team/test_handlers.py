@@ -16,7 +16,7 @@ def test_the_loops_table_handles_every_step_but_wait(team: Team) -> None:
     loop = team.loop(team.factory())
     table = loop.executor.handlers
     assert table.missing() == frozenset()
-    assert steps.Wait in step_types() and len(step_types()) == 16
+    assert steps.Wait in step_types() and len(step_types()) == 18
 
 
 class _Noop:
@@ -38,4 +38,3 @@ async def test_performing_a_step_nobody_handles_is_a_bug_not_a_wait() -> None:
     facts = Facts(task=task, record=None, role=None)
     with pytest.raises(AssertionError, match="no handler for Settle"):
         await table.perform(steps.Settle(), facts, None)
-

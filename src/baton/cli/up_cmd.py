@@ -127,10 +127,10 @@ async def _up(
             team_loop.stop(f"stopped by {why}")
 
     def with_progress(open_role: RoleSessionFactory) -> RoleSessionFactory:
-        async def factory(spec: Any, binding: Any) -> RoleSession:
+        async def factory(spec: Any, binding: Any, cwd: Path | None) -> RoleSession:
             """A role session, with a progress line when starting it takes a while."""
             with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-                return await open_role(spec, binding)
+                return await open_role(spec, binding, cwd)
 
         return factory
 

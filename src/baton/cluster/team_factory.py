@@ -82,7 +82,7 @@ def cluster_factory_for(
                 )
             return drivers[0]
 
-        async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
+        async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
             slot = binding.session_name
             held: list[SlotCredential | Grant] = []
 
@@ -114,7 +114,7 @@ def cluster_factory_for(
                 lease_s=cluster.lease_s,
                 parent_run=emitter.run_id,
                 profile=_remote_profile(config.profile(spec.agent), cluster),
-                workspace=str(workspace),
+                workspace=str(cwd or workspace),
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
                 extra={"role": spec.name},

@@ -502,6 +502,23 @@ class TeamTaskChanged(Payload):
     reason: str | None = None
 
 
+class TeamWorktreeChanged(Payload):
+    """A task tree's branch and worktree moved (``baton.worktrees.states``): created,
+    checkpointed, merging, merged, salvaged, restored, removed."""
+
+    TYPE: ClassVar[str] = "team.worktree.changed"
+    root_task: str
+    branch: str
+    from_state: str | None
+    to_state: str
+    event: str
+    head_commit: str | None = None
+    """The branch head after this move (a checkpoint moves it without a state change)."""
+    merge_commit: str | None = None
+    salvage_ref: str | None = None
+    reason: str | None = None
+
+
 class TeamSlotChanged(Payload):
     """A role slot's session moved (idle, starting, ready, working, failed, closed)."""
 
@@ -708,6 +725,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         RequestCancelled,
         RequestRejected,
         TeamTaskChanged,
+        TeamWorktreeChanged,
         TeamSlotChanged,
         TeamRefusal,
         TeamRecovery,

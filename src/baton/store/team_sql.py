@@ -24,6 +24,7 @@ __all__ = [
     "TASKS",
     "TEAM_TOPIC",
     "TURNS",
+    "WORKTREES",
 ]
 
 TEAM_TOPIC: Final = "team"
@@ -134,6 +135,22 @@ QUESTION_COLUMNS: Final = (
     "asked_at",
     "updated_at",
 )
+WORKTREE_COLUMNS: Final = (
+    "root_task",
+    "state",
+    "branch",
+    "path",
+    "base_ref",
+    "base_commit",
+    "head_commit",
+    "merge_commit",
+    "merge_rule",
+    "salvage_ref",
+    "reason",
+    "created_at",
+    "updated_at",
+    "version",
+)
 REFUSAL_COLUMNS: Final = (
     "id",
     "name",
@@ -158,6 +175,8 @@ OUTBOX: Final = Table("team_outbox", OUTBOX_COLUMNS, "id")
 QUESTIONS: Final = Table("team_questions", QUESTION_COLUMNS, "ask_id")
 REFUSALS: Final = Table("team_refusals", REFUSAL_COLUMNS, "id")
 META: Final = Table("team_meta", ("key", "value"), "key")
+WORKTREES: Final = Table("team_worktrees", WORKTREE_COLUMNS, "root_task")
+"""One row per task tree working on its own branch (:mod:`baton.worktrees`)."""
 
 
 class _Turns(Table):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from baton.coordination.binding import Binding
@@ -73,8 +74,9 @@ class RoleSession(Protocol):
     async def close(self) -> None: ...
 
 
-RoleSessionFactory = Callable[[RoleSpec, Binding], Awaitable[RoleSession]]
-"""Create (or resume) the session for a role slot whose MCP server serves ``Binding``."""
+RoleSessionFactory = Callable[[RoleSpec, Binding, Path | None], Awaitable[RoleSession]]
+"""Create (or resume) the session for a role slot whose MCP server serves ``Binding``,
+working in the given folder (a task tree's worktree; None: the project itself)."""
 
 
 @runtime_checkable

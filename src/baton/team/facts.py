@@ -34,6 +34,7 @@ from baton.team.next_step import (
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 from baton.team.states import QUESTION, QuestionEvent, QuestionState
+from baton.worktrees.model import WorktreeRecord
 
 log = logging.getLogger("baton.team.facts")
 
@@ -62,6 +63,30 @@ class _Stored:
     question_request: RequestRecord | None
     review: RequestRecord | None
     attention: RequestRecord | None
+    tree_root: str | None = None
+    worktree: WorktreeRecord | None = None
+
+
+MAX_TREE_DEPTH = 32
+"""Parent links followed to a tree's root (deeper is a loop or a hostile chain)."""
+
+
+def tree_root(tx: Tx, task_id: str, record: TaskRecord | None) -> str:
+    """The TASK whose branch ``task_id`` works on: recorded at its first dispatch, else
+    its topmost ancestor (the TASK a human filed)."""
+    if record is not None and record.workspace:
+        return record.workspace
+    root, up = task_id, record.parent if record is not None else None
+    for _ in range(MAX_TREE_DEPTH):
+        if not up:
+            break
+        root = up
+        row = team_sql.TASKS.get(tx, up)
+        parent = TaskRecord.from_row(row) if row is not None else None
+        if parent is not None and parent.workspace:
+            return parent.workspace
+        up = parent.parent if parent is not None else None
+    return root
 
 
 def _request(tx: Tx, request_id: str | None) -> RequestRecord | None:
@@ -105,10 +130,14 @@ def question_answer(request: RequestRecord | None) -> str | None:
 class FactSource:
     """Reads the facts of a TASK from FCoP and the store (call from a worker thread)."""
 
-    def __init__(self, port: FcopPort, store: Store, team: TeamConfig) -> None:
+    def __init__(
+        self, port: FcopPort, store: Store, team: TeamConfig, *, isolated: bool = False
+    ) -> None:
         self.port = port
         self.store = store
         self.team = team
+        self.isolated = isolated
+        """Task trees work on their own branches (:mod:`baton.team.workspaces`)."""
 
     def record(self, task_id: str) -> TaskRecord | None:
         row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
@@ -137,7 +166,14 @@ class FactSource:
             if attempt is not None:
                 qrow = team_sql.open_question(tx, task_id, attempt)
                 question = QuestionRecord.from_row(qrow) if qrow is not None else None
+            root = worktree = None
+            if self.isolated:
+                root = tree_root(tx, task_id, record)
+                wrow = team_sql.WORKTREES.get(tx, root)
+                worktree = WorktreeRecord.from_row(wrow) if wrow is not None else None
             return _Stored(
+                tree_root=root,
+                worktree=worktree,
                 record=record,
                 last_turn=turns[-1] if turns else None,
                 review_turns=sum(
@@ -240,6 +276,8 @@ class FactSource:
             slot_role=slot_role,
             for_review=for_review,
             prerequisites=prerequisites,
+            tree_root=stored.tree_root,
+            worktree=stored.worktree,
         )
 
     def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:

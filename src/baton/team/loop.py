@@ -78,6 +78,7 @@ from baton.team.slots import Slot, Slots
 from baton.team.summary import RunSummary, summarize
 from baton.team.sweeps import LoopSweeps
 from baton.team.turns import TurnRunner
+from baton.team.workspaces import Workspaces
 
 __all__ = ["RunSummary", "TeamLoop", "TeamLoopBusy"]
 
@@ -128,7 +129,10 @@ class TeamLoop:
             now=utc_now,
             watch=watch_group,
         )
-        facts = FactSource(port, store, team)
+        self.workspaces = Workspaces.open(
+            port.root, team.isolation, store=store, journal=journal, now=utc_now
+        )
+        facts = FactSource(port, store, team, isolated=self.workspaces.enabled)
         prompts = Prompts(port, team)
         self.book = TaskBook(
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
@@ -140,7 +144,12 @@ class TeamLoop:
             book=self.book, port=port, team=team, run_id=run_id, watch_request=self.answers.watch
         )
         self.turns = TurnRunner(
-            book=self.book, slots=self.slots, prompts=prompts, team=team, run_id=run_id
+            book=self.book,
+            slots=self.slots,
+            prompts=prompts,
+            team=team,
+            run_id=run_id,
+            workspaces=self.workspaces,
         )
         rules = policy_for(team)
         handlers = handler_table(
@@ -157,6 +166,7 @@ class TeamLoop:
                 enqueue=self._enqueue,
                 schedule=self.schedule,
                 watch_request=self.answers.watch,
+                workspaces=self.workspaces,
             )
         )
         self.executor = Executor(
@@ -184,6 +194,7 @@ class TeamLoop:
             schedule=self.schedule,
             state_dir=state_dir,
             held_turns=held_turns,
+            workspaces=self.workspaces,
         )
         self.outbox = OutboxReader(
             store=store,

@@ -38,6 +38,13 @@ The rules, in the order they are checked:
    recorded decision is applied, else the review is asked of the reviewer
    (``explicit``) or the parent is re-evaluated (``on_consolidation``).
 6. ``done``/``archive``: settled; the parent is re-evaluated.
+
+With ``[team] isolation = "worktree"`` a turn first needs its tree's branch and
+worktree (:class:`PrepareWorktree`), and the human's approval of a tree's root is
+a merge before it is T4 (:class:`MergeTree`).
+
+Length: the facts and the rules that read them, side by side (a fact exists for a
+rule; a reader of one needs the other).
 """
 
 from __future__ import annotations
@@ -57,10 +64,12 @@ from baton.team.steps import (
     Dispatch,
     Fail,
     JobKind,
+    MergeTree,
     Note,
     NotifyParent,
     NotRun,
     OpenReview,
+    PrepareWorktree,
     Queue,
     Resolve,
     Retry,
@@ -69,6 +78,8 @@ from baton.team.steps import (
     Submit,
     Wait,
 )
+from baton.worktrees.model import WorktreeRecord
+from baton.worktrees.states import WorktreeState
 
 __all__ = [
     "ChildView",
@@ -182,6 +193,14 @@ class Facts:
     """The slot worker took this TASK as a review job (its sender reviews it)."""
     prerequisites: tuple[Prerequisite, ...] = ()
     """An inbox TASK's sibling prerequisites (its ``references`` to siblings), with facts."""
+    tree_root: str | None = None
+    """The TASK whose branch this one works on (itself for a root); None: no isolation."""
+    worktree: WorktreeRecord | None = None
+    """That tree's branch and worktree, once made."""
+
+    @property
+    def is_tree_root(self) -> bool:
+        return self.tree_root is not None and self.tree_root == self.task.task_id
 
     @property
     def own_slot(self) -> bool:
@@ -206,7 +225,24 @@ def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
     record = f.record
     if record is not None and record.turns >= p.turn_limit and kind != "resume":
         return Attention(f"turn limit ({p.turn_limit}) reached without a settled report")
-    return Dispatch(kind) if f.own_slot else Queue(f.role)
+    if not f.own_slot:
+        return Queue(f.role)
+    return _in_worktree(f) or Dispatch(kind)
+
+
+def _in_worktree(f: Facts) -> Step | None:
+    """Before a turn of an isolated tree: its branch and worktree must be live."""
+    if f.tree_root is None:
+        return None
+    worktree = f.worktree
+    if worktree is None or worktree.state is WorktreeState.CREATING:
+        return PrepareWorktree(f.tree_root)
+    if worktree.state is not WorktreeState.LIVE:
+        return Attention(
+            f"its task tree's branch {worktree.branch} is {worktree.state.value}: "
+            "no agent works on it any more"
+        )
+    return None
 
 
 def _open_children(f: Facts, p: TeamRules) -> list[ChildView]:
@@ -306,6 +342,15 @@ def _review(f: Facts, p: TeamRules) -> Step:
                 return Note(TaskState.IN_REVIEW, f"waiting for {p.human}'s review")
             return Wait(f"waiting for {p.human}'s review")
         if review.state == "answered" and review.approve is not None:
+            worktree = f.worktree
+            if (
+                review.approve
+                and f.is_tree_root
+                and worktree is not None
+                and worktree.state
+                in (WorktreeState.LIVE, WorktreeState.MERGING, WorktreeState.MERGED)
+            ):
+                return MergeTree(review.request_id)  # then the approval itself (T4)
             return ApplyHumanReview(review.request_id, review.approve, review.reason or "")
         return Attention(f"the review request {review.request_id} is {review.state}")
     if f.decision is not None:
@@ -336,7 +381,7 @@ def _review(f: Facts, p: TeamRules) -> Step:
         return Queue(f.reviewer_role, review=True)
     if f.review_turns >= p.turn_limit:
         return Attention(f"turn limit ({p.turn_limit}) reached while {task.sender} reviews")
-    return Dispatch("review")
+    return _in_worktree(f) or Dispatch("review")
 
 
 def next_step(f: Facts, p: TeamRules) -> Step:

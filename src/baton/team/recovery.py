@@ -38,6 +38,7 @@ from baton.team.slots import Slot, Slots
 from baton.team.states import DispatchState, TaskState
 from baton.team.turns import RoleTurn, TurnRunner
 from baton.team.two_stages import record_recovery, repair_two_stages
+from baton.team.workspaces import Workspaces
 
 __all__ = ["LIVE_STATES", "Recovery"]
 
@@ -65,7 +66,9 @@ class Recovery:
         schedule: Callable[[str], None],
         state_dir: Path | None,
         held_turns: HeldTurns | None,
+        workspaces: Workspaces,
     ) -> None:
+        self.workspaces = workspaces
         self.port = port
         self.team = team
         self.store = store
@@ -91,8 +94,11 @@ class Recovery:
         await migrate_legacy_state(self.state_dir, self.store, self.journal, self.team)
 
     async def recover(self) -> None:
-        """Interrupt the dead loop's turns, clean temporaries, repair two-stage TASKs."""
+        """Interrupt the dead loop's turns, finish what git steps a crash cut short
+        (and checkpoint what its agents left), clean temporaries, repair two-stage TASKs."""
         await self._interrupt_open_turns()
+        for record, action in await self.workspaces.recover():
+            log.info("worktree of %s (%s): %s", record.root_task, record.state, action.value)
         for repair in await asyncio.to_thread(clean_temporaries, self.port):
             await record_recovery(
                 self.journal, repair.task_id, repair.rule, "cleaned", repair.detail, None
@@ -163,7 +169,11 @@ class Recovery:
             result = None
             try:
                 await self._point_at(slot, turn)
-                session = await self.slots.ensure_session(slot)
+                task = await asyncio.to_thread(self.book.facts.record, turn.task_id)
+                cwd = await asyncio.to_thread(
+                    self.workspaces.cwd_of, task.workspace if task is not None else None
+                )
+                session = await self.slots.ensure_session(slot, cwd)
                 if isinstance(session, AdoptingSession) and turn.prompt_sha256 is not None:
                     result = await session.adopt(turn.prompt_sha256)
             except asyncio.CancelledError:  # baton stops: as a turn it ran itself (turns.py)

@@ -162,6 +162,7 @@ def role_session_factory(
         spec: RoleSpec,
         binding: Binding,
         *,
+        cwd: Path,
         resume: str | None,
         root: Path,
     ) -> tuple[AgentSession, bool, SlotCredential | None]:
@@ -181,7 +182,7 @@ def role_session_factory(
         try:
             session = await AgentSession.open(
                 profile,
-                workspace=workspace,
+                workspace=cwd,
                 emitter=emitter,
                 requests=RequestBroker(
                     ledger,
@@ -205,11 +206,14 @@ def role_session_factory(
             session.redactor.bind([credential.token])  # the agent's logs, should it echo it
         return session, bool(offered and offered[-1]), credential
 
-    async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
+    async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
         profile = config.profile(spec.agent)
         slot = binding.session_name
-        key = identity_key(profile, workspace, slot)
-        slot_id = f"role-{sanitize_id(slot)}"
+        where = cwd or workspace
+        key = identity_key(profile, where, slot)
+        # One stored session per slot and place: back in a tree's worktree, the slot
+        # resumes the session it had there (the agent keeps that tree's context).
+        slot_id = f"role-{sanitize_id(slot)}" + (f"@{sanitize_id(where.name)}" if cwd else "")
         previous = store.get_session(slot_id)
         resume = None
         if previous is not None:
@@ -226,7 +230,7 @@ def role_session_factory(
                 )
         root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
         session, http, credential = await open_session(
-            profile, spec, binding, resume=resume, root=root
+            profile, spec, binding, cwd=where, resume=resume, root=root
         )
         now = format_ts(time.time())
         store.upsert_session(
@@ -234,7 +238,7 @@ def role_session_factory(
                 session_id=slot_id,
                 agent=profile.name,
                 agent_session_id=session.agent_session_id or "",
-                cwd=str(workspace),
+                cwd=str(where),
                 identity_key=key,
                 created_at=previous.created_at if previous else now,
                 updated_at=now,

@@ -253,6 +253,8 @@ class SlotEvent(StrEnum):
     """The session could not start, or died."""
     CLOSE = "close"
     """The team loop released the session."""
+    RELEASE = "release"
+    """The session was closed to work elsewhere (another task tree's worktree)."""
 
 
 _S = SlotState
@@ -277,6 +279,8 @@ SLOT: StateTable[SlotState, SlotEvent] = _table(
         (_S.READY, _SE.CLOSE): _S.CLOSED,
         (_S.WORKING, _SE.CLOSE): _S.CLOSED,
         (_S.FAILED, _SE.CLOSE): _S.CLOSED,
+        (_S.READY, _SE.RELEASE): _S.IDLE,
+        (_S.FAILED, _SE.RELEASE): _S.IDLE,
     },
 )
 

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from baton.coordination.team import TeamConfig
@@ -40,6 +41,7 @@ from baton.team.states import (
     SlotEvent,
     TaskState,
 )
+from baton.team.workspaces import Workspaces
 
 __all__ = ["RoleTurn", "TurnRunner"]
 
@@ -54,6 +56,10 @@ class RoleTurn:
     task: TaskRecord
     slot: Slot
     prompt: str
+    tree_root: str | None = None
+    """The tree whose branch the turn works on (None: the project's own checkout)."""
+    cwd: Path | None = None
+    """Where the agent works: that tree's worktree (None: the project)."""
 
 
 class TurnRunner:
@@ -67,8 +73,10 @@ class TurnRunner:
         prompts: Prompts,
         team: TeamConfig,
         run_id: str,
+        workspaces: Workspaces,
     ) -> None:
         self.book = book
+        self.workspaces = workspaces
         self.slots = slots
         self.prompts = prompts
         self.team = team
@@ -103,6 +111,9 @@ class TurnRunner:
         )
         question = facts.question if kind == "answer" else None
         changes: dict[str, RecordChanges] = {"dispatches": dispatch}
+        worktree = facts.worktree
+        if worktree is not None and facts.tree_root is not None:
+            changes["workspace"] = facts.tree_root  # the tree it works in, for good
         if kind != "review":
             changes.update(
                 job=kind,
@@ -153,7 +164,10 @@ class TurnRunner:
         )
         self.live.add((turn.task_id, turn.dispatch))
         self.dispatch_log.append((slot.name, kind, turn.task_id))
-        return RoleTurn(turn, after, slot, prompt)
+        if worktree is None or facts.tree_root is None:
+            return RoleTurn(turn, after, slot, prompt)
+        cwd = self.workspaces.cwd(worktree)
+        return RoleTurn(turn, after, slot, prompt, facts.tree_root, cwd)
 
     async def run(self, turn: RoleTurn) -> None:
         """Run a dispatched turn outside the task's lock; commit how it ended."""
@@ -161,7 +175,7 @@ class TurnRunner:
         key = (turn.record.task_id, turn.record.dispatch)
         try:
             try:
-                session = await self.slots.ensure_session(slot)
+                session = await self.slots.ensure_session(slot, turn.cwd)
             except Exception as exc:
                 await self.finish(turn, TurnResult("failed", error=f"session start failed: {exc}"))
                 return
@@ -180,10 +194,30 @@ class TurnRunner:
                 await self.slots.drop_session(slot, reason=str(exc))
             finally:
                 slot.prompting = False
+            await self._checkpoint(turn)
             asked, slot.cancel = slot.cancel, None
             await self.finish(turn, result, asked.text(self.team.human) if asked else None)
         finally:
             self.live.discard(key)
+
+    async def _checkpoint(self, turn: RoleTurn) -> None:
+        """What the agent left in its worktree, committed to the tree's branch.
+
+        A failure is logged, never the turn's: the worktree still holds the work, and
+        the next checkpoint (or recovery at the next start) commits it."""
+        if turn.tree_root is None:
+            return
+        row = turn.record
+        message = (
+            f"baton: {row.task_id} {row.role} turn {row.dispatch} ({row.kind})\n\n"
+            f"What the agent left in the worktree when its turn ended (slot {row.slot})."
+        )
+        try:
+            await self.workspaces.checkpoint(turn.tree_root, message)
+        except Exception:  # the work stays in the worktree: the next checkpoint takes it
+            log.exception(
+                "checkpoint of %s after %s#%d failed", turn.tree_root, row.task_id, row.dispatch
+            )
 
     async def cancel(self, slot: Slot, ask: CancelAsk) -> bool:
         """Cancel ``slot``'s running turn if it is still the one the human saw."""

@@ -13,7 +13,8 @@ type with its handler. Modules, by what they do to a TASK:
 - :mod:`.decisions`: apply the human's or a role's review decision (T4/T5);
 - :mod:`.settle`: settle it when FCoP says done;
 - :mod:`.escalate`: needs attention / failed, and the human's retry;
-- :mod:`.repair`: repair it when found in two FCoP stages.
+- :mod:`.repair`: repair it when found in two FCoP stages;
+- :mod:`.worktree`: make its tree's branch and worktree, merge it when approved.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ from baton.team.handlers.review import OpenHumanReview, ReviewDocuments, ReviewS
 from baton.team.handlers.settle import SettleTask
 from baton.team.handlers.submit import SubmitReport
 from baton.team.handlers.table import HandlerTable
+from baton.team.handlers.worktree import MergeTreeBranch, PrepareTreeWorktree
 from baton.team.jobs import Job
 from baton.team.next_step import TeamRules
 from baton.team.turns import TurnRunner
+from baton.team.workspaces import Workspaces
 
 __all__ = [
     "Handler",
@@ -72,6 +75,7 @@ class StepParts:
     enqueue: Callable[[Job], None]
     schedule: Callable[[str], None]
     watch_request: Callable[[str, str], None]
+    workspaces: Workspaces
 
 
 def handler_table(p: StepParts) -> HandlerTable:
@@ -87,12 +91,12 @@ def handler_table(p: StepParts) -> HandlerTable:
     table.add(steps.NotRun, ClaimNotRun(p.port, p.book, p.escalations))
     table.add(steps.Dispatch, DispatchTurn(p.turns))
     table.add(steps.Submit, SubmitReport(p.port, p.book, p.escalations, dependents, p.rules))
-    table.add(
-        steps.OpenReview,
-        OpenHumanReview(
-            p.port, p.book, p.ledger, p.run_id, human, p.review_summary, p.watch_request
-        ),
+    reviews = OpenHumanReview(
+        p.port, p.book, p.ledger, p.run_id, human, p.review_summary, p.watch_request, p.workspaces
     )
+    table.add(steps.OpenReview, reviews)
+    table.add(steps.PrepareWorktree, PrepareTreeWorktree(p.book, p.workspaces, p.escalations))
+    table.add(steps.MergeTree, MergeTreeBranch(p.book, p.workspaces, reviews, human))
     table.add(
         steps.ApplyHumanReview,
         ApplyHumanAnswer(p.port, p.book, p.escalations, dependents, human),

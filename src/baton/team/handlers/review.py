@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from baton.coordination.fcop_port import FcopPort, TaskInfo
 from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.requests.ledger import Ledger
-from baton.requests.model import ReviewRequest
+from baton.requests.model import ReviewChanges, ReviewRequest
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
@@ -25,8 +25,11 @@ from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord
 from baton.team.slots import Slot
 from baton.team.states import TaskState
+from baton.team.workspaces import Workspaces
+from baton.worktrees.review import review_changes
+from baton.worktrees.states import WorktreeState
 
-__all__ = ["OpenHumanReview", "ReviewDocuments", "ReviewSummary"]
+__all__ = ["OpenHumanReview", "ReviewDocuments", "ReviewSummary", "changes_line"]
 
 ReviewSummary = Callable[[TaskInfo, ReportView, str], str]
 """``(task, report head, report body) -> text`` of the review document a human reads
@@ -91,41 +94,111 @@ class OpenHumanReview:
     human: str
     summary: ReviewSummary
     watch_request: Callable[[str, str], None]
+    workspaces: Workspaces
 
     async def __call__(self, step: steps.OpenReview, facts: Facts, slot: Slot | None) -> Outcome:
+        await self._open(facts, ReportView(step.report_id, step.result, step.sender))
+        return Then.STOP
+
+    async def reopen(self, facts: Facts, answered: str, *, merge_refused: str) -> None:
+        """A fresh review of the same report after an approval that could not merge:
+        the answered request is delivered (acted on) in the same transaction."""
+        record = facts.record
+        assert record is not None and facts.head is not None
+        await self._open(
+            facts, facts.head, merge_refused=merge_refused, answered=answered, nth=record.version
+        )
+
+    async def _open(
+        self,
+        facts: Facts,
+        head: ReportView,
+        *,
+        merge_refused: str | None = None,
+        answered: str | None = None,
+        nth: int | None = None,
+    ) -> None:
         record = facts.record
         assert record is not None
         info = await asyncio.to_thread(self.port.read_task, facts.task.task_id)
-        head = await asyncio.to_thread(
+        found = await asyncio.to_thread(
             self.port.find_report_head, info.task_id, info.attempt_id or ""
         )
-        body = head.body if head is not None else ""
+        body = found.body if found is not None else ""
+        changes = await self._changes(facts, merge_refused)
+        summary = await asyncio.to_thread(self.summary, info, head, body)
+        if changes is not None:
+            summary = f"{changes_line(changes)}\n\n{summary}"
         document = ReviewRequest(
             task_id=info.task_id,
-            report_ref=step.report_id,
-            summary=await asyncio.to_thread(
-                self.summary, info, ReportView(step.report_id, step.result, step.sender), body
-            ),
-            role=step.sender,
+            report_ref=head.report_id,
+            summary=summary,
+            role=head.sender,
+            changes=changes,
         )
+        key = f"review:{info.task_id}:{info.attempt_id}" + (f":merge-{nth}" if nth else "")
         change = self.ledger.prepare_create(
             document,
             run_id=self.run_id,
             connection_id=None,
-            jsonrpc_id=f"review:{info.task_id}:{info.attempt_id}",
+            jsonrpc_id=key,
             session_id=None,
             turn_id=None,
         )
+        delivered = await asyncio.to_thread(self.book.delivered, answered) if answered else None
         request_id = change.records[0].request_id
+
+        def also(tx: Tx) -> None:
+            change.apply(tx)
+            if delivered is not None:
+                delivered.apply(tx)
+
+        why = (
+            f"the merge was refused ({merge_refused}): waiting for {self.human}'s review again"
+            if merge_refused
+            else f"waiting for {self.human}'s review"
+        )
         await self.book.move(
             record,
             TaskState.IN_REVIEW,
-            why=f"waiting for {self.human}'s review",
-            also=change.apply,
-            extra=change.payloads,
+            why=why,
+            also=also,
+            extra=[*change.payloads, *(delivered.payloads if delivered else ())],
             review_request=request_id,
-            report_ref=step.report_id,
-            result=step.result,
+            report_ref=head.report_id,
+            result=head.result,
         )
         self.watch_request(request_id, info.task_id)
-        return Then.STOP
+
+    async def _changes(self, facts: Facts, merge_refused: str | None) -> ReviewChanges | None:
+        """The tree's change and merge preflight, for the root of a tree on its own branch."""
+        worktree = facts.worktree
+        if not facts.is_tree_root or worktree is None or worktree.state is not WorktreeState.LIVE:
+            return None
+        root = facts.task.task_id
+        await self.workspaces.checkpoint(root, f"baton: checkpoint of {root} for its review")
+        change = await self.workspaces.change(root)
+        if change is None:
+            return None
+        preflight = await self.workspaces.preflight(root)
+        return review_changes(change, preflight, task_id=root, merge_refused=merge_refused)
+
+
+def changes_line(changes: ReviewChanges) -> str:
+    """The one line a terminal shows of a change (the page shows the diff)."""
+    count = len(changes.files) + changes.more_files
+    verdict = (
+        "merges cleanly"
+        if not changes.base_conflicts
+        else f"CONFLICTS with {changes.base} in {len(changes.base_conflicts)} file(s)"
+    )
+    line = (
+        f"Changes: {count} file(s), +{changes.added} -{changes.removed} on {changes.branch} "
+        f"(base {changes.base}); {verdict}"
+    )
+    if changes.branch_conflicts:
+        others = ", ".join(c.branch for c in changes.branch_conflicts)
+        line += f"; overlaps live branches: {others}"
+    if changes.merge_refused:
+        line = f"NOT MERGED: {changes.merge_refused}\n{line}"
+    return line
