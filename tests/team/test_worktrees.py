@@ -178,3 +178,36 @@ async def test_isolation_none_keeps_todays_behaviour(team: Team, port: FcopPort)
 
     await team.run_idle(team.loop(factory, isolation=Isolation(mode="none")))
     assert factory.cwds == [("DEV", None)]
+
+
+async def test_dropping_a_tree_saves_its_work_and_stops_it_for_good(
+    team: Team, port: FcopPort
+) -> None:
+    git_project(team.root)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="experiment", body="b")
+    await team.run_idle(team.loop(team.factory({"DEV": writes("idea.py", "maybe\n")})))
+    loop = team.loop(team.factory())
+    live = loop.workspaces.get(task.task_id)
+    assert live is not None and live.state is WorktreeState.LIVE
+    (live.worktree / "scratch.txt").write_text("uncommitted\n")  # never lost
+
+    report = await loop.drop_now(task.task_id, "not needed after all")
+    assert report.root == task.task_id and report.dropped == (task.task_id,)
+    salvaged = report.worktree
+    assert salvaged is not None and salvaged.state is WorktreeState.SALVAGED
+    assert salvaged.salvage_ref == f"refs/baton/salvage/{task.task_id}"
+    assert not live.worktree.exists()
+    assert sh(team.root, "branch", "--list", "baton/*") == ""
+    saved = salvaged.salvage_ref
+    assert sh(team.root, "show", f"{saved}:scratch.txt") == "uncommitted"
+    assert sh(team.root, "show", f"{saved}:idea.py") == "maybe"
+    assert records(team)[task.task_id].state is TaskState.DROPPED
+    assert (await review_request(team, task.task_id)).state is State.CANCELLED
+
+    # Nothing works on it again; its work comes back as a branch on request.
+    factory = team.factory()
+    await team.run_idle(team.loop(factory))
+    assert factory.log == []
+    restored, branch = await loop.workspaces.restore(task.task_id)
+    assert restored.state is WorktreeState.RESTORED and branch == live.branch
+    assert sh(team.root, "show", f"{branch}:scratch.txt") == "uncommitted"

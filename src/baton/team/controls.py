@@ -1,4 +1,4 @@
-"""The human's controls of a running team: cancel a role's turn.
+"""The human's controls of a running team: cancel a role's turn, drop a task tree.
 
 A control is an outbox row (kind :data:`CANCEL_TURN`) that the owning ``baton up``
 consumes, like the rows the role tools write: the dashboard never talks to an agent,
@@ -24,6 +24,7 @@ from baton.team.states import SlotState
 
 __all__ = [
     "CANCEL_TURN",
+    "DROP_TREE",
     "MAX_REASON_CHARS",
     "CancelAsk",
     "ControlRefused",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 CANCEL_TURN: Final = "cancel_turn"
+DROP_TREE: Final = "drop_tree"
+"""Abandon a task tree (``baton task drop``): :mod:`baton.team.drop`."""
 MAX_REASON_CHARS: Final = 500
 
 
@@ -96,3 +99,26 @@ def request_cancel(
         )
     )
     return {"slot": slot, "task_id": record.task_id, "outbox_id": outbox_id}
+
+
+def request_drop(store: Store, task_id: str, *, reason: str, via: str) -> int | None:
+    """Ask the running team loop to drop ``task_id``'s tree; the outbox row's id, or
+    None when no ``baton up`` runs (the caller then drops it itself)."""
+    reason = reason.strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise ControlRefused(f"the reason is over {MAX_REASON_CHARS} characters")
+    row = store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
+    if row is None:
+        raise ControlRefused(f"no TASK {task_id} is known to baton here")
+    access = SlotAccess(store, "")  # no slot: the loop itself acts
+    if not access.daemon_alive():
+        return None
+    return access.post(
+        OutboxRecord(
+            kind=DROP_TREE,
+            role="",
+            task_id=task_id,
+            attempt_id=None,
+            data={"reason": reason, "via": via},
+        )
+    )

@@ -65,6 +65,7 @@ from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.breaker import Breaker
 from baton.team.contract import HeldTurns, RoleSessionFactory
+from baton.team.drop import DropReport, TreeDropper
 from baton.team.executor import BreakerTripped, Executor
 from baton.team.facts import FactSource, policy_for
 from baton.team.handlers import ReviewDocuments, ReviewSummary, StepParts, handler_table
@@ -196,6 +197,15 @@ class TeamLoop:
             held_turns=held_turns,
             workspaces=self.workspaces,
         )
+        self.dropper = TreeDropper(
+            book=self.book,
+            ledger=self.ledger,
+            escalations=self.escalations,
+            slots=self.slots,
+            turns=self.turns,
+            workspaces=self.workspaces,
+            human=team.human,
+        )
         self.outbox = OutboxReader(
             store=store,
             journal=journal,
@@ -206,6 +216,7 @@ class TeamLoop:
             answers=self.answers,
             activity=self.activity,
             schedule=self.schedule,
+            dropper=self.dropper,
         )
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
         quarantine = state_dir / "quarantine" if team.quarantine and state_dir else None
@@ -451,6 +462,16 @@ class TeamLoop:
             drained = await self.outbox.drain()
             if emitted == 0 and drained == 0 and self._idle():
                 return
+
+    async def drop_now(self, task_id: str, reason: str) -> DropReport:
+        """Drop ``task_id``'s tree while no ``baton up`` runs (``baton task drop``): this
+        process takes the project for the drop, so no loop can start meanwhile."""
+        await self.ownership.take()
+        try:
+            await self.slots.open(await self.store.aread(_slot_records))
+            return await self.dropper.drop(task_id, reason)
+        finally:
+            await self.ownership.release()
 
     async def summary(self) -> RunSummary:
         """Where every TASK stands now (what ``--until-idle`` prints)."""

@@ -391,6 +391,8 @@ def next_step(f: Facts, p: TeamRules) -> Step:
         return Resolve()
     if task.stage == "missing":
         return Wait("the TASK is not in the workspace")
+    if record is not None and record.state is TaskState.DROPPED:
+        return Wait(f"dropped: {record.reason or 'its task tree was abandoned'}")
     if record is not None and record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
         attention = f.attention
         if attention is not None and attention.state == "answered" and attention.approve:

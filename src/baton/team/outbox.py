@@ -4,7 +4,8 @@ The role MCP tools (any process) insert outbox rows, and the insert rings the st
 doorbell (topic ``team``): :meth:`OutboxReader.listen` drains them at once. An
 ``ask_human`` becomes a ``team_questions`` row and an elicitation request in the
 ledger, in the transaction that consumes the row; a human's cancel reaches the slot's
-running turn; a review decision re-evaluates its TASK (the decision REVIEW is in FCoP).
+running turn, a human's drop abandons a task tree (:mod:`baton.team.drop`); a review
+decision re-evaluates its TASK (the decision REVIEW is in FCoP).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.activity import Activity
 from baton.team.answers import AnswerWatch
-from baton.team.controls import CANCEL_TURN, cancel_ask
+from baton.team.controls import CANCEL_TURN, DROP_TREE, cancel_ask
+from baton.team.drop import TreeDropper
 from baton.team.records import OutboxEntry, QuestionRecord
 from baton.team.slots import Slots
 from baton.team.states import QUESTION, QuestionEvent
@@ -50,7 +52,9 @@ class OutboxReader:
         answers: AnswerWatch,
         activity: Activity,
         schedule: Callable[[str], None],
+        dropper: TreeDropper,
     ) -> None:
+        self.dropper = dropper
         self.store = store
         self.journal = journal
         self.ledger = ledger
@@ -97,6 +101,13 @@ class OutboxReader:
         await self.store.write(_consumer(entry.id, now))
         if entry.kind == CANCEL_TURN:
             await self._cancel_turn(entry)
+        elif entry.kind == DROP_TREE and entry.task_id:
+            try:
+                report = await self.dropper.drop(entry.task_id, str(entry.data.get("reason", "")))
+            except LookupError:
+                log.warning("drop of %s (outbox %s): no such TASK", entry.task_id, entry.id)
+            else:
+                log.info("dropped the tree of %s: %s", report.root, ", ".join(report.dropped))
         elif entry.task_id:
             self.schedule(entry.task_id)  # a review decision (its REVIEW is in FCoP)
 

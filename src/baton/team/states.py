@@ -22,7 +22,8 @@ during its turn: re-prompted with context on the next start),
 ``needs_attention`` (baton cannot proceed without a human: shown in ``status``,
 a request in the inbox and an FCoP ISSUE) and ``failed`` (the agent's turn
 failed and its retries are spent). Both of the last two go back to ``claimed``
-when the human asks for a retry.
+when the human asks for a retry. ``dropped`` is final: the human abandoned the TASK's
+tree (``baton task drop``).
 
 **A question** (a role's ``ask_human``): ``pending`` until its answer is delivered
 to the role as a turn. **The owner** (the one ``baton up`` of a project):
@@ -114,6 +115,7 @@ class TaskState(StrEnum):
     INTERRUPTED = "interrupted"
     NEEDS_ATTENTION = "needs_attention"
     FAILED = "failed"
+    DROPPED = "dropped"
 
 
 class TaskEvent(StrEnum):
@@ -153,6 +155,9 @@ class TaskEvent(StrEnum):
     """baton cannot proceed without a human (stalled, unresolvable FCoP state...)."""
     FAIL = "fail"
     """The agent's turn failed and no retry is left."""
+    DROP = "drop"
+    """The human abandoned its task tree (``baton task drop``): no agent works on it again;
+    its branch's work is kept under ``refs/baton/salvage/``."""
 
 
 _T = TaskState
@@ -220,6 +225,8 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION
+    for state in (*_LIVE, _T.NEEDS_ATTENTION, _T.FAILED, _T.REFUSED):
+        table[(state, _E.DROP)] = _T.DROPPED
     return table
 
 

@@ -83,6 +83,7 @@ class TurnRunner:
         self.run_id = run_id
         self.live: set[tuple[str, int]] = set()
         """(task, dispatch) of the turns running in this team loop right now."""
+        self._ended = asyncio.Condition()
         self.dispatch_log: list[tuple[str, str, str]] = []
         """(slot, turn kind, task id) in dispatch order; tests and traces read it."""
         self.prompt_started: Callable[[str, str, float], None] | None = None
@@ -199,6 +200,22 @@ class TurnRunner:
             await self.finish(turn, result, asked.text(self.team.human) if asked else None)
         finally:
             self.live.discard(key)
+            async with self._ended:
+                self._ended.notify_all()
+
+    async def wait_ended(self, task_ids: set[str], timeout: float) -> bool:
+        """Until no turn of ``task_ids`` runs here (or ``timeout``); whether none does."""
+
+        def ended() -> bool:
+            return not any(task in task_ids for task, _ in self.live)
+
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._ended:
+                    await self._ended.wait_for(ended)
+        except TimeoutError:
+            return ended()
+        return True
 
     async def _checkpoint(self, turn: RoleTurn) -> None:
         """What the agent left in its worktree, committed to the tree's branch.
@@ -254,7 +271,8 @@ class TurnRunner:
             assert record is not None
             payloads: list[Payload] = []
             task_after: TaskRecord | None = None
-            if task_target is not None and before_turn.kind != "review":
+            dropped = record.state is TaskState.DROPPED  # the turn ends; the TASK stays dropped
+            if task_target is not None and before_turn.kind != "review" and not dropped:
                 task_changes: dict[str, RecordChanges] = {}
                 if files:
                     task_changes["files_changed"] = merge_files(record.files_changed, files)
