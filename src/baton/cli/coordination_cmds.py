@@ -34,7 +34,7 @@ from baton.store.store import Store
 from baton.team.records import TaskRecord
 from baton.team.views import task_views
 
-__all__ = ["app", "line_safe", "open_store"]
+__all__ = ["app", "find_task", "line_safe", "open_store"]
 
 app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
 task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
@@ -196,7 +196,7 @@ def task_list(
     console.print(f"{plural(len(rows), 'task')} · `baton task show ID` for one", style="dim")
 
 
-def _find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
+def find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
     """A task by its whole id or a unique prefix (``TASK-`` may be left out)."""
     wanted = prefix.strip()
     if not wanted.upper().startswith("TASK-"):
@@ -224,7 +224,7 @@ def task_show(
 ) -> None:
     """One task: where it is, who has it, its children, reports and body."""
     ctx = coordination(project)
-    task = _find_task(ctx, task_id)
+    task = find_task(ctx, task_id)
     state = _records(ctx)
     children = ctx.port.children(task.task_id)
     reports = ctx.port.reports_for(task.task_id)
@@ -270,6 +270,43 @@ def task_show(
         )
     console.print()
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
+
+
+@task_app.command("drop")
+def task_drop(
+    task_id: Annotated[str, typer.Argument(help="A task of the tree to drop (id or prefix).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept with the tree).")] = "",
+    project: ProjectOption = None,
+) -> None:
+    """Abandon a task tree: its turns stop, nothing runs on it again, its work is kept.
+
+    Its branch's exact head (uncommitted work included) is saved under
+    refs/baton/salvage/TASK before its worktree goes: `baton salvage restore` brings it
+    back as a branch.
+    """
+    import asyncio
+
+    from baton.app.worktrees import DropPosted, drop_tree
+
+    ctx = coordination(project)
+    task = find_task(ctx, task_id)
+    result = asyncio.run(drop_tree(ctx.project_dir, task.task_id, reason))
+    console = out()
+    if isinstance(result, DropPosted):
+        console.print(
+            f"{line_safe(task.task_id)}: baton up is running: it drops the tree now "
+            "(see `baton worktrees`)"
+        )
+        return
+    console.print(
+        f"dropped the tree of {line_safe(result.root)}: "
+        f"{plural(len(result.dropped), 'task')} will not run again"
+    )
+    if result.worktree is not None and result.worktree.salvage_ref:
+        console.print(
+            f"its work is kept under {line_safe(result.worktree.salvage_ref)} "
+            f"(baton salvage restore {line_safe(result.root)})"
+        )
 
 
 def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:
