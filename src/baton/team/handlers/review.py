@@ -55,7 +55,7 @@ class ReviewDocuments:
         children = self.prompts.child_reports(task.task_id)
         ids = [task.task_id, *(c.task_id for c in children)]
 
-        def files(tx: Tx) -> dict[str, tuple[str, ...]]:
+        def reported(tx: Tx) -> dict[str, tuple[str, ...]]:
             out = {}
             for task_id in ids:
                 row = team_sql.TASKS.get(tx, task_id)
@@ -63,7 +63,7 @@ class ReviewDocuments:
                     out[task_id] = TaskRecord.from_row(row).files_changed
             return out
 
-        changed = self.store.read_tx(files)
+        changed = self.store.read_tx(reported)
         facts = ReviewFacts(
             task_id=task.task_id,
             subject=task.subject,
