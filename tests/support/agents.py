@@ -1,7 +1,7 @@
 """The real npm agents of the test tier: where they are, when to skip, how to point them offline.
 
 ``scripts/install-agents`` (run by ``scripts/test``) installs the built-in ``claude``,
-``codex`` and ``qwen`` profiles' pinned packages with ``baton agents install`` into ``<repo>/.cache/agents``.
+``codex``, ``gemini`` and ``qwen`` profiles' pinned packages with ``baton agents install`` into ``<repo>/.cache/agents``.
 When npm could not reach its registry it leaves ``.cache/agents/UNREACHABLE`` with the reason:
 then, and only then, the real-agent tests skip (saying why). A missing install otherwise fails
 the test, naming the script.
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from baton.providers.catalog import CLAUDE, CODEX, QWEN
+from baton.providers.catalog import CLAUDE, CODEX, GEMINI, QWEN
 from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
 from baton.security.agent_installs import InstalledAgent, installed_agent
 
@@ -32,6 +32,7 @@ __all__ = [
     "claude_profile",
     "codex_config",
     "codex_profile",
+    "gemini_profile",
     "qwen_profile",
     "require_agent",
     "skip_reason",
@@ -126,4 +127,15 @@ def qwen_profile(base_url: str, **changes: Any) -> AgentProfile:
         QWEN, install, base_url, {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted"}
     )
     profile = dataclasses.replace(profile, credentials=(CredentialBinding("OPENAI_API_KEY"),))
+    return dataclasses.replace(profile, **changes)
+
+
+def gemini_profile(origin: str, **changes: Any) -> AgentProfile:
+    """The built-in ``gemini`` profile against a Gemini API server at ``origin``.
+
+    ``GEMINI_API_KEY`` is bound from baton's environment (pass ``DUMMY_KEY`` there).
+    """
+    install = require_agent(GEMINI)
+    profile = _with_endpoint(GEMINI, install, origin, {"GOOGLE_GEMINI_BASE_URL": origin})
+    profile = dataclasses.replace(profile, credentials=(CredentialBinding("GEMINI_API_KEY"),))
     return dataclasses.replace(profile, **changes)

@@ -6,6 +6,11 @@ before the start. :class:`ToolCallTracker` keeps one record per id, merges each
 delta (changed fields only; lists replace), restores title/kind/locations that a
 delta omits, and returns the canonical payload for the new state: ``started`` on
 first sight, ``completed`` when the status turns terminal, ``progressed`` otherwise.
+
+A terminal the agent runs itself (not one it created through the client's
+``terminal/create``) reports its output in the update's ``_meta`` (Zed's convention:
+:data:`TERMINAL_META_KEYS`): the chunks are kept as the call's output, bounded and
+redacted like content text, and the terminal is named in ``terminal_ids``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton.events.bounds import DIFF_TEXT_BYTES, bounded_output, bounded_value, clip_text, utf8_tail
+from baton.events.bounds import (
+    DIFF_TEXT_BYTES,
+    OUTPUT_TAIL_BYTES,
+    bounded_output,
+    bounded_value,
+    clip_text,
+    utf8_tail,
+)
 from baton.events.extension import require
 from baton.events.model import (
     DiffContent,
@@ -32,7 +44,9 @@ from baton.events.trusted import trusted
 
 __all__ = [
     "ACP_TOOL_KINDS",
+    "AGENT_OUTPUT_KEEP_BYTES",
     "MAX_TRACKED_CALLS",
+    "TERMINAL_META_KEYS",
     "TERMINAL_STATUSES",
     "TOOL_KINDS",
     "TOOL_STATUSES",
@@ -59,6 +73,17 @@ ACP_TOOL_KINDS: tuple[str, ...] = (
 TOOL_KINDS = frozenset(ACP_TOOL_KINDS)
 """ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
+TERMINAL_META_KEYS = frozenset(
+    {"terminal_info", "terminal_output", "terminal_output_delta", "terminal_exit"}
+)
+"""``_meta`` keys of a tool call update about a terminal the agent runs itself (Zed's
+convention, used by the Codex adapters and claude-agent-acp): ``terminal_info``
+``{terminal_id, cwd}`` names it, ``terminal_output`` and ``terminal_output_delta``
+``{terminal_id, data}`` each append a chunk of its output, ``terminal_exit`` ends it."""
+_OUTPUT_CHUNK_KEYS = ("terminal_output", "terminal_output_delta")
+AGENT_OUTPUT_KEEP_BYTES = 2 * OUTPUT_TAIL_BYTES
+"""How much of an agent-side terminal's streamed output a call keeps (the end of it);
+the bytes before are counted, not kept."""
 """Completed calls beyond this many are forgotten oldest-first (a late delta for one
 is then treated as a new call, visibly, rather than growing memory forever)."""
 
@@ -74,6 +99,12 @@ class ToolState:
     raw_output: Any = None
     diffs: list[DiffContent] = field(default_factory=list)
     output_text: str | None = None
+    """The call's content text (``None``: its content has none)."""
+    terminal_output: str | None = None
+    """What an agent-side terminal streamed in ``_meta`` (its last
+    :data:`AGENT_OUTPUT_KEEP_BYTES`)."""
+    terminal_output_dropped: int = 0
+    """Bytes of that stream no longer kept (counted in the output's ``total_bytes``)."""
     terminal_ids: list[str] = field(default_factory=list)
     parent_tool_call_id: str | None = None
     started_ms: float = 0.0
@@ -205,6 +236,9 @@ class ToolCallTracker:
         content = update.get("content")
         if isinstance(content, list):
             self._merge_content(state, content)
+        meta = update.get("_meta")
+        if isinstance(meta, Mapping) and not TERMINAL_META_KEYS.isdisjoint(meta):
+            self._merge_terminal_meta(state, meta)
 
     def _merge_content(self, state: ToolState, content: list[Any]) -> None:
         texts: list[str] = []
@@ -227,6 +261,31 @@ class ToolCallTracker:
         state.diffs = diffs
         state.terminal_ids = terminals
 
+    @staticmethod
+    def _merge_terminal_meta(state: ToolState, meta: Mapping[str, Any]) -> None:
+        """An agent-side terminal's chunks append to the call's output (kept from the end)."""
+        named: list[str] = []
+        for key in ("terminal_info", *_OUTPUT_CHUNK_KEYS, "terminal_exit"):
+            value = meta.get(key)
+            if not isinstance(value, Mapping):
+                continue
+            terminal_id = value.get("terminal_id")
+            if isinstance(terminal_id, str) and terminal_id and terminal_id not in named:
+                named.append(terminal_id)
+            data = value.get("data")
+            if key in _OUTPUT_CHUNK_KEYS and isinstance(data, str) and data:
+                kept, size, cut = utf8_tail(
+                    (state.terminal_output or "") + data, AGENT_OUTPUT_KEEP_BYTES
+                )
+                if cut:
+                    state.terminal_output_dropped += size - len(
+                        kept.encode("utf-8", "surrogatepass")
+                    )
+                state.terminal_output = kept
+        missing = [t for t in named if t not in state.terminal_ids]
+        if missing:  # a new list: payloads already built share the old one
+            state.terminal_ids = [*state.terminal_ids, *missing][:64]
+
     def _diff(self, item: Mapping[str, Any]) -> DiffContent:
         new_text = self._redaction.text(str(item.get("newText") or ""))
         old = item.get("oldText")
@@ -245,9 +304,13 @@ class ToolCallTracker:
         )
 
     def _output(self, state: ToolState) -> ToolOutput | None:
-        """The bounded, redacted view of the call's output; reused while it is unchanged
-        (and no secret was bound since): the same text redacts and hashes the same."""
+        """The bounded, redacted view of the call's output (its content text, else what its
+        agent-side terminal streamed); reused while it is unchanged (and no secret was
+        bound since): the same text redacts and hashes the same."""
         text = state.output_text
+        dropped = 0
+        if text is None:
+            text, dropped = state.terminal_output, state.terminal_output_dropped
         if text is None:
             return None
         secrets = self._redaction.secret_count
@@ -255,6 +318,14 @@ class ToolCallTracker:
         if cached is not None and cached[1] == secrets and cached[0] == text:
             return cached[2]
         output = bounded_output(self._redaction.text(text))
+        if dropped:
+            output = trusted(
+                ToolOutput,
+                tail=output.tail,
+                total_bytes=output.total_bytes + dropped,
+                sha256=output.sha256,
+                truncated=True,
+            )
         state.output = (text, secrets, output)
         return output
 

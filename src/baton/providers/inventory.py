@@ -46,6 +46,7 @@ from baton.events.extension import (
     VendorOutcome,
 )
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
+from baton.events.tools import TERMINAL_META_KEYS
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -733,7 +734,11 @@ class TableExtension:
     # ----------------------------------------------------------------- helpers
 
     def _unlisted_meta(self, key: str) -> bool:
-        return self.inventory.get("meta", key) is None and key not in _W3C_META
+        return (
+            self.inventory.get("meta", key) is None
+            and key not in _W3C_META
+            and key not in TERMINAL_META_KEYS  # the generic tool layer reads them
+        )
 
     def _first_time(self, kind: str, key: str) -> bool:
         """Remember (bounded, oldest forgotten first) that a notice was given."""
