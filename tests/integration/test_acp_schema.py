@@ -1,27 +1,88 @@
-"""The wire validator itself: it accepts real recordings and catches what hand tests miss."""
+"""The pinned official ACP schema, the wire validator, and baton's answers checked against both.
+
+The validator accepts real recordings and catches what hand tests miss; every client method the
+schema defines is one baton serves, every error code baton answers with is one of the schema's,
+and the answers of the client-method error table (:mod:`tests.support.client_probe`) conform.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.acp_schema import WireValidator, schema_path
-from tests.support.agents import AGENTS_DIR, skip_reason
+from baton.runner.client_methods import SERVED_METHODS
+from baton.testing import in_memory
+from tests.support.acp_schema import (
+    PROTOCOL_VERSION,
+    SCHEMA_PACKAGE_VERSION,
+    WireValidator,
+    schema_path,
+)
+from tests.support.agents import skip_reason
+from tests.support.client_probe import CASES, CODES, ProbeAgent, prepare_workspace
+from tests.support.harness import Harness
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 
 
 @pytest.fixture(scope="module")
 def validator() -> WireValidator:
-    if not (AGENTS_DIR / "claude").is_dir():
+    try:
+        path = schema_path()
+    except RuntimeError:
         reason = skip_reason()
         if reason:
             pytest.skip(reason)
-        pytest.fail("the ACP schema comes with claude-agent-acp: run scripts/install-agents")
-    return WireValidator.load(schema_path())
+        raise
+    return WireValidator.load(path)
+
+
+def test_the_pinned_schema_describes_protocol_version_1(validator: WireValidator) -> None:
+    package = schema_path().parents[2]
+    assert json.loads((package / "package.json").read_text())["version"] == SCHEMA_PACKAGE_VERSION
+    index = (package / "dist" / "v1" / "schema" / "index.js").read_text()
+    declared = re.search(r"PROTOCOL_VERSION = (\d+);", index)
+    assert declared is not None and int(declared.group(1)) == PROTOCOL_VERSION
+
+
+def _client_requests(validator: WireValidator) -> set[str]:
+    defs = validator.schema["$defs"]
+    return {
+        d["x-method"]
+        for name, d in defs.items()
+        if isinstance(d, dict) and d.get("x-side") == "client" and name.endswith("Request")
+    }
+
+
+def test_baton_serves_every_client_method_of_the_schema(validator: WireValidator) -> None:
+    assert _client_requests(validator) == SERVED_METHODS
+
+
+def test_every_code_baton_answers_with_is_the_schemas(validator: WireValidator) -> None:
+    named = {
+        alt["const"]: alt["title"]
+        for alt in validator.schema["$defs"]["ErrorCode"]["anyOf"]
+        if "const" in alt
+    }
+    for code, message in CODES.items():
+        assert named.get(code, "").lower() == message.lower(), (code, named)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_the_error_table_conforms(
+    validator: WireValidator, harness: Harness, name: str
+) -> None:
+    prepare_workspace(harness.workspace)
+    agent = ProbeAgent(CASES[name].steps)
+    session = await harness.open(["probe-agent"], transport=in_memory(agent), preset="all")
+    await session.prompt("probe", timeout=60)
+    problems = validator.validate(agent.frames)
+    # The probe's own bad requests are findings by design; baton's answers must have none.
+    assert [p for p in problems if p.split()[1] == "client"] == []
 
 
 def rec(direction: str, msg: dict[str, Any]) -> dict[str, Any]:

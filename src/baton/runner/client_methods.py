@@ -69,7 +69,7 @@ from baton.security.paths import display_path
 if TYPE_CHECKING:
     from baton.runner.approvals import ApprovalGuard
 
-__all__ = ["ClientMethods"]
+__all__ = ["SERVED_METHODS", "ClientMethods"]
 
 MAX_KNOWN_SESSIONS = 256
 FS_METHODS = frozenset({"fs/read_text_file", "fs/write_text_file"})
@@ -82,6 +82,10 @@ TERMINAL_METHODS = frozenset(
         "terminal/release",
     }
 )
+HUMAN_METHODS = frozenset({"session/request_permission", "elicitation/create"})
+SERVED_METHODS = FS_METHODS | TERMINAL_METHODS | HUMAN_METHODS
+"""The ACP client methods baton serves (every other request: method not found, unless a
+provider extension claims it)."""
 
 
 class ClientMethods:
