@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from baton.agents.builtin.agent import BuiltinAgent
+from baton.agents.builtin.config import AgentConfig
 from baton.runner.client_methods import SERVED_METHODS
 from baton.testing import in_memory
 from tests.support.acp_schema import (
@@ -155,3 +157,26 @@ def test_named_vendor_prefixes_are_envelope_checked_only(validator: WireValidato
     ]
     assert validator.validate(records)
     assert validator.validate(records, vendor=("craft/",)) == []
+
+
+def test_the_builtin_agents_param_table_is_the_schemas(
+    validator: WireValidator, tmp_path: Path
+) -> None:
+    """``tests/agents/test_params.py`` checks each method's required members: those the schema
+    requires (the agent's routes without required members aside)."""
+    from tests.agents.test_params import REQUIRED
+
+    defs = validator.schema["$defs"]
+    for method, members in REQUIRED.items():
+        [name] = [n for n, d in defs.items() if d.get("x-method") == method and "Request" in n]
+        assert set(defs[name].get("required", [])) == set(members), method
+    agent = BuiltinAgent(None, AgentConfig(state_dir=tmp_path))  # type: ignore[arg-type]
+    requests, _ = agent.routes()
+    routed = set(requests)
+    without = {m for m in routed - set(REQUIRED) if _required(defs, m)}
+    assert not without, f"methods with required members and no row: {without}"
+
+
+def _required(defs: dict[str, Any], method: str) -> list[str]:
+    [name] = [n for n, d in defs.items() if d.get("x-method") == method and "Request" in n]
+    return list(defs[name].get("required", []))
