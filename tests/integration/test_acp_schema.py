@@ -180,3 +180,58 @@ def test_the_builtin_agents_param_table_is_the_schemas(
 def _required(defs: dict[str, Any], method: str) -> list[str]:
     [name] = [n for n, d in defs.items() if d.get("x-method") == method and "Request" in n]
     return list(defs[name].get("required", []))
+
+
+def _where(name: str, stable: dict[str, Any], unstable: dict[str, Any]) -> str | None:
+    """``stable``, ``unstable`` or ``None``: where the pinned schema defines ``name``."""
+
+    def defines(schema: dict[str, Any]) -> bool:
+        defs = schema["$defs"]
+        if any(isinstance(d, dict) and d.get("x-method") == name for d in defs.values()):
+            return True
+        if "." in name:
+            kind, member = name.split(".", 1)
+            return member in defs.get(kind, {}).get("properties", {})
+        variants = defs["SessionUpdate"].get("oneOf") or defs["SessionUpdate"]["anyOf"]
+        return any(
+            v.get("properties", {}).get("sessionUpdate", {}).get("const") == name for v in variants
+        )
+
+    if defines(stable):
+        return "stable"
+    return "unstable" if defines(unstable) else None
+
+
+def test_the_additions_table_says_what_the_pinned_schema_says(validator: WireValidator) -> None:
+    from baton.providers.acp_additions import ADDITIONS
+
+    unstable = json.loads(schema_path().with_name("schema.unstable.json").read_text())
+    for row in ADDITIONS:
+        for name in row.names:
+            assert _where(name, validator.schema, unstable) == row.pinned, (row.feature, name)
+
+
+def _in_python_sdk(name: str) -> bool:
+    """Whether ``agent-client-protocol`` (the pinned 0.12.1) models ``name``."""
+    import inspect
+
+    import acp.meta
+    import acp.schema
+
+    methods = {*acp.meta.AGENT_METHODS.values(), *acp.meta.CLIENT_METHODS.values()}
+    if name in methods or "/" in name:
+        return name in methods
+    source = inspect.getsource(acp.schema)
+    if "." in name:
+        kind, member = name.split(".", 1)
+        fields = getattr(getattr(acp.schema, kind, None), "model_fields", {})
+        return any(member in (n, f.alias) for n, f in fields.items())
+    return f'Literal["{name}"], Field(alias="sessionUpdate")' in source
+
+
+def test_the_additions_table_says_what_the_python_sdk_has() -> None:
+    from baton.providers.acp_additions import ADDITIONS
+
+    for row in ADDITIONS:
+        for name in row.names:
+            assert _in_python_sdk(name) == row.in_sdk, (row.feature, name)
