@@ -26,7 +26,7 @@ table): params that do not fit the schema, *invalid params* (-32602); a session,
 terminal that is not there, *resource not found* (-32002; a missing file is no security
 matter); a vendor method nobody handles, *method not found* (-32601); the filesystem
 failing under a valid request, *internal error* (-32603). Security refusals stay
-refusals (-32602, ``refused: …``) and are the only errors that make ``security.*``
+refusals (-32602, ``Invalid params: refused: …``) and are the only errors that make ``security.*``
 events. An error raised for any other reason is baton's bug and reaches the connection,
 which answers the agent with an internal error and reports it for that frame
 (:meth:`on_fault`: a ``harness.diagnostic`` of category ``internal``); the reader and
@@ -54,6 +54,7 @@ from baton.errors import FrameHandlingError, LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
+from baton.providers.profile import MissingFileReads
 from baton.providers.registry import ErrorReply
 from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
@@ -102,7 +103,7 @@ class ClientMethods:
         connection_id: str,
         now_ms: Callable[[], float],
         approvals: ApprovalGuard | None = None,
-        missing_file_reads: str = "not-found",
+        missing_file_reads: MissingFileReads = "not-found",
     ) -> None:
         self.events = events
         self.normalizer = normalizer
@@ -316,10 +317,9 @@ class ClientMethods:
         tool_call = params.get("toolCall")
         if not isinstance(tool_call, dict):
             raise RpcError.invalid_params("toolCall must be an object")
-        acp_params.required_text(tool_call, "toolCallId")
-        known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        known = self.normalizer.tools.get(acp_params.required_text(tool_call, "toolCallId"))
         if known is None:
-            known = await self._seed_tool(params["toolCall"])
+            known = await self._seed_tool(tool_call)
         try:
             document = permission_document(
                 params,
