@@ -4,12 +4,12 @@ any output, and the terminal is named in ``terminal_ids``."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import OUTPUT_TAIL_BYTES
 from baton.events.model import _ToolExecution
-from baton.events.tools import AGENT_OUTPUT_KEEP_BYTES
 from baton.providers.registry import extension_for
 from baton.security.redact import MARKER, Redactor
 
@@ -109,19 +109,33 @@ def test_the_output_is_redacted() -> None:
     assert SECRET not in done.output.tail and MARKER in done.output.tail, "split across chunks"
 
 
-def test_a_long_stream_is_bounded_and_counted() -> None:
+def test_a_long_stream_keeps_its_tail_and_counts_and_hashes_all_of_it() -> None:
     normalizer = _normalizer()
     _start(normalizer)
     line = "x" * 1023 + "\n"
-    chunks = (3 * AGENT_OUTPUT_KEEP_BYTES) // len(line)
+    chunks = (3 * OUTPUT_TAIL_BYTES) // len(line)
     for _ in range(chunks - 1):
         _update(normalizer, **_chunk(line))
-    done = _tool(_update(normalizer, **_chunk("last line\n", status="completed")))
+    done = _tool(_update(normalizer, **_chunk("last line", status="completed")))
     output = done.output
+    whole = (line * (chunks - 1) + "last line").encode()
     assert output is not None and output.truncated
-    assert output.total_bytes == (chunks - 1) * len(line) + len("last line\n")
-    assert output.tail.endswith("last line\n")
+    assert output.total_bytes == len(whole)
+    assert output.sha256 == hashlib.sha256(whole).hexdigest()
+    assert output.tail.endswith("x\nlast line"), "the unfinished last line shows at the end"
     assert len(output.tail.encode()) <= OUTPUT_TAIL_BYTES
+
+
+def test_a_secret_bound_later_is_redacted_from_the_kept_tail() -> None:
+    redactor = Redactor()
+    normalizer = _normalizer(redactor)
+    _start(normalizer)
+    first = _tool(_update(normalizer, **_chunk(f"key {SECRET}\n")))
+    assert first.output is not None and SECRET in first.output.tail
+    redactor.bind([SECRET])
+    done = _tool(_update(normalizer, **_chunk("done\n", status="completed")))
+    assert done.output is not None
+    assert SECRET not in done.output.tail and MARKER in done.output.tail
 
 
 def test_content_text_wins_and_malformed_meta_is_ignored() -> None:

@@ -9,8 +9,9 @@ first sight, ``completed`` when the status turns terminal, ``progressed`` otherw
 
 A terminal the agent runs itself (not one it created through the client's
 ``terminal/create``) reports its output in the update's ``_meta`` (Zed's convention:
-:data:`TERMINAL_META_KEYS`): the chunks are kept as the call's output, bounded and
-redacted like content text, and the terminal is named in ``terminal_ids``.
+:data:`TERMINAL_META_KEYS`): the chunks become the call's output (:class:`TerminalStream`:
+redacted as a stream, as transcript text is, so each chunk costs its own size; the tail
+kept, every byte counted and hashed), and the terminal is named in ``terminal_ids``.
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ from baton.events.trusted import trusted
 
 __all__ = [
     "ACP_TOOL_KINDS",
-    "AGENT_OUTPUT_KEEP_BYTES",
     "MAX_TRACKED_CALLS",
     "TERMINAL_META_KEYS",
     "TERMINAL_STATUSES",
     "TOOL_KINDS",
     "TOOL_STATUSES",
+    "TerminalStream",
     "ToolCallTracker",
     "ToolState",
 ]
@@ -81,9 +82,61 @@ convention, used by the Codex adapters and claude-agent-acp): ``terminal_info``
 ``{terminal_id, cwd}`` names it, ``terminal_output`` and ``terminal_output_delta``
 ``{terminal_id, data}`` each append a chunk of its output, ``terminal_exit`` ends it."""
 _OUTPUT_CHUNK_KEYS = ("terminal_output", "terminal_output_delta")
-AGENT_OUTPUT_KEEP_BYTES = 2 * OUTPUT_TAIL_BYTES
-"""How much of an agent-side terminal's streamed output a call keeps (the end of it);
-the bytes before are counted, not kept."""
+
+
+@dataclass(slots=True)
+class TerminalStream:
+    """The output an agent-side terminal streams, as a bounded, redacted view.
+
+    Each chunk joins what was held back; the part that cannot be half a secret is
+    redacted against the shown part of its line (``Redaction.stream_cut`` /
+    ``text_after``, as transcript chunks are) and appended; the rest waits for the next
+    chunk or :meth:`end`. Kept: the last :data:`OUTPUT_TAIL_BYTES` of the redacted text;
+    counted and hashed: all of it. A secret bound later is redacted from the kept tail.
+    """
+
+    shown: str = ""
+    total_bytes: int = 0
+    digest: Any = field(default_factory=hashlib.sha256)
+    held: str = ""
+    context: str = ""
+    secrets: int = 0
+    """The bound-secret count ``shown`` was redacted with."""
+
+    def feed(self, data: str, redaction: Redaction) -> None:
+        text = self.held + data
+        cut = redaction.stream_cut(text, self.context)
+        if cut > 0:
+            self._show(text[:cut], redaction)
+        self.held = text[max(cut, 0) :]
+
+    def end(self, redaction: Redaction) -> None:
+        """The command is over: what was held back is shown too."""
+        if self.held:
+            self._show(self.held, redaction)
+            self.held = ""
+
+    def _show(self, raw: str, redaction: Redaction) -> None:
+        text = redaction.text_after(self.context, raw)
+        self.context = redaction.stream_context(self.context, raw)
+        data = text.encode("utf-8", errors="surrogatepass")
+        self.digest.update(data)
+        self.total_bytes += len(data)
+        self.shown = utf8_tail(self.shown + text, OUTPUT_TAIL_BYTES)[0]
+
+    def output(self, redaction: Redaction) -> ToolOutput:
+        if redaction.secret_count != self.secrets:
+            self.shown = redaction.text(self.shown)
+            self.secrets = redaction.secret_count
+        return trusted(
+            ToolOutput,
+            tail=self.shown,
+            total_bytes=self.total_bytes,
+            sha256=self.digest.hexdigest(),
+            truncated=self.total_bytes > len(self.shown.encode("utf-8", "surrogatepass")),
+        )
+
+
 """Completed calls beyond this many are forgotten oldest-first (a late delta for one
 is then treated as a new call, visibly, rather than growing memory forever)."""
 
@@ -100,11 +153,8 @@ class ToolState:
     diffs: list[DiffContent] = field(default_factory=list)
     output_text: str | None = None
     """The call's content text (``None``: its content has none)."""
-    terminal_output: str | None = None
-    """What an agent-side terminal streamed in ``_meta`` (its last
-    :data:`AGENT_OUTPUT_KEEP_BYTES`)."""
-    terminal_output_dropped: int = 0
-    """Bytes of that stream no longer kept (counted in the output's ``total_bytes``)."""
+    terminal_output: TerminalStream | None = None
+    """What an agent-side terminal streamed in ``_meta``."""
     terminal_ids: list[str] = field(default_factory=list)
     parent_tool_call_id: str | None = None
     started_ms: float = 0.0
@@ -261,9 +311,8 @@ class ToolCallTracker:
         state.diffs = diffs
         state.terminal_ids = terminals
 
-    @staticmethod
-    def _merge_terminal_meta(state: ToolState, meta: Mapping[str, Any]) -> None:
-        """An agent-side terminal's chunks append to the call's output (kept from the end)."""
+    def _merge_terminal_meta(self, state: ToolState, meta: Mapping[str, Any]) -> None:
+        """An agent-side terminal's chunks append to the call's output."""
         named: list[str] = []
         for key in ("terminal_info", *_OUTPUT_CHUNK_KEYS, "terminal_exit"):
             value = meta.get(key)
@@ -274,14 +323,9 @@ class ToolCallTracker:
                 named.append(terminal_id)
             data = value.get("data")
             if key in _OUTPUT_CHUNK_KEYS and isinstance(data, str) and data:
-                kept, size, cut = utf8_tail(
-                    (state.terminal_output or "") + data, AGENT_OUTPUT_KEEP_BYTES
-                )
-                if cut:
-                    state.terminal_output_dropped += size - len(
-                        kept.encode("utf-8", "surrogatepass")
-                    )
-                state.terminal_output = kept
+                if state.terminal_output is None:
+                    state.terminal_output = TerminalStream(secrets=self._redaction.secret_count)
+                state.terminal_output.feed(data, self._redaction)
         missing = [t for t in named if t not in state.terminal_ids]
         if missing:  # a new list: payloads already built share the old one
             state.terminal_ids = [*state.terminal_ids, *missing][:64]
@@ -308,24 +352,18 @@ class ToolCallTracker:
         agent-side terminal streamed); reused while it is unchanged (and no secret was
         bound since): the same text redacts and hashes the same."""
         text = state.output_text
-        dropped = 0
         if text is None:
-            text, dropped = state.terminal_output, state.terminal_output_dropped
-        if text is None:
-            return None
+            stream = state.terminal_output
+            if stream is None:
+                return None
+            if state.done:
+                stream.end(self._redaction)
+            return stream.output(self._redaction)
         secrets = self._redaction.secret_count
         cached = state.output
         if cached is not None and cached[1] == secrets and cached[0] == text:
             return cached[2]
         output = bounded_output(self._redaction.text(text))
-        if dropped:
-            output = trusted(
-                ToolOutput,
-                tail=output.tail,
-                total_bytes=output.total_bytes + dropped,
-                sha256=output.sha256,
-                truncated=True,
-            )
         state.output = (text, secrets, output)
         return output
 
