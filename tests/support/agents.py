@@ -2,7 +2,8 @@
 
 ``scripts/install-agents`` (run by ``scripts/test``) installs the built-in ``claude``,
 ``codex``, ``gemini`` and ``qwen`` profiles' pinned packages, and the tier's own ``codex-ts``
-(the TypeScript Codex adapter, :data:`TIER_PROFILES`), with ``baton agents install`` into ``<repo>/.cache/agents``.
+(the TypeScript Codex adapter, :data:`TIER_PROFILES`), with ``baton agents install`` into
+``<repo>/.cache/agents``.
 When npm could not reach its registry it leaves ``.cache/agents/UNREACHABLE`` with the reason:
 then, and only then, the real-agent tests skip (saying why). A missing install otherwise fails
 the test, naming the script.
