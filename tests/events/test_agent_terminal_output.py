@@ -164,3 +164,19 @@ def test_no_provider_calls_the_terminal_keys_unknown() -> None:
     notices = [p for p in started + payloads if getattr(p, "category", None) == "unclassified"]
     assert not notices, notices
     assert _tool(payloads).output is not None
+
+
+def test_a_named_terminal_without_streamed_output_leaves_the_output_to_others() -> None:
+    """``terminal_info`` alone streams nothing: the output stays ``None`` (the runner then
+    takes what the agent reports in ``rawOutput``)."""
+    normalizer = _normalizer()
+    _start(normalizer)
+    done = _tool(
+        _update(
+            normalizer,
+            sessionUpdate="tool_call_update",
+            status="completed",
+            rawOutput={"output": "from raw\n"},
+        )
+    )
+    assert done.terminal_ids == ["call_1"] and done.output is None

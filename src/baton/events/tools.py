@@ -7,11 +7,9 @@ delta (changed fields only; lists replace), restores title/kind/locations that a
 delta omits, and returns the canonical payload for the new state: ``started`` on
 first sight, ``completed`` when the status turns terminal, ``progressed`` otherwise.
 
-A terminal the agent runs itself (not one it created through the client's
-``terminal/create``) reports its output in the update's ``_meta`` (Zed's convention:
-:data:`TERMINAL_META_KEYS`): the chunks become the call's output (:class:`TerminalStream`:
-redacted as a stream, as transcript text is, so each chunk costs its own size; the tail
-kept, every byte counted and hashed), and the terminal is named in ``terminal_ids``.
+A terminal the agent runs itself reports its output in the update's ``_meta``
+(:mod:`baton.events.agent_terminals`): it becomes the call's output, and the terminal is
+named in ``terminal_ids``.
 """
 
 from __future__ import annotations
@@ -21,9 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from baton.events.agent_terminals import TERMINAL_META_KEYS, TerminalStream
 from baton.events.bounds import (
     DIFF_TEXT_BYTES,
-    OUTPUT_TAIL_BYTES,
     bounded_output,
     bounded_value,
     clip_text,
@@ -46,11 +44,9 @@ from baton.events.trusted import trusted
 __all__ = [
     "ACP_TOOL_KINDS",
     "MAX_TRACKED_CALLS",
-    "TERMINAL_META_KEYS",
     "TERMINAL_STATUSES",
     "TOOL_KINDS",
     "TOOL_STATUSES",
-    "TerminalStream",
     "ToolCallTracker",
     "ToolState",
 ]
@@ -74,71 +70,6 @@ ACP_TOOL_KINDS: tuple[str, ...] = (
 TOOL_KINDS = frozenset(ACP_TOOL_KINDS)
 """ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
-TERMINAL_META_KEYS = frozenset(
-    {"terminal_info", "terminal_output", "terminal_output_delta", "terminal_exit"}
-)
-"""``_meta`` keys of a tool call update about a terminal the agent runs itself (Zed's
-convention, used by the Codex adapters and claude-agent-acp): ``terminal_info``
-``{terminal_id, cwd}`` names it, ``terminal_output`` and ``terminal_output_delta``
-``{terminal_id, data}`` each append a chunk of its output, ``terminal_exit`` ends it."""
-_OUTPUT_CHUNK_KEYS = ("terminal_output", "terminal_output_delta")
-
-
-@dataclass(slots=True)
-class TerminalStream:
-    """The output an agent-side terminal streams, as a bounded, redacted view.
-
-    Each chunk joins what was held back; the part that cannot be half a secret is
-    redacted against the shown part of its line (``Redaction.stream_cut`` /
-    ``text_after``, as transcript chunks are) and appended; the rest waits for the next
-    chunk or :meth:`end`. Kept: the last :data:`OUTPUT_TAIL_BYTES` of the redacted text;
-    counted and hashed: all of it. A secret bound later is redacted from the kept tail.
-    """
-
-    shown: str = ""
-    total_bytes: int = 0
-    digest: Any = field(default_factory=hashlib.sha256)
-    held: str = ""
-    context: str = ""
-    secrets: int = 0
-    """The bound-secret count ``shown`` was redacted with."""
-
-    def feed(self, data: str, redaction: Redaction) -> None:
-        text = self.held + data
-        cut = redaction.stream_cut(text, self.context)
-        if cut > 0:
-            self._show(text[:cut], redaction)
-        self.held = text[max(cut, 0) :]
-
-    def end(self, redaction: Redaction) -> None:
-        """The command is over: what was held back is shown too."""
-        if self.held:
-            self._show(self.held, redaction)
-            self.held = ""
-
-    def _show(self, raw: str, redaction: Redaction) -> None:
-        text = redaction.text_after(self.context, raw)
-        self.context = redaction.stream_context(self.context, raw)
-        data = text.encode("utf-8", errors="surrogatepass")
-        self.digest.update(data)
-        self.total_bytes += len(data)
-        self.shown = utf8_tail(self.shown + text, OUTPUT_TAIL_BYTES)[0]
-
-    def output(self, redaction: Redaction) -> ToolOutput:
-        if redaction.secret_count != self.secrets:
-            self.shown = redaction.text(self.shown)
-            self.secrets = redaction.secret_count
-        return trusted(
-            ToolOutput,
-            tail=self.shown,
-            total_bytes=self.total_bytes,
-            sha256=self.digest.hexdigest(),
-            truncated=self.total_bytes > len(self.shown.encode("utf-8", "surrogatepass")),
-        )
-
-
-"""Completed calls beyond this many are forgotten oldest-first (a late delta for one
-is then treated as a new call, visibly, rather than growing memory forever)."""
 
 
 @dataclass(slots=True)
@@ -313,19 +244,9 @@ class ToolCallTracker:
 
     def _merge_terminal_meta(self, state: ToolState, meta: Mapping[str, Any]) -> None:
         """An agent-side terminal's chunks append to the call's output."""
-        named: list[str] = []
-        for key in ("terminal_info", *_OUTPUT_CHUNK_KEYS, "terminal_exit"):
-            value = meta.get(key)
-            if not isinstance(value, Mapping):
-                continue
-            terminal_id = value.get("terminal_id")
-            if isinstance(terminal_id, str) and terminal_id and terminal_id not in named:
-                named.append(terminal_id)
-            data = value.get("data")
-            if key in _OUTPUT_CHUNK_KEYS and isinstance(data, str) and data:
-                if state.terminal_output is None:
-                    state.terminal_output = TerminalStream(secrets=self._redaction.secret_count)
-                state.terminal_output.feed(data, self._redaction)
+        if state.terminal_output is None:
+            state.terminal_output = TerminalStream(secrets=self._redaction.secret_count)
+        named = state.terminal_output.meta(meta, self._redaction)
         missing = [t for t in named if t not in state.terminal_ids]
         if missing:  # a new list: payloads already built share the old one
             state.terminal_ids = [*state.terminal_ids, *missing][:64]
@@ -354,7 +275,7 @@ class ToolCallTracker:
         text = state.output_text
         if text is None:
             stream = state.terminal_output
-            if stream is None:
+            if stream is None or stream.empty:
                 return None
             if state.done:
                 stream.end(self._redaction)

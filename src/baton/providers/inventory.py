@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
+from baton.events.agent_terminals import TERMINAL_META_KEYS
 from baton.events.bounds import clip_text
 from baton.events.extension import (
     AGENT_FAULTS,
@@ -46,7 +47,6 @@ from baton.events.extension import (
     VendorOutcome,
 )
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
-from baton.events.tools import TERMINAL_META_KEYS
 
 __all__ = [
     "BUILTIN_INVENTORY",
