@@ -18,9 +18,8 @@ from baton.coordination.hub_auth import Grant, Refusal
 from baton.coordination.mcp_hub import RoleHub
 from baton.events.sequencer import Sequencer
 from baton.runner.emitter import EventEmitter
-from baton.store import Store
-from baton.store.migrations import apply_migrations
-from baton.store.store import ALL_MIGRATIONS
+from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
+from baton.store.sqlite import SqliteStore, apply_migrations
 
 from .conftest import StoreFactory, run_record
 
@@ -28,12 +27,12 @@ LEASE_S = 600.0
 
 
 @pytest.fixture
-async def stores(open_store: StoreFactory) -> AsyncIterator[list[Any]]:
+async def stores(open_cluster_store: StoreFactory) -> AsyncIterator[list[Any]]:
     """Three writers on one store (two coordinators of two teams, or one restarted)."""
     opened: list[Any] = []
     try:
         for i in range(3):
-            store = open_store()
+            store = open_cluster_store()
             store.create_run(run_record(f"run-{i}"))
             opened.append(store)
         yield opened
@@ -71,10 +70,11 @@ def test_placement_rows_of_before_are_kept_under_no_project(tmp_path: Path) -> N
     path = tmp_path / "baton.db"
     later = {"cluster.0002_placements_by_project", "cluster.0003_credentials"}
     conn = sqlite3.connect(path, isolation_level=None)
-    apply_migrations(conn, [m for m in ALL_MIGRATIONS if m.name not in later])
+    steps = (*STORE_MIGRATIONS, *CLUSTER_MIGRATIONS)
+    apply_migrations(conn, [m for m in steps if m.name not in later])
     conn.execute("INSERT INTO cluster_placements VALUES ('dev', 'w1', 3, 'placed', 1e12, 'then')")
     conn.close()
-    store = Store.open(path)
+    store = SqliteStore.open(path, extra_migrations=CLUSTER_MIGRATIONS)
     try:
         rows = store.read_tx(
             lambda tx: tx.all("SELECT project, slot, host, epoch FROM cluster_placements")
