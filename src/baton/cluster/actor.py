@@ -18,10 +18,8 @@ has not confirmed a renewal for about the lease. The agent's own ``git push`` as
 the same check through a ``pre-push`` hook (:mod:`.push_gate`). Once refused, the
 actor records ``cluster.fenced_out``, stops its agent and acts no more.
 
-The holder wires nothing itself: its host's composition root
-(:class:`HolderRoot`, opened by ``spec.root``: :func:`baton.app.root.open_holder_root`)
-opens the cluster store, records the holder's run, and makes its broker and its
-agent session exactly as :class:`baton.app.Baton` does on the coordinator.
+The holder wires nothing itself: its host's root (:class:`HolderRoot`, ``spec.root``:
+:func:`baton.app.root.open_holder_root`) opens the store, its run, broker and session.
 
 Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
 :class:`RoleHolder` is plain Python, so it is tested without a cluster too.
@@ -81,9 +79,8 @@ copyreg.pickle(MappingProxyType, lambda m: (MappingProxyType, (dict(m),)))
 
 
 class HolderRoot(Protocol):
-    """What a holder needs from its host's composition root (``baton.app`` opens it):
-    the cluster store, the holder's run, a broker and the agent session, wired as the
-    coordinator's root wires its own."""
+    """What a holder needs from its host's composition root (``baton.app`` opens it),
+    wired as the coordinator's root wires its own."""
 
     @property
     def store(self) -> Store: ...
@@ -109,7 +106,8 @@ class HolderRoot(Protocol):
 OpenHolderRoot = Callable[
     ["HolderSpec", str, Mapping[str, Any]], AbstractAsyncContextManager[HolderRoot]
 ]
-"""``(spec, run id, run meta) -> the root``, entered for the holder's life."""
+"""``(spec, run id, run meta) -> the root``, entered for the holder's life (the meta is the
+run's JSON column, :func:`holder_meta`)."""
 
 
 @dataclass(frozen=True)
@@ -379,7 +377,10 @@ class RoleHolder:
         if self._root is not None:
             self._root.finish("completed")  # it served until released (or fenced out)
             self._root = None
-        await self._stack.aclose()
+        try:
+            await self._stack.aclose()
+        except Exception:  # a store gone with its host: the run stays for recovery to see
+            log.exception("slot %s epoch %d: closing the holder's root failed", *self._who())
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:

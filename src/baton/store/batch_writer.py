@@ -32,6 +32,7 @@ __all__ = ["BatchWriter"]
 _log = logging.getLogger(__name__)
 
 _Outcome = tuple[concurrent.futures.Future[Any], Any, BaseException | None]
+"""A write's future, its function's result or its error (``Any``: whatever ``fn`` returns)."""
 
 
 class BatchWriter:

@@ -243,20 +243,8 @@ class PgBackend:
         self._pool.close()
 
 
-class PgStore(WriterStore):
+class PgStore(WriterStore[PgBackend]):
     """The store on PostgreSQL; open with :meth:`open`, close with :meth:`close`."""
-
-    def __init__(
-        self,
-        backend: PgBackend,
-        *,
-        migrations: Sequence[Migration],
-        batch_max: int,
-        queue_max: int,
-    ) -> None:
-        """Use :meth:`open`; this only sets fields and starts nothing."""
-        super().__init__(backend, migrations=migrations, batch_max=batch_max, queue_max=queue_max)
-        self._pg = backend
 
     @classmethod
     def open(
@@ -269,21 +257,14 @@ class PgStore(WriterStore):
     ) -> PgStore:
         """Connect, apply pending migrations (every store's and the cluster's), start the
         writer; blocks until ready."""
-        store = cls(
+        return cls._opened(
             PgBackend(dsn),
             migrations=(*STORE_MIGRATIONS, *CLUSTER_MIGRATIONS, *extra_migrations),
             batch_max=batch_max,
             queue_max=queue_max,
         )
-        store._start()
-        return store
-
-    @property
-    def path(self) -> None:
-        """No file (SQLite's store has one): nothing may launch a per-slot server on it."""
-        return None
 
     @property
     def dsn(self) -> str:
         """Where this store lives (a libpq connection string; may hold a password)."""
-        return self._pg.dsn
+        return self._backend.dsn

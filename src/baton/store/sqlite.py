@@ -203,20 +203,8 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     return migrate(SqliteWriter(conn, path, DEFAULT_BUSY_TIMEOUT_MS), migrations)
 
 
-class SqliteStore(WriterStore):
+class SqliteStore(WriterStore[SqliteBackend]):
     """The store in one SQLite file; open with :meth:`open`, close with :meth:`close`."""
-
-    def __init__(
-        self,
-        backend: SqliteBackend,
-        *,
-        migrations: Sequence[Migration],
-        batch_max: int,
-        queue_max: int,
-    ) -> None:
-        """Use :meth:`open`; this only sets fields and starts nothing."""
-        super().__init__(backend, migrations=migrations, batch_max=batch_max, queue_max=queue_max)
-        self._sqlite = backend
 
     @classmethod
     def open(
@@ -235,28 +223,26 @@ class SqliteStore(WriterStore):
         """
         path = Path(path).absolute()
         prepare_files(path)
-        store = cls(
+        return cls._opened(
             SqliteBackend(path, busy_timeout_ms=busy_timeout_ms),
             migrations=(*STORE_MIGRATIONS, *extra_migrations),
             batch_max=batch_max,
             queue_max=queue_max,
         )
-        store._start()
-        return store
 
     @property
     def path(self) -> Path:
-        return self._sqlite.path
+        return self._backend.path
 
     @property
     def wake_channel(self) -> WakeChannel:
         """The store's cross-process doorbell (see :mod:`baton.store.wake`)."""
-        return self._sqlite.channel
+        return self._backend.channel
 
     def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` on a read-only connection, in one consistent snapshot."""
         self._check_open()
-        return self._sqlite.read_raw(fn)
+        return self._backend.read_raw(fn)
 
     def execute_write(self, fn: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
         """Run ``fn(conn)`` on the writer thread, in order with queued events.
@@ -266,7 +252,7 @@ class SqliteStore(WriterStore):
         exception unchanged. It must not COMMIT/ROLLBACK itself. The future
         resolves only after the batch is committed.
         """
-        backend = self._sqlite
+        backend = self._backend
 
         def raw(tx: Tx) -> T:
             assert backend.writer is not None  # runs on the writer thread, after it connected

@@ -35,7 +35,8 @@ class StoreConflict(StoreError):
 
 
 class Cursor(Protocol):
-    """What a DB-API cursor (sqlite3's, psycopg's) gives back after one statement."""
+    """What a DB-API cursor (sqlite3's, psycopg's) gives back after one statement
+    (``Any``: a driver's row of column values, whatever their SQL types)."""
 
     @property
     def rowcount(self) -> int: ...
@@ -47,7 +48,7 @@ class Cursor(Protocol):
 
 Statement = Callable[[str, Sequence[Any]], Cursor]
 """``(portable sql, params) -> cursor``: one backend's way to run a statement, raising
-:class:`StoreConflict` for a conflict."""
+:class:`StoreConflict` for a conflict (``Any``: SQL parameters of any column type)."""
 
 
 class Tx:

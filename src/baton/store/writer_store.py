@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
@@ -50,27 +50,28 @@ from baton.store.write_queue import WriteQueue
 __all__ = ["WriterStore"]
 
 T = TypeVar("T")
+B = TypeVar("B", bound=Backend)
 
 
-def _close_at_exit(ref: weakref.ref[WriterStore]) -> None:
+def _close_at_exit(ref: weakref.ref[WriterStore[Any]]) -> None:
     """Drain a store nobody closed, so queued events are not lost on a clean exit."""
     store = ref()
     if store is not None:
         store.close()
 
 
-class WriterStore:
-    """A store on one backend; built and started by a backend's ``open`` (see the module)."""
+class WriterStore(Generic[B]):
+    """A store on one backend ``B``; built and started by :meth:`_opened` (see the module)."""
 
     def __init__(
         self,
-        backend: Backend,
+        backend: B,
         *,
         migrations: Sequence[Migration],
         batch_max: int,
         queue_max: int,
     ) -> None:
-        """Only sets fields and starts nothing (a backend's ``open`` calls :meth:`_start`)."""
+        """Only sets fields and starts nothing (:meth:`_opened` starts it)."""
         if batch_max < 1 or queue_max < 1:
             raise ValueError("batch_max and queue_max must be at least 1")
         self._backend = backend
@@ -88,6 +89,15 @@ class WriterStore:
         self._atexit_hook = functools.partial(_close_at_exit, weakref.ref(self))
 
     # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def _opened(
+        cls, backend: B, *, migrations: Sequence[Migration], batch_max: int, queue_max: int
+    ) -> Self:
+        """A store on ``backend``, started: its writer up and its schema current."""
+        store = cls(backend, migrations=migrations, batch_max=batch_max, queue_max=queue_max)
+        store._start()
+        return store
 
     def _start(self) -> None:
         """Start the writer; return once the schema is current."""
