@@ -16,10 +16,12 @@ from baton.cluster.fencing import Placements
 from baton.cluster.placement import FencedOut
 from baton.coordination.hub_auth import Grant, Refusal
 from baton.coordination.mcp_hub import RoleHub
+from baton.events.model import TurnSubmitted
 from baton.events.sequencer import Sequencer
 from baton.runner.emitter import EventEmitter
 from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
 from baton.store.sqlite import SqliteStore, apply_migrations
+from baton.team.reconcile import HolderTurn
 
 from .conftest import StoreFactory, run_record
 
@@ -127,3 +129,35 @@ async def test_only_digests_are_stored(stores: list[Any], tmp_path: Path) -> Non
     text = repr([tuple(r) for r in rows])
     assert credential.token not in text and credential.token[5:] not in text
     assert len(rows) == 1
+
+
+async def test_a_restarted_coordinator_is_told_its_holders_turns(stores: list[Any]) -> None:
+    """``Placements.holder_turns`` (the team loop's ``HolderLookup``): per slot, the live
+    holder's last prompt digest, whether that turn ended, and whether its lease is live;
+    a slot of another team, or without a running holder, is absent."""
+    store = stores[0]
+    now = [1_000.0]
+    team = Placements(
+        store, EventEmitter(Sequencer("run-0"), store), project="ws-a", clock=lambda: now[0]
+    )
+    placed = await team.place("dev", "w1", lease_s=30.0)
+    await team.place("qa", "w1", lease_s=30.0)  # placed, but no holder run ever started
+    holder = f"run-0.dev.e{placed.epoch}"
+    meta = {"slot": "dev", "epoch": placed.epoch, "project": "ws-a"}
+    store.create_run(run_record(holder, kind="role-holder", meta=meta))
+    submitted = TurnSubmitted(prompt_preview="go", prompt_bytes=2, prompt_sha256="d1")
+    await store.write(
+        lambda tx: None,
+        events=[Sequencer(holder).stamp(submitted, session_id="s", turn_id="t1")],
+    )
+    assert await team.holder_turns(["dev", "qa", "ops"]) == {
+        "dev": HolderTurn("d1", ended=False, lease_live=True)
+    }
+    other = Placements(store, EventEmitter(Sequencer("run-1"), stores[1]), project="ws-b")
+    assert await other.holder_turns(["dev"]) == {}
+    now[0] += 31.0  # the holder stopped renewing: its lease ran out
+    assert await team.holder_turns(["dev"]) == {
+        "dev": HolderTurn("d1", ended=False, lease_live=False)
+    }
+    store.finish_run(holder, "completed", "later")
+    assert await team.holder_turns(["dev"]) == {}
