@@ -265,6 +265,7 @@ def test_the_board_reads_the_team_loops_view() -> None:
             "turns": 0,
             "report_ref": None,
             "note": "",
+            "result": None,
         }
         return NS(**(fields | extra))
 

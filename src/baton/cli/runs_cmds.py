@@ -129,6 +129,10 @@ def log(
         bool,
         typer.Option("--follow", "-f", help="Keep printing new events until the run ends."),
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Every line of tool output and stderr (none left out)."),
+    ] = False,
     project: ProjectOption = None,
 ) -> None:
     """Replay a stored run; with --follow, watch one another process is running."""
@@ -137,7 +141,11 @@ def log(
         raise CommandError(f"no run {run_id!r} in this project", hint="`baton runs` lists them")
     with Baton.reading(config=config) as store:
         run = resolve_run(store, run_id)
-        view = None if json_output else HumanRenderer(live=False, labeler=_labeler(store, run))
+        view = (
+            None
+            if json_output
+            else HumanRenderer(live=False, labeler=_labeler(store, run), full=full)
+        )
         last = 0
         while True:
             for line in store.iter_event_json(run.run_id, after_seq=last):

@@ -45,7 +45,7 @@ from baton.web.live import TOPICS
 from baton.web.markdown import render_markdown
 from baton.web.openapi import OPENAPI
 from baton.web.sse import parse_resume_point, sse_stream
-from baton.web.summaries import decided_by_text, decision_text, run_outcome
+from baton.web.summaries import decided_by_text, decision_text, prompt_summary, run_outcome
 from baton.web.tasks import task_changes, task_documents
 
 __all__ = [
@@ -175,7 +175,7 @@ async def runs_with_outcomes(
                 pending.get(run.run_id, 0),
                 stalled.get(run.run_id),
             ),
-            "prompt": prompts.get(run.run_id),
+            "prompt": prompt_summary(prompts[run.run_id]) if run.run_id in prompts else None,
         }
         for run in runs
     ]
