@@ -88,11 +88,20 @@ class TerminalAsker:
 
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
-            reply = await asyncio.to_thread(self.console.input, "baton: allow once? [y/N] ")
-            return PermissionAnswer(
-                decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
+            always = document.allow_always_granted and any(
+                o.kind == "allow_always" for o in document.options
             )
-        reply = await asyncio.to_thread(self.console.input, "baton: accept this plan? [y/N] ")
+            choices = "y = allow once" + (", a = allow always" if always else "")
+            reply = await asyncio.to_thread(
+                self.console.input, f"baton: allow it? ({choices}, n or Enter = deny) "
+            )
+            answer = reply.strip().lower()
+            if always and answer in ("a", "always"):
+                return PermissionAnswer(decision="allow", scope="always")
+            return PermissionAnswer(decision="allow" if answer in ("y", "yes") else "deny")
+        reply = await asyncio.to_thread(
+            self.console.input, "baton: accept this plan? (y = accept, n or Enter = reject) "
+        )
         accept = reply.strip().lower() in ("y", "yes")
         return PlanAnswer(
             decision="accept" if accept else "reject",
@@ -284,6 +293,40 @@ async def _run_turn(
     return code
 
 
+def _check_endpoint(profile: AgentProfile) -> None:
+    """Refuse to start an agent whose model server is down (it would retry for a minute
+    and then print its own error dump): one line, before anything is launched."""
+    from baton.cli.endpoint_check import unreachable
+    from baton.cli.shared import EXIT_AGENT
+
+    if profile.endpoint is None:
+        return
+    why = unreachable(profile.endpoint)
+    if why is not None:
+        raise CommandError(
+            f"the model endpoint {profile.endpoint} of profile {profile.name!r} is not "
+            f"reachable ({why})",
+            hint="start the model server, or point the profile's endpoint in baton.toml at one",
+            code=EXIT_AGENT,
+        )
+
+
+def _say_headless(wait_timeout: float) -> None:
+    """Someone is at a terminal, but not on both ends: say why nobody will be asked here."""
+    which = "stdin" if not sys.stdin.isatty() else "stdout"
+    then = (
+        "a request that needs you is denied at once (--wait-timeout 0)"
+        if wait_timeout == 0
+        else "a request that needs you waits for `baton answer` or the dashboard "
+        f"(up to --wait-timeout {wait_timeout:g}s)"
+    )
+    err.print(
+        f"baton: {which} is not a terminal, so nobody is asked here: {then}",
+        style="dim",
+        markup=False,
+    )
+
+
 APPROVE_HELP = (
     "What is allowed without asking. "
     "reads (default): read, search and think tools run; edits, deletes, moves, commands and "
@@ -357,9 +400,12 @@ def run(
     config = project_config(project)
     workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
+    _check_endpoint(profile)
     if stall_timeout is not None:
         profile = dataclasses.replace(profile, stall_timeout=stall_timeout)
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
+    if not interactive and not json_output and (sys.stdin.isatty() or sys.stdout.isatty()):
+        _say_headless(wait_timeout)
     code = asyncio.run(
         _run_turn(
             config,

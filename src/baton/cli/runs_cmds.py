@@ -11,7 +11,7 @@ from rich.table import Table
 from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.render import HumanRenderer, safe
-from baton.cli.shared import CommandError, command_app, out, print_ndjson
+from baton.cli.shared import CommandError, command_app, out, plural, print_ndjson
 from baton.events.model import CanonicalEvent
 from baton.store.records import RunRecord
 from baton.store.store import Store
@@ -119,6 +119,13 @@ def runs(
             _short_ts(r.ended_at)[6:],
         )
     console.print(table)
+    more = f" · the newest {limit}: --limit N shows more" if len(records) == limit else ""
+    console.print(
+        f"{plural(len(records), 'run')} · `baton log ID` replays one (a unique prefix of ID "
+        f"is enough){more}",
+        style="dim",
+        markup=False,
+    )
 
 
 @app.command()
