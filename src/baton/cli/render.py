@@ -198,6 +198,11 @@ class HumanRenderer:
         full: bool = False,
     ) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
+        self._wraps = self.console.is_terminal
+        """At a terminal rich lays every line out at its width and only whole lines are
+        written (see :meth:`flush`); to a pipe, lines go out as they are, unwrapped."""
+        if self._wraps:
+            self.console.soft_wrap = False
         self.full = full
         """Show every line of tool output and stderr (``baton log --full``), never elided."""
         self.tally = Tally()
@@ -247,12 +252,28 @@ class HumanRenderer:
             self._text_from = None
             self._col0 = True
 
-    def flush(self) -> None:
-        """Write everything rendered so far in one print (one live-display refresh)."""
+    def flush(self, *, partial: bool = False) -> None:
+        """Write everything rendered so far in one print (one live-display refresh).
+
+        At a terminal only whole lines are written (``partial`` writes the rest too): a
+        line left open under the live spinners was overwritten by their next redraw, and
+        rich can only wrap at word boundaries what it sees whole.
+        """
         pieces = self._pieces
-        if pieces:
-            self._pieces = []
-            self.console.print(Text.assemble(*pieces), end="")
+        if not pieces:
+            return
+        text = Text.assemble(*pieces)
+        if self._wraps and not partial:
+            end = text.plain.rfind("\n") + 1
+            if end == 0:
+                return  # the line is still being written
+            if end < len(text.plain):
+                done, rest = text.divide([end])
+                self._pieces = [rest]
+                self.console.print(done, end="")
+                return
+        self._pieces = []
+        self.console.print(text, end="")
 
     def batch_end(self) -> None:
         """The end of one read from the agent: write what it produced."""
@@ -264,8 +285,17 @@ class HumanRenderer:
         line = item if isinstance(item, Text) else Text.from_markup(item)
         if style:
             line.stylize(style)
-        self._pieces.append(Text.assemble(self._prefix(), line))
-        self._pieces.append("\n")
+        prefix = self._prefix()
+        if not self._wraps:
+            self._pieces.append(Text.assemble(prefix, line))
+            self._pieces.append("\n")
+            return
+        # At a terminal: wrapped at word boundaries under its label, never cut mid-word.
+        width = max(20, self.console.width - prefix.cell_len)
+        pad = Text(" " * prefix.cell_len)
+        for index, part in enumerate(line.wrap(self.console, width, overflow="fold") or [line]):
+            self._pieces.append(Text.assemble(prefix if index == 0 else pad, part))
+            self._pieces.append("\n")
 
     def say(self, markup: str, *, style: str = "") -> None:
         """A line from the command itself (a reminder, a heartbeat), between events."""
@@ -522,7 +552,7 @@ class HumanRenderer:
 
     def close(self) -> None:
         self._end_text()
-        self.flush()
+        self.flush(partial=True)
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -304,9 +304,9 @@ def _check_endpoint(profile: AgentProfile) -> None:
     why = unreachable(profile.endpoint)
     if why is not None:
         raise CommandError(
-            f"the model endpoint {profile.endpoint} of profile {profile.name!r} is not "
-            f"reachable ({why})",
-            hint="start the model server, or point the profile's endpoint in baton.toml at one",
+            f"the model endpoint {profile.endpoint} (profile {profile.name}) is not "
+            f"reachable: {why}",
+            hint="start the model server, or fix the profile's endpoint in baton.toml",
             code=EXIT_AGENT,
         )
 

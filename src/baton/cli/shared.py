@@ -100,8 +100,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-"""stderr: progress, hints and errors (never data)."""
+err = Console(stderr=True, highlight=False)
+"""stderr: progress, hints and errors (never data). At a terminal rich wraps a long line at
+word boundaries (the terminal broke words in two); elsewhere lines go out whole."""
+err.soft_wrap = not err.is_terminal
 
 
 PIPE_WIDTH: Final = 10_000
