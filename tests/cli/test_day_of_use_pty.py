@@ -8,6 +8,7 @@ broken in it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import socket
 import subprocess
@@ -57,7 +58,7 @@ def mid_word_breaks(lines: list[str]) -> list[str]:
     """Full-width lines whose last character and the next line's first are both letters
     or digits: a word the terminal (not baton) broke in two."""
     found = []
-    for line, after in zip(lines, lines[1:], strict=False):
+    for line, after in itertools.pairwise(lines):
         if len(line) == COLUMNS and line[-1].isalnum() and after[:1].isalnum():
             found.append(f"{line!r} / {after!r}")
     return found
