@@ -36,13 +36,12 @@ Every response also carries headers that keep agent text inert in a browser
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hmac
 import ipaddress
 import re
 import secrets
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
@@ -53,10 +52,10 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from baton.aiotasks import cancel_and_wait
 from baton.security.display import escape_html
 from baton.web.pages import shell
-from baton.web.sessions import WATCH_S, SessionAuth
+from baton.web.revocation import Check, watched
+from baton.web.sessions import SessionAuth
 
 __all__ = [
     "COOKIE_PREFIX",
@@ -297,9 +296,6 @@ def _deny(path: str, status: int, message: str) -> Response:
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
-Check = Callable[[], Awaitable[bool]]
-
-
 class Gate:
     """The ASGI middleware enforcing the rules in the module docstring."""
 
@@ -328,7 +324,7 @@ class Gate:
         if isinstance(verdict, Response):
             await verdict(scope, receive, send_with_headers)
         elif verdict is not None and is_stream(scope["path"]):
-            await _watched(self._app, verdict, scope, receive, send_with_headers)
+            await watched(self._app, verdict, scope, receive, send_with_headers)
         else:
             await self._app(scope, receive, send_with_headers)
 
@@ -367,35 +363,3 @@ class Gate:
             "Log in first: open the login URL that `baton serve` printed "
             "(or send Authorization: Bearer <api token>).",
         )
-
-
-async def _watched(app: ASGIApp, check: Check, scope: Scope, receive: Receive, send: Send) -> None:
-    """Serve a stream while its session holds; end it (cleanly) once it does not."""
-    state = {"started": False, "done": False}
-
-    async def tracked(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            state["started"] = True
-        elif message["type"] == "http.response.body" and not message.get("more_body", False):
-            state["done"] = True
-        await send(message)
-
-    async def serve() -> None:
-        await app(scope, receive, tracked)
-
-    serving = asyncio.create_task(serve(), name="baton-web-watched")
-    try:
-        while not serving.done():
-            await asyncio.wait({serving}, timeout=WATCH_S)
-            if not serving.done() and not await check():
-                break
-    finally:
-        if not serving.done():
-            await cancel_and_wait([serving])
-    if not serving.cancelled():
-        serving.result()  # it ended by itself: its own outcome (or failure) stands
-        return
-    if state["started"] and not state["done"]:
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    elif not state["started"]:
-        await _deny(scope["path"], 401, "The session ended: log in again.")(scope, receive, send)
