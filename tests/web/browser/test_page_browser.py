@@ -150,6 +150,10 @@ def _shots_dir() -> Path | None:
 
 
 def _keep(page: Any, name: str) -> None:
+    # From the top: a full-page shot of a page scrolled to its end draws the sticky header
+    # in the middle (the run view follows the end of the page).
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(200)  # one frame for the scroll to land; nothing to wait on
     path = shoot(page, name)
     target = _shots_dir()
     if target is not None:
