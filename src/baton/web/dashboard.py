@@ -305,16 +305,13 @@ def _elicitation(doc: ElicitationRequest) -> tuple[str, str]:
     return body, buttons
 
 
-def _review(
-    doc: ReviewRequest, changes: dict[str, Any] | None, subject: str | None
-) -> tuple[str, str]:
+def _review(doc: ReviewRequest, changes: dict[str, Any] | None) -> tuple[str, str]:
     """A review: what the task was, the report as rendered Markdown (as on the task page),
     then the changes, each in its own section (so more can be added, such as a git diff)."""
     role = f"<dt>from</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
     task = href("/tasks/", doc.task_id)
-    about = f"<dt>subject</dt><dd>{text(subject)}</dd>" if subject else ""
     parts = [
-        f'<dl>{about}<dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
+        f'<dl><dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
         f'<dt>report</dt><dd><a href="{task}#{text(doc.report_ref)}">'
         f"<code>{text(doc.report_ref)}</code></a></dd>{role}</dl>",
         '<section class="review-report"><h4>work summary</h4>'
@@ -374,7 +371,7 @@ def request_card(
     elif isinstance(doc, ElicitationRequest):
         body, buttons = _elicitation(doc)
     elif isinstance(doc, ReviewRequest):
-        body, buttons = _review(doc, changes, subject)
+        body, buttons = _review(doc, changes)
         title = f"Review: {subject}" if subject else title
     else:
         body = f'<p class="hint">document not kept ({record.document_bytes} bytes)</p>'
@@ -405,29 +402,18 @@ def request_card(
 
 async def _card(ctx: WebContext, record: RequestRecord) -> str:
     """A card with what only the server can add: expiry, and a review's changes."""
-    from baton.web.api import task_changes_for
+    from baton.web.api import task_changes_for, task_subject
     from baton.web.summaries import expires_at
 
     changes = subject = None
     if isinstance(record.document, ReviewRequest):
         changes = await task_changes_for(ctx, record.document.role)
-        subject = await _task_subject(ctx, record.document.task_id)
+        subject = await task_subject(ctx, record.document.task_id)
     run = await asyncio.to_thread(ctx.store.get_run, record.run_id)
     workspace = Path(run.cwd) if run is not None and run.cwd else ctx.project_dir
     return request_card(
         record, expires=expires_at(record), changes=changes, subject=subject, workspace=workspace
     )
-
-
-async def _task_subject(ctx: WebContext, task_id: str) -> str | None:
-    """A task's subject from its TASK file (None when there is no board or no such task)."""
-    if ctx.board is None:
-        return None
-    port = ctx.board.port
-    try:
-        return (await asyncio.to_thread(port.read_task, task_id)).subject or None
-    except Exception:  # a missing or refused TASK: the card still shows its id
-        return None
 
 
 def render_dashboard(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser.conftest import ARTIFACTS, Team, baton, login, playwright_api, shoot
+from tests.web.browser.conftest import ARTIFACTS, Team, baton, goto, login, playwright_api, shoot
 
 pytestmark = pytest.mark.slow
 
@@ -72,17 +72,17 @@ def test_a_page_opened_after_a_quiet_spell_shows_pending_cards_and_converges(
 ) -> None:
     url = team.start()
     first = login(browser, url)
-    first.goto(team.origin + "/team")
+    goto(first, team.origin + "/team")
     first.locator('#roles article[data-role="QA"]').wait_for()
     first.context.close()  # the hub's last state has no request; then a quiet spell
     team.task("QA", "Asks while nobody looks", ASKS)
     request = _wait_pending(team, "permission")
 
     leader = login(browser, team.new_login_url())  # the tab that streams
-    leader.goto(team.origin + "/team")
+    goto(leader, team.origin + "/team")
     leader.locator("#live-state.on").wait_for()
     page = leader.context.new_page()  # a second tab: it hears the leader's rebroadcast
-    page.goto(team.origin + "/")
+    goto(page, team.origin + "/")
     card = page.locator(f'article[data-request-id="{request["request_id"]}"]')
     card.get_by_role("button", name="Allow once").wait_for()
     # The first live message this page applies is newer than its own HTML ...
@@ -132,7 +132,7 @@ def test_the_plan_shows_a_denied_step_as_failed(team: Team, browser: Any) -> Non
     second.get_by_role("button", name="Deny").click()
     second.locator(".status", has_text="denied").wait_for()
 
-    page.goto(team.origin + run_href)
+    goto(page, team.origin + run_href)
     plan = page.locator('.plan[data-plan-role="QA"]')
     plan.locator("li.step-failed").first.wait_for()
     failed = plan.locator("li.step-failed").first.inner_text()
@@ -179,11 +179,11 @@ def test_review_board_and_run_read_by_subject_at_both_widths(team: Team, browser
     assert "| " not in review.locator(".review-report").inner_text()
     assert "required to send back" in review.locator("label.reason").inner_text()
     _keep(desktop, "review-1280")
-    phone.goto(team.origin + "/")
+    goto(phone, team.origin + "/")
     phone.locator("#cards article.kind-review").first.wait_for()
     _keep(phone, "review-390")
 
-    desktop.goto(team.origin + "/team")
+    goto(desktop, team.origin + "/team")
     board = desktop.locator(f'#stages [data-task="{task_id}"]')
     board.wait_for()
     assert board.locator(".subject").inner_text() == "Release check"
@@ -191,11 +191,11 @@ def test_review_board_and_run_read_by_subject_at_both_widths(team: Team, browser
     child.wait_for()
     assert "part of" in child.inner_text() and "Release check" in child.inner_text()
     _keep(desktop, "board-1280")
-    phone.goto(team.origin + "/team")
+    goto(phone, team.origin + "/team")
     phone.locator(f'#stages [data-task="{task_id}"]').wait_for()
     _keep(phone, "board-390")
 
-    desktop.goto(team.origin + "/runs")
+    goto(desktop, team.origin + "/runs")
     row = desktop.locator("table.history tbody tr").first
     assert re.search(r"PM: Release check", row.inner_text()), row.inner_text()
     row.locator("a").first.click()
@@ -208,7 +208,7 @@ def test_review_board_and_run_read_by_subject_at_both_widths(team: Team, browser
     steps = desktop.locator('.plan[data-plan-role="QA"] li').all_inner_texts()
     assert any("running smoke tests" in s or "test -f" in s for s in steps), steps
     _keep(desktop, "run-1280")
-    phone.goto(desktop.url)
+    goto(phone, desktop.url)
     phone.locator('.plan[data-plan-role="QA"]').wait_for()
     _keep(phone, "run-390")
     assert (ARTIFACTS / "run-390.png").exists()

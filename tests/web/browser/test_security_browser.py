@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from tests.web.browser.conftest import Team, baton, login, shoot
+from tests.web.browser.conftest import Team, baton, goto, login, shoot
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def test_o3_o4_a_server_that_knows_the_path_gets_no_cookie_and_a_replay_opens_no
     stolen = _Thief.seen[-1]["cookie"]
     assert "baton_session_" in stolen
     # ... and replays it, with Host and Origin forged exactly, against a pending request.
-    page.goto(team.origin + "/")
+    goto(page, team.origin + "/")
     team.task("QA", "Two asking steps", ASKS)
     card, request_id = _pending_card(page)
     forged = {"Cookie": stolen, "Host": f"{host}:{team.port}", "Origin": team.origin}
@@ -119,7 +119,7 @@ def test_r1_logout_all_ends_the_open_page(team: Team, browser: Any) -> None:
     run = page.context.new_page()
     team.task("QA", "Before the logout", ASKS)
     card, request_id = _pending_card(page)
-    run.goto(team.origin + card.locator("a[href^='/runs/']").first.get_attribute("href"))
+    goto(run, team.origin + card.locator("a[href^='/runs/']").first.get_attribute("href"))
     run.locator("#stream-state", has_text="live").wait_for()
 
     out = baton(team.root, "serve", "--logout-all")

@@ -630,6 +630,14 @@
       statusNode.className = "tone-" + r.data.outcome.tone;
       const list = document.getElementById("run-requests");
       list.replaceChildren(...r.data.requests.map((q) => el("li", {}, el("a", {href: "/#req-" + q.request_id}, q.title), " ", el("span", {class: "hint"}, q.kind + " · " + (q.decision || q.state)))));
+      // A request waiting in a lane reads by the server's title (a review by its subject).
+      for (const q of r.data.requests) {
+        for (const asked of document.querySelectorAll("p.notice.request[data-request]:not(.cleared)")) {
+          if (asked.dataset.request !== q.request_id || asked.dataset.title === q.title) continue;
+          asked.dataset.title = q.title;
+          asked.replaceChildren("waiting for you: " + visible(q.title) + " ", el("a", {href: "/#req-" + q.request_id}, "answer"));
+        }
+      }
       document.getElementById("run-requests-count").textContent = String(r.data.requests.length);
       const cancel = root.querySelector("[data-action=cancel-run]");
       if (cancel && r.data.status !== "running") cancel.remove();
