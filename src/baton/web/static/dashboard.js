@@ -26,6 +26,7 @@
   // Links the script builds point into this dashboard only.
   const safeHref = (value) => (String(value).startsWith("/") && !String(value).startsWith("//")) ? String(value) : "#";
   const enc = encodeURIComponent;
+  const counted = (n, word) => n + " " + word + (Number(n) === 1 ? "" : "s");
   const clip = (s, n) => { s = String(s || ""); return s.length > n ? s.slice(0, n) + "…" : s; };
   const short = (id) => String(id || "").slice(0, 12);
   // A stall in words, as baton.runner.liveness.stall_text says it on the terminal.
@@ -447,7 +448,7 @@
         el("header", {}, el("h4", {}, r.name, r.leader ? " ★" : ""), el("span", {class: "badge state-" + r.state}, STATE_LABEL[r.state] || r.state)),
         el("p", {class: "meta"}, r.agent + (r.note ? " · " + clip(r.note, 80) : "")),
         el("p", {}, "task: ", r.current_task ? subjectLink(r.current_task, subjects) : "—"),
-        el("p", {class: "meta"}, r.turns + " turns · " + r.tool_calls + " tool calls · " + usage),
+        el("p", {class: "meta"}, counted(r.turns, "turn") + " · " + counted(r.tool_calls, "tool call") + " · " + usage),
         r.silence ? el("p", {class: "notice warn silence"}, "⏳ " + r.silence) : null,
         r.turn_running ? el("p", {}, cancelTurnButton(r.name, r.current_task, "Cancel turn")) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
@@ -462,7 +463,7 @@
         ...tasks.map((t) => el("article", {class: "task" + (RESULT_NOTE[t.result] ? " result-" + t.result : ""), "data-task": t.task_id},
           el("p", {class: "subject"}, el("a", {href: "/tasks/" + enc(t.task_id)}, t.subject || t.task_id)),
           RESULT_NOTE[t.result] ? el("p", {}, el("span", {class: "badge result-" + t.result}, RESULT_NOTE[t.result])) : null,
-          el("p", {class: "meta"}, t.sender + " → " + t.recipient + (t.status ? " · " + t.status : "") + (t.turns ? " · " + t.turns + " turns" : "")),
+          el("p", {class: "meta"}, t.sender + " → " + t.recipient + (t.status ? " · " + t.status : "") + (t.turns ? " · " + counted(t.turns, "turn") : "")),
           t.parent ? el("p", {class: "meta"}, "part of ", subjectLink(t.parent, subjects)) : null,
           t.children.length ? el("p", {class: "meta"}, "delegated: ", ...t.children.flatMap((c, i) => i ? [", ", subjectLink(c, subjects)] : [subjectLink(c, subjects)])) : null,
           el("p", {class: "meta id"}, el("code", {}, t.task_id)))));
