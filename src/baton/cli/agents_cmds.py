@@ -43,6 +43,7 @@ from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.agent_installs import installed_agent, tools_dir
 from baton.security.agent_tools import RegistryUnreachable, install_agent, node_version
+from baton.security.display import terminal_safe
 from baton.security.distribution import locate_install, pin_status
 from baton.security.launch_env import plan_launch
 
@@ -171,7 +172,10 @@ def agents(
     console.print(table)
     for row in missing:
         # One line each, never cut: the command is what the user copies.
-        console.print(f"install {safe(row['name'])}: {safe(row['install_hint'])}", soft_wrap=True)
+        # The hint is the profile's own (catalog or baton.toml), not agent text: made safe,
+        # but not marked as forged framing (it starts with "baton").
+        hint = terminal_safe(row["install_hint"], inline=True, mark=False)
+        console.print(f"install {safe(row['name'])}: {hint}", soft_wrap=True)
 
 
 @agents_app.command("install")
