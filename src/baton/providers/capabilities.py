@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.extension import STABLE_VARIANTS
-from baton.providers import builtin_ext, claude, codex, cursor, gemini, opencode, qwen
+from baton.providers import builtin_ext, claude, codex, cursor, cursor_sdk, gemini, opencode, qwen
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.inventory import (
     GENERIC_METHODS,
@@ -109,6 +109,7 @@ DECLARATIONS: Mapping[str, Mapping[str, CapabilityClaim]] = {
     "gemini": gemini.DECLARATIONS,
     "opencode": opencode.DECLARATIONS,
     "qwen": qwen.DECLARATIONS,
+    "cursor-sdk": cursor_sdk.DECLARATIONS,
 }
 
 
