@@ -197,7 +197,10 @@ _OPENCODE = ApprovalTable(
 )
 
 APPROVAL_TABLES: Mapping[str, ApprovalTable] = MappingProxyType(
-    {t.family: t for t in (_BUILTIN, _CLAUDE, _CODEX, _GEMINI, _OPENCODE, _QWEN, _CURSOR, _CURSOR_SDK)}
+    {
+        t.family: t
+        for t in (_BUILTIN, _CLAUDE, _CODEX, _GEMINI, _OPENCODE, _QWEN, _CURSOR, _CURSOR_SDK)
+    }
 )
 
 OPENCODE_ASK: Mapping[str, str] = MappingProxyType(

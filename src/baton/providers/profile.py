@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_PASS_ENV",
-    "TRANSPORTS",
     "PYTHON_PLACEHOLDER",
+    "TRANSPORTS",
     "AgentProfile",
     "CredentialBinding",
     "SeedFile",

@@ -69,7 +69,9 @@ class CursorSdkExtension(TableExtension):
             description=clip_text(ctx.redaction.text(description), 500)
             if isinstance(description, str)
             else None,
-            model=clip_text(str(args["model"]), 200) if isinstance(args.get("model"), str) else None,
+            model=clip_text(str(args["model"]), 200)
+            if isinstance(args.get("model"), str)
+            else None,
             agent_id=clip_text(str(args["agentId"]), 160)
             if isinstance(args.get("agentId"), str)
             else None,
@@ -150,7 +152,9 @@ class CursorSdkExtension(TableExtension):
 
     # --------------------------------------------------------------------- meta
 
-    def _tool_name(self, key: str, value: Any, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _tool_name(
+        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
         name = str(value)
         if name in TOOL_KINDS or not self._first_time("tool", name):
             return []

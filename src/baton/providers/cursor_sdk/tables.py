@@ -113,7 +113,9 @@ def _schema(properties: Mapping[str, str], required: tuple[str, ...]) -> Mapping
     return MappingProxyType(
         {
             "type": "object",
-            "properties": {name: {"type": "string", "description": d} for name, d in properties.items()},
+            "properties": {
+                name: {"type": "string", "description": d} for name, d in properties.items()
+            },
             "required": list(required),
             "additionalProperties": False,
         }
@@ -130,7 +132,10 @@ CUSTOM_TOOLS: Mapping[str, CustomToolSpec] = MappingProxyType(
                 "edit",
                 "Create or overwrite a text file in the workspace. baton asks for approval "
                 "(its policy or a human) before writing; a denied write is not performed.",
-                _schema({"path": _PATH, "content": "the whole new text of the file"}, ("path", "content")),
+                _schema(
+                    {"path": _PATH, "content": "the whole new text of the file"},
+                    ("path", "content"),
+                ),
             ),
             CustomToolSpec(
                 "edit_file",

@@ -194,7 +194,9 @@ class RunTranslator:
             )
             return
         self._chunk = None
-        out.updates.append({"sessionUpdate": "cursor_sdk_thinking_completed", "message": dict(payload)})
+        out.updates.append(
+            {"sessionUpdate": "cursor_sdk_thinking_completed", "message": dict(payload)}
+        )
 
     def _message_id(self, kind: str) -> str:
         if self._chunk != kind:
@@ -354,7 +356,9 @@ def _title(name: str, args: Any) -> str:
     if name == "mcp":
         server = _text(args.get("providerIdentifier")) or "mcp"
         return f"{server}.{_text(args.get('toolName')) or '?'}"[:200]
-    detail = _text(args.get("command") or args.get("path") or args.get("pattern") or args.get("description"))
+    detail = _text(
+        args.get("command") or args.get("path") or args.get("pattern") or args.get("description")
+    )
     return f"{name} {detail}"[:200] if detail else name
 
 
