@@ -225,7 +225,11 @@ class ScriptedBridge:
 
     async def create_agent(self, message: dict[str, Any]) -> dict[str, Any]:
         settings = self._options(message.get("options"))
-        agent_id = f"agent-{uuid.uuid4()}"
+        options = message.get("options") if isinstance(message.get("options"), Mapping) else {}
+        # The client names a new agent itself when it registers custom tools for it.
+        agent_id = str(options.get("agentId") or f"agent-{uuid.uuid4()}")
+        if agent_id in self.agents:
+            raise ConnectError("already_exists", f"Agent {agent_id} already exists")
         self.agents[agent_id] = {**settings, "runs": 0, "created": time.time()}
         self._save()
         return {"agentId": agent_id, "model": settings["model"]}
