@@ -172,7 +172,14 @@ class CursorSdkFace:
             endpoint.url, endpoint.auth_token, unary_timeout=UNARY_TIMEOUT, stream_timeout=None
         )
         self.tap = TapTransport(inner)
-        self.client = self.sdk.client.AsyncClient(transport=self.tap)
+        # The guard this flag lifts protects a *shared* remote bridge (run-scoped calls such
+        # as CancelRun carry no key). This bridge is baton's own private process, as with the
+        # SDK's launch_bridge (which sets it too); baton still passes the bound key on every
+        # call that takes one and refuses to create an agent without it (:meth:`_open`), so
+        # baton's own environment is never read for a key.
+        self.client = self.sdk.client.AsyncClient(
+            transport=self.tap, allow_api_key_env_fallback=True
+        )
         version = await self.client.get_version()
         protocol = version.get("protocolVersion")
         if protocol != PROTOCOL:
@@ -338,8 +345,8 @@ class CursorSdkFace:
     async def _cancel_run(self, run: Any) -> None:
         try:
             await run.cancel()
-        except self.sdk.errors.CursorSDKError as exc:  # already over: nothing left to cancel
-            log.info("cursor-sdk: CancelRun: %s", exc)
+        except self.sdk.errors.CursorSDKError as exc:  # already over, or the bridge is gone
+            log.warning("cursor-sdk: CancelRun failed: %s", exc)
 
     # ---------------------------------------------------------------- closing
 

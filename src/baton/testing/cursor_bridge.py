@@ -13,8 +13,9 @@ of ``sdkMessage`` envelopes (the shapes ``@cursor/sdk`` 1.0.32 emits for local r
 the result and done envelopes.
 
 ``BATON_CURSOR_BRIDGE_TRACE`` names an NDJSON file that receives every message both ways
-(``{"service", "method", "kind", "message"}``), the host callbacks included; tests check
-it against the protobuf schema shipped in the ``cursor-sdk`` wheel.
+(``{"service", "method", "kind", "message"}``), the host callbacks included, after a first
+``kind: "process"`` line with the bridge's pid and process group; tests check the traffic
+against the protobuf schema shipped in the ``cursor-sdk`` wheel.
 
 Length: the contract's methods over one agent store, and the player of the script steps.
 """
@@ -250,10 +251,8 @@ class ScriptedBridge:
 
     async def cancel_run(self, message: dict[str, Any]) -> dict[str, Any]:
         run = self.runs.get(str(message.get("runId") or ""))
-        if run is None:
-            raise ConnectError(
-                "not_found", "no live run with that id", "SDK_ERROR_CODE_RUN_NOT_FOUND"
-            )
+        if run is None:  # as cursor-sdk-bridge 1.0.0 answers it (observed)
+            raise ConnectError("invalid_argument", f"Run {message.get('runId')} not found")
         run.cancelled.set()
         return {}
 
@@ -599,6 +598,7 @@ async def _serve(args: argparse.Namespace) -> int:
     bridge = ScriptedBridge(
         state, str(Path(args.workspace).resolve()), Path(trace) if trace else None
     )
+    bridge.record("", "", "process", {"pid": os.getpid(), "pgid": os.getpgid(0)})
     if args.tool_callback_url:
         bridge.callback = (args.tool_callback_url, args.tool_callback_auth_token or "")
     token = secrets.token_urlsafe(32)

@@ -238,7 +238,7 @@ class RunTranslator:
         if isinstance(payload.get("truncated"), Mapping):
             update["_meta"]["cursor-sdk/truncated"] = dict(payload["truncated"])
         out = [update]
-        if name == "updateTodos" and isinstance(args, Mapping):
+        if name == "updateTodos" and status == "completed" and isinstance(args, Mapping):
             plan = _plan(args)
             if plan is not None:
                 out.append(plan)
