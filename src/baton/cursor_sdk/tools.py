@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.acp.jsonrpc import RpcError
-from baton.errors import AgentError
+from baton.errors import AgentError, ControlFlow
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS
 
 __all__ = ["MAX_OUTPUT", "HostTools", "Peer"]
@@ -38,7 +38,7 @@ _OPTIONS = [
 ]
 
 
-class ToolDenied(Exception):
+class ToolDenied(ControlFlow):
     """Internal to one tool call: the answer was no (never leaves :meth:`HostTools.run`)."""
 
 

@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import h11
 
+from baton.errors import BatonError
+
 __all__ = ["ConnectError", "ConnectServer", "Observer", "sdk_error_details"]
 
 END_STREAM: Final = 0x02
@@ -82,7 +84,7 @@ def sdk_error_details(sdk_code: str, message: str) -> dict[str, Any]:
     }
 
 
-class ConnectError(Exception):
+class ConnectError(BatonError):
     """Answer the call with this Connect error (``code`` as Connect spells it)."""
 
     def __init__(self, code: str, message: str, sdk_code: str | None = None) -> None:

@@ -135,7 +135,7 @@ def _status(word: str) -> str:
 
 
 @dataclass
-class Run:
+class LiveRun:
     """One live run: cancelled by ``CancelRun``."""
 
     run_id: str
@@ -151,7 +151,7 @@ class ScriptedBridge:
         self.workspace = workspace
         self.trace = trace
         self.agents: dict[str, dict[str, Any]] = self._load()
-        self.runs: dict[str, Run] = {}
+        self.runs: dict[str, LiveRun] = {}
         self.callback: tuple[str, str] | None = None
         self.stop = asyncio.Event()
 
@@ -265,7 +265,7 @@ class ScriptedBridge:
             )
         if any(r.agent_id == agent_id for r in self.runs.values()):
             raise ConnectError("failed_precondition", "agent is busy", "SDK_ERROR_CODE_AGENT_BUSY")
-        run = Run(f"run-{uuid.uuid4()}", agent_id)
+        run = LiveRun(f"run-{uuid.uuid4()}", agent_id)
         self.runs[run.run_id] = run
         agent["runs"] += 1
         self._save()
@@ -300,7 +300,7 @@ class Player:
     """Plays one message's script as one run's envelopes."""
 
     def __init__(
-        self, bridge: ScriptedBridge, agent: dict[str, Any], run: Run, mcp: Mapping[str, Any]
+        self, bridge: ScriptedBridge, agent: dict[str, Any], run: LiveRun, mcp: Mapping[str, Any]
     ) -> None:
         self.bridge = bridge
         self.agent = agent

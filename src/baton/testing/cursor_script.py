@@ -47,6 +47,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from baton.errors import BatonError
+
 __all__ = ["FENCE", "STEP_KINDS", "ScriptError", "parse_script"]
 
 FENCE: Final = "cursor-sdk-script"
@@ -72,7 +74,7 @@ STEP_KINDS: Final = frozenset(
 _BLOCK = re.compile(r"^```" + FENCE + r"[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 
 
-class ScriptError(ValueError):
+class ScriptError(BatonError, ValueError):
     """A script block that is not a JSON list of known steps."""
 
 

@@ -49,7 +49,6 @@ class CursorSdkExtension(TableExtension):
         self.on_update("cursor_sdk_request", self._request)
         self.on_update("cursor_sdk_block", self._block)
         self.on_meta("cursor-sdk/tool", self._tool_name)
-        self.on_meta("cursor-sdk/truncated", lambda key, value, update, ctx: [])
 
     # ------------------------------------------------------------------ updates
 
