@@ -288,7 +288,7 @@ class CursorSdkFace:
 
     async def _set_mode(self, params: Any) -> dict[str, Any]:
         mode_id = params.get("modeId") if isinstance(params, Mapping) else None
-        if mode_id not in MODES:
+        if not isinstance(mode_id, str) or mode_id not in MODES:
             raise RpcError(jsonrpc.INVALID_PARAMS, f"unknown mode {str(mode_id)[:80]!r}")
         if self.agent is None:
             raise RpcError(jsonrpc.INVALID_REQUEST, "no session")

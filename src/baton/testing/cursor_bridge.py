@@ -130,6 +130,10 @@ VALID_TOOLS: Final = frozenset(
 """The tool names cursor-sdk-bridge 1.0.0 accepts (its own error message lists them)."""
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def _status(word: str) -> str:
     return f"RUN_LIFECYCLE_STATUS_{word}"
 
@@ -226,7 +230,7 @@ class ScriptedBridge:
 
     async def create_agent(self, message: dict[str, Any]) -> dict[str, Any]:
         settings = self._options(message.get("options"))
-        options = message.get("options") if isinstance(message.get("options"), Mapping) else {}
+        options = _object(message.get("options"))
         # The client names a new agent itself when it registers custom tools for it.
         agent_id = str(options.get("agentId") or f"agent-{uuid.uuid4()}")
         if agent_id in self.agents:
@@ -269,8 +273,8 @@ class ScriptedBridge:
         self.runs[run.run_id] = run
         agent["runs"] += 1
         self._save()
-        options = message.get("options") if isinstance(message.get("options"), Mapping) else {}
-        text = str((message.get("message") or {}).get("text") or "")
+        options = _object(message.get("options"))
+        text = str(_object(message.get("message")).get("text") or "")
         player = Player(self, agent, run, options.get("mcpServers") or {})
         try:
             async for envelope in player.play(text):
