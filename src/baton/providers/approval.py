@@ -177,7 +177,7 @@ _CURSOR_SDK = ApprovalTable(
     ),
     evidence="the cursor-sdk transport realizes the mode as AgentOptions.tools (an allowlist) "
     "plus baton's custom tools; tested through the real cursor-sdk 1.1.0 client against "
-    "baton's scripted bridge (tests/cursor_sdk)",
+    "baton's scripted bridge (tests/cursor_sdk_transport)",
 )
 
 _BUILTIN = ApprovalTable(

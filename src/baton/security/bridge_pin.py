@@ -43,6 +43,7 @@ __all__ = [
     "BundledBridge",
     "bridge_status",
     "content_digest",
+    "installed_bridge",
     "is_bundled",
     "locate_bundled_bridge",
     "verify_bundled_bridge",
@@ -217,6 +218,14 @@ def bridge_status() -> str:
     if anchor is None:
         return f"installed cursor-sdk {bridge.version} is not one baton pins ({pinned})"
     return (
-        f"pinned by baton: cursor-sdk {bridge.version} bridge, {anchor.files} files, "
-        f"content {anchor.content_sha256[:12]}…, verified before every launch"
+        f"pinned by baton: cursor-sdk {bridge.version} bridge "
+        f"({anchor.files} files, {anchor.content_sha256[:12]}…)"
     )
+
+
+def installed_bridge() -> BundledBridge | None:
+    """The installed wheel's bridge, or ``None`` (for listings: no error)."""
+    try:
+        return locate_bundled_bridge()
+    except AgentNotInstalled:
+        return None
