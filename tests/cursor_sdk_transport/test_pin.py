@@ -108,3 +108,11 @@ def test_the_transport_key_is_checked() -> None:
     assert (profile.transport, profile.model) == ("cursor-sdk", "gpt-5")
     with pytest.raises(ConfigError, match="transport: one of acp, cursor-sdk"):
         parse_profile("bad", {"extends": "claude", "transport": "grpc"}, known)
+
+
+def test_the_cursor_section_of_the_agents_page_shows_the_current_matrix() -> None:
+    from baton.providers.capabilities import render_columns
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    shown = page.split("render_columns -->\n", 1)[1].split("<!-- /cursor-columns -->", 1)[0]
+    assert shown == render_columns(("cursor", "cursor-sdk")), "regenerate it: see the marker"

@@ -53,6 +53,7 @@ __all__ = [
     "build_matrix",
     "family_of",
     "merge_probes",
+    "render_columns",
     "render_json",
     "render_markdown",
     "render_text",
@@ -300,6 +301,20 @@ def render_markdown(matrix: Matrix | None = None, *, only: str | None = None) ->
         for row in ROWS:
             cell = matrix[family][row.key]
             out.append(f"| {row.title} | {cell.status} | {_md(cell.reason)} |")
+    return "\n".join(out) + "\n"
+
+
+def render_columns(families: Sequence[str], matrix: Matrix | None = None) -> str:
+    """A status-only table of a few providers side by side (``docs/agents.md``'s Cursor)."""
+    matrix = matrix if matrix is not None else build_matrix()
+    out = [
+        "| Capability | " + " | ".join(f"`{f}`" for f in families) + " |",
+        "|---|" + "---|" * len(families),
+    ]
+    for row in ROWS:
+        out.append(
+            f"| {row.title} | " + " | ".join(matrix[f][row.key].status for f in families) + " |"
+        )
     return "\n".join(out) + "\n"
 
 
