@@ -212,3 +212,55 @@ def test_cancel_ends_the_run_and_leaves_no_process(tmp_path: Path) -> None:
     check_against_schema(lines)
     (pgid,) = bridge_groups(lines)
     assert not group_alive(pgid)
+
+
+def start(repo: Path, prompt: str) -> subprocess.Popen[str]:
+    env = {**project_env(repo), "CURSOR_API_KEY": KEY}
+    return subprocess.Popen(
+        [sys.executable, "-m", "baton", "run", "--agent", "cursor-scripted", "--json", prompt],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(proc: subprocess.Popen[str], event: str) -> list[str]:
+    """Read the NDJSON stream until ``event`` (a condition, never a sleep)."""
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if f'"{event}"' in line:
+            return seen
+    raise AssertionError(f"{event} never came: {seen[-5:]}")
+
+
+def test_a_bridge_that_ignores_cancel_is_killed_with_its_whole_group(tmp_path: Path) -> None:
+    repo = scripted_project(tmp_path)
+    proc = start(repo, script({"task": {"description": "look"}}, {"hang": True}))
+    seen = wait_for(proc, "delegation.completed")
+    os.kill(proc.pid, signal.SIGINT)  # cancel: CancelRun reaches a bridge that ignores it
+    assert proc.stderr is not None
+    for line in proc.stderr:  # baton says it is cancelling: the first signal was handled
+        if "again to kill" in line:
+            break
+    os.kill(proc.pid, signal.SIGINT)  # again: kill
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (cancelled,) = of_type(events("".join(seen) + out), "turn.cancelled")
+    assert cancelled["payload"]["forced"] is True
+    (pgid,) = bridge_groups(trace(repo))
+    assert not group_alive(pgid)
+
+
+def test_a_bridge_that_dies_mid_run_fails_the_turn_and_leaves_nothing(tmp_path: Path) -> None:
+    repo = scripted_project(tmp_path)
+    prompt = script({"text": "About to crash."}, {"exit": 7})
+    done = run(repo, "run", "--agent", "cursor-scripted", "--json", prompt)
+    assert done.returncode != 0, done.stderr
+    stream = events(done.stdout)
+    assert of_type(stream, "turn.failed"), [e["type"] for e in stream]
+    (pgid,) = bridge_groups(trace(repo))
+    assert not group_alive(pgid)

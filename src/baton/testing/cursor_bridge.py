@@ -353,6 +353,8 @@ class Player:
                 )
             if kind == "exit":
                 os._exit(int(value))
+            if kind == "hang":
+                await asyncio.Event().wait()
             if kind == "wait_cancel":
                 timeout = value.get("timeout") if isinstance(value, Mapping) else None
                 try:

@@ -36,6 +36,8 @@ Steps (one key each):
     the run ends ``ERROR``; ``fail_stream`` ``{code, message}``: the stream itself fails;
 ``wait_cancel`` ``true``
     the run waits until ``CancelRun`` (or ``timeout`` seconds, then finishes);
+``hang`` ``true``
+    the run never ends, ``CancelRun`` or not (a bridge that must be killed);
 ``exit`` ``code``
     the bridge process exits at once (a crash).
 """
@@ -67,6 +69,7 @@ STEP_KINDS: Final = frozenset(
         "error",
         "fail_stream",
         "wait_cancel",
+        "hang",
         "exit",
     }
 )
