@@ -116,3 +116,16 @@ def test_the_cursor_section_of_the_agents_page_shows_the_current_matrix() -> Non
     page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
     shown = page.split("render_columns -->\n", 1)[1].split("<!-- /cursor-columns -->", 1)[0]
     assert shown == render_columns(("cursor", "cursor-sdk")), "regenerate it: see the marker"
+
+
+def test_a_user_pin_of_the_bundled_bridge_must_list_batons_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = fake_bridge(tmp_path / "bridge")
+    pin_fake(root, monkeypatch)
+    good = pin_tree(root, NODE, agent="cursor-sdk", version="9.9.9")
+    bridge_pin.check_user_pin(good)  # the same tree: accepted without hashing it again
+    (root / BRIDGE_ENTRY).write_text("tampered, then pinned by hand\n")
+    bad = pin_tree(root, NODE, agent="cursor-sdk", version="9.9.9")
+    with pytest.raises(SecurityError, match=r"not baton.s pin"):
+        bridge_pin.check_user_pin(bad)

@@ -42,6 +42,7 @@ __all__ = [
     "BridgeAnchor",
     "BundledBridge",
     "bridge_status",
+    "check_user_pin",
     "content_digest",
     "installed_bridge",
     "is_bundled",
@@ -205,6 +206,18 @@ def verify_bundled_bridge() -> tuple[BundledBridge, Manifest]:
     if not node.mode & 0o100:
         raise SecurityError(f"{bridge.root / NODE} is not executable")
     return bridge, manifest
+
+
+def check_user_pin(manifest: Manifest) -> None:
+    """A ``baton pin`` of the bundled bridge must list baton's pinned tree (no hashing: the
+    listing's content digest is compared); :class:`SecurityError` otherwise."""
+    anchor = BRIDGE_PINS.get(manifest.version, {}).get(platform_key())
+    files = manifest.for_platform().files
+    if anchor is None or content_digest(files) != anchor.content_sha256:
+        raise SecurityError(
+            f"the pin of the bundled bridge lists a tree that is not baton's pin of cursor-sdk "
+            f"{manifest.version}; re-pin it after reinstalling: pip install 'baton[cursor]'"
+        )
 
 
 def bridge_status() -> str:

@@ -37,6 +37,7 @@ from baton.security.bridge_pin import (
     BRIDGE_ENTRY,
     NODE,
     bridge_status,
+    check_user_pin,
     is_bundled,
     locate_bundled_bridge,
     verify_bundled_bridge,
@@ -204,6 +205,8 @@ def verify_before_launch(
                 f"entrypoint is {pin.entrypoint}"
             )
         root = install.root
+    if is_bundled(profile.command):
+        check_user_pin(manifest)
     verify_tree(root, manifest)
     extra = (str(root / BRIDGE_ENTRY),) if is_bundled(profile.command) else ()
     return VerifiedInstall(
