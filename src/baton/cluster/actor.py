@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
+from baton.acp.transport import AgentTransport, TransportFactory
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
@@ -48,6 +48,7 @@ from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
+from baton.runner.launch import transport_for
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
 from baton.store.records import RunRecord
@@ -107,7 +108,7 @@ def _nothing(tx: Tx) -> None:
 class RoleHolder:
     """One slot's session under one epoch. Ray makes it an actor (:func:`role_actor_class`)."""
 
-    def __init__(self, spec: HolderSpec, *, transport: TransportFactory = spawn_subprocess) -> None:
+    def __init__(self, spec: HolderSpec, *, transport: TransportFactory | None = None) -> None:
         self.spec = spec
         self._transport = transport
         self._raw: list[AgentTransport] = []
@@ -197,7 +198,9 @@ class RoleHolder:
             environ=spec.environ,
             mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
             resume_session_id=spec.resume_session_id,
-            transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
+            transport=fenced_transport(
+                self._transport or transport_for(profile), self._guard, started=self._raw.append
+            ),
         )
         self._session = AcpRoleSession(session)
         return await self.info()
