@@ -264,3 +264,38 @@ def test_a_bridge_that_dies_mid_run_fails_the_turn_and_leaves_nothing(tmp_path: 
     assert of_type(stream, "turn.failed"), [e["type"] for e in stream]
     (pgid,) = bridge_groups(trace(repo))
     assert not group_alive(pgid)
+
+
+def test_a_bridge_announcing_a_non_loopback_address_is_refused(tmp_path: Path) -> None:
+    line = json.dumps(
+        {
+            "schemaVersion": 1,
+            "transport": "tcp",
+            "protocol": "connect",
+            "url": "http://10.1.2.3:80",
+            "authToken": "t",
+        }
+    )
+    code = f"import sys,time; sys.stderr.write('cursor-sdk-bridge ready ' + {line!r} + '\\n'); sys.stderr.flush(); time.sleep(300)"
+    extra = (
+        '\n[profiles.cursor-elsewhere]\nextends = "cursor-sdk"\n'
+        f'command = ["$PYTHON", "-c", {json.dumps(code)}]\n'
+    )
+    repo = scripted_project(tmp_path, extra=extra)
+    done = run(repo, "run", "--agent", "cursor-elsewhere", "hi")
+    assert done.returncode == 3, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "loopback" in line]
+    assert len(errors) == 1 and errors[0].startswith("baton: "), done.stderr
+    left = [
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _cmdline(entry).find(b"10.1.2.3") >= 0
+    ]
+    assert left == []  # the impostor was stopped with its group
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""

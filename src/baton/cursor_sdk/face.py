@@ -50,7 +50,7 @@ from baton.cursor_sdk.client import PINNED_VERSION, TapTransport, load_sdk, sdk_
 from baton.cursor_sdk.discovery import BridgeEndpoint
 from baton.cursor_sdk.options import prompt_text, sdk_mcp_servers
 from baton.cursor_sdk.tools import HostTools
-from baton.errors import AgentError, FrameHandlingError
+from baton.errors import AgentError, AgentStartError, FrameHandlingError
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS, MODES, ModeSpec
 from baton.providers.cursor_sdk.translate import STOP_REASONS, RunEnd, RunTranslator
 
@@ -167,7 +167,10 @@ class CursorSdkFace:
     # ----------------------------------------------------------------- methods
 
     async def _initialize(self, params: Any) -> dict[str, Any]:
-        endpoint = await self._ready
+        try:
+            endpoint = await self._ready
+        except AgentStartError as exc:  # a ready line refused: its reason is the answer
+            raise RpcError(jsonrpc.INTERNAL_ERROR, f"the bridge cannot be used: {exc}") from exc
         inner = self.sdk.client.AsyncConnectTransport(
             endpoint.url, endpoint.auth_token, unary_timeout=UNARY_TIMEOUT, stream_timeout=None
         )
