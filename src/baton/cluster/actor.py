@@ -40,7 +40,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from baton.acp.transport import AgentTransport, TransportFactory
+from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
@@ -51,7 +51,6 @@ from baton.events.model import ClusterFencedOut
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
 from baton.runner.emitter import EventEmitter
-from baton.runner.launch import transport_for
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
 from baton.store.records import RunStatus
@@ -161,7 +160,7 @@ def _nothing(tx: Tx) -> None:
 class RoleHolder:
     """One slot's session under one epoch. Ray makes it an actor (:func:`role_actor_class`)."""
 
-    def __init__(self, spec: HolderSpec, *, transport: TransportFactory | None = None) -> None:
+    def __init__(self, spec: HolderSpec, *, transport: TransportFactory = spawn_subprocess) -> None:
         self.spec = spec
         self._transport = transport
         self._raw: list[AgentTransport] = []
@@ -235,9 +234,7 @@ class RoleHolder:
             workspace=Path(spec.workspace),
             mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
             resume_session_id=spec.resume_session_id,
-            transport=fenced_transport(
-                self._transport or transport_for(profile), self._guard, started=self._raw.append
-            ),
+            transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
         self._session = AcpRoleSession(session)
 
