@@ -108,6 +108,8 @@ class Tally:
     seconds: float = 0.0
     cleanup: float = 0.0
     """The longest wait for a dead daemon's processes to be gone (polling included)."""
+    invariants: tuple[str, ...] = INVARIANTS
+    """The table's columns (the worktree flows check their own set)."""
 
     def checked(self, point: str, invariant: str) -> None:
         self.checks.setdefault(point, collections.Counter())[invariant] += 1
@@ -117,19 +119,19 @@ class Tally:
         return sum(self.kills.values())
 
     def table(self) -> str:
-        header = ["kill point", "kills", *INVARIANTS]
+        header = ["kill point", "kills", *self.invariants]
         rows = []
         for point in sorted(self.kills):
             checks = self.checks.get(point, collections.Counter())
             rows.append(
                 [point, str(self.kills[point])]
-                + [f"{checks[i]} ok" if checks[i] else "-" for i in INVARIANTS]
+                + [f"{checks[i]} ok" if checks[i] else "-" for i in self.invariants]
             )
         rows.append(
             [
                 "**total**",
                 str(self.total_kills),
-                *[f"{sum(c[i] for c in self.checks.values())} ok" for i in INVARIANTS],
+                *[f"{sum(c[i] for c in self.checks.values())} ok" for i in self.invariants],
             ]
         )
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -249,9 +251,17 @@ def _processes_of(project: Project, extra: Iterable[int] = ()) -> list[tuple[int
 
 
 def check_after_kill(
-    project: Project, tally: Tally, point: str, reaper_pids: set[int], killed_at: float
+    project: Project,
+    tally: Tally,
+    point: str,
+    reaper_pids: set[int],
+    killed_at: float,
+    counters: Iterable[Path] | None = None,
 ) -> None:
-    """No process of the dead daemon is left, and none did work more than 1 s after it died."""
+    """No process of the dead daemon is left, and none did work more than 1 s after it died.
+
+    ``counters``: the side-effect logs the steps append to (default: the release flow's,
+    ``counters/ROLE.log`` in the project)."""
     deadline = time.monotonic() + ORPHAN_DEADLINE
     started = time.monotonic()
     left = _processes_of(project, reaper_pids)
@@ -264,13 +274,17 @@ def check_after_kill(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         raise InvariantBroken("no orphan", f"{len(left)} processes outlived the kill: {left}")
-    for role in ROLES:
-        path = project.root / "counters" / f"{role}.log"
+    logs = (
+        [project.root / "counters" / f"{role}.log" for role in ROLES]
+        if counters is None
+        else counters
+    )
+    for path in logs:
         if path.exists():
             late = [float(t) for t in path.read_text().split() if float(t) > killed_at + AFTERLIFE]
             if late:
                 raise InvariantBroken(
-                    "no orphan", f"{role}'s step ran {late[0] - killed_at:.2f}s after the kill"
+                    "no orphan", f"{path.stem}'s step ran {late[0] - killed_at:.2f}s after the kill"
                 )
     tally.checked(point, "no orphan")
 
