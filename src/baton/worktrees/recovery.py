@@ -15,7 +15,7 @@ from enum import Enum
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.states import WorktreeState
 
-__all__ = ["AfterCrash", "GitFacts", "after_crash"]
+__all__ = ["AfterCrash", "GitFacts", "after_crash", "salvage_head"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +45,18 @@ class AfterCrash(Enum):
     REMOVE = "remove"
     """Merged: the worktree folder and the branch go."""
     SALVAGE = "salvage"
-    """Finish saving the exact head (uncommitted work included), then remove."""
+    """Finish saving the exact head (uncommitted work included), then remove (a live
+    tree whose root was dropped: begin the salvage first)."""
     LOST = "lost"
     """The branch is gone (deleted outside baton): a human must look."""
 
 
-def after_crash(record: WorktreeRecord, git: GitFacts) -> AfterCrash:
+def after_crash(record: WorktreeRecord, git: GitFacts, *, dropped: bool = False) -> AfterCrash:
+    """``dropped``: the tree's root TASK was dropped (a drop that stopped before its
+    salvage began is finished: the tree can never work again)."""
     state = record.state
+    if dropped and state in (WorktreeState.CREATING, WorktreeState.LIVE):
+        return AfterCrash.SALVAGE
     if state is WorktreeState.CREATING:
         return AfterCrash.CREATE
     if state is WorktreeState.LIVE:
@@ -67,3 +72,21 @@ def after_crash(record: WorktreeRecord, git: GitFacts) -> AfterCrash:
     if state is WorktreeState.SALVAGING:
         return AfterCrash.SALVAGE
     return AfterCrash.NOTHING
+
+
+def salvage_head(
+    record: WorktreeRecord,
+    *,
+    checkpointed: str | None,
+    branch_head: str | None,
+    saved: str | None,
+) -> str | None:
+    """The head a salvage saves: the newest the tree had, never an older one.
+
+    The salvage checkpoint (the worktree still there) is the newest; else the branch
+    (it holds every checkpoint, the record's head may lag one); else what the salvage
+    ref names already (a crash after the worktree and branch went: saving the record's
+    head then would move the ref back and lose the salvage checkpoint, the dropped
+    tree's uncommitted work); the record's head only when git has none of these.
+    """
+    return checkpointed or branch_head or saved or record.head_commit
