@@ -37,7 +37,9 @@ class AfterCrash(Enum):
     CREATE = "create"
     """Finish making the branch and worktree (each part that exists is kept)."""
     CHECKPOINT = "checkpoint"
-    """A live worktree holds uncommitted work: commit it to the branch."""
+    """A live worktree holds uncommitted work: commit it to the branch (or the branch
+    moved past the record's head: a checkpoint, or the agent's own commit, made and not
+    yet recorded): the record's head follows the branch."""
     MARK_MERGED = "mark_merged"
     """The base holds the merge: record it merged (then remove)."""
     UNDO_MERGE = "undo_merge"
@@ -64,7 +66,9 @@ def after_crash(record: WorktreeRecord, git: GitFacts, *, dropped: bool = False)
             return AfterCrash.LOST
         if not git.registered:
             return AfterCrash.CREATE  # the folder was removed by hand: made again
-        return AfterCrash.CHECKPOINT if git.dirty else AfterCrash.NOTHING
+        if git.dirty or git.branch_head != record.head_commit:
+            return AfterCrash.CHECKPOINT  # leftovers, or a commit made and not yet recorded
+        return AfterCrash.NOTHING
     if state is WorktreeState.MERGING:
         return AfterCrash.MARK_MERGED if git.base_holds else AfterCrash.UNDO_MERGE
     if state is WorktreeState.MERGED:
