@@ -35,6 +35,10 @@ invariants of issue 9 (see :func:`check_after_kill`, :func:`check_at_rest`,
    their MCP servers, their steps, the reaper).
 
 The report is a table: kill points (by kind) × invariants, with how many kills hit each.
+
+These flows run with ``[team] isolation = "none"``; :mod:`tests.crash.worktree_flows`
+is the same harness on task trees with their own branch and worktree (kills before and
+after every git step; its own invariants), and ``--long`` runs its long share too.
 """
 
 from __future__ import annotations
@@ -627,7 +631,9 @@ def campaign(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.crash.harness")
-    parser.add_argument("--long", action="store_true", help="at least 500 kills")
+    parser.add_argument(
+        "--long", action="store_true", help="at least 500 kills, then the worktree flows' long run"
+    )
     parser.add_argument("--kills", type=int, default=None)
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", type=Path, default=None, help="keep the projects here")
@@ -654,7 +660,14 @@ def main(argv: list[str] | None = None) -> int:
                 indent=2,
             )
         )
-    return 1 if tally.breaks else 0
+    code = 1 if tally.breaks else 0
+    if args.long:  # and the task trees' git steps (issue 26)
+        from tests.crash.worktree_flows import main as worktree_main
+
+        code |= worktree_main(
+            ["--long", "--seed", str(args.seed), "--keep", str(base / "worktrees")]
+        )
+    return code
 
 
 if __name__ == "__main__":

@@ -206,7 +206,11 @@ class Flow:
         return _git(self.root, *args, check=check)
 
     def db(self) -> sqlite3.Connection:
-        return self.project.db()
+        """The store, read only in effect; opened read-write so that right after a kill
+        SQLite can rebuild the WAL index (a ``mode=ro`` open cannot, and fails)."""
+        db = sqlite3.connect(self.root / ".baton" / "baton.db", timeout=60)
+        db.execute("PRAGMA query_only = 1")
+        return db
 
     def records(self) -> list[dict[str, str | None]]:
         with contextlib.closing(self.db()) as db:
@@ -289,6 +293,15 @@ class Flow:
         transient = [(r["root_task"], r["state"]) for r in records if r["state"] in TRANSIENT]
         if transient:
             raise InvariantBroken("tree ↔ record", f"records left in transient states: {transient}")
+        for r in records:
+            branch = self.git(
+                "rev-parse", "-q", "--verify", f"refs/heads/{r['branch']}", check=False
+            )
+            if r["state"] == "live" and branch != r["head_commit"]:
+                raise InvariantBroken(
+                    "tree ↔ record",
+                    f"the record's head {r['head_commit']} is not the branch's {branch}",
+                )
         live = {Path(str(r["path"])).resolve() for r in records if r["state"] == "live"}
         if self._registered() != live or self._folders() != live:
             raise InvariantBroken(
@@ -574,8 +587,9 @@ def drive(
             flow.dropping = progressed = True
         elif flow.dropping and flow.posted:
             raise InvariantBroken("finishes", "the drop was asked for and never happened")
-        if progressed:
-            plan, later = plan + list(later or ()), []
+        if progressed:  # random kills meant for before the human acted are left unused
+            plan = [k for k in plan if k.kind is not None] + list(later or ())
+            later = []
         elif boundary:
             unfired.append(plan.pop(0))  # a point this flow no longer meets
         elif not plan:
@@ -587,14 +601,22 @@ def drive(
 
 
 def boundary_plan(points: tuple[str, ...], occurrences: int = 1) -> list[Kill]:
+    """Each point at its first ``occurrences`` occurrences in one run, in lifecycle order."""
     return [Kill(kind=p, at=n) for p in points for n in range(1, occurrences + 1)]
 
 
-def random_plan(kills: int, rng: random.Random) -> list[Kill]:
+def random_plan(kills: int, rng: random.Random, *, writes: int = 50) -> list[Kill]:
+    """Random delays into a run, and the Nth durable write of any kind (of ``writes``)."""
     return [
-        Kill(delay=rng.uniform(1.0, 12.0)) if rng.random() < 0.5 else Kill(at=rng.randint(1, 50))
+        Kill(delay=rng.uniform(1.0, 12.0))
+        if rng.random() < 0.5
+        else Kill(at=rng.randint(1, writes))
         for _ in range(kills)
     ]
+
+
+ISSUE_WRITE = "fcop.publish:issues/ISSUE"
+"""The drop's ISSUE: written after the tree's TASKs are dropped, before its salvage begins."""
 
 
 def campaign(
@@ -602,24 +624,35 @@ def campaign(
     *,
     base: Path,
     seed: int,
-    random_kills: int,
+    random_kills: int = 2,
     occurrences: int = 1,
-    first_flow: int = 1,
+    random_flows: int = 0,
     per_flow: int = 4,
+    first_flow: int = 1,
 ) -> tuple[Tally, list[str]]:
-    """One flow of ``kind`` through every boundary of it (the merge's own points, or the
-    salvage's), then flows of ``per_flow`` random kills; (the tally, unfired points)."""
+    """One flow of ``kind`` through every git boundary of it, with ``random_kills`` random
+    kills where a run they spare cannot skip a boundary (a merge flow: after its last
+    one; a drop flow: before the drop), then ``random_flows`` flows of ``per_flow``
+    random kills (half before the human acts, half after: in the merge or drop run).
+    Returns the tally and the boundaries that never fired."""
     rng = random.Random(seed)
     tally = Tally(invariants=INVARIANTS)
     started = time.monotonic()
-    points = MERGE_POINTS if kind == "merge" else DROP_POINTS
-    plans = [boundary_plan(points, occurrences)]
     randoms = random_plan(random_kills, rng)
-    plans += [randoms[i : i + per_flow] for i in range(0, len(randoms), per_flow)]
+    plans: list[tuple[list[Kill], list[Kill]]]
+    if kind == "merge":
+        early, late = MERGE_POINTS[:4], MERGE_POINTS[4:]
+        plans = [(boundary_plan(early, occurrences), boundary_plan(late, occurrences) + randoms)]
+    else:
+        drop = [Kill(kind=ISSUE_WRITE, at=1), *boundary_plan(DROP_POINTS, occurrences)]
+        plans = [(randoms, drop)]
+    for _ in range(random_flows):
+        first = random_plan(per_flow // 2, rng)
+        plans.append((first, random_plan(per_flow - len(first), rng, writes=20)))
     unfired: list[str] = []
-    for index, plan in enumerate(plans, start=first_flow):
+    for index, (plan, later) in enumerate(plans, start=first_flow):
         try:
-            left = drive(base, index, SPECS[kind], plan, tally)
+            left = drive(base, index, SPECS[kind], plan, tally, later)
         except InvariantBroken as exc:
             tally.breaks.append(f"{kind} flow {index}: {exc}")
             continue
@@ -640,3 +673,42 @@ def merged(tallies: list[Tally]) -> Tally:
         out.seconds += t.seconds
         out.cleanup = max(out.cleanup, t.cleanup)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.crash.worktree_flows [--long]``: the CI share, or the long run
+    (each boundary at its first two occurrences, and ``--flows`` random flows per kind)."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m tests.crash.worktree_flows")
+    parser.add_argument("--long", action="store_true")
+    parser.add_argument("--flows", type=int, default=None, help="random flows per kind")
+    parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the projects here")
+    args = parser.parse_args(argv)
+    base = args.keep or Path(tempfile.mkdtemp(prefix="baton-crash-wt-"))
+    base.mkdir(parents=True, exist_ok=True)
+    flows = args.flows if args.flows is not None else (12 if args.long else 0)
+    tallies, unfired = [], []
+    for n, kind in enumerate(("merge", "drop")):
+        tally, left = campaign(
+            kind,  # type: ignore[arg-type]
+            base=base / kind,
+            seed=args.seed + n,
+            occurrences=2 if args.long else 1,
+            random_flows=flows,
+        )
+        tallies.append(tally)
+        unfired += left
+    total = merged(tallies)
+    print(total.table())
+    if unfired:
+        print("never met:", ", ".join(unfired))
+    for line in total.breaks:
+        print("BROKEN", line)
+    return 1 if total.breaks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
