@@ -9,17 +9,22 @@ real CLI by restarting ``baton up`` until it ends:
 * **merge**: the tree is made, the turn writes and is checkpointed, the review reaches
   the inbox, the harness approves it (``baton answer … --approve``), the branch is merged
   into ``main`` in the main checkout and the worktree removed;
-* **drop**: the same up to the review; then a file is left uncommitted in the worktree
-  and the drop is asked of a running ``baton up`` through its control row
-  (:func:`baton.team.controls.request_drop`, as ``baton task drop`` does while the team
-  runs): the tree's head, the uncommitted file included, is saved under
+* **drop**: the same up to the review; then a ``baton up`` (without ``--until-idle``)
+  runs, and once it is past its recovery a file is left uncommitted in the worktree and
+  the drop asked through the control row (:func:`baton.team.controls.request_drop`, what
+  ``baton task drop`` does while the team runs; the harness stops that ``baton up`` once
+  the drop is recorded): the tree's head, the uncommitted file included, is saved under
   ``refs/baton/salvage/<task>`` and the worktree removed.
 
 ``baton up`` is killed (SIGKILL) before and after every git step of the tree's life
 (``baton.crashpoints``: ``worktree.create``, ``.checkpoint``, ``.merge``, ``.remove``,
 ``.salvage.checkpoint``, ``.salvage.save``, ``.salvage.remove``, each ``.before`` and
-``.after``), one after the other in one flow (each restart recovers from the previous
-kill and meets the next point, often inside that recovery), and at random points. After
+``.after``; and at the drop's ISSUE, written between the TASKs' drop and the salvage).
+The CI share (``test_worktree_crash_points.py``) meets them one after the other in one
+flow per kind (each restart recovers from the previous kill and meets the next point,
+often inside that recovery), with two random kills each; ``--long`` adds one flow per
+boundary (met on the way an undisturbed run takes) and flows of random kills (a random
+delay, or the Nth durable write of any kind, before and after the human acts). After
 every kill, and again after every run that came back at rest, it checks:
 
 1. **no commit lost**: every commit that was ever the head of a task branch (from the
@@ -52,6 +57,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -205,30 +211,35 @@ class Flow:
     def git(self, *args: str, check: bool = True) -> str:
         return _git(self.root, *args, check=check)
 
-    def db(self) -> sqlite3.Connection:
-        """The store, read only in effect; opened read-write so that right after a kill
-        SQLite can rebuild the WAL index (a ``mode=ro`` open cannot, and fails)."""
-        db = sqlite3.connect(self.root / ".baton" / "baton.db", timeout=60)
-        db.execute("PRAGMA query_only = 1")
-        return db
+    def query(self, sql: str, params: tuple[str, ...] = ()) -> list[sqlite3.Row]:
+        """Rows of the store ([] before the first ``baton up`` made it: a kill during
+        its start may leave no store, or one without its tables yet). Opened read-write
+        (never created) and queried only: right after a kill SQLite may have to rebuild
+        the WAL index, which a ``mode=ro`` open cannot do."""
+        path = self.root / ".baton" / "baton.db"
+        if not path.exists():
+            return []
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=60)
+        try:
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA query_only = 1")
+            return db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+        finally:
+            db.close()
 
     def records(self) -> list[dict[str, str | None]]:
-        with contextlib.closing(self.db()) as db:
-            db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute("SELECT * FROM team_worktrees")]
+        return [dict(r) for r in self.query("SELECT * FROM team_worktrees")]
 
     def task_state(self, task_id: str) -> str | None:
-        with contextlib.closing(self.db()) as db:
-            row = db.execute(
-                "SELECT state FROM team_tasks WHERE task_id = ?", (task_id,)
-            ).fetchone()
-        return row[0] if row else None
+        rows = self.query("SELECT state FROM team_tasks WHERE task_id = ?", (task_id,))
+        return str(rows[0][0]) if rows else None
 
     def events(self) -> list[dict[str, str | None]]:
-        with contextlib.closing(self.db()) as db:
-            rows = db.execute(
-                "SELECT json FROM events WHERE type = 'team.worktree.changed'"
-            ).fetchall()
+        rows = self.query("SELECT json FROM events WHERE type = 'team.worktree.changed'")
         return [json.loads(r[0])["payload"] for r in rows]
 
     # ------------------------------------------------------------ observation
@@ -339,12 +350,11 @@ class Flow:
             info = port.read_task(task_id)
             if info.stage != "inbox" and info.claims != 1:
                 raise InvariantBroken("no double run", f"{task_id} was claimed {info.claims} times")
-        with contextlib.closing(self.db()) as db:
-            dispatched = db.execute(
-                "SELECT COUNT(*) FROM team_turns WHERE task_id = ? "
-                "AND kind IN ('work', 'resume', 'retry')",
-                (task_id,),
-            ).fetchone()[0]
+        [(dispatched,)] = self.query(
+            "SELECT COUNT(*) FROM team_turns WHERE task_id = ? "
+            "AND kind IN ('work', 'resume', 'retry')",
+            (task_id,),
+        )
         runs = len(self.counter_text().splitlines())
         if runs > max(1, dispatched):
             raise InvariantBroken(
@@ -371,14 +381,15 @@ class Flow:
         (none once it is dropped or decided)."""
         stage = self.project.port().read_task(task_id).stage
         dropped = self.task_state(task_id) == "dropped"
-        with contextlib.closing(self.db()) as db:
-            rows = db.execute(
-                "SELECT request_id, state FROM requests WHERE kind = 'review' AND jsonrpc_id LIKE ?",
-                (f'"review:{task_id}:%',),
-            ).fetchall()
+        rows = self.query(
+            "SELECT request_id, state FROM requests WHERE kind = 'review' AND jsonrpc_id LIKE ?",
+            (f'"review:{task_id}:%',),
+        )
         open_ = [(r, s) for r, s in rows if s in ("pending", "answered")]
         if stage == "review" and not dropped and len(open_) != 1:
-            raise InvariantBroken("finishes", f"in review with {len(open_)} open reviews: {rows}")
+            raise InvariantBroken(
+                "finishes", f"in review with {len(open_)} open reviews: {[tuple(r) for r in rows]}"
+            )
         if (stage != "review" or dropped) and open_:
             raise InvariantBroken("finishes", f"{stage}, dropped={dropped}, open review: {open_}")
         pending = [r for r, s in open_ if s == "pending"]
@@ -404,7 +415,7 @@ class Flow:
             self.tally.checked(point, "no double run")
         return self.check_review(task_id)
 
-    def check_final(self, points: list[str]) -> None:
+    def check_final(self) -> None:
         task_id = self.project.root_task()
         [record] = self.records()
         if self.spec.kind == "merge":
@@ -425,7 +436,7 @@ class Flow:
                 raise InvariantBroken("no commit lost", f"{path} under {where} is {found!r}")
         if self.git("for-each-ref", "refs/heads/baton"):
             raise InvariantBroken("tree ↔ record", "a task branch outlived its tree")
-        for point in {*points, *self.killed}:
+        for point in [*self.killed, "at rest"]:  # each kill of the flow: it finished
             self.tally.checked(point, "finishes")
 
     # -------------------------------------------------------------------- drop
@@ -436,12 +447,11 @@ class Flow:
 
     def serving(self) -> bool:
         """The running ``baton up`` is past its recovery (it opened its role slots)."""
-        with contextlib.closing(self.db()) as db:
-            row = db.execute(
-                "SELECT COUNT(*) FROM events JOIN team_daemon USING (run_id) "
-                "WHERE type = 'team.slot.changed' AND team_daemon.state = 'running'"
-            ).fetchone()
-        return bool(row[0])
+        rows = self.query(
+            "SELECT COUNT(*) FROM events JOIN team_daemon USING (run_id) "
+            "WHERE type = 'team.slot.changed' AND team_daemon.state = 'running'"
+        )
+        return bool(rows and rows[0][0])
 
     def post_drop(self, task_id: str) -> bool:
         """Leave a file uncommitted in the worktree (after the running ``baton up``
@@ -569,10 +579,10 @@ def drive(
         review = flow.check_at_rest(points)
         task_id = project.root_task()
         if spec.kind == "merge" and project.port().read_task(task_id).stage == "done":
-            flow.check_final(points)
+            flow.check_final()
             break
         if spec.kind == "drop" and flow.posted and flow.drop_done(task_id):
-            flow.check_final(points)
+            flow.check_final()
             break
         progressed = False
         if review is not None and spec.kind == "merge" and flow.answered:
@@ -600,9 +610,28 @@ def drive(
     return unfired + plan
 
 
-def boundary_plan(points: tuple[str, ...], occurrences: int = 1) -> list[Kill]:
-    """Each point at its first ``occurrences`` occurrences in one run, in lifecycle order."""
-    return [Kill(kind=p, at=n) for p in points for n in range(1, occurrences + 1)]
+def _kills(points: tuple[str, ...]) -> list[Kill]:
+    return [Kill(kind=p, at=1) for p in points]
+
+
+def boundary_plans(kind: FlowKind, *, isolated: bool) -> list[tuple[list[Kill], list[Kill]]]:
+    """(before the human acts, after) kills of the boundary flows of ``kind``: one flow
+    through all its git boundaries in lifecycle order (each restart meets the next,
+    often inside the recovery from the previous), or (``isolated``) one flow per
+    boundary, met on the way a run without a crash takes; those also kill the turn's
+    and the review's checkpoints in the first run, and the merge's last one."""
+    issue = Kill(kind=ISSUE_WRITE, at=1)
+    if kind == "merge":
+        early, late = _kills(MERGE_POINTS[:4]), _kills(MERGE_POINTS[4:])
+    else:
+        early, late = [], [issue, *_kills(DROP_POINTS)]
+    if not isolated:
+        return [(early, late)]
+    if kind == "merge":
+        checkpoints = _points("checkpoint")
+        early += [Kill(kind=p, at=2) for p in checkpoints]  # the review's
+        late = _kills(checkpoints) + late  # the merge's last
+    return [([k], []) for k in early] + [([], [k]) for k in late]
 
 
 def random_plan(kills: int, rng: random.Random, *, writes: int = 50) -> list[Kill]:
@@ -625,27 +654,25 @@ def campaign(
     base: Path,
     seed: int,
     random_kills: int = 2,
-    occurrences: int = 1,
+    isolated: bool = False,
     random_flows: int = 0,
     per_flow: int = 4,
     first_flow: int = 1,
+    say: Callable[[str], None] = lambda line: None,
 ) -> tuple[Tally, list[str]]:
-    """One flow of ``kind`` through every git boundary of it, with ``random_kills`` random
+    """The flow of ``kind`` through every git boundary of it, with ``random_kills`` random
     kills where a run they spare cannot skip a boundary (a merge flow: after its last
-    one; a drop flow: before the drop), then ``random_flows`` flows of ``per_flow``
-    random kills (half before the human acts, half after: in the merge or drop run).
-    Returns the tally and the boundaries that never fired."""
+    one; a drop flow: before the drop); then (``isolated``) one flow per boundary; then
+    ``random_flows`` flows of ``per_flow`` random kills (half before the human acts, half
+    after: in the merge or drop run). Returns the tally and the boundaries never met."""
     rng = random.Random(seed)
     tally = Tally(invariants=INVARIANTS)
     started = time.monotonic()
+    [(early, late)] = boundary_plans(kind, isolated=False)
     randoms = random_plan(random_kills, rng)
-    plans: list[tuple[list[Kill], list[Kill]]]
-    if kind == "merge":
-        early, late = MERGE_POINTS[:4], MERGE_POINTS[4:]
-        plans = [(boundary_plan(early, occurrences), boundary_plan(late, occurrences) + randoms)]
-    else:
-        drop = [Kill(kind=ISSUE_WRITE, at=1), *boundary_plan(DROP_POINTS, occurrences)]
-        plans = [(randoms, drop)]
+    plans = [(early, late + randoms) if kind == "merge" else (randoms, late)]
+    if isolated:
+        plans += boundary_plans(kind, isolated=True)
     for _ in range(random_flows):
         first = random_plan(per_flow // 2, rng)
         plans.append((first, random_plan(per_flow - len(first), rng, writes=20)))
@@ -655,7 +682,9 @@ def campaign(
             left = drive(base, index, SPECS[kind], plan, tally, later)
         except InvariantBroken as exc:
             tally.breaks.append(f"{kind} flow {index}: {exc}")
+            say(f"{kind} flow {index}: BROKEN {exc}")
             continue
+        say(f"{kind} flow {index}: ok, {tally.total_kills} kills so far")
         unfired += [f"{k.kind} #{k.at}" for k in left if k.kind is not None]
     tally.seconds = time.monotonic() - started
     return tally, unfired
@@ -677,7 +706,7 @@ def merged(tallies: list[Tally]) -> Tally:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m tests.crash.worktree_flows [--long]``: the CI share, or the long run
-    (each boundary at its first two occurrences, and ``--flows`` random flows per kind)."""
+    (and one flow per boundary, and ``--flows`` random flows per kind, 12 by default)."""
     import argparse
     import tempfile
 
@@ -696,8 +725,9 @@ def main(argv: list[str] | None = None) -> int:
             kind,  # type: ignore[arg-type]
             base=base / kind,
             seed=args.seed + n,
-            occurrences=2 if args.long else 1,
+            isolated=args.long,
             random_flows=flows,
+            say=lambda line: print(line, file=sys.stderr, flush=True),
         )
         tallies.append(tally)
         unfired += left
