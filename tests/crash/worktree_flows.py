@@ -171,6 +171,8 @@ def create_project(base: Path, index: int, spec: Spec) -> Project:
     done = project.baton("init")
     if done.returncode != 0:
         raise RuntimeError(f"baton init failed: {done.stderr}")
+    if 'isolation = "worktree"' not in (root / "baton.toml").read_text():
+        raise RuntimeError("baton init no longer makes worktree isolation the default")
     (root / USER_FILE).write_text("The user's notes.\n")
     (root / "README.md").write_text("A project.\n")
     commit_all(root)
@@ -457,14 +459,15 @@ class Flow:
         """Leave a file uncommitted in the worktree (after the running ``baton up``
         recovered, so only the salvage can commit it), then ``baton task drop`` as it is
         while ``baton up`` runs: the control row. False: not yet (or no ``baton up``)."""
-        from baton.store.store import Store
+        from baton.app import Baton
+        from baton.config import load_config
         from baton.team.controls import request_drop
 
         if not self.serving():
             return False
         [record] = self.records()
         (Path(str(record["path"])) / SCRATCH).write_text("left uncommitted\n")
-        with Store.open(self.root / ".baton" / "baton.db") as store:
+        with Baton.reading(config=load_config(self.root)) as store:  # as the CLI opens it
             posted = request_drop(store, task_id, reason="not needed after all", via="harness")
         return posted is not None
 
@@ -501,7 +504,11 @@ def run_drop(flow: Flow, kill: Kill | None, trace: Path) -> tuple[int, set[int],
         while proc.poll() is None:
             elapsed = time.monotonic() - started
             if elapsed > UP_TIMEOUT:
-                raise RuntimeError("baton up did not drop the tree in time")
+                raise RuntimeError(
+                    "baton up did not drop the tree in time"
+                    if flow.posted
+                    else "baton up never came past its recovery (no role slot opened)"
+                )
             if kill is not None and kill.delay is not None and elapsed >= kill.delay:
                 reapers = reapers or _reapers_of(proc.pid)
                 os.kill(proc.pid, signal.SIGKILL)
