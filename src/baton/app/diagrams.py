@@ -30,10 +30,11 @@ from baton.runner.turn import TABLE as TURN
 from baton.statetable import StateTable
 from baton.store.run_states import TABLE as RUN
 from baton.team.states import MACHINES
+from baton.worktrees.states import WORKTREE
 
 __all__ = ["TABLES", "main", "render"]
 
-TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES, RUN)
+TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES, RUN, WORKTREE)
 """Every lifecycle of baton; a test checks each has a diagram in the docs."""
 
 _BLOCK = re.compile(

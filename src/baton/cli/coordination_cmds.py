@@ -9,6 +9,9 @@ while ``baton up`` writes). The project is found like every
 command finds it (:mod:`baton.cli.project`); errors are the shared one line
 (:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
 text and go through :func:`~baton.security.display.terminal_safe`.
+
+Length: one command group (``init`` and ``task new|list|show|drop``) and the body reading
+and task lookup its commands share.
 """
 
 from __future__ import annotations
