@@ -24,13 +24,13 @@ from baton.agents.builtin.mcp_client import HttpServer, StdioServer, parse_serve
 from baton.cluster.actor import HolderSpec, RoleHolder
 from baton.cluster.config import ClusterConfig, cluster_config
 from baton.cluster.team_factory import _remote_profile
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.mcp_http import MAX_BODY, _bounded
-from baton.coordination.mcp_hub import RoleHub
 from baton.errors import ConfigError
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.workspace import init_workspace
 from baton.providers.catalog import BUILTIN
+from baton.role_tools.http_front import MAX_BODY, _bounded
+from baton.role_tools.hub import RoleHub
 from baton.store.store import Store
 from tests.agents.builtin_client import AgentProcess
 from tests.cluster.support import fake_profile

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.authority import Expectation, TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.lifecycle import Lifecycle
-from baton.coordination.lifecycle.decide import decide_operation_id
+from baton.fcop_port.authority import Expectation, TrustedAuthority
+from baton.fcop_port.lifecycle import Lifecycle
+from baton.fcop_port.lifecycle.decide import decide_operation_id
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace
 from tests.coordination.conftest import KEY
 from tests.coordination.test_lifecycle import _opened_under, _settle, _tree, _validate
 
@@ -49,9 +49,9 @@ def _pinned(
     from fcop.v4 import creation as fcop_creation
     from fcop.v4 import lifecycle as fcop_lifecycle
 
-    from baton.coordination import authority as baton_authority
-    from baton.coordination import task_transitions
-    from baton.coordination.lifecycle import decide as baton_decide
+    from baton.fcop_port import authority as baton_authority
+    from baton.fcop_port import transitions as task_transitions
+    from baton.fcop_port.lifecycle import decide as baton_decide
 
     _Clock.times = iter(START + timedelta(seconds=i) for i in range(100))
     draw_reviews, draw_moves = iter(reviews), iter(moves)

@@ -25,10 +25,10 @@ from baton.app import Baton
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.config import load_config
-from baton.coordination.context import CoordinationContext, init_project
-from baton.coordination.fcop_port import STAGES, TaskInfo
-from baton.coordination.intake.board import open_tasks
-from baton.coordination.intake.screen import subject_problem
+from baton.fcop_port.board import open_tasks
+from baton.fcop_port.port import STAGES, TaskInfo
+from baton.fcop_port.project import CoordinationContext, init_project
+from baton.intake.screen import subject_problem
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
