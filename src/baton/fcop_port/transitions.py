@@ -78,15 +78,15 @@ class TaskTransitions(Evidence, TaskReads):
         self, task_id: str, *, approver: str, reason: str = "", review_ref: str | None = None
     ) -> TransitionInfo:
         """T4 (review → done): acceptance REVIEW, authorization, transition."""
-        return self._decide(task_id, "approve", approver, reason, review_ref)
+        return self._authorized_edge(task_id, "approve", approver, reason, review_ref)
 
     def reject(
         self, task_id: str, *, approver: str, reason: str = "", review_ref: str | None = None
     ) -> TransitionInfo:
         """T5 (review → active): rejection REVIEW, authorization, transition; new attempt."""
-        return self._decide(task_id, "reject", approver, reason, review_ref)
+        return self._authorized_edge(task_id, "reject", approver, reason, review_ref)
 
-    def _decide(
+    def _authorized_edge(
         self,
         task_id: str,
         decision: Literal["approve", "reject"],
@@ -123,7 +123,7 @@ class TaskTransitions(Evidence, TaskReads):
                 f"{task_id} is in {task.stage}, not review", code="INVALID_TRANSITION"
             )
         try:
-            return self._decide_task(task, decision, approver, reason, review_ref)
+            return self._authorize_and_move(task, decision, approver, reason, review_ref)
         except FcopProtocolError as exc:
             if exc.code != "RECOVERY_REQUIRED" or "conflicting receipt" not in str(exc):
                 raise
@@ -172,7 +172,7 @@ class TaskTransitions(Evidence, TaskReads):
             request["profile_ref"] = value["request_profile_ref"]
         return transition_info(self._call("transition", **request))
 
-    def _decide_task(
+    def _authorize_and_move(
         self,
         task: TaskInfo,
         decision: Literal["approve", "reject"],
@@ -221,7 +221,7 @@ class TaskTransitions(Evidence, TaskReads):
             }
             result = self._fast(
                 "transition",
-                lambda lc: lc.decide(task.task_id, tool=tool, actor=approver, **refs),
+                lambda lc: lc.approve_or_reject(task.task_id, tool=tool, actor=approver, **refs),
                 task_id=task.task_id,
                 from_stage="review",
                 to_stage=to_stage,

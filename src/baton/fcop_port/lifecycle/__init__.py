@@ -8,7 +8,7 @@ keeps its mapping. Cost is constant in the number of settled tasks:
 * :meth:`Lifecycle.create` — T1, fcop's plan with a derived TASK id, O(1) commit;
 * :meth:`Lifecycle.claim` — T2 with a deterministically named receipt;
 * :meth:`Lifecycle.submit` — T3 likewise, its REPORT head found through an index;
-* :meth:`Lifecycle.decide` — T4/T5 likewise, fcop's authorization gate on the same look-ups;
+* :meth:`Lifecycle.approve_or_reject` — T4/T5 likewise, fcop's authorization gate on the same look-ups;
 * :meth:`Lifecycle.write_report` — fcop's ``write_report`` over the same index;
 * :meth:`Lifecycle.candidates` — which REPORT/REVIEW files may be about a TASK;
 * :meth:`Lifecycle.read_task` — fcop's ``read_task`` on the fast primitives;
@@ -187,14 +187,16 @@ class Lifecycle:
         )
         return result
 
-    def decide(self, task_id: str, *, tool: str, actor: str, **refs: Any) -> dict[str, Any]:
+    def approve_or_reject(
+        self, task_id: str, *, tool: str, actor: str, **refs: Any
+    ) -> dict[str, Any]:
         """T4 (``approve_task``) or T5 (``reject_task``) with fcop's ``transition`` references."""
-        from baton.fcop_port.lifecycle.decide import decide
+        from baton.fcop_port.lifecycle.approve_reject import approve_or_reject
 
         result: dict[str, Any] = _invoke(
             self._ws,
             "transition",
-            lambda: decide(self._ws, task_id, tool=tool, actor=actor, **refs),
+            lambda: approve_or_reject(self._ws, task_id, tool=tool, actor=actor, **refs),
             task_id=task_id,
         )
         return result

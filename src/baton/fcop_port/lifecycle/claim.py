@@ -42,13 +42,11 @@ from baton.fcop_port.lifecycle._fcop import fail
 from baton.fcop_port.lifecycle.moves import (
     archived_root,
     checked_source,
-    commit,
+    commit_move,
     operation_id,
     own_receipt,
-    prepared,
     receipt_path,
     replay,
-    rewritten,
     under_family_lock,
 )
 
@@ -93,7 +91,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
         result = replay(ws, path, existing, operation)
         ws.sweep_temporaries("active", task_id)
         return result
-    source, target, source_bytes, fields = checked_source(ws, task_id, EDGE)
+    checked = checked_source(ws, task_id, EDGE)
     archived_root(ws, task_id, root_id)
     attempt_id = uuid4().urn
     event: dict[str, Any] = {
@@ -106,23 +104,15 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     }
     if existing is not None:
         raise fail("RECOVERY_REQUIRED", "A conflicting receipt already claims T2", subject=task_id)
-    updated = dict(fields)
-    updated["transitions"] = [*fields["transitions"], event]
-    target_bytes, read_back = rewritten(source_bytes, updated, task_id)
-    receipt = prepared(
+    result = commit_move(
         ws,
+        checked,
         operation=operation,
         request=request,
-        source=source,
-        target=target,
-        source_bytes=source_bytes,
-        target_bytes=target_bytes,
         request_digest=request_digest,
+        event=event,
         evidence=([], []),
         attempt_id=attempt_id,
-        event=event,
     )
-    result = commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
-    ws._returned_unprotected_operations.add(operation)
     ws.sweep_temporaries("active", task_id)
     return result

@@ -4,19 +4,19 @@ Each move names its receipt by a UUID-5 operation id derived from what makes
 the move unique (:func:`operation_id`), so "is there a receipt of this move to
 finish or refuse?" is one ``lstat`` (:func:`receipt_path`, :func:`own_receipt`).
 Then, under fcop's family lock (:func:`under_family_lock`), fcop's checks of
-the source (:func:`checked_source`), the new envelope bytes
-(:func:`rewritten`), the PREPARED receipt (:func:`prepared`) and the commit
-(:func:`finish`: PREPARED → target published → TARGET_DURABLE → source removed
-→ COMMITTED), each with fcop's own primitives. :func:`promote_published` is the
+the source (:func:`checked_source`), then :func:`commit_move`: the event appended
+to the TASK's transitions, the new envelope bytes (:func:`rewritten`), the PREPARED
+receipt and the commit (:func:`finish`: PREPARED → target published →
+TARGET_DURABLE → source removed → COMMITTED), each with fcop's own primitives. :func:`promote_published` is the
 one crash window fcop cannot settle by itself.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from uuid import UUID, uuid5
 
 import yaml
@@ -33,13 +33,13 @@ from baton.fcop_port.lifecycle.envelopes import frontmatter_roundtrips
 
 __all__ = [
     "NAMESPACE",
+    "CheckedSource",
     "archived_root",
     "checked_source",
-    "commit",
+    "commit_move",
     "finish",
     "operation_id",
     "own_receipt",
-    "prepared",
     "promote_published",
     "receipt_path",
     "replay",
@@ -116,11 +116,18 @@ def under_family_lock(ws: Workspace, task_id: str, actor: Any, move: Callable[[s
         return move(root_id)
 
 
-def checked_source(
-    ws: Workspace, task_id: str, edge: tuple[str, str]
-) -> tuple[Path, Path, bytes, dict[str, Any]]:
+class CheckedSource(NamedTuple):
+    """A move's source as fcop's checks found it, and where it goes."""
+
+    source: Path
+    target: Path
+    source_bytes: bytes
+    fields: dict[str, Any]  # the TASK's validated front matter, as fcop parsed it
+
+
+def checked_source(ws: Workspace, task_id: str, edge: tuple[str, str]) -> CheckedSource:
     """fcop's source checks: not in both stages, the declared source is the path NOW,
-    strong relations. ``(source, target, source bytes, fields)``."""
+    strong relations."""
     lifecycle_dir = ws.root / "fcop" / "_lifecycle"
     source = lifecycle_dir / edge[0] / f"{task_id}.md"
     target = lifecycle_dir / edge[1] / f"{task_id}.md"
@@ -136,7 +143,7 @@ def checked_source(
     if now_path != source:
         raise fail("INVALID_TRANSITION", "Declared source does not match path NOW", subject=task_id)
     ws._relations(fields)
-    return source, target, source_bytes, fields
+    return CheckedSource(source, target, source_bytes, fields)
 
 
 def archived_root(ws: Workspace, task_id: str, root_id: str) -> None:
@@ -170,7 +177,51 @@ def replay(
     return result
 
 
-def commit(
+def commit_move(
+    ws: Workspace,
+    checked: CheckedSource,
+    *,
+    operation: str,
+    request: dict[str, Any],
+    request_digest: str,
+    event: dict[str, Any],
+    evidence: tuple[list[str], list[str]],
+    attempt_id: str,
+    authorized: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Append ``event`` to the TASK's transitions and commit the move, fcop's way.
+
+    The new envelope (:func:`rewritten`), the PREPARED receipt (with fcop's
+    ``authorized`` fields for T4/T5), then :func:`finish`. A move without them (T2,
+    T3) is one fcop lets a process return only once: its operation is remembered, so
+    a later replay of it is refused as fcop refuses it (:func:`replay`).
+    """
+    source, target, source_bytes, fields = checked
+    updated = dict(fields)
+    updated["transitions"] = [*fields["transitions"], event]
+    target_bytes, read_back = rewritten(source_bytes, updated, request["task_id"])
+    receipt = _prepared(
+        ws,
+        operation=operation,
+        request=request,
+        source=source,
+        target=target,
+        source_bytes=source_bytes,
+        target_bytes=target_bytes,
+        request_digest=request_digest,
+        evidence=evidence,
+        attempt_id=attempt_id,
+        event=event,
+    )
+    if authorized is not None:
+        receipt.update(authorized)
+    result = _commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
+    if authorized is None:
+        ws._returned_unprotected_operations.add(operation)
+    return result
+
+
+def _commit(
     ws: Workspace,
     receipt: dict[str, Any],
     source: Path,
@@ -185,7 +236,7 @@ def commit(
     return finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
 
 
-def prepared(
+def _prepared(
     ws: Workspace,
     *,
     operation: str,

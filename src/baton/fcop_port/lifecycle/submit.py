@@ -36,13 +36,11 @@ from baton.fcop_port.lifecycle._core import Vanished, Workspace
 from baton.fcop_port.lifecycle._fcop import fail
 from baton.fcop_port.lifecycle.moves import (
     checked_source,
-    commit,
+    commit_move,
     operation_id,
     own_receipt,
-    prepared,
     receipt_path,
     replay,
-    rewritten,
     under_family_lock,
 )
 from baton.fcop_port.lifecycle.reports import report_head
@@ -106,8 +104,8 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
     existing = own_receipt(ws, path, task_id, EDGE, "attempt_id", visible)
     if existing is not None and existing["normalized_transition_digest"] == request_digest:
         return replay(ws, path, existing, operation)
-    source, target, source_bytes, fields = checked_source(ws, task_id, EDGE)
-    attempt_id = current_attempt(fields)
+    checked = checked_source(ws, task_id, EDGE)
+    attempt_id = current_attempt(checked.fields)
     if existing is not None:
         raise fail(
             "RECOVERY_REQUIRED",
@@ -134,22 +132,13 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
         "to": "review",
         "tool": "submit_task",
     }
-    updated = dict(fields)
-    updated["transitions"] = [*fields["transitions"], event]
-    target_bytes, read_back = rewritten(source_bytes, updated, task_id)
-    receipt = prepared(
+    return commit_move(
         ws,
+        checked,
         operation=operation,
         request=request,
-        source=source,
-        target=target,
-        source_bytes=source_bytes,
-        target_bytes=target_bytes,
         request_digest=request_digest,
+        event=event,
         evidence=(evidence_ref, evidence_digest),
         attempt_id=attempt_id,
-        event=event,
     )
-    result = commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
-    ws._returned_unprotected_operations.add(operation)
-    return result

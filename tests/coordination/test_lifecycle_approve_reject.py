@@ -24,7 +24,7 @@ import pytest
 
 from baton.fcop_port.authority import Expectation, TrustedAuthority
 from baton.fcop_port.lifecycle import Lifecycle
-from baton.fcop_port.lifecycle.decide import decide_operation_id
+from baton.fcop_port.lifecycle.approve_reject import approve_reject_operation_id
 from baton.fcop_port.port import FcopPort
 from baton.fcop_port.workspace import init_workspace
 from tests.coordination.conftest import KEY
@@ -51,15 +51,15 @@ def _pinned(
 
     from baton.fcop_port import authority as baton_authority
     from baton.fcop_port import transitions as task_transitions
-    from baton.fcop_port.lifecycle import decide as baton_decide
+    from baton.fcop_port.lifecycle import approve_reject as baton_approve_reject
 
     _Clock.times = iter(START + timedelta(seconds=i) for i in range(100))
     draw_reviews, draw_moves = iter(reviews), iter(moves)
     with monkeypatch.context() as m:
         m.setattr(fcop_creation, "uuid4", lambda: next(draw_reviews))
         m.setattr(fcop_lifecycle, "uuid4", lambda: next(draw_moves))
-        m.setattr(baton_decide, "uuid4", lambda: next(draw_moves))
-        for module in (fcop_creation, fcop_lifecycle, baton_decide):
+        m.setattr(baton_approve_reject, "uuid4", lambda: next(draw_moves))
+        for module in (fcop_creation, fcop_lifecycle, baton_approve_reject):
             m.setattr(module, "datetime", _Clock)
         issued = datetime.now(UTC).replace(second=0, microsecond=0)  # one issue time for both
         m.setattr(task_transitions, "_now", lambda: issued)
@@ -100,7 +100,7 @@ def test_approve_and_reject_write_exactly_fcops_bytes(
     reviews = [uuid.uuid4(), uuid.uuid4()]
     new_attempt = uuid.uuid4()
     tool = "approve_task" if decision == "approve" else "reject_task"
-    op = uuid.UUID(decide_operation_id(ours.workspace_id, task, attempt, tool))
+    op = uuid.UUID(approve_reject_operation_id(ours.workspace_id, task, attempt, tool))
     results = []
     if datetime.now(UTC).second > 55:  # both sides must see the same minute
         import time
@@ -177,7 +177,7 @@ def _move(writer: Any, authority: TrustedAuthority, task: str, attempt: str, **k
     with authority.expecting(expectation), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         if isinstance(writer, Lifecycle):
-            return writer.decide(task, tool=tool, actor="ADMIN", **kw)
+            return writer.approve_or_reject(task, tool=tool, actor="ADMIN", **kw)
         return writer.transition(
             task_id=task, from_stage="review", to_stage=to_stage, tool=tool, actor="ADMIN", **kw
         )
@@ -329,7 +329,7 @@ def test_approve_touches_the_same_files_whatever_the_history(
             if name.startswith(("TASK-", "REPORT-", "REVIEW-")):
                 assert stem in own, path  # never another TASK's files
             if name.startswith("transition-"):
-                op = decide_operation_id(port.workspace_id, task, attempt, "approve_task")
+                op = approve_reject_operation_id(port.workspace_id, task, attempt, "approve_task")
                 assert op.split(":")[-1].replace("-", "") in name, path
         return len([p for p in opened if p not in {"/reports", "/reviews"}])
 

@@ -51,18 +51,16 @@ from baton.fcop_port.lifecycle._fcop import fail
 from baton.fcop_port.lifecycle.moves import (
     archived_root,
     checked_source,
-    commit,
+    commit_move,
     operation_id,
     own_receipt,
-    prepared,
     receipt_path,
     replay,
-    rewritten,
     under_family_lock,
 )
 from baton.fcop_port.lifecycle.reports import report_head
 
-__all__ = ["EDGES", "decide", "decide_operation_id"]
+__all__ = ["EDGES", "approve_or_reject", "approve_reject_operation_id"]
 
 EDGES = {"approve_task": ("review", "done"), "reject_task": ("review", "active")}
 """The authorized edges this writer takes; T6/T7 stay fcop's."""
@@ -70,12 +68,14 @@ EDGES = {"approve_task": ("review", "done"), "reject_task": ("review", "active")
 _ALLOWED = {"report_ref", "review_ref", "authorization_ref", "profile_ref", "family_digest"}
 
 
-def decide_operation_id(workspace_id: str, task_id: str, attempt_id: str, tool: str) -> str:
+def approve_reject_operation_id(workspace_id: str, task_id: str, attempt_id: str, tool: str) -> str:
     """The operation id of baton's T4/T5 ending review round ``attempt_id`` (a UUID URN)."""
     return operation_id(workspace_id, task_id, attempt_id, tool)
 
 
-def decide(ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: Any) -> dict[str, Any]:
+def approve_or_reject(
+    ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: Any
+) -> dict[str, Any]:
     """T4 or T5 as ``actor`` with fcop's ``transition`` keyword references."""
     ws._check()
     if not isinstance(task_id, str) or not task_id.startswith("TASK-"):
@@ -234,7 +234,7 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
     receipts: dict[str, tuple[Path, dict[str, Any]]] = {}
     for attempt in _rounds(ws, task_id, request.get("authorization_ref")):
         path = receipt_path(
-            ws, decide_operation_id(ws.manifest["workspace_id"], task_id, attempt, tool)
+            ws, approve_reject_operation_id(ws.manifest["workspace_id"], task_id, attempt, tool)
         )
         found = own_receipt(ws, path, task_id, edge, "source_attempt_id", attempt)
         if found is not None:
@@ -249,17 +249,17 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
             "Authorization was consumed by a different transition",
             subject=task_id,
         )
-    source, target, source_bytes, fields = checked_source(ws, task_id, edge)
+    checked = checked_source(ws, task_id, edge)
     if edge[1] == "active":
         archived_root(ws, task_id, root_id)
-    source_attempt_id = current_attempt(fields)
+    source_attempt_id = current_attempt(checked.fields)
     if source_attempt_id in receipts:
         raise fail(
             "RECOVERY_REQUIRED",
             "A conflicting receipt claims the current authorized round",
             subject=task_id,
         )
-    gate = _gate(ws, request, fields, source_attempt_id)
+    gate = _gate(ws, request, checked.fields, source_attempt_id)
     target_attempt_id = uuid4().urn if edge[1] == "active" else source_attempt_id
     event: dict[str, Any] = {"at": datetime.now(UTC).isoformat()}
     if edge[1] == "active":
@@ -276,26 +276,18 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
             "tool": tool,
         }
     )
-    updated = dict(fields)
-    updated["transitions"] = [*fields["transitions"], event]
-    target_bytes, read_back = rewritten(source_bytes, updated, task_id)
-    receipt = prepared(
+    return commit_move(
         ws,
-        operation=decide_operation_id(
+        checked,
+        operation=approve_reject_operation_id(
             ws.manifest["workspace_id"], task_id, source_attempt_id, tool
         ),
         request=request,
-        source=source,
-        target=target,
-        source_bytes=source_bytes,
-        target_bytes=target_bytes,
         request_digest=request_digest,
+        event=event,
         evidence=(list(gate.evidence_ref), list(gate.evidence_digest)),
         attempt_id=target_attempt_id,
-        event=event,
-    )
-    receipt.update(  # fcop's authorized fields
-        {
+        authorized={  # fcop's authorized fields
             "review_ref": request.get("review_ref"),
             "authorization_ref": gate.authorization_ref,
             "authorization_digest": gate.authorization_digest,
@@ -304,6 +296,5 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
             "source_attempt_id": source_attempt_id,
             "target_attempt_id": target_attempt_id,
             "family_digest": request.get("family_digest"),
-        }
+        },
     )
-    return commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
