@@ -49,6 +49,7 @@ from typing import Any
 from baton.intake.limits import DEFAULT_LIMITS, IntakeLimits
 from baton.intake.screen import Refused, Screened, verdict_from_json
 from baton.intake.stability import FileFacts
+from baton.lifeline import die_with_parent
 
 __all__ = ["ParseWorker", "Proof", "WorkerResult", "main", "shared_worker"]
 
@@ -336,17 +337,6 @@ def shared_worker(limits: IntakeLimits = DEFAULT_LIMITS) -> ParseWorker:
 # ------------------------------------------------------------------------ child
 
 
-def _die_with_parent(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(0)  # the parent died before we could ask
-
-
 def _vm_size() -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as status:
@@ -501,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     limits = IntakeLimits.from_json(json.loads(args[0])) if args else DEFAULT_LIMITS
     if len(args) > 1:
-        _die_with_parent(int(args[1]))
+        die_with_parent(int(args[1]))  # gone already: exits at once
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C is for it
     import yaml  # noqa: F401 - import the parsers before the address-space limit
 
