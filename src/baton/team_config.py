@@ -262,7 +262,9 @@ def _parse_role(
 
 
 def parse_team(
-    raw: Mapping[str, Any], *, known_profiles: Collection[str] | None = None
+    raw: Mapping[str, Any],  # TOML in: every key checked below
+    *,
+    known_profiles: Collection[str] | None = None,
 ) -> TeamConfig:
     """Validate a ``[team]`` table (the mapping under the ``team`` key)."""
     if not isinstance(raw, Mapping):

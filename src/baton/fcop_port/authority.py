@@ -36,10 +36,9 @@ import hmac
 import os
 import secrets
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from baton.fcop_errors import CoordinationError
 
@@ -89,7 +88,7 @@ class TrustedAuthority:
         self.profile_ref = profile_ref
 
     @property
-    def trusted_profiles(self) -> Mapping[str, Any]:
+    def trusted_profiles(self) -> Mapping[str, Callable[..., str]]:
         """The mapping to pass as ``fcop.Project(..., trusted_profiles=...)``."""
         return {self.profile_ref: self.evaluator}
 
@@ -108,7 +107,7 @@ class TrustedAuthority:
         }
         return {**body, "mac": self._mac(body)}
 
-    def evaluator(self, *, profile_ref: str, issuer: str, proof: Any) -> str:
+    def evaluator(self, *, profile_ref: str, issuer: str, proof: object) -> str:
         """Core's callback. Returns ``AUTHORIZED`` or a refusal word (never raises)."""
         if profile_ref != self.profile_ref or not isinstance(proof, Mapping):
             return "REFUSED"

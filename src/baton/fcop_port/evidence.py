@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from baton.fcop_errors import InvalidEnvelope
 from baton.fcop_port.base import PortBase
 from baton.fcop_port.calls import fcop_errors
 from baton.fcop_port.envelope_text import frontmatter_has, split_body
-from baton.fcop_port.records import ReportInfo, ReviewInfo
+from baton.fcop_port.records import FcopDict, ReportInfo, ReviewInfo
 
 __all__ = ["Evidence"]
 
@@ -49,7 +49,7 @@ class Evidence(PortBase):
         references the current head, so the latest word is the one T3 submits.
         """
         head = self.find_report_head(task_id, attempt_id)
-        kwargs: dict[str, Any] = {
+        kwargs: FcopDict = {
             "workspace_id": self.workspace_id,
             "sender": sender,
             "recipient": recipient,
@@ -123,10 +123,10 @@ class Evidence(PortBase):
         )
         return str(written["review_id"])
 
-    def inspect_envelope(self, path: Path) -> dict[str, Any]:
+    def inspect_envelope(self, path: Path) -> FcopDict:
         """Any envelope's fields, validated by Core (schema, identity, relations, no links)."""
         rel = path.relative_to(self.root).as_posix()
-        fields: dict[str, Any] = self._call("inspect_state", envelope_path=rel)
+        fields: FcopDict = self._call("inspect_state", envelope_path=rel)
         return fields
 
     def reports_for(self, task_id: str, attempt_id: str | None = None) -> list[ReportInfo]:

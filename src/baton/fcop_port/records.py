@@ -20,6 +20,8 @@ __all__ = [
     "TASK_FILE_RE",
     "TASK_ID_RE",
     "CreatedTask",
+    "FcopDict",
+    "FcopMapping",
     "InboxEntry",
     "ReportInfo",
     "ReviewInfo",
@@ -30,6 +32,16 @@ __all__ = [
     "task_info",
     "transition_info",
 ]
+
+FcopDict = dict[str, Any]
+"""What ``fcop`` reads and answers, unchanged: its result dicts, requests, receipts, facts and
+an envelope's front matter. JSON-shaped and untyped in fcop itself (no stubs; keys churn
+between releases), so it stays a dict at this edge, and only here: the port turns it into the
+records below (:func:`task_info`, :func:`transition_info`), and baton's O(1) writer
+(:mod:`baton.fcop_port.lifecycle`) passes it through byte-compatibly, as fcop would."""
+
+FcopMapping = Mapping[str, Any]
+"""A read-only :data:`FcopDict` (what a function only reads)."""
 
 Stage = Literal["inbox", "active", "review", "done", "archive"]
 STAGES: tuple[Stage, ...] = ("inbox", "active", "review", "done", "archive")
@@ -129,7 +141,7 @@ class InboxEntry:
     dev: int = 0
 
 
-def task_info(fields: Mapping[str, Any], path: Path, body: str) -> TaskInfo:
+def task_info(fields: FcopMapping, path: Path, body: str) -> TaskInfo:
     """A :class:`TaskInfo` from Core's ``read_task`` fields, the file's path and its body."""
     transitions = fields.get("transitions") or []
     return TaskInfo(
@@ -169,7 +181,7 @@ def inbox_entry(path: Path, info: os.stat_result) -> InboxEntry:
     )
 
 
-def transition_info(result: Mapping[str, Any]) -> TransitionInfo:
+def transition_info(result: FcopMapping) -> TransitionInfo:
     """A :class:`TransitionInfo` from Core's ``transition`` result."""
     return TransitionInfo(
         task_id=result["task_id"],

@@ -74,7 +74,7 @@ from baton.fcop_port.base import PortBase
 from baton.fcop_port.calls import prime_fcop
 from baton.fcop_port.envelope_text import frontmatter_has
 from baton.fcop_port.lifecycle import PINNED, Lifecycle, open_writer, publish_temporary
-from baton.fcop_port.records import STAGES
+from baton.fcop_port.records import STAGES, FcopDict
 
 __all__ = [
     "ABANDONED_AFTER",
@@ -112,12 +112,12 @@ class Unresolved(CoordinationError):
         self.detail = detail
 
 
-def validate_workspace(root: Path) -> dict[str, Any]:
+def validate_workspace(root: Path) -> FcopDict:
     """``fcop``'s own validator over the whole workspace (``{"valid": bool, "errors": [...]}``)."""
     prime_fcop()
     from fcop.workspace import validate_workspace as fcop_validate
 
-    result: dict[str, Any] = fcop_validate(root)
+    result: FcopDict = fcop_validate(root)
     return result
 
 
@@ -136,7 +136,7 @@ def tasks_in_two_stages(port: PortBase) -> dict[str, list[str]]:
     return {task: stages for task, stages in seen.items() if len(stages) > 1}
 
 
-def _receipts_for(port: PortBase, task_id: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _receipts_for(port: PortBase, task_id: str) -> Iterator[tuple[Path, FcopDict]]:
     needle = f'"task_id":"{task_id}"'.encode()
     for path in sorted((port.fcop_dir / "operations").glob("transition-*.json")):
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from baton.fcop_errors import (
     CODE_TO_ERROR,
@@ -25,7 +25,7 @@ from baton.fcop_errors import (
 from baton.fcop_port.authority import Expectation
 from baton.fcop_port.evidence import Evidence
 from baton.fcop_port.reads import TaskReads
-from baton.fcop_port.records import ReportInfo, TaskInfo, TransitionInfo, transition_info
+from baton.fcop_port.records import FcopDict, ReportInfo, TaskInfo, TransitionInfo, transition_info
 
 __all__ = ["AUTHORIZATION_TTL", "TaskTransitions"]
 
@@ -58,7 +58,7 @@ class TaskTransitions(Evidence, TaskReads):
 
     def submit(self, task_id: str, *, actor: str, report_ref: str | None = None) -> TransitionInfo:
         """T3 (active → review) with the current attempt's REPORT head as evidence."""
-        kwargs: dict[str, Any] = {
+        kwargs: FcopDict = {
             "task_id": task_id,
             "from_stage": "active",
             "to_stage": "review",
@@ -162,7 +162,7 @@ class TaskTransitions(Evidence, TaskReads):
         if len(pending) != 1:
             return None
         value = pending[0]
-        request: dict[str, Any] = {
+        request: FcopDict = {
             name: value[name] for name in ("task_id", "from_stage", "to_stage", "tool", "actor")
         }
         for name in ("report_ref", "review_ref", "authorization_ref", "family_digest"):

@@ -48,11 +48,11 @@ class IntakeLimits:
     max_settle_s: float = 30.0
     """A file still changing after this long is refused (``unstable``)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # JSON out: the parse worker's argument
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IntakeLimits:
+    def from_json(cls, data: dict[str, Any]) -> IntakeLimits:  # JSON in: the worker's argument
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 

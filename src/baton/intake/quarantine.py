@@ -39,7 +39,7 @@ def quarantine(
     detail: str,
     origin: str,
     expected: FileFacts | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,  # JSON: added to the .reason.json sidecar
 ) -> Path | None:
     """Move ``path`` into ``into``; None when it vanished or changed since ``expected``."""
     try:

@@ -112,7 +112,7 @@ class Refused:
 Verdict = Screened | Refused
 
 
-def verdict_from_json(data: Mapping[str, Any]) -> Screened | Refused:
+def verdict_from_json(data: Mapping[str, Any]) -> Screened | Refused:  # JSON in: a worker line
     """Rebuild a verdict from the worker's JSON (unknown keys ignored)."""
     if data.get("ok") is True:
         names = set(Screened.__dataclass_fields__) - {"ok"}
@@ -120,7 +120,7 @@ def verdict_from_json(data: Mapping[str, Any]) -> Screened | Refused:
     return Refused(reason=data.get("reason", "parse_crashed"), detail=str(data.get("detail", "")))
 
 
-def to_json(verdict: Screened | Refused) -> dict[str, Any]:
+def to_json(verdict: Screened | Refused) -> dict[str, Any]:  # JSON out: a worker line
     return asdict(verdict)
 
 
@@ -256,7 +256,9 @@ def screen_envelope(
     )
 
 
-def screen_json(data: bytes, *, limits: IntakeLimits = DEFAULT_LIMITS) -> dict[str, Any] | Refused:
+def screen_json(
+    data: bytes, *, limits: IntakeLimits = DEFAULT_LIMITS
+) -> dict[str, Any] | Refused:  # JSON in: a fact Core wrote, parsed under bounds
     """Core's JSON facts: size cap, UTF-8, an object, nesting Python's parser survives."""
     if len(data) > limits.max_json_bytes:
         return Refused(

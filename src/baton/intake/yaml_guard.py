@@ -193,7 +193,9 @@ class _Bounded:
         return node
 
 
-def bounded_loader(base: type[Any], limits: IntakeLimits = DEFAULT_LIMITS) -> type[Any]:
+def bounded_loader(
+    base: type[Any], limits: IntakeLimits = DEFAULT_LIMITS
+) -> type[Any]:  # PyYAML loader classes: yaml has no types here
     """A subclass of the PyYAML loader ``base`` enforcing ``limits`` (constructors kept)."""
     return type(
         f"Bounded{base.__name__}",
@@ -205,7 +207,7 @@ def bounded_loader(base: type[Any], limits: IntakeLimits = DEFAULT_LIMITS) -> ty
 _HARDEN_LOCK = threading.Lock()
 
 
-def harden_fcop(limits: IntakeLimits = DEFAULT_LIMITS) -> type[Any]:
+def harden_fcop(limits: IntakeLimits = DEFAULT_LIMITS) -> type[Any]:  # a PyYAML loader class
     """Bound every envelope parse Core does in this process; returns the loader in use.
 
     ``fcop.v4.encoding._parse_envelope_bytes`` looks its loader up by module global

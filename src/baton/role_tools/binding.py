@@ -69,7 +69,7 @@ class Binding:
     def is_leader(self) -> bool:
         return self.role == self.leader
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # JSON out: stored in the slot's row
         return {
             "version": BINDING_VERSION,
             "fcop_root": str(self.fcop_root),
@@ -83,7 +83,7 @@ class Binding:
         }
 
     @classmethod
-    def from_json(cls, raw: Any, *, store_path: Path | None = None) -> Binding:
+    def from_json(cls, raw: object, *, store_path: Path | None = None) -> Binding:
         """Validate a stored binding; refuse anything malformed (it decides identity)."""
         if not isinstance(raw, dict) or raw.get("version") != BINDING_VERSION:
             raise CoordinationError(f"not a version {BINDING_VERSION} binding")

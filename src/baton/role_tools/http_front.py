@@ -22,11 +22,14 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from baton.role_tools.credentials import Credentials, Grant, Refusal
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 __all__ = ["MAX_BODY", "HttpFront"]
 
@@ -44,7 +47,7 @@ class HttpFront:
     def __init__(
         self,
         credentials: Credentials,
-        server_for: Callable[[str], Awaitable[Any]],
+        server_for: Callable[[str], Awaitable[Any]],  # the slot's mcp Server (generic)
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -111,7 +114,7 @@ class HttpFront:
         _, stop, _ = self._managers.pop(key)
         stop.set()
 
-    async def __call__(self, scope: Mapping[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         match = _SLOT_PATH.fullmatch(scope.get("path", ""))

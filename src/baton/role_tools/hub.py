@@ -57,7 +57,7 @@ from baton.role_tools.credentials import (
     Refusal,
     SlotCredential,
 )
-from baton.role_tools.server import SERVER_NAME, RoleTools, build_server
+from baton.role_tools.server import SERVER_NAME, McpServerEntry, RoleTools, build_server
 from baton.store.credential_sql import credential_rows, put_slot_credentials
 from baton.store.store import Store
 
@@ -225,7 +225,7 @@ class RoleHub:
 
     # -------------------------------------------------------- mcpServers entry
 
-    def stdio_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> dict[str, Any]:
+    def stdio_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> McpServerEntry:
         """The ``session/new`` stdio entry: the shim, its socket and slot, the token in env."""
         return {
             "name": name,
@@ -242,7 +242,7 @@ class RoleHub:
             "env": [{"name": stdio_shim.TOKEN_ENV, "value": credential.token}],
         }
 
-    def http_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> dict[str, Any]:
+    def http_entry(self, credential: SlotCredential, *, name: str = SERVER_NAME) -> McpServerEntry:
         """The ``session/new`` http entry: the slot's URL, the token as a bearer header."""
         if self._http is None:
             raise CoordinationError("this baton up serves no HTTP MCP endpoint")

@@ -64,8 +64,10 @@ from baton.workflow.results import ChildOutcome, consolidation_verdict, override
 
 __all__ = [
     "SERVER_NAME",
+    "McpServerEntry",
     "RoleTools",
     "ToolRefused",
+    "ToolResult",
     "ToolSpec",
     "build_server",
     "fcop_mcp_config",
@@ -74,6 +76,14 @@ __all__ = [
 ]
 
 SERVER_NAME = "baton"
+
+ToolResult = dict[str, Any]
+"""A tool's answer: the JSON object MCP sends back to the agent (an I/O edge, built from
+the port's typed records by each tool)."""
+
+McpServerEntry = dict[str, Any]
+"""One ACP ``session/new`` ``mcpServers`` entry: JSON the agent reads to start or reach
+a server (``{name, command, args, env}`` for stdio, ``{type, name, url, headers}`` for HTTP)."""
 MAX_BODY = 512 * 1024
 MAX_SUBJECT = 200
 MAX_QUESTION = 8 * 1024
@@ -98,7 +108,7 @@ class ToolSpec:
     required: tuple[str, ...]
 
     @property
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> dict[str, Any]:  # JSON Schema, as MCP lists it
         return {
             "type": "object",
             "properties": {k: dict(v) for k, v in self.properties.items()},
@@ -200,7 +210,7 @@ _IDENTITY_WORDS = frozenset(
 )
 
 
-def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> dict[str, Any]:
+def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> ToolResult:
     body = report.body if len(report.body) <= preview else report.body[:preview] + "\n[...]"
     return {
         "report_id": report.report_id,
@@ -222,7 +232,7 @@ class RoleTools:
         self.binding = access.binding()
         binding = self.binding
         self.port = port or FcopPort(binding.fcop_root, human=binding.human)
-        self._handlers: dict[str, Callable[..., dict[str, Any]]] = {
+        self._handlers: dict[str, Callable[..., ToolResult]] = {
             "read_task": self.read_task,
             "write_report": self.write_report,
             "write_issue": self.write_issue,
@@ -246,7 +256,11 @@ class RoleTools:
     def specs(self) -> list[ToolSpec]:
         return [TOOL_SPECS[name] for name in self.allowed]
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,  # JSON in: the agent's, checked per tool
+    ) -> ToolResult:
         """Validate and run one call; raises :class:`ToolRefused` with a clear reason."""
         if name not in self.allowed:
             raise ToolRefused(
@@ -311,7 +325,7 @@ class RoleTools:
 
     # --------------------------------------------------------------- tools
 
-    def read_task(self) -> dict[str, Any]:
+    def read_task(self) -> ToolResult:
         task, attempt = self._current(require_active=False)
         return {
             "task_id": task.task_id,
@@ -325,7 +339,7 @@ class RoleTools:
             "body": task.body,
         }
 
-    def write_report(self, result: str, body: str, override: str | None = None) -> dict[str, Any]:
+    def write_report(self, result: str, body: str, override: str | None = None) -> ToolResult:
         task, attempt = self._current()
         if not result.strip():
             raise ToolRefused("INVALID_ARGUMENT", 'result must be a word like "done"')
@@ -372,7 +386,7 @@ class RoleTools:
     def _issue_recipient(self) -> str:
         return self.binding.human if self.binding.is_leader else self.binding.leader
 
-    def write_issue(self, severity: str, body: str) -> dict[str, Any]:
+    def write_issue(self, severity: str, body: str) -> ToolResult:
         subject: str | None
         try:
             task, _ = self._current(require_active=False)
@@ -390,7 +404,7 @@ class RoleTools:
         )
         return {"issue_id": issue_id, "subject_ref": subject, "recipient": self._issue_recipient()}
 
-    def list_reports(self) -> dict[str, Any]:
+    def list_reports(self) -> ToolResult:
         task, _ = self._current(require_active=False)
         subjects = [task.task_id]
         if self.binding.is_leader:
@@ -398,7 +412,7 @@ class RoleTools:
         reports = [_report_json(r) for s in subjects for r in self.port.reports_for(s)]
         return {"reports": reports, "count": len(reports)}
 
-    def ask_human(self, question: str) -> dict[str, Any]:
+    def ask_human(self, question: str) -> ToolResult:
         task, attempt = self._current(require_active=False)
         if not question.strip():
             raise ToolRefused("INVALID_ARGUMENT", "question must not be empty")
@@ -435,7 +449,7 @@ class RoleTools:
 
     def create_task(
         self, recipient: str, subject: str, body: str, after: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ToolResult:
         task, attempt = self._current()
         recipient = recipient.strip()
         if recipient == self.binding.human:
@@ -490,7 +504,7 @@ class RoleTools:
                 )
         return ids
 
-    def review_report(self, report_id: str, decision: str, reason: str) -> dict[str, Any]:
+    def review_report(self, report_id: str, decision: str, reason: str) -> ToolResult:
         if not _REPORT_ID.fullmatch(report_id):
             raise ToolRefused("INVALID_ARGUMENT", f"{report_id!r} is not a REPORT id")
         if decision not in ("approve", "reject"):
@@ -557,7 +571,7 @@ class RoleTools:
 # ------------------------------------------------------------------ MCP server
 
 
-def build_server(tools: RoleTools) -> Any:
+def build_server(tools: RoleTools) -> Any:  # mcp's Server, generic, imported lazily
     """The ``mcp`` low-level server exposing exactly ``tools.allowed``."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -663,7 +677,7 @@ def mcp_config(
     python: str | None = None,
     name: str = SERVER_NAME,
     env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> McpServerEntry:
     """The ACP ``session/new`` ``mcpServers`` entry (stdio) for ``binding``'s slot.
 
     ``{name, command, args, env: [{name, value}]}``. The command is an absolute
@@ -694,7 +708,7 @@ def mcp_config(
     }
 
 
-def fcop_mcp_config(compat: FcopMcpCompat, root: Path, *, name: str = "fcop") -> dict[str, Any]:
+def fcop_mcp_config(compat: FcopMcpCompat, root: Path, *, name: str = "fcop") -> McpServerEntry:
     """Opt-in: the stock ``fcop-mcp`` entry, from its own venv, always with ``--root``.
 
     Never the cwd fallback: ``--root`` and ``FCOP_PROJECT_DIR`` are both the

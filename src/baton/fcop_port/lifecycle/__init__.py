@@ -28,14 +28,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, Unpack
 
 from baton.fcop_port.lifecycle._fcop import PINNED, publish_temporary, supported
 from baton.fcop_port.lifecycle.location import TaskLocation
+from baton.fcop_port.records import FcopDict
+
+if TYPE_CHECKING:
+    from baton.fcop_port.lifecycle._core import Workspace
 
 __all__ = [
     "PINNED",
     "Lifecycle",
+    "NewTask",
     "TaskLocation",
     "available",
     "create_request",
@@ -56,35 +61,36 @@ def open_writer(
     return Lifecycle(root, trusted_profiles=trusted_profiles) if available() else None
 
 
-def create_request(
-    *,
-    workspace_id: str,
-    operation_id: str,
-    sender: str,
-    recipient: str,
-    subject: str,
-    body: str,
-    priority: str = "P2",
-    parent: str | None = None,
-    branch_of: str | None = None,
-    references: Sequence[str] = (),
-) -> dict[str, Any]:
+class NewTask(TypedDict):
+    """What a T1 asks for: fcop's ``create_task`` keywords besides the workspace and the
+    operation (``priority`` ``P2`` and no relations unless given)."""
+
+    sender: str
+    recipient: str
+    subject: str
+    body: str
+    priority: NotRequired[str]
+    parent: NotRequired[str | None]
+    branch_of: NotRequired[str | None]
+    references: NotRequired[Sequence[str]]
+
+
+def create_request(*, workspace_id: str, operation_id: str, **task: Unpack[NewTask]) -> FcopDict:
     """The keyword arguments of fcop's ``create_task`` (optional relations only when set)."""
-    request: dict[str, Any] = {
+    request: FcopDict = {
         "workspace_id": workspace_id,
         "operation_id": operation_id,
-        "sender": sender,
-        "recipient": recipient,
-        "subject": subject,
-        "body": body,
-        "priority": priority,
+        "sender": task["sender"],
+        "recipient": task["recipient"],
+        "subject": task["subject"],
+        "body": task["body"],
+        "priority": task.get("priority", "P2"),
     }
-    if parent is not None:
-        request["parent"] = parent
-    if branch_of is not None:
-        request["branch_of"] = branch_of
-    if references:
-        request["references"] = list(references)
+    for relation in ("parent", "branch_of"):
+        if task.get(relation) is not None:
+            request[relation] = task.get(relation)
+    if task.get("references"):
+        request["references"] = list(task.get("references", ()))
     return request
 
 
@@ -115,7 +121,7 @@ class Lifecycle:
         from baton.fcop_port.lifecycle.create import CreatingWorkspace
 
         prime()
-        self._ws = CreatingWorkspace.open(root, trusted_profiles=trusted_profiles)
+        self._ws: Workspace = CreatingWorkspace.open(root, trusted_profiles=trusted_profiles)
 
     @property
     def root(self) -> Path:
@@ -126,60 +132,37 @@ class Lifecycle:
         return str(self._ws.manifest["workspace_id"])
 
     @property
-    def workspace(self) -> Any:
+    def workspace(self) -> Workspace:
         """The bound Core (``_Creation`` subclass); tests use it for fault injection."""
         return self._ws
 
-    def create(
-        self,
-        *,
-        operation_id: str,
-        sender: str,
-        recipient: str,
-        subject: str,
-        body: str,
-        priority: str = "P2",
-        parent: str | None = None,
-        branch_of: str | None = None,
-        references: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    def create(self, *, operation_id: str, **task: Unpack[NewTask]) -> FcopDict:
         """T1: fcop's ``create_task`` result (``task_id``, ``path``, ``existing``, …)."""
         return self.create_task(
-            **create_request(
-                workspace_id=self.workspace_id,
-                operation_id=operation_id,
-                sender=sender,
-                recipient=recipient,
-                subject=subject,
-                body=body,
-                priority=priority,
-                parent=parent,
-                branch_of=branch_of,
-                references=references,
-            )
+            **create_request(workspace_id=self.workspace_id, operation_id=operation_id, **task)
         )
 
-    def create_task(self, **request: Any) -> dict[str, Any]:
+    def create_task(self, **request: object) -> FcopDict:
         """T1 with ``fcop.Project.create_task``'s keyword arguments (see :func:`create_request`)."""
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws, "create_task", lambda: self._ws.create_task(**request), **request
         )
         return result
 
-    def claim(self, task_id: str, *, actor: str) -> dict[str, Any]:
+    def claim(self, task_id: str, *, actor: str) -> FcopDict:
         """T2 (inbox → active): fcop's ``transition`` result with the new ``attempt_id``."""
         from baton.fcop_port.lifecycle.claim import claim
 
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws, "transition", lambda: claim(self._ws, task_id, actor=actor), task_id=task_id
         )
         return result
 
-    def submit(self, task_id: str, *, actor: str, report_ref: str | None = None) -> dict[str, Any]:
+    def submit(self, task_id: str, *, actor: str, report_ref: str | None = None) -> FcopDict:
         """T3 (active → review): fcop's ``transition`` result, the head REPORT as evidence."""
         from baton.fcop_port.lifecycle.submit import submit
 
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws,
             "transition",
             lambda: submit(self._ws, task_id, actor=actor, report_ref=report_ref),
@@ -188,12 +171,12 @@ class Lifecycle:
         return result
 
     def approve_or_reject(
-        self, task_id: str, *, tool: str, actor: str, **refs: Any
-    ) -> dict[str, Any]:
+        self, task_id: str, *, tool: str, actor: str, **refs: str | None
+    ) -> FcopDict:
         """T4 (``approve_task``) or T5 (``reject_task``) with fcop's ``transition`` references."""
         from baton.fcop_port.lifecycle.approve_reject import approve_or_reject
 
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws,
             "transition",
             lambda: approve_or_reject(self._ws, task_id, tool=tool, actor=actor, **refs),
@@ -201,11 +184,11 @@ class Lifecycle:
         )
         return result
 
-    def write_report(self, **request: Any) -> dict[str, Any]:
+    def write_report(self, **request: object) -> FcopDict:
         """fcop's ``write_report`` with its keyword arguments (``report_id``, ``path``, …)."""
         from baton.fcop_port.lifecycle.reports import write_report
 
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws, "write_report", lambda: write_report(self._ws, **request), **request
         )
         return result
@@ -245,9 +228,9 @@ class Lifecycle:
             if f"TASK:{stage}" in self._ws._subjects:
                 self._ws.subjects(f"TASK:{stage}").forget(name)
 
-    def read_task(self, task_id: str) -> dict[str, Any]:
+    def read_task(self, task_id: str) -> FcopDict:
         """fcop's ``read_task`` (fields plus ``path``), validated by fcop."""
-        result: dict[str, Any] = _invoke(
+        result: FcopDict = _invoke(
             self._ws, "read_task", lambda: self._ws.read_task(task_id=task_id), task_id=task_id
         )
         return dict(result)
@@ -258,11 +241,11 @@ class Lifecycle:
 
         return inspect(self._ws, task_id)
 
-    def recover_receipt(self, receipt_path: Path | str) -> dict[str, Any]:
+    def recover_receipt(self, receipt_path: Path | str) -> FcopDict:
         """Any lifecycle receipt through fcop's recovery (see :func:`.inspect.recover_receipt`)."""
         from baton.fcop_port.lifecycle.inspect import recover_receipt
 
-        result: dict[str, Any] = recover_receipt(self._ws, Path(receipt_path))
+        result: FcopDict = recover_receipt(self._ws, Path(receipt_path))
         return result
 
     def complete_fact(
@@ -278,7 +261,7 @@ class Lifecycle:
         receipt = None if claim_receipt is None else self.root / Path(claim_receipt)
         return complete_fact(self._ws, task_id, derived_only=derived_only, claim_receipt=receipt)
 
-    def recover(self, task_id: str) -> dict[str, Any]:
+    def recover(self, task_id: str) -> FcopDict:
         """Settle what a crash left for ``task_id`` (see :func:`.inspect.recover`)."""
         from baton.fcop_port.lifecycle.inspect import recover
 

@@ -25,7 +25,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fcop.v4.creation import _Creation
 from fcop.v4.encoding import BUCKETS, ID_RE, STAGES
@@ -34,6 +34,7 @@ from baton.errors import ControlFlow
 from baton.fcop_port.lifecycle._fcop import fail, publish_temporary
 from baton.fcop_port.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
 from baton.fcop_port.lifecycle.subjects import FolderWatch, SubjectIndex
+from baton.fcop_port.records import FcopDict
 
 __all__ = ["Vanished", "Workspace"]
 
@@ -186,7 +187,7 @@ class Workspace(_Creation):
             found.append(Path(path))
         return found
 
-    def read_validated(self, path: Path) -> tuple[bytes, dict[str, Any]]:
+    def read_validated(self, path: Path) -> tuple[bytes, FcopDict]:
         """The bytes at ``path`` and ``_validate(parse_envelope(path), path)``, memoized.
 
         A file that vanished since it was listed raises :class:`Vanished` (a move
@@ -234,19 +235,17 @@ class Workspace(_Creation):
 
     def _resolve(
         self, envelope_id: str, *, seen: frozenset[str] = frozenset()
-    ) -> tuple[Path, dict[str, Any]]:
+    ) -> tuple[Path, FcopDict]:
         path, _, fields = self.resolve_bytes(envelope_id, seen=seen)
         return path, fields
 
     def resolve_bytes(
         self, envelope_id: str, *, seen: frozenset[str] = frozenset()
-    ) -> tuple[Path, bytes, dict[str, Any]]:
+    ) -> tuple[Path, bytes, FcopDict]:
         """fcop's ``_resolve`` (exactly one path, valid, strong relations), plus the bytes read."""
         return _settled(lambda: self._resolve_once(envelope_id, seen), envelope_id)
 
-    def _resolve_once(
-        self, envelope_id: str, seen: frozenset[str]
-    ) -> tuple[Path, bytes, dict[str, Any]]:
+    def _resolve_once(self, envelope_id: str, seen: frozenset[str]) -> tuple[Path, bytes, FcopDict]:
         paths = self._paths(envelope_id)
         if len(paths) != 1:
             raise fail(

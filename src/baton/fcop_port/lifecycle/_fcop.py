@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any
+
+from baton.fcop_port.records import FcopDict
 
 __all__ = ["PINNED", "fail", "prime", "publish_temporary", "supported", "validate"]
 
@@ -42,7 +43,7 @@ def prime() -> None:
 
 def fail(
     code: str, message: str, *, operation: str | None = None, subject: str | None = None
-) -> Any:
+) -> Exception:
     """fcop's own error (``V4ProtocolError`` with a frozen code), for identical mapping."""
     from fcop.errors import _V4Code
     from fcop.v4.encoding import fail as fcop_fail
@@ -50,7 +51,7 @@ def fail(
     return fcop_fail(_V4Code(code), message, operation=operation, subject=subject)
 
 
-def validate(name: str, value: dict[str, Any], *, code: str = "INVALID_ENVELOPE") -> None:
+def validate(name: str, value: FcopDict, *, code: str = "INVALID_ENVELOPE") -> None:
     """fcop's schema check (``fcop.v4.schema._validate``), imported with its warning muted."""
     prime()
     from fcop.errors import _V4Code

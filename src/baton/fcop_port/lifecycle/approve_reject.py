@@ -46,19 +46,11 @@ from fcop.v4.encoding import STAGES, digest
 from fcop.v4.lifecycle import Lifecycle as CoreLifecycle
 from fcop.v4.lifecycle import current_attempt
 
+from baton.fcop_port.lifecycle import moves
 from baton.fcop_port.lifecycle._core import Vanished, Workspace
 from baton.fcop_port.lifecycle._fcop import fail
-from baton.fcop_port.lifecycle.moves import (
-    archived_root,
-    checked_source,
-    commit_move,
-    operation_id,
-    own_receipt,
-    receipt_path,
-    replay,
-    under_family_lock,
-)
 from baton.fcop_port.lifecycle.reports import report_head
+from baton.fcop_port.records import FcopDict, FcopMapping
 
 __all__ = ["EDGES", "approve_or_reject", "approve_reject_operation_id"]
 
@@ -70,12 +62,12 @@ _ALLOWED = {"report_ref", "review_ref", "authorization_ref", "profile_ref", "fam
 
 def approve_reject_operation_id(workspace_id: str, task_id: str, attempt_id: str, tool: str) -> str:
     """The operation id of baton's T4/T5 ending review round ``attempt_id`` (a UUID URN)."""
-    return operation_id(workspace_id, task_id, attempt_id, tool)
+    return moves.operation_id(workspace_id, task_id, attempt_id, tool)
 
 
 def approve_or_reject(
-    ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: Any
-) -> dict[str, Any]:
+    ws: Workspace, task_id: str, *, tool: str, actor: str, **refs: str | None
+) -> FcopDict:
     """T4 or T5 as ``actor`` with fcop's ``transition`` keyword references."""
     ws._check()
     if not isinstance(task_id, str) or not task_id.startswith("TASK-"):
@@ -96,7 +88,7 @@ def approve_or_reject(
         "actor": actor,
         **refs,
     }
-    return under_family_lock(ws, task_id, actor, lambda root: _under_lock(ws, request, root))
+    return moves.under_family_lock(ws, task_id, actor, lambda root: _under_lock(ws, request, root))
 
 
 def _rounds(ws: Workspace, task_id: str, authorization_ref: Any) -> list[str]:
@@ -148,7 +140,7 @@ def _consumed(ws: Workspace, task_id: str, authorization_ref: str) -> bool:
 
 
 def _gate(
-    ws: Workspace, request: Mapping[str, Any], source_fields: Mapping[str, Any], attempt_id: str
+    ws: Workspace, request: FcopMapping, source_fields: FcopMapping, attempt_id: str
 ) -> AuthorizationGate:
     """fcop's ``validate_gate`` for T4/T5 (evidence REVIEW required), head from the index."""
     available = usable_profiles(ws)
@@ -226,22 +218,22 @@ def _gate(
     )
 
 
-def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[str, Any]:
+def _under_lock(ws: Workspace, request: FcopDict, root_id: str) -> FcopDict:
     task_id, tool = request["task_id"], request["tool"]
     edge = (request["from_stage"], request["to_stage"])
     request_digest = CoreLifecycle(ws)._request_digest(request)
     # fcop: every receipt of this edge; here baton's receipts of the request's rounds.
-    receipts: dict[str, tuple[Path, dict[str, Any]]] = {}
+    receipts: dict[str, tuple[Path, FcopDict]] = {}
     for attempt in _rounds(ws, task_id, request.get("authorization_ref")):
-        path = receipt_path(
+        path = moves.receipt_path(
             ws, approve_reject_operation_id(ws.manifest["workspace_id"], task_id, attempt, tool)
         )
-        found = own_receipt(ws, path, task_id, edge, "source_attempt_id", attempt)
+        found = moves.own_receipt(ws, path, task_id, edge, "source_attempt_id", attempt)
         if found is not None:
             receipts[attempt] = (path, found)
     for path, found in receipts.values():
         if found["normalized_transition_digest"] == request_digest:
-            return replay(ws, path, found, None)  # authorized moves are replayable
+            return moves.replay(ws, path, found, None)  # authorized moves are replayable
     auth_ref = request.get("authorization_ref")
     if isinstance(auth_ref, str) and _consumed(ws, task_id, auth_ref):
         raise fail(
@@ -249,9 +241,9 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
             "Authorization was consumed by a different transition",
             subject=task_id,
         )
-    checked = checked_source(ws, task_id, edge)
+    checked = moves.checked_source(ws, task_id, edge)
     if edge[1] == "active":
-        archived_root(ws, task_id, root_id)
+        moves.archived_root(ws, task_id, root_id)
     source_attempt_id = current_attempt(checked.fields)
     if source_attempt_id in receipts:
         raise fail(
@@ -261,7 +253,7 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
         )
     gate = _gate(ws, request, checked.fields, source_attempt_id)
     target_attempt_id = uuid4().urn if edge[1] == "active" else source_attempt_id
-    event: dict[str, Any] = {"at": datetime.now(UTC).isoformat()}
+    event: FcopDict = {"at": datetime.now(UTC).isoformat()}
     if edge[1] == "active":
         event["attempt_id"] = target_attempt_id
     event.update(
@@ -276,7 +268,7 @@ def _under_lock(ws: Workspace, request: dict[str, Any], root_id: str) -> dict[st
             "tool": tool,
         }
     )
-    return commit_move(
+    return moves.commit_move(
         ws,
         checked,
         operation=approve_reject_operation_id(

@@ -32,23 +32,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from uuid import uuid4
 
 from fcop.v4.lifecycle import Lifecycle as CoreLifecycle
 
+from baton.fcop_port.lifecycle import moves
 from baton.fcop_port.lifecycle._core import Workspace
 from baton.fcop_port.lifecycle._fcop import fail
-from baton.fcop_port.lifecycle.moves import (
-    archived_root,
-    checked_source,
-    commit_move,
-    operation_id,
-    own_receipt,
-    receipt_path,
-    replay,
-    under_family_lock,
-)
+from baton.fcop_port.records import FcopDict
 
 __all__ = ["EDGE", "claim", "claim_operation_id", "claim_receipt_path", "read_claim_receipt"]
 
@@ -57,25 +48,27 @@ EDGE = ("inbox", "active")
 
 def claim_operation_id(workspace_id: str, task_id: str) -> str:
     """The operation id of baton's T2 of ``task_id`` (a UUID URN, fcop's receipt naming)."""
-    return operation_id(workspace_id, task_id, "claim_task")
+    return moves.operation_id(workspace_id, task_id, "claim_task")
 
 
 def claim_receipt_path(ws: Workspace, task_id: str) -> Path:
     """Where baton's T2 receipt of ``task_id`` is, or will be."""
-    return receipt_path(ws, claim_operation_id(ws.manifest["workspace_id"], task_id))
+    return moves.receipt_path(ws, claim_operation_id(ws.manifest["workspace_id"], task_id))
 
 
-def claim(ws: Workspace, task_id: str, *, actor: str) -> dict[str, Any]:
+def claim(ws: Workspace, task_id: str, *, actor: str) -> FcopDict:
     """T2 as ``actor``; fcop's ``transition`` result (``existing`` on a replay)."""
-    return under_family_lock(ws, task_id, actor, lambda root: _under_lock(ws, task_id, actor, root))
+    return moves.under_family_lock(
+        ws, task_id, actor, lambda root: _under_lock(ws, task_id, actor, root)
+    )
 
 
-def read_claim_receipt(ws: Workspace, path: Path, task_id: str) -> dict[str, Any] | None:
+def read_claim_receipt(ws: Workspace, path: Path, task_id: str) -> FcopDict | None:
     """baton's T2 receipt of ``task_id`` at ``path`` (validated), None when absent."""
-    return own_receipt(ws, path, task_id, EDGE)
+    return moves.own_receipt(ws, path, task_id, EDGE)
 
 
-def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[str, Any]:
+def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> FcopDict:
     request = {
         "task_id": task_id,
         "from_stage": "inbox",
@@ -88,13 +81,13 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     path = claim_receipt_path(ws, task_id)
     existing = read_claim_receipt(ws, path, task_id)
     if existing is not None and existing["normalized_transition_digest"] == request_digest:
-        result = replay(ws, path, existing, operation)
+        result = moves.replay(ws, path, existing, operation)
         ws.sweep_temporaries("active", task_id)
         return result
-    checked = checked_source(ws, task_id, EDGE)
-    archived_root(ws, task_id, root_id)
+    checked = moves.checked_source(ws, task_id, EDGE)
+    moves.archived_root(ws, task_id, root_id)
     attempt_id = uuid4().urn
-    event: dict[str, Any] = {
+    event: FcopDict = {
         "at": datetime.now(UTC).isoformat(),
         "attempt_id": attempt_id,
         "by": actor,
@@ -104,7 +97,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, root_id: str) -> dict[s
     }
     if existing is not None:
         raise fail("RECOVERY_REQUIRED", "A conflicting receipt already claims T2", subject=task_id)
-    result = commit_move(
+    result = moves.commit_move(
         ws,
         checked,
         operation=operation,

@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
 
 from fcop.errors import V4ProtocolError
 from fcop.v4 import encoding
@@ -43,6 +42,7 @@ from fcop.v4.encoding import canonical, digest, operation_lock, parse_json, read
 
 from baton.fcop_port.lifecycle._core import Workspace
 from baton.fcop_port.lifecycle._fcop import fail, validate
+from baton.fcop_port.records import FcopDict
 from baton.intake.create_fact import operation_key
 
 __all__ = ["CreatingWorkspace", "derived_task_id"]
@@ -63,7 +63,7 @@ def _no_symlink(path: Path) -> None:
         )
 
 
-def commit(ws: Workspace, plan: dict[str, Any]) -> dict[str, Any]:
+def commit(ws: Workspace, plan: FcopDict) -> FcopDict:
     """The durable half of T1 under fcop's key lock (``_commit_create_operation``)."""
     planned = plan["fact"]
     key = planned["key"]
@@ -92,9 +92,7 @@ def commit(ws: Workspace, plan: dict[str, Any]) -> dict[str, Any]:
         return _result(planned, task_path, plan, existing=False)
 
 
-def _result(
-    fact: dict[str, Any], path: Path, plan: dict[str, Any], *, existing: bool
-) -> dict[str, Any]:
+def _result(fact: FcopDict, path: Path, plan: FcopDict, *, existing: bool) -> FcopDict:
     return {
         "task_id": fact["task_id"],
         "path": str(path),
@@ -104,7 +102,7 @@ def _result(
     }
 
 
-def _replay(ws: Workspace, plan: dict[str, Any], fact_path: Path) -> dict[str, Any]:
+def _replay(ws: Workspace, plan: FcopDict, fact_path: Path) -> FcopDict:
     """fcop's answer to a known operation: the TASK back, a conflict, or damage."""
     planned = plan["fact"]
     opid = planned["operation_id"]
@@ -172,7 +170,7 @@ def missing_fact(
     *,
     derived_only: bool = True,
     claim_receipt: Path | None = None,
-) -> tuple[Path, dict[str, Any]] | None:
+) -> tuple[Path, FcopDict] | None:
     """The fact an interrupted create of ``task_id`` did not publish, or None.
 
     A pure function of the TASK: valid with its relations, carrying its
@@ -218,7 +216,7 @@ def missing_fact(
 
 
 def _created_digest(
-    ws: Workspace, task_id: str, fields: dict[str, Any], receipt_path: Path | None
+    ws: Workspace, task_id: str, fields: FcopDict, receipt_path: Path | None
 ) -> str | None:
     """The digest of a moved TASK's bytes as created: its T2 receipt's ``source_digest``."""
     from fcop.v4.receipts import validate_receipt
@@ -243,15 +241,13 @@ def _created_digest(
     return str(receipt["source_digest"])
 
 
-def publish_fact(ws: Workspace, path: Path, fact: dict[str, Any]) -> None:
+def publish_fact(ws: Workspace, path: Path, fact: FcopDict) -> None:
     """Publish a completed fact (fcop's ``publish``) and sweep the TASK's temporaries."""
     encoding.publish(path, canonical(fact) + b"\n")
     ws.sweep_temporaries("inbox", fact["task_id"])
 
 
-def _complete(
-    ws: Workspace, plan: dict[str, Any], paths: list[Path], fact_path: Path
-) -> dict[str, Any]:
+def _complete(ws: Workspace, plan: FcopDict, paths: list[Path], fact_path: Path) -> FcopDict:
     """A TASK at the derived id without its fact: finish that create, or refuse."""
     planned = plan["fact"]
     opid = planned["operation_id"]
@@ -282,7 +278,7 @@ class CreatingWorkspace(Workspace):
     from the operation (no history scan) and baton's :func:`commit`. A subclass here, not
     methods of :class:`~._core.Workspace`, so the core never imports its writers."""
 
-    def create_task(self, **kwargs: Any) -> dict[str, Any]:
+    def create_task(self, **kwargs: object) -> FcopDict:
         """fcop's ``create_task`` (plan, branch lock, commit) with a derived TASK id."""
         workspace_id, operation_id = kwargs.get("workspace_id"), kwargs.get("operation_id")
         if not isinstance(workspace_id, str) or not isinstance(operation_id, str):
@@ -293,12 +289,12 @@ class CreatingWorkspace(Workspace):
         finally:
             _DERIVED_TASK_ID.reset(token)
 
-    def _common(self, kind: str, sender: str, recipient: str) -> dict[str, Any]:
-        fields: dict[str, Any] = super()._common(kind, sender, recipient)
+    def _common(self, kind: str, sender: str, recipient: str) -> FcopDict:
+        fields: FcopDict = super()._common(kind, sender, recipient)
         derived = _DERIVED_TASK_ID.get()
         if kind == "TASK" and derived is not None:
             fields["task_id"] = derived  # same key order, fcop's value shape
         return fields
 
-    def _commit_create_operation(self, plan: dict[str, Any]) -> dict[str, Any]:
+    def _commit_create_operation(self, plan: FcopDict) -> FcopDict:
         return commit(self, plan)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 from fcop.errors import V4ProtocolError
 from fcop.v4.encoding import _mapping, _parse_envelope_bytes, strict_text
+
+from baton.fcop_port.records import FcopDict, FcopMapping
 
 __all__ = ["EnvelopeMemo", "emitted_frontmatter", "frontmatter_roundtrips"]
 
@@ -29,7 +31,7 @@ class _CUniqueLoader(yaml.CSafeLoader):  # type: ignore[misc]
 _CUniqueLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
-def emitted_frontmatter(data: bytes) -> dict[str, Any] | None:
+def emitted_frontmatter(data: bytes) -> FcopDict | None:
     """libyaml's parse of frontmatter PyYAML's emitter produced (None if it does not parse)."""
     try:
         text = strict_text(data)
@@ -39,7 +41,7 @@ def emitted_frontmatter(data: bytes) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def frontmatter_roundtrips(data: bytes, fields: Mapping[str, Any]) -> bool:
+def frontmatter_roundtrips(data: bytes, fields: FcopMapping) -> bool:
     """Whether ``data``'s frontmatter parses (with libyaml) back to exactly ``fields``.
 
     Only used on bytes baton just produced with PyYAML's own emitter (fcop's
@@ -81,29 +83,29 @@ class EnvelopeMemo:
 
     def __init__(self, capacity: int = 2048) -> None:
         self._capacity = capacity
-        self._items: OrderedDict[bytes, tuple[dict[str, Any], set[str]]] = OrderedDict()
+        self._items: OrderedDict[bytes, tuple[FcopDict, set[str]]] = OrderedDict()
         self._lock = threading.Lock()
         self.misses = 0
 
-    def _get(self, key: bytes) -> tuple[dict[str, Any], set[str]] | None:
+    def _get(self, key: bytes) -> tuple[FcopDict, set[str]] | None:
         with self._lock:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
             return hit
 
-    def _put(self, key: bytes, fields: dict[str, Any], stems: set[str]) -> None:
+    def _put(self, key: bytes, fields: FcopDict, stems: set[str]) -> None:
         with self._lock:
             self._items[key] = (_copy(fields), stems)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
 
-    def parse(self, data: bytes) -> dict[str, Any]:
+    def parse(self, data: bytes) -> FcopDict:
         """``fcop.v4.encoding._parse_envelope_bytes(data)`` (fcop's pure-Python parser)."""
         key = hashlib.sha256(data).digest()
         hit = self._get(key)
         if hit is not None:
-            copied: dict[str, Any] = _copy(hit[0])
+            copied: FcopDict = _copy(hit[0])
             return copied
         fields = _parse_envelope_bytes(data)  # raises fcop's INVALID_ENVELOPE
         self.misses += 1
@@ -111,13 +113,13 @@ class EnvelopeMemo:
         return fields
 
     def validated(
-        self, data: bytes, stem: str, validate: Callable[[dict[str, Any]], dict[str, Any]]
-    ) -> dict[str, Any]:
+        self, data: bytes, stem: str, validate: Callable[[FcopDict], FcopDict]
+    ) -> FcopDict:
         """The parse of ``data``, passed through ``validate`` once per (bytes, stem)."""
         key = hashlib.sha256(data).digest()
         hit = self._get(key)
         if hit is not None and stem in hit[1]:
-            copied: dict[str, Any] = _copy(hit[0])
+            copied: FcopDict = _copy(hit[0])
             return copied
         fields = validate(self.parse(data))
         with self._lock:
@@ -126,6 +128,6 @@ class EnvelopeMemo:
                 entry[1].add(stem)
         return fields
 
-    def seed(self, data: bytes, fields: dict[str, Any], stem: str) -> None:
+    def seed(self, data: bytes, fields: FcopDict, stem: str) -> None:
         """Record bytes baton just emitted and checked (see :func:`frontmatter_roundtrips`)."""
         self._put(hashlib.sha256(data).digest(), fields, {stem})

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from fcop.errors import V4ProtocolError
 from fcop.v4.encoding import operation_lock, read_json
@@ -36,6 +35,7 @@ from baton.fcop_port.lifecycle._fcop import fail
 from baton.fcop_port.lifecycle.claim import claim_receipt_path, read_claim_receipt
 from baton.fcop_port.lifecycle.location import TaskLocation
 from baton.fcop_port.lifecycle.moves import promote_published
+from baton.fcop_port.records import FcopDict
 
 __all__ = ["complete_fact", "inspect", "recover", "recover_receipt"]
 
@@ -57,7 +57,7 @@ def temporaries(ws: Workspace, task_id: str) -> list[Path]:
     return [path for stage in _TEMP_STAGES for path in ws.temporaries(stage, task_id)]
 
 
-def _claim_state(ws: Workspace, receipt: dict[str, Any]) -> str:
+def _claim_state(ws: Workspace, receipt: FcopDict) -> str:
     # inspect_workspace's rule: a COMMITTED receipt stays COMMITTED after later moves.
     if receipt["stage"] == "COMMITTED":
         return "COMMITTED"
@@ -84,7 +84,7 @@ def inspect(ws: Workspace, task_id: str) -> TaskLocation:
     )
 
 
-def _foreign_receipts(ws: Workspace, task_id: str) -> list[tuple[Path, dict[str, Any]]]:
+def _foreign_receipts(ws: Workspace, task_id: str) -> list[tuple[Path, FcopDict]]:
     """Other clients' unfinished receipts of ``task_id``: a scan of ``fcop/operations``.
 
     The only O(history) step here, taken only when a TASK is in two stages and
@@ -110,9 +110,9 @@ def _foreign_receipts(ws: Workspace, task_id: str) -> list[tuple[Path, dict[str,
     return found
 
 
-def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict[str, Any]:
+def _recover_receipt(ws: Workspace, path: Path, receipt: FcopDict) -> FcopDict:
     receipt = promote_published(ws, path, receipt)
-    result: dict[str, Any] = ws.recover_operation(
+    result: FcopDict = ws.recover_operation(
         operation_id=receipt["operation_id"],
         source_path=receipt["source_path"],
         target_path=receipt["target_path"],
@@ -121,7 +121,7 @@ def _recover_receipt(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict
     return result
 
 
-def recover_receipt(ws: Workspace, path: Path) -> dict[str, Any]:
+def recover_receipt(ws: Workspace, path: Path) -> FcopDict:
     """Any lifecycle receipt (baton's or another client's) through fcop's recovery.
 
     fcop's ``validate_receipt`` first; then, under the TASK's family lock, the
@@ -176,7 +176,7 @@ def complete_fact(
     return "COMPLETED"
 
 
-def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
+def recover(ws: Workspace, task_id: str) -> FcopDict:
     """Settle what an interrupted create or claim of ``task_id`` left (see the module doc).
 
     Returns ``{"task_id", "claim", "foreign", "create", "removed"}``: fcop's
@@ -189,7 +189,7 @@ def recover(ws: Workspace, task_id: str) -> dict[str, Any]:
     ws._check()
     task_id = _task_id(task_id)
     root_id = ws.family_root(task_id)
-    out: dict[str, Any] = {
+    out: FcopDict = {
         "task_id": task_id,
         "claim": None,
         "foreign": [],

@@ -14,9 +14,9 @@ one crash window fcop cannot settle by itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 from uuid import UUID, uuid5
 
 import yaml
@@ -30,6 +30,7 @@ from fcop.v4.receipts import RECEIPT_CONTRACT, RECEIPT_STAGES, publish_prepared,
 from baton.fcop_port.lifecycle._core import Vanished, Workspace
 from baton.fcop_port.lifecycle._fcop import fail, validate
 from baton.fcop_port.lifecycle.envelopes import frontmatter_roundtrips
+from baton.fcop_port.records import FcopDict, FcopMapping
 
 __all__ = [
     "NAMESPACE",
@@ -77,7 +78,7 @@ def own_receipt(
     edge: tuple[str, str],
     round_field: str | None = None,
     round_id: str | None = None,
-) -> dict[str, Any] | None:
+) -> FcopDict | None:
     """baton's receipt at ``path`` (validated by fcop), None when there is none.
 
     A receipt whose contents contradict its derived name (another TASK, edge or,
@@ -101,8 +102,9 @@ def own_receipt(
     return dict(value)
 
 
-def under_family_lock(ws: Workspace, task_id: str, actor: Any, move: Callable[[str], _R]) -> _R:
-    """fcop's ``transition`` prologue: identity checks, then ``move(root_id)`` under the lock."""
+def under_family_lock(ws: Workspace, task_id: str, actor: object, move: Callable[[str], _R]) -> _R:
+    """fcop's ``transition`` prologue: identity checks (``actor`` as any caller sent it,
+    checked as fcop checks it), then ``move(root_id)`` under the lock."""
     ws._check()
     if not isinstance(task_id, str) or not task_id.startswith("TASK-"):
         raise fail("INVALID_ENVELOPE", "Invalid TASK identity")
@@ -122,7 +124,7 @@ class CheckedSource(NamedTuple):
     source: Path
     target: Path
     source_bytes: bytes
-    fields: dict[str, Any]  # the TASK's validated front matter, as fcop parsed it
+    fields: FcopDict  # the TASK's validated front matter, as fcop parsed it
 
 
 def checked_source(ws: Workspace, task_id: str, edge: tuple[str, str]) -> CheckedSource:
@@ -156,9 +158,7 @@ def archived_root(ws: Workspace, task_id: str, root_id: str) -> None:
             )
 
 
-def replay(
-    ws: Workspace, path: Path, receipt: dict[str, Any], operation: str | None
-) -> dict[str, Any]:
+def replay(ws: Workspace, path: Path, receipt: FcopDict, operation: str | None) -> FcopDict:
     """Finish the move ``receipt`` records, as fcop's replay of the exact request does.
 
     ``operation`` is set for T2/T3, which fcop lets a process replay only once
@@ -171,7 +171,7 @@ def replay(
             subject=receipt["task_id"],
         )
     receipt = promote_published(ws, path, receipt)
-    result: dict[str, Any] = CoreLifecycle(ws)._recover(path, receipt, existing=True)
+    result: FcopDict = CoreLifecycle(ws)._recover(path, receipt, existing=True)
     if operation is not None:
         ws._returned_unprotected_operations.add(operation)
     return result
@@ -182,13 +182,13 @@ def commit_move(
     checked: CheckedSource,
     *,
     operation: str,
-    request: dict[str, Any],
+    request: FcopDict,
     request_digest: str,
-    event: dict[str, Any],
+    event: FcopDict,
     evidence: tuple[list[str], list[str]],
     attempt_id: str,
-    authorized: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    authorized: FcopMapping | None = None,
+) -> FcopDict:
     """Append ``event`` to the TASK's transitions and commit the move, fcop's way.
 
     The new envelope (:func:`rewritten`), the PREPARED receipt (with fcop's
@@ -200,58 +200,7 @@ def commit_move(
     updated = dict(fields)
     updated["transitions"] = [*fields["transitions"], event]
     target_bytes, read_back = rewritten(source_bytes, updated, request["task_id"])
-    receipt = _prepared(
-        ws,
-        operation=operation,
-        request=request,
-        source=source,
-        target=target,
-        source_bytes=source_bytes,
-        target_bytes=target_bytes,
-        request_digest=request_digest,
-        evidence=evidence,
-        attempt_id=attempt_id,
-        event=event,
-    )
-    if authorized is not None:
-        receipt.update(authorized)
-    result = _commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
-    if authorized is None:
-        ws._returned_unprotected_operations.add(operation)
-    return result
-
-
-def _commit(
-    ws: Workspace,
-    receipt: dict[str, Any],
-    source: Path,
-    target: Path,
-    source_bytes: bytes,
-    target_bytes: bytes,
-    read_back: dict[str, Any],
-) -> dict[str, Any]:
-    """Publish the PREPARED receipt (validated by fcop), then :func:`finish` the move."""
-    published = Path(publish_prepared(ws.root, receipt))
-    ws.boundary("transition", "PREPARED")
-    return finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
-
-
-def _prepared(
-    ws: Workspace,
-    *,
-    operation: str,
-    request: dict[str, Any],
-    source: Path,
-    target: Path,
-    source_bytes: bytes,
-    target_bytes: bytes,
-    request_digest: str,
-    evidence: tuple[list[str], list[str]],
-    attempt_id: str,
-    event: dict[str, Any],
-) -> dict[str, Any]:
-    """fcop's PREPARED receipt of one move, before any authorized fields."""
-    return {
+    receipt: FcopDict = {  # fcop's PREPARED receipt of the move
         "contract": RECEIPT_CONTRACT,
         "version": 1,
         "operation_id": operation,
@@ -274,9 +223,30 @@ def _prepared(
         "transition": event,
         "stage": "PREPARED",
     }
+    if authorized is not None:
+        receipt.update(authorized)
+    result = _commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
+    if authorized is None:
+        ws._returned_unprotected_operations.add(operation)
+    return result
 
 
-def promote_published(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dict[str, Any]:
+def _commit(
+    ws: Workspace,
+    receipt: FcopDict,
+    source: Path,
+    target: Path,
+    source_bytes: bytes,
+    target_bytes: bytes,
+    read_back: FcopDict,
+) -> FcopDict:
+    """Publish the PREPARED receipt (validated by fcop), then :func:`finish` the move."""
+    published = Path(publish_prepared(ws.root, receipt))
+    ws.boundary("transition", "PREPARED")
+    return finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
+
+
+def promote_published(ws: Workspace, path: Path, receipt: FcopDict) -> FcopDict:
     """The one crash window fcop calls INDETERMINATE that its own evidence settles.
 
     A move that died after linking its target and before recording
@@ -313,13 +283,13 @@ def promote_published(ws: Workspace, path: Path, receipt: dict[str, Any]) -> dic
 def finish(
     ws: Workspace,
     receipt_file: Path,
-    receipt: dict[str, Any],
+    receipt: FcopDict,
     source: Path,
     target: Path,
     source_bytes: bytes,
     target_bytes: bytes,
-    read_back: dict[str, Any],
-) -> dict[str, Any]:
+    read_back: FcopDict,
+) -> FcopDict:
     """fcop's ``Lifecycle._finish``: the source and the evidence re-checked, then the three
     durable steps (T2 and T3 share it)."""
     try:
@@ -350,7 +320,7 @@ def finish(
     return result
 
 
-def _set_stage(path: Path, receipt: dict[str, Any], stage: str) -> dict[str, Any]:
+def _set_stage(path: Path, receipt: FcopDict, stage: str) -> FcopDict:
     """fcop's ``set_stage`` for a receipt this call validated and published.
 
     fcop re-runs ``validate_receipt`` on the whole dict; only ``stage`` changed
@@ -363,7 +333,7 @@ def _set_stage(path: Path, receipt: dict[str, Any], stage: str) -> dict[str, Any
     return updated
 
 
-def rewritten(source_bytes: bytes, fields: dict[str, Any], subject: str) -> tuple[bytes, Any]:
+def rewritten(source_bytes: bytes, fields: FcopDict, subject: str) -> tuple[bytes, FcopDict]:
     """fcop's ``rewritten_envelope_bytes``, plus the fields fcop's parser reads back from it.
 
     New frontmatter from fcop's own ``yaml.safe_dump`` (PyYAML's emitter;

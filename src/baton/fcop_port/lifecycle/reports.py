@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,15 +29,14 @@ from fcop.v4.linearization import family_boundary
 
 from baton.fcop_port.lifecycle._core import Vanished, Workspace
 from baton.fcop_port.lifecycle._fcop import fail
+from baton.fcop_port.records import FcopDict, FcopMapping
 
 __all__ = ["head_of", "report_group", "report_head", "write_report"]
 
 _E = TypeVar("_E")
 
 
-def head_of(
-    group: Sequence[tuple[_E, Mapping[str, Any]]], subject: str
-) -> tuple[_E, Mapping[str, Any]]:
+def head_of(group: Sequence[tuple[_E, FcopMapping]], subject: str) -> tuple[_E, FcopMapping]:
     """fcop's head rule over one attempt's REPORTs: the one no valid replacement replaces.
 
     ``group`` pairs anything (a path, a record) with the REPORT's fields; raises
@@ -68,7 +67,7 @@ def head_of(
     return heads[0]
 
 
-def _validated(ws: Workspace, path: Path) -> dict[str, Any] | None:
+def _validated(ws: Workspace, path: Path) -> FcopDict | None:
     """fcop's parse and validation of one candidate (None: it vanished since the listing)."""
     try:
         if stat.S_ISLNK(os.lstat(path).st_mode):
@@ -86,7 +85,7 @@ def _validated(ws: Workspace, path: Path) -> dict[str, Any] | None:
 
 def report_group(
     ws: Workspace, task_id: str, attempt_id: str | None
-) -> list[tuple[Path, dict[str, Any]]]:
+) -> list[tuple[Path, FcopDict]]:
     """Every valid REPORT about ``task_id`` (one attempt, or all when None), fcop's order."""
     found = []
     for path in ws.subjects("REPORT").lookup(task_id, attempt_id):
@@ -99,12 +98,12 @@ def report_group(
     return found
 
 
-def report_head(ws: Workspace, task_id: str, attempt_id: str) -> tuple[Path, Mapping[str, Any]]:
+def report_head(ws: Workspace, task_id: str, attempt_id: str) -> tuple[Path, FcopMapping]:
     """fcop's ``report_head(creation, task_id, attempt_id)`` over the index's candidates."""
     return head_of(report_group(ws, task_id, attempt_id), task_id)
 
 
-def write_report(ws: Workspace, **kwargs: Any) -> dict[str, Any]:
+def write_report(ws: Workspace, **kwargs: Any) -> FcopDict:  # fcop's keywords, checked here
     """fcop's ``_Creation.write_report``: the same checks, in order, then fcop's ``_append``."""
     ws._check(kwargs.get("workspace_id"))
     subject = kwargs.get("subject_ref")
@@ -143,5 +142,5 @@ def write_report(ws: Workspace, **kwargs: Any) -> dict[str, Any]:
                 raise fail(
                     "REPORT_HEAD_AMBIGUOUS", "Replacement must reference the unique current head"
                 )
-        result: dict[str, Any] = ws._append("REPORT", kwargs)
+        result: FcopDict = ws._append("REPORT", kwargs)
         return result

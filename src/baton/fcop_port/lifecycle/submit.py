@@ -26,24 +26,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from fcop.v4.encoding import digest
 from fcop.v4.lifecycle import Lifecycle as CoreLifecycle
 from fcop.v4.lifecycle import current_attempt
 
+from baton.fcop_port.lifecycle import moves
 from baton.fcop_port.lifecycle._core import Vanished, Workspace
 from baton.fcop_port.lifecycle._fcop import fail
-from baton.fcop_port.lifecycle.moves import (
-    checked_source,
-    commit_move,
-    operation_id,
-    own_receipt,
-    receipt_path,
-    replay,
-    under_family_lock,
-)
 from baton.fcop_port.lifecycle.reports import report_head
+from baton.fcop_port.records import FcopDict
 
 __all__ = ["EDGE", "submit", "submit_operation_id", "submit_receipt_path"]
 
@@ -52,19 +44,19 @@ EDGE = ("active", "review")
 
 def submit_operation_id(workspace_id: str, task_id: str, attempt_id: str) -> str:
     """The operation id of baton's T3 of ``attempt_id`` of ``task_id`` (a UUID URN)."""
-    return operation_id(workspace_id, task_id, attempt_id, "submit_task")
+    return moves.operation_id(workspace_id, task_id, attempt_id, "submit_task")
 
 
 def submit_receipt_path(ws: Workspace, task_id: str, attempt_id: str) -> Path:
     """Where baton's T3 receipt of this round is, or will be."""
-    return receipt_path(ws, submit_operation_id(ws.manifest["workspace_id"], task_id, attempt_id))
+    return moves.receipt_path(
+        ws, submit_operation_id(ws.manifest["workspace_id"], task_id, attempt_id)
+    )
 
 
-def submit(
-    ws: Workspace, task_id: str, *, actor: str, report_ref: str | None = None
-) -> dict[str, Any]:
+def submit(ws: Workspace, task_id: str, *, actor: str, report_ref: str | None = None) -> FcopDict:
     """T3 as ``actor``; fcop's ``transition`` result (``existing`` on a replay)."""
-    return under_family_lock(
+    return moves.under_family_lock(
         ws, task_id, actor, lambda _root: _under_lock(ws, task_id, actor, report_ref)
     )
 
@@ -88,7 +80,7 @@ def _visible_attempt(ws: Workspace, task_id: str) -> str:
     return attempts.pop()
 
 
-def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None) -> dict[str, Any]:
+def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None) -> FcopDict:
     request = {
         "task_id": task_id,
         "from_stage": "active",
@@ -101,10 +93,10 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
     visible = _visible_attempt(ws, task_id)
     operation = submit_operation_id(ws.manifest["workspace_id"], task_id, visible)
     path = submit_receipt_path(ws, task_id, visible)
-    existing = own_receipt(ws, path, task_id, EDGE, "attempt_id", visible)
+    existing = moves.own_receipt(ws, path, task_id, EDGE, "attempt_id", visible)
     if existing is not None and existing["normalized_transition_digest"] == request_digest:
-        return replay(ws, path, existing, operation)
-    checked = checked_source(ws, task_id, EDGE)
+        return moves.replay(ws, path, existing, operation)
+    checked = moves.checked_source(ws, task_id, EDGE)
     attempt_id = current_attempt(checked.fields)
     if existing is not None:
         raise fail(
@@ -123,7 +115,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
         raise fail("REPORT_HEAD_AMBIGUOUS", "Explicit REPORT is not current head")
     evidence_ref = [report["report_id"]]
     evidence_digest = [digest(report_path.read_bytes())]
-    event: dict[str, Any] = {
+    event: FcopDict = {
         "at": datetime.now(UTC).isoformat(),
         "by": actor,
         "evidence_digest": evidence_digest,
@@ -132,7 +124,7 @@ def _under_lock(ws: Workspace, task_id: str, actor: str, report_ref: str | None)
         "to": "review",
         "tool": "submit_task",
     }
-    return commit_move(
+    return moves.commit_move(
         ws,
         checked,
         operation=operation,
