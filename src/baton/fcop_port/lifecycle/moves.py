@@ -225,25 +225,12 @@ def commit_move(
     }
     if authorized is not None:
         receipt.update(authorized)
-    result = _commit(ws, receipt, source, target, source_bytes, target_bytes, read_back)
+    published = Path(publish_prepared(ws.root, receipt))  # validated by fcop
+    ws.boundary("transition", "PREPARED")
+    result = finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
     if authorized is None:
         ws._returned_unprotected_operations.add(operation)
     return result
-
-
-def _commit(
-    ws: Workspace,
-    receipt: FcopDict,
-    source: Path,
-    target: Path,
-    source_bytes: bytes,
-    target_bytes: bytes,
-    read_back: FcopDict,
-) -> FcopDict:
-    """Publish the PREPARED receipt (validated by fcop), then :func:`finish` the move."""
-    published = Path(publish_prepared(ws.root, receipt))
-    ws.boundary("transition", "PREPARED")
-    return finish(ws, published, receipt, source, target, source_bytes, target_bytes, read_back)
 
 
 def promote_published(ws: Workspace, path: Path, receipt: FcopDict) -> FcopDict:
