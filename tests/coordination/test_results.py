@@ -11,7 +11,7 @@ import pytest
 from baton.agents.builtin.runbook import parse_runbook
 from baton.fcop_port.port import FcopPort
 from baton.role_tools.server import RoleTools, ToolRefused
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.workflow.header import ChildReport, PromptContext, consolidation_prompt
 from baton.workflow.ordering import Prerequisite, Ready, Unmet, Waiting, gate, prerequisite_ids
 from baton.workflow.results import (
@@ -171,7 +171,7 @@ def test_consolidation_prompt_states_the_honest_result_and_drafts_the_report() -
 
 @pytest.fixture
 def leader(root: Path, state_dir: Path, port: FcopPort) -> Iterator[tuple[RoleTools, str, str]]:
-    store = Store.open(state_dir / "baton.db")
+    store = SqliteStore.open(state_dir / "baton.db")
     own_project(store)  # this process plays the daemon
     access = open_slot(store, root, "PM")
     parent = port.create_task(sender="ADMIN", recipient="PM", subject="Release", body="b")

@@ -1,7 +1,7 @@
 """``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
 ``sessions`` are :mod:`baton.cli.status_cmds`).
 
-A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+A thin typer layer over :mod:`baton.fcop_port` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
 every read is a directory listing plus Core reads of the non-terminal stages,
 and the team loop's own records come from the store (WAL: these commands read

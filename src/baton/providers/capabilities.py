@@ -33,7 +33,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.extension import STABLE_VARIANTS
-from baton.providers import builtin_ext, claude, codex, cursor, gemini, opencode, qwen
+from baton.providers import (
+    acp_additions,
+    builtin_ext,
+    claude,
+    codex,
+    cursor,
+    gemini,
+    opencode,
+    qwen,
+)
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.inventory import (
     GENERIC_METHODS,
@@ -299,6 +308,8 @@ def render_markdown(matrix: Matrix | None = None, *, only: str | None = None) ->
         for row in ROWS:
             cell = matrix[family][row.key]
             out.append(f"| {row.title} | {cell.status} | {_md(cell.reason)} |")
+    if only is None:  # the protocol's part, once, after every provider's
+        out += ["", acp_additions.render_markdown().rstrip("\n")]
     return "\n".join(out) + "\n"
 
 

@@ -115,6 +115,10 @@ GEMINI = AgentProfile(
     private_dirs=MappingProxyType(_NODE_PRIVATE),
     admission=("gemini",),
     mode=APPROVAL_TABLES["gemini"].select,
+    # It reads a file before writing it, and any error answer (ACP's -32002 too) fails its
+    # write_file: its ACP SDK rejects with the plain error object, which its fs service
+    # does not recognize as "not found" (gemini-cli 0.61.0, acpFileSystemService.ts).
+    missing_file_reads="empty",
     package="@google/gemini-cli",
     version="0.61.0",
     install_hint="baton agents install gemini",

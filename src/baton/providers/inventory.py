@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
+from baton.events.agent_terminals import TERMINAL_META_KEYS
 from baton.events.bounds import clip_text
 from baton.events.extension import (
     AGENT_FAULTS,
@@ -733,7 +734,11 @@ class TableExtension:
     # ----------------------------------------------------------------- helpers
 
     def _unlisted_meta(self, key: str) -> bool:
-        return self.inventory.get("meta", key) is None and key not in _W3C_META
+        return (
+            self.inventory.get("meta", key) is None
+            and key not in _W3C_META
+            and key not in TERMINAL_META_KEYS  # the generic tool layer reads them
+        )
 
     def _first_time(self, kind: str, key: str) -> bool:
         """Remember (bounded, oldest forgotten first) that a notice was given."""

@@ -21,6 +21,7 @@ __all__ = [
     "PYTHON_PLACEHOLDER",
     "AgentProfile",
     "CredentialBinding",
+    "MissingFileReads",
     "SeedFile",
 ]
 
@@ -69,6 +70,11 @@ class SeedFile:
     mode: int = 0o600
 
 
+MissingFileReads = Literal["not-found", "empty"]
+"""How a client read of a file that is not there is answered
+(:attr:`AgentProfile.missing_file_reads`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AgentProfile:
     """How to launch and talk to one agent harness."""
@@ -90,6 +96,11 @@ class AgentProfile:
     """Documented override: the user trusts the repository's own agent config."""
     client_meta: Mapping[str, Any] = field(default_factory=_frozen)
     """``_meta`` sent in ``initialize.clientCapabilities`` (e.g. Cursor subagents)."""
+    missing_file_reads: MissingFileReads = "not-found"
+    """How baton answers this agent's ``fs/read_text_file`` of a file that is not there
+    (inside the workspace): ACP's resource not found (-32002), or ``empty``
+    (``{"content": ""}``) for an agent that fails on any error answer to a read it makes
+    before writing a new file (Gemini CLI); the record says so, once per session."""
     mode: str | None = None
     model: str | None = None
     config_options: Mapping[str, str] = field(default_factory=_frozen)

@@ -128,6 +128,7 @@ class AgentSession:
             connection_id=self.connection_id,
             now_ms=now_ms,
             approvals=self.approvals,
+            missing_file_reads=profile.missing_file_reads,
         )
         self.transport: AgentTransport | None = None
         self.conn: JsonRpcConnection | None = None

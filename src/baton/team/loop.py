@@ -64,6 +64,7 @@ from baton.store.tx import Tx
 from baton.team.contract import RoleSessionFactory
 from baton.team.executor import BreakerTripped, Executor, Job, ReviewSummary
 from baton.team.human import HumanSide
+from baton.team.reconcile import HolderLookup
 from baton.team.records import (
     RefusalRecord,
     RoleRecord,
@@ -118,8 +119,10 @@ class TeamLoop(Startup, HumanSide):
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
         sweep_interval: float = 5.0,
+        holders: HolderLookup | None = None,
     ) -> None:
         self.port = port
+        self.holders = holders
         self.port.human = team.human
         self.team = team
         self.store = store

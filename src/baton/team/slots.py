@@ -76,7 +76,7 @@ class Slots:
         *,
         team: TeamConfig,
         fcop_root: Path,
-        store_path: Path,
+        store_path: Path | None,
         journal: Journal,
         factory: RoleSessionFactory,
         now: Callable[[], str],

@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Literal
 
@@ -35,11 +34,10 @@ from baton.fcop_port.recovery import (
 from baton.lifeline import boot_id, process_start_ticks
 from baton.store import team_sql
 from baton.store.journal import Journal
-from baton.store.placement_sql import placed_holder
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.executor import Executor
-from baton.team.reconcile import DAEMON_STOPPED, Adopt, HolderTurn, reconcile
+from baton.team.reconcile import DAEMON_STOPPED, Adopt, HolderLookup, reconcile
 from baton.team.records import DaemonRecord, TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import DispatchState, TaskState
@@ -72,6 +70,8 @@ class Startup:
     _busy: int
     _adoptions: dict[str, TurnRecord]
     """Per slot, the open turn a live holder still has (adopted by the slot's worker)."""
+    holders: HolderLookup | None
+    """Cluster mode: what the store says of the slots' live holders (None: one machine)."""
 
     async def _evaluate(self, task_id: str) -> None:
         raise NotImplementedError
@@ -178,26 +178,21 @@ class Startup:
         """Turns a dead daemon left open did not finish: mark them (and their TASKs)
         interrupted, unless a live role actor still has the turn (cluster mode): that one
         is adopted (:mod:`baton.team.reconcile`), its result taken by the slot's worker."""
-        project = self.port.workspace_id
-        now = time.time()
 
-        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None, HolderTurn | None]]:
+        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None]]:
             out = []
             for row in team_sql.open_turns(tx):
                 turn = TurnRecord.from_row(row)
                 task_row = team_sql.TASKS.get(tx, turn.task_id)
-                marks = placed_holder(tx, project, turn.slot)
-                holder = None
-                if marks is not None:
-                    holder = HolderTurn(
-                        marks.prompt_sha256, marks.ended, lease_live=now < marks.lease_expires_at
-                    )
-                out.append((turn, TaskRecord.from_row(task_row) if task_row else None, holder))
+                out.append((turn, TaskRecord.from_row(task_row) if task_row else None))
             return out
 
+        opened = await self.store.aread(read)
+        slots = {turn.slot for turn, _ in opened}
+        holders = await self.holders(slots) if self.holders is not None and slots else {}
         adoptions: dict[str, TurnRecord] = {}
-        for turn, record, holder in await self.store.aread(read):
-            decision = reconcile(turn.state, turn.prompt_sha256, holder)
+        for turn, record in opened:
+            decision = reconcile(turn.state, turn.prompt_sha256, holders.get(turn.slot))
             if isinstance(decision, Adopt) and turn.slot not in adoptions:
                 adoptions[turn.slot] = turn
                 self.executor.live.add((turn.task_id, turn.dispatch))  # its TASK waits for it
