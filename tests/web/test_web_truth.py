@@ -12,7 +12,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from baton.coordination.header import PromptContext, reminder_prompt, task_prompt
+from baton.workflow.header import PromptContext, reminder_prompt, task_prompt
 from baton.requests.ledger import Ledger
 from baton.requests.model import parse_document
 from baton.store.store import Store

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from baton.coordination.binding import Binding
-from baton.coordination.team import RoleSpec
+from baton.role_tools.binding import Binding
+from baton.team_config import RoleSpec
 
 __all__ = ["RoleSession", "RoleSessionFactory", "TurnResult", "Usage"]
 

@@ -32,9 +32,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.team import TeamConfig
 from baton.errors import ControlFlow
+from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import Ledger, StaleRecord
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -46,6 +45,7 @@ from baton.team.fcop_steps import FcopSteps, ReviewSummary
 from baton.team.prompts import Prompts
 from baton.team.slots import Slot, Slots
 from baton.team.turns import RoleTurn, RoleTurnDriver
+from baton.team_config import TeamConfig
 
 __all__ = ["BreakerTripped", "Executor", "Job", "ReviewSummary"]
 

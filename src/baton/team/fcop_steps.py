@@ -12,12 +12,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from baton.coordination.errors import CoordinationError, LifecycleConflict
-from baton.coordination.fcop_port import TaskInfo
-from baton.coordination.fcop_recovery import Unresolved, resolve_two_stages, validate_workspace
-from baton.coordination.ordering import Unmet, not_run_report
-from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.events.model import TeamRecovery
+from baton.fcop_errors import CoordinationError, LifecycleConflict
+from baton.fcop_port.port import TaskInfo
+from baton.fcop_port.recovery import Unresolved, resolve_two_stages, validate_workspace
 from baton.requests.model import ReviewRequest
 from baton.store import team_sql
 from baton.store.tx import Tx
@@ -28,6 +26,8 @@ from baton.team.book import RecordMoved
 from baton.team.prompts import Prompts
 from baton.team.records import TaskRecord
 from baton.team.states import TaskState
+from baton.workflow.ordering import Unmet, not_run_report
+from baton.workflow.review_summary import ChildSummary, ReviewFacts, review_document
 
 __all__ = ["FcopSteps", "ReviewSummary"]
 
@@ -186,7 +186,7 @@ class FcopSteps(TaskAttention):
     def review_document(self, task: TaskInfo, head: d.ReportView, body: str) -> str:
         """What the human reviews: the work, not the prompt (blocking: run in a thread).
 
-        :func:`~baton.coordination.review_summary.review_document` over the TASK, its
+        :func:`~baton.workflow.review_summary.review_document` over the TASK, its
         report, each delegated child's result with an excerpt of its report, and the
         files the agents reported writing (kept per TASK in the store's records).
         """

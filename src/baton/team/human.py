@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from baton.coordination.errors import CoordinationError
+from baton.fcop_errors import CoordinationError
 from baton.requests.ledger import Ledger
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.store import requests_sql, team_sql

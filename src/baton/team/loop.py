@@ -42,21 +42,20 @@ from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
-from baton.coordination.doorbell import (
+from baton.events.model import TeamRefusal
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import (
+    clean_temporaries,
+)
+from baton.inbox.doorbell import (
     Doorbell,
     DoorbellEvent,
     TaskArrived,
     TaskRefused,
     refusal_payload,
 )
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import (
-    clean_temporaries,
-)
-from baton.coordination.intake.stability import FileFacts
-from baton.coordination.intake.sweep import Sweeper, SweepReport
-from baton.coordination.team import TeamConfig
-from baton.events.model import TeamRefusal
+from baton.intake.stability import FileFacts
+from baton.intake.sweep import Sweeper, SweepReport
 from baton.requests.ledger import Ledger
 from baton.store import team_sql
 from baton.store.journal import Journal
@@ -75,6 +74,7 @@ from baton.team.records import (
 from baton.team.slots import Slot, Slots
 from baton.team.startup import DaemonBusy, Startup, utc_now
 from baton.team.states import TaskState
+from baton.team_config import TeamConfig
 
 __all__ = ["DaemonBusy", "RunSummary", "TeamLoop"]
 

@@ -20,18 +20,17 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import (
+from baton.errors import BatonError
+from baton.events.model import Payload, TeamRecovery
+from baton.events.sequencer import utc_now
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import (
     Unresolved,
     clean_temporaries,
     resolve_two_stages,
     tasks_in_two_stages,
     validate_workspace,
 )
-from baton.coordination.team import TeamConfig
-from baton.errors import BatonError
-from baton.events.model import Payload, TeamRecovery
-from baton.events.sequencer import utc_now
 from baton.lifeline import boot_id, process_start_ticks
 from baton.store import team_sql
 from baton.store.journal import Journal
@@ -43,6 +42,7 @@ from baton.team.records import DaemonRecord, TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import DispatchState, TaskState
 from baton.team.turns import RoleTurn
+from baton.team_config import TeamConfig
 
 __all__ = ["LIVE_STATES", "DaemonBusy", "Startup", "utc_now"]
 

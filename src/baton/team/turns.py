@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton.coordination.team import TeamConfig
 from baton.events.model import Payload
 from baton.store import team_sql
 from baton.store.tx import Tx
@@ -32,6 +31,7 @@ from baton.team.reconcile import prompt_digest
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
 from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
+from baton.team_config import TeamConfig
 
 __all__ = ["RoleTurn", "RoleTurnDriver"]
 
