@@ -1,7 +1,7 @@
 """``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
 ``sessions`` are :mod:`baton.cli.status_cmds`).
 
-A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+A thin typer layer over :mod:`baton.fcop_port` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
 every read is a directory listing plus Core reads of the non-terminal stages,
 and the team loop's own records come from the store (WAL: these commands read
@@ -36,10 +36,10 @@ from baton.cli.shared import (
     print_ndjson,
 )
 from baton.config import load_config
-from baton.coordination.context import CoordinationContext, init_project
-from baton.coordination.fcop_port import STAGES, TaskInfo
-from baton.coordination.intake.board import open_tasks
-from baton.coordination.intake.screen import subject_problem
+from baton.fcop_port.board import open_tasks
+from baton.fcop_port.port import STAGES, TaskInfo
+from baton.fcop_port.project import CoordinationContext, init_project
+from baton.intake.screen import subject_problem
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
