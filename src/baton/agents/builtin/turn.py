@@ -207,7 +207,7 @@ class _Board:
         self._states = [PLAN_ENTRY.next(None, EntryEvent.PLAN) for _ in entries]
 
     async def send(self) -> None:
-        statuses: list[PlanStatus] = [state.value for state in self._states]  # type: ignore[misc]
+        statuses: list[PlanStatus] = [state.value for state in self._states]
         await self._ctx.channel.update(plan(list(zip(self._entries, statuses, strict=True))))
 
     def _move(self, number: int, event: EntryEvent) -> None:
