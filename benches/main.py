@@ -40,7 +40,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--only", choices=ONLY, action="append", default=None)
     parser.add_argument(
-        "--repeat", type=int, default=None, help="repeats of ingest (default: 1 quick, 3 full)"
+        "--repeat",
+        type=int,
+        default=None,
+        help="repeats of ingest (default: 1 quick, 3 full) and of the worktrees bench's "
+        "dispatches and checkpoints (default: 2 quick, 5 full)",
     )
     parser.add_argument(
         "--sizes",
@@ -102,7 +106,7 @@ def main() -> None:
     if "slots" in chosen:
         slots.run(1 if quick else 3)
     if "worktrees" in chosen:
-        worktrees.run(quick=quick, directory=args.worktrees_dir)
+        worktrees.run(quick=quick, repeats=args.repeat, directory=args.worktrees_dir)
 
 
 if __name__ == "__main__":

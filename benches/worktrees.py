@@ -38,7 +38,6 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -202,9 +201,6 @@ async def _child(shape: Shape, repeats: int, samples: int, tmp: Path) -> dict[st
     ).stdout.split()
     for name in refs:
         _git(main, "branch", "-q", name, f"origin/{name}")
-    (main / ".gitignore").write_text(".baton/\n")  # as a project that ran `baton init` would
-    _git(main, "add", ".gitignore")
-    _git(main, "commit", "-q", "-m", "ignore baton's folder")
     env = {**os.environ, "BATON_STATE_DIR": str(tmp / "state"), "XDG_STATE_HOME": str(tmp)}
     init_project(main, environ=env)
     ctx = open_context(main, environ=env)
@@ -321,6 +317,10 @@ async def _child(shape: Shape, repeats: int, samples: int, tmp: Path) -> dict[st
                     )
                 else:
                     dispatch.append(await probe(i))
+        trees = main / ".baton" / "worktrees"
+        assert len(written) == repeats and all(p.is_relative_to(trees) for p in written), (
+            "every probe wrote in its own worktree, never in the main checkout"
+        )
         result["dispatch"] = dispatch
         result["worktree_add"] = worktree_add
         result["rss_dispatch"] = _maxrss_mib()
@@ -637,7 +637,6 @@ def run(
         "checkpoint_ratio": ratio_checkpoint,
         "preflight_p99_ms": p99,
         "rss_peak_mib": result["rss_preflight"],
-        "spread": statistics.pstdev(dispatch) if len(dispatch) > 1 else 0.0,
     }
 
 
