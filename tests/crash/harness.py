@@ -208,7 +208,7 @@ class Project:
     # ------------------------------------------------------------------ facts
 
     def port(self) -> Any:
-        from baton.coordination.fcop_port import FcopPort
+        from baton.fcop_port.port import FcopPort
 
         return FcopPort(self.root)
 
@@ -302,7 +302,7 @@ def _stages(project: Project) -> dict[str, list[str]]:
 
 
 def _check_one_stage(project: Project) -> None:
-    from baton.coordination.fcop_recovery import validate_workspace
+    from baton.fcop_port.recovery import validate_workspace
 
     doubles = {t: s for t, s in _stages(project).items() if len(s) != 1}
     if doubles:

@@ -15,8 +15,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from baton.coordination.errors import CoordinationError
 from baton.events.sequencer import utc_now
+from baton.fcop_errors import CoordinationError
 from baton.requests.ledger import Ledger
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.store import team_sql

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from baton import crashpoints
-from baton.coordination.team import Isolation
 from baton.errors import BatonError
 from baton.events.model import TeamWorktreeChanged
 from baton.store import team_sql
@@ -34,6 +33,7 @@ from baton.store.store import Store
 from baton.store.tx import StoreConflict, Tx
 from baton.team.records import TaskRecord
 from baton.team.states import TaskState
+from baton.team_config import Isolation
 from baton.worktrees.git import GitError
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.naming import branch_name, salvage_ref, tree_label
