@@ -138,8 +138,8 @@ class Probe:
         return None
 
     async def prompt(self, text: str) -> Any:
-        from baton.coordination.binding import SlotAccess
-        from baton.coordination.mcp_server import RoleTools
+        from baton.role_tools.binding import SlotAccess
+        from baton.role_tools.server import RoleTools
         from baton.team.contract import TurnResult
 
         self.prompts += 1
@@ -177,13 +177,13 @@ async def _child(shape: Shape, repeats: int, samples: int, tmp: Path) -> dict[st
     times = GitTimes()
     times.install()
     from baton.app import Baton
-    from baton.coordination.binding import Binding
-    from baton.coordination.context import init_project, open_context
-    from baton.coordination.team import RoleSpec
     from baton.events.model import CanonicalEvent, TeamTaskChanged
+    from baton.fcop_port.project import init_project, open_context
+    from baton.role_tools.binding import Binding
     from baton.team import steps
     from baton.team.loop import TeamLoop
     from baton.team.states import TaskState
+    from baton.team_config import RoleSpec
     from baton.worktrees.model import WorktreeRecord
     from baton.worktrees.states import WorktreeState
 
