@@ -6,8 +6,10 @@ receives a credential when the user binds it in ``baton.toml``; nothing is taken
 from the shell by default.
 
 Each profile selects the approval mode in which the agent's mutating tools ask baton
-(:mod:`baton.providers.approval` says why, and verifies it at session start), and names
-the npm package and exact version ``baton agents install`` installs and pins.
+(:mod:`baton.providers.approval` says why, and verifies it at session start); in a task
+tree's own worktree, the family's edit-without-asking mode where one lets only edits through
+(:mod:`baton.providers.worktree_modes`). Each names the npm package and exact version
+``baton agents install`` installs and pins.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 from types import MappingProxyType
 
-from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK
+from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK, permission_env
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
 __all__ = [
@@ -135,7 +137,7 @@ OPENCODE = AgentProfile(
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
             # Applied after every other config source: edits, commands and fetches ask.
-            "OPENCODE_PERMISSION": json.dumps(dict(OPENCODE_ASK), sort_keys=True),
+            "OPENCODE_PERMISSION": permission_env(OPENCODE_ASK),
         }
     ),
     private_dirs=MappingProxyType(_NODE_PRIVATE),
