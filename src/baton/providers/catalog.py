@@ -24,6 +24,7 @@ __all__ = [
     "BUILTIN",
     "BUILTIN_PROFILES",
     "CLAUDE",
+    "CLAUDE_ASK",
     "CODEX",
     "CURSOR",
     "GEMINI",
@@ -32,6 +33,9 @@ __all__ = [
 ]
 
 _NODE_PRIVATE = {"NODE_COMPILE_CACHE": "cache/node-compile"}
+
+CLAUDE_ASK = ("Bash", "WebFetch", "WebSearch")
+"""Claude Code tools that ask in every mode (``permissions.ask`` in its seeded settings)."""
 
 BUILTIN = AgentProfile(
     name="builtin",
@@ -83,11 +87,16 @@ CLAUDE = AgentProfile(
     admission=("claude",),
     mode=APPROVAL_TABLES["claude"].select,
     # With an empty config dir claude-agent-acp starts in `auto` (it approves itself);
-    # the setting makes even the first moments of the session ask.
+    # the setting makes even the first moments of the session ask. The `ask` rules make
+    # every command and fetch ask in every mode: `acceptEdits` (a task tree's worktree)
+    # would otherwise run filesystem commands (mkdir, touch, mv, cp…) unasked.
     files=(
         SeedFile(
             "$CLAUDE_CONFIG_DIR/settings.json",
-            content=json.dumps({"permissions": {"defaultMode": "default"}}, indent=2) + "\n",
+            content=json.dumps(
+                {"permissions": {"defaultMode": "default", "ask": list(CLAUDE_ASK)}}, indent=2
+            )
+            + "\n",
         ),
     ),
     package="@agentclientprotocol/claude-agent-acp",

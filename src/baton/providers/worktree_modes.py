@@ -88,10 +88,11 @@ WORKTREE_MODES: Mapping[str, WorktreeMode] = _rows(
         selected=True,
         unasked="file edits (Edit, Write, MultiEdit, NotebookEdit) inside the working folder",
         still_asks="commands (Bash), fetches and searches (WebFetch, WebSearch), edits outside "
-        "the working folder",
+        "the working folder; the `ask` rules baton seeds in its settings.json keep every "
+        "command asking (acceptEdits alone runs mkdir, touch, mv, cp… unasked)",
         evidence="claude-agent-acp 0.101.0 against a scripted Messages server in a task tree's "
-        "worktree (tests/integration/test_worktree_agents.py): a Write lands unasked, a Bash "
-        "command asks",
+        "worktree (tests/integration/test_worktree_agents.py): a Write lands unasked, "
+        "`mkdir … && touch …` asks (without the seeded `ask` rules it ran unasked)",
     ),
     WorktreeMode(
         "cursor",
