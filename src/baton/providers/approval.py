@@ -251,8 +251,17 @@ _RANK: Mapping[ApprovalClass, int] = MappingProxyType(
 )
 
 
-def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> ApprovalVerdict:
-    """The effective approval behaviour of a session of ``profile`` (see the module doc)."""
+def verify(
+    profile: AgentProfile,
+    session_result: Mapping[str, Any],
+    *,
+    contained: Mapping[str, str] = MappingProxyType({}),
+) -> ApprovalVerdict:
+    """The effective approval behaviour of a session of ``profile`` (see the module doc).
+
+    ``contained``: self-approving modes that count as ``contained_edits`` here, with why
+    (a session in a task tree's worktree: :mod:`baton.providers.worktree_modes`); every
+    advertised mode is still classified, and the least safe one counts."""
     family = profile.family
     if family == "opencode":
         return _opencode(profile)
@@ -288,6 +297,8 @@ def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> Approval
                 f"mode {mode!r} is not one baton has classified for {family}",
                 source,
             )
+        elif rule.klass == "self_approves" and mode in contained:
+            verdict = ApprovalVerdict(family, mode, "contained_edits", contained[mode], source)
         else:
             verdict = ApprovalVerdict(family, mode, rule.klass, rule.why, source)
         if worst is None or _RANK[verdict.klass] > _RANK[worst.klass]:

@@ -168,20 +168,19 @@ def in_worktree(profile: AgentProfile) -> AgentProfile:
 def verify_in_worktree(profile: AgentProfile, session_result: Mapping[str, Any]) -> ApprovalVerdict:
     """:func:`~baton.providers.approval.verify` for a session in a task tree's worktree: the
     family's selected edit mode is ``contained_edits`` there (any other mode as anywhere)."""
-    verdict = verify(profile, session_result)
     row = WORKTREE_MODES.get(profile.family)
-    if row is None or not row.selected or verdict.klass != "self_approves":
-        return verdict
-    if row.mode is not None and verdict.mode != row.mode:
-        return verdict
-    if row.mode is None and not _opencode_contained(profile):
-        return verdict
-    return dataclasses.replace(
-        verdict,
-        klass="contained_edits",
-        reason=f"in the task's worktree: {row.unasked} without asking (reviewed as its diff); "
-        f"{row.still_asks} still ask",
+    if row is None or not row.selected:
+        return verify(profile, session_result)
+    why = (
+        f"in the task's worktree: {row.unasked} without asking (reviewed as its diff); "
+        f"{row.still_asks} still ask"
     )
+    if row.mode is not None:
+        return verify(profile, session_result, contained={row.mode: why})
+    verdict = verify(profile, session_result)
+    if verdict.klass != "self_approves" or not _opencode_contained(profile):
+        return verdict
+    return dataclasses.replace(verdict, klass="contained_edits", reason=why)
 
 
 def _opencode_contained(profile: AgentProfile) -> bool:
