@@ -29,6 +29,7 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.team",),  # the team loop: next_step(facts) -> step -> handler
     # Siblings: none of these imports another.
     ("baton.coordination", "baton.runner", "baton.testing", "baton.agents", "baton.worktrees"),
+    ("baton.cursor_sdk",),  # the Cursor SDK transport: a bridge process behind an ACP face
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client
     ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence

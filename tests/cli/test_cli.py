@@ -318,7 +318,7 @@ def test_at_a_terminal_the_human_answers_the_permission(tmp: Path) -> None:
         if not chunk:
             break
         seen += chunk
-        if not answered and b"allow once?" in seen:
+        if not answered and b"allow it? (y = allow once" in seen:
             proc.stdin.write(b"y\r")
             proc.stdin.flush()
             answered = True

@@ -22,6 +22,7 @@ from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
 from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS, FcopMcpCompat
 from baton.errors import BatonError
 from baton.store import team_sql
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from baton.team.records import OutboxEntry
 from tests.coordination.slots import open_slot, own_project, point
@@ -29,7 +30,7 @@ from tests.coordination.slots import open_slot, own_project, point
 
 @pytest.fixture
 def store(state_dir: Path) -> Iterator[Store]:
-    opened = Store.open(state_dir / "baton.db")
+    opened = SqliteStore.open(state_dir / "baton.db")
     own_project(opened)
     try:
         yield opened
@@ -288,7 +289,7 @@ async def test_bad_binding_fails_fast(tmp_path: Path) -> None:
     import asyncio
 
     db = tmp_path / "baton.db"
-    with Store.open(db) as store:
+    with SqliteStore.open(db) as store:
         store.write_sync(
             lambda tx: team_sql.SLOTS.upsert(
                 tx,

@@ -26,7 +26,7 @@ from baton.coordination.review_summary import (
     consolidation_draft,
     review_document,
 )
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from tests.coordination.slots import open_slot, own_project, point
 
 DONE = ChildOutcome("TASK-a", "DEV", "done")
@@ -171,7 +171,7 @@ def test_consolidation_prompt_states_the_honest_result_and_drafts_the_report() -
 
 @pytest.fixture
 def leader(root: Path, state_dir: Path, port: FcopPort) -> Iterator[tuple[RoleTools, str, str]]:
-    store = Store.open(state_dir / "baton.db")
+    store = SqliteStore.open(state_dir / "baton.db")
     own_project(store)  # this process plays the daemon
     access = open_slot(store, root, "PM")
     parent = port.create_task(sender="ADMIN", recipient="PM", subject="Release", body="b")

@@ -28,7 +28,7 @@ from baton.events.sequencer import Sequencer
 from baton.providers.profile import AgentProfile, SeedFile
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team import role_sessions
 from baton.team.role_sessions import role_session_factory
 from tests.coordination.conftest import authority, port, root
@@ -87,7 +87,7 @@ AGENTS: dict[str, tuple[type[ScriptedServer], Callable[[ScriptedServer], AgentPr
 async def hub(tmp_path: Path) -> AsyncIterator[RoleHub]:
     state = tmp_path / "state"
     state.mkdir()
-    store = Store.open(state / "baton.db")
+    store = SqliteStore.open(state / "baton.db")
     own_project(store)
     started = await RoleHub.start(store, state)
     try:

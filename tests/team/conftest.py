@@ -16,7 +16,7 @@ from baton.coordination.fcop_port import FcopPort
 from baton.coordination.team import TeamConfig, default_team
 from baton.events.sequencer import Sequencer
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team.loop import RunSummary, TeamLoop
 from tests.coordination.conftest import KEY, authority, port, root, state_dir
 from tests.coordination.fakes import FakeFactory, Script, runbook_agent
@@ -42,7 +42,7 @@ class Team:
     def __init__(self, root: Path, state_dir: Path) -> None:
         self.root = root
         self.state_dir = state_dir
-        self.store = Store.open(state_dir / "baton.db")
+        self.store = SqliteStore.open(state_dir / "baton.db")
 
     def port(self) -> FcopPort:
         """A fresh port (a new ``fcop.Project``), as a restarted process has."""
@@ -75,7 +75,7 @@ class Team:
     def reopen(self) -> None:
         """Close and open the store again (nothing in memory survives, as after a restart)."""
         self.store.close()
-        self.store = Store.open(self.state_dir / "baton.db")
+        self.store = SqliteStore.open(self.state_dir / "baton.db")
 
 
 @pytest.fixture

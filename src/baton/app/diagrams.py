@@ -2,7 +2,7 @@
 
 Every :class:`~baton.statetable.StateTable` in baton is listed in :data:`TABLES` by
 its name: ``request``, ``session``, ``turn`` (one ACP prompt turn), ``task``,
-``slot`` and ``dispatch`` (the team loop's).
+``slot`` and ``dispatch`` (the team loop's), ``run`` (a run's status in the store).
 
 A document marks where a diagram goes::
 
@@ -28,11 +28,13 @@ from baton.requests.states import TABLE as REQUEST
 from baton.runner.session_state import TABLE as SESSION
 from baton.runner.turn import TABLE as TURN
 from baton.statetable import StateTable
+from baton.store.run_states import TABLE as RUN
 from baton.team.states import MACHINES
+from baton.worktrees.states import WORKTREE
 
 __all__ = ["TABLES", "main", "render"]
 
-TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES)
+TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES, RUN, WORKTREE)
 """Every lifecycle of baton; a test checks each has a diagram in the docs."""
 
 _BLOCK = re.compile(

@@ -621,10 +621,10 @@ async def serve_stdio(store_path: Path, slot: str) -> None:
     from mcp.server.stdio import stdio_server
 
     from baton import crashpoints
-    from baton.store.store import Store
+    from baton.store.sqlite import SqliteStore
 
     crashpoints.install_from_env()
-    store = Store.open(store_path)
+    store = SqliteStore.open(store_path)
     try:
         access = SlotAccess(store, slot)
         tools = RoleTools(access)

@@ -18,6 +18,7 @@ import json
 from types import MappingProxyType
 
 from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK, permission_env
+from baton.providers.cursor_sdk.tables import BUNDLED_BRIDGE
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "CLAUDE_ASK",
     "CODEX",
     "CURSOR",
+    "CURSOR_SDK",
     "GEMINI",
     "OPENCODE",
     "QWEN",
@@ -67,6 +69,27 @@ CURSOR = AgentProfile(
     client_meta=MappingProxyType({"subagents": True}),
     mode=APPROVAL_TABLES["cursor"].select,
     install_hint="curl https://cursor.com/install | bash  (then bind CURSOR_API_KEY)",
+)
+
+CURSOR_SDK = AgentProfile(
+    name="cursor-sdk",
+    title="Cursor Agent through the Cursor SDK (cursor-sdk bridge)",
+    command=(BUNDLED_BRIDGE,),
+    family="cursor-sdk",
+    transport="cursor-sdk",
+    env=MappingProxyType({"NO_OPEN_BROWSER": "1"}),
+    private_dirs=MappingProxyType(
+        {
+            # The bridge keeps its local agents here: a role session's persistent private
+            # root keeps them across restarts, so the agent is resumed by its id.
+            "CURSOR_SDK_BRIDGE_STATE_ROOT": "cursor-sdk/state",
+            **_NODE_PRIVATE,
+        }
+    ),
+    admission=("cursor", "claude"),
+    mode=APPROVAL_TABLES["cursor-sdk"].select,
+    install_hint="pip install 'baton[cursor]'  (cursor-sdk 1.1.0; then bind CURSOR_API_KEY)",
+    initialize_timeout=60.0,
 )
 
 CLAUDE = AgentProfile(
@@ -170,5 +193,5 @@ QWEN = AgentProfile(
 )
 
 BUILTIN_PROFILES: dict[str, AgentProfile] = {
-    p.name: p for p in (BUILTIN, CURSOR, CLAUDE, CODEX, GEMINI, OPENCODE, QWEN)
+    p.name: p for p in (BUILTIN, CURSOR, CLAUDE, CODEX, GEMINI, OPENCODE, QWEN, CURSOR_SDK)
 }

@@ -19,6 +19,7 @@ from typing import Any, Literal
 __all__ = [
     "DEFAULT_PASS_ENV",
     "PYTHON_PLACEHOLDER",
+    "TRANSPORTS",
     "AgentProfile",
     "CredentialBinding",
     "MissingFileReads",
@@ -30,6 +31,10 @@ PYTHON_PLACEHOLDER = "$PYTHON"
 
 DEFAULT_PASS_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 """Non-secret variables every agent may inherit from baton's environment."""
+
+
+TRANSPORTS: tuple[str, ...] = ("acp", "cursor-sdk")
+"""The ways baton can talk to an agent (:attr:`AgentProfile.transport`)."""
 
 
 def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -128,6 +133,10 @@ class AgentProfile:
     stall_timeout: float | None = None
     """Silence before a running turn gets ``turn.stalled``; ``None``: the runner's default
     (60 s, ``baton.runner.liveness.DEFAULT_STALL_SECONDS``)."""
+    transport: str = "acp"
+    """How baton talks to the agent: ``acp`` (its ``command`` speaks ACP on stdio) or
+    ``cursor-sdk`` (``command`` is a Cursor SDK bridge, driven through the ``cursor-sdk``
+    client; :mod:`baton.cursor_sdk`)."""
     source: str = "builtin"
 
     @property

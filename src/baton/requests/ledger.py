@@ -48,6 +48,7 @@ from baton.requests.states import Event, State
 from baton.store import requests_sql as sql
 from baton.store.journal import Journal
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from baton.store.tx import Tx
 
@@ -85,7 +86,7 @@ class Ledger(LedgerReads):
     @classmethod
     def open(cls, path: Path, **kwargs: Any) -> Ledger:
         """A ledger over its own store at ``path`` (closed by :meth:`aclose`)."""
-        ledger = cls(Store.open(path), **kwargs)
+        ledger = cls(SqliteStore.open(path), **kwargs)
         ledger._owned = True
         return ledger
 

@@ -9,12 +9,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from baton.coordination.binding import Binding
 from baton.coordination.team import RoleSpec
-from baton.store.tx import Tx
-from baton.team.reconcile import HolderTurn
 
 __all__ = [
     "AdoptingSession",
-    "HeldTurns",
     "RoleSession",
     "RoleSessionFactory",
     "TurnResult",
@@ -88,9 +85,3 @@ class AdoptingSession(Protocol):
     """
 
     async def adopt(self, prompt_sha256: str) -> TurnResult | None: ...
-
-
-HeldTurns = Callable[[Tx, str, float], HolderTurn | None]
-"""``(tx, slot, now) -> what the slot's live holder has`` (``None``: none). Given to the
-team loop only where role sessions outlive it (cluster mode); on one machine there is
-no such reader and every open turn of a dead loop is interrupted."""

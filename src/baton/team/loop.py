@@ -64,7 +64,7 @@ from baton.team.arrivals import Arrivals
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.breaker import Breaker
-from baton.team.contract import HeldTurns, RoleSessionFactory
+from baton.team.contract import RoleSessionFactory
 from baton.team.drop import DropReport, TreeDropper
 from baton.team.executor import BreakerTripped, Executor
 from baton.team.facts import FactSource, policy_for
@@ -73,6 +73,7 @@ from baton.team.jobs import Job
 from baton.team.outbox import OutboxReader
 from baton.team.ownership import Ownership, TeamLoopBusy
 from baton.team.prompts import Prompts
+from baton.team.reconcile import HolderLookup
 from baton.team.records import RefusalRecord, SlotRecord
 from baton.team.recovery import LIVE_STATES, Recovery
 from baton.team.slots import Slot, Slots
@@ -105,7 +106,7 @@ class TeamLoop:
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
         sweep_interval: float = 5.0,
-        held_turns: HeldTurns | None = None,
+        holders: HolderLookup | None = None,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -194,7 +195,7 @@ class TeamLoop:
             evaluate=self._evaluate,
             schedule=self.schedule,
             state_dir=state_dir,
-            held_turns=held_turns,
+            holders=holders,
             workspaces=self.workspaces,
         )
         self.dropper = TreeDropper(

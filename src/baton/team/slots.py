@@ -78,7 +78,7 @@ class Slots:
         *,
         team: TeamConfig,
         fcop_root: Path,
-        store_path: Path,
+        store_path: Path | None,
         journal: Journal,
         factory: RoleSessionFactory,
         now: Callable[[], str],

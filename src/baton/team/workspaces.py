@@ -125,6 +125,18 @@ class Workspaces:
             inside = Path()
         return record.worktree / inside
 
+    def protected(self) -> tuple[str, ...]:
+        """Paths no task branch may change and still merge: FCoP's own files and baton's
+        state (agents file through baton's tools; a change there is a stray or hostile
+        write, never work), relative to the repository's top."""
+        assert self.repo is not None
+        try:
+            inside = self.project.resolve().relative_to(self.repo.root.resolve())
+        except ValueError:
+            return ()
+        prefix = "" if inside == Path() else inside.as_posix() + "/"
+        return (f"{prefix}fcop/", f"{prefix}.baton/")
+
     def cwd_of(self, root: str | None) -> Path | None:
         """The working folder of the tree ``root`` while it is live (blocking read)."""
         if root is None or self.repo is None:
@@ -305,6 +317,15 @@ class Workspaces:
             if record.state is WorktreeState.LIVE:
                 record = await self._checkpoint(record, f"baton: last checkpoint of {root}")
                 repo = self._repo()
+                stray = await asyncio.to_thread(repo.touched, record, self.protected())
+                if stray:
+                    raise MergeRefused(
+                        f"the branch changes baton's own files ({', '.join(stray[:5])}"
+                        + ("…" if len(stray) > 5 else "")
+                        + "): agents file tasks and reports through baton's tools, never by "
+                        "writing them; send it back to undo those changes",
+                        stray,
+                    )
                 rule = record.merge_rule or self.isolation.merge
                 base_tip, target = await asyncio.to_thread(repo.merge_commit, record, rule, message)
                 merging = await self._move(

@@ -77,7 +77,7 @@ def create_task(
         sender=ctx.team.human,
         recipient=to,
         subject=subject,
-        body=body or subject,
+        body=body if body.strip() else subject,  # an empty body: the subject is the task
         operation_id=operation_id,
     )
     return {

@@ -104,6 +104,9 @@ class TaskView:
     report_ref: str | None = None
     note: str = ""
     created_at: str = ""
+    result: str | None = None
+    """The result its report gave (``done``, ``blocked``, ``failed``): a task can be in FCoP's
+    done stage with a report that says it was blocked, and the board says so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +297,7 @@ def snapshot_from_team_view(
             turns=t.turns,
             report_ref=t.report_ref,
             note=t.note,
+            result=t.result,
         )
         for t in view.tasks
     ]

@@ -275,6 +275,20 @@ class Repository:
             note=note,
         )
 
+    def touched(self, record: WorktreeRecord, prefixes: Sequence[str]) -> tuple[str, ...]:
+        """Paths under any of ``prefixes`` the branch changes (against where it forked)."""
+        if not prefixes:
+            return ()
+        head = record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        base_tip = self.resolve(record.base_ref) or record.base_commit
+        if head is None:
+            return ()
+        fork = self.git.text("merge-base", base_tip, head)
+        changed = self.git.zsplit("diff", "--name-only", "-z", "--no-renames", fork, head)
+        return tuple(
+            p for p in changed if any(p == x.rstrip("/") or p.startswith(x) for x in prefixes)
+        )
+
     def conflicts(self, ours: str, theirs: str) -> tuple[str, ...]:
         """Files ``git merge-tree`` finds conflicting between two commits (none: clean)."""
         result = self.git.run(

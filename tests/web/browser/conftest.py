@@ -167,7 +167,15 @@ def login(browser: Any, url: str, *, width: int = 1280, height: int = 900) -> An
     page = context.new_page()
     page.goto(url)
     page.wait_for_url(re.compile(r"/$"))
+    page.locator("#shell").wait_for(state="detached")
     return page
+
+
+def goto(page: Any, url: str) -> None:
+    """Open a dashboard page and wait until it shows its data: a navigation gets the page
+    shell, whose script fetches the page with the session's proof (``baton.web.auth``)."""
+    page.goto(url)
+    page.locator("#shell").wait_for(state="detached")
 
 
 def shoot(page: Any, name: str) -> Path:

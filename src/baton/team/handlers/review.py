@@ -132,7 +132,7 @@ class OpenHumanReview:
         files = tuple(f.path for f in changes.files) if changes is not None else None
         summary = await asyncio.to_thread(self.summary, info, head, body, files)
         if changes is not None:
-            summary = f"{changes_line(changes)}\n\n{summary}"
+            summary = f"{summary.rstrip()}\n\n{changes_line(changes)}\n"
         document = ReviewRequest(
             task_id=info.task_id,
             report_ref=head.report_id,
