@@ -21,7 +21,7 @@ from baton.events.sequencer import Sequencer
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
 from baton.security.redact import Redactor
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team import role_sessions
 from baton.team.role_sessions import role_session_factory
 from tests.coordination.slots import open_slot, own_project
@@ -53,7 +53,7 @@ async def test_only_a_trees_worktree_opens_isolated(
         return _Opened()
 
     monkeypatch.setattr(role_sessions.AgentSession, "open", open_session)
-    store = Store.open(state_dir / "baton.db")
+    store = SqliteStore.open(state_dir / "baton.db")
     try:
         own_project(store)
         store.create_run(run_record("run-t", kind="up"))

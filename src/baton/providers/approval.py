@@ -281,11 +281,9 @@ def verify(
     *,
     contained: Mapping[str, str] = MappingProxyType({}),
 ) -> ApprovalVerdict:
-    """The effective approval behaviour of a session of ``profile`` (see the module doc).
-
-    ``contained``: self-approving modes that count as ``contained_edits`` here, with why
-    (a session in a task tree's worktree: :mod:`baton.providers.worktree_modes`); every
-    advertised mode is still classified, and the least safe one counts."""
+    """The effective approval behaviour of a session of ``profile`` (see the module doc);
+    ``contained``: self-approving modes that are ``contained_edits`` here, and why (in a
+    task tree's worktree, :mod:`baton.providers.worktree_modes`)."""
     family = profile.family
     if family == "opencode":
         return _opencode(profile)
