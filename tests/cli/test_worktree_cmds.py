@@ -56,6 +56,10 @@ def test_diff_and_worktrees_show_the_trees_change_display_safe(worked: tuple[Pat
     assert shown.returncode == 0, shown.stderr
     assert "+feature = True" in shown.stdout and "merges cleanly into main" in shown.stdout
     assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout  # agent text made safe
+    shown_task = baton_in(repo, "task", "show", task)
+    assert "branch baton/" in shown_task.stdout and "2 file(s) +2 -0" in shown_task.stdout
+    data = json.loads(baton_in(repo, "task", "show", task, "--json").stdout)
+    assert data["branch"]["state"] == "live" and data["branch"]["stat"]["files"] == 2
     stat = baton_in(repo, "diff", task, "--stat")
     assert "feature.py" in stat.stdout and "+feature" not in stat.stdout
 

@@ -25,13 +25,13 @@ from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec, RoleHolder
 from baton.cluster.config import ClusterConfig, cluster_config
 from baton.cluster.team_factory import _remote_profile
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.mcp_http import MAX_BODY, _bounded
-from baton.coordination.mcp_hub import RoleHub
 from baton.errors import ConfigError
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.workspace import init_workspace
 from baton.providers.catalog import BUILTIN
+from baton.role_tools.http_front import MAX_BODY, _bounded
+from baton.role_tools.hub import RoleHub
 from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from tests.agents.builtin_client import AgentProcess

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from baton.cli.app import app
 from baton.config import load_config
-from baton.coordination.context import open_context
 from baton.events.sequencer import Sequencer
+from baton.fcop_port.project import open_context
 from baton.runner.emitter import EventEmitter
 from baton.store.sqlite import SqliteStore
 from baton.team.loop import TeamLoop

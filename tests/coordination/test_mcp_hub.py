@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.coordination.hub_auth import Credentials, Grant, Refusal
-from baton.coordination.mcp_hub import SHIM_PATH, RoleHub
+from baton.role_tools.credentials import Credentials, Grant, Refusal
+from baton.role_tools.hub import SHIM_PATH, RoleHub
 from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from tests.coordination.slots import open_slot, own_project, point
@@ -145,7 +145,7 @@ DAEMON = textwrap.dedent(
     """
     import asyncio, json, sys
     from pathlib import Path
-    from baton.coordination.mcp_hub import RoleHub
+    from baton.role_tools.hub import RoleHub
     from baton.store.sqlite import SqliteStore
 
     async def main():

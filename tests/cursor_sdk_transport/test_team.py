@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from tests.cursor_sdk_transport.support import (
     bridge_groups,
     check_against_schema,

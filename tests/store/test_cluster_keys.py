@@ -14,10 +14,10 @@ import pytest
 
 from baton.cluster.fencing import Placements
 from baton.cluster.placement import FencedOut
-from baton.coordination.hub_auth import Grant, Refusal
-from baton.coordination.mcp_hub import RoleHub
 from baton.events.model import TurnSubmitted
 from baton.events.sequencer import Sequencer
+from baton.role_tools.credentials import Grant, Refusal
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
 from baton.store.sqlite import SqliteStore, apply_migrations

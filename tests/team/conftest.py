@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.team import TeamConfig, default_team
 from baton.events.sequencer import Sequencer
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.port import FcopPort
 from baton.runner.emitter import EventEmitter
 from baton.store.sqlite import SqliteStore
 from baton.team.loop import RunSummary, TeamLoop
+from baton.team_config import TeamConfig, default_team
 from tests.coordination.conftest import KEY, authority, port, root, state_dir
 from tests.coordination.fakes import FakeFactory, Script, runbook_agent
 from tests.support.records import run_record

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.requests.model import ReviewRequest
 from baton.requests.states import State
 from baton.team.states import TaskState
@@ -174,7 +174,7 @@ async def test_isolation_none_keeps_todays_behaviour(team: Team, port: FcopPort)
     git_project(team.root)
     port.create_task(sender="ADMIN", recipient="DEV", subject="plain", body="b")
     factory = team.factory()
-    from baton.coordination.team import Isolation
+    from baton.team_config import Isolation
 
     await team.run_idle(team.loop(factory, isolation=Isolation(mode="none")))
     assert factory.cwds == [("DEV", None)]

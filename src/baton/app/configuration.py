@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from baton.config import PROFILE_KEYS, SECRETS_KEYS
-from baton.coordination.team import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS
 from baton.requests.notify import NOTIFY_KEYS
+from baton.team_config import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS
 
 __all__ = ["CONFIG_TABLES"]
 

@@ -60,7 +60,7 @@ from baton.store.store import Store
 if TYPE_CHECKING:
     from baton.cluster.actor import HolderRoot, HolderSpec
     from baton.cluster.config import ClusterConfig
-    from baton.coordination.context import CoordinationContext
+    from baton.fcop_port.project import CoordinationContext
     from baton.team.contract import RoleSessionFactory
     from baton.team.loop import RunSummary, TeamLoop
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from baton.app.root import Baton
-from baton.coordination.context import open_context
 from baton.errors import BatonError
 from baton.events.sequencer import utc_now
+from baton.fcop_port.project import open_context
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx

@@ -1,7 +1,7 @@
 """``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
 ``sessions`` are :mod:`baton.cli.status_cmds`).
 
-A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+A thin typer layer over :mod:`baton.fcop_port` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
 every read is a directory listing plus Core reads of the non-terminal stages,
 and the team loop's own records come from the store (WAL: these commands read
@@ -36,10 +36,10 @@ from baton.cli.shared import (
     print_ndjson,
 )
 from baton.config import load_config
-from baton.coordination.context import CoordinationContext, init_project
-from baton.coordination.fcop_port import STAGES, TaskInfo
-from baton.coordination.intake.board import open_tasks
-from baton.coordination.intake.screen import subject_problem
+from baton.fcop_port.board import open_tasks
+from baton.fcop_port.port import STAGES, TaskInfo
+from baton.fcop_port.project import CoordinationContext, init_project
+from baton.intake.screen import subject_problem
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
@@ -343,12 +343,22 @@ def task_show(
             }
             for r in reports
         ],
+        "branch": _branch_of(ctx, task.task_id),
     }
     if as_json:
         print_json(data)
         return
     console = out()
     console.print(f"[bold]{line_safe(task.task_id)}[/]  {line_safe(task.subject)}")
+    branch = data["branch"]
+    if branch is not None:
+        stat = branch.get("stat")
+        shown = f" · {stat['files']} file(s) +{stat['added']} -{stat['removed']}" if stat else ""
+        console.print(
+            f"branch {line_safe(branch['branch'])} → {line_safe(branch['base'])} "
+            f"[{line_safe(branch['state'])}]{shown}"
+            + (f" · tree of {line_safe(branch['root'])}" if branch["root"] != task.task_id else "")
+        )
     note = f" [{data['baton_status']}]" if data["baton_status"] else ""
     console.print(
         f"stage {line_safe(task.stage)}{line_safe(note)} · {line_safe(task.sender)} → {line_safe(task.recipient)}"
@@ -367,6 +377,39 @@ def task_show(
         )
     console.print()
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
+
+
+def _branch_of(ctx: CoordinationContext, task_id: str) -> dict[str, Any] | None:
+    """The task's tree's branch and its diffstat (None: the tree has no branch)."""
+    from baton.app.worktrees import NoTree, change_of, tree_of
+    from baton.worktrees.git import GitError
+
+    with open_store(ctx) as store:
+        root, record = tree_of(store, task_id)
+    if record is None:
+        return None
+    data: dict[str, Any] = {
+        "root": root,
+        "branch": record.branch,
+        "base": record.base_branch,
+        "state": record.state.value,
+        "head": record.head_commit,
+        "worktree": record.path if record.worktree.exists() else None,
+        "salvage_ref": record.salvage_ref,
+        "stat": None,
+    }
+    if record.state.value == "live":
+        try:
+            change = change_of(ctx.project_dir, record)
+        except (NoTree, GitError):
+            return data  # git could not tell: the branch is still named
+        data["stat"] = {
+            "files": len(change.files),
+            "added": change.added,
+            "removed": change.removed,
+            "commits": len(change.commits),
+        }
+    return data
 
 
 @task_app.command("drop")

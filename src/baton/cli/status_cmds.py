@@ -17,7 +17,7 @@ import typer
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
-from baton.coordination.context import CoordinationContext
+from baton.fcop_port.project import CoordinationContext
 from baton.runner.liveness import span, stall_text
 from baton.store.live_turns import live_turns
 from baton.store.store import Store

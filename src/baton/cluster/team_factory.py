@@ -38,18 +38,18 @@ from baton.cluster.config import ClusterConfig
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.cluster.fencing import Placements
 from baton.config import BatonConfig
-from baton.coordination.binding import Binding
-from baton.coordination.fcop_workspace import inspect_workspace_kind
-from baton.coordination.hub_auth import Grant, SlotCredential
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.team import RoleSpec
+from baton.fcop_port.workspace import inspect_workspace_kind
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
+from baton.role_tools.binding import Binding
+from baton.role_tools.credentials import Grant, SlotCredential
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.team.contract import RoleSession, RoleSessionFactory
 from baton.team.reconcile import HolderLookup
+from baton.team_config import RoleSpec
 
 __all__ = ["cluster_factory_for", "holder_lookup", "project_id"]
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from baton.coordination.binding import Binding
-from baton.coordination.team import RoleSpec
+from baton.role_tools.binding import Binding
+from baton.team_config import RoleSpec
 
 __all__ = [
     "AdoptingSession",

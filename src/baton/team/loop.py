@@ -44,15 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
-from baton.coordination.doorbell import (
+from baton.events.sequencer import utc_now
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import (
+    clean_temporaries,
+)
+from baton.inbox.doorbell import (
     Doorbell,
     DoorbellEvent,
 )
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import clean_temporaries
-from baton.coordination.intake.sweep import Sweeper
-from baton.coordination.team import TeamConfig
-from baton.events.sequencer import utc_now
+from baton.intake.sweep import Sweeper
 from baton.requests.ledger import Ledger
 from baton.store import team_sql
 from baton.store.journal import Journal
@@ -81,6 +82,7 @@ from baton.team.summary import RunSummary, summarize
 from baton.team.sweeps import LoopSweeps
 from baton.team.turns import TurnRunner
 from baton.team.workspaces import Workspaces
+from baton.team_config import TeamConfig
 
 __all__ = ["RunSummary", "TeamLoop", "TeamLoopBusy"]
 

@@ -18,11 +18,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import clean_temporaries, tasks_in_two_stages
-from baton.coordination.team import TeamConfig
 from baton.events.model import Payload
 from baton.events.sequencer import utc_now
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import clean_temporaries, tasks_in_two_stages
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -38,6 +37,7 @@ from baton.team.states import DispatchState, TaskState
 from baton.team.turns import RoleTurn, TurnRunner
 from baton.team.two_stages import record_recovery, repair_two_stages
 from baton.team.workspaces import Workspaces
+from baton.team_config import TeamConfig
 
 __all__ = ["LIVE_STATES", "Recovery"]
 

@@ -13,10 +13,10 @@ from typing import Literal
 
 from baton import crashpoints
 from baton.config import BatonConfig
-from baton.coordination.context import CoordinationContext
-from baton.coordination.mcp_hub import RoleHub
+from baton.fcop_port.project import CoordinationContext
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
 from baton.team.contract import RoleSessionFactory

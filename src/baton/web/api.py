@@ -238,7 +238,7 @@ async def team_snapshot(ctx: WebContext) -> dict[str, Any]:
 
 async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     """A task, its documents, and (for the review card) the changes its role reported."""
-    from baton.coordination.errors import CoordinationError
+    from baton.fcop_errors import CoordinationError
 
     board = _board_source(ctx)
     snapshot = await asyncio.to_thread(board.snapshot, [])

@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from baton.coordination.context import CoordinationContext
-from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
+from baton.fcop_port.port import FcopPort, Stage, TaskInfo
+from baton.fcop_port.project import CoordinationContext
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
 from baton.runner.liveness import stall_text
@@ -147,7 +147,7 @@ class BoardSource(Protocol):
 
 def open_board(project_dir: Path, store: Store) -> BoardSource:
     """The board of the project, from the team loop's read models (``baton.team.views``)."""
-    from baton.coordination.context import open_context
+    from baton.fcop_port.project import open_context
     from baton.team import views
 
     return TeamViewBoardSource(open_context(project_dir), store, views)

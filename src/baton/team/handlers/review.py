@@ -10,8 +10,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from baton.coordination.fcop_port import FcopPort, TaskInfo
-from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
+from baton.fcop_port.port import FcopPort, TaskInfo
 from baton.requests.ledger import Ledger
 from baton.requests.model import ReviewChanges, ReviewRequest
 from baton.store import team_sql
@@ -26,6 +25,7 @@ from baton.team.records import TaskRecord
 from baton.team.slots import Slot
 from baton.team.states import TaskState
 from baton.team.workspaces import Workspaces
+from baton.workflow.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.worktrees.review import review_changes
 from baton.worktrees.states import WorktreeState
 
@@ -41,7 +41,7 @@ branch changes, when it has one (else the files the agents reported writing)."""
 class ReviewDocuments:
     """What the human reviews: the work, not the prompt.
 
-    :func:`~baton.coordination.review_summary.review_document` over the TASK, its
+    :func:`~baton.workflow.review_summary.review_document` over the TASK, its
     report, each delegated child's result with an excerpt of its report, and the
     files the agents reported writing (kept per TASK in the store's records).
     """
