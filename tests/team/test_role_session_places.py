@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from baton.config import load_config
-from baton.coordination.team import RoleSpec
 from baton.events.sequencer import Sequencer
 from baton.requests.ledger import Ledger
 from baton.runner.emitter import EventEmitter
@@ -24,6 +23,7 @@ from baton.security.redact import Redactor
 from baton.store.sqlite import SqliteStore
 from baton.team import role_sessions
 from baton.team.role_sessions import role_session_factory
+from baton.team_config import RoleSpec
 from tests.coordination.slots import open_slot, own_project
 from tests.support.records import run_record
 
