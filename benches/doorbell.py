@@ -581,8 +581,8 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
     written: dict[str, int] = {}  # task -> when its first session/prompt was written
     wrote = asyncio.Event()
 
-    async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
-        role = await real(spec, binding)
+    async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
+        role = await real(spec, binding, cwd)
         assert isinstance(role, AcpRoleSession) and role.session.conn is not None
         conn = role.session.conn
         send = conn.send
@@ -642,7 +642,7 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         waiting[slot] = task
 
     daemon._on_doorbell = spy  # type: ignore[method-assign]
-    daemon.executor.prompt_started = started
+    daemon.turns.prompt_started = started
 
     writer = port._lifecycle
 

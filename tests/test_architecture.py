@@ -26,7 +26,7 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.web",),  # the web surface (``baton serve`` mounts it)
     ("baton.app",),  # the composition root: Baton.open(project)
     ("baton.cluster",),  # cluster mode: role sessions as Ray actors, placements, epoch fencing
-    ("baton.team",),  # the team loop: decide(facts) -> actions
+    ("baton.team",),  # the team loop: next_step(facts) -> step -> handler
     # Siblings: none of these imports another.
     (
         "baton.inbox",  # the doorbell: TASK files landing in the inbox, routed or refused
@@ -34,6 +34,7 @@ TIERS: list[tuple[Layer, ...]] = [
         "baton.runner",  # one agent session
         "baton.testing",  # the shipped test transports
         "baton.agents",  # baton's own agent (a separate process)
+        "baton.worktrees",  # a task tree's branch and worktree, through git itself
     ),
     (
         "baton.fcop_port",  # the FCoP port and baton's own write paths over fcop's Core

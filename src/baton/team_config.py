@@ -37,6 +37,7 @@ __all__ = [
     "ROLE_KEYS",
     "TEAM_KEYS",
     "FcopMcpCompat",
+    "Isolation",
     "RoleSpec",
     "TeamConfig",
     "default_team",
@@ -94,6 +95,10 @@ TEAM_KEYS = frozenset(
         "quarantine",
         "roles",
         "fcop_mcp",
+        "isolation",
+        "base",
+        "worktrees_dir",
+        "merge",
     }
 )
 ROLE_KEYS = frozenset({"agent", "concurrency", "tools", "permissions", "description", "aliases"})
@@ -116,6 +121,21 @@ class RoleSpec:
 
     def allows(self, tool: str) -> bool:
         return tool in self.tools
+
+
+@dataclass(frozen=True, slots=True)
+class Isolation:
+    """Where a task tree's agents work: its own branch and worktree, or the one checkout."""
+
+    mode: Literal["worktree", "none"] = "worktree"
+    """``worktree`` (the default; a folder that is not a git repository runs as ``none``)."""
+    base: str | None = None
+    """The branch task branches come from and merge into (None: the branch checked out
+    in the main checkout when the tree is first dispatched)."""
+    worktrees_dir: str | None = None
+    """Where worktrees live (relative to the project; None: ``.baton/worktrees``)."""
+    merge: Literal["merge", "squash", "ff"] = "merge"
+    """How an approved tree reaches its base."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +171,7 @@ class TeamConfig:
     quarantine: bool = True
     """Move hostile inbox entries out of ``fcop/`` (they break Core's O(n) scans)."""
     fcop_mcp: FcopMcpCompat = field(default_factory=FcopMcpCompat)
+    isolation: Isolation = field(default_factory=Isolation)
 
     def role_for(self, recipient: str) -> RoleSpec | None:
         """The role a TASK ``recipient`` routes to, by exact name or declared alias."""
@@ -324,7 +345,34 @@ def parse_team(
         ),
         quarantine=quarantine,
         fcop_mcp=_parse_compat(raw.get("fcop_mcp", {})),
+        isolation=_parse_isolation(raw),
     )
+
+
+_BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]{1,200}\Z")
+
+
+def _parse_isolation(raw: Mapping[str, Any]) -> Isolation:
+    mode = raw.get("isolation", "worktree")
+    if mode not in ("worktree", "none"):
+        raise ConfigError(f"[team] isolation: must be 'worktree' or 'none' (got {mode!r})")
+    merge = raw.get("merge", "merge")
+    if merge not in ("merge", "squash", "ff"):
+        raise ConfigError(f"[team] merge: must be 'merge', 'squash' or 'ff' (got {merge!r})")
+    base = raw.get("base")
+    if base is not None:
+        base = _str(base, "[team] base")
+        if not _BRANCH_RE.fullmatch(base) or ".." in base or base.startswith(("-", "/")):
+            raise ConfigError(f"[team] base: {base!r} is not a branch name (e.g. main)")
+        base = base.removeprefix("refs/heads/")
+    directory = raw.get("worktrees_dir")
+    if directory is not None:
+        directory = _str(directory, "[team] worktrees_dir")
+        if Path(directory).is_absolute() or ".." in Path(directory).parts:
+            raise ConfigError(
+                "[team] worktrees_dir: must be a folder inside the project (e.g. .baton/worktrees)"
+            )
+    return Isolation(mode=mode, base=base, worktrees_dir=directory, merge=merge)
 
 
 def _parse_compat(section: Any) -> FcopMcpCompat:
@@ -380,6 +428,10 @@ zero_tool_limit = 3                  # consecutive zero-tool-call turns before a
 zero_tool_cooldown = 300             # seconds a paused role rests
 max_task_bytes = 1048576             # larger TASK files are refused unread (hostile)
 quarantine = true                    # move hostile inbox files to .baton/quarantine/
+isolation = "worktree"               # each task tree works on its own branch and worktree
+                                     # (.baton/worktrees/); "none": agents edit this checkout
+merge = "merge"                      # an approved tree reaches its base by "merge", "squash" or "ff"
+# base = "main"                      # default: the branch checked out when a tree starts
 
 # Every role runs on the built-in agent so `baton up` works offline. Point a role
 # at another profile (e.g. agent = "opencode") to use a real coding agent, and

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.project import without_isolation
+
 
 def user_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a user's shell: a PATH, a home, a terminal width; no BATON_*."""
@@ -49,6 +51,7 @@ def project(tmp_path: Path, user_home: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(repo)], check=True, env=user_env(user_home))
     result = baton_cli(repo, "init", home=user_home)
     assert result.returncode == 0, result.stderr
+    without_isolation(repo)
     return repo
 
 

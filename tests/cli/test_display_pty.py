@@ -19,6 +19,7 @@ import pytest
 
 from tests.cli.conftest import user_env
 from tests.cli.pty import baton_wrapper, in_pty
+from tests.support.project import without_isolation
 
 HOSTILE = [
     "\x1b[2J\x1b[H",  # clear the screen, cursor home
@@ -66,6 +67,7 @@ def hostile_project(tmp_path: Path, user_home: Path) -> Path:
     bin_dir = baton_wrapper(tmp_path / "bin")
     screen = in_pty("baton init", cwd=repo, home=user_home, bin_dir=bin_dir)
     assert screen.status == 0, screen.text
+    without_isolation(repo)
     profile = "evil\\u001b]0;profile-title\\u0007"
     with (repo / "baton.toml").open("a", encoding="utf-8") as toml:
         toml.write(f'\n[profiles."{profile}"]\nextends = "builtin"\n')

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.project import baton_in
+from tests.support.project import baton_in, commit_all
 
 TASK = """Release check.
 
@@ -37,13 +37,19 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def baton(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return baton_in(repo, *args, timeout=timeout)
 
 
 def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:
     assert baton(repo, "init").returncode == 0
-    (repo / "TASK.md").write_text(TASK)
+    commit_all(repo)  # as baton init tells a new repository to: the tree branches from it
+    (repo / "TASK.md").write_text(TASK.replace("echo smoke-ok", "echo smoke-ok | tee smoke.txt"))
     created = baton(
         repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"
     )
@@ -77,10 +83,18 @@ def test_team_loop_reaches_a_human_approval_and_closes(repo: Path) -> None:
     assert status["board"]["counts"]["done"] == 2 and status["board"]["counts"]["review"] == 1
     reports = sorted((repo / "fcop" / "reports").glob("REPORT-*.md"))
     assert len(reports) == 3
+    # The tree worked on its own branch: QA's file is there, not in the checkout.
+    assert not (repo / "smoke.txt").exists()
+    branches = _git(repo, "branch", "--list", "baton/*", "--format=%(refname:short)").split()
+    assert len(branches) == 1
+    assert _git(repo, "show", f"{branches[0]}:smoke.txt") == "smoke-ok"
     answer = baton(repo, "answer", reviews[0]["request_id"], "--accept", "--reason", "ship it")
     assert answer.returncode == 0, answer.stderr
     again = baton(repo, "up", "--until-idle")
     assert again.returncode == 0, again.stderr[-2000:]
+    assert (repo / "smoke.txt").read_text() == "smoke-ok\n"  # approved: merged into main
+    assert _git(repo, "branch", "--list", "baton/*") == ""  # merged: branch and worktree gone
+    assert not list((repo / ".baton" / "worktrees").iterdir())
     status = json.loads(baton(repo, "status", "--json").stdout)
     assert status["board"]["counts"]["done"] == 3 and status["board"]["counts"]["review"] == 0
     assert not [r for r in status["pending_reviews"] if r["status"] == "pending"]

@@ -228,7 +228,7 @@ def team_flow(
     returns is in the result as ``during``."""
     from baton.store.pg import PgStore
     from tests.cli.test_team_loop import TASK
-    from tests.support.project import baton_in, project_env
+    from tests.support.project import baton_in, project_env, without_isolation
 
     assert t.root is not None
     work = t.root / "work"
@@ -246,6 +246,7 @@ def team_flow(
         )
 
     assert baton_in(repo, "init").returncode == 0
+    without_isolation(repo)  # a worker's worktrees: docs/cluster.md
     hub = f'hub_address = "{t[hub_on].address}"\n' if hub_on is not None else ""
     with (repo / "baton.toml").open("a") as toml:
         toml.write(

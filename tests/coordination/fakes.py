@@ -14,6 +14,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from baton.role_tools.binding import Binding, SlotAccess
@@ -43,6 +44,8 @@ class Agent:
     calls: list[Call] = field(default_factory=list)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when baton cancels the running turn (an async script may wait for it)."""
+    cwd: Path | None = None
+    """Where the session works (a tree's worktree; None: the project)."""
 
     def call(self, name: str, **args: Any) -> dict[str, Any] | None:
         try:
@@ -90,6 +93,8 @@ class FakeSession:
         self.prompts: list[str] = []
         self.cancels: list[str] = []
         self.closed = False
+        self.cwd: Path | None = None
+        """Where the session's agent works (None: the project; else a tree's worktree)."""
 
     @property
     def session_id(self) -> str:
@@ -143,10 +148,16 @@ class FakeFactory:
         self.log: list[tuple[str, str]] = []
         self.usage: Usage | None = None
         self.files_changed: tuple[str, ...] = ()
+        self.cwds: list[tuple[str, Path | None]] = []
+        """(slot, working folder) of every session opened, in order."""
 
-    async def __call__(self, spec: RoleSpec, binding: Binding) -> FakeSession:
+    async def __call__(
+        self, spec: RoleSpec, binding: Binding, cwd: Path | None = None
+    ) -> FakeSession:
         session = FakeSession(self, spec, binding)
+        session.cwd = session.agent.cwd = cwd
         self.sessions[binding.session_name] = session
+        self.cwds.append((binding.session_name, cwd))
         return session
 
     def prompts_for(self, session_name: str) -> list[str]:

@@ -14,8 +14,8 @@ from baton.lifeline import process_start_ticks
 from baton.role_tools.binding import Binding, SlotAccess
 from baton.store import team_sql
 from baton.store.store import Store
-from baton.team.records import DaemonRecord, SlotRecord
-from baton.team.states import SlotState
+from baton.team.records import OwnerRecord, SlotRecord
+from baton.team.states import OwnerState, SlotState
 from baton.team_config import ALL_TOOLS, DEFAULT_TOOLS
 
 ROLES = ("PM", "DEV", "QA", "OPS")
@@ -28,17 +28,17 @@ def _now() -> str:
 def own_project(store: Store, pid: int | None = None) -> None:
     """Record ``pid`` (default: this process) as the ``baton up`` owning the project."""
     pid = pid or os.getpid()
-    record = DaemonRecord(
+    record = OwnerRecord(
         pid=pid,
         start_ticks=process_start_ticks(pid) or 0,
         host="test",
         boot="test",
         run_id="run-test",
-        state="running",
+        state=OwnerState.RUNNING,
         started_at=_now(),
         updated_at=_now(),
     )
-    store.write_sync(lambda tx: team_sql.DAEMON.upsert(tx, record.row()))
+    store.write_sync(lambda tx: team_sql.OWNER.upsert(tx, record.row()))
 
 
 def open_slot(store: Store, root: Path, role: str, *, slot: str | None = None) -> SlotAccess:

@@ -31,7 +31,7 @@ from tests.support.opencode import (
     require_opencode,
     skip_opencode,
 )
-from tests.support.project import baton_in
+from tests.support.project import baton_in, without_isolation
 
 pytestmark = [
     pytest.mark.opencode,
@@ -95,6 +95,7 @@ def test_an_opencode_role_files_a_valid_report_through_mcp(
     script = call_tool_then_text("write_report", {"result": "done", "body": REPORT_BODY})
     with LLMStub(cwd=repo, script=script) as stub:
         assert baton(repo, "init").returncode == 0
+        without_isolation(repo)
         use_opencode_for_dev(repo, stub, permission=permission)
         (repo / "TASK.md").write_text(TASK_BODY)
         created = baton(

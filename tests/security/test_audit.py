@@ -25,6 +25,7 @@ from baton.requests.model import (
 from baton.requests.policy import Policy
 from baton.requests.states import State
 from tests.support.harness import Harness, fake
+from tests.support.project import without_isolation
 
 WS = "/work/space"
 
@@ -248,6 +249,7 @@ def test_status_and_sessions_count_unapproved_mutations_per_role(tmp_path: Path)
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     assert baton_in(repo, "init").returncode == 0
+    without_isolation(repo)
     command = [sys.executable, "-m", "baton.testing.fake_agent", "--scenario", "skip-permission"]
     text = (repo / "baton.toml").read_text()
     dev = '[team.roles.DEV]\nagent = "builtin"'

@@ -42,6 +42,29 @@ def git_repo(parent: Path, name: str = "repo") -> Path:
     return root
 
 
+def without_isolation(repo: Path) -> None:
+    """``[team] isolation = "none"`` in ``repo``'s ``baton.toml``: agents work in the checkout
+    itself, as before task trees had their own branches (tests about something else)."""
+    config = repo / "baton.toml"
+    text = config.read_text(encoding="utf-8")
+    assert 'isolation = "worktree"' in text, "baton init's [team] names its isolation"
+    config.write_text(text.replace('isolation = "worktree"', 'isolation = "none"', 1))
+
+
+def commit_all(repo: Path, message: str = "baton init") -> None:
+    """What ``baton init`` tells a user to do in a new repository: commit what it wrote."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "GIT_AUTHOR_NAME": "Dana",
+        "GIT_AUTHOR_EMAIL": "dana@example.org",
+        "GIT_COMMITTER_NAME": "Dana",
+        "GIT_COMMITTER_EMAIL": "dana@example.org",
+        "HOME": str(repo.parent / "home"),
+    }
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", message], cwd=repo, check=True, env=env)
+
+
 def stock_fcop_validate(root: Path) -> dict[str, Any]:
     """``fcop validate --json`` of the stock CLI, in its own process (no baton code loaded)."""
     done = subprocess.run(

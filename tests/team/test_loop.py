@@ -14,7 +14,7 @@ from baton.fcop_port.port import FcopPort
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.states import State
 from baton.team.contract import TurnResult, Usage
-from baton.team.executor import Job
+from baton.team.jobs import Job
 from baton.team.states import TaskState
 from baton.team.views import slot_views, task_views, team_view
 from tests.coordination.fakes import Agent, runbook_agent
@@ -136,18 +136,19 @@ async def test_two_tasks_for_a_role_with_limit_1_run_one_after_the_other(
 
     factory = team.factory({"QA": qa})
     loop = team.loop(factory)
-    enqueue = loop._enqueue
     qa_jobs: list[str] = []
 
-    def spy(job: Job) -> None:
-        enqueue(job)
-        if job.role == "QA" and job.task_id not in qa_jobs:
-            qa_jobs.append(job.task_id)
-            if len(qa_jobs) == 2:
-                both_queued.set()
+    class SpyQueue(asyncio.Queue[Job]):
+        """QA's role queue, noting each TASK the first time it is queued."""
 
-    loop._enqueue = spy  # type: ignore[method-assign]
-    loop.executor.enqueue = spy
+        def put_nowait(self, job: Job) -> None:
+            super().put_nowait(job)
+            if job.task_id not in qa_jobs:
+                qa_jobs.append(job.task_id)
+                if len(qa_jobs) == 2:
+                    both_queued.set()
+
+    loop._queues["QA"] = SpyQueue()
     await team.run_idle(loop)
     assert peak == 1
     qa_log = [e for e in loop.dispatch_log if e[0].startswith("QA")]
@@ -430,7 +431,7 @@ async def test_until_idle_returns_with_nothing_to_do(team: Team) -> None:
 async def test_a_second_up_on_the_project_is_refused(team: Team, port: FcopPort) -> None:
     import os
 
-    from baton.team.loop import DaemonBusy
+    from baton.team.loop import TeamLoopBusy
     from tests.coordination.slots import own_project
 
     sleeper = await asyncio.create_subprocess_exec("sleep", "60")
@@ -444,13 +445,11 @@ async def test_a_second_up_on_the_project_is_refused(team: Team, port: FcopPort)
         boot = ""
         with contextlib.suppress(OSError):
             boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        team.store.write_sync(
-            lambda tx: team_sql.DAEMON.update(tx, 1, {"host": host, "boot": boot})
-        )
+        team.store.write_sync(lambda tx: team_sql.OWNER.update(tx, 1, {"host": host, "boot": boot}))
         loop = team.loop(team.factory())
         try:
             await asyncio.wait_for(loop.run(until_idle=True), WAIT)
-        except DaemonBusy as exc:
+        except TeamLoopBusy as exc:
             assert str(sleeper.pid) in str(exc)
         else:
             raise AssertionError("a second baton up ran")
@@ -469,14 +468,26 @@ async def test_a_stop_before_the_loop_runs_is_kept(team: Team) -> None:
 
 
 @pytest.mark.parametrize(
-    "step", ["_migrate", "_sweep", "_recover", "_open_slots", "_reevaluate_all", "_drain_outbox"]
+    "step",
+    [
+        "recovery.migrate",
+        "sweeps.sweep",
+        "recovery.recover",
+        "_open_slots",
+        "recovery.reevaluate_all",
+        "outbox.drain",
+    ],
 )
 async def test_a_stop_during_start_up_ends_the_run(
     team: Team, step: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever start-up step a signal lands in, the loop stops instead of waiting forever."""
     loop = team.loop(team.factory())
-    original = getattr(loop, step)
+    *path, name = step.split(".")
+    owner: Any = loop
+    for part in path:
+        owner = getattr(owner, part)
+    original = getattr(owner, name)
     reached = asyncio.Event()
 
     async def stopped_here(*args: Any, **kwargs: Any) -> Any:
@@ -484,7 +495,7 @@ async def test_a_stop_during_start_up_ends_the_run(
         reached.set()
         return await original(*args, **kwargs)
 
-    monkeypatch.setattr(loop, step, stopped_here)
+    monkeypatch.setattr(owner, name, stopped_here)
     summary = await asyncio.wait_for(loop.run(), WAIT)
     assert reached.is_set() and summary.stopped
     assert loop.sweeper.feed is None  # its inotify instance is closed with the run

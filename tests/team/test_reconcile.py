@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baton.team.reconcile import (
-    DAEMON_STOPPED,
+    LOOP_STOPPED,
     Adopt,
     HolderTurn,
     Interrupt,
@@ -19,7 +19,7 @@ RUNNING, DISPATCHED = DispatchState.RUNNING, DispatchState.DISPATCHED
 
 CASES = [
     # (turn state, turn digest, holder) -> adopted?, why (a word of the reason)
-    (RUNNING, D, None, False, DAEMON_STOPPED),
+    (RUNNING, D, None, False, LOOP_STOPPED),
     (DISPATCHED, D, HolderTurn(D, ended=False), False, "never handed"),
     (RUNNING, None, HolderTurn(D, ended=False), False, "no prompt digest"),
     (RUNNING, D, HolderTurn(D, ended=False, lease_live=False), False, "lost its placement"),

@@ -94,7 +94,7 @@ async def test_http_is_offered_only_to_agents_advertising_it(
     spec = RoleSpec(name="QA", agent="role-agent", permissions="all")
     binding = open_slot(store, root, "QA").binding()
     for _ in range(2):  # a first session and a resumed one
-        session = await factory(spec, binding)
+        session = await factory(spec, binding, None)
         await session.close()
     assert hub.given == given
     record = store.get_session("role-QA")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.project import baton_in
+from tests.support.project import baton_in, without_isolation
 
 SLOW_STEP = """Do something slow.
 
@@ -53,6 +53,7 @@ def repo(tmp_path: Path) -> Path:
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     assert baton_in(root, "init").returncode == 0
+    without_isolation(root)  # these are about signals and deaths, in the checkout itself
     return root
 
 

@@ -12,7 +12,6 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from baton.workflow.header import PromptContext, reminder_prompt, task_prompt
 from baton.requests.ledger import Ledger
 from baton.requests.model import parse_document
 from baton.store.store import Store
@@ -20,6 +19,7 @@ from baton.web.app import create_app
 from baton.web.dashboard import request_card, shown_path
 from baton.web.live import LiveHub
 from baton.web.summaries import prompt_summary
+from baton.workflow.header import PromptContext, reminder_prompt, task_prompt
 from tests.web.conftest import BASE_URL
 from tests.web.streaming import StreamingASGITransport
 from tests.web.webbuild import TOKEN, create, permission_doc

@@ -9,6 +9,9 @@ while ``baton up`` writes). The project is found like every
 command finds it (:mod:`baton.cli.project`); errors are the shared one line
 (:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
 text and go through :func:`~baton.security.display.terminal_safe`.
+
+Length: one command group (``init`` and ``task new|list|show|drop``) and the body reading
+and task lookup its commands share.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from baton.store.store import Store
 from baton.team.records import TaskRecord
 from baton.team.views import task_views
 
-__all__ = ["app", "line_safe", "open_store"]
+__all__ = ["app", "find_task", "line_safe", "open_store"]
 
 app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
 task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
@@ -290,7 +293,7 @@ def _read_body(body_file: Path) -> str:
         ) from None
 
 
-def _find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
+def find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
     """A task by its whole id or a unique prefix (``TASK-`` may be left out)."""
     wanted = prefix.strip()
     if not wanted.upper().startswith("TASK-"):
@@ -318,7 +321,7 @@ def task_show(
 ) -> None:
     """One task: where it is, who has it, its children, reports and body."""
     ctx = coordination(project)
-    task = _find_task(ctx, task_id)
+    task = find_task(ctx, task_id)
     state = _records(ctx)
     children = ctx.port.children(task.task_id)
     reports = ctx.port.reports_for(task.task_id)
@@ -340,12 +343,22 @@ def task_show(
             }
             for r in reports
         ],
+        "branch": _branch_of(ctx, task.task_id),
     }
     if as_json:
         print_json(data)
         return
     console = out()
     console.print(f"[bold]{line_safe(task.task_id)}[/]  {line_safe(task.subject)}")
+    branch = data["branch"]
+    if branch is not None:
+        stat = branch.get("stat")
+        shown = f" · {stat['files']} file(s) +{stat['added']} -{stat['removed']}" if stat else ""
+        console.print(
+            f"branch {line_safe(branch['branch'])} → {line_safe(branch['base'])} "
+            f"[{line_safe(branch['state'])}]{shown}"
+            + (f" · tree of {line_safe(branch['root'])}" if branch["root"] != task.task_id else "")
+        )
     note = f" [{data['baton_status']}]" if data["baton_status"] else ""
     console.print(
         f"stage {line_safe(task.stage)}{line_safe(note)} · {line_safe(task.sender)} → {line_safe(task.recipient)}"
@@ -364,6 +377,76 @@ def task_show(
         )
     console.print()
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
+
+
+def _branch_of(ctx: CoordinationContext, task_id: str) -> dict[str, Any] | None:
+    """The task's tree's branch and its diffstat (None: the tree has no branch)."""
+    from baton.app.worktrees import NoTree, change_of, tree_of
+    from baton.worktrees.git import GitError
+
+    with open_store(ctx) as store:
+        root, record = tree_of(store, task_id)
+    if record is None:
+        return None
+    data: dict[str, Any] = {
+        "root": root,
+        "branch": record.branch,
+        "base": record.base_branch,
+        "state": record.state.value,
+        "head": record.head_commit,
+        "worktree": record.path if record.worktree.exists() else None,
+        "salvage_ref": record.salvage_ref,
+        "stat": None,
+    }
+    if record.state.value == "live":
+        try:
+            change = change_of(ctx.project_dir, record)
+        except (NoTree, GitError):
+            return data  # git could not tell: the branch is still named
+        data["stat"] = {
+            "files": len(change.files),
+            "added": change.added,
+            "removed": change.removed,
+            "commits": len(change.commits),
+        }
+    return data
+
+
+@task_app.command("drop")
+def task_drop(
+    task_id: Annotated[str, typer.Argument(help="A task of the tree to drop (id or prefix).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept with the tree).")] = "",
+    project: ProjectOption = None,
+) -> None:
+    """Abandon a task tree: its turns stop, nothing runs on it again, its work is kept.
+
+    Its branch's exact head (uncommitted work included) is saved under
+    refs/baton/salvage/TASK before its worktree goes: `baton salvage restore` brings it
+    back as a branch.
+    """
+    import asyncio
+
+    from baton.app.worktrees import DropPosted, drop_tree
+
+    ctx = coordination(project)
+    task = find_task(ctx, task_id)
+    result = asyncio.run(drop_tree(ctx.project_dir, task.task_id, reason))
+    console = out()
+    if isinstance(result, DropPosted):
+        console.print(
+            f"{line_safe(task.task_id)}: baton up is running: it drops the tree now "
+            "(see `baton worktrees`)"
+        )
+        return
+    console.print(
+        f"dropped the tree of {line_safe(result.root)}: "
+        f"{plural(len(result.dropped), 'task')} will not run again"
+    )
+    if result.worktree is not None and result.worktree.salvage_ref:
+        console.print(
+            f"its work is kept under {line_safe(result.worktree.salvage_ref)} "
+            f"(baton salvage restore {line_safe(result.root)})"
+        )
 
 
 def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:

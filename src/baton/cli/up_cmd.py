@@ -124,7 +124,7 @@ async def _up(
     serve_port: int | None = None,
 ) -> int:
     from baton.team.contract import RoleSession, RoleSessionFactory
-    from baton.team.loop import DaemonBusy, TeamLoop
+    from baton.team.loop import TeamLoop, TeamLoopBusy
 
     ctx = coordination(project)
     run_id = new_run_id()
@@ -151,10 +151,10 @@ async def _up(
             team_loop.stop(f"stopped by {why}")
 
     def with_progress(open_role: RoleSessionFactory) -> RoleSessionFactory:
-        async def factory(spec: Any, binding: Any) -> RoleSession:
+        async def factory(spec: Any, binding: Any, cwd: Path | None) -> RoleSession:
             """A role session, with a progress line when starting it takes a while."""
             with progress(f"starting {spec.name} ({spec.agent})…", spinner=False):
-                return await open_role(spec, binding)
+                return await open_role(spec, binding, cwd)
 
         return factory
 
@@ -214,7 +214,7 @@ async def _up(
                         summary = await baton.run_team(
                             run, ctx, until_idle=until_idle, on_loop=bind, decorate=with_progress
                         )
-                    except DaemonBusy as exc:
+                    except TeamLoopBusy as exc:
                         raise CommandError(str(exc), hint="stop it with `baton down`") from exc
                     run.status = (
                         "interrupted" if summary.stopped and not asked_down else "completed"

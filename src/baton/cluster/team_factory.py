@@ -89,7 +89,7 @@ def cluster_factory_for(
                 )
             return drivers[0]
 
-        async def factory(spec: RoleSpec, binding: Binding) -> RoleSession:
+        async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
             slot = binding.session_name
             held: list[SlotCredential | Grant] = []
 
@@ -121,7 +121,7 @@ def cluster_factory_for(
                 lease_s=cluster.lease_s,
                 parent_run=emitter.run_id,
                 profile=_remote_profile(config.profile(spec.agent), cluster),
-                workspace=str(workspace),
+                workspace=str(cwd or workspace),
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
                 extra={"role": spec.name},
@@ -161,8 +161,8 @@ def project_id(workspace: Path) -> str:
     Chosen over the project's path because it stays the same when the checkout moves or
     is reached under another path on the coordinator's host, and two checkouts of one
     repository are two teams only when they are two FCoP workspaces (the workspace's
-    clone check refuses a copied one). The team loop reads the same id from its FCoP port
-    (``port.workspace_id``) to find its holders after a restart.
+    clone check refuses a copied one). :func:`held_turns_for` finds the holders by it after
+    a restart.
     """
     return inspect_workspace_kind(workspace).workspace_id or ""
 

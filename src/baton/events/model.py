@@ -111,7 +111,9 @@ class SessionStarted(Payload):
     config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
     replayed_updates: int = 0
     reason: str | None = None
-    approval: Literal["asks", "read_only", "self_approves", "unknown"] | None = None
+    approval: Literal["asks", "read_only", "contained_edits", "self_approves", "unknown"] | None = (
+        None
+    )
     """Who approves mutations in the effective mode (``baton.providers.approval``)."""
 
 
@@ -502,6 +504,23 @@ class TeamTaskChanged(Payload):
     reason: str | None = None
 
 
+class TeamWorktreeChanged(Payload):
+    """A task tree's branch and worktree moved (``baton.worktrees.states``): created,
+    checkpointed, merging, merged, salvaged, restored, removed."""
+
+    TYPE: ClassVar[str] = "team.worktree.changed"
+    root_task: str
+    branch: str
+    from_state: str | None
+    to_state: str
+    event: str
+    head_commit: str | None = None
+    """The branch head after this move (a checkpoint moves it without a state change)."""
+    merge_commit: str | None = None
+    salvage_ref: str | None = None
+    reason: str | None = None
+
+
 class TeamSlotChanged(Payload):
     """A role slot's session moved (idle, starting, ready, working, failed, closed)."""
 
@@ -659,6 +678,19 @@ class SecurityUnapprovedMutation(SecurityEvent):
     """The profile says ``agent_approves``: recorded, but not a failure of the run."""
 
 
+class SecurityMutationAllowed(SecurityEvent):
+    """A mutation no request decided that an audit rule allows: ``worktree``, an edit inside
+    the session's task-tree worktree (no ``.git`` path), reviewed as the tree's diff."""
+
+    TYPE: ClassVar[str] = "security.mutation_allowed"
+    rule: str
+    mutation: Literal["tool_call", "fs_write"]
+    tool_call_id: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    """Workspace-relative."""
+
+
 # -------------------------------------------------------------------------- files
 
 
@@ -708,6 +740,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         RequestCancelled,
         RequestRejected,
         TeamTaskChanged,
+        TeamWorktreeChanged,
         TeamSlotChanged,
         TeamRefusal,
         TeamRecovery,
@@ -723,6 +756,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         SecurityApprovalRefused,
         SecurityApprovalBypass,
         SecurityUnapprovedMutation,
+        SecurityMutationAllowed,
         FileWritten,
     )
 }

@@ -62,6 +62,9 @@ __all__ = [
     "MAX_QUESTIONS",
     "Answer",
     "BooleanField",
+    "BranchConflict",
+    "ChangedFileView",
+    "CommitView",
     "DecidedBy",
     "DiffPreview",
     "ElicitationAnswer",
@@ -87,6 +90,7 @@ __all__ = [
     "RequestDocument",
     "RequestKind",
     "ReviewAnswer",
+    "ReviewChanges",
     "ReviewRequest",
     "StringField",
     "ToolCallSummary",
@@ -581,6 +585,56 @@ class ElicitationRequest(_Frozen):
 # ----------------------------------------------------------------------- review
 
 
+class ChangedFileView(_Frozen):
+    """One file of a task branch's change: status letter, path, lines added/removed."""
+
+    status: str = Field(max_length=2)
+    path: str
+    old_path: str | None = None
+    added: int | None = None
+    """None: a binary file."""
+    removed: int | None = None
+
+
+class CommitView(_Frozen):
+    commit: str = Field(max_length=64)
+    author: str
+    subject: str
+
+
+class BranchConflict(_Frozen):
+    """Another live task branch, and the files this one conflicts with it in."""
+
+    branch: str
+    paths: tuple[str, ...]
+
+
+class ReviewChanges(_Frozen):
+    """A task tree's branch against its base: the diff is the review (``baton.worktrees``).
+
+    Bounded by whoever builds it to fit the document: ``diff`` is None when it did not
+    fit (``note`` then says where to read it whole), ``files`` may stop short
+    (``more_files`` counts the rest); the counts and conflicts are always whole."""
+
+    branch: str
+    base: str
+    head: str
+    merge_base: str
+    files: tuple[ChangedFileView, ...] = ()
+    more_files: int = 0
+    added: int = 0
+    removed: int = 0
+    commits: tuple[CommitView, ...] = ()
+    diff: str | None = None
+    note: str = ""
+    base_conflicts: tuple[str, ...] = ()
+    """Files that conflict with the base tip now (the merge preflight)."""
+    branch_conflicts: tuple[BranchConflict, ...] = ()
+    """Other live task branches this one conflicts with (merging both will need care)."""
+    merge_refused: str | None = None
+    """Why the last approval of this tree did not merge (the review is open again)."""
+
+
 class ReviewRequest(_Frozen):
     """An FCoP review approval: a human accepts or rejects a filed report."""
 
@@ -590,6 +644,8 @@ class ReviewRequest(_Frozen):
     """Path of the report, relative to the FCoP root: a reference, never inlined."""
     summary: str
     role: str | None = None
+    changes: ReviewChanges | None = None
+    """A task tree on its own branch: its change against the base, and the preflight."""
 
 
 RequestDocument = Annotated[

@@ -165,19 +165,19 @@ class SlotAccess:
 
     def daemon_alive(self) -> bool:
         """Whether the ``baton up`` that owns this project still runs (same pid, same start)."""
-        row = self.store.read_tx(lambda tx: team_sql.DAEMON.get(tx, 1))
+        row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
         if row is None:
             return False
-        values = dict(zip(team_sql.DAEMON_COLUMNS, row, strict=True))
+        values = dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))
         if values["state"] != "running":
             return False
         return process_start_ticks(int(values["pid"])) == int(values["start_ticks"])
 
     def daemon_pid(self) -> int | None:
-        row = self.store.read_tx(lambda tx: team_sql.DAEMON.get(tx, 1))
+        row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
         if row is None:
             return None
-        return int(dict(zip(team_sql.DAEMON_COLUMNS, row, strict=True))["pid"])
+        return int(dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))["pid"])
 
     def post(self, record: OutboxRecord) -> int:
         """Hand ``record`` to the daemon: one committed outbox row, then a ring."""

@@ -23,6 +23,10 @@ What FCoP has no place for lives here, and only here (the retired
 ``team_outbox``
     what the role MCP tools hand the daemon (``ask_human``, review decisions), and
     the human's controls (``cancel_turn``, :mod:`baton.team.controls`).
+``team_worktrees``
+    one row per task tree on its own branch: the branch, its worktree, the base it
+    came from and will merge into, the last checkpointed head, the merge or salvage
+    in progress (:mod:`baton.worktrees.states`).
 ``team_questions``, ``team_refusals``, ``team_meta``
     ``ask_human`` questions, refused inbox entries, one-off facts (migrations).
 
@@ -205,5 +209,28 @@ TEAM_MIGRATIONS: tuple[Migration, ...] = (
         # coordinator restart, a live role actor's turn with this digest is adopted, not
         # run again (baton.team.reconcile).
         "ALTER TABLE team_turns ADD COLUMN prompt_sha256 TEXT;",
+    ),
+    Migration(
+        "team.0006_worktrees",
+        # A task tree's own branch and worktree (issue 26): every git step of its life is
+        # a move of this row, recorded before the step and after it.
+        """
+        CREATE TABLE team_worktrees (
+            root_task     TEXT PRIMARY KEY,
+            state         TEXT NOT NULL,
+            branch        TEXT NOT NULL,
+            path          TEXT NOT NULL,
+            base_ref      TEXT NOT NULL,
+            base_commit   TEXT NOT NULL,
+            head_commit   TEXT,
+            merge_commit  TEXT,
+            merge_rule    TEXT,
+            salvage_ref   TEXT,
+            reason        TEXT,
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL,
+            version       INTEGER NOT NULL DEFAULT 1
+        );
+        """,
     ),
 )

@@ -14,9 +14,9 @@ from baton.store.table import Table
 from baton.store.tx import Row, Tx
 
 __all__ = [
-    "DAEMON",
     "META",
     "OUTBOX",
+    "OWNER",
     "QUESTIONS",
     "REFUSALS",
     "ROLES",
@@ -24,6 +24,7 @@ __all__ = [
     "TASKS",
     "TEAM_TOPIC",
     "TURNS",
+    "WORKTREES",
 ]
 
 TEAM_TOPIC: Final = "team"
@@ -99,7 +100,7 @@ SLOT_COLUMNS: Final = (
     "approval",
 )
 ROLE_COLUMNS: Final = ("role", "breaker_until", "updated_at")
-DAEMON_COLUMNS: Final = (
+OWNER_COLUMNS: Final = (
     "id",
     "pid",
     "start_ticks",
@@ -134,6 +135,22 @@ QUESTION_COLUMNS: Final = (
     "asked_at",
     "updated_at",
 )
+WORKTREE_COLUMNS: Final = (
+    "root_task",
+    "state",
+    "branch",
+    "path",
+    "base_ref",
+    "base_commit",
+    "head_commit",
+    "merge_commit",
+    "merge_rule",
+    "salvage_ref",
+    "reason",
+    "created_at",
+    "updated_at",
+    "version",
+)
 REFUSAL_COLUMNS: Final = (
     "id",
     "name",
@@ -152,11 +169,14 @@ REFUSAL_COLUMNS: Final = (
 TASKS: Final = Table("team_tasks", TASK_COLUMNS, "task_id")
 SLOTS: Final = Table("team_slots", SLOT_COLUMNS, "slot")
 ROLES: Final = Table("team_roles", ROLE_COLUMNS, "role")
-DAEMON: Final = Table("team_daemon", DAEMON_COLUMNS, "id")
+OWNER: Final = Table("team_daemon", OWNER_COLUMNS, "id")
+"""The one ``baton up`` that owns the project (the table keeps its first name)."""
 OUTBOX: Final = Table("team_outbox", OUTBOX_COLUMNS, "id")
 QUESTIONS: Final = Table("team_questions", QUESTION_COLUMNS, "ask_id")
 REFUSALS: Final = Table("team_refusals", REFUSAL_COLUMNS, "id")
 META: Final = Table("team_meta", ("key", "value"), "key")
+WORKTREES: Final = Table("team_worktrees", WORKTREE_COLUMNS, "root_task")
+"""One row per task tree working on its own branch (:mod:`baton.worktrees`)."""
 
 
 class _Turns(Table):

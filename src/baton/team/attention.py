@@ -1,8 +1,8 @@
 """When a TASK cannot go on: ``needs_attention`` (or ``failed``), said to the human once.
 
-A record move, an inbox request asking whether to retry, and an FCoP ISSUE,
-all for one reason; the human's "retry" is the step back (:meth:`TaskAttention._retry`).
-No single TASK stops the loop: the others flow.
+A record move, an inbox request asking whether to retry, and an FCoP ISSUE, all
+for one reason; the human's "retry" is the step back (the ``Retry`` step's
+handler). No single TASK stops the loop: the others flow.
 """
 
 from __future__ import annotations
@@ -15,30 +15,38 @@ from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import StaleRecord
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
-from baton.team import decide as d
-from baton.team import steps
 from baton.team.book import RecordMoved, TaskBook
 from baton.team.states import TaskState
 from baton.team_config import TeamConfig
 
-__all__ = ["MAX_REASON", "SYSTEM_SENDER", "TaskAttention"]
+__all__ = ["MAX_REASON", "SYSTEM_SENDER", "Escalations"]
 
-log = logging.getLogger("baton.team.executor")
+log = logging.getLogger("baton.team.attention")
 
 MAX_REASON = 2000
 """Characters of a reason kept in a record (it is a diagnosis, not the evidence)."""
 SYSTEM_SENDER = "BATON"
 
 
-class TaskAttention(TaskBook):
-    """The executor's attention paths (see the module docstring)."""
+class Escalations:
+    """Makes a human look at a TASK: ``needs_attention`` and FCoP ISSUEs."""
 
-    port: FcopPort
-    team: TeamConfig
-    run_id: str
-    watch_request: Callable[[str, str], None]
+    def __init__(
+        self,
+        *,
+        book: TaskBook,
+        port: FcopPort,
+        team: TeamConfig,
+        run_id: str,
+        watch_request: Callable[[str, str], None],
+    ) -> None:
+        self.book = book
+        self.port = port
+        self.team = team
+        self.run_id = run_id
+        self.watch_request = watch_request
 
-    async def _issue(self, task_id: str | None, message: str) -> str | None:
+    async def issue(self, task_id: str | None, message: str) -> str | None:
         """An FCoP ISSUE to the human about ``task_id`` (about the workspace when FCoP
         refuses a relation to it, e.g. a TASK in two stages)."""
         log.warning("%s", message)
@@ -56,28 +64,29 @@ class TaskAttention(TaskBook):
                 log.exception("could not file an ISSUE about %s: %s", subject, message)
         return None
 
-    async def _attention(self, task_id: str, reason: str, *, failed: bool = False) -> None:
+    async def escalate(self, task_id: str, reason: str, *, failed: bool = False) -> None:
         """``needs_attention`` (or ``failed``) from outside an evaluation of ``task_id``."""
-        async with self._lock(task_id):
-            await self._attention_locked(task_id, reason, failed=failed)
+        async with self.book.lock(task_id):
+            await self.escalate_locked(task_id, reason, failed=failed)
 
-    async def _attention_locked(self, task_id: str, reason: str, *, failed: bool = False) -> None:
+    async def escalate_locked(self, task_id: str, reason: str, *, failed: bool = False) -> None:
         """``needs_attention`` (or ``failed``): record + inbox request + FCoP ISSUE, once."""
+        book = self.book
         reason = reason if len(reason) <= MAX_REASON else reason[:MAX_REASON] + " [...]"
         issue: str | None = None
         for _ in range(3):
-            record = await asyncio.to_thread(self.facts.record, task_id)
+            record = await asyncio.to_thread(book.facts.record, task_id)
             if record is None:
-                info = await asyncio.to_thread(self.facts.task, task_id)
+                info = await asyncio.to_thread(book.facts.task, task_id)
                 if info is None:
                     log.warning("%s needs attention but is gone: %s", task_id, reason)
                     return
                 spec = self.team.role_for(info.recipient)
-                record = await self.seen(info, spec.name if spec else info.recipient)
+                record = await book.seen(info, spec.name if spec else info.recipient)
             if record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
                 return
             if issue is None:
-                issue = await self._issue(
+                issue = await self.issue(
                     task_id, f"{task_id} ({record.role}) needs attention: {reason}"
                 )
             document = ElicitationRequest(
@@ -90,7 +99,7 @@ class TaskAttention(TaskBook):
                     fields=(StringField(name="note", title="A note for the log"),),
                 ),
             )
-            change = self.ledger.prepare_create(
+            change = book.ledger.prepare_create(
                 document,
                 run_id=self.run_id,
                 connection_id=None,
@@ -104,7 +113,7 @@ class TaskAttention(TaskBook):
                 else TaskState.NEEDS_ATTENTION
             )
             try:
-                await self.move(
+                await book.move(
                     record,
                     target,
                     why=reason,
@@ -118,20 +127,3 @@ class TaskAttention(TaskBook):
                 continue
             self.watch_request(change.records[0].request_id, task_id)
             return
-
-    async def _retry(self, facts: d.Facts, step: steps.Retry) -> bool:
-        record = facts.record
-        assert record is not None
-        change = await asyncio.to_thread(self._deliver, step.request_id)
-        await self.move(
-            record,
-            TaskState.CLAIMED,
-            why=f"{self.team.human} asked to retry",
-            also=change.apply if change else None,
-            extra=change.payloads if change else (),
-            turns=0,
-            reminders=0,
-            resumes=0,
-            attention_request=None,
-        )
-        return True

@@ -1,11 +1,13 @@
 """baton's records of the TASKs, moved only through the task table, committed with their events.
 
-The base of the executor: a record change is a walk through
-:data:`~baton.team.states.TASK` (:meth:`TaskBook.walk`, one ``team.task.changed``
-per move) committed in one transaction guarded by the record's version, with any
-other write that belongs to it (a ledger :class:`~baton.requests.ledger.Change`, a
-turn row). A version that moved makes the write raise :class:`RecordMoved`; the
-caller gathers the facts again.
+A record change is a walk through :data:`~baton.team.states.TASK`
+(:meth:`TaskBook.walk`, one ``team.task.changed`` per move) committed in one
+transaction guarded by the record's version, with any other write that belongs
+to it (a ledger :class:`~baton.requests.ledger.Change`, a turn row). A version
+that moved makes the write raise :class:`RecordMoved`; the caller gathers the
+facts again. One book per team loop, shared by every step handler (they are
+given it, they do not inherit it); it also holds the per-TASK locks, so two
+evaluations of one TASK never interleave.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from baton.errors import ControlFlow
 from baton.events.model import Payload, TeamTaskChanged
@@ -26,7 +27,7 @@ from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import StoreConflict, Tx
 from baton.team.facts import FactSource
-from baton.team.records import TaskRecord
+from baton.team.records import RecordChanges, TaskRecord
 from baton.team.states import TASK, TaskEvent, TaskState
 
 __all__ = ["RecordMoved", "TaskBook"]
@@ -39,29 +40,40 @@ class RecordMoved(ControlFlow):
 class TaskBook:
     """Task records in the store: walks, commits, first sight, delivered requests."""
 
-    store: Store
-    journal: Journal
-    ledger: Ledger
-    facts: FactSource
-    now: Callable[[], str]
-    _locks: dict[str, asyncio.Lock]
+    def __init__(
+        self,
+        *,
+        store: Store,
+        journal: Journal,
+        ledger: Ledger,
+        facts: FactSource,
+        now: Callable[[], str],
+    ) -> None:
+        self.store = store
+        self.journal = journal
+        self.ledger = ledger
+        self.facts = facts
+        self.now = now
+        self._locks: dict[str, asyncio.Lock] = {}
 
-    def _lock(self, task_id: str) -> asyncio.Lock:
+    def lock(self, task_id: str) -> asyncio.Lock:
+        """The TASK's lock: held by an evaluation, never while an agent works."""
         lock = self._locks.get(task_id)
         if lock is None:
             lock = self._locks[task_id] = asyncio.Lock()
         return lock
 
     def walk(
-        self, before: TaskRecord | None, target: TaskState, why: str | None, **changes: Any
+        self, before: TaskRecord, target: TaskState, why: str | None, **changes: RecordChanges
     ) -> tuple[TaskRecord, list[Payload]]:
         """``before`` walked to ``target`` through legal moves, one event per move."""
-        assert before is not None
         events = TASK.path(before.state, target)
         payloads: list[Payload] = []
         state: TaskState = before.state
         for event in events:
             new = TASK.next(state, event)
+            attempt = changes.get("attempt_id", before.attempt_id)
+            dispatch = changes.get("dispatches") if event is TaskEvent.DISPATCH else None
             payloads.append(
                 TeamTaskChanged(
                     task_id=before.task_id,
@@ -69,30 +81,32 @@ class TaskBook:
                     from_state=state.value,
                     to_state=new.value,
                     event=event.value,
-                    attempt_id=changes.get("attempt_id", before.attempt_id),
-                    dispatch=changes.get("dispatches") if event is TaskEvent.DISPATCH else None,
+                    attempt_id=attempt if isinstance(attempt, str) else None,
+                    dispatch=dispatch if isinstance(dispatch, int) else None,
                     reason=why,
                 )
             )
             state = new
         after = dataclasses.replace(
-            before, state=target, updated_at=self.now(), version=before.version + 1, **changes
+            before,
+            state=target,
+            updated_at=self.now(),
+            version=before.version + 1,
+            **changes,
         )
         return after, payloads
 
-    async def _commit_record(
+    async def commit(
         self,
         before: TaskRecord,
         after: TaskRecord,
         payloads: Sequence[Payload],
         also: Callable[[Tx], None] | None = None,
     ) -> TaskRecord:
+        """``after`` in place of ``before`` (guarded by its version), with ``also``."""
+
         def write(tx: Tx) -> None:
-            changed = team_sql.TASKS.update(
-                tx, before.task_id, after.row(), guard={"version": before.version}
-            )
-            if changed != 1:
-                raise RecordMoved(f"{before.task_id} changed since it was read")
+            guard_update(tx, before, after)
             if also is not None:
                 also(tx)
 
@@ -107,11 +121,11 @@ class TaskBook:
         why: str | None = None,
         also: Callable[[Tx], None] | None = None,
         extra: Sequence[Payload] = (),
-        **changes: Any,
+        **changes: RecordChanges,
     ) -> TaskRecord:
         """Walk ``record`` to ``target`` and commit it with its events (and ``also``)."""
         after, payloads = self.walk(record, target, why, **changes)
-        return await self._commit_record(record, after, [*payloads, *extra], also)
+        return await self.commit(record, after, [*payloads, *extra], also)
 
     async def seen(self, info: TaskInfo, role: str, *, for_human: bool = False) -> TaskRecord:
         """The record of a TASK baton meets for the first time (state ``seen``)."""
@@ -147,8 +161,10 @@ class TaskBook:
             return existing
         return record
 
-    def _deliver(self, request_id: str | None) -> Change | None:
-        """The change marking an answered request delivered (the loop applied it)."""
+    def delivered(self, request_id: str | None) -> Change | None:
+        """The change marking an answered request delivered (the loop applied it).
+
+        Blocking (a store read): call it in a worker thread."""
         if request_id is None:
             return None
         row = self.store.read_tx(lambda tx: requests_sql.fetch(tx, request_id))
@@ -159,3 +175,12 @@ class TaskBook:
             return None
         after = self.ledger.moved(before, RequestEvent.DELIVER, delivered_at=self.now())
         return self.ledger.move_change([before], [after])
+
+
+def guard_update(tx: Tx, before: TaskRecord, after: TaskRecord) -> None:
+    """Write ``after`` over ``before`` unless its version moved (then :class:`RecordMoved`)."""
+    if (
+        team_sql.TASKS.update(tx, before.task_id, after.row(), guard={"version": before.version})
+        != 1
+    ):
+        raise RecordMoved(f"{before.task_id} changed since it was read")

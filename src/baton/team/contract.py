@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
 
 from baton.role_tools.binding import Binding
 from baton.team_config import RoleSpec
 
-__all__ = ["RoleSession", "RoleSessionFactory", "TurnResult", "Usage"]
+__all__ = [
+    "AdoptingSession",
+    "RoleSession",
+    "RoleSessionFactory",
+    "TurnResult",
+    "Usage",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,5 +71,17 @@ class RoleSession(Protocol):
     async def close(self) -> None: ...
 
 
-RoleSessionFactory = Callable[[RoleSpec, Binding], Awaitable[RoleSession]]
-"""Create (or resume) the session for a role slot whose MCP server serves ``Binding``."""
+RoleSessionFactory = Callable[[RoleSpec, Binding, Path | None], Awaitable[RoleSession]]
+"""Create (or resume) the session for a role slot whose MCP server serves ``Binding``,
+working in the given folder (a task tree's worktree; None: the project itself)."""
+
+
+@runtime_checkable
+class AdoptingSession(Protocol):
+    """A role session that can outlive its team loop (cluster mode: a role holder).
+
+    After a restart the loop asks it for the result of the turn whose prompt had
+    ``prompt_sha256`` instead of running that turn again; ``None``: it has no such turn.
+    """
+
+    async def adopt(self, prompt_sha256: str) -> TurnResult | None: ...

@@ -1,12 +1,12 @@
-"""The human's controls of a running team: cancel a role's turn.
+"""The human's controls of a running team: cancel a role's turn, drop a task tree.
 
 A control is an outbox row (kind :data:`CANCEL_TURN`) that the owning ``baton up``
 consumes, like the rows the role tools write: the dashboard never talks to an agent,
-the daemon that holds the session acts (it cancels the turn as Ctrl-C does a one-off
+the team loop that holds the session acts (it cancels the turn as Ctrl-C does a one-off
 run, and records who asked, so the TASK goes to *needs attention* instead of being
 re-prompted). What the asking side can check is checked here, in one place: the slot
-exists and is working, on the task the human saw, and its daemon is running. The
-daemon checks again when it consumes the row (the turn may have ended meanwhile;
+exists and is working, on the task the human saw, and its team loop is running. The
+team loop checks again when it consumes the row (the turn may have ended meanwhile;
 then nothing is cancelled).
 """
 
@@ -24,6 +24,7 @@ from baton.team.states import SlotState
 
 __all__ = [
     "CANCEL_TURN",
+    "DROP_TREE",
     "MAX_REASON_CHARS",
     "CancelAsk",
     "ControlRefused",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 CANCEL_TURN: Final = "cancel_turn"
+DROP_TREE: Final = "drop_tree"
+"""Abandon a task tree (``baton task drop``): :mod:`baton.team.drop`."""
 MAX_REASON_CHARS: Final = 500
 
 
@@ -41,7 +44,7 @@ class ControlRefused(BatonError):
 
 @dataclass(frozen=True, slots=True)
 class CancelAsk:
-    """A cancel as the daemon reads it back from its outbox row."""
+    """A cancel as the team loop reads it back from its outbox row."""
 
     slot: str
     pointer_seq: int
@@ -65,7 +68,7 @@ def cancel_ask(slot: str, data: dict[str, Any]) -> CancelAsk | None:
 def request_cancel(
     store: Store, slot: str, *, task_id: str | None, reason: str, via: str
 ) -> dict[str, Any]:
-    """Ask the daemon to cancel ``slot``'s running turn; returns what was posted.
+    """Ask the team loop to cancel ``slot``'s running turn; returns what was posted.
 
     ``task_id`` is the task the human saw the slot working on: when the slot has
     moved on, nothing is posted (a late click must not cancel the next turn).
@@ -96,3 +99,26 @@ def request_cancel(
         )
     )
     return {"slot": slot, "task_id": record.task_id, "outbox_id": outbox_id}
+
+
+def request_drop(store: Store, task_id: str, *, reason: str, via: str) -> int | None:
+    """Ask the running team loop to drop ``task_id``'s tree; the outbox row's id, or
+    None when no ``baton up`` runs (the caller then drops it itself)."""
+    reason = reason.strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise ControlRefused(f"the reason is over {MAX_REASON_CHARS} characters")
+    row = store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
+    if row is None:
+        raise ControlRefused(f"no TASK {task_id} is known to baton here")
+    access = SlotAccess(store, "")  # no slot: the loop itself acts
+    if not access.daemon_alive():
+        return None
+    return access.post(
+        OutboxRecord(
+            kind=DROP_TREE,
+            role="",
+            task_id=task_id,
+            attempt_id=None,
+            data={"reason": reason, "via": via},
+        )
+    )

@@ -1,8 +1,8 @@
-"""Gathering the :class:`~baton.team.decide.Facts` of one TASK (blocking I/O: run in a thread).
+"""Gathering the :class:`~baton.team.next_step.Facts` of one TASK (blocking I/O: run in a thread).
 
 FCoP through the port (stage, attempt, REPORT head, children, decision
 REVIEWs) and the store (baton's record, its turns, its question, the human
-requests it has open), read fresh every time: decide never sees a cache that a
+requests it has open), read fresh every time: next_step never sees a cache that a
 crash could have left stale.
 """
 
@@ -21,7 +21,7 @@ from baton.requests.records import RequestRecord, record_from_row
 from baton.store import requests_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
-from baton.team.decide import (
+from baton.team.next_step import (
     ChildView,
     DecisionView,
     Facts,
@@ -31,8 +31,10 @@ from baton.team.decide import (
     TeamRules,
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
+from baton.team.states import QUESTION, QuestionEvent, QuestionState
 from baton.team_config import TeamConfig
 from baton.workflow.ordering import Prerequisite, prerequisite_ids
+from baton.worktrees.model import WorktreeRecord
 
 log = logging.getLogger("baton.team.facts")
 
@@ -61,6 +63,30 @@ class _Stored:
     question_request: RequestRecord | None
     review: RequestRecord | None
     attention: RequestRecord | None
+    tree_root: str | None = None
+    worktree: WorktreeRecord | None = None
+
+
+MAX_TREE_DEPTH = 32
+"""Parent links followed to a tree's root (deeper is a loop or a hostile chain)."""
+
+
+def tree_root(tx: Tx, task_id: str, record: TaskRecord | None) -> str:
+    """The TASK whose branch ``task_id`` works on: recorded at its first dispatch, else
+    its topmost ancestor (the TASK a human filed)."""
+    if record is not None and record.workspace:
+        return record.workspace
+    root, up = task_id, record.parent if record is not None else None
+    for _ in range(MAX_TREE_DEPTH):
+        if not up:
+            break
+        root = up
+        row = team_sql.TASKS.get(tx, up)
+        parent = TaskRecord.from_row(row) if row is not None else None
+        if parent is not None and parent.workspace:
+            return parent.workspace
+        up = parent.parent if parent is not None else None
+    return root
 
 
 def _request(tx: Tx, request_id: str | None) -> RequestRecord | None:
@@ -104,10 +130,14 @@ def question_answer(request: RequestRecord | None) -> str | None:
 class FactSource:
     """Reads the facts of a TASK from FCoP and the store (call from a worker thread)."""
 
-    def __init__(self, port: FcopPort, store: Store, team: TeamConfig) -> None:
+    def __init__(
+        self, port: FcopPort, store: Store, team: TeamConfig, *, isolated: bool = False
+    ) -> None:
         self.port = port
         self.store = store
         self.team = team
+        self.isolated = isolated
+        """Task trees work on their own branches (:mod:`baton.team.workspaces`)."""
 
     def record(self, task_id: str) -> TaskRecord | None:
         row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
@@ -136,7 +166,14 @@ class FactSource:
             if attempt is not None:
                 qrow = team_sql.open_question(tx, task_id, attempt)
                 question = QuestionRecord.from_row(qrow) if qrow is not None else None
+            root = worktree = None
+            if self.isolated:
+                root = tree_root(tx, task_id, record)
+                wrow = team_sql.WORKTREES.get(tx, root)
+                worktree = WorktreeRecord.from_row(wrow) if wrow is not None else None
             return _Stored(
+                tree_root=root,
+                worktree=worktree,
                 record=record,
                 last_turn=turns[-1] if turns else None,
                 review_turns=sum(
@@ -218,8 +255,9 @@ class FactSource:
             prerequisites = self.prerequisites(info)
         question = stored.question
         answer = question_answer(stored.question_request)
-        if question is not None and question.state == "pending" and answer is not None:
-            question = dataclasses.replace(question, state="answered", answer=answer)
+        if question is not None and question.state is QuestionState.PENDING and answer is not None:
+            state = QUESTION.next(question.state, QuestionEvent.ANSWER)
+            question = dataclasses.replace(question, state=state, answer=answer)
         last = stored.last_turn
         return Facts(
             task=view,
@@ -238,6 +276,8 @@ class FactSource:
             slot_role=slot_role,
             for_review=for_review,
             prerequisites=prerequisites,
+            tree_root=stored.tree_root,
+            worktree=stored.worktree,
         )
 
     def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:

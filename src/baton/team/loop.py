@@ -7,27 +7,30 @@ The loop, one direction::
     human requests answered (any process) ───────► evaluate          │ claim, turns, submit...
 
 Start-up order, so that recovery never races the work (issue 9): (1) take the
-project (one ``baton up`` per project, checked in the store); (2) move any
-pre-store side files into the store; (3) recover: turns left ``dispatched`` or
-``running`` by a dead daemon become ``interrupted``, abandoned publication
-temporaries are removed, TASKs in two FCoP stages are repaired by rule or marked
-``needs_attention``; (4) open the slots (bindings written); (5) arm the
-doorbell and re-evaluate every live TASK from FCoP; (6) drain the outbox and
-wait again on every open human request; (7) only then start the slot workers.
+project (one ``baton up`` per project, :mod:`~baton.team.ownership`); (2) move any
+pre-store side files into the store; (3) recover (:mod:`~baton.team.recovery`):
+turns left ``dispatched`` or ``running`` by a dead loop become ``interrupted``,
+abandoned publication temporaries are removed, TASKs in two FCoP stages are
+repaired by rule or marked ``needs_attention``; (4) open the slots (bindings
+written); (5) arm the doorbell and re-evaluate every live TASK from FCoP; (6) drain
+the outbox and wait again on every open human request; (7) only then start the
+slot workers.
 
 Design points kept from the first loop: no work, no wake (a slot's session is
 created on its first job); ``concurrency`` slots per role share one queue;
 FCoP is the truth (every decision re-reads it); a per-role zero-tool-call
-breaker parks a role's jobs for a cooldown. New: every state change is a store
+breaker parks a role's jobs for a cooldown. Every state change is a store
 transaction with its event, nothing is held in memory that a crash could lose,
 and one TASK's failure never stops the loop (:meth:`Executor.evaluate`).
 
-Length: one class, the daemon's event loop. Its tasks (doorbell router, store
-waker, sweeper, slot workers, request watchers, timers) share the role queues,
-the busy count that says "idle", the parked jobs of a tripped breaker and the
-stop event; each is a short method here, and what they call is elsewhere
-(decisions in :mod:`~baton.team.decide`, doing in :mod:`~baton.team.executor`,
-start-up in :mod:`~baton.team.startup`).
+:class:`TeamLoop` holds only what its tasks share: the role queues, the parked jobs
+of a tripped breaker, the stop event and the :class:`~baton.team.activity.Activity`
+that says "idle". Everything it does is a collaborator it builds and owns: the
+executor and its step handlers, recovery, the outbox reader, the answer watch, the
+intake sweeps, the doorbell's arrivals, the breaker, ownership of the project.
+
+Length: the constructor is the team's composition root (about half the module: each
+collaborator built with exactly what it uses); the rest is the loop's own tasks.
 """
 
 from __future__ import annotations
@@ -37,12 +40,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
-from baton.events.model import TeamRefusal
+from baton.events.sequencer import utc_now
 from baton.fcop_port.port import FcopPort
 from baton.fcop_port.recovery import (
     clean_temporaries,
@@ -50,57 +52,44 @@ from baton.fcop_port.recovery import (
 from baton.inbox.doorbell import (
     Doorbell,
     DoorbellEvent,
-    TaskArrived,
-    TaskRefused,
-    refusal_payload,
 )
-from baton.intake.stability import FileFacts
-from baton.intake.sweep import Sweeper, SweepReport
+from baton.intake.sweep import Sweeper
 from baton.requests.ledger import Ledger
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
+from baton.team.activity import Activity
+from baton.team.answers import AnswerWatch
+from baton.team.arrivals import Arrivals
+from baton.team.attention import Escalations
+from baton.team.book import TaskBook
+from baton.team.breaker import Breaker
 from baton.team.contract import RoleSessionFactory
-from baton.team.executor import BreakerTripped, Executor, Job, ReviewSummary
-from baton.team.human import HumanSide
+from baton.team.drop import DropReport, TreeDropper
+from baton.team.executor import BreakerTripped, Executor
+from baton.team.facts import FactSource, policy_for
+from baton.team.handlers import ReviewDocuments, ReviewSummary, StepParts, handler_table
+from baton.team.jobs import Job
+from baton.team.outbox import OutboxReader
+from baton.team.ownership import Ownership, TeamLoopBusy
+from baton.team.prompts import Prompts
 from baton.team.reconcile import HolderLookup
-from baton.team.records import (
-    RefusalRecord,
-    RoleRecord,
-    SlotRecord,
-    TaskRecord,
-)
+from baton.team.records import RefusalRecord, SlotRecord
+from baton.team.recovery import LIVE_STATES, Recovery
 from baton.team.slots import Slot, Slots
-from baton.team.startup import DaemonBusy, Startup, utc_now
-from baton.team.states import TaskState
+from baton.team.summary import RunSummary, summarize
+from baton.team.sweeps import LoopSweeps
+from baton.team.turns import TurnRunner
+from baton.team.workspaces import Workspaces
 from baton.team_config import TeamConfig
 
-__all__ = ["DaemonBusy", "RunSummary", "TeamLoop"]
+__all__ = ["RunSummary", "TeamLoop", "TeamLoopBusy"]
 
 log = logging.getLogger("baton.team.loop")
 
-_SETTLE_POLL_S = 0.25
-"""How often the start-up sweep looks again at files still settling."""
 
-
-@dataclass(frozen=True, slots=True)
-class RunSummary:
-    """What ``run(until_idle=True)`` returns: why it is idle (or that it was stopped)."""
-
-    done: tuple[str, ...]
-    waiting_human: tuple[str, ...]
-    stalled: tuple[str, ...]
-    """``needs_attention`` or ``failed``: a human has to look."""
-    blocked: tuple[str, ...]
-    refused: int
-    paused_roles: tuple[str, ...]
-    interrupted: tuple[str, ...] = ()
-    stopped: bool = False
-    """The loop was asked to stop (a signal) before it was idle."""
-
-
-class TeamLoop(Startup, HumanSide):
+class TeamLoop:
     """Runs the team until stopped, or until idle."""
 
     def __init__(
@@ -122,15 +111,19 @@ class TeamLoop(Startup, HumanSide):
         holders: HolderLookup | None = None,
     ) -> None:
         self.port = port
-        self.holders = holders
         self.port.human = team.human
         self.team = team
         self.store = store
         self.journal = journal
         self.run_id = run_id
         self.ledger = ledger or Ledger(store)
-        self.state_dir = state_dir
         self.wall_clock = wall_clock
+        self.activity = Activity()
+        self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
+        self._queued: set[tuple[str, str, bool]] = set()
+        self._stop = asyncio.Event()
+        self._stopped_by: str | None = None
+
         self.slots = Slots(
             team=team,
             fcop_root=port.root,
@@ -140,24 +133,107 @@ class TeamLoop(Startup, HumanSide):
             now=utc_now,
             watch=watch_group,
         )
-        extra = {"review_summary": review_summary} if review_summary is not None else {}
+        self.workspaces = Workspaces.open(
+            port.root, team.isolation, store=store, journal=journal, now=utc_now
+        )
+        facts = FactSource(port, store, team, isolated=self.workspaces.enabled)
+        prompts = Prompts(port, team)
+        self.book = TaskBook(
+            store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
+        )
+        self.answers = AnswerWatch(
+            store=store, ledger=self.ledger, live_states=LIVE_STATES, schedule=self.schedule
+        )
+        self.escalations = Escalations(
+            book=self.book, port=port, team=team, run_id=run_id, watch_request=self.answers.watch
+        )
+        self.turns = TurnRunner(
+            book=self.book,
+            slots=self.slots,
+            prompts=prompts,
+            team=team,
+            run_id=run_id,
+            workspaces=self.workspaces,
+        )
+        rules = policy_for(team)
+        handlers = handler_table(
+            StepParts(
+                port=port,
+                book=self.book,
+                journal=journal,
+                ledger=self.ledger,
+                escalations=self.escalations,
+                turns=self.turns,
+                rules=rules,
+                run_id=run_id,
+                review_summary=review_summary or ReviewDocuments(prompts, store),
+                enqueue=self._enqueue,
+                schedule=self.schedule,
+                watch_request=self.answers.watch,
+                workspaces=self.workspaces,
+            )
+        )
         self.executor = Executor(
+            facts=facts,
+            rules=rules,
+            book=self.book,
+            handlers=handlers,
+            turns=self.turns,
+            escalations=self.escalations,
+            human=team.human,
+            zero_tool_limit=team.zero_tool_limit,
+        )
+        self.ownership = Ownership(store, run_id)
+        self.recovery = Recovery(
             port=port,
+            team=team,
+            store=store,
+            journal=journal,
+            book=self.book,
+            turns=self.turns,
+            escalations=self.escalations,
+            slots=self.slots,
+            activity=self.activity,
+            evaluate=self._evaluate,
+            schedule=self.schedule,
+            state_dir=state_dir,
+            holders=holders,
+            workspaces=self.workspaces,
+        )
+        self.dropper = TreeDropper(
+            book=self.book,
+            ledger=self.ledger,
+            escalations=self.escalations,
+            slots=self.slots,
+            turns=self.turns,
+            workspaces=self.workspaces,
+            human=team.human,
+        )
+        self.outbox = OutboxReader(
             store=store,
             journal=journal,
             ledger=self.ledger,
-            team=team,
-            slots=self.slots,
             run_id=run_id,
-            now=utc_now,
-            enqueue=self._enqueue,
+            slots=self.slots,
+            turns=self.turns,
+            answers=self.answers,
+            activity=self.activity,
             schedule=self.schedule,
-            watch_request=self._watch_request,
-            **extra,
+            dropper=self.dropper,
         )
         self.events: asyncio.Queue[DoorbellEvent] = asyncio.Queue()
-        self._doorbell_step_ms = doorbell_step_ms
-        self.doorbell = self._make_doorbell({})
+        quarantine = state_dir / "quarantine" if team.quarantine and state_dir else None
+        self.doorbell = Doorbell(
+            port,
+            self._route,
+            self.events,
+            human=team.human,
+            issue_sender="BATON",
+            max_task_bytes=team.max_task_bytes,
+            quarantine_dir=quarantine,
+            refused={},
+            step_ms=doorbell_step_ms,
+        )
         lifecycle = port.lifecycle
         self.sweeper = Sweeper(
             port.root,
@@ -169,43 +245,31 @@ class TeamLoop(Startup, HumanSide):
         )
         """Screens every file Core reads outside the inbox (issue 9 item 5); with its
         change feed a pass costs O(changes) (issue 15); closed when :meth:`run` ends."""
-        self.sweep_interval = sweep_interval
-        self._swept: set[tuple[str, FileFacts]] = set()
-        self._sweeping = asyncio.Lock()
-        self.executor.after_turn = self._sweep_after_turn
-        self._queues: dict[str, asyncio.Queue[Job]] = {r: asyncio.Queue() for r in team.roles}
-        self._queued: set[tuple[str, str, bool]] = set()
-        self._parked: dict[str, list[Job]] = {}
-        self._busy = 0
-        self._changed = asyncio.Condition()
-        self._stop = asyncio.Event()
-        self._stopped_by: str | None = None
-        self._background: set[asyncio.Task[None]] = set()
-        self._waiting: dict[str, asyncio.Task[None]] = {}
-        self._timers: set[asyncio.Task[None]] = set()
-        self._outbox_lock = asyncio.Lock()
-
-    def _make_doorbell(self, refused: dict[str, str | None]) -> Doorbell:
-        quarantine = (
-            self.state_dir / "quarantine" if self.team.quarantine and self.state_dir else None
+        self.sweeps = LoopSweeps(self.sweeper, self.doorbell, self.events, sweep_interval)
+        self.arrivals = Arrivals(
+            events=self.events,
+            book=self.book,
+            journal=journal,
+            activity=self.activity,
+            evaluate=self._evaluate,
+            schedule=self.schedule,
         )
-        return Doorbell(
-            self.port,
-            self._route,
-            self.events,
-            human=self.team.human,
-            issue_sender="BATON",
-            max_task_bytes=self.team.max_task_bytes,
-            quarantine_dir=quarantine,
-            refused=refused,
-            step_ms=self._doorbell_step_ms,
+        self.breaker = Breaker(
+            team=team,
+            store=store,
+            slots=self.slots,
+            escalations=self.escalations,
+            activity=self.activity,
+            enqueue=self._enqueue,
+            wall_clock=wall_clock,
         )
+        self.executor.after_turn = self.sweeps.after_turn
 
     # ------------------------------------------------------------------ surface
 
     @property
     def dispatch_log(self) -> list[tuple[str, str, str]]:
-        return self.executor.dispatch_log
+        return self.turns.dispatch_log
 
     def stop(self, reason: str = "stopped") -> None:
         """Ask a running :meth:`run` to shut down (running turns are interrupted, recorded)."""
@@ -214,7 +278,7 @@ class TeamLoop(Startup, HumanSide):
 
     def schedule(self, task_id: str) -> None:
         """Re-evaluate ``task_id`` soon (a child changed, an answer came...)."""
-        self._spawn(self._evaluate(task_id), f"evaluate-{task_id}")
+        self.activity.spawn(self._evaluate(task_id), f"evaluate-{task_id}")
 
     # --------------------------------------------------------------------- run
 
@@ -227,50 +291,57 @@ class TeamLoop(Startup, HumanSide):
         """
         if self._stopped_by is None:
             self._stop = asyncio.Event()
-        await self._take_project()
+        await self.ownership.take()
         try:
             for step in (
-                self._migrate,
-                self._sweep_at_start,
+                self.recovery.migrate,
+                self._sweep_at_start,  # before recovery reads anything under fcop/
                 self._warm,
-                self._recover,
+                self.recovery.recover,
                 self._open_slots,
             ):
                 if self._stop.is_set():
                     break
-                await step()  # the sweep comes before recovery reads anything under fcop/
+                await step()
             else:
                 await self._serve(until_idle)
         finally:
-            await self.slots.close_all(self._stopped_by or "the daemon stopped")
+            await self.slots.close_all(self._stopped_by or "the team loop stopped")
+            # Best effort at shutdown: each is retried by the next ``baton up``.
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.doorbell.worker.close)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.sweeper.close)  # waits out a pass in flight
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(clean_temporaries, self.port)
-            await self._release_project()
+            await self.ownership.release()
         return await self.summary()
+
+    async def _sweep_at_start(self) -> None:
+        await self.sweeps.at_start(self._stop.is_set, self._pause)
+
+    async def _pause(self, seconds: float) -> bool:
+        return await self._unless_stopped(asyncio.sleep(seconds))
 
     async def _open_slots(self) -> None:
         await self.slots.open(await self.store.aread(_slot_records))
         self.doorbell.remember_refused(await self.store.aread(_refused_in_place))
 
     async def _serve(self, until_idle: bool) -> None:
-        """The doorbell, router, waker and sweeper, then one worker per slot, until stopped."""
+        """The doorbell, router, outbox and sweeps, then one worker per slot, until stopped."""
         async with asyncio.TaskGroup() as tg:
             watcher = tg.create_task(self.doorbell.run(self._stop), name="doorbell")
-            router = tg.create_task(self._router(), name="router")
-            waker = tg.create_task(self._waker(), name="store-wake")
-            sweeper = tg.create_task(self._sweep_loop(), name="sweep")
+            router = tg.create_task(self.arrivals.route(), name="router")
+            listener = tg.create_task(self.outbox.listen(), name="store-wake")
+            sweeps = tg.create_task(self.sweeps.every_interval(), name="sweep")
             workers: list[asyncio.Task[None]] = []
             try:
                 if await self._unless_stopped(self.doorbell.ready.wait()):
                     for step in (
-                        self._reevaluate_all,
-                        self._drain_outbox,
-                        self._watch_open_requests,
-                        self._settle_background,
+                        self.recovery.reevaluate_all,
+                        self.outbox.drain,
+                        self.answers.watch_open,
+                        self.activity.settle_background,  # evaluations recovery scheduled
                     ):
                         if self._stop.is_set():
                             break
@@ -286,11 +357,11 @@ class TeamLoop(Startup, HumanSide):
             for task in (
                 *workers,
                 router,
-                waker,
-                sweeper,
-                *self._background,
-                *self._waiting.values(),
-                *self._timers,
+                listener,
+                sweeps,
+                *self.activity.background,
+                *self.answers.waiting.values(),
+                *self.breaker.timers,
             ):
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
@@ -309,144 +380,6 @@ class TeamLoop(Startup, HumanSide):
         finally:
             await cancel_and_wait([stopper, waiter])
 
-    # ----------------------------------------------------------------- routing
-
-    def _route(self, recipient: str) -> str | None:
-        spec = self.team.role_for(recipient)
-        return spec.name if spec else None
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._background.add(task)
-        self._busy += 1
-
-        def done(t: asyncio.Task[None]) -> None:
-            self._background.discard(t)
-            self._busy -= 1
-            self._kick()
-
-        task.add_done_callback(done)
-
-    def _kick(self) -> None:
-        async def notify() -> None:
-            async with self._changed:
-                self._changed.notify_all()
-
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(notify())
-
-    async def _evaluate(self, task_id: str) -> None:
-        await self.executor.evaluate(task_id)
-
-    def _enqueue(self, job: Job) -> None:
-        key = (job.task_id, job.role, job.review)
-        if key in self._queued or job.role not in self._queues:
-            return
-        self._queued.add(key)
-        self._busy += 1
-        self._queues[job.role].put_nowait(job)
-
-    async def _router(self) -> None:
-        while True:
-            event = await self.events.get()
-            self._busy += 1
-            try:
-                await self._on_doorbell(event)
-            except Exception:
-                log.exception("routing %r failed", event)
-            finally:
-                self._busy -= 1
-                self._kick()
-
-    async def _on_doorbell(self, event: DoorbellEvent) -> None:
-        if isinstance(event, TaskRefused):
-            await self._refused(event)
-            return
-        assert isinstance(event, TaskArrived)
-        record = await asyncio.to_thread(self.executor.facts.record, event.task_id)
-        if record is None:
-            info = await asyncio.to_thread(self.executor.facts.task, event.task_id)
-            if info is None:
-                return
-            await self.executor.seen(info, event.role, for_human=event.for_human)
-        if not event.for_human:
-            await self.executor.evaluate(event.task_id)
-
-    async def _refused(self, event: TaskRefused) -> None:
-        """Every refusal is a stored row and a ``team.refusal`` event (the doorbell filed the ISSUE)."""
-        if event.reason == "state_ambiguous" and event.task_id:
-            self.schedule(event.task_id)  # two stages: repaired by rule, not refused
-            return
-        refusal = RefusalRecord(
-            name=event.name,
-            reason=event.reason,
-            message=event.message,
-            at=utc_now(),
-            task_id=event.task_id,
-            recipient=event.recipient,
-            issue_id=event.issue_id,
-            quarantined_to=str(event.quarantined_to) if event.quarantined_to else None,
-            in_place=event.quarantined_to is None and event.reason == "unknown_recipient",
-        )
-        payload = TeamRefusal(
-            name=event.name,
-            reason=event.reason,
-            message=event.message,
-            task_id=event.task_id,
-            issue_id=event.issue_id,
-            quarantined_to=refusal.quarantined_to,
-        )
-
-        def write(tx: Tx) -> None:
-            team_sql.insert_refusal(tx, refusal.row())
-
-        # team.refusal for the board, security.payload_rejected for the security surface.
-        await self.journal.commit([payload, refusal_payload(event)], write)
-
-    # ------------------------------------------------------------------- intake
-
-    async def _sweep_at_start(self) -> None:
-        """The sweep before recovery, until nothing in it is still settling.
-
-        Recovery reads every open TASK and its REPORTs through Core; a file written
-        moments before ``baton up`` started (inside the settle window) is not judged by
-        the first pass, so recovery would read it unjudged: a hostile one then makes its
-        TASK need attention instead of being quarantined. So wait for such files (the
-        settle window, ~1 s; a file that never stops changing is refused as ``unstable``
-        after ``max_settle_s``) and sweep again.
-        """
-        while True:
-            report = await self._sweep()
-            if not report.settling or self._stop.is_set():
-                return
-            await self._unless_stopped(asyncio.sleep(_SETTLE_POLL_S))
-
-    async def _sweep(self, *, after_turn: bool = False) -> SweepReport:
-        """Screen what Core reads outside the inbox; refuse (quarantine, ISSUE) what fails.
-
-        At start (before recovery), every ``sweep_interval`` and after every turn (an
-        agent may have written anything under ``fcop/``); a pass over unchanged files
-        opens none of them, and with the sweeper's change feed lists and stats
-        none either (the feed is read in the pass itself, so the after-turn pass sees
-        every write the agent made). Each finding goes through the doorbell (quarantine and
-        ISSUE) and the router (the refusal row and its events), like an inbox refusal.
-        """
-        async with self._sweeping:
-            # After a turn, what the agent wrote is complete: judge it now, not in 1 s.
-            report = await asyncio.to_thread(
-                self.sweeper.sweep, require_stable=False if after_turn else None
-            )
-            for finding in report.refused:
-                key = (finding.origin, finding.facts)
-                if key in self._swept:
-                    continue  # left in place (quarantine off): said once
-                self._swept.add(key)
-                event = await asyncio.to_thread(self.doorbell.refuse_file, finding)
-                if event.quarantined_to is not None:
-                    self.sweeper.forget(finding.origin)
-                await self.events.put(event)
-            return report
-
     async def _warm(self) -> None:
         """Build the lifecycle's REPORT/REVIEW/children indexes in the background.
 
@@ -462,144 +395,91 @@ class TeamLoop(Startup, HumanSide):
         async def warm() -> None:
             try:
                 await asyncio.to_thread(lifecycle.warm, stop.is_set)
-            except Exception:
+            except Exception:  # look-ups build the indexes themselves: only slower
                 log.exception("building the lifecycle's indexes failed (look-ups build them)")
 
-        self._spawn(warm(), "warm-indexes")
+        self.activity.spawn(warm(), "warm-indexes")
 
-    async def _sweep_after_turn(self) -> None:
-        try:
-            await self._sweep(after_turn=True)
-        except Exception:
-            log.exception("intake sweep after a turn failed")
+    # ----------------------------------------------------------------- routing
 
-    async def _sweep_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.sweep_interval)
-            try:
-                await self._sweep()
-            except Exception:
-                log.exception("intake sweep failed")
+    def _route(self, recipient: str) -> str | None:
+        spec = self.team.role_for(recipient)
+        return spec.name if spec else None
+
+    async def _evaluate(self, task_id: str) -> None:
+        await self.executor.evaluate(task_id)
+
+    def _enqueue(self, job: Job) -> None:
+        key = (job.task_id, job.role, job.review)
+        if key in self._queued or job.role not in self._queues:
+            return
+        self._queued.add(key)
+        self.activity.begin()
+        self._queues[job.role].put_nowait(job)
 
     # ------------------------------------------------------------------ workers
 
-    def _breaker_until(self, role: str) -> float:
-        row = self.store.read_tx(lambda tx: team_sql.ROLES.get(tx, role))
-        if row is None:
-            return 0.0
-        return RoleRecord.from_row(row).breaker_until or 0.0
-
     async def _worker(self, slot: Slot) -> None:
         queue = self._queues[slot.spec.name]
-        await self._adopt(slot)  # a turn a live holder kept across a restart, first
+        await self.recovery.adopt(slot)  # a turn a live holder kept across a restart, first
         while True:
             job = await queue.get()
             self._queued.discard((job.task_id, job.role, job.review))
             parked = False
             try:
-                until = await asyncio.to_thread(self._breaker_until, slot.spec.name)
+                until = await asyncio.to_thread(self.breaker.open_until, slot.spec.name)
                 if until > self.wall_clock():
-                    parked = self._park(slot.spec.name, job, until)
+                    self.breaker.park(slot.spec.name, job, until)
+                    parked = True
                     continue
                 slot.busy = True
                 try:
                     await self.executor.evaluate(job.task_id, slot=slot, for_review=job.review)
                 finally:
                     slot.busy = False
-                await self._drain_outbox()
+                await self.outbox.drain()
             except BreakerTripped:
-                await self._open_breaker(slot, job.task_id)
-                parked = self._park(
-                    slot.spec.name, job, self.wall_clock() + self.team.zero_tool_cooldown
-                )
+                await self.breaker.trip(slot, job.task_id, job)
+                parked = True
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception:  # one job's failure never stops the slot's worker
                 log.exception("%s: job %s failed", slot.name, job)
             finally:
                 queue.task_done()
                 if not parked:
-                    self._busy -= 1
-                self._kick()
-
-    async def _open_breaker(self, slot: Slot, task_id: str) -> None:
-        role = slot.spec.name
-        until = self.wall_clock() + self.team.zero_tool_cooldown
-        record = RoleRecord(role=role, updated_at=utc_now(), breaker_until=until)
-
-        def write(tx: Tx) -> None:
-            team_sql.ROLES.upsert(tx, record.row())
-
-        await self.slots.commit(slot, None, also=write, zero_tool_streak=0)
-        await self.executor._issue(
-            task_id,
-            f"{role}: {self.team.zero_tool_limit} turns in a row without a single tool call; "
-            f"pausing {role} for {self.team.zero_tool_cooldown:.0f}s (zero-tool-call breaker)",
-        )
-
-    def _park(self, role: str, job: Job, until: float) -> bool:
-        """Hold a job while ``role``'s breaker is open; it no longer counts as busy."""
-        jobs = self._parked.setdefault(role, [])
-        jobs.append(job)
-        self._busy -= 1
-        if len(jobs) == 1:
-            delay = max(0.0, until - self.wall_clock())
-            timer = asyncio.get_running_loop().create_task(self._unpark(role, delay))
-            self._timers.add(timer)
-            timer.add_done_callback(self._timers.discard)
-        return True
-
-    async def _unpark(self, role: str, delay: float) -> None:
-        await asyncio.sleep(delay)
-        for job in self._parked.pop(role, []):
-            self._enqueue(job)
-        self._kick()
+                    self.activity.end()
 
     # ---------------------------------------------------------------- idleness
 
+    def _idle(self) -> bool:
+        return self.activity.busy <= 0 and self.events.empty()
+
     async def _wait_idle(self) -> None:
         while True:
-            async with self._changed:
-                await self._changed.wait_for(lambda: self._busy <= 0 and self.events.empty())
+            await self.activity.wait(self._idle)
             if self.doorbell.settling:
                 await self.doorbell.wait_settled()  # a file still being written
                 continue
             emitted = await self.doorbell.scan("rescan")
-            drained = await self._drain_outbox()
-            if emitted == 0 and drained == 0 and self._busy <= 0 and self.events.empty():
+            drained = await self.outbox.drain()
+            if emitted == 0 and drained == 0 and self._idle():
                 return
 
+    async def drop_now(self, task_id: str, reason: str) -> DropReport:
+        """Drop ``task_id``'s tree while no ``baton up`` runs (``baton task drop``): this
+        process takes the project for the drop, so no loop can start meanwhile."""
+        await self.ownership.take()
+        try:
+            await self.slots.open(await self.store.aread(_slot_records))
+            return await self.dropper.drop(task_id, reason)
+        finally:
+            await self.ownership.release()
+
     async def summary(self) -> RunSummary:
-        def read(tx: Tx) -> tuple[list[TaskRecord], int, list[RoleRecord]]:
-            tasks = [TaskRecord.from_row(r) for r in team_sql.all_tasks(tx)]
-            return (
-                tasks,
-                team_sql.count_refusals(tx),
-                [RoleRecord.from_row(r) for r in team_sql.all_roles(tx)],
-            )
-
-        tasks, refused, roles = await self.store.aread(read)
-
-        def ids(*states: TaskState) -> tuple[str, ...]:
-            return tuple(sorted(t.task_id for t in tasks if t.state in states))
-
-        waiting = {
-            t.task_id
-            for t in tasks
-            if t.state in (TaskState.IN_REVIEW, TaskState.WAITING_HUMAN)
-            and (t.state is TaskState.WAITING_HUMAN or t.review_request is not None)
-        }
-        waiting |= {t.task_id for t in tasks if t.for_human and t.state is TaskState.SEEN}
-        now = self.wall_clock()
-        return RunSummary(
-            done=ids(TaskState.SETTLED),
-            waiting_human=tuple(sorted(waiting)),
-            stalled=ids(TaskState.NEEDS_ATTENTION, TaskState.FAILED),
-            blocked=ids(TaskState.WAITING_CHILDREN, TaskState.WAITING_PREREQUISITES),
-            refused=refused,
-            paused_roles=tuple(sorted(r.role for r in roles if (r.breaker_until or 0) > now)),
-            interrupted=ids(TaskState.INTERRUPTED),
-            stopped=self._stopped_by is not None,
+        """Where every TASK stands now (what ``--until-idle`` prints)."""
+        return await summarize(
+            self.store, now=self.wall_clock(), stopped=self._stopped_by is not None
         )
 
 

@@ -15,10 +15,10 @@ What maps where: a task note becomes a :class:`~baton.team.records.TaskRecord`
 (``done`` → settled, ``working`` → interrupted, ``stalled`` → needs attention
 with an inbox request, anything else → the state FCoP's stage implies, which the
 next evaluation re-derives anyway); a pending review or question is linked to
-the ledger request the old daemon opened (``review:TASK:ATTEMPT``,
+the ledger request the old team loop opened (``review:TASK:ATTEMPT``,
 ``ask:ID``); session counters go to the slot rows; unconsumed spool lines become
 outbox rows; ``refused.json`` names become remembered refusals; breakers become
-role rows. Bindings and pointers are not needed (the daemon writes fresh ones).
+role rows. Bindings and pointers are not needed (the team loop writes fresh ones).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from baton.team.records import (
     TaskRecord,
     UsageTotals,
 )
-from baton.team.states import SlotState, TaskState
+from baton.team.states import QuestionState, SlotState, TaskState
 from baton.team_config import TeamConfig
 
 __all__ = ["LEGACY_FILES", "MIGRATED_KEY", "migrate_legacy_state"]
@@ -271,7 +271,11 @@ async def _migrate(
                     ask_id=ask_id,
                     role=str(raw.get("role") or ""),
                     question=str(raw.get("question") or ""),
-                    state=status if status in ("pending", "answered", "delivered") else "pending",
+                    state=(
+                        QuestionState(status)
+                        if status in set(QuestionState)
+                        else QuestionState.PENDING
+                    ),
                     asked_at=str(raw.get("asked_at") or now),
                     updated_at=now,
                     request_id=_open_request(tx, f"ask:{ask_id}"),

@@ -11,8 +11,8 @@ import contextlib
 
 from baton.fcop_errors import CoordinationError, TaskNotFound
 from baton.fcop_port.port import FcopPort, TaskInfo
-from baton.team import decide as d
 from baton.team import steps
+from baton.team.next_step import Facts
 from baton.team.records import TaskRecord
 from baton.team.slots import Slot
 from baton.team_config import TeamConfig
@@ -74,7 +74,7 @@ class Prompts:
         return out
 
     def build(
-        self, kind: steps.JobKind, facts: d.Facts, slot: Slot, record: TaskRecord
+        self, kind: steps.JobKind, facts: Facts, slot: Slot, record: TaskRecord
     ) -> tuple[str, str, str | None]:
         """(prompt, anchor task, anchor attempt) — blocking reads; run in a thread."""
         task = self.port.read_task(facts.task.task_id)

@@ -6,18 +6,18 @@ Three layers, because each alone has a hole:
    ``PR_SET_PDEATHSIG = SIGKILL``, so the kernel kills the agent itself when baton
    dies, however it dies. It reaches only that one process, not what the agent
    started (an MCP server, a shell step in its own process group).
-2. **this reaper**: a small process started by the daemon in its own session,
-   holding the read end of a pipe whose only write end is the daemon's. It
+2. **this reaper**: a small process started by the team loop in its own session,
+   holding the read end of a pipe whose only write end is the team loop's. It
    learns each agent's session id (agents run in their own session) and, the
-   moment the pipe reports end-of-file (the daemon exited, even by SIGKILL), it
+   moment the pipe reports end-of-file (the team loop exited, even by SIGKILL), it
    SIGKILLs every process of those sessions (found in ``/proc``) and every MCP
-   shim of this daemon's endpoint (their command line names the hub's socket) or
+   shim of this team loop's endpoint (their command line names the hub's socket) or
    per-slot role MCP server of this project's store (``role_mcp``, whose command
    line names the store); agents may start those in sessions of their own. It
    repeats until none is left (bounded), then exits.
-3. **the MCP side's own watch**: a shim's socket closes when the daemon dies
+3. **the MCP side's own watch**: a shim's socket closes when the team loop dies
    (:mod:`baton.role_tools.stdio_shim` exits on end-of-file); a per-slot server
-   holds a pidfd on its daemon, and its write tools refuse once it is gone
+   holds a pidfd on its team loop, and its write tools refuse once it is gone
    (:mod:`baton.role_tools.server`), for whatever runs outside those
    sessions (a shim an agent started with ``setsid``).
 
@@ -47,7 +47,7 @@ _SHIM = b"stdio_shim.py"
 
 
 def _markers(store: str | None, socket: str | None) -> list[tuple[bytes, bytes]]:
-    """(program, argument) pairs naming this daemon's MCP processes on a command line."""
+    """(program, argument) pairs naming this team loop's MCP processes on a command line."""
     found = []
     if store:
         found.append((_ROLE_MCP, ("\0" + store + "\0").encode()))
@@ -85,7 +85,7 @@ def kill_sessions(
     socket: str | None = None,
     sweep_for: float = _SWEEP_FOR,
 ) -> int:
-    """SIGKILL every process of ``sessions`` (and the daemon's MCP processes) until none is left."""
+    """SIGKILL every process of ``sessions`` (and the team loop's MCP processes) until none is left."""
     killed = 0
     deadline = time.monotonic() + sweep_for
     while True:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     store = args[args.index("--store") + 1] if "--store" in args else None
     socket = args[args.index("--socket") + 1] if "--socket" in args else None
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the daemon's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the team loop's to handle
     sessions: set[int] = set()
     stream = sys.stdin.buffer
     while True:
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class Reaper:
-    """The daemon's handle on its reaper process."""
+    """The team loop's handle on its reaper process."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
@@ -149,7 +149,7 @@ class Reaper:
         return self._proc.pid
 
     def watch(self, session_id: int) -> None:
-        """Kill ``session_id``'s processes when this daemon dies (a few bytes on a pipe)."""
+        """Kill ``session_id``'s processes when this team loop dies (a few bytes on a pipe)."""
         if session_id in self._watched or self._proc.stdin is None:
             return
         self._watched.add(session_id)

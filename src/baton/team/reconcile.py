@@ -1,6 +1,6 @@
-"""A turn left open by a dead daemon: take its result from a live holder, or interrupt it.
+"""A turn left open by a dead team loop: take its result from a live holder, or interrupt it.
 
-On one machine a daemon's agents die with it, so every turn it left ``dispatched`` or
+On one machine a team loop's agents die with it, so every turn it left ``dispatched`` or
 ``running`` is interrupted and re-prompted with its context. In cluster mode the agent
 lives on in its role actor (the *holder*, :mod:`baton.cluster.actor`), which keeps the
 turn going and hands its result to the next coordinator that asks for it. Running the
@@ -27,7 +27,7 @@ from typing import Final
 from baton.team.states import DispatchState
 
 __all__ = [
-    "DAEMON_STOPPED",
+    "LOOP_STOPPED",
     "Adopt",
     "HolderLookup",
     "HolderTurn",
@@ -37,7 +37,7 @@ __all__ = [
     "reconcile",
 ]
 
-DAEMON_STOPPED: Final = "its daemon stopped before the turn finished"
+LOOP_STOPPED: Final = "its team loop (`baton up`) stopped before the turn finished"
 
 
 def prompt_digest(text: str) -> str:
@@ -82,7 +82,7 @@ Reconciled = Adopt | Interrupt
 def reconcile(
     state: DispatchState, prompt_sha256: str | None, holder: HolderTurn | None
 ) -> Reconciled:
-    """The fate of one open turn (``state`` dispatched or running) after a daemon's death.
+    """The fate of one open turn (``state`` dispatched or running) after a team loop's death.
 
     =========================  ==========================================  =========
     turn row                   holder (the store's facts)                  decision
@@ -101,13 +101,13 @@ def reconcile(
     prompt it just took may not be stored yet, and only the holder's answer decides.
     """
     if holder is None:
-        return Interrupt(DAEMON_STOPPED)
+        return Interrupt(LOOP_STOPPED)
     if state is not DispatchState.RUNNING:
-        return Interrupt(f"{DAEMON_STOPPED} (its prompt was never handed to the role's holder)")
+        return Interrupt(f"{LOOP_STOPPED} (its prompt was never handed to the role's holder)")
     if prompt_sha256 is None:
-        return Interrupt(f"{DAEMON_STOPPED} (no prompt digest was recorded for it)")
+        return Interrupt(f"{LOOP_STOPPED} (no prompt digest was recorded for it)")
     if not holder.lease_live:
-        return Interrupt(f"{DAEMON_STOPPED} (the role's holder lost its placement)")
+        return Interrupt(f"{LOOP_STOPPED} (the role's holder lost its placement)")
     if holder.prompt_sha256 != prompt_sha256:
         return Adopt("the role's holder lives; its stored events do not show the turn yet")
     if holder.ended:

@@ -14,12 +14,13 @@ from typing import Any, TypeVar
 
 from baton.role_tools.binding import Binding
 from baton.store import team_sql
-from baton.team.states import DispatchState, SlotState, TaskState
+from baton.team.states import DispatchState, OwnerState, QuestionState, SlotState, TaskState
 
 __all__ = [
-    "DaemonRecord",
     "OutboxEntry",
+    "OwnerRecord",
     "QuestionRecord",
+    "RecordChanges",
     "RefusalRecord",
     "RoleRecord",
     "SlotRecord",
@@ -29,6 +30,11 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+RecordChanges = Any
+"""The value of one field a walk changes on a :class:`TaskRecord`. ``Any`` because the
+field decides the type; ``dataclasses.replace`` (and mypy's dataclass plugin at each
+literal call) checks it."""
 
 
 def _values(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
@@ -111,7 +117,7 @@ class TurnRecord:
     tool_calls: int = 0
     error: str | None = None
     run_id: str | None = None
-    """The daemon run that dispatched it."""
+    """The team loop run that dispatched it."""
     ended_at: str | None = None
     cancelled_by: str | None = None
     """Who asked baton to cancel the turn while it ran (the human, from the dashboard)."""
@@ -213,25 +219,27 @@ class RoleRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class DaemonRecord:
-    """The ``baton up`` that owns the project."""
+class OwnerRecord:
+    """The ``baton up`` that owns the project (moved by :data:`~baton.team.states.OWNER`)."""
 
     pid: int
     start_ticks: int
     host: str
     boot: str
     run_id: str
-    state: str
+    state: OwnerState
     started_at: str
     updated_at: str
 
     def row(self) -> dict[str, Any]:
-        return {"id": 1, **{f.name: getattr(self, f.name) for f in fields(self)}}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {"id": 1, **values, "state": self.state.value}
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> DaemonRecord:
-        values = _values(team_sql.DAEMON_COLUMNS, row)
+    def from_row(cls, row: Sequence[Any]) -> OwnerRecord:
+        values = _values(team_sql.OWNER_COLUMNS, row)
         del values["id"]
+        values["state"] = OwnerState(values["state"])
         return cls(**values)
 
 
@@ -265,8 +273,8 @@ class QuestionRecord:
     ask_id: str
     role: str
     question: str
-    state: str
-    """``pending``, ``answered`` (the human answered), ``delivered`` (sent as a turn)."""
+    state: QuestionState
+    """Moved by :data:`~baton.team.states.QUESTION` (``pending`` → ``delivered``)."""
     asked_at: str
     updated_at: str
     request_id: str | None = None
@@ -276,11 +284,13 @@ class QuestionRecord:
     answer: str | None = None
 
     def row(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "state": self.state.value}
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> QuestionRecord:
-        return cls(**_values(team_sql.QUESTION_COLUMNS, row))
+        values = _values(team_sql.QUESTION_COLUMNS, row)
+        values["state"] = QuestionState(values["state"])
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ A slot's durable part is its ``team_slots`` row (moved only through
 :data:`baton.team.states.SLOT`, each move committed with a ``team.slot.changed``
 event); its live part is the :class:`~baton.team.contract.RoleSession`, created
 by the factory on the slot's first job (no work, no wake) and again after it
-failed. The binding the slot's MCP server reads is written when the daemon
+failed. The binding the slot's MCP server reads is written when the team loop
 opens the slot, so a server started later always finds it.
 """
 
@@ -62,6 +62,8 @@ class Slot:
     cancel: CancelAsk | None = None
     """The human asked to cancel the turn that is running (cleared when the next starts)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    cwd: Path | None = None
+    """Where the live session's agent works (None: the project; else a tree's worktree)."""
 
     @property
     def name(self) -> str:
@@ -185,17 +187,25 @@ class Slots:
 
     # ------------------------------------------------------------------ sessions
 
-    async def ensure_session(self, slot: Slot) -> RoleSession:
-        """The slot's session, created (or resumed) by the factory when there is none."""
-        if slot.session is not None:
+    async def ensure_session(self, slot: Slot, cwd: Path | None = None) -> RoleSession:
+        """The slot's session in ``cwd`` (None: the project), created (or resumed) by the
+        factory when there is none there.
+
+        ACP fixes a session's working directory when it is created, so a slot that moves
+        to another task tree's worktree closes its session there and opens (or resumes)
+        the one it keeps for the new place: an agent keeps its context per tree."""
+        if slot.session is not None and slot.cwd == cwd:
             return slot.session
+        if slot.session is not None:
+            await self.drop_session(slot, reason="moving to another task tree's worktree")
+            await self.commit(slot, SlotEvent.RELEASE, reason=f"to work in {cwd or 'the project'}")
         await self.commit(slot, SlotEvent.START)
         try:
-            session = await self.factory(slot.spec, slot.record.binding)
+            session = await self.factory(slot.spec, slot.record.binding, cwd)
         except Exception as exc:
             await self.commit(slot, SlotEvent.FAIL, reason=f"session start failed: {exc}")
             raise
-        slot.session = session
+        slot.session, slot.cwd = session, cwd
         group = session.process_group
         if group is not None and self.watch is not None:
             self.watch(group)

@@ -17,19 +17,24 @@ baton's progress on it)::
 plus ``waiting_prerequisites`` (a delegated TASK whose ``after:`` siblings have
 not finished: left unclaimed in the inbox; see :mod:`baton.workflow.ordering`),
 ``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
-``ask_human`` question is open), ``interrupted`` (the daemon stopped or died
+``ask_human`` question is open), ``interrupted`` (the team loop stopped or died
 during its turn: re-prompted with context on the next start),
 ``needs_attention`` (baton cannot proceed without a human: shown in ``status``,
 a request in the inbox and an FCoP ISSUE) and ``failed`` (the agent's turn
 failed and its retries are spent). Both of the last two go back to ``claimed``
-when the human asks for a retry.
+when the human asks for a retry. ``dropped`` is final: the human abandoned the TASK's
+tree (``baton task drop``).
+
+**A question** (a role's ``ask_human``): ``pending`` until its answer is delivered
+to the role as a turn. **The owner** (the one ``baton up`` of a project):
+``running`` ⇄ ``stopped``; a dead owner's ``running`` row is taken over.
 
 **A role slot** (one concurrent session of a role): ``idle`` (no session: no
 work, no wake) → ``starting`` → ``ready`` ⇄ ``working``; ``failed`` when its
-session dies (the next job starts a new one); ``closed`` when the daemon stops.
+session dies (the next job starts a new one); ``closed`` when the team loop stops.
 
 **A dispatch** (one turn of a role on a task: a prompt given to a slot): ``dispatched`` → ``running`` →
-``finished`` (its outcome stored with it), or ``interrupted`` when the daemon
+``finished`` (its outcome stored with it), or ``interrupted`` when the team loop
 stops or dies first. A finished turn is never run again.
 """
 
@@ -46,11 +51,17 @@ from baton.statetable import StateTable
 __all__ = [
     "DISPATCH",
     "MACHINES",
+    "OWNER",
+    "QUESTION",
     "SLOT",
     "TASK",
     "DispatchEvent",
     "DispatchState",
     "IllegalTeamTransition",
+    "OwnerEvent",
+    "OwnerState",
+    "QuestionEvent",
+    "QuestionState",
     "SlotEvent",
     "SlotState",
     "TaskEvent",
@@ -104,6 +115,7 @@ class TaskState(StrEnum):
     INTERRUPTED = "interrupted"
     NEEDS_ATTENTION = "needs_attention"
     FAILED = "failed"
+    DROPPED = "dropped"
 
 
 class TaskEvent(StrEnum):
@@ -122,7 +134,7 @@ class TaskEvent(StrEnum):
     FINISH = "finish"
     """The turn ended with an outcome (persisted per dispatch)."""
     INTERRUPT = "interrupt"
-    """The daemon stopped, or died, before the turn finished."""
+    """The team loop stopped, or died, before the turn finished."""
     WAIT_CHILDREN = "wait_children"
     """No report yet: delegated children are still being worked on."""
     CONSOLIDATE = "consolidate"
@@ -143,6 +155,9 @@ class TaskEvent(StrEnum):
     """baton cannot proceed without a human (stalled, unresolvable FCoP state...)."""
     FAIL = "fail"
     """The agent's turn failed and no retry is left."""
+    DROP = "drop"
+    """The human abandoned its task tree (``baton task drop``): no agent works on it again;
+    its branch's work is kept under ``refs/baton/salvage/``."""
 
 
 _T = TaskState
@@ -210,6 +225,8 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION
+    for state in (*_LIVE, _T.NEEDS_ATTENTION, _T.FAILED, _T.REFUSED):
+        table[(state, _E.DROP)] = _T.DROPPED
     return table
 
 
@@ -230,7 +247,7 @@ class SlotState(StrEnum):
 
 class SlotEvent(StrEnum):
     OPEN = "open"
-    """The daemon started (or restarted) and owns the slot; no session yet."""
+    """The team loop started (or restarted) and owns the slot; no session yet."""
     START = "start"
     """The first job arrived: the session is being created (or resumed)."""
     READY = "ready"
@@ -242,7 +259,9 @@ class SlotEvent(StrEnum):
     FAIL = "fail"
     """The session could not start, or died."""
     CLOSE = "close"
-    """The daemon released the session."""
+    """The team loop released the session."""
+    RELEASE = "release"
+    """The session was closed to work elsewhere (another task tree's worktree)."""
 
 
 _S = SlotState
@@ -267,6 +286,8 @@ SLOT: StateTable[SlotState, SlotEvent] = _table(
         (_S.READY, _SE.CLOSE): _S.CLOSED,
         (_S.WORKING, _SE.CLOSE): _S.CLOSED,
         (_S.FAILED, _SE.CLOSE): _S.CLOSED,
+        (_S.READY, _SE.RELEASE): _S.IDLE,
+        (_S.FAILED, _SE.RELEASE): _S.IDLE,
     },
 )
 
@@ -304,5 +325,72 @@ DISPATCH: StateTable[DispatchState, DispatchEvent] = _table(
     },
 )
 
-MACHINES: tuple[StateTable[Any, Any], ...] = (TASK, SLOT, DISPATCH)
+
+# ------------------------------------------------------------------------ question
+
+
+class QuestionState(StrEnum):
+    PENDING = "pending"
+    ANSWERED = "answered"
+    """Its request was answered: a fact derived from the request (and kept in rows
+    migrated from the first team loop), never written by the loop itself."""
+    DELIVERED = "delivered"
+
+
+class QuestionEvent(StrEnum):
+    ASK = "ask"
+    """A role's ``ask_human`` reached the loop: a request waits for the human."""
+    ANSWER = "answer"
+    """The human answered its request."""
+    DELIVER = "deliver"
+    """The answer went to the role as a turn."""
+
+
+_Q = QuestionState
+_QE = QuestionEvent
+QUESTION: StateTable[QuestionState, QuestionEvent] = _table(
+    "question",
+    QuestionState,
+    QuestionEvent,
+    {
+        (None, _QE.ASK): _Q.PENDING,
+        (_Q.PENDING, _QE.ANSWER): _Q.ANSWERED,
+        (_Q.PENDING, _QE.DELIVER): _Q.DELIVERED,
+        (_Q.ANSWERED, _QE.DELIVER): _Q.DELIVERED,
+    },
+)
+
+
+# --------------------------------------------------------------------------- owner
+
+
+class OwnerState(StrEnum):
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class OwnerEvent(StrEnum):
+    TAKE = "take"
+    """A ``baton up`` became the project's one team loop."""
+    TAKE_OVER = "take_over"
+    """The recorded owner is dead (its process is gone): a new ``baton up`` takes its place."""
+    RELEASE = "release"
+    """The owner stopped and let go of the project."""
+
+
+_O = OwnerState
+_OE = OwnerEvent
+OWNER: StateTable[OwnerState, OwnerEvent] = _table(
+    "owner",
+    OwnerState,
+    OwnerEvent,
+    {
+        (None, _OE.TAKE): _O.RUNNING,
+        (_O.STOPPED, _OE.TAKE): _O.RUNNING,
+        (_O.RUNNING, _OE.TAKE_OVER): _O.RUNNING,
+        (_O.RUNNING, _OE.RELEASE): _O.STOPPED,
+    },
+)
+
+MACHINES: tuple[StateTable[Any, Any], ...] = (TASK, SLOT, DISPATCH, QUESTION, OWNER)
 """Every team lifecycle, in the order the docs show them."""

@@ -20,10 +20,12 @@ __all__ = [
     "Dispatch",
     "Fail",
     "JobKind",
+    "MergeTree",
     "NotRun",
     "Note",
     "NotifyParent",
     "OpenReview",
+    "PrepareWorktree",
     "Queue",
     "Resolve",
     "Retry",
@@ -69,6 +71,23 @@ class Queue:
 @dataclass(frozen=True, slots=True)
 class Claim:
     """T2 by the role (in a slot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareWorktree:
+    """Make the tree's branch and worktree before its first turn (``[team] isolation``)."""
+
+    root: str
+
+
+@dataclass(frozen=True, slots=True)
+class MergeTree:
+    """The human approved a tree's root: merge its branch into the base, then T4.
+
+    A merge the base cannot take now (a conflict, the user's uncommitted edits in the
+    files it changes) opens a fresh review saying why, instead of the approval."""
+
+    request_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +177,11 @@ Step = (
     | Resolve
     | Queue
     | Claim
+    | PrepareWorktree
     | Dispatch
     | Submit
     | OpenReview
+    | MergeTree
     | ApplyHumanReview
     | ApplyDecision
     | NotifyParent

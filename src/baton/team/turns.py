@@ -2,8 +2,8 @@
 
 ``dispatched`` is committed with the slot's new pointer before the prompt is sent;
 ``running`` once the session is up and the prompt handed over; ``finished`` with the
-outcome (or ``interrupted`` when the daemon stops first). The TASK's lock is not
-held while the agent works; the turn is marked live in this daemon instead, so an
+outcome (or ``interrupted`` when the team loop stops first). The TASK's lock is not
+held while the agent works; the turn is marked live in this loop instead, so an
 evaluation meanwhile waits for it.
 """
 
@@ -16,24 +16,34 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from baton.events.model import Payload
 from baton.store import team_sql
 from baton.store.tx import Tx
-from baton.team import decide as d
 from baton.team import steps
-from baton.team.book import RecordMoved, TaskBook
+from baton.team.book import RecordMoved, TaskBook, guard_update
 from baton.team.contract import TurnResult
 from baton.team.controls import CancelAsk
+from baton.team.next_step import Facts
 from baton.team.prompts import Prompts
 from baton.team.reconcile import prompt_digest
-from baton.team.records import TaskRecord, TurnRecord
+from baton.team.records import RecordChanges, TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots, merge_files
-from baton.team.states import DISPATCH, DispatchEvent, DispatchState, SlotEvent, TaskState
+from baton.team.states import (
+    DISPATCH,
+    QUESTION,
+    DispatchEvent,
+    DispatchState,
+    QuestionEvent,
+    SlotEvent,
+    TaskState,
+)
+from baton.team.workspaces import Workspaces
 from baton.team_config import TeamConfig
 
-__all__ = ["RoleTurn", "RoleTurnDriver"]
+__all__ = ["RoleTurn", "TurnRunner"]
 
 log = logging.getLogger("baton.team.turns")
 
@@ -46,20 +56,40 @@ class RoleTurn:
     task: TaskRecord
     slot: Slot
     prompt: str
+    tree_root: str | None = None
+    """The tree whose branch the turn works on (None: the project's own checkout)."""
+    cwd: Path | None = None
+    """Where the agent works: that tree's worktree (None: the project)."""
 
 
-class RoleTurnDriver(TaskBook):
-    """Dispatches and runs turns (the executor's half that talks to sessions)."""
+class TurnRunner:
+    """Dispatches and runs turns: the part of the team loop that talks to sessions."""
 
-    team: TeamConfig
-    slots: Slots
-    prompts: Prompts
-    run_id: str
-    live: set[tuple[str, int]]
-    dispatch_log: list[tuple[str, str, str]]
-    prompt_started: Callable[[str, str, float], None] | None
+    def __init__(
+        self,
+        *,
+        book: TaskBook,
+        slots: Slots,
+        prompts: Prompts,
+        team: TeamConfig,
+        run_id: str,
+        workspaces: Workspaces,
+    ) -> None:
+        self.book = book
+        self.workspaces = workspaces
+        self.slots = slots
+        self.prompts = prompts
+        self.team = team
+        self.run_id = run_id
+        self.live: set[tuple[str, int]] = set()
+        """(task, dispatch) of the turns running in this team loop right now."""
+        self._ended = asyncio.Condition()
+        self.dispatch_log: list[tuple[str, str, str]] = []
+        """(slot, turn kind, task id) in dispatch order; tests and traces read it."""
+        self.prompt_started: Callable[[str, str, float], None] | None = None
+        """Told ``(slot, task, monotonic time)`` as each prompt is handed over (benches)."""
 
-    async def begin_turn(self, facts: d.Facts, kind: steps.JobKind, slot: Slot) -> RoleTurn:
+    async def begin(self, facts: Facts, kind: steps.JobKind, slot: Slot) -> RoleTurn:
         """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
         record = facts.record
         assert record is not None
@@ -74,14 +104,17 @@ class RoleTurnDriver(TaskBook):
             role=slot.spec.name,
             kind=kind,
             state=DISPATCH.next(None, DispatchEvent.DISPATCH),
-            started_at=self.now(),
+            started_at=self.book.now(),
             attempt_id=facts.task.attempt_id,
             anchor=anchor,
             run_id=self.run_id,
             prompt_sha256=prompt_digest(prompt),
         )
         question = facts.question if kind == "answer" else None
-        changes: dict[str, Any] = {"dispatches": dispatch}
+        changes: dict[str, RecordChanges] = {"dispatches": dispatch}
+        worktree = facts.worktree
+        if worktree is not None and facts.tree_root is not None:
+            changes["workspace"] = facts.tree_root  # the tree it works in, for good
         if kind != "review":
             changes.update(
                 job=kind,
@@ -89,17 +122,17 @@ class RoleTurnDriver(TaskBook):
                 reminders=record.reminders + (kind == "remind"),
                 resumes=record.resumes + (kind in ("resume", "retry")),
             )
-            after, payloads = self.walk(
+            after, payloads = self.book.walk(
                 record, TaskState.DISPATCHED, f"{kind} turn on {slot.name}", **changes
             )
         else:
             after = dataclasses.replace(
-                record, updated_at=self.now(), version=record.version + 1, **changes
+                record, updated_at=self.book.now(), version=record.version + 1, **changes
             )
             payloads = []
         deliver = None
         if question is not None and question.request_id is not None:
-            deliver = await asyncio.to_thread(self._deliver, question.request_id)
+            deliver = await asyncio.to_thread(self.book.delivered, question.request_id)
 
         def pointer_and_turn(tx: Tx) -> None:
             team_sql.TURNS.insert(tx, turn.row())
@@ -107,19 +140,17 @@ class RoleTurnDriver(TaskBook):
                 team_sql.QUESTIONS.update(
                     tx,
                     question.ask_id,
-                    {"state": "delivered", "answer": question.answer, "updated_at": self.now()},
+                    {
+                        "state": QUESTION.next(question.state, QuestionEvent.DELIVER).value,
+                        "answer": question.answer,
+                        "updated_at": self.book.now(),
+                    },
                 )
             if deliver is not None:
                 deliver.apply(tx)
 
-        task_before = record
-
         def write(tx: Tx) -> None:
-            changed = team_sql.TASKS.update(
-                tx, task_before.task_id, after.row(), guard={"version": task_before.version}
-            )
-            if changed != 1:
-                raise RecordMoved(task_before.task_id)
+            guard_update(tx, record, after)
             pointer_and_turn(tx)
 
         await self.slots.commit(
@@ -134,17 +165,20 @@ class RoleTurnDriver(TaskBook):
         )
         self.live.add((turn.task_id, turn.dispatch))
         self.dispatch_log.append((slot.name, kind, turn.task_id))
-        return RoleTurn(turn, after, slot, prompt)
+        if worktree is None or facts.tree_root is None:
+            return RoleTurn(turn, after, slot, prompt)
+        cwd = self.workspaces.cwd(worktree)
+        return RoleTurn(turn, after, slot, prompt, facts.tree_root, cwd)
 
-    async def run_turn(self, turn: RoleTurn) -> None:
+    async def run(self, turn: RoleTurn) -> None:
         """Run a dispatched turn outside the task's lock; commit how it ended."""
         slot = turn.slot
         key = (turn.record.task_id, turn.record.dispatch)
         try:
             try:
-                session = await self.slots.ensure_session(slot)
+                session = await self.slots.ensure_session(slot, turn.cwd)
             except Exception as exc:
-                await self._finish(turn, TurnResult("failed", error=f"session start failed: {exc}"))
+                await self.finish(turn, TurnResult("failed", error=f"session start failed: {exc}"))
                 return
             await self._start(turn)
             if self.prompt_started is not None:
@@ -153,7 +187,7 @@ class RoleTurnDriver(TaskBook):
             try:
                 result = await session.prompt(turn.prompt)
             except asyncio.CancelledError:
-                await asyncio.shield(self._interrupt(turn, "baton stopped during the turn"))
+                await asyncio.shield(self.interrupt(turn, "baton stopped during the turn"))
                 raise
             except Exception as exc:
                 log.exception("%s: prompt failed", slot.name)
@@ -161,12 +195,48 @@ class RoleTurnDriver(TaskBook):
                 await self.slots.drop_session(slot, reason=str(exc))
             finally:
                 slot.prompting = False
+            await self._checkpoint(turn)
             asked, slot.cancel = slot.cancel, None
-            await self._finish(turn, result, asked.text(self.team.human) if asked else None)
+            await self.finish(turn, result, asked.text(self.team.human) if asked else None)
         finally:
             self.live.discard(key)
+            async with self._ended:
+                self._ended.notify_all()
 
-    async def cancel_turn(self, slot: Slot, ask: CancelAsk) -> bool:
+    async def wait_ended(self, task_ids: set[str], timeout: float) -> bool:
+        """Until no turn of ``task_ids`` runs here (or ``timeout``); whether none does."""
+
+        def ended() -> bool:
+            return not any(task in task_ids for task, _ in self.live)
+
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._ended:
+                    await self._ended.wait_for(ended)
+        except TimeoutError:
+            return ended()
+        return True
+
+    async def _checkpoint(self, turn: RoleTurn) -> None:
+        """What the agent left in its worktree, committed to the tree's branch.
+
+        A failure is logged, never the turn's: the worktree still holds the work, and
+        the next checkpoint (or recovery at the next start) commits it."""
+        if turn.tree_root is None:
+            return
+        row = turn.record
+        message = (
+            f"baton: {row.task_id} {row.role} turn {row.dispatch} ({row.kind})\n\n"
+            f"What the agent left in the worktree when its turn ended (slot {row.slot})."
+        )
+        try:
+            await self.workspaces.checkpoint(turn.tree_root, message)
+        except Exception:  # the work stays in the worktree: the next checkpoint takes it
+            log.exception(
+                "checkpoint of %s after %s#%d failed", turn.tree_root, row.task_id, row.dispatch
+            )
+
+    async def cancel(self, slot: Slot, ask: CancelAsk) -> bool:
         """Cancel ``slot``'s running turn if it is still the one the human saw."""
         session = slot.session
         if (
@@ -188,8 +258,8 @@ class RoleTurnDriver(TaskBook):
         slot_event: SlotEvent | None,
         *,
         reason: str | None = None,
-        turn_changes: dict[str, Any] | None = None,
-        slot_changes: dict[str, Any] | None = None,
+        turn_changes: dict[str, Any] | None = None,  # TurnRecord fields
+        slot_changes: dict[str, Any] | None = None,  # SlotRecord fields
         files: Sequence[str] = (),
     ) -> None:
         before_turn = turn.record
@@ -197,15 +267,16 @@ class RoleTurnDriver(TaskBook):
         after_turn = dataclasses.replace(before_turn, state=new_state, **(turn_changes or {}))
         task_id = before_turn.task_id
         for _ in range(5):
-            record = await asyncio.to_thread(self.facts.record, task_id)
+            record = await asyncio.to_thread(self.book.facts.record, task_id)
             assert record is not None
             payloads: list[Payload] = []
             task_after: TaskRecord | None = None
-            if task_target is not None and before_turn.kind != "review":
-                task_changes: dict[str, Any] = {}
+            dropped = record.state is TaskState.DROPPED  # the turn ends; the TASK stays dropped
+            if task_target is not None and before_turn.kind != "review" and not dropped:
+                task_changes: dict[str, RecordChanges] = {}
                 if files:
                     task_changes["files_changed"] = merge_files(record.files_changed, files)
-                task_after, payloads = self.walk(record, task_target, reason, **task_changes)
+                task_after, payloads = self.book.walk(record, task_target, reason, **task_changes)
 
             def write(
                 tx: Tx,
@@ -222,11 +293,7 @@ class RoleTurnDriver(TaskBook):
                 if changed != 1:
                     raise RecordMoved(f"turn {task_id}#{before_turn.dispatch} changed")
                 if task_after is not None:
-                    ok = team_sql.TASKS.update(
-                        tx, task_id, task_after.row(), guard={"version": record.version}
-                    )
-                    if ok != 1:
-                        raise RecordMoved(task_id)
+                    guard_update(tx, record, task_after)
 
             try:
                 await self.slots.commit(
@@ -246,7 +313,7 @@ class RoleTurnDriver(TaskBook):
     async def _start(self, turn: RoleTurn) -> None:
         await self._turn_commit(turn, DispatchEvent.START, TaskState.TURN_RUNNING, SlotEvent.PROMPT)
 
-    async def _interrupt(self, turn: RoleTurn, reason: str) -> None:
+    async def interrupt(self, turn: RoleTurn, reason: str) -> None:
         with contextlib.suppress(Exception):
             await self._turn_commit(
                 turn,
@@ -254,10 +321,12 @@ class RoleTurnDriver(TaskBook):
                 TaskState.INTERRUPTED,
                 SlotEvent.CLOSE,
                 reason=reason,
-                turn_changes={"ended_at": self.now(), "error": reason},
+                turn_changes={"ended_at": self.book.now(), "error": reason},
             )
 
-    async def _finish(self, turn: RoleTurn, result: Any, cancelled_by: str | None = None) -> None:
+    async def finish(
+        self, turn: RoleTurn, result: TurnResult, cancelled_by: str | None = None
+    ) -> None:
         slot = turn.slot
         counters = (
             self.slots.counters_after(slot, result)
@@ -278,7 +347,7 @@ class RoleTurnDriver(TaskBook):
                 "stop_reason": result.stop_reason,
                 "tool_calls": result.tool_calls,
                 "error": result.error,
-                "ended_at": self.now(),
+                "ended_at": self.book.now(),
                 "cancelled_by": cancelled_by,
             },
             slot_changes=counters,

@@ -7,7 +7,7 @@ event loop run them in a worker thread. Text in these views comes from task
 files and agents: every surface makes it display-safe before showing it.
 
 * :func:`team_view`: everything (roles, slots, tasks by stage with parent/child
-  links, what waits for the human, refusals, the daemon);
+  links, what waits for the human, refusals, the team loop);
 * :func:`slot_views`: the role sessions (``baton sessions``);
 * :func:`task_views`: baton's records of the TASKs, newest first.
 
@@ -31,14 +31,14 @@ from baton.store import requests_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.records import (
-    DaemonRecord,
+    OwnerRecord,
     QuestionRecord,
     RefusalRecord,
     RoleRecord,
     SlotRecord,
     TaskRecord,
 )
-from baton.team.states import TaskState
+from baton.team.states import OwnerState, QuestionState, TaskState
 from baton.team_config import TeamConfig
 
 __all__ = [
@@ -122,7 +122,8 @@ class BoardTask:
 @dataclass(frozen=True, slots=True)
 class TeamView:
     daemon: str
-    """``running`` or ``stopped``."""
+    """``running`` or ``stopped``: the project's ``baton up`` (the key ``status --json``
+    has always had)."""
     daemon_pid: int | None
     daemon_run: str | None
     updated_at: str | None
@@ -156,7 +157,7 @@ class _Snapshot:
     tasks: list[TaskRecord]
     slots: list[SlotRecord]
     roles: list[RoleRecord]
-    daemon: DaemonRecord | None
+    owner: OwnerRecord | None
     questions: list[QuestionRecord]
     refusals: list[RefusalRecord]
     requests: dict[str, str]
@@ -171,18 +172,21 @@ def _snapshot(tx: Tx) -> _Snapshot:
                 row = requests_sql.fetch(tx, request_id)
                 if row is not None:
                     requests[request_id] = record_from_row(row).state.value
-    questions = [QuestionRecord.from_row(r) for r in team_sql.questions_in_states(tx, ("pending",))]
+    questions = [
+        QuestionRecord.from_row(r)
+        for r in team_sql.questions_in_states(tx, (QuestionState.PENDING.value,))
+    ]
     for question in questions:
         if question.request_id:
             row = requests_sql.fetch(tx, question.request_id)
             if row is not None:
                 requests[question.request_id] = record_from_row(row).state.value
-    daemon_row = team_sql.DAEMON.get(tx, 1)
+    owner_row = team_sql.OWNER.get(tx, 1)
     return _Snapshot(
         tasks=tasks,
         slots=[SlotRecord.from_row(r) for r in team_sql.all_slots(tx)],
         roles=[RoleRecord.from_row(r) for r in team_sql.all_roles(tx)],
-        daemon=DaemonRecord.from_row(daemon_row) if daemon_row else None,
+        owner=OwnerRecord.from_row(owner_row) if owner_row else None,
         questions=questions,
         refusals=[RefusalRecord.from_row(r) for r in team_sql.recent_refusals(tx)],
         requests=requests,
@@ -310,11 +314,11 @@ def team_view(
     )
     clock = time.time() if now is None else now
     breakers = {r.role: r.breaker_until or 0.0 for r in snap.roles}
-    daemon = snap.daemon
+    owner = snap.owner
     running = (
-        daemon is not None
-        and daemon.state == "running"
-        and process_start_ticks(daemon.pid) == daemon.start_ticks
+        owner is not None
+        and owner.state is OwnerState.RUNNING
+        and process_start_ticks(owner.pid) == owner.start_ticks
     )
     pending_reviews = tuple(
         {
@@ -331,8 +335,8 @@ def team_view(
     )
     return TeamView(
         daemon="running" if running else "stopped",
-        daemon_pid=daemon.pid if daemon else None,
-        daemon_run=daemon.run_id if daemon else None,
+        daemon_pid=owner.pid if owner else None,
+        daemon_run=owner.run_id if owner else None,
         updated_at=max((t.updated_at for t in snap.tasks), default=None),
         team={"name": team.name, "leader": team.leader, "human": team.human},
         roles=tuple(

@@ -134,6 +134,10 @@ def team(tmp_path: Path) -> Iterator[Team]:
     subprocess.run([*git, "init", "-q", "."], cwd=root, check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], cwd=root, check=True)
     baton(root, "init")
+    # What baton init tells a user to commit: task trees branch from the commit, so their
+    # worktrees have baton.toml (the QA step checks for it).
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "baton init"], cwd=root, check=True)
     config = root / "baton.toml"
     text = config.read_text()
     # QA asks before each command and edit: the permissions the tests answer by clicking.

@@ -1,4 +1,4 @@
-"""What the team loop does next with one TASK, from facts only: ``decide(facts) -> Step``.
+"""What the team loop does next with one TASK, from facts only: ``next_step(facts) -> Step``.
 
 The facts it reads are defined here; the steps it answers with are
 :mod:`baton.team.steps` (the executor's vocabulary).
@@ -23,7 +23,7 @@ The rules, in the order they are checked:
    finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
    otherwise queue the work for its role; in a slot, claim it (T2).
 4. ``active``: a turn of this attempt still dispatched/running in a dead
-   daemon is *interrupted*: with a REPORT it is submitted, else the role is
+   team loop is *interrupted*: with a REPORT it is submitted, else the role is
    re-prompted with its context (``resume``; the same deterministic operation
    ids make a re-prompted leader create only the missing children). A REPORT
    head is submitted (T3). Nothing dispatched yet: the task prompt (or the
@@ -38,6 +38,13 @@ The rules, in the order they are checked:
    recorded decision is applied, else the review is asked of the reviewer
    (``explicit``) or the parent is re-evaluated (``on_consolidation``).
 6. ``done``/``archive``: settled; the parent is re-evaluated.
+
+With ``[team] isolation = "worktree"`` a turn first needs its tree's branch and
+worktree (:class:`PrepareWorktree`), and the human's approval of a tree's root is
+a merge before it is T4 (:class:`MergeTree`).
+
+Length: the facts and the rules that read them, side by side (a fact exists for a
+rule; a reader of one needs the other).
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
-from baton.team.states import DispatchState, TaskState
+from baton.team.states import DispatchState, QuestionState, TaskState
 from baton.team.steps import (
     ApplyDecision,
     ApplyHumanReview,
@@ -56,10 +63,12 @@ from baton.team.steps import (
     Dispatch,
     Fail,
     JobKind,
+    MergeTree,
     Note,
     NotifyParent,
     NotRun,
     OpenReview,
+    PrepareWorktree,
     Queue,
     Resolve,
     Retry,
@@ -69,6 +78,8 @@ from baton.team.steps import (
     Wait,
 )
 from baton.workflow.ordering import Prerequisite, Unmet, Waiting, gate
+from baton.worktrees.model import WorktreeRecord
+from baton.worktrees.states import WorktreeState
 
 __all__ = [
     "ChildView",
@@ -78,7 +89,7 @@ __all__ = [
     "ReportView",
     "RequestView",
     "TeamRules",
-    "decide",
+    "next_step",
 ]
 
 OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
@@ -141,7 +152,7 @@ class RequestView:
 
 @dataclass(frozen=True, slots=True)
 class TeamRules:
-    """The team's rules, as decide needs them (from ``[team]`` in ``baton.toml``)."""
+    """The team's rules, as next_step needs them (from ``[team]`` in ``baton.toml``)."""
 
     human: str
     leader: str
@@ -167,7 +178,7 @@ class Facts:
     last_turn: TurnRecord | None = None
     """The last dispatch for this TASK (any attempt, any kind)."""
     turn_live: bool = False
-    """The last turn is running in *this* daemon right now."""
+    """The last turn is running in *this* team loop right now."""
     question: QuestionRecord | None = None
     """An open ``ask_human`` question of the current attempt."""
     review: RequestView | None = None
@@ -182,6 +193,14 @@ class Facts:
     """The slot worker took this TASK as a review job (its sender reviews it)."""
     prerequisites: tuple[Prerequisite, ...] = ()
     """An inbox TASK's sibling prerequisites (its ``references`` to siblings), with facts."""
+    tree_root: str | None = None
+    """The TASK whose branch this one works on (itself for a root); None: no isolation."""
+    worktree: WorktreeRecord | None = None
+    """That tree's branch and worktree, once made."""
+
+    @property
+    def is_tree_root(self) -> bool:
+        return self.tree_root is not None and self.tree_root == self.task.task_id
 
     @property
     def own_slot(self) -> bool:
@@ -196,7 +215,7 @@ class Facts:
         )
 
 
-# ---------------------------------------------------------------------- decide
+# ------------------------------------------------------------------- next step
 
 
 def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
@@ -206,7 +225,24 @@ def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
     record = f.record
     if record is not None and record.turns >= p.turn_limit and kind != "resume":
         return Attention(f"turn limit ({p.turn_limit}) reached without a settled report")
-    return Dispatch(kind) if f.own_slot else Queue(f.role)
+    if not f.own_slot:
+        return Queue(f.role)
+    return _in_worktree(f) or Dispatch(kind)
+
+
+def _in_worktree(f: Facts) -> Step | None:
+    """Before a turn of an isolated tree: its branch and worktree must be live."""
+    if f.tree_root is None:
+        return None
+    worktree = f.worktree
+    if worktree is None or worktree.state is WorktreeState.CREATING:
+        return PrepareWorktree(f.tree_root)
+    if worktree.state is not WorktreeState.LIVE:
+        return Attention(
+            f"its task tree's branch {worktree.branch} is {worktree.state.value}: "
+            "no agent works on it any more"
+        )
+    return None
 
 
 def _open_children(f: Facts, p: TeamRules) -> list[ChildView]:
@@ -270,9 +306,9 @@ def _active(f: Facts, p: TeamRules) -> Step:
     if open_children:
         return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
     question = f.question
-    if question is not None and question.state == "pending":
+    if question is not None and question.state is QuestionState.PENDING:
         return Note(TaskState.WAITING_HUMAN, f"{question.role} asked {p.human} a question")
-    if question is not None and question.state == "answered":
+    if question is not None and question.state is QuestionState.ANSWERED:
         return _work(f, "answer", p)
     if turn.outcome != "completed":
         if record is not None and record.resumes >= p.retries:
@@ -306,6 +342,15 @@ def _review(f: Facts, p: TeamRules) -> Step:
                 return Note(TaskState.IN_REVIEW, f"waiting for {p.human}'s review")
             return Wait(f"waiting for {p.human}'s review")
         if review.state == "answered" and review.approve is not None:
+            worktree = f.worktree
+            if (
+                review.approve
+                and f.is_tree_root
+                and worktree is not None
+                and worktree.state
+                in (WorktreeState.LIVE, WorktreeState.MERGING, WorktreeState.MERGED)
+            ):
+                return MergeTree(review.request_id)  # then the approval itself (T4)
             return ApplyHumanReview(review.request_id, review.approve, review.reason or "")
         return Attention(f"the review request {review.request_id} is {review.state}")
     if f.decision is not None:
@@ -336,16 +381,18 @@ def _review(f: Facts, p: TeamRules) -> Step:
         return Queue(f.reviewer_role, review=True)
     if f.review_turns >= p.turn_limit:
         return Attention(f"turn limit ({p.turn_limit}) reached while {task.sender} reviews")
-    return Dispatch("review")
+    return _in_worktree(f) or Dispatch("review")
 
 
-def decide(f: Facts, p: TeamRules) -> Step:
+def next_step(f: Facts, p: TeamRules) -> Step:
     """The next step for one TASK (see the module docstring for the rules)."""
     task, record = f.task, f.record
     if task.stage == "ambiguous":
         return Resolve()
     if task.stage == "missing":
         return Wait("the TASK is not in the workspace")
+    if record is not None and record.state is TaskState.DROPPED:
+        return Wait(f"dropped: {record.reason or 'its task tree was abandoned'}")
     if record is not None and record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
         attention = f.attention
         if attention is not None and attention.state == "answered" and attention.approve:

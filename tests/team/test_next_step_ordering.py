@@ -1,26 +1,26 @@
-"""The ordering gate as a fact of :func:`baton.team.decide.decide` (pure, no I/O)."""
+"""The ordering gate as a fact of :func:`baton.team.next_step.next_step` (pure, no I/O)."""
 
 from __future__ import annotations
 
 import pytest
 
-from baton.team import decide as d
 from baton.team import steps
+from baton.team.next_step import Facts, FcopTask, TeamRules, next_step
 from baton.team.records import TaskRecord
 from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
 from baton.workflow.ordering import Prerequisite
 
-POLICY = d.TeamRules(
+POLICY = TeamRules(
     human="ADMIN", leader="PM", child_acceptance="on_consolidation", turn_limit=8, reminder_turns=1
 )
 
 
-def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> d.Facts:
-    task = d.FcopTask("TASK-qa", "inbox", sender="PM", recipient="QA", subject="check", parent="P")
+def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> Facts:
+    task = FcopTask("TASK-qa", "inbox", sender="PM", recipient="QA", subject="check", parent="P")
     record = TaskRecord(
         task_id="TASK-qa", role="QA", state=TaskState.SEEN, created_at="t", updated_at="t"
     )
-    return d.Facts(
+    return Facts(
         task=task,
         record=record,
         role="QA",
@@ -30,31 +30,31 @@ def facts(*prerequisites: Prerequisite, own_slot: bool = True) -> d.Facts:
 
 
 def test_a_task_whose_sibling_has_not_finished_waits_unclaimed() -> None:
-    step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "active", None)), POLICY)
+    step = next_step(facts(Prerequisite("TASK-dev", "DEV", "active", None)), POLICY)
     assert step == steps.Note(TaskState.WAITING_PREREQUISITES, "after TASK-dev")
 
 
 @pytest.mark.parametrize("own_slot", [True, False])
 def test_a_task_whose_siblings_are_done_is_claimed_or_queued(own_slot: bool) -> None:
     done = Prerequisite("TASK-dev", "DEV", "review", "done")
-    step = d.decide(facts(done, own_slot=own_slot), POLICY)
+    step = next_step(facts(done, own_slot=own_slot), POLICY)
     assert step == (steps.Claim() if own_slot else steps.Queue("QA"))
 
 
 def test_a_task_whose_sibling_failed_is_not_run_with_the_reason() -> None:
-    step = d.decide(facts(Prerequisite("TASK-dev", "DEV", "review", "blocked")), POLICY)
+    step = next_step(facts(Prerequisite("TASK-dev", "DEV", "review", "blocked")), POLICY)
     assert isinstance(step, steps.NotRun)
     assert step.reasons == ("TASK-dev (DEV) reported 'blocked'",)
 
 
 def test_explicit_acceptance_waits_for_the_sibling_to_be_accepted() -> None:
-    explicit = d.TeamRules(
+    explicit = TeamRules(
         human="ADMIN", leader="PM", child_acceptance="explicit", turn_limit=8, reminder_turns=1
     )
     reported = Prerequisite("TASK-dev", "DEV", "review", "done")
-    assert isinstance(d.decide(facts(reported), explicit), steps.Note)
+    assert isinstance(next_step(facts(reported), explicit), steps.Note)
     accepted = Prerequisite("TASK-dev", "DEV", "done", "done")
-    assert d.decide(facts(accepted), explicit) == steps.Claim()
+    assert next_step(facts(accepted), explicit) == steps.Claim()
 
 
 def test_the_waiting_state_is_in_the_task_table() -> None:

@@ -1,0 +1,107 @@
+"""A review decision applied in FCoP: the human's answer, or a role's recorded REVIEW (T4/T5)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
+from baton.team import steps
+from baton.team.attention import Escalations
+from baton.team.book import TaskBook
+from baton.team.handlers.dependents import Dependents
+from baton.team.handlers.outcome import Outcome, Then
+from baton.team.next_step import Facts
+from baton.team.records import RecordChanges
+from baton.team.slots import Slot
+from baton.team.states import TaskState
+
+__all__ = ["ApplyHumanAnswer", "ApplyRoleDecision"]
+
+_FRESH_ATTEMPT: dict[str, RecordChanges] = {"turns": 0, "reminders": 0, "resumes": 0}
+"""A sent-back TASK starts a new attempt with fresh counters."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyHumanAnswer:
+    """The human's answer to a review request: approve (T4) or send back (T5)."""
+
+    port: FcopPort
+    book: TaskBook
+    escalations: Escalations
+    dependents: Dependents
+    human: str
+
+    async def __call__(
+        self, step: steps.ApplyHumanReview, facts: Facts, slot: Slot | None
+    ) -> Outcome:
+        record = facts.record
+        assert record is not None
+        task_id = facts.task.task_id
+        operation = self.port.approve if step.approve else self.port.reject
+        try:
+            info = await asyncio.to_thread(
+                operation, task_id, approver=self.human, reason=step.reason
+            )
+        except CoordinationError as exc:
+            await self.escalations.escalate_locked(
+                task_id, f"{self.human}'s decision failed: {exc}"
+            )
+            return Then.STOP
+        change = await asyncio.to_thread(self.book.delivered, step.request_id)
+        changes: dict[str, RecordChanges] = {}
+        if not step.approve:
+            changes = {**_FRESH_ATTEMPT, "attempt_id": info.attempt_id, "review_request": None}
+        await self.book.move(
+            record,
+            TaskState.SETTLED if step.approve else TaskState.CLAIMED,
+            why=f"{self.human} {'approved' if step.approve else 'sent it back'}",
+            also=change.apply if change else None,
+            extra=change.payloads if change else (),
+            **changes,
+        )
+        if step.approve:
+            await self.dependents.finished(facts.task.parent)
+        return Then.DECIDE_AGAIN
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyRoleDecision:
+    """A role's recorded acceptance/rejection REVIEW becomes T4/T5."""
+
+    port: FcopPort
+    book: TaskBook
+    escalations: Escalations
+    dependents: Dependents
+
+    async def __call__(self, step: steps.ApplyDecision, facts: Facts, slot: Slot | None) -> Outcome:
+        record = facts.record
+        assert record is not None
+        task_id = facts.task.task_id
+        operation = self.port.approve if step.approve else self.port.reject
+        try:
+            info = await asyncio.to_thread(
+                operation,
+                task_id,
+                approver=step.reviewer,
+                reason=step.reason,
+                review_ref=step.review_id,
+            )
+        except CoordinationError as exc:
+            await self.escalations.escalate_locked(
+                task_id, f"{step.reviewer}'s decision failed: {exc}"
+            )
+            return Then.STOP
+        if step.approve:
+            await self.book.move(record, TaskState.SETTLED, why=f"approved by {step.reviewer}")
+            await self.dependents.finished(facts.task.parent)
+        else:
+            await self.book.move(
+                record,
+                TaskState.CLAIMED,
+                why=f"sent back by {step.reviewer}",
+                attempt_id=info.attempt_id,
+                **_FRESH_ATTEMPT,
+            )
+        return Then.DECIDE_AGAIN

@@ -1,0 +1,519 @@
+"""A task tree's git operations on the user's repository, each idempotent, all through git.
+
+:class:`Repository` is the main checkout (the one the user works in). It makes a task
+tree's branch and worktree, commits what a turn left (a *checkpoint*), tells the
+change against the base (files, commits, a bounded unified diff), previews a merge
+(``git merge-tree``: against the base tip and every other live task branch) and
+performs it, and saves a dropped tree's exact head before its worktree goes.
+
+Every operation can be run again after a crash at any point and reaches the same end
+(creating a branch that exists, committing a clean tree, saving a ref that is saved,
+merging what the base already holds): the lifecycle in :mod:`baton.worktrees.states`
+records intent before each and the result after, and :mod:`baton.worktrees.recovery`
+finishes or undoes what a crash interrupted by asking git, never by guessing.
+
+The main checkout is never half-merged: the merge commit is computed without
+touching any checkout (``merge-tree --write-tree``, ``commit-tree``), and the base
+then moves in one step: a fast-forward of the main checkout (only when none of the
+files it changes has an uncommitted edit there) or, when the base is not checked out,
+a compare-and-swap ``update-ref``.
+
+Length: the operations share one repository handle and their preconditions; split,
+each half would re-derive the other's (what "merged", "clean", "the base" mean).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from baton.worktrees.git import BATON_IDENTITY, Git, GitFailed, GitOutputTooLarge
+from baton.worktrees.model import MergeRule, WorktreeRecord
+from baton.worktrees.parse import (
+    ChangedFile,
+    changed_files,
+    conflicted_paths,
+    status_entries,
+    worktree_paths,
+)
+
+__all__ = [
+    "Commit",
+    "MergeRefused",
+    "Preflight",
+    "Repository",
+    "TreeChange",
+]
+
+MAX_REVIEW_DIFF_BYTES = 256 * 1024
+"""The unified diff a review carries; a larger one says where to read the whole."""
+MAX_COMMITS = 200
+PREFLIGHT_WORKERS = 4
+"""``git merge-tree`` processes a preflight runs at once."""
+SALVAGE_MESSAGE = "baton: salvage of {task} (uncommitted work at the time it was dropped)"
+
+
+class MergeRefused(GitFailed):
+    """The merge cannot happen now; ``reason`` says why and ``paths`` which files."""
+
+    def __init__(self, reason: str, paths: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.paths = tuple(paths)
+        super().__init__(("merge",), 1, reason)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    commit: str
+    author: str
+    subject: str
+
+
+@dataclass(frozen=True, slots=True)
+class TreeChange:
+    """A task branch against its base: what a human reviews."""
+
+    branch: str
+    base: str
+    """The base branch's name."""
+    merge_base: str
+    head: str
+    files: tuple[ChangedFile, ...]
+    commits: tuple[Commit, ...]
+    diff: str | None
+    """The unified diff, or None when it is larger than the bound (see ``note``)."""
+    note: str = ""
+
+    @property
+    def added(self) -> int:
+        return sum(f.added or 0 for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed or 0 for f in self.files)
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    """A merge tried without touching anything: against the base tip and the live branches."""
+
+    base_tip: str
+    base_conflicts: tuple[str, ...]
+    branch_conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per other live task branch, the files this one conflicts with it in."""
+
+    @property
+    def clean(self) -> bool:
+        """Mergeable into the base now (conflicts with other branches only warn)."""
+        return not self.base_conflicts
+
+    def rebase_prompt(self, base: str) -> str:
+        """What the role owning the branch is told when it is sent back to rebase."""
+        files = ", ".join(self.base_conflicts[:20]) + (
+            f" (and {len(self.base_conflicts) - 20} more)" if len(self.base_conflicts) > 20 else ""
+        )
+        return (
+            f"Your branch conflicts with {base}, which moved since you branched, in: {files}. "
+            f"Merge {base} into your branch in this worktree (`git merge {base}`), resolve "
+            "every conflict, commit, run the checks again, and report."
+        )
+
+
+@dataclass(frozen=True)
+class Repository:
+    """The user's main checkout (its top level)."""
+
+    root: Path
+    git: Git
+
+    @classmethod
+    def find(cls, path: Path) -> Repository | None:
+        """The repository whose work tree holds ``path``, or None (not a git repository)."""
+        probe = Git(path)
+        result = probe.run("rev-parse", "--show-toplevel", check=False)
+        if result.returncode != 0:
+            return None
+        top = Path(result.stdout.decode("utf-8", "surrogateescape").strip())
+        return cls(top, Git(top))
+
+    # ----------------------------------------------------------------- facts
+
+    def checked_out_branch(self) -> tuple[str, str] | None:
+        """``(refs/heads/X, its commit)`` checked out in the main checkout, or None
+        (detached, unborn)."""
+        result = self.git.run("symbolic-ref", "-q", "HEAD", check=False)
+        ref = result.stdout.decode().strip()
+        if result.returncode != 0 or not ref.startswith("refs/heads/"):
+            return None
+        commit = self.resolve(ref)
+        return (ref, commit) if commit is not None else None
+
+    def resolve(self, ref: str) -> str | None:
+        """The commit ``ref`` names, or None."""
+        result = self.git.run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
+        return result.stdout.decode().strip() or None if result.returncode == 0 else None
+
+    def is_ancestor(self, commit: str, of: str) -> bool:
+        return self.git.ok("merge-base", "--is-ancestor", commit, of)
+
+    def worktrees(self) -> dict[Path, str | None]:
+        """Every registered worktree's path (resolved) and its branch ref."""
+        fields = self.git.zsplit("worktree", "list", "--porcelain", "-z")
+        return {Path(p).resolve(): b for p, b in worktree_paths(fields).items()}
+
+    def head(self, worktree: Path) -> str:
+        return self.git.at(worktree).text("rev-parse", "HEAD")
+
+    # --------------------------------------------------------------- create
+
+    def create(self, record: WorktreeRecord) -> None:
+        """The branch at ``base_commit`` and its worktree at ``path``; done if they exist.
+
+        A first dispatch (no folder yet) is one ``worktree add -b``; when git refuses
+        it (the branch exists, a folder deleted by hand is still registered...), the
+        worktrees are pruned and the branch and folder made from what exists."""
+        path = record.worktree
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = self.git.run(
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                record.branch,
+                str(path),
+                record.base_commit,
+                check=False,
+            )
+            if fresh.returncode == 0:
+                return
+        ref = f"refs/heads/{record.branch}"
+        self.git.run("worktree", "prune")  # a folder deleted by hand is forgotten first
+        registered = self.worktrees().get(path.resolve()) if path.exists() else None
+        if registered == ref:
+            return
+        if path.exists() and any(path.iterdir()):
+            raise GitFailed(
+                ("worktree", "add"), 1, f"{path} exists and is not the worktree of {record.branch}"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if self.resolve(ref) is None:
+            self.git.run(
+                "worktree", "add", "-q", "-b", record.branch, str(path), record.base_commit
+            )
+        else:
+            self.git.run("worktree", "add", "-q", str(path), record.branch)
+
+    # ------------------------------------------------------------ checkpoint
+
+    def dirty(self, worktree: Path) -> bool:
+        """Anything not committed in ``worktree`` (untracked files included)?"""
+        out = (
+            self.git.at(worktree)
+            .run("status", "--porcelain=v1", "-z", "--untracked-files=all")
+            .stdout
+        )
+        return bool(out)
+
+    def checkpoint(self, worktree: Path, message: str) -> str:
+        """Commit everything ``worktree`` holds that is not committed (as baton); the head.
+
+        The agent's own commits stay as they are; a clean tree commits nothing.
+
+        The tree is read once, by ``add -A``; whether anything is staged is then a
+        comparison of the index with HEAD, which reads no file (a ``status`` before the
+        ``add`` read all of them twice: 1.5× ``git add -A && git commit`` on 50,000 files,
+        ``benches/run --only worktrees``). A staged edit the agent undid in the tree
+        now commits nothing instead of failing on an empty commit."""
+        git = self.git.at(worktree)
+        try:
+            git.run("add", "-A", "--", ".")
+        except GitFailed:
+            if self.dirty(worktree):
+                raise
+            return self.head(worktree)  # nothing to take (say, an index lock left behind)
+        if not git.ok("diff-index", "--cached", "--quiet", "HEAD", "--"):
+            git.run(
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty-message",
+                "-m",
+                message,
+                env=BATON_IDENTITY,
+            )
+        return self.head(worktree)
+
+    # ----------------------------------------------------------------- review
+
+    def change(
+        self,
+        record: WorktreeRecord,
+        head: str | None = None,
+        *,
+        max_diff_bytes: int = MAX_REVIEW_DIFF_BYTES,
+    ) -> TreeChange:
+        """The tree's change against its base (three dots: what the branch added); the
+        unified diff only up to ``max_diff_bytes`` (beyond, ``diff`` is None and the
+        note says where to read it whole)."""
+        head = head or record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        if head is None:
+            raise GitFailed(("rev-parse",), 1, f"the branch {record.branch} is gone")
+        base_tip = self.resolve(record.base_ref) or record.base_commit
+        merge_base = self.git.text("merge-base", base_tip, head)
+        span = f"{merge_base}..{head}"
+        files = changed_files(
+            self.git.zsplit("diff", "--name-status", "-z", "-M", span),
+            self.git.zsplit("diff", "--numstat", "-z", "-M", span),
+        )
+        commits = []
+        log = self.git.zsplit(
+            "log", f"--max-count={MAX_COMMITS}", "-z", "--format=%H%x1f%an%x1f%s", span
+        )
+        for entry in log:
+            parts = entry.strip("\n").split("\x1f")
+            if len(parts) == 3:
+                commits.append(Commit(*parts))
+        diff: str | None
+        note = ""
+        try:
+            raw = self.git.run(
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "-M",
+                span,
+                max_bytes=max_diff_bytes,
+            ).stdout
+            diff = raw.decode("utf-8", "replace")
+        except GitOutputTooLarge:
+            diff = None
+            note = (
+                f"the diff is over {max_diff_bytes // 1024} KiB; read it whole with "
+                f"`baton diff {record.root_task}` or `git diff {record.base_branch}...{record.branch}`"
+            )
+        return TreeChange(
+            branch=record.branch,
+            base=record.base_branch,
+            merge_base=merge_base,
+            head=head,
+            files=tuple(files),
+            commits=tuple(commits),
+            diff=diff,
+            note=note,
+        )
+
+    def touched(self, record: WorktreeRecord, prefixes: Sequence[str]) -> tuple[str, ...]:
+        """Paths under any of ``prefixes`` the branch changes (against where it forked)."""
+        if not prefixes:
+            return ()
+        head = record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        base_tip = self.resolve(record.base_ref) or record.base_commit
+        if head is None:
+            return ()
+        fork = self.git.text("merge-base", base_tip, head)
+        changed = self.git.zsplit("diff", "--name-only", "-z", "--no-renames", fork, head)
+        return tuple(
+            p for p in changed if any(p == x.rstrip("/") or p.startswith(x) for x in prefixes)
+        )
+
+    def conflicts(self, ours: str, theirs: str) -> tuple[str, ...]:
+        """Files ``git merge-tree`` finds conflicting between two commits (none: clean)."""
+        result = self.git.run(
+            "merge-tree", "--write-tree", "--name-only", "-z", ours, theirs, check=False
+        )
+        if result.returncode not in (0, 1):
+            raise GitFailed(
+                ("merge-tree",), result.returncode, result.stderr.decode("utf-8", "replace")
+            )
+        fields = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+        _, paths = conflicted_paths(fields)
+        return paths if result.returncode == 1 else ()
+
+    def preflight(self, record: WorktreeRecord, others: Sequence[WorktreeRecord] = ()) -> Preflight:
+        """The merge tried against the base tip and each other live branch, nothing written.
+
+        The ``merge-tree`` runs are independent: a few run at once (each is mostly a
+        process start; one after the other, ten live branches took a p99 of ~300 ms on a
+        loaded 2-core machine, ``benches/run --only worktrees``)."""
+        head = record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        base_tip = self.resolve(record.base_ref)
+        if head is None or base_tip is None:
+            raise GitFailed(("merge-tree",), 1, f"{record.branch} or {record.base_ref} is gone")
+        mine = head
+        live = [o for o in others if o.root_task != record.root_task]
+
+        def against(other: WorktreeRecord) -> tuple[str, ...]:
+            other_head = other.head_commit or self.resolve(f"refs/heads/{other.branch}")
+            return () if other_head is None else self.conflicts(other_head, mine)
+
+        if not live:
+            return Preflight(base_tip, self.conflicts(base_tip, head))
+        with ThreadPoolExecutor(min(PREFLIGHT_WORKERS, len(live) + 1)) as pool:
+            base = pool.submit(self.conflicts, base_tip, head)
+            found = list(pool.map(against, live))
+            by_branch = {o.branch: f for o, f in zip(live, found, strict=True) if f}
+            return Preflight(base_tip, base.result(), by_branch)
+
+    # ------------------------------------------------------------------ merge
+
+    def merge_commit(
+        self, record: WorktreeRecord, rule: MergeRule, message: str
+    ) -> tuple[str, str]:
+        """``(base tip, commit the base moves to)``, computed without touching a checkout."""
+        head = record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        base_tip = self.resolve(record.base_ref)
+        if head is None or base_tip is None:
+            raise MergeRefused(f"{record.branch} or {record.base_branch} no longer exists")
+        if self.is_ancestor(head, base_tip):
+            return base_tip, base_tip  # nothing to merge (or merged already)
+        if rule == "ff":
+            if not self.is_ancestor(base_tip, head):
+                raise MergeRefused(
+                    f"{record.base_branch} moved since {record.branch} was made: a fast-forward "
+                    'is impossible (send it back to rebase, or merge with [team] merge = "merge")'
+                )
+            return base_tip, head
+        result = self.git.run(
+            "merge-tree", "--write-tree", "--name-only", "-z", base_tip, head, check=False
+        )
+        fields = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+        if result.returncode == 1:
+            _, paths = conflicted_paths(fields)
+            raise MergeRefused(
+                f"{record.branch} conflicts with {record.base_branch} in {len(paths)} file(s)",
+                paths,
+            )
+        if result.returncode != 0:
+            raise GitFailed(
+                ("merge-tree",), result.returncode, result.stderr.decode("utf-8", "replace")
+            )
+        tree, _ = conflicted_paths(fields)
+        assert tree is not None
+        parents = ["-p", base_tip] + (["-p", head] if rule == "merge" else [])
+        known = self.git.ok("var", "GIT_COMMITTER_IDENT")  # the user's identity, if set
+        out = self.git.run(
+            "commit-tree", tree, *parents, "-m", message, env=None if known else BATON_IDENTITY
+        ).stdout
+        return base_tip, out.decode().strip()
+
+    def checkout_blockers(self, base_tip: str, target: str) -> tuple[str, ...]:
+        """Files the move would change that have uncommitted edits in the main checkout."""
+        changing = set(
+            self.git.zsplit("diff", "--name-only", "-z", "--no-renames", base_tip, target)
+        )
+        dirty = status_entries(
+            self.git.zsplit("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        )
+        blocked = []
+        for entry in dirty:
+            for path in (entry.path, entry.old_path):
+                if path is not None and path in changing and path not in blocked:
+                    blocked.append(path)
+        return tuple(blocked)
+
+    def _in_progress(self) -> str | None:
+        """A merge, rebase, cherry-pick or revert the user has in progress, by name."""
+        gitdir = Path(self.git.text("rev-parse", "--absolute-git-dir"))
+        for name, what in (
+            ("MERGE_HEAD", "a merge"),
+            ("rebase-merge", "a rebase"),
+            ("rebase-apply", "a rebase"),
+            ("CHERRY_PICK_HEAD", "a cherry-pick"),
+            ("REVERT_HEAD", "a revert"),
+        ):
+            if (gitdir / name).exists():
+                return what
+        return None
+
+    def apply_merge(self, record: WorktreeRecord, base_tip: str, target: str) -> None:
+        """Move the base from ``base_tip`` to ``target`` in one step (idempotent).
+
+        Where the base is checked out in the main checkout: a fast-forward there, only
+        when no file it changes is edited and uncommitted (the user's other edits stay);
+        checked out in another worktree of the user's: refused (it would fall behind);
+        not checked out: a compare-and-swap of the ref.
+        """
+        current = self.resolve(record.base_ref)
+        if current == target or (current is not None and self.is_ancestor(target, current)):
+            return  # merged already (a rerun after a crash), or the base moved past it
+        if current != base_tip:
+            raise MergeRefused(
+                f"{record.base_branch} moved while the merge was prepared; approve again"
+            )
+        holders = [p for p, ref in self.worktrees().items() if ref == record.base_ref]
+        main = self.root.resolve()
+        if holders and holders != [main]:
+            raise MergeRefused(
+                f"{record.base_branch} is checked out in another worktree "
+                f"({holders[0]}); check it out here or switch that worktree away"
+            )
+        if holders == [main]:
+            busy = self._in_progress()
+            if busy is not None:
+                raise MergeRefused(f"the main checkout has {busy} in progress: finish it first")
+            blocked = self.checkout_blockers(base_tip, target)
+            if blocked:
+                raise MergeRefused(
+                    "uncommitted edits in the main checkout touch files the merge changes: "
+                    + ", ".join(blocked[:10])
+                    + ("…" if len(blocked) > 10 else "")
+                    + " (commit or stash them, then approve again)",
+                    blocked,
+                )
+            self.git.run("merge", "--ff-only", "-q", "--no-verify", target)
+        else:
+            self.git.run(
+                "update-ref",
+                "-m",
+                f"baton: merge {record.branch}",
+                record.base_ref,
+                target,
+                base_tip,
+            )
+
+    def is_merged(self, record: WorktreeRecord) -> bool:
+        """The base holds the branch's work (the merge commit, or the head itself)."""
+        base = self.resolve(record.base_ref)
+        if base is None:
+            return False
+        target = record.merge_commit or record.head_commit
+        return target is not None and self.is_ancestor(target, base)
+
+    # ------------------------------------------------------------ salvage
+
+    def save(self, ref: str, commit: str) -> None:
+        """``ref`` names ``commit`` (created or moved; a rerun is a no-op)."""
+        if self.resolve(ref) != commit:
+            self.git.run("update-ref", "-m", "baton: salvage", ref, commit)
+
+    def remove(self, record: WorktreeRecord, *, delete_branch: bool) -> None:
+        """The worktree folder (and the branch) gone; only call once the work is safe."""
+        path = record.worktree
+        if path.resolve() in self.worktrees():
+            self.git.run("worktree", "remove", "--force", "--force", str(path))
+        elif path.exists():
+            shutil.rmtree(path)  # a leftover folder git no longer knows (its work is safe)
+        self.git.run("worktree", "prune")
+        ref = f"refs/heads/{record.branch}"
+        if delete_branch and self.resolve(ref) is not None:
+            self.git.run("update-ref", "-d", ref)
+
+    def restore(self, salvage_ref: str, branch: str) -> str:
+        """A branch at the salvaged head (refused if the branch exists elsewhere)."""
+        commit = self.resolve(salvage_ref)
+        if commit is None:
+            raise GitFailed(("restore",), 1, f"nothing is saved under {salvage_ref}")
+        ref = f"refs/heads/{branch}"
+        existing = self.resolve(ref)
+        if existing is not None and existing != commit:
+            raise GitFailed(("restore",), 1, f"the branch {branch} exists and points elsewhere")
+        if existing is None:
+            self.git.run("update-ref", ref, commit, "")  # "": it must not exist yet
+        return commit
