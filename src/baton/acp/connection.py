@@ -340,7 +340,7 @@ class JsonRpcConnection:
             ok = False
         try:
             await self._handler.on_response_written(request.id, ok)
-        except Exception as exc:
+        except Exception as exc:  # a hook's bug is reported for this frame
             await self._report(request.method[:MAX_METHOD_CHARS], exc, frame)
 
     async def _answer_error(

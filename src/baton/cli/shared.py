@@ -256,7 +256,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
             raise
         except BrokenPipeError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # an unexpected error is a bug: a crash report, never a traceback
             raise typer.Exit(report(exc, INVOCATION or sys.argv[1:])) from None
 
     return wrapper

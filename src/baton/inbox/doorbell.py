@@ -265,7 +265,7 @@ class Doorbell(InboxInspection):
             except asyncio.CancelledError:
                 first.cancel()
                 raise
-            except Exception:
+            except Exception:  # the watcher re-arms after any failure (bounded, logged)
                 failures += 1
                 log.exception("doorbell watcher failed (%d); re-arming", failures)
                 if failures >= 5:

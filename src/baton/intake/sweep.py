@@ -419,7 +419,7 @@ class Sweeper:
         for origin in origins:
             try:
                 self.on_change(origin)
-            except Exception:
+            except Exception:  # a listener's bug never stops a sweep
                 log.exception("intake sweep: on_change(%r) failed", origin)
 
     def _judge(self, target: Target) -> tuple[Refused | Settling | None, bool]:

@@ -179,7 +179,7 @@ class BatchWriter:
                 if conn.in_transaction:
                     try:
                         conn.rollback()
-                    except Exception as rollback_exc:
+                    except Exception as rollback_exc:  # noted: the first error is raised
                         err.add_note(f"rollback also failed: {rollback_exc}")
                 # Refuse new writes before anyone waiting on this batch wakes up.
                 self._queue.fail(err)
@@ -219,7 +219,7 @@ class BatchWriter:
             result = write.fn(tx)
             if write.rows:
                 conn.insert_events(write.rows)
-        except Exception as exc:
+        except Exception as exc:  # any failure rolls the batch back (the caller gets it)
             if not conn.in_transaction:
                 # The driver already ended the whole transaction (disk full, an I/O
                 # error, a lost connection...): the batch is lost, not just this write.

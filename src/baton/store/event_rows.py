@@ -78,7 +78,7 @@ def event_row(event: CanonicalEvent) -> EventRow:
     """The ``events`` row of ``event``, serialized on the producer (refused there if it cannot be)."""
     try:
         line = event.to_json()
-    except Exception as exc:
+    except Exception as exc:  # whatever the serializer raises: this event is refused
         raise StoreError(
             f"event {event.type} seq {event.seq} of run {event.run_id!r} "
             f"cannot be serialized: {exc}"

@@ -205,7 +205,7 @@ def migrate(conn: WriterConnection, migrations: Sequence[Migration]) -> list[str
                 )
                 done.append(migration.name)
             conn.commit()
-        except Exception as exc:
+        except Exception as exc:  # rolled back, then re-raised
             if conn.in_transaction:
                 conn.rollback()
             raise StoreError(f"migration {migration.name!r} failed: {exc}") from exc

@@ -202,7 +202,7 @@ class Slots:
         await self.commit(slot, SlotEvent.START)
         try:
             session = await self.factory(slot.spec, slot.record.binding, cwd)
-        except Exception as exc:
+        except Exception as exc:  # recorded as the slot's failure, then re-raised
             await self.commit(slot, SlotEvent.FAIL, reason=f"session start failed: {exc}")
             raise
         slot.session, slot.cwd = session, cwd
@@ -253,7 +253,7 @@ class Slots:
         if session is not None:
             try:
                 await session.close()
-            except Exception:
+            except Exception:  # closing is best effort: the session is dropped either way
                 log.exception("closing %s failed", slot.name)
 
     async def close_all(self, reason: str) -> None:
@@ -262,5 +262,5 @@ class Slots:
             if slot.record.state not in (SlotState.CLOSED, SlotState.IDLE):
                 try:
                     await self.commit(slot, SlotEvent.CLOSE, reason=reason)
-                except Exception:
+                except Exception:  # at shutdown one slot's record never stops the others'
                     log.exception("recording %s closed failed", slot.name)

@@ -177,7 +177,7 @@ class TurnRunner:
         try:
             try:
                 session = await self.slots.ensure_session(slot, turn.cwd)
-            except Exception as exc:
+            except Exception as exc:  # any start failure is this turn's failure, recorded
                 await self.finish(turn, TurnResult("failed", error=f"session start failed: {exc}"))
                 return
             await self._start(turn)
@@ -189,7 +189,7 @@ class TurnRunner:
             except asyncio.CancelledError:
                 await asyncio.shield(self.interrupt(turn, "baton stopped during the turn"))
                 raise
-            except Exception as exc:
+            except Exception as exc:  # an agent that dies mid-turn fails the turn, not the loop
                 log.exception("%s: prompt failed", slot.name)
                 result = TurnResult("failed", error=f"{type(exc).__name__}: {exc}")
                 await self.slots.drop_session(slot, reason=str(exc))

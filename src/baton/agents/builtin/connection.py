@@ -141,7 +141,7 @@ class Connection:
             result = await handler(request.params)
         except RpcError as exc:
             self._write(error_response(request.id, exc))
-        except Exception as exc:
+        except Exception as exc:  # a handler's bug answers -32603, never ends the agent
             log.exception("%s failed", request.method)
             self._write(
                 error_response(request.id, RpcError(INTERNAL_ERROR, f"Internal error: {exc}"))
@@ -157,7 +157,7 @@ class Connection:
             return
         try:
             handler(params)
-        except Exception:
+        except Exception:  # no answer to send: a handler bug is logged
             log.exception("notification %s failed", method)
 
     def _settle(self, response: Response) -> None:

@@ -245,7 +245,7 @@ class _Link:
             result = await session.call_tool(tool, arguments)
         except MCPError as exc:
             raise McpError(f"{self._server.name}.{tool}: {exc.error.message}") from exc
-        except Exception as exc:
+        except Exception as exc:  # any transport failure is this tool call's failure
             raise McpError(f"{self._server.name}.{tool}: connection failed: {exc!r}") from exc
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -289,7 +289,7 @@ class _Link:
                     tools = await _list_tools(session)
                 ready.set_result((session, tools))
                 await self._closing.wait()
-        except Exception as exc:
+        except Exception as exc:  # whatever ends the connection reaches its waiter
             if not ready.done():
                 ready.set_exception(
                     McpError(f"MCP server {name!r} failed to start: {_reason(exc)}")
