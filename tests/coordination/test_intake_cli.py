@@ -100,7 +100,7 @@ def test_task_new_is_not_stopped_by_hostile_files_it_never_reads(repo: Path) -> 
 
 def test_task_new_refuses_a_subject_that_would_drive_the_terminal(repo: Path) -> None:
     code, _, err, _ = run(repo, "task", "new", "--to", "QA", "--subject", "ok\x1b[2J")
-    assert code == 1 and "one line of printable text" in err
+    assert code == 2 and "one line of printable text" in err
     assert not list((repo / "fcop" / "_lifecycle" / "inbox").glob("TASK-*.md"))
 
 

@@ -56,7 +56,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def line_safe(text: object) -> str:
     """A value inside one of baton's lines, made safe (markup string)."""
-    return terminal_safe(str(text), inline=True)
+    return terminal_safe(str(text), inline=True, mark=False)
 
 
 def _ignore_state_dir(project_dir: Path) -> bool:
