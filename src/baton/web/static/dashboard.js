@@ -186,6 +186,9 @@
     return text === "" ? null : text;
   }
 
+  // A reason the button carries (the rebase prompt) stays first; the human's words follow.
+  const withCarried = (carried, typed) => carried ? (typed === null ? carried : carried + "\n\n" + typed) : typed;
+
   function questionAnswer(card) {
     const chosen = new Map();
     card.querySelectorAll("input[data-question]").forEach((input) => {
@@ -224,7 +227,7 @@
     let answer;
     if (button.dataset.action === "answer") {
       answer = JSON.parse(button.dataset.answer);
-      const why = "withReason" in button.dataset ? reason(card) : null;
+      const why = "withReason" in button.dataset ? withCarried(answer.reason, reason(card)) : null;
       if ("needsReason" in button.dataset && why === null) {
         const status = card.querySelector(".status");
         status.className = "status error";
@@ -233,8 +236,7 @@
         if (box) box.focus();
         return;
       }
-      // A reason the button carries (the rebase prompt) keeps it; the human's words follow.
-      if (why !== null) answer.reason = answer.reason ? answer.reason + "\n\n" + why : why;
+      if (why !== null) answer.reason = why;
     } else if (button.dataset.action === "questions") {
       answer = questionAnswer(card);
     } else if (button.dataset.action === "form") {
