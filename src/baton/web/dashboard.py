@@ -301,12 +301,15 @@ def _review(
     role = f"<dt>from</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
     task = href("/tasks/", doc.task_id)
     anchor = f"req-{record.request_id[:12]}"
+    pending = record.state is State.PENDING
     parts = [
         f'<dl><dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
         f'<dt>report</dt><dd><a href="{task}#{text(doc.report_ref)}">'
         f"<code>{text(doc.report_ref)}</code></a></dd>{role}</dl>",
     ]
-    if doc.changes is not None and doc.changes.merge_refused:
+    if tree is not None and tree.merge:  # a decided card: where its merge went, first
+        parts.append(f'<p class="merge-state" role="status">{text(tree.merge)}</p>')
+    if pending and doc.changes is not None and doc.changes.merge_refused:
         parts.append(merge_refused_html(doc.changes.merge_refused))
     summary = doc.summary
     if tree is not None and doc.changes is not None:
@@ -317,21 +320,17 @@ def _review(
         f'<div class="markdown">{render_markdown(summary)}</div></section>'
     )
     if tree is not None:
-        body = change_html(tree.changes, task_id=doc.task_id, when=tree.when, anchor=anchor)
+        body = change_html(
+            tree.changes, task_id=doc.task_id, when=tree.when, anchor=anchor, open_files=pending
+        )
         parts.append(f'<section class="review-changes"><h4>the change</h4>{body}</section>')
-        if tree.merge:
-            parts.append(f'<p class="merge-state" role="status">{text(tree.merge)}</p>')
     elif changes is not None:
         body = _reported_changes(changes, anchor=anchor)
         parts.append(f'<section class="review-changes">{body}</section>')
     rebase = tree.rebase if tree is not None else None
-    parts.append(
-        _reason(
-            "required to send back; added to the rebase prompt"
-            if rebase
-            else "required to send back"
-        )
-    )
+    if pending:
+        needed = "required to send back" + ("; added to the rebase prompt" if rebase else "")
+        parts.append(_reason(needed))
     buttons = _button(
         "Accept", {"kind": "review", "decision": "approve"}, css="allow", with_reason=True
     )
@@ -533,15 +532,15 @@ def _task_changes(detail: dict[str, Any]) -> str:
         else f' <span class="hint">(its tree: <a href="{href("/tasks/", tree["root_task"])}">'
         f"<code>{text(tree['root_task'])}</code></a>)</span>"
     )
-    parts = [f'<section class="changes tree"><h3>The change{of}</h3>']
-    parts.append(
-        f'<p class="meta">branch <code>{text(tree["branch"])}</code> · base '
-        f"<code>{text(tree['base'])}</code> · {text(tree['state'])}</p>"
-    )
+    parts = [f'<section class="changes tree" id="change"><h3>The change{of}</h3>']
     if tree["merge"]:
         parts.append(f'<p class="merge-state">{text(tree["merge"])}</p>')
-    if tree["state"] == "live" and tree["reason"]:
-        parts.append(merge_refused_html(tree["reason"]))
+    else:
+        parts.append(f'<p class="meta">its tree is {text(tree["state"])}</p>')
+    if tree["state"] == "live" and tree["reason"]:  # kept until the next approval merges
+        parts.append(
+            f'<p class="notice warn">Its last approval did not merge: {text(tree["reason"])}.</p>'
+        )
     if tree["note"]:
         parts.append(f'<p class="hint">{text(tree["note"])}</p>')
     if tree["changes"] is not None:
@@ -579,6 +578,8 @@ def render_task_page(detail: dict[str, Any]) -> str:
         )
     for child in task.get("children", ()):
         links.append(f'child <a href="{href("/tasks/", child)}"><code>{text(child)}</code></a>')
+    if detail.get("tree") is not None:
+        links.append('<a href="#change">the change ↓</a>')
     subject = task.get("subject") or detail["documents"][0]["fields"].get("subject", "")
     body = (
         f"<h2>Task <code>{text(detail['task_id'])}</code></h2>"

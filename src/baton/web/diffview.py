@@ -221,14 +221,16 @@ def files_html(
     *,
     where: str,
     anchor: str,
+    open_files: bool = True,
 ) -> str:
     """Each file's diff as a collapsible ``<details>``, within the page's row budget.
 
     ``where``: how to read a file not drawn here (``baton diff TASK``); ``anchor``:
-    a prefix that makes the sections' ids unique on the page."""
+    a prefix that makes the sections' ids unique on the page; ``open_files``: False
+    starts every file collapsed (a decided review)."""
     parts: list[str] = []
     budget = MAX_ROWS
-    many = len(sections) > OPEN_FILES
+    many = len(sections) > OPEN_FILES or not open_files
     for n, section in enumerate(sections):
         f = files.get(section.path)
         name = _file_name(f) if f is not None else f"<code>{text(section.path)}</code>"
@@ -309,17 +311,25 @@ def _commits(changes: ReviewChanges) -> str:
     )
 
 
-def change_html(changes: ReviewChanges, *, task_id: str, when: str | None, anchor: str) -> str:
+def change_html(
+    changes: ReviewChanges,
+    *,
+    task_id: str,
+    when: str | None,
+    anchor: str,
+    open_files: bool = True,
+) -> str:
     """A task tree's change: branch and base, preflight, files, commits, the diff per file.
 
-    ``when``: how fresh the preflight is; None leaves it out (a merged or dropped tree)."""
+    ``when``: how fresh the preflight is; None leaves it out (a merged or dropped tree);
+    ``open_files``: False starts every file's diff collapsed."""
     count = len(changes.files) + changes.more_files
     where = f"`baton diff {task_id}`"
     head = (
         f'<p class="branch"><code>{text(changes.branch)}</code> → '
         f"<code>{text(changes.base)}</code> · {count} file{'' if count == 1 else 's'} "
-        f'<span class="plus">+{changes.added}</span> <span class="minus">−{changes.removed}</span>'
-        f"</p>"
+        f'<span class="nowrap"><span class="plus">+{changes.added}</span> '
+        f'<span class="minus">−{changes.removed}</span></span></p>'
     )
     listed = "".join(
         f"<li>{_status_badge(f.status)} {_file_name(f)} {_counts(f)}</li>" for f in changes.files
@@ -345,7 +355,13 @@ def change_html(changes: ReviewChanges, *, task_id: str, when: str | None, ancho
         by_path = {f.path: f for f in changes.files}
         parts.append(
             '<h4>diff</h4><div class="diff-files">'
-            + files_html(split_files(changes.diff), by_path, where=where, anchor=anchor)
+            + files_html(
+                split_files(changes.diff),
+                by_path,
+                where=where,
+                anchor=anchor,
+                open_files=open_files,
+            )
             + "</div>"
         )
     return "".join(parts)

@@ -90,7 +90,8 @@ class ReviewTree:
     merge's state (a settled card) or the rebase reason (a pending one in conflict)."""
 
     changes: ReviewChanges
-    when: str
+    when: str | None
+    """How fresh its preflight is; None: none to show (merged or dropped)."""
     merge: str | None = None
     rebase: str | None = None
     waiting: bool = False
@@ -160,7 +161,7 @@ def _review_tree(
     changes = doc.changes
     if changes is None:
         return None
-    when = "when the review opened"
+    when: str | None = "when the review opened"
     tree: WorktreeRecord | None = None
     if project is not None:
         _, tree = tree_of(store, doc.task_id)
@@ -177,10 +178,11 @@ def _review_tree(
         )
         return ReviewTree(changes, when, rebase=rebase)
     merge = merge_state(tree, record, daemon_running=_daemon_running(store))
+    if tree is not None and tree.state in (*_DONE, *_DROPPED):
+        when = None  # merged or dropped: no merge to preflight any more
     approved = isinstance(record.answer, ReviewAnswer) and record.answer.decision == "approve"
     waiting = tree is not None and (
-        tree.state is WorktreeState.MERGING
-        or (approved and record.state is State.ANSWERED and tree.state is WorktreeState.LIVE)
+        tree.state is WorktreeState.MERGING or (approved and record.state is State.ANSWERED)
     )
     return ReviewTree(changes, when, merge=merge, waiting=waiting)
 
