@@ -57,6 +57,15 @@ def _writes(text: str) -> str:
     return f"Write the shared file.\n\n```file shared.txt\n{text}\n```\n"
 
 
+HOSTILE_STEP = r"""
+```sh
+printf '<script>window.pwned=1</script></pre><img src=x onerror="window.pwned=2"> \033[2J \342\200\256txt.exe\n' > hostile.html
+```
+"""
+"""A file whose diff is markup, an escape sequence and a bidi override (made at run time:
+the TASK itself carries no control character)."""
+
+
 GIT = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
 
 
@@ -171,13 +180,18 @@ def test_two_trees_on_one_file_overlap_then_conflict_and_go_back_to_rebase(
     url = team.start()
     desktop = login(browser, url)
     first = team.task("DEV", "Shared one", _writes("one"))
-    second = team.task("DEV", "Shared two", _writes("two"))
+    second = team.task("DEV", "Shared two", _writes("two") + HOSTILE_STEP)
     later = _review_of(desktop, second)
     earlier = _review_of(desktop, first)
     overlap = later.locator(".preflight.warn").inner_text()
     assert "overlaps live branch baton/" in overlap and "shared.txt" in overlap
     assert "merges cleanly into main" in later.locator(".preflight.ok").inner_text()
     assert later.get_by_role("button", name="Send back to rebase").count() == 0
+    # The hostile file's diff is shown as text, never obeyed.
+    hostile = later.locator("details.file-diff", has_text="hostile.html").inner_text()
+    assert '<script>window.pwned=1</script></pre><img src=x onerror="window.pwned=2">' in hostile
+    assert "␛[2J" in hostile and "<U+202E>txt.exe" in hostile
+    assert desktop.evaluate("() => window.pwned") is None
 
     earlier.get_by_role("button", name="Accept").click()
     earlier.locator(".merge-state", has_text="Merged into main").wait_for(timeout=120_000)
