@@ -74,6 +74,7 @@ def test_every_lifecycle_is_a_state_table_with_a_diagram_in_the_docs() -> None:
     assert sorted(names) == [
         "dispatch",
         "owner",
+        "plan_entry",
         "question",
         "request",
         "run",

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from baton.agents.builtin.plan_states import PLAN_ENTRY
 from baton.requests.states import TABLE as REQUEST
 from baton.runner.session_state import TABLE as SESSION
 from baton.runner.turn import TABLE as TURN
@@ -34,7 +35,15 @@ from baton.worktrees.states import WORKTREE
 
 __all__ = ["TABLES", "main", "render"]
 
-TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES, RUN, WORKTREE)
+TABLES: tuple[StateTable[Any, Any], ...] = (
+    REQUEST,
+    SESSION,
+    TURN,
+    *MACHINES,
+    RUN,
+    WORKTREE,
+    PLAN_ENTRY,
+)
 """Every lifecycle of baton; a test checks each has a diagram in the docs."""
 
 _BLOCK = re.compile(
