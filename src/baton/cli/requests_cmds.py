@@ -19,6 +19,7 @@ import typer
 
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
+from baton.cli.worktree_cmds import rebase_reason
 from baton.config import BatonConfig
 from baton.requests.errors import InvalidAnswer
 from baton.requests.ledger import Ledger, RequestRecord
@@ -275,6 +276,14 @@ def answer(
         bool, typer.Option("--reject", help="Plan, review: reject; question: skip; form: decline.")
     ] = False,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (sent to the agent).")] = None,
+    rebase: Annotated[
+        bool,
+        typer.Option(
+            "--rebase",
+            help="Review: send it back to rebase on its base (the merge preflight's "
+            "conflicting files are the reason; --reason adds to it).",
+        ),
+    ] = False,
     revision: Annotated[
         str | None, typer.Option("--revision", help="Plan: the revision you reviewed (prefix ok).")
     ] = None,
@@ -301,8 +310,8 @@ def answer(
             select=select,
             text=text,
             accept=accept,
-            reject=reject,
-            reason=reason,
+            reject=reject or rebase,
+            reason=rebase_reason(project, ledger.store, record, reason) if rebase else reason,
             revision=revision,
         )
         assert record.document is not None

@@ -27,11 +27,16 @@ from baton.app.worktrees import (
 from baton.cli.coordination_cmds import find_task, line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.requests.errors import InvalidAnswer
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import ReviewRequest
 from baton.security.display import terminal_safe
+from baton.store.store import Store
+from baton.worktrees.git import GitError
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.repo import Preflight, TreeChange
 
-__all__ = ["app", "change_json"]
+__all__ = ["app", "change_json", "rebase_reason"]
 
 app = command_app(help="Task trees on their own branches.", no_args_is_help=True)
 salvage_app = command_app(help="Work kept from dropped task trees.", no_args_is_help=True)
@@ -73,6 +78,34 @@ def change_json(change: TreeChange, preflight: Preflight | None) -> dict[str, An
             "branch_conflicts": {b: list(p) for b, p in preflight.branch_conflicts.items()},
         },
     }
+
+
+def rebase_reason(
+    project: Path | None, store: Store, record: RequestRecord, note: str | None
+) -> str:
+    """``baton answer REQ --rebase``: the reason a review is sent back to rebase with, the
+    merge preflight's prompt against the base tip now (the conflicting files named), then
+    ``note``. The role owning the branch reads it in its revision prompt."""
+    doc = record.document
+    if not isinstance(doc, ReviewRequest):
+        raise InvalidAnswer(f"--rebase sends a review back; this is a {record.kind} request")
+    project_dir = coordination(project).project_dir
+    _, tree = tree_of(store, doc.task_id)
+    if tree is None:
+        raise InvalidAnswer(
+            f"--rebase: {doc.task_id} has no branch of its own; send it back with --reject"
+        )
+    try:
+        preflight = preflight_of(project_dir, store, tree)
+    except (GitError, NoTree) as exc:
+        raise InvalidAnswer(f"--rebase: the merge preflight could not run: {exc}") from exc
+    if preflight is None or preflight.clean:
+        raise InvalidAnswer(
+            f"--rebase: {tree.branch} merges cleanly into {tree.base_branch} "
+            "(nothing to rebase: --approve merges it, --reject --reason sends it back)"
+        )
+    prompt = preflight.rebase_prompt(tree.base_branch)
+    return f"{prompt}\n\n{note}" if note and note.strip() else prompt
 
 
 def _record(project: Path | None, task: str) -> tuple[Path, WorktreeRecord]:

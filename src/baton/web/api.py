@@ -48,6 +48,7 @@ from baton.web.openapi import OPENAPI
 from baton.web.sse import parse_resume_point, sse_stream
 from baton.web.summaries import decided_by_text, decision_text, prompt_summary, run_outcome
 from baton.web.tasks import task_changes, task_documents
+from baton.web.trees import task_tree
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -237,7 +238,8 @@ async def team_snapshot(ctx: WebContext) -> dict[str, Any]:
 
 
 async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
-    """A task, its documents, and (for the review card) the changes its role reported."""
+    """A task, its documents, and its change: its tree's branch against the base
+    (``tree``), or, for a task without a branch, the files its role reported (``changes``)."""
     from baton.fcop_errors import CoordinationError
 
     board = _board_source(ctx)
@@ -247,7 +249,8 @@ async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     except CoordinationError as exc:
         raise ApiError(404, "UnknownTask", str(exc)) from None
     task = next((t for t in snapshot_data(snapshot)["tasks"] if t["task_id"] == task_id), None)
-    changes = await task_changes_for(ctx, docs[0].recipient) or {
+    tree = await task_tree(ctx.project_dir, ctx.store, task_id)
+    changes = (None if tree is not None else await task_changes_for(ctx, docs[0].recipient)) or {
         "files": [],
         "diff": "",
         "note": "",
@@ -260,6 +263,7 @@ async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
             for d in docs
         ],
         "changes": changes,
+        "tree": tree.data() if tree is not None else None,
     }
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,17 +42,21 @@ from baton.requests.model import (
     PermissionRequest,
     PlanRequest,
     QuestionRequest,
+    ReviewChanges,
     ReviewRequest,
     StringField,
 )
 from baton.requests.states import State
 from baton.security.paths import OUTSIDE_MASK, display_path
 from baton.store.records import RunRecord
+from baton.team.handlers.review import changes_line
 from baton.web import assets
 from baton.web.context import WebContext
+from baton.web.diffview import change_html, diff_table, files_html, merge_refused_html, split_files
 from baton.web.markdown import render_markdown
 from baton.web.pages import block, href, page, text
 from baton.web.summaries import decision_text
+from baton.web.trees import ReviewTree, review_tree
 
 __all__ = ["MAX_CARDS", "dashboard_routes", "render_dashboard", "render_run_page"]
 
@@ -72,41 +75,6 @@ def _run_href(run_id: str) -> str:
 
 
 # ----------------------------------------------------------------- request bodies
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-
-
-def diff_table(lines: Iterable[str]) -> str:
-    """A unified diff as rows with old and new line numbers, ``+``/``-`` coloured."""
-    rows: list[str] = []
-    old = new = 0
-    for line in lines:
-        match = _HUNK.match(line)
-        if line.startswith(("+++", "---", "diff --git", "index ", "new file", "deleted file")):
-            css, left, right = "file", "", ""
-        elif match:
-            old, new = int(match.group(1)), int(match.group(2))
-            css, left, right = "hunk", "", ""
-        elif line.startswith("+"):
-            css, left, right = "add", "", str(new)
-            new += 1
-        elif line.startswith("-"):
-            css, left, right = "del", str(old), ""
-            old += 1
-        elif line.startswith("\\"):
-            css, left, right = "ctx", "", ""
-        else:
-            css, left, right = "ctx", str(old), str(new)
-            old += 1
-            new += 1
-        rows.append(
-            f'<tr class="{css}"><td class="ln">{left}</td><td class="ln">{right}</td>'
-            f"<td><pre>{block(line)}</pre></td></tr>"
-        )
-    if not rows:
-        return '<p class="hint">(no change)</p>'
-    return f'<table class="diff-lines">{"".join(rows)}</table>'
 
 
 def shown_path(workspace: Path | None, path: str) -> str:
@@ -305,33 +273,64 @@ def _elicitation(doc: ElicitationRequest) -> tuple[str, str]:
     return body, buttons
 
 
-def _review(doc: ReviewRequest, changes: dict[str, Any] | None) -> tuple[str, str]:
-    """A review: what the task was, the report as rendered Markdown (as on the task page),
-    then the changes, each in its own section (so more can be added, such as a git diff)."""
+def _reported_changes(changes: dict[str, Any], *, anchor: str) -> str:
+    """A task without a branch of its own: the files its role reported, ``git diff HEAD``."""
+    files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
+    section = [f'<h4>changed files ({len(changes["files"])})</h4><ul class="files">{files}</ul>']
+    if changes["note"]:
+        section.append(f'<p class="hint">{text(changes["note"])}</p>')
+    if changes["diff"]:
+        sections = split_files(changes["diff"])
+        section.append(
+            '<h4>diff</h4><div class="diff-files">'
+            f"{files_html(sections, {}, where='`git diff` in the project', anchor=anchor)}</div>"
+        )
+    return "".join(section)
+
+
+def _review(
+    record: RequestRecord,
+    doc: ReviewRequest,
+    changes: dict[str, Any] | None,
+    tree: ReviewTree | None,
+) -> tuple[str, str]:
+    """A review: what the task was, why an approval did not merge (first, when it did
+    not), the report as rendered Markdown (as on the task page), then the change: the
+    tree's branch against its base (preflight, files, commits, the diff per file), or
+    the files its role reported; each in its own section."""
     role = f"<dt>from</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
     task = href("/tasks/", doc.task_id)
+    anchor = f"req-{record.request_id[:12]}"
+    pending = record.state is State.PENDING
     parts = [
         f'<dl><dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
         f'<dt>report</dt><dd><a href="{task}#{text(doc.report_ref)}">'
         f"<code>{text(doc.report_ref)}</code></a></dd>{role}</dl>",
-        '<section class="review-report"><h4>work summary</h4>'
-        f'<div class="markdown">{render_markdown(doc.summary)}</div></section>',
     ]
-    if changes is not None:
-        files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
-        section = [
-            f'<h4>changed files ({len(changes["files"])})</h4><ul class="files">{files}</ul>'
-        ]
-        if changes["note"]:
-            section.append(f'<p class="hint">{text(changes["note"])}</p>')
-        if changes["diff"]:
-            section.append(
-                '<details class="changes" open><summary>full diff</summary>'
-                f'<figure class="diff">{diff_table(changes["diff"].splitlines())}</figure>'
-                "</details>"
-            )
-        parts.append(f'<section class="review-changes">{"".join(section)}</section>')
-    parts.append(_reason("required to send back"))
+    if tree is not None and tree.merge:  # a decided card: where its merge went, first
+        parts.append(f'<p class="merge-state" role="status">{text(tree.merge)}</p>')
+    if pending and doc.changes is not None and doc.changes.merge_refused:
+        parts.append(merge_refused_html(doc.changes.merge_refused))
+    summary = doc.summary
+    if tree is not None and doc.changes is not None:
+        # The terminal's one-line account of the change, drawn below in full and fresher.
+        summary = summary.removesuffix(f"\n\n{changes_line(doc.changes)}\n")
+    parts.append(
+        '<section class="review-report"><h4>work summary</h4>'
+        f'<div class="markdown">{render_markdown(summary)}</div></section>'
+    )
+    if tree is not None:
+        body = change_html(
+            tree.changes, task_id=doc.task_id, when=tree.when, anchor=anchor, open_files=pending
+        )
+        parts.append(f'<section class="review-changes"><h4>the change</h4>{body}</section>')
+    elif changes is not None:
+        body = _reported_changes(changes, anchor=anchor)
+        parts.append(f'<section class="review-changes">{body}</section>')
+    rebase = tree.rebase if tree is not None else None
+    if pending:
+        needed = "required to send back" + ("; added to the rebase prompt" if rebase else "")
+        parts.append(_reason(needed))
     buttons = _button(
         "Accept", {"kind": "review", "decision": "approve"}, css="allow", with_reason=True
     )
@@ -342,6 +341,13 @@ def _review(doc: ReviewRequest, changes: dict[str, Any] | None) -> tuple[str, st
         with_reason=True,
         needs_reason=True,
     )
+    if rebase:
+        buttons += _button(
+            "Send back to rebase",
+            {"kind": "review", "decision": "reject", "reason": rebase},
+            css="deny rebase",
+            with_reason=True,
+        )
     return "".join(parts), buttons
 
 
@@ -352,11 +358,14 @@ def request_card(
     changes: dict[str, Any] | None = None,
     subject: str | None = None,
     workspace: Path | None = None,
+    tree: ReviewTree | None = None,
 ) -> str:
     """One request: what the agent asks, and the controls that answer it (while pending).
 
     ``expires``: when it expires (an ISO time, shown as a countdown); ``changes``:
-    for a review, the task's changed files and diff (:func:`baton.web.tasks.task_changes`);
+    for a review of a task without a branch, its changed files and diff
+    (:func:`baton.web.tasks.task_changes`); ``tree``: for a review of a task tree on
+    its own branch, its change, preflight and merge (:func:`baton.web.trees.review_tree`);
     ``subject``: for a review, the task's subject (its title); ``workspace``: paths are
     shown relative to it.
     """
@@ -371,7 +380,7 @@ def request_card(
     elif isinstance(doc, ElicitationRequest):
         body, buttons = _elicitation(doc)
     elif isinstance(doc, ReviewRequest):
-        body, buttons = _review(doc, changes)
+        body, buttons = _review(record, doc, changes, tree)
         title = f"Review: {subject}" if subject else title
     else:
         body = f'<p class="hint">document not kept ({record.document_bytes} bytes)</p>'
@@ -384,9 +393,16 @@ def request_card(
     )
     pending = record.state is State.PENDING
     status = "" if pending else text(decision_text(record))
+    # An accepted tree not merged yet: the page fetches the card again when the request
+    # moves (baton up acted on it), so the card says where the merge went.
+    follow = (
+        f' data-merge="waiting" data-state="{text(record.state.value)}"'
+        if tree is not None and tree.waiting
+        else ""
+    )
     return (
         f'<article class="request kind-{text(record.kind)}{"" if pending else " done"}" '
-        f'data-request-id="{text(record.request_id)}" id="req-{text(record.request_id)}">'
+        f'data-request-id="{text(record.request_id)}" id="req-{text(record.request_id)}"{follow}>'
         f"<header><h3>{text(title)}</h3>"
         f'<p class="meta"><code>{text(record.request_id[:12])}</code> · {text(record.kind)}'
         f' · run <a href="{_run_href(record.run_id)}"><code>{text(record.run_id)}</code></a>'
@@ -401,18 +417,26 @@ def request_card(
 
 
 async def _card(ctx: WebContext, record: RequestRecord) -> str:
-    """A card with what only the server can add: expiry, and a review's changes."""
+    """A card with what only the server can add: expiry, and a review's change (its
+    tree's branch with the preflight now, or the files its role reported)."""
     from baton.web.api import task_changes_for, task_subject
     from baton.web.summaries import expires_at
 
-    changes = subject = None
+    changes = subject = tree = None
     if isinstance(record.document, ReviewRequest):
-        changes = await task_changes_for(ctx, record.document.role)
+        tree = await review_tree(ctx.project_dir, ctx.store, record)
+        if tree is None:
+            changes = await task_changes_for(ctx, record.document.role)
         subject = await task_subject(ctx, record.document.task_id)
     run = await asyncio.to_thread(ctx.store.get_run, record.run_id)
     workspace = Path(run.cwd) if run is not None and run.cwd else ctx.project_dir
     return request_card(
-        record, expires=expires_at(record), changes=changes, subject=subject, workspace=workspace
+        record,
+        expires=expires_at(record),
+        changes=changes,
+        subject=subject,
+        workspace=workspace,
+        tree=tree,
     )
 
 
@@ -491,6 +515,43 @@ def render_team_page(has_team: bool) -> str:
     return page("baton: team", body, current="/team")
 
 
+def _task_changes(detail: dict[str, Any]) -> str:
+    """The task page's changes: its tree's branch against the base when it has one (the
+    review's view), else what its role reported, diffed in the project."""
+    tree = detail.get("tree")
+    if tree is None:
+        changes = detail["changes"]
+        who = text(detail["documents"][0]["recipient"])
+        return (
+            f'<section class="changes"><h3>Changes by {who}</h3>'
+            f"{_reported_changes(changes, anchor='task')}</section>"
+        )
+    of = (
+        ""
+        if tree["root_task"] == detail["task_id"]
+        else f' <span class="hint">(its tree: <a href="{href("/tasks/", tree["root_task"])}">'
+        f"<code>{text(tree['root_task'])}</code></a>)</span>"
+    )
+    parts = [f'<section class="changes tree" id="change"><h3>The change{of}</h3>']
+    if tree["merge"]:
+        parts.append(f'<p class="merge-state">{text(tree["merge"])}</p>')
+    else:
+        parts.append(f'<p class="meta">its tree is {text(tree["state"])}</p>')
+    if tree["state"] == "live" and tree["reason"]:  # kept until the next approval merges
+        parts.append(
+            f'<p class="notice warn">Its last approval did not merge: {text(tree["reason"])}.</p>'
+        )
+    if tree["note"]:
+        parts.append(f'<p class="hint">{text(tree["note"])}</p>')
+    if tree["changes"] is not None:
+        changes = ReviewChanges.model_validate(tree["changes"])
+        parts.append(
+            change_html(changes, task_id=tree["root_task"], when=tree["preflight"], anchor="task")
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def render_task_page(detail: dict[str, Any]) -> str:
     """A task and its documents, rendered (agent Markdown made safe by ``render_markdown``)."""
     task = detail.get("task") or {}
@@ -517,13 +578,8 @@ def render_task_page(detail: dict[str, Any]) -> str:
         )
     for child in task.get("children", ()):
         links.append(f'child <a href="{href("/tasks/", child)}"><code>{text(child)}</code></a>')
-    changes = detail["changes"]
-    files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
-    diff = (
-        f'<figure class="diff">{diff_table(changes["diff"].splitlines())}</figure>'
-        if changes["diff"]
-        else ""
-    )
+    if detail.get("tree") is not None:
+        links.append('<a href="#change">the change ↓</a>')
     subject = task.get("subject") or detail["documents"][0]["fields"].get("subject", "")
     body = (
         f"<h2>Task <code>{text(detail['task_id'])}</code></h2>"
@@ -531,10 +587,7 @@ def render_task_page(detail: dict[str, Any]) -> str:
         f"{' · ' + text(task['status']) if task.get('status') else ''}</p>"
         f'<p class="links">{" · ".join(links)}</p>'
         f"{''.join(docs)}"
-        f'<section class="changes"><h3>Changes by {text(detail["documents"][0]["recipient"])}'
-        f'</h3><ul class="files">{files}</ul>'
-        f"{'<p class=hint>' + text(changes['note']) + '</p>' if changes['note'] else ''}"
-        f"{diff}</section>"
+        f"{_task_changes(detail)}"
     )
     return page(f"baton: {detail['task_id']}", body, current="/team")
 

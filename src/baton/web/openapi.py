@@ -153,7 +153,9 @@ def _build() -> dict[str, Any]:
         },
         "/api/tasks/{task_id}": {
             "get": {
-                "summary": "A task with its TASK/REPORT/ISSUE/REVIEW documents (rendered) and changes",
+                "summary": "A task with its TASK/REPORT/ISSUE/REVIEW documents (rendered), its "
+                "tree's change against the base when it has a branch (tree), else the files "
+                "its role reported (changes)",
                 "parameters": [_p("task_id")],
                 "responses": {"200": _json(), **errors},
             }

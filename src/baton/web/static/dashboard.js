@@ -145,6 +145,8 @@
       const r = await api("POST", "/api/requests/" + enc(card.dataset.requestId) + "/answer", answer);
       if (r.ok) {
         settle(card, (r.data.replayed ? "already answered: " : "") + (r.data.decision || r.data.state));
+        // A review of a tree on its own branch: the server's card says where the merge stands.
+        if (card.classList.contains("kind-review")) refreshCard(card);
         return;
       }
       status.className = "status error";
@@ -184,6 +186,9 @@
     return text === "" ? null : text;
   }
 
+  // A reason the button carries (the rebase prompt) stays first; the human's words follow.
+  const withCarried = (carried, typed) => carried ? (typed === null ? carried : carried + "\n\n" + typed) : typed;
+
   function questionAnswer(card) {
     const chosen = new Map();
     card.querySelectorAll("input[data-question]").forEach((input) => {
@@ -222,7 +227,7 @@
     let answer;
     if (button.dataset.action === "answer") {
       answer = JSON.parse(button.dataset.answer);
-      const why = "withReason" in button.dataset ? reason(card) : null;
+      const why = "withReason" in button.dataset ? withCarried(answer.reason, reason(card)) : null;
       if ("needsReason" in button.dataset && why === null) {
         const status = card.querySelector(".status");
         status.className = "status error";
@@ -364,7 +369,15 @@
     try {
       const fresh = await fetchCard(id);
       if (!fresh || !card.isConnected) return;
-      if (fresh.classList.contains("done")) {
+      if (!fresh.classList.contains("done") && !card.classList.contains("done")) {
+        // Still pending, drawn again (a review's preflight moved): in place, the reason
+        // kept; never under an answer on its way.
+        if (card.querySelector(".actions button:disabled")) return;
+        const typed = card.querySelector("textarea[data-reason]");
+        const box = fresh.querySelector("textarea[data-reason]");
+        if (typed && box) box.value = typed.value;
+        card.replaceWith(fresh);
+      } else if (fresh.classList.contains("done")) {
         card.replaceWith(fresh);
         if (fresh.parentElement && fresh.parentElement.id === "cards") settle(fresh, null);
       } else {
@@ -377,16 +390,26 @@
 
   // Converge to the message: every pending request has a live card, every other card is
   // settled; a card whose state the message contradicts is fetched again, so it can come back.
+  // The settled reviews' states: when one moves (baton up merged a tree, or refused
+  // to), the base may have moved, so pending reviews draw their preflight again.
+  let reviewMoves = null;
   async function syncCards(pending, settled) {
     const settledById = new Map(settled.map((s) => [s.request_id, s]));
+    const moves = settled.filter((s) => s.kind === "review").map((s) => s.request_id + ":" + s.state).join(",");
+    const moved = reviewMoves !== null && moves !== reviewMoves;
+    reviewMoves = moves;
     for (const card of [...document.querySelectorAll("article.request[data-request-id]")]) {
       const id = card.dataset.requestId;
       const shownPending = !card.classList.contains("done");
       if (knownPending.has(id)) {
-        if (!shownPending) refreshCard(card);
+        if (!shownPending || (moved && card.classList.contains("kind-review"))) refreshCard(card);
       } else if (shownPending) {
         const s = settledById.get(id);
         if (s && s.decision) settle(card, s.decision); else refreshCard(card);
+      } else if (card.dataset.merge === "waiting") {
+        // An accepted tree's card follows its merge: fetched again once its request moves.
+        const s = settledById.get(id);
+        if (s && s.state !== card.dataset.state) refreshCard(card);
       }
     }
     for (const p of pending) {
