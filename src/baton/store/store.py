@@ -54,6 +54,7 @@ from baton.store._readers import ReadPool
 from baton.store.batch_writer import SHUTDOWN, QueuedFlush, QueuedWrite
 from baton.store.core_tables import CoreTables
 from baton.store.event_rows import event_row, stage_seqs
+from baton.store.grants_sql import GRANTS_MIGRATIONS
 from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.placement_sql import CLUSTER_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
@@ -76,6 +77,7 @@ ALL_MIGRATIONS: Final = (
     *SERVICES_MIGRATIONS,
     *WEB_MIGRATIONS,
     *CLUSTER_MIGRATIONS,
+    *GRANTS_MIGRATIONS,
 )
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
