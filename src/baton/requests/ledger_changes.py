@@ -138,6 +138,10 @@ class LedgerChanges:
         self._new_id = new_id
         self._new_grant_id = new_grant_id
 
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self._clock
+
     def now(self, after: float = 0.0) -> str:
         """The ledger's clock as stored (UTC, milliseconds); ``after`` seconds ahead of now
         for a deadline (a request's ``expires_at``)."""

@@ -56,6 +56,7 @@ from baton.store.core_tables import CoreTables
 from baton.store.event_rows import event_row, stage_seqs
 from baton.store.grants_sql import GRANTS_MIGRATIONS
 from baton.store.migrations import CORE_MIGRATIONS, Migration
+from baton.store.notify_sql import NOTIFY_MIGRATIONS
 from baton.store.placement_sql import CLUSTER_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
@@ -78,6 +79,7 @@ ALL_MIGRATIONS: Final = (
     *WEB_MIGRATIONS,
     *CLUSTER_MIGRATIONS,
     *GRANTS_MIGRATIONS,
+    *NOTIFY_MIGRATIONS,
 )
 """Every table of the store, in order; :meth:`Store.open` applies what is missing."""
 
