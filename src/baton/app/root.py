@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from baton.app.recovery import open_store, owner_meta, recover_interrupted
 from baton.config import BatonConfig, load_config
-from baton.errors import ConfigError, UsageError
+from baton.errors import UsageError
 from baton.events.model import CanonicalEvent, Payload
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.notify import NotifyConfig
+from baton.requests.notify import Notifier, NotifyConfig, Report
 from baton.requests.policy import Policy
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
@@ -230,10 +230,12 @@ class Baton:
     @property
     def notify(self) -> NotifyConfig:
         """``[notify]`` from baton.toml: who to tell when a human is needed."""
-        table = self.config.raw.get("notify", {})
-        if not isinstance(table, dict):
-            raise ConfigError("[notify] must be a table")
-        return NotifyConfig.from_table(table)
+        return NotifyConfig.from_table(self.config.raw.get("notify", {}))
+
+    def notifier(self, *, report: Report | None = None) -> Notifier:
+        """The one notification service of this project (``report``: where failures go)."""
+        project = self.config.project_dir.name if self.config.project_dir else ""
+        return Notifier(self.notify, store=self.store, project=project, report=report)
 
     def broker(
         self,
@@ -249,7 +251,7 @@ class Baton:
             Policy.preset(policy) if isinstance(policy, str) else policy,
             terminal=terminal,
             wait_timeout=wait_timeout,
-            notify=self.notify if notify else None,
+            notifier=self.notifier() if notify else Notifier(NotifyConfig()),
         )
 
     # ----------------------------------------------------------------- sessions
@@ -269,6 +271,10 @@ class Baton:
         """Start an agent in ``run`` (see :meth:`AgentSession.open` for ``options``)."""
         self._check_open()
         resolved = self.profile(profile) if isinstance(profile, str) else profile
+        if requests.family is None:
+            requests.family = resolved.family  # the firewall knows the agent's habits
+        if requests.notifier.report is None:
+            requests.notifier.report = run.emitter.emit  # a failed notification is an event
         where = workspace if workspace is not None else self.config.project_dir or Path.cwd()
         options.setdefault("state_dir", self.config.state_dir)
         options.setdefault("secrets_file", self.config.secrets_file)
@@ -318,6 +324,7 @@ class Baton:
             store=self.store,
             ledger=self.ledger,
             emitter=run.emitter,
+            notifier=self.notifier(report=run.emitter.emit),
             until_idle=until_idle,
             on_loop=on_loop,
             decorate=decorate,

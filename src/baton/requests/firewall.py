@@ -76,8 +76,7 @@ AGENT_FACTS: Final[Mapping[str, AgentFacts]] = MappingProxyType(
             always_means="writes a rule into the project's `.claude/settings.local.json`; "
             "the agent stops asking for that tool",
             sends=("tool_call", "mode_change", "plan_exit"),
-            usage="per turn (`PromptResponse.usage`) plus `usage_update` with the "
-            "cumulative cost",
+            usage="per turn (`PromptResponse.usage`) plus `usage_update` with the cumulative cost",
             plan_exit_titles=("exitplanmode", "ready to code"),
         ),
         "codex": AgentFacts(
@@ -171,7 +170,7 @@ _CLASS_LABEL: Final[Mapping[RequestClass, str]] = {
 def agents_table(profiles: Iterable[AgentProfile]) -> str:
     """The Markdown table of ``docs/agents.md``: one row per built-in profile."""
     rows = [
-        "| agent | pinned version | its own \"always\" (baton never uses it) | sends | usage |",
+        '| agent | pinned version | its own "always" (baton never uses it) | sends | usage |',
         "|---|---|---|---|---|",
     ]
     for profile in sorted(profiles, key=lambda p: p.name):

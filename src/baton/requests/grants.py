@@ -42,8 +42,8 @@ from baton.requests.errors import InvalidAnswer
 from baton.requests.model import GrantScope, GrantSpec, PermissionRequest
 
 __all__ = [
-    "GRANT_SCOPES",
     "GRANTABLE_KINDS",
+    "GRANT_SCOPES",
     "Grant",
     "GrantState",
     "Subject",
@@ -65,7 +65,9 @@ _SHELLS: Final = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _UNSAFE: Final = re.compile(r"[;&|<>()`$\n\r\x00]")
 """Any of these in a command line: an operator, redirection, substitution or expansion."""
 _SUBCOMMAND: Final = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-_HOST: Final = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+_HOST: Final = re.compile(
+    r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$"
+)
 
 GrantState = Literal["active", "expired", "spent", "revoked"]
 

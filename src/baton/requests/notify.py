@@ -29,12 +29,13 @@ request, every field of its record as ``baton inbox --json`` prints it (``reques
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,12 +46,13 @@ from baton.events.sequencer import format_dt
 from baton.procgroup import exited_within, stop_group
 from baton.requests.ledger import RequestRecord
 from baton.requests.ledger_changes import utc_clock
+from baton.requests.ledger_reads import LedgerReads
 from baton.requests.policy import Decision
 from baton.requests.render import answer_hint, safe_text, to_data
 from baton.store import notify_sql
 from baton.store.store import Store
 
-__all__ = ["NOTIFY_KEYS", "Notice", "NotifyConfig", "Notifier", "notify", "notify_if_escalated"]
+__all__ = ["NOTIFY_KEYS", "Notice", "Notifier", "NotifyConfig", "notify", "notify_if_escalated"]
 
 _PREVIEW = 4096
 
@@ -317,14 +319,33 @@ class Notifier:
         """Announce a request that waits for a human (at most once, in the background)."""
         self.send(Notice.for_request(record, project=self.project, dashboard=self.config.dashboard))
 
+    def send_request(self, request_id: str, ledger: LedgerReads) -> None:
+        """Announce a request known by id (read from the ledger first, in the background)."""
+        if not self.config.enabled or request_id in self._seen:
+            return
+
+        async def read_and_send() -> None:
+            try:
+                record = await ledger.get(request_id)
+            except Exception as exc:  # a notifier never fails its caller
+                await self._report([_diagnostic(f"notification for {request_id} failed: {exc}")])
+                return
+            if record.state.value == "pending":
+                self.request(record)
+
+        self._spawn(read_and_send())
+
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(job, name="notify")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def send(self, notice: Notice) -> None:
         """Announce ``notice`` in the background; a second call for its id does nothing."""
         if not self.config.enabled or notice.id in self._seen:
             return
         self._seen.add(notice.id)
-        task = asyncio.get_running_loop().create_task(self._deliver(notice), name="notify")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._deliver(notice))
 
     async def _deliver(self, notice: Notice) -> None:
         try:
@@ -338,12 +359,14 @@ class Notifier:
             diagnostics = await send(notice, self.config)
         except Exception as exc:  # a notifier never fails its caller
             diagnostics = [_diagnostic(f"notification for {notice.id} failed: {exc}")]
-        if self.report is not None:
-            for diagnostic in diagnostics:
-                try:
-                    await self.report(diagnostic)
-                except Exception:  # noqa: S110 - the run may be closing; nothing else to tell
-                    pass
+        await self._report(diagnostics)
+
+    async def _report(self, diagnostics: Sequence[HarnessDiagnostic]) -> None:
+        if self.report is None:
+            return
+        for diagnostic in diagnostics:
+            with contextlib.suppress(Exception):  # the run may be closing: nobody to tell
+                await self.report(diagnostic)
 
     async def drain(self) -> None:
         """Wait for the notifications under way (shutdown, tests)."""

@@ -93,14 +93,16 @@ def live_for_kind(tx: Tx, tool_kind: str, now: str) -> list[Row]:
     )
 
 
+_USE: Final = (
+    "UPDATE grants SET uses = uses + 1, last_used_at = ?, "  # noqa: S608 - fixed text
+    "uses_left = CASE WHEN uses_left IS NULL THEN NULL ELSE uses_left - 1 END "
+    f"WHERE grant_id = ? AND {_LIVE}"
+)
+
+
 def use(tx: Tx, grant_id: str, now: str) -> int:
     """Count one use if the grant is still live at ``now``; returns rows changed (0 or 1)."""
-    return tx.execute(
-        "UPDATE grants SET uses = uses + 1, last_used_at = ?, "
-        "uses_left = CASE WHEN uses_left IS NULL THEN NULL ELSE uses_left - 1 END "
-        f"WHERE grant_id = ? AND {_LIVE}",  # noqa: S608 - fixed text
-        (now, grant_id, now),
-    )
+    return tx.execute(_USE, (now, grant_id, now))
 
 
 def revoke(tx: Tx, grant_id: str, now: str) -> int:

@@ -17,6 +17,7 @@ from baton.coordination.context import CoordinationContext
 from baton.coordination.mcp_hub import RoleHub
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
+from baton.requests.notify import Notifier
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
 from baton.team.contract import HeldTurns, RoleSessionFactory
@@ -40,6 +41,7 @@ async def run_team(
     role_mcp: Literal["hub", "server"] = "hub",
     factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
     held_turns: HeldTurns | None = None,
+    notifier: Notifier | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
 
@@ -47,7 +49,9 @@ async def run_team(
     (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
     (kept to measure against, ``benches/slots.py``). ``factory_for`` builds the
     role-session factory from the hub instead (cluster mode: role actors on workers),
-    and ``held_turns`` reads what those actors still hold across a restart.
+    and ``held_turns`` reads what those actors still hold across a restart. ``notifier``
+    announces every new request for the human (``[notify]``); each agent request waits
+    ``[team] answer_timeout`` seconds, then is refused so the turn goes on.
     """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
@@ -72,6 +76,8 @@ async def run_team(
                     "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
                 },
                 hub=hub,
+                wait_timeout=ctx.team.answer_timeout,
+                notifier=notifier,
             )
         )
         loop = TeamLoop(
@@ -85,6 +91,7 @@ async def run_team(
             state_dir=ctx.state_dir,
             watch_group=reaper.watch,
             held_turns=held_turns,
+            notifier=notifier,
         )
         if on_loop is not None:
             on_loop(loop)
