@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from baton.app.configuration import check_config
 from baton.app.recovery import open_store, owner_meta, recover_interrupted
 from baton.config import BatonConfig, load_config
 from baton.errors import UsageError
@@ -148,7 +149,7 @@ class Baton:
         elif db_path is not None:
             cfg = _standalone(db_path.parent)
         else:
-            cfg = load_config(Path(project), environ=env)
+            cfg = check_config(load_config(Path(project), environ=env), env)
         cluster = _cluster(cfg, env) if db_path is None else None
         store = _open_store(cfg, cluster, db_path)
         self = cls(cfg, store, Ledger(store), environ=env, cluster=cluster)
@@ -166,7 +167,7 @@ class Baton:
     ) -> Iterator[Store]:
         """Only the project's store, for surfaces that read (``runs``, ``log``): no ledger,
         no recovery, nothing that writes beyond the store's own migrations."""
-        cfg = config if config is not None else load_config(Path(project))
+        cfg = config if config is not None else check_config(load_config(Path(project)))
         store = _open_store(cfg, _cluster(cfg, os.environ), None)
         try:
             yield store

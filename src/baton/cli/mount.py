@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "worker": "baton.cli.cluster_cmds",
     "agents": "baton.cli.agents_cmds",
     "task": "baton.cli.coordination_cmds",
+    "grants": "baton.cli.grants_cmd",
 }
 """Top-level command (or group) name → the module whose ``app`` registers it, in the
 order ``baton --help`` lists them (commands, then groups, as typer mounts them)."""

@@ -82,6 +82,11 @@ class GrantBook:
         rows = await self._store.aread(lambda tx: grants_sql.list_rows(tx, limit=limit))
         return [grant_from_row(r) for r in rows]
 
+    async def of_request(self, request_id: str) -> Grant | None:
+        """The grant the answer to ``request_id`` made, if it made one."""
+        row = await self._store.aread(lambda tx: grants_sql.of_request(tx, request_id))
+        return grant_from_row(row) if row is not None else None
+
     async def get(self, grant_id: str) -> Grant:
         """A grant by id or unique prefix."""
 

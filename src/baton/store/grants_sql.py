@@ -22,6 +22,7 @@ __all__ = [
     "insert",
     "list_rows",
     "live_for_kind",
+    "of_request",
     "resolve_prefix",
     "revoke",
     "use",
@@ -83,6 +84,11 @@ def insert(tx: Tx, values: Mapping[str, Any]) -> None:
 
 def fetch(tx: Tx, grant_id: str) -> Row | None:
     return tx.one(f"{_SELECT} WHERE grant_id = ?", (grant_id,))
+
+
+def of_request(tx: Tx, request_id: str) -> Row | None:
+    """The grant made with the answer to ``request_id``, if any."""
+    return tx.one(f"{_SELECT} WHERE request_id = ?", (request_id,))
 
 
 def live_for_kind(tx: Tx, tool_kind: str, now: str) -> list[Row]:
