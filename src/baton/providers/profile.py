@@ -90,6 +90,10 @@ class AgentProfile:
     """Documented override: the user trusts the repository's own agent config."""
     client_meta: Mapping[str, Any] = field(default_factory=_frozen)
     """``_meta`` sent in ``initialize.clientCapabilities`` (e.g. Cursor subagents)."""
+    session_meta: Mapping[str, Any] = field(default_factory=_frozen)
+    """``_meta`` sent with ``session/new``, ``load`` and ``resume`` (e.g. Claude's setting
+    sources: only the private user scope, so a repository's ``permissions.allow`` list
+    approves nothing)."""
     mode: str | None = None
     model: str | None = None
     config_options: Mapping[str, str] = field(default_factory=_frozen)
