@@ -45,7 +45,7 @@ from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.requests import payloads, replies
-from baton.requests.errors import InvalidDocument, NotPending, PayloadTooLarge
+from baton.requests.errors import InvalidAnswer, InvalidDocument, NotPending, PayloadTooLarge
 from baton.requests.grant_book import GrantBook
 from baton.requests.grants import Grant, Subject, request_subject
 from baton.requests.ledger import Ledger, RequestRecord
@@ -297,6 +297,10 @@ class RequestBroker:
             except NotPending:
                 record = await self.ledger.get(record.request_id)
                 await self._show(record, emit)
+            except InvalidAnswer as exc:  # e.g. a denial, but the agent offers no reject option
+                record = await self.ledger.cancel(
+                    record.request_id, f"{decision.rule}: {exc}", journal=emit
+                )
         return Admission(document, record, decision)
 
     async def settle(self, admission: Admission, emit: Emit) -> Resolution:
