@@ -194,6 +194,9 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
         profiles[name] = parse_profile(name, section, profiles, project_dir=project_dir)
     secrets_file = None
     secrets = _table(raw, "secrets")
+    unknown = sorted(set(secrets) - SECRETS_KEYS)
+    if unknown:
+        raise ConfigError(f"[secrets]: unknown keys {', '.join(unknown)}")
     if "file" in secrets:
         if not isinstance(secrets["file"], str):
             raise ConfigError("[secrets] file must be a string path")
@@ -282,6 +285,9 @@ def parse_profile(
         )
     if "credentials" in section:
         changes["credentials"] = tuple(_credentials(section["credentials"], where))
+    for key in ("endpoint_model", "openai_model"):
+        if key in section:
+            _str(section[key], f"{where} {key}")
     if "endpoint" in section and "openai_endpoint" in section:
         raise ConfigError(f"{where}: give endpoint or openai_endpoint, not both")
     endpoint_key = "endpoint" if "endpoint" in section else "openai_endpoint"
