@@ -40,6 +40,7 @@ from tests.requests.reqbuild import META, permission
         ("npm test -- --ci", ("npm", "test", "--", "--ci")),
         ("git 'status'", ("git", "status")),
         ("  ls  ", ("ls",)),
+        ("touch one.txt\n", ("touch", "one.txt")),
     ],
 )
 def test_a_plain_command_has_an_argv(line: str, argv: tuple[str, ...]) -> None:

@@ -144,6 +144,7 @@ def command_argv(command: str | Sequence[str] | None) -> tuple[str, ...] | None:
         if len(argv) >= 3 and posixpath.basename(argv[0]) in _SHELLS and argv[1] in _SHELL_C:
             return command_argv(argv[2]) if len(argv) == 3 else None
         return argv or None
+    command = command.strip()  # a trailing newline ends the one command; an inner one does not
     if _UNSAFE.search(command):
         return None
     try:
