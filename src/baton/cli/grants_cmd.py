@@ -9,8 +9,9 @@ takes effect for the next request: a revoked (or expired, or spent) grant never 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.table import Table
@@ -24,6 +25,8 @@ from baton.security.display import terminal_safe
 
 __all__ = ["app"]
 
+T = TypeVar("T")
+
 app = command_app(help="Scoped grants: what baton allows again without asking.")
 
 grants_app = typer.Typer(
@@ -36,15 +39,14 @@ app.add_typer(grants_app, name="grants")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print NDJSON, one grant per line.")]
 
 
-def _with_book(project: Path | None, fn: object) -> object:
+def _with_book(project: Path | None, fn: Callable[[GrantBook], Awaitable[T]]) -> T:
     from baton.app import Baton
 
     config = project_config(project)
 
-    async def main() -> object:
+    async def main() -> T:
         async with Baton.open(config=config, recover=False) as baton:
-            book = GrantBook(baton.store)
-            return await fn(book)  # type: ignore[operator]
+            return await fn(GrantBook(baton.store))
 
     return asyncio.run(main())
 
@@ -75,7 +77,7 @@ def grants(
     async def read(book: GrantBook) -> tuple[list[Grant], str]:
         return await book.list(), book.now()
 
-    found, now = _with_book(project, read)  # type: ignore[misc]
+    found, now = _with_book(project, read)
     found = sorted(found, key=lambda g: g.state(now) != "active")
     if json_out:
         print_ndjson(grant_data(g, now) for g in found)
@@ -102,7 +104,7 @@ def revoke(
         grant, changed = await book.revoke(grant_id)
         return grant, changed, book.now()
 
-    grant, changed, now = _with_book(project, write)  # type: ignore[misc]
+    grant, changed, now = _with_book(project, write)
     if json_out:
         print_json(grant_data(grant, now) | {"revoked_now": changed})
         return

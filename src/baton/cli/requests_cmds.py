@@ -255,7 +255,7 @@ def build_answer(
             if scope not in GRANT_SCOPES:
                 raise InvalidAnswer(f"--scope {scope!r}: choose one of {', '.join(GRANT_SCOPES)}")
             grant = GrantSpec(
-                scope=scope,  # type: ignore[arg-type]
+                scope=scope,
                 for_seconds=parse_duration(for_) if for_ else None,
                 uses=uses,
                 subject=subject or "",

@@ -49,7 +49,8 @@ def answer_hint(record: RequestRecord) -> str:
     rid = record.request_id
     doc = record.document
     if isinstance(doc, PermissionRequest):
-        return f"baton answer {rid} --allow [--scope task --for 1h] | --deny"
+        scope = "task" if doc.context is not None and doc.context.task else "run"
+        return f"baton answer {rid} --allow | --deny  (--allow --scope {scope} allows it again)"
     if isinstance(doc, QuestionRequest):
         example = " ".join(f"--select {q.id}={q.options[0].id}" for q in doc.questions[:2])
         return f"baton answer {rid} {example}  (or --reject to skip)"
