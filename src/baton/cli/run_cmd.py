@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -41,15 +41,17 @@ from baton.cli.signals import Interrupts, describe_signal
 from baton.config import BatonConfig
 from baton.errors import BatonError
 from baton.providers.profile import AgentProfile
+from baton.requests.grants import default_subject
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     Answer,
+    GrantSpec,
     PermissionAnswer,
     PermissionRequest,
     PlanAnswer,
     PlanRequest,
 )
-from baton.requests.policy import AuditMode, Policy
+from baton.requests.policy import AuditMode, Policy, tool_call_paths
 from baton.runner.requests_broker import HumanChannel
 from baton.security.display import terminal_safe
 from baton.store.records import RunStatus
@@ -77,6 +79,9 @@ class TerminalAsker:
         with self.pause():
             return await self._ask(record)
 
+    async def _permission(self, document: PermissionRequest) -> PermissionAnswer:
+        return await _permission_reply(self.console, document)
+
     async def _ask(self, record: RequestRecord) -> Answer | None:
         document = record.document
         if not isinstance(document, PermissionRequest | PlanRequest):
@@ -88,10 +93,7 @@ class TerminalAsker:
 
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
-            reply = await asyncio.to_thread(self.console.input, "baton: allow once? [y/N] ")
-            return PermissionAnswer(
-                decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
-            )
+            return await self._permission(document)
         reply = await asyncio.to_thread(self.console.input, "baton: accept this plan? [y/N] ")
         accept = reply.strip().lower() in ("y", "yes")
         return PlanAnswer(
@@ -99,6 +101,33 @@ class TerminalAsker:
             revision=document.revision,
             reason=None if accept else "rejected at the terminal",
         )
+
+
+_GRANT_KEYS: Final = {"t": "turn", "r": "run", "p": "project"}
+
+
+async def _permission_reply(console: Console, document: PermissionRequest) -> PermissionAnswer:
+    """Allow once (y), allow and grant for this turn/run/project (t/r/p), or deny."""
+    subject = default_subject(document, tool_call_paths(document))
+    if subject is None:
+        reply = await asyncio.to_thread(console.input, "baton: allow once? [y/N] ")
+        return PermissionAnswer(
+            decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
+        )
+    console.print(
+        f"baton: [t]/[r]/[p] also allow later {document.tool_call.kind} {subject!r} calls "
+        "in this turn / run / project (a grant: `baton grants`)",
+        markup=False,
+    )
+    question = "baton: allow? [y]once [t]urn [r]un [p]roject [N]o "
+    reply = (await asyncio.to_thread(console.input, question, markup=False)).strip().lower()
+    if reply in ("y", "yes"):
+        return PermissionAnswer(decision="allow")
+    if reply in _GRANT_KEYS:
+        return PermissionAnswer(
+            decision="allow", grant=GrantSpec(scope=_GRANT_KEYS[reply], subject=subject)
+        )
+    return PermissionAnswer(decision="deny")
 
 
 class HeadlessHint:

@@ -48,6 +48,7 @@ __all__ = [
     "GrantState",
     "Subject",
     "command_argv",
+    "default_subject",
     "grant_subject",
     "matches",
     "new_grant_id",
@@ -398,3 +399,17 @@ def matches(
     if subject.kind == "fetch":
         return subject.host is not None and _host_matches(grant.subject, subject.host)
     return False
+
+
+def default_subject(document: PermissionRequest, paths: Sequence[str]) -> str | None:
+    """What a grant made for this request would cover by default, or None when none can be
+    offered: not a real tool call (:mod:`baton.requests.firewall`), or no subject baton can
+    normalize (a compound command line, a path outside the workspace, no host)."""
+    from baton.requests.firewall import classify
+
+    if classify(document) != "tool_call":
+        return None
+    try:
+        return normalize_grant(document, GrantSpec(scope="project"), paths).subject
+    except InvalidAnswer:
+        return None

@@ -15,11 +15,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from baton.requests.errors import InvalidAnswer
-from baton.requests.firewall import classify
 from baton.requests.grant_book import GrantBook
-from baton.requests.grants import GRANT_SCOPES, Grant, normalize_grant
-from baton.requests.model import GrantSpec, PermissionRequest
+from baton.requests.grants import GRANT_SCOPES, Grant, default_subject
+from baton.requests.model import PermissionRequest
 from baton.requests.policy import tool_call_paths
 from baton.requests.render import grant_data
 from baton.web.context import WebContext
@@ -37,21 +35,9 @@ _SCOPE_LABEL: Final = {
 _FOR: Final = (("", "no expiry"), ("900", "15 min"), ("3600", "1 hour"), ("28800", "8 hours"))
 
 
-def default_subject(doc: PermissionRequest) -> str | None:
-    """What a grant for this request covers by default, or None when none can be offered:
-    not a real tool call (the firewall), or no subject baton can normalize (a compound
-    command line, a path outside the workspace, no host)."""
-    if classify(doc) != "tool_call":
-        return None
-    try:
-        spec = normalize_grant(doc, GrantSpec(scope="project"), tool_call_paths(doc))
-    except InvalidAnswer:
-        return None
-    return spec.subject
-
-
 def grantable_request(doc: PermissionRequest) -> bool:
-    return default_subject(doc) is not None
+    """Whether a grant can be offered for this request (:func:`default_subject`)."""
+    return default_subject(doc, tool_call_paths(doc)) is not None
 
 
 _SUBJECT_LABEL: Final = {"execute": "command prefix", "fetch": "host"}
@@ -70,7 +56,7 @@ def grant_controls(doc: PermissionRequest) -> str:
     )
     expiry = "".join(f'<option value="{v}">{label}</option>' for v, label in _FOR)
     what = _SUBJECT_LABEL.get(doc.tool_call.kind, "path glob")
-    subject = default_subject(doc) or ""
+    subject = default_subject(doc, tool_call_paths(doc)) or ""
     return (
         '<fieldset class="grant"><legend>Allow it again without asking</legend>'
         f'<label>{what} <input data-grant="subject" type="text" value="{text(subject)}" '
