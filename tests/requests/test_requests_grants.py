@@ -414,3 +414,78 @@ async def test_an_automatic_denial_with_no_reject_option_cancels(
     assert admission.record.state.value == "cancelled"
     assert "no reject_once or reject_always option" in (admission.record.reason or "")
     assert broker.reply(doc, admission.record).reply == {"outcome": {"outcome": "cancelled"}}
+
+
+# ------------------------------------------------------------ deadline, notify, role scope
+
+
+async def test_in_the_team_loop_a_deadline_is_a_recorded_refusal(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    broker = RequestBroker(
+        ledger, Policy.preset("reads"), wait_timeout=0.2, on_deadline="refuse", role="QA"
+    )
+    emit = _Emit(ledger)
+    admission = await broker.admit(permission(command="pytest -q"), _ctx(tmp_path, 1), emit)
+    assert admission.record.expires_at is not None, "surfaces show until when"
+    resolution = await broker.settle(admission, emit)
+    record = resolution.record
+    assert record is not None and record.state.value == "answered"
+    assert (record.decided_by, record.rule) == ("headless", "deadline")
+    assert resolution.reply == {"outcome": {"outcome": "selected", "optionId": "reject-once"}}
+    [why] = broker.refusals_of("turn-1")
+    assert "no answer within 0.2s" in why and "pytest -q" in why
+    assert broker.refusals_of("turn-1") == [], "told once"
+    answered = [p for p in emit.payloads if p.TYPE == "request.answered"]
+    assert answered and answered[-1].rule == "deadline"
+
+
+async def test_under_baton_run_a_deadline_still_expires(ledger: Ledger, tmp_path: Path) -> None:
+    broker = RequestBroker(ledger, Policy.preset("reads"), wait_timeout=0.2)
+    emit = _Emit(ledger)
+    admission = await broker.admit(permission(command="make"), _ctx(tmp_path, 1), emit)
+    resolution = await broker.settle(admission, emit)
+    assert resolution.record is not None and resolution.record.state.value == "expired"
+    assert broker.refusals == []
+
+
+async def test_a_role_grant_answers_that_role_only(ledger: Ledger, tmp_path: Path) -> None:
+    qa = RequestBroker(ledger, Policy.preset("reads"), wait_timeout=60, role="QA")
+    dev = RequestBroker(ledger, Policy.preset("reads"), wait_timeout=60, role="DEV")
+    first = await qa.admit(permission(command="pytest -x"), _ctx(tmp_path, 1), _Emit(ledger))
+    await ledger.answer(
+        first.record.request_id,
+        PermissionAnswer(decision="allow", grant=GrantSpec(scope="role")),
+        decided_by="human",
+        rule="web",
+    )
+    again = await qa.admit(permission(command="pytest"), _ctx(tmp_path, 2, "t9"), _Emit(ledger))
+    assert again.record.rule and again.record.rule.startswith("grant:")
+    other = await dev.admit(permission(command="pytest"), _ctx(tmp_path, 3), _Emit(ledger))
+    assert other.waits
+
+
+async def test_the_broker_notifies_an_escalation_once_and_never_an_automatic_answer(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    import sys
+
+    from baton.requests.notify import Notifier, NotifyConfig
+
+    log = tmp_path / "n.txt"
+    script = "import json,sys; open(sys.argv[1],'a').write(json.load(sys.stdin)['id']+'\\n')"
+    notifier = Notifier(
+        NotifyConfig(command=(sys.executable, "-c", script, str(log))), store=ledger.store
+    )
+    broker = RequestBroker(ledger, Policy.preset("reads"), wait_timeout=0.1, notifier=notifier)
+    emit = _Emit(ledger)
+    asked = await broker.admit(permission(command="make"), _ctx(tmp_path, 1), emit)
+    await broker.settle(asked, emit)
+    read = await broker.admit(permission("read", command=None), _ctx(tmp_path, 2), emit)
+    await broker.settle(read, emit)
+    notifier.request(asked.record)  # again: nothing
+    await notifier.drain()
+    second = Notifier(notifier.config, store=ledger.store)  # another process, same store
+    second.request(asked.record)
+    await second.drain()
+    assert log.read_text().split() == [asked.record.request_id]
