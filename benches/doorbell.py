@@ -33,7 +33,7 @@ automatic ``write_report``), so every turn is a real ACP turn with real MCP call
 
 **Two writers, interleaved.** Every size measures the same daemon with T1–T3 and REPORTs
 (and TASK reads) done by fcop 4.0.5's own ``fcop.Project`` ("fcop", the
-baseline) and by baton's O(1) writer :mod:`baton.coordination.lifecycle`
+baseline) and by baton's O(1) writer :mod:`baton.fcop_port.lifecycle`
 ("baton"): probes alternate between the two (the port's writer is switched
 between probes), so both see the same machine, load and history, and each
 baton figure is given as a ratio to the fcop one measured beside it.
@@ -70,8 +70,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from benches.common import print_table
 
 if TYPE_CHECKING:
-    from baton.coordination.authority import TrustedAuthority
-    from baton.coordination.fcop_port import FcopPort
+    from baton.fcop_port.authority import TrustedAuthority
+    from baton.fcop_port.port import FcopPort
 
 SIZES: tuple[int, ...] = (10, 1_000, 10_000)
 QUICK_SIZES: tuple[int, ...] = (10, 1_000)
@@ -83,7 +83,7 @@ SLOW_PROBES = {MEDIUM: {"fcop": 5, "baton": PROBES}, 10_000: {"fcop": 3, "baton"
 work at 10,000 settled tasks on a quiet machine (T1 ~30 s, T2 ~18 s, REPORT ~8 s, T3
 ~25 s). With 3 probes, p50 is their median and p99 the largest."""
 MODES: tuple[str, ...] = ("fcop", "baton")
-"""The T1–T3 and REPORT writer: ``fcop.Project`` (baseline) or ``baton.coordination.lifecycle``."""
+"""The T1–T3 and REPORT writer: ``fcop.Project`` (baseline) or ``baton.fcop_port.lifecycle``."""
 ROLE = "DEV"
 HISTORY_SUBJECT = "settled fixture task"
 HISTORY_BODY = "A settled task of the fixture history.\n"
@@ -299,7 +299,7 @@ class History:
 
     def clone(self) -> SettledTask:
         """Write one more settled TASK with all its history (no fsync: fixture only)."""
-        from baton.coordination.authority import Expectation
+        from baton.fcop_port.authority import Expectation
 
         new: dict[str, str] = {}
         ids = self.ids
@@ -546,18 +546,18 @@ def _no_fsync() -> Iterator[None]:
 
 async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResult:
     from baton.app import Baton
-    from baton.coordination.binding import Binding
-    from baton.coordination.context import init_project, open_context
-    from baton.coordination.doorbell import DoorbellEvent, TaskArrived
-    from baton.coordination.team import RoleSpec
     from baton.events.model import CanonicalEvent, TeamTaskChanged
     from baton.events.sequencer import format_ts
+    from baton.fcop_port.project import init_project, open_context
+    from baton.inbox.doorbell import DoorbellEvent, TaskArrived
+    from baton.role_tools.binding import Binding
     from baton.store import team_sql
     from baton.team.contract import RoleSession
     from baton.team.loop import TeamLoop
     from baton.team.records import TaskRecord
     from baton.team.role_sessions import AcpRoleSession, role_session_factory
     from baton.team.states import TaskState
+    from baton.team_config import RoleSpec
 
     project = tmp / f"ws{size}"
     project.mkdir()

@@ -5,8 +5,8 @@ write, invalid UTF-8, control characters in subjects, and the rest of
 ``tests/support/hostile.py``) is refused within 2 s and 200 MB, with baton still
 serving. Two tables:
 
-1. **The doorbell.** A real :class:`~baton.coordination.doorbell.Doorbell` (its
-   :class:`~baton.coordination.intake.worker.ParseWorker` subprocess, the default
+1. **The doorbell.** A real :class:`~baton.inbox.doorbell.Doorbell` (its
+   :class:`~baton.intake.worker.ParseWorker` subprocess, the default
    limits: a 1 s settle window for files not proven by Core) on a real FCoP 4.0
    workspace. Each class gets a fresh doorbell and worker; the file is written into
    the inbox and timed from the end of the write to the ``TaskRefused`` event.
@@ -31,12 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.intake.limits import DEFAULT_LIMITS
-from baton.coordination.intake.worker import ParseWorker
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace
+from baton.inbox.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
+from baton.intake.limits import DEFAULT_LIMITS
+from baton.intake.worker import ParseWorker
 from benches.common import print_table
 from tests.support.hostile import CORPUS, Hostile, alias_bomb, run_measured, with_header
 from tests.support.project import git_repo, stock_fcop_validate

@@ -8,7 +8,7 @@ and then file its report with ``write_report``, and the real
 TASK has reached review, the sessions are still open (a role session is long-lived, and
 the built-in agent keeps its MCP connection for the session), and the child reads
 ``/proc/<pid>/smaps_rollup`` of baton's processes: the daemon itself plus the role MCP
-processes the agents started (``mcp_shim.py`` or ``baton.coordination.role_mcp``); the
+processes the agents started (``stdio_shim.py`` or ``baton.role_tools.slot_server``); the
 agents themselves are not counted. RSS counts shared pages in every process; PSS divides
 them among the processes sharing them (what the slots really add).
 
@@ -37,7 +37,7 @@ SIZES = (1, 2, 4)
 ROLES = ("DEV", "QA", "OPS", "PM")
 MODES = ("server", "hub")
 TARGET_MIB = 15.0
-MARKERS = (b"mcp_shim.py", b"baton.coordination.role_mcp")
+MARKERS = (b"stdio_shim.py", b"baton.role_tools.slot_server")
 PROBE_BODY = (
     "Role-slot probe: read the task through baton's MCP tools, then report.\n\n"
     "```mcp read_task\n```\n"
@@ -91,8 +91,8 @@ def _mcp_processes() -> list[int]:
 async def _child(mode: str, slots: int, tmp: Path) -> dict[str, Any]:
     """One ``baton up`` with ``slots`` busy role slots; baton's memory once all reported."""
     from baton.app import Baton
-    from baton.coordination.context import init_project, open_context
     from baton.events.model import CanonicalEvent, TeamTaskChanged
+    from baton.fcop_port.project import init_project, open_context
     from baton.team.loop import TeamLoop
     from baton.team.service import run_team
     from baton.team.states import TaskState

@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from baton.coordination.intake.screen import Screened
-from baton.coordination.intake.stability import FileFacts
-from baton.coordination.intake.sweep import APPEND_BUCKETS, Sweeper
-from baton.coordination.intake.worker import ParseWorker, WorkerResult
+from baton.intake.screen import Screened
+from baton.intake.stability import FileFacts
+from baton.intake.sweep import APPEND_BUCKETS, Sweeper
+from baton.intake.worker import ParseWorker, WorkerResult
 from benches.common import cpu_note, median, print_table
 
 STAGES = ("active", "review", "done", "archive")

@@ -9,7 +9,7 @@ Three figures per size:
 * **in-process** — what ``baton task new`` does after its imports: open the project
   (``open_context``: config, team, authority key, the FCoP port) and create the TASK
   (``FcopPort.create_task``), with T1 written by fcop 4.0.5's ``fcop.Project``
-  ("fcop", the baseline) or by baton's :mod:`baton.coordination.lifecycle`
+  ("fcop", the baseline) or by baton's :mod:`baton.fcop_port.lifecycle`
   ("baton"), the two alternating sample by sample in one process;
 * **T1 alone** — the ``create_task`` call inside it;
 * **CLI** — the real command in a fresh process (``baton task new --json``), and the
@@ -66,7 +66,7 @@ class SizeResult:
 
 
 def _workspace(size: int, tmp: Path) -> tuple[Path, dict[str, str]]:
-    from baton.coordination.context import init_project, open_context
+    from baton.fcop_port.project import init_project, open_context
 
     project = tmp / f"ws{size}"
     project.mkdir()
@@ -116,7 +116,7 @@ def _measure(size: int, samples: int, tmp: Path, fcop_max: int | None = None) ->
 def _samples(
     project: Path, env: dict[str, str], counts: dict[str, int], result: SizeResult
 ) -> None:
-    from baton.coordination.context import open_context
+    from baton.fcop_port.project import open_context
 
     for i in range(max(counts.values())):
         for mode in MODES if i % 2 else MODES[::-1]:

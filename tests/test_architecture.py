@@ -4,7 +4,7 @@ Read from the source with ``ast`` (every ``import`` counts, also those inside fu
 under ``TYPE_CHECKING``: a lazy import is still a dependency). The layers, top to bottom,
 are the ones of ``docs/architecture.md`` ("Layers"); a package may import its own layer's
 modules and anything below, never above, and never a *sibling* (packages that share a tier
-but must not know each other, like ``coordination`` and ``runner``). A new package must be
+but must not know each other, like ``role_tools`` and ``runner``). A new package must be
 given a place here, so the picture and the code cannot drift apart.
 """
 
@@ -28,15 +28,31 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.cluster",),  # cluster mode: role sessions as Ray actors, placements, epoch fencing
     ("baton.team",),  # the team loop: next_step(facts) -> step -> handler
     # Siblings: none of these imports another.
-    ("baton.coordination", "baton.runner", "baton.testing", "baton.agents", "baton.worktrees"),
+    (
+        "baton.inbox",  # the doorbell: TASK files landing in the inbox, routed or refused
+        "baton.role_tools",  # the role tool server: FCoP as MCP tools, one binding per session
+        "baton.runner",  # one agent session
+        "baton.testing",  # the shipped test transports
+        "baton.agents",  # baton's own agent (a separate process)
+        "baton.worktrees",  # a task tree's branch and worktree, through git itself
+    ),
+    (
+        "baton.fcop_port",  # the FCoP port and baton's own write paths over fcop's Core
+        "baton.workflow",  # what a role is told, when a task may start, what a result means
+    ),
+    ("baton.intake",),  # task files as untrusted input: screened in a sandboxed worker
+    ("baton.cursor_sdk",),  # the Cursor SDK transport: a bridge process behind an ACP face
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client
     ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence
-    ("baton.config", "baton.security"),
+    ("baton.config", "baton.team_config", "baton.security"),
     ("baton.providers",),  # one extension per agent family
     ("baton.security.paths",),  # the one containment check (providers use it)
     ("baton.events",),  # the canonical event model, normalizers, the extension seam
-    (("baton.requests.model", "baton.requests.errors"),),  # request documents, pure data
+    (
+        ("baton.requests.model", "baton.requests.errors"),  # request documents, pure data
+        "baton.fcop_errors",  # FCoP's error codes as baton's coordination error subtree
+    ),
     (
         "baton",
         "baton.errors",

@@ -71,7 +71,19 @@ def test_the_table_cannot_be_changed_behind_its_back() -> None:
 
 def test_every_lifecycle_is_a_state_table_with_a_diagram_in_the_docs() -> None:
     names = [table.name for table in TABLES]
-    assert sorted(names) == ["dispatch", "request", "session", "slot", "task", "turn"]
+    assert sorted(names) == [
+        "dispatch",
+        "owner",
+        "plan_entry",
+        "question",
+        "request",
+        "run",
+        "session",
+        "slot",
+        "task",
+        "turn",
+        "worktree",
+    ]
     docs = "".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "docs").glob("*.md")))
     assert render(docs) == docs, "a diagram is stale: run scripts/gen-state-diagrams"
     for table in TABLES:

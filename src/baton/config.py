@@ -55,7 +55,7 @@ from typing import Any
 
 from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
+from baton.providers.profile import TRANSPORTS, AgentProfile, CredentialBinding, SeedFile
 
 __all__ = [
     "CONFIG_NAME",
@@ -72,7 +72,17 @@ __all__ = [
 
 CONFIG_NAME = "baton.toml"
 
-_STR_FIELDS = ("title", "family", "mode", "model", "install_hint", "pin", "package", "version")
+_STR_FIELDS = (
+    "title",
+    "family",
+    "mode",
+    "model",
+    "install_hint",
+    "pin",
+    "package",
+    "version",
+    "transport",
+)
 _FLOAT_FIELDS = ("initialize_timeout", "session_timeout", "turn_timeout", "stall_timeout")
 PROFILE_KEYS = frozenset(
     {
@@ -254,6 +264,8 @@ def parse_profile(
             changes[key] = _str(section[key], f"{where} {key}")
     if changes.get("mode") == "":
         changes["mode"] = None
+    if changes.get("transport", base.transport) not in TRANSPORTS:
+        raise ConfigError(f"{where} transport: one of {', '.join(TRANSPORTS)}")
     for key in _FLOAT_FIELDS:
         if key in section:
             value = section[key]

@@ -37,7 +37,7 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     ├── SecurityError                a security control refused (admission, pin, containment)
     │                                (PathRefused in baton.security.paths)
     ├── CoordinationError            FCoP coordination; FCoP's codes mapped once at the port
-    │                                (subtree in baton.coordination.errors)
+    │                                (subtree in baton.fcop_errors)
     ├── ApiError            [remote] an HTTP client's request is wrong (baton.web.api)
     └── BuiltinAgentError            baton's own agent (baton.agents.builtin: its client went
                                      away, a turn was interrupted, an MCP server failed)

@@ -8,7 +8,7 @@
   parent, process group, session, start time), for liveness, process groups and the
   team's reaper; :func:`boot_id`: which boot of this machine a recorded pid belongs to.
 
-Imports nothing heavy: the role MCP server's entry (:mod:`baton.coordination.role_mcp`)
+Imports nothing heavy: the role MCP server's entry (:mod:`baton.role_tools.slot_server`)
 uses it before anything else, in a process that must not be slow to start.
 """
 

@@ -61,7 +61,8 @@ async def test_cancel_kills_the_step_group_and_answers_cancelled(
     assert live_members(pids[0]) == []
     assert (
         turn.summary()
-        == "Cancelled. 0 of 2 steps succeeded; step 1 (sh: echo pid=$$) was cancelled; step 2 was not run."
+        == "Cancelled. 0 of 2 steps succeeded; step 1 (sh: echo pid=$$; sleep 30; echo unreachable)"
+        " was cancelled; step 2 was not run."
     )
     assert not (workdir / "never").exists()
     again = await agent.prompt(session_id, "```sh\ntrue\n```\n")

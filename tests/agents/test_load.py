@@ -55,9 +55,12 @@ async def test_loading_an_unknown_session_is_resource_not_found(
 ) -> None:
     agent = await start_agent()
     await agent.initialize()
-    for session_id in ["rb-" + "0" * 32, "../../etc/passwd", 42]:
+    for session_id in ["rb-" + "0" * 32, "../../etc/passwd"]:
         with pytest.raises(AgentError) as error:
             await agent.call(
                 "session/load", {"sessionId": session_id, "cwd": str(workdir), "mcpServers": []}
             )
         assert error.value.code == -32002
+    with pytest.raises(AgentError) as wrong_type:  # not a session id at all: invalid params
+        await agent.call("session/load", {"sessionId": 42, "cwd": str(workdir), "mcpServers": []})
+    assert wrong_type.value.code == -32602

@@ -122,7 +122,26 @@ def test_directives_outside_fences_only() -> None:
 
 
 def test_labels_are_one_short_line() -> None:
-    assert label(ShellStep("sh", "\n\n  make test  \nmore\n")) == "sh: make test"
+    assert label(ShellStep("sh", "\n\n  make test  \nmore\n")) == "sh: make test; more"
+
+
+def test_a_multi_line_step_is_titled_by_what_it_does() -> None:
+    # Short: the whole script, so every surface shows what runs.
+    short = "python3 --version\n# the suite\npytest -q"
+    assert label(ShellStep("sh", short)) == "sh: python3 --version; pytest -q"
+    # Long: the first command that does something, and how many more there are.
+    long = (
+        "set -euo pipefail\ncd app\npython3 --version\npip install -e . --quiet\n"
+        "pytest -q tests/unit tests/integration --maxfail=1 -x --durations=5\n"
+        "echo finished the whole suite and everything after it"
+    )
+    assert label(ShellStep("sh", long)) == (
+        "sh: pytest -q tests/unit tests/integration --maxfail=1 -x --durations=5 (+5 more)"
+    )
+    # Nothing but setup: the first line stands.
+    setup = "cd a\n" + "echo " + "x" * 130
+    assert label(ShellStep("sh", setup)).startswith("sh: cd a (+1 more)")
+    assert all(len(label(ShellStep("sh", s))) <= 120 for s in (short, long, setup, "x" * 500))
     assert label(FileStep("a.txt", "")) == "file: a.txt"
     assert label(McpStep("s.t", {})) == "mcp: s.t"
     long = label(ShellStep("bash", "x" * 500))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
 from baton.app import Baton, recovery
+from baton.app.root import standalone_config
 from baton.errors import UsageError
 from baton.requests.model import parse_document
 from baton.requests.states import State
@@ -134,3 +136,19 @@ def test_the_harness_scenarios_are_the_fake_agent_commands() -> None:
     spec = fake("huge-line", "--bytes", "10")
     assert spec.argv()[-4:] == ["--scenario", "huge-line", "--bytes", "10"]
     assert spec.options() == {"nbytes": 10}
+
+
+async def test_a_root_over_an_open_store_wires_runs_as_open_does(tmp_path: Path) -> None:
+    """``Baton.on_store`` (a role holder's host builds its root so): the run is recorded
+    with its owner and meta, finished with the status set, and the store closes with it."""
+    store = recovery.open_store(tmp_path / "state" / "baton.db")
+    config = standalone_config(tmp_path / "state")
+    async with Baton.on_store(store, config, recover=False) as root:
+        async with root.run(
+            kind="role-holder", agent="fake", cwd=tmp_path, run_id="h.dev.e1", meta={"slot": "dev"}
+        ) as run:
+            run.status = "completed"
+        recorded = root.store.get_run("h.dev.e1")
+        assert recorded is not None and recorded.status == "completed"
+        assert recorded.meta["slot"] == "dev" and recorded.meta["pid"] == os.getpid()
+    assert store.closed

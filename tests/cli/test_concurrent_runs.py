@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from tests.cli.conftest import spawn_baton
 
 RUNS = 4
@@ -55,7 +55,7 @@ def test_concurrent_runs_wait_for_a_busy_store_instead_of_failing(
 ) -> None:
     _flood_profile(project)
     db = project / ".baton" / "baton.db"
-    with Store.open(db):
+    with SqliteStore.open(db):
         pass  # the schema exists, as in a project that has run before
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("PRAGMA busy_timeout = 60000")
@@ -90,7 +90,7 @@ def test_concurrent_runs_wait_for_a_busy_store_instead_of_failing(
         assert proc.returncode == 0, err
         assert "locked" not in err.lower() and "busy" not in err.lower(), err
         assert out.strip(), f"run {i} printed no events"
-    with Store.open(db) as store:
+    with SqliteStore.open(db) as store:
         finished = store.list_runs()
         assert len(finished) == RUNS
         assert {r.status for r in finished} == {"completed"}, [r.status for r in finished]

@@ -87,8 +87,8 @@ def test_every_surface_neutralizes_the_hostile_corpus(
         cwd=hostile_project,
         home=user_home,
         bin_dir=bin_dir,
-    )  # a subject is one printable line at every entry point: refused, said plainly
-    assert refused.status == 1 and "the subject must be one line" in refused.text, refused.text
+    )  # a subject is one printable line at every entry point: refused, said plainly (usage)
+    assert refused.status == 2 and "the subject must be one line" in refused.text, refused.text
     assert refused.raw_sequences() == [], refused.raw_sequences()[:5]
     steps = [
         "baton task new --to DEV --subject 'hostile body' --body-file TASK.md",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from baton.events.model import CanonicalEvent
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from tests.cli.conftest import baton_cli, spawn_baton
 
 
@@ -72,7 +72,7 @@ def test_sigterm_and_sighup_stop_a_run_cleanly(
     cancelled = [e.payload for e in seen if e.type == "turn.cancelled"]
     assert len(cancelled) == 1 and sig.name in cancelled[0].reason
     assert seen[-1].type == "session.closed"
-    with Store.open(project / ".baton" / "baton.db") as store:
+    with SqliteStore.open(project / ".baton" / "baton.db") as store:
         (run,) = store.list_runs()
         assert run.status == "cancelled" and run.ended_at
     # The run's private launch root (HOME, XDG, TMPDIR of the agent) is gone.
@@ -100,7 +100,7 @@ def test_down_stops_a_running_up_from_another_shell(project: Path, user_home: Pa
         up.kill()
     nothing = baton_cli(project, "down", home=user_home)
     assert nothing.returncode == 0 and "no `baton up` is running" in nothing.stdout
-    with Store.open(project / ".baton" / "baton.db") as store:
+    with SqliteStore.open(project / ".baton" / "baton.db") as store:
         (run,) = store.list_runs()
         assert run.kind == "up" and run.status == "completed"
 

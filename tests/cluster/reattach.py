@@ -10,20 +10,18 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import cast
 
 from baton.cluster.driver import ClusterDriver
 from baton.events.sequencer import Sequencer
 from baton.runner.emitter import EventEmitter
 from baton.store.pg import PgStore
-from baton.store.store import Store
 
 
 async def main(address: str, dsn: str, slot: str) -> None:
     store = PgStore.open(dsn)
     try:
         # Reading placements needs no run of its own: nothing here writes.
-        emitter = EventEmitter(Sequencer("reattach"), cast(Store, store))
+        emitter = EventEmitter(Sequencer("reattach"), store)
         driver = ClusterDriver.connect(address, store, emitter)
         holder = await driver.attach(slot)
         out = {"attached": False} if holder is None else {"attached": True, **holder.info}

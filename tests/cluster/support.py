@@ -9,15 +9,15 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
+from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
 from baton.runner.emitter import EventEmitter
 from baton.store.pg import PgStore
 from baton.store.records import RunRecord
-from baton.store.store import Store
 from baton.testing import fake_agent_argv
 
 __all__ = ["coordinator_run", "fake_profile", "holder_spec", "until"]
@@ -45,7 +45,7 @@ def coordinator_run(store: PgStore, run_id: str = "run-coordinator") -> EventEmi
             created_at=format_ts(time.time()),
         )
     )
-    return EventEmitter(Sequencer(run_id), cast(Store, store))
+    return EventEmitter(Sequencer(run_id), store)
 
 
 def holder_spec(
@@ -68,6 +68,7 @@ def holder_spec(
         permissions="ask",
         wait_timeout=300,
         environ={"PATH": os.environ["PATH"]},
+        root=open_holder_root,
     )
 
 
@@ -82,7 +83,7 @@ async def until(
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return cast(T, value)
+            return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} not met within {timeout} s")
         await asyncio.sleep(pause)

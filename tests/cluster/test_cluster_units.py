@@ -320,7 +320,7 @@ def test_two_teams_slots_of_one_name_are_two_actors() -> None:
 
 
 def test_a_restored_credential_table_goes_on_with_its_generations() -> None:
-    from baton.coordination.hub_auth import Credentials, Grant
+    from baton.role_tools.credentials import Credentials, Grant
 
     before = Credentials()
     old, live = before.issue("QA"), before.issue("QA")

@@ -34,7 +34,7 @@ from tests.cluster.local_ray import LocalRay
 from tests.cluster.ray_join import wait_for_host
 from tests.cluster.support import until
 from tests.support.pg_fixtures import pg_databases, pg_dsn
-from tests.support.project import baton_in, git_repo, project_env
+from tests.support.project import baton_in, git_repo, project_env, without_isolation
 
 __all__ = ["pg_databases", "pg_dsn"]
 
@@ -76,6 +76,7 @@ async def test_a_restarted_coordinator_adopts_the_turn_and_keeps_the_credential(
 
     repo = git_repo(tmp_path)
     assert baton_in(repo, "init").returncode == 0
+    without_isolation(repo)  # a worker's worktrees: docs/cluster.md
     toml = (repo / "baton.toml").read_text()
     qa = toml.index("[team.roles.QA]")
     toml = toml[:qa] + toml[qa:].replace('permissions = "all"', 'permissions = "ask"', 1)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from baton.cluster.placement import FencedOut
 from baton.requests.ledger import Ledger
 from baton.requests.model import PermissionAnswer
 from baton.runner.emitter import EventEmitter
+from baton.team.reconcile import HolderTurn
 from tests.cluster.support import coordinator_run, holder_spec, until
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 
@@ -37,7 +39,7 @@ class World:
 
         self.dsn, self.root = dsn, root
         self.store = PgStore.open(dsn)
-        self.ledger = Ledger(cast(Any, self.store))
+        self.ledger = Ledger(self.store)
         self.emitter: EventEmitter = coordinator_run(self.store)
         self.placements = Placements(self.store, self.emitter)
         self.holders: list[RoleHolder] = []
@@ -47,8 +49,6 @@ class World:
         spec = holder_spec(
             self.dsn, slot, scenario, self.root, parent_run=self.emitter.run_id, lease_s=lease_s
         )
-        from dataclasses import replace
-
         holder = RoleHolder(replace(spec, epoch=placed.epoch, host="local"))
         self.holders.append(holder)
         await holder.start()
@@ -194,6 +194,10 @@ async def test_a_restarted_driver_adopts_the_turn_by_its_prompts_digest(world: W
         False,
     )
     assert world.store.read_tx(lambda tx: placed_holder(tx, "another-team", "dev")) is None
+    # What a restarted coordinator's team loop is told (its HolderLookup), slot by slot.
+    assert await world.placements.holder_turns(["dev", "qa"]) == {
+        "dev": HolderTurn(prompt_digest("go"), ended=False, lease_live=True)
+    }
     assert await holder.adopt(prompt_digest("another prompt"), "run-second") is None
     adopted = asyncio.create_task(holder.adopt(prompt_digest("go"), "run-second"))
     await world.ledger.answer(
@@ -206,3 +210,31 @@ async def test_a_restarted_driver_adopts_the_turn_by_its_prompts_digest(world: W
     assert types.count("turn.submitted") == 1 and types.count("turn.completed") == 1, types
     await holder.close()
     assert world.store.read_tx(lambda tx: placed_holder(tx, "", "dev")) is None
+    assert await world.placements.holder_turns(["dev"]) == {}
+    finished = world.store.get_run(holder.run_id)
+    assert finished is not None and finished.status == "completed"
+
+
+async def test_a_holder_refused_at_start_fails_its_run_and_keeps_nothing_open(
+    world: World,
+) -> None:
+    """Its epoch is stale before it starts (the slot moved on): its host's root closes
+    again, its run ends ``failed`` and nothing of the slot is released by it."""
+    placed = await world.placements.place("qa", "local", lease_s=LEASE_S)
+    await world.move_on("qa")
+    spec = holder_spec(
+        world.dsn, "qa", "permission", world.root, parent_run=world.emitter.run_id, lease_s=LEASE_S
+    )
+    holder = RoleHolder(replace(spec, epoch=placed.epoch, host="local"))
+    with pytest.raises(FencedOut):
+        await holder.start()
+    run = world.store.get_run(holder.run_id)
+    assert run is not None and (run.status, run.meta["slot"], run.meta["epoch"]) == (
+        "failed",
+        "qa",
+        placed.epoch,
+    )
+    current = await world.placements.current("qa")
+    assert current is not None and (current.host, current.epoch) == ("elsewhere", placed.epoch + 1)
+    assert (await holder.info())["stopped"] == "its start failed"
+    await holder.close()  # idempotent

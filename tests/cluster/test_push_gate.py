@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -279,7 +279,8 @@ async def test_the_holders_agent_pushes_only_while_its_epoch_holds(
         fenced = [e.payload for e in events if e.type == "cluster.fenced_out"]
         assert [(f.epoch, f.act) for f in fenced] == [(1, "git push origin")], fenced
         assert "stale" in fenced[0].reason
-        assert cast(dict[str, Any], await holder.info())["stopped"].startswith("fenced out")
+        info: dict[str, Any] = await holder.info()
+        assert info["stopped"].startswith("fenced out")
     finally:
         await holder.close()
         await store.aclose()

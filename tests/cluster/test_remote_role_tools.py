@@ -21,16 +21,18 @@ import pytest
 from baton.acp.messages import AgentCapabilities, InitializeAnswer
 from baton.agents.builtin.config import MCP_HTTP_ENV, AgentConfig
 from baton.agents.builtin.mcp_client import HttpServer, StdioServer, parse_servers
+from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec, RoleHolder
 from baton.cluster.config import ClusterConfig, cluster_config
 from baton.cluster.team_factory import _remote_profile
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.mcp_http import MAX_BODY, _bounded
-from baton.coordination.mcp_hub import RoleHub
 from baton.errors import ConfigError
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.workspace import init_workspace
 from baton.providers.catalog import BUILTIN
+from baton.role_tools.http_front import MAX_BODY, _bounded
+from baton.role_tools.hub import RoleHub
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from tests.agents.builtin_client import AgentProcess
 from tests.cluster.support import fake_profile
@@ -50,7 +52,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(project: Path) -> Iterator[Store]:
-    opened = Store.open(project / ".baton" / "baton.db")
+    opened = SqliteStore.open(project / ".baton" / "baton.db")
     own_project(opened)
     try:
         yield opened
@@ -212,6 +214,7 @@ async def test_the_role_actor_hands_the_http_entry_to_an_agent_that_speaks_it() 
         state_dir="/",
         mcp_servers=stdio,
         mcp_http=http,
+        root=open_holder_root,
     )
     holder = RoleHolder(spec)
     assert await holder._choose_mcp(_answer(True)) == http and holder.role_tools == "http"

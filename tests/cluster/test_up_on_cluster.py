@@ -22,7 +22,7 @@ from tests.cli.test_team_loop import TASK
 from tests.cluster.local_ray import LocalRay
 from tests.cluster.ray_join import wait_for_host
 from tests.support.pg_fixtures import pg_databases, pg_dsn
-from tests.support.project import baton_in, git_repo
+from tests.support.project import baton_in, git_repo, without_isolation
 
 __all__ = ["pg_databases", "pg_dsn"]
 
@@ -36,6 +36,7 @@ def test_baton_up_runs_the_team_in_role_actors(
 
     repo = git_repo(tmp_path)
     assert baton_in(repo, "init").returncode == 0
+    without_isolation(repo)  # a worker's worktrees: docs/cluster.md
     with (repo / "baton.toml").open("a") as toml:
         toml.write(f'\n[cluster]\naddress = "{local_cluster.address}"\nlease_seconds = 15\n')
     env = {"BATON_CLUSTER_STORE": pg_dsn}

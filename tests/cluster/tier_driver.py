@@ -29,14 +29,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.requests.ledger import Ledger
 from baton.requests.model import PermissionAnswer
 from baton.store.pg import PgStore
-from baton.store.store import Store
 from tests.cluster.support import coordinator_run, fake_profile
 
 
@@ -48,7 +48,7 @@ class Coordinator:
     def __init__(self, address: str, dsn: str, root: Path) -> None:
         self.address, self.dsn, self.root = address, dsn, root
         self.store = PgStore.open(dsn)
-        self.ledger = Ledger(cast(Store, self.store))
+        self.ledger = Ledger(self.store)
         self.emitter = coordinator_run(self.store, f"run-tier-{os.getpid()}")
         self.driver = ClusterDriver.connect(
             address, self.store, self.emitter, lease_s=6.0, ledger=self.ledger
@@ -73,6 +73,7 @@ class Coordinator:
             permissions="ask",
             wait_timeout=600,
             environ={"PATH": os.environ["PATH"]},
+            root=open_holder_root,
         )
 
     async def place(self, slot: str, scenario: str, lease_s: float) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace
 
 KEY = bytes(range(32))
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.binding import Binding, SlotAccess
-from baton.coordination.mcp_server import RoleTools, ToolRefused
-from baton.coordination.team import RoleSpec
+from baton.role_tools.binding import Binding, SlotAccess
+from baton.role_tools.server import RoleTools, ToolRefused
 from baton.store.store import Store
 from baton.team.contract import TurnResult, Usage
+from baton.team_config import RoleSpec
 
 _DELEGATION = re.compile(r"^[ \t]*[-*] \[ \] @(?P<role>[A-Z0-9_]+)[ \t]+(?P<text>\S.*)$")
 

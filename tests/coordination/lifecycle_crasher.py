@@ -42,7 +42,7 @@ def _arm(limit: int) -> list[int]:
 
 def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore", DeprecationWarning)
-    from baton.coordination.lifecycle import Lifecycle
+    from baton.fcop_port.lifecycle import Lifecycle
 
     root, what = Path(argv[1]), argv[2]
     lifecycle = Lifecycle(root)  # binding reads only

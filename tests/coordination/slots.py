@@ -10,13 +10,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from baton.coordination.binding import Binding, SlotAccess
-from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS
 from baton.lifeline import process_start_ticks
+from baton.role_tools.binding import Binding, SlotAccess
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.team.records import OwnerRecord, SlotRecord
 from baton.team.states import OwnerState, SlotState
+from baton.team_config import ALL_TOOLS, DEFAULT_TOOLS
 
 ROLES = ("PM", "DEV", "QA", "OPS")
 

@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from baton.cli.app import app
 from baton.config import load_config
-from baton.coordination.context import open_context
 from baton.events.sequencer import Sequencer
+from baton.fcop_port.project import open_context
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team.loop import TeamLoop
 from tests.coordination.fakes import FakeFactory
 from tests.support.records import run_record
@@ -69,7 +69,7 @@ def test_init_task_status_sessions(tmp_path: Path) -> None:
     ctx = open_context(tmp_path)
 
     async def run_loop() -> None:
-        with Store.open(load_config(tmp_path).db_path) as store:
+        with SqliteStore.open(load_config(tmp_path).db_path) as store:
             store.create_run(run_record("run-up", kind="up"))
             loop = TeamLoop(
                 port=ctx.port,

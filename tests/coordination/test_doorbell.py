@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
+from baton.inbox.doorbell import Doorbell, DoorbellEvent, TaskArrived, TaskRefused
 
 ROLES = {"PM", "DEV", "QA", "OPS"}
 WAIT = 10.0
@@ -266,7 +266,7 @@ async def test_a_task_that_leaves_the_inbox_and_returns_rings_again(
 async def test_where_inotify_is_missing_watchfiles_rings(
     port: FcopPort, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import baton.coordination.doorbell as doorbell
+    import baton.inbox.doorbell as doorbell
 
     monkeypatch.setattr(doorbell, "open_feed", lambda root, directories: None)
     async with ringing(port, tmp_path) as (_, queue):

@@ -14,9 +14,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from baton.coordination.context import init_project
-from baton.coordination.mcp_server import fcop_mcp_config
-from baton.coordination.team import FcopMcpCompat
+from baton.fcop_port.project import init_project
+from baton.role_tools.server import fcop_mcp_config
+from baton.team_config import FcopMcpCompat
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = REPO / ".cache" / "fcop-mcp" / "bin" / "python"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from baton.agents.builtin.runbook import parse_runbook
-from baton.coordination.header import (
+from baton.team_config import ALL_TOOLS, DEFAULT_TOOLS
+from baton.workflow.header import (
     ChildReport,
     PromptContext,
     consolidation_prompt,
@@ -15,7 +16,6 @@ from baton.coordination.header import (
     revision_prompt,
     task_prompt,
 )
-from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS
 
 ROLES = ("PM", "DEV", "QA", "OPS")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.hostile import alias_bomb, run_measured, with_header
-from tests.support.project import git_repo, stock_fcop_validate
+from tests.support.project import commit_all, git_repo, stock_fcop_validate, without_isolation
 
 BAD_BYTES = ("\x1b", "\u202e", "\x07", "\x9b")
 
@@ -38,6 +38,7 @@ def repo(tmp_path: Path) -> Path:
     root = git_repo(tmp_path)
     code, _, err, _ = run(root, "init")
     assert code == 0, err
+    commit_all(root)  # a repository with history: the tree branches from it
     return root
 
 
@@ -172,7 +173,11 @@ AGENT_WRITES_HOSTILE_FILES = """Release.
 
 def test_up_keeps_serving_when_an_agent_poisons_fcop_mid_run(repo: Path) -> None:
     """DEV's own write_report fails on the file it planted (Core parses every REPORT); the
-    sweep after its turn quarantines the files, the reminder turn reports, QA and PM finish."""
+    sweep after its turn quarantines the files, the reminder turn reports, QA and PM finish.
+
+    Without isolation: in a tree's worktree the agent only poisons the worktree's copy of
+    ``fcop/`` (and a branch that changes ``fcop/`` is never merged, test_worktrees.py)."""
+    without_isolation(repo)
     (repo / "TASK.md").write_text(AGENT_WRITES_HOSTILE_FILES)
     code, _, err, _ = run(
         repo, "task", "new", "--to", "PM", "--subject", "poison", "--body-file", "TASK.md"

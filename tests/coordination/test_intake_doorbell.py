@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from baton.coordination import inbox_inspection
-from baton.coordination.doorbell import DoorbellEvent, TaskArrived, TaskRefused
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.intake.limits import IntakeLimits
-from baton.coordination.intake.quarantine import reason_path
-from baton.coordination.intake.screen import Screened
-from baton.coordination.intake.worker import ParseWorker, Proof, WorkerResult
-from baton.coordination.lifecycle.create import create_fact_name
+from baton.fcop_port.port import FcopPort
+from baton.inbox import inspection as inbox_inspection
+from baton.inbox.doorbell import DoorbellEvent, TaskArrived, TaskRefused
+from baton.intake.create_fact import create_fact_name
+from baton.intake.limits import IntakeLimits
+from baton.intake.quarantine import reason_path
+from baton.intake.screen import Screened
+from baton.intake.worker import ParseWorker, Proof, WorkerResult
 from tests.coordination.test_doorbell import next_event, ringing
 from tests.support.hostile import CORPUS
 from tests.support.project import stock_fcop_validate

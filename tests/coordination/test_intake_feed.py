@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.intake.sweep import Sweeper, SweepReport
-from baton.coordination.intake.worker import ParseWorker
+from baton.fcop_port.port import FcopPort
+from baton.intake.sweep import Sweeper, SweepReport
+from baton.intake.worker import ParseWorker
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 
@@ -374,7 +374,7 @@ def test_the_backstop_makes_a_full_pass(workspace: FcopPort, worker: ParseWorker
 def test_without_a_watcher_every_pass_is_full(
     workspace: FcopPort, worker: ParseWorker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("baton.coordination.intake.sweep.open_feed", lambda *a: None)
+    monkeypatch.setattr("baton.intake.sweep.open_feed", lambda *a: None)
     sweeper = Sweeper(workspace.root, worker=worker, watch=True)
     assert sweeper.feed is None
     assert sweeper.sweep().full and sweeper.sweep().full

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import InvalidEnvelope
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.intake.limits import DEFAULT_LIMITS, IntakeLimits
-from baton.coordination.intake.screen import Refused, Screened, screen_envelope, screen_json
-from baton.coordination.intake.yaml_guard import (
+from baton.fcop_errors import InvalidEnvelope
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.port import FcopPort
+from baton.intake.limits import DEFAULT_LIMITS, IntakeLimits
+from baton.intake.screen import Refused, Screened, screen_envelope, screen_json
+from baton.intake.yaml_guard import (
     YamlLimitError,
     bounded_loader,
     expanded_size,
@@ -186,7 +186,7 @@ def test_oversize_file_anywhere_stops_create_before_core_reads_it(
 
 
 def test_flow_depth_is_bounded_per_line_before_pyyaml_scans() -> None:
-    from baton.coordination.intake.yaml_guard import flow_depth
+    from baton.intake.yaml_guard import flow_depth
 
     assert flow_depth("a: [[1], {b: [2]}]\nc: d") == 3
     assert flow_depth('subject: "[[[["') == 4  # quotes counted: over, never under
@@ -227,7 +227,7 @@ def test_listing_a_stage_or_children_never_reads_an_oversize_file(port: FcopPort
     ],
 )
 def test_a_subject_fcop_could_not_read_back_is_refused_in_words(subject: str, problem: str) -> None:
-    from baton.coordination.intake.screen import subject_problem
+    from baton.intake.screen import subject_problem
 
     found = subject_problem(subject)
     assert found is not None and problem in found
@@ -239,7 +239,7 @@ def test_a_readable_subject_round_trips_through_fcop(subject: str) -> None:
     import yaml
     from fcop.v4.encoding import _parse_envelope_bytes
 
-    from baton.coordination.intake.screen import subject_problem
+    from baton.intake.screen import subject_problem
 
     assert subject_problem(subject) is None
     header = yaml.safe_dump({"subject": subject.strip()}, allow_unicode=True, sort_keys=False)

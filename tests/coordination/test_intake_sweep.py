@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.intake.limits import IntakeLimits
-from baton.coordination.intake.quarantine import quarantine, reason_path
-from baton.coordination.intake.stability import FileFacts
-from baton.coordination.intake.sweep import Sweeper, oversize
-from baton.coordination.intake.worker import ParseWorker
+from baton.fcop_port.port import FcopPort
+from baton.intake.limits import IntakeLimits
+from baton.intake.quarantine import quarantine, reason_path
+from baton.intake.stability import FileFacts
+from baton.intake.sweep import Sweeper, oversize
+from baton.intake.worker import ParseWorker
 from tests.support.hostile import alias_bomb, with_header
 from tests.support.project import stock_fcop_validate
 

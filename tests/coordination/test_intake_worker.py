@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.intake.limits import IntakeLimits
-from baton.coordination.intake.screen import Refused, Screened
-from baton.coordination.intake.stability import (
+from baton.fcop_port.port import FcopPort
+from baton.intake.limits import IntakeLimits
+from baton.intake.screen import Refused, Screened
+from baton.intake.stability import (
     FileFacts,
     Settling,
     Stable,
@@ -22,7 +22,7 @@ from baton.coordination.intake.stability import (
     assess,
     recheck_delay,
 )
-from baton.coordination.intake.worker import ParseWorker, Proof
+from baton.intake.worker import ParseWorker, Proof
 from tests.support.hostile import alias_bomb, with_header
 
 LIMITS = IntakeLimits(settle_s=1.0, max_settle_s=30.0)
@@ -239,7 +239,7 @@ def test_the_worker_dies_with_its_parent(tmp_path: Path) -> None:
 
     script = (
         "import sys, time\n"
-        "from baton.coordination.intake.worker import ParseWorker\n"
+        "from baton.intake.worker import ParseWorker\n"
         "w = ParseWorker(); w.start(); print(w.pid, flush=True); time.sleep(600)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

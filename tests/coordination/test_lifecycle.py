@@ -28,21 +28,22 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from baton.coordination import lifecycle as lifecycle_pkg
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import (
+from baton.fcop_errors import (
     InvalidEnvelope,
     LifecycleConflict,
     OperationConflict,
     WorkspaceError,
     map_fcop_error,
 )
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.lifecycle import Lifecycle
-from baton.coordination.lifecycle.claim import claim_operation_id
-from baton.coordination.lifecycle.create import derived_task_id, operation_key
-from baton.coordination.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
+from baton.fcop_port import lifecycle as lifecycle_pkg
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.lifecycle import Lifecycle
+from baton.fcop_port.lifecycle.claim import claim_operation_id
+from baton.fcop_port.lifecycle.create import derived_task_id
+from baton.fcop_port.lifecycle.envelopes import EnvelopeMemo, emitted_frontmatter
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace
+from baton.intake.create_fact import operation_key
 from tests.coordination.conftest import KEY
 
 
@@ -90,7 +91,7 @@ def _draws(
     from fcop.v4 import creation as fcop_creation
     from fcop.v4 import lifecycle as fcop_lifecycle
 
-    from baton.coordination.lifecycle import claim as baton_claim
+    from baton.fcop_port.lifecycle import claim as baton_claim
 
     start = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     _Clock.times = iter(start + timedelta(seconds=i) for i in range(100))

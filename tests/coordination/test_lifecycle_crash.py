@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.errors import LifecycleConflict, map_fcop_error
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.lifecycle import Lifecycle
+from baton.fcop_errors import LifecycleConflict, map_fcop_error
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.lifecycle import Lifecycle
+from baton.fcop_port.port import FcopPort
 
 CRASHER = Path(__file__).with_name("lifecycle_crasher.py")
 CRASHED = 86

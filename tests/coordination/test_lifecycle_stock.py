@@ -23,8 +23,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.lifecycle import Lifecycle
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.lifecycle import Lifecycle
 
 REPO = Path(__file__).resolve().parents[2]
 FCOP_MCP = REPO / ".cache" / "fcop-mcp" / "bin" / "python"
@@ -145,7 +145,7 @@ def _racer(root: str, task_id: str, who: str, use_baton: bool, start: Any, out: 
     warnings.simplefilter("ignore", DeprecationWarning)
     import fcop
 
-    from baton.coordination.lifecycle import Lifecycle
+    from baton.fcop_port.lifecycle import Lifecycle
 
     lifecycle = Lifecycle(Path(root)) if use_baton else None
     project = None if use_baton else fcop.Project(root)
@@ -167,7 +167,7 @@ def _creator(root: str, use_baton: bool, start: Any, out: Any) -> None:
     warnings.simplefilter("ignore", DeprecationWarning)
     import fcop
 
-    from baton.coordination.lifecycle import Lifecycle
+    from baton.fcop_port.lifecycle import Lifecycle
 
     request = {
         "operation_id": "op-race",

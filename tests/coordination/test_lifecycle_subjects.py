@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace
-from baton.coordination.lifecycle.subjects import MAX_READ, RACY_NS, SubjectIndex
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.lifecycle.subjects import MAX_READ, RACY_NS, SubjectIndex
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace
 from tests.coordination.test_lifecycle import _opened_under
 
 
@@ -152,8 +152,8 @@ def test_the_sweeper_tells_the_index_of_an_in_place_rewrite(
     tmp_path: Path, authority: TrustedAuthority
 ) -> None:
     """The daemon's wiring: intake's sweep judges a changed REPORT and the index reads it again."""
-    from baton.coordination.intake.sweep import Sweeper
-    from baton.coordination.intake.worker import shared_worker
+    from baton.intake.sweep import Sweeper
+    from baton.intake.worker import shared_worker
 
     root = tmp_path / "ws"
     root.mkdir()

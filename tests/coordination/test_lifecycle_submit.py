@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.lifecycle import Lifecycle
-from baton.coordination.lifecycle.submit import submit_operation_id
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.lifecycle import Lifecycle
+from baton.fcop_port.lifecycle.submit import submit_operation_id
+from baton.fcop_port.port import FcopPort
 from tests.coordination.test_lifecycle import _opened_under, _settle, _tree, _validate
 
 CRASHER = Path(__file__).with_name("lifecycle_crasher.py")
@@ -47,7 +47,7 @@ def _pinned(monkeypatch: pytest.MonkeyPatch, ids: list[uuid.UUID]) -> Iterator[N
     from fcop.v4 import creation as fcop_creation
     from fcop.v4 import lifecycle as fcop_lifecycle
 
-    from baton.coordination.lifecycle import submit as baton_submit
+    from baton.fcop_port.lifecycle import submit as baton_submit
 
     start = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
     _Clock.times = iter(start + timedelta(seconds=i) for i in range(100))
@@ -228,7 +228,7 @@ def test_submit_and_reports_touch_the_same_files_whatever_the_history(
     def touched(settled: int) -> tuple[int, int]:
         root = tmp_path / f"h{settled}"
         root.mkdir()
-        from baton.coordination.fcop_workspace import init_workspace
+        from baton.fcop_port.workspace import init_workspace
 
         init_workspace(root, authority)
         port = FcopPort(root, authority=authority)

@@ -22,8 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.coordination.hub_auth import Credentials, Grant, Refusal
-from baton.coordination.mcp_hub import SHIM_PATH, RoleHub
+from baton.role_tools.credentials import Credentials, Grant, Refusal
+from baton.role_tools.hub import SHIM_PATH, RoleHub
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from tests.coordination.slots import open_slot, own_project, point
 from tests.coordination.test_mcp_server import (
@@ -144,11 +145,11 @@ DAEMON = textwrap.dedent(
     """
     import asyncio, json, sys
     from pathlib import Path
-    from baton.coordination.mcp_hub import RoleHub
-    from baton.store.store import Store
+    from baton.role_tools.hub import RoleHub
+    from baton.store.sqlite import SqliteStore
 
     async def main():
-        store = Store.open(Path(sys.argv[1]))
+        store = SqliteStore.open(Path(sys.argv[1]))
         hub = await RoleHub.start(store, Path(sys.argv[2]))
         print(json.dumps(hub.stdio_entry(hub.issue("QA"))), flush=True)
         await asyncio.Event().wait()
@@ -233,7 +234,7 @@ async def test_the_socket_is_private(store: Store, hub: RoleHub) -> None:
 async def test_a_socket_path_too_long_for_sockaddr_still_works(root: Path, tmp_path: Path) -> None:
     deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 4)
     deep.mkdir(parents=True)
-    with Store.open(deep / "baton.db") as store:
+    with SqliteStore.open(deep / "baton.db") as store:
         own_project(store)
         open_slot(store, root, "QA")
         hub = await RoleHub.start(store, deep)

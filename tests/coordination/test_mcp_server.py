@@ -15,21 +15,22 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from baton.coordination.binding import SlotAccess
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
-from baton.coordination.team import ALL_TOOLS, DEFAULT_TOOLS, FcopMcpCompat
 from baton.errors import BatonError
+from baton.fcop_port.port import FcopPort
+from baton.role_tools.binding import SlotAccess
+from baton.role_tools.hub import RoleHub
+from baton.role_tools.server import fcop_mcp_config, mcp_config
 from baton.store import team_sql
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from baton.team.records import OutboxEntry
+from baton.team_config import ALL_TOOLS, DEFAULT_TOOLS, FcopMcpCompat
 from tests.coordination.slots import open_slot, own_project, point
 
 
 @pytest.fixture
 def store(state_dir: Path) -> Iterator[Store]:
-    opened = Store.open(state_dir / "baton.db")
+    opened = SqliteStore.open(state_dir / "baton.db")
     own_project(opened)
     try:
         yield opened
@@ -190,7 +191,7 @@ async def test_write_report_files_a_valid_report_bound_to_the_attempt(
         attempt,
         "done",
     )
-    from baton.coordination.fcop_recovery import validate_workspace
+    from baton.fcop_port.recovery import validate_workspace
 
     assert validate_workspace(root)["valid"]
     assert port.submit(task_id, actor="QA").to_stage == "review"  # Core accepts it as T3 evidence
@@ -288,7 +289,7 @@ async def test_bad_binding_fails_fast(tmp_path: Path) -> None:
     import asyncio
 
     db = tmp_path / "baton.db"
-    with Store.open(db) as store:
+    with SqliteStore.open(db) as store:
         store.write_sync(
             lambda tx: team_sql.SLOTS.upsert(
                 tx,
@@ -306,7 +307,7 @@ async def test_bad_binding_fails_fast(tmp_path: Path) -> None:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "baton.coordination.mcp_server",
+            "baton.role_tools.server",
             "--store",
             str(db),
             *args,
@@ -351,7 +352,7 @@ async def test_write_tools_refuse_once_the_daemon_is_gone_and_the_server_exits(
         if daemon.returncode is None:
             daemon.kill()
             await daemon.wait()
-    from baton.coordination.mcp_server import RoleTools, ToolRefused
+    from baton.role_tools.server import RoleTools, ToolRefused
 
     tools = RoleTools(access, port=port)
     with pytest.raises(ToolRefused) as refused:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.authority import PROFILE_REF, Expectation, TrustedAuthority
-from baton.coordination.errors import (
+from baton.fcop_errors import (
     CODE_TO_ERROR,
     AuthorizationRefused,
     EvidenceError,
@@ -21,8 +20,9 @@ from baton.coordination.errors import (
     WorkspaceNotInitialized,
     map_fcop_error,
 )
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_workspace import init_workspace, inspect_workspace_kind
+from baton.fcop_port.authority import PROFILE_REF, Expectation, TrustedAuthority
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.workspace import init_workspace, inspect_workspace_kind
 from tests.coordination.conftest import KEY
 
 

@@ -9,24 +9,24 @@ from pathlib import Path
 import pytest
 
 from baton.agents.builtin.runbook import parse_runbook
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.header import ChildReport, PromptContext, consolidation_prompt
-from baton.coordination.mcp_server import RoleTools, ToolRefused
-from baton.coordination.ordering import Prerequisite, Ready, Unmet, Waiting, gate, prerequisite_ids
-from baton.coordination.results import (
+from baton.fcop_port.port import FcopPort
+from baton.role_tools.server import RoleTools, ToolRefused
+from baton.store.sqlite import SqliteStore
+from baton.workflow.header import ChildReport, PromptContext, consolidation_prompt
+from baton.workflow.ordering import Prerequisite, Ready, Unmet, Waiting, gate, prerequisite_ids
+from baton.workflow.results import (
     OVERRIDE_HEADING,
     ChildOutcome,
     consolidation_verdict,
     normalize_result,
 )
-from baton.coordination.review_summary import (
+from baton.workflow.review_summary import (
     DRAFT_HEADING,
     ChildSummary,
     ReviewFacts,
     consolidation_draft,
     review_document,
 )
-from baton.store.store import Store
 from tests.coordination.slots import open_slot, own_project, point
 
 DONE = ChildOutcome("TASK-a", "DEV", "done")
@@ -171,7 +171,7 @@ def test_consolidation_prompt_states_the_honest_result_and_drafts_the_report() -
 
 @pytest.fixture
 def leader(root: Path, state_dir: Path, port: FcopPort) -> Iterator[tuple[RoleTools, str, str]]:
-    store = Store.open(state_dir / "baton.db")
+    store = SqliteStore.open(state_dir / "baton.db")
     own_project(store)  # this process plays the daemon
     access = open_slot(store, root, "PM")
     parent = port.create_task(sender="ADMIN", recipient="PM", subject="Release", body="b")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.project import baton_in, git_repo, stock_fcop_validate
+from tests.support.project import baton_in, commit_all, git_repo, stock_fcop_validate
 
 ORDERED = """Ship the artifact.
 
@@ -53,6 +53,7 @@ BROKEN = """Ship the artifact.
 def repo(tmp_path: Path) -> Path:
     root = git_repo(tmp_path)
     assert baton_in(root, "init").returncode == 0
+    commit_all(root)  # a repository with history: the tree branches from it
     return root
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.intake.feed import open_feed
-from baton.coordination.lifecycle.subjects import FolderWatch, SubjectIndex
+from baton.fcop_port.lifecycle.subjects import FolderWatch, SubjectIndex
+from baton.intake.feed import open_feed
 
 pytestmark = pytest.mark.skipif(
     open_feed(Path("/"), []) is None, reason="inotify is not available here"

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.team import (
+from baton.errors import ConfigError
+from baton.team_config import (
     LEADER_TOOLS,
     default_team,
     default_team_toml,
     load_team,
     parse_team,
 )
-from baton.errors import ConfigError
 
 
 def test_default_team_is_pm_led_on_the_builtin_agent() -> None:

@@ -35,6 +35,10 @@ invariants of issue 9 (see :func:`check_after_kill`, :func:`check_at_rest`,
    their MCP servers, their steps, the reaper).
 
 The report is a table: kill points (by kind) × invariants, with how many kills hit each.
+
+These flows run with ``[team] isolation = "none"``; :mod:`tests.crash.worktree_flows`
+is the same harness on task trees with their own branch and worktree (kills before and
+after every git step; its own invariants), and ``--long`` runs its long share too.
 """
 
 from __future__ import annotations
@@ -108,6 +112,8 @@ class Tally:
     seconds: float = 0.0
     cleanup: float = 0.0
     """The longest wait for a dead daemon's processes to be gone (polling included)."""
+    invariants: tuple[str, ...] = INVARIANTS
+    """The table's columns (the worktree flows check their own set)."""
 
     def checked(self, point: str, invariant: str) -> None:
         self.checks.setdefault(point, collections.Counter())[invariant] += 1
@@ -117,19 +123,19 @@ class Tally:
         return sum(self.kills.values())
 
     def table(self) -> str:
-        header = ["kill point", "kills", *INVARIANTS]
+        header = ["kill point", "kills", *self.invariants]
         rows = []
         for point in sorted(self.kills):
             checks = self.checks.get(point, collections.Counter())
             rows.append(
                 [point, str(self.kills[point])]
-                + [f"{checks[i]} ok" if checks[i] else "-" for i in INVARIANTS]
+                + [f"{checks[i]} ok" if checks[i] else "-" for i in self.invariants]
             )
         rows.append(
             [
                 "**total**",
                 str(self.total_kills),
-                *[f"{sum(c[i] for c in self.checks.values())} ok" for i in INVARIANTS],
+                *[f"{sum(c[i] for c in self.checks.values())} ok" for i in self.invariants],
             ]
         )
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -202,7 +208,7 @@ class Project:
     # ------------------------------------------------------------------ facts
 
     def port(self) -> Any:
-        from baton.coordination.fcop_port import FcopPort
+        from baton.fcop_port.port import FcopPort
 
         return FcopPort(self.root)
 
@@ -249,9 +255,17 @@ def _processes_of(project: Project, extra: Iterable[int] = ()) -> list[tuple[int
 
 
 def check_after_kill(
-    project: Project, tally: Tally, point: str, reaper_pids: set[int], killed_at: float
+    project: Project,
+    tally: Tally,
+    point: str,
+    reaper_pids: set[int],
+    killed_at: float,
+    counters: Iterable[Path] | None = None,
 ) -> None:
-    """No process of the dead daemon is left, and none did work more than 1 s after it died."""
+    """No process of the dead daemon is left, and none did work more than 1 s after it died.
+
+    ``counters``: the side-effect logs the steps append to (default: the release flow's,
+    ``counters/ROLE.log`` in the project)."""
     deadline = time.monotonic() + ORPHAN_DEADLINE
     started = time.monotonic()
     left = _processes_of(project, reaper_pids)
@@ -264,13 +278,17 @@ def check_after_kill(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         raise InvariantBroken("no orphan", f"{len(left)} processes outlived the kill: {left}")
-    for role in ROLES:
-        path = project.root / "counters" / f"{role}.log"
+    logs = (
+        [project.root / "counters" / f"{role}.log" for role in ROLES]
+        if counters is None
+        else counters
+    )
+    for path in logs:
         if path.exists():
             late = [float(t) for t in path.read_text().split() if float(t) > killed_at + AFTERLIFE]
             if late:
                 raise InvariantBroken(
-                    "no orphan", f"{role}'s step ran {late[0] - killed_at:.2f}s after the kill"
+                    "no orphan", f"{path.stem}'s step ran {late[0] - killed_at:.2f}s after the kill"
                 )
     tally.checked(point, "no orphan")
 
@@ -284,7 +302,7 @@ def _stages(project: Project) -> dict[str, list[str]]:
 
 
 def _check_one_stage(project: Project) -> None:
-    from baton.coordination.fcop_recovery import validate_workspace
+    from baton.fcop_port.recovery import validate_workspace
 
     doubles = {t: s for t, s in _stages(project).items() if len(s) != 1}
     if doubles:
@@ -613,7 +631,9 @@ def campaign(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.crash.harness")
-    parser.add_argument("--long", action="store_true", help="at least 500 kills")
+    parser.add_argument(
+        "--long", action="store_true", help="at least 500 kills, then the worktree flows' long run"
+    )
     parser.add_argument("--kills", type=int, default=None)
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", type=Path, default=None, help="keep the projects here")
@@ -640,7 +660,14 @@ def main(argv: list[str] | None = None) -> int:
                 indent=2,
             )
         )
-    return 1 if tally.breaks else 0
+    code = 1 if tally.breaks else 0
+    if args.long:  # and the task trees' git steps (issue 26)
+        from tests.crash.worktree_flows import main as worktree_main
+
+        code |= worktree_main(
+            ["--long", "--seed", str(args.seed), "--keep", str(base / "worktrees")]
+        )
+    return code
 
 
 if __name__ == "__main__":

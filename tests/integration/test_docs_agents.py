@@ -41,6 +41,7 @@ AGENTS = {
     "OpenCode": "opencode",
     "Qwen": "qwen",
     "Cursor": "cursor",
+    "Cursor SDK": "cursor-sdk",
 }
 PLACEHOLDER_PORT = "http://127.0.0.1:4000"
 

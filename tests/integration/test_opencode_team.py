@@ -2,7 +2,7 @@
 
 Issue 4's "done when": the human creates a TASK for DEV, ``baton up --until-idle`` starts
 OpenCode (npm, pinned, offline against :mod:`tests.support.llm_stub`) for the role, injects
-the role-scoped server (``python -m baton.coordination.mcp_server --binding FILE``) into
+the role-scoped server (``python -m baton.role_tools.server --binding FILE``) into
 ``session/new`` as ``mcpServers``, the scripted model calls its ``write_report`` tool, FCoP
 validation accepts the REPORT (task and attempt come from baton's binding, not from the
 model), and baton submits the TASK (T3) to ``review``, where the human (its sender) is
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.mcp_server import SERVER_NAME
-from baton.coordination.team import DEFAULT_TOOLS
+from baton.fcop_port.port import FcopPort
+from baton.role_tools.server import SERVER_NAME
+from baton.team_config import DEFAULT_TOOLS
 from tests.support.llm_scripts import call_tool_then_text, find_tool
 from tests.support.llm_stub import ChatRequest, LLMStub
 from tests.support.opencode import (

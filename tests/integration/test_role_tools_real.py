@@ -2,7 +2,7 @@
 
 For claude-agent-acp, codex-acp and Qwen Code (npm, pinned, offline against their scripted
 model servers): a role slot's session is opened by baton's real role-session factory over
-a running :class:`~baton.coordination.mcp_hub.RoleHub`, once with the HTTP entry (all three
+a running :class:`~baton.role_tools.hub.RoleHub`, once with the HTTP entry (all three
 advertise ``mcpCapabilities.http``) and once forced onto the stdio shim; the scripted model
 calls the tool ending in ``write_report``, and FCoP holds a valid REPORT on the slot's
 attempt, with sender and recipient from baton's binding. (OpenCode's equivalent is
@@ -21,16 +21,16 @@ from typing import Any
 import pytest
 
 from baton.config import load_config
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.team import DEFAULT_TOOLS, RoleSpec
 from baton.events.sequencer import Sequencer
+from baton.fcop_port.port import FcopPort
 from baton.providers.profile import AgentProfile, SeedFile
 from baton.requests.ledger import Ledger
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team import role_sessions
 from baton.team.role_sessions import role_session_factory
+from baton.team_config import DEFAULT_TOOLS, RoleSpec
 from tests.coordination.conftest import authority, port, root
 from tests.coordination.slots import open_slot, own_project, point
 from tests.support.agents import DUMMY_KEY, claude_profile, codex_profile, qwen_profile
@@ -87,7 +87,7 @@ AGENTS: dict[str, tuple[type[ScriptedServer], Callable[[ScriptedServer], AgentPr
 async def hub(tmp_path: Path) -> AsyncIterator[RoleHub]:
     state = tmp_path / "state"
     state.mkdir()
-    store = Store.open(state / "baton.db")
+    store = SqliteStore.open(state / "baton.db")
     own_project(store)
     started = await RoleHub.start(store, state)
     try:

@@ -78,6 +78,27 @@ SAMPLES: dict[tuple[str, str, str], Any] = {
         "rateLimits": {"limitId": "codex", "primary": {"usedPercent": 40}}
     },
     ("codex", "meta", "codex"): ("agent_message_chunk", {"clientUserMessageId": "m1"}),
+    # cursor-sdk ----------------------------------------------------------
+    ("cursor-sdk", "update", "cursor_sdk_subagent"): {
+        "toolCallId": "call-1",
+        "status": "completed",
+        "args": {"description": "Map the parser", "subagentType": {"kind": "explore"}},
+    },
+    ("cursor-sdk", "update", "cursor_sdk_thinking_completed"): {
+        "message": {"type": "thinking", "text": "", "thinking_duration_ms": 12}
+    },
+    ("cursor-sdk", "update", "cursor_sdk_system"): {
+        "message": {"type": "system", "model": {"id": "composer-2"}, "tools": ["read"]}
+    },
+    ("cursor-sdk", "update", "cursor_sdk_summary"): {
+        "message": {"type": "task", "text": "Did it."}
+    },
+    ("cursor-sdk", "update", "cursor_sdk_request"): {
+        "message": {"type": "request", "request_id": "req-1"}
+    },
+    ("cursor-sdk", "update", "cursor_sdk_block"): {"block": {"type": "tool_use", "id": "t"}},
+    ("cursor-sdk", "meta", "cursor-sdk/tool"): ("tool_call", "shell"),
+    ("cursor-sdk", "meta", "cursor-sdk/truncated"): ("tool_call", {"result": True}),
 }
 
 SETUP: dict[tuple[str, str, str], list[tuple[str, Any]]] = {

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from baton.requests.ledger import REQUESTS_MIGRATIONS, Ledger
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 
 __all__ = ["pg_databases", "pg_dsn"]
@@ -40,7 +40,7 @@ async def ledger(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator
             await ledger.aclose()
         return
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    store = Store.open(db_path, extra_migrations=REQUESTS_MIGRATIONS)
+    store = SqliteStore.open(db_path, extra_migrations=REQUESTS_MIGRATIONS)
     ledger = Ledger(store)
     try:
         yield ledger

@@ -362,12 +362,12 @@ async def test_concurrent_answers_exactly_one_wins(ledger: Ledger) -> None:
 
 async def test_standalone_and_store_share_one_schema(db_path: Path) -> None:
     from baton.requests.ledger import REQUESTS_MIGRATIONS
-    from baton.store.store import Store
+    from baton.store.sqlite import SqliteStore
 
     ledger = Ledger.open(db_path)  # e.g. `baton answer` before any daemon ran
     record = await ledger.create(permission(), jsonrpc_id=1, **META)
     await ledger.aclose()
-    store = Store.open(db_path, extra_migrations=REQUESTS_MIGRATIONS)
+    store = SqliteStore.open(db_path, extra_migrations=REQUESTS_MIGRATIONS)
     try:
         over_store = Ledger(store)
         assert (await over_store.get(record.request_id)).document == permission()

@@ -15,7 +15,7 @@ import pytest
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import PermissionAnswer, PlanRequest, check_limits
 from baton.requests.states import State
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.store.wake import WakeChannel, wake_dir_for
 from tests.requests.reqbuild import META, cursor_plan, permission
 
@@ -50,7 +50,7 @@ async def _cli(*args: str) -> tuple[int, str, str]:
 
 
 async def test_cli_answer_in_another_process_wakes_the_waiter(db_path: Path) -> None:
-    db = Store.open(db_path)
+    db = SqliteStore.open(db_path)
     # recheck once an hour: only the doorbell can wake the waiter within the test
     ledger = ObservedLedger(db, recheck_interval=3600)
     try:

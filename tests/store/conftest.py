@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baton.events.model import CanonicalEvent, Payload, TranscriptAssistant
-from baton.store import Migration, Store
+from baton.store import CLUSTER_MIGRATIONS, Migration, Store
+from baton.store.sqlite import SqliteStore
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 from tests.support.records import TS, run_record
 
@@ -53,7 +54,7 @@ StoreFactory = Callable[..., Any]
 def open_store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreFactory]:
     """``open_store(extra_migrations=...)`` opens (or reopens) this test's store on its backend."""
     if request.param == "sqlite":
-        yield lambda **kw: Store.open(db_path, **kw)
+        yield lambda **kw: SqliteStore.open(db_path, **kw)
         return
     marker = request.node.get_closest_marker("sqlite_only")
     if marker is not None:
@@ -62,6 +63,16 @@ def open_store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[StoreF
     from baton.store.pg import PgStore
 
     yield lambda **kw: PgStore.open(dsn, **kw)
+
+
+@pytest.fixture
+def open_cluster_store(open_store: StoreFactory) -> StoreFactory:
+    """``open_store`` with the cluster's tables (PostgreSQL has them; SQLite opts in)."""
+
+    def opened(*, extra_migrations: Sequence[Migration] = (), **kw: Any) -> Any:
+        return open_store(extra_migrations=[*CLUSTER_MIGRATIONS, *extra_migrations], **kw)
+
+    return opened
 
 
 @pytest.fixture

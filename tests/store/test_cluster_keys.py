@@ -14,13 +14,14 @@ import pytest
 
 from baton.cluster.fencing import Placements
 from baton.cluster.placement import FencedOut
-from baton.coordination.hub_auth import Grant, Refusal
-from baton.coordination.mcp_hub import RoleHub
+from baton.events.model import TurnSubmitted
 from baton.events.sequencer import Sequencer
+from baton.role_tools.credentials import Grant, Refusal
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
-from baton.store import Store
-from baton.store.migrations import apply_migrations
-from baton.store.store import ALL_MIGRATIONS
+from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
+from baton.store.sqlite import SqliteStore, apply_migrations
+from baton.team.reconcile import HolderTurn
 
 from .conftest import StoreFactory, run_record
 
@@ -28,12 +29,12 @@ LEASE_S = 600.0
 
 
 @pytest.fixture
-async def stores(open_store: StoreFactory) -> AsyncIterator[list[Any]]:
+async def stores(open_cluster_store: StoreFactory) -> AsyncIterator[list[Any]]:
     """Three writers on one store (two coordinators of two teams, or one restarted)."""
     opened: list[Any] = []
     try:
         for i in range(3):
-            store = open_store()
+            store = open_cluster_store()
             store.create_run(run_record(f"run-{i}"))
             opened.append(store)
         yield opened
@@ -71,10 +72,11 @@ def test_placement_rows_of_before_are_kept_under_no_project(tmp_path: Path) -> N
     path = tmp_path / "baton.db"
     later = {"cluster.0002_placements_by_project", "cluster.0003_credentials"}
     conn = sqlite3.connect(path, isolation_level=None)
-    apply_migrations(conn, [m for m in ALL_MIGRATIONS if m.name not in later])
+    steps = (*STORE_MIGRATIONS, *CLUSTER_MIGRATIONS)
+    apply_migrations(conn, [m for m in steps if m.name not in later])
     conn.execute("INSERT INTO cluster_placements VALUES ('dev', 'w1', 3, 'placed', 1e12, 'then')")
     conn.close()
-    store = Store.open(path)
+    store = SqliteStore.open(path, extra_migrations=CLUSTER_MIGRATIONS)
     try:
         rows = store.read_tx(
             lambda tx: tx.all("SELECT project, slot, host, epoch FROM cluster_placements")
@@ -127,3 +129,35 @@ async def test_only_digests_are_stored(stores: list[Any], tmp_path: Path) -> Non
     text = repr([tuple(r) for r in rows])
     assert credential.token not in text and credential.token[5:] not in text
     assert len(rows) == 1
+
+
+async def test_a_restarted_coordinator_is_told_its_holders_turns(stores: list[Any]) -> None:
+    """``Placements.holder_turns`` (the team loop's ``HolderLookup``): per slot, the live
+    holder's last prompt digest, whether that turn ended, and whether its lease is live;
+    a slot of another team, or without a running holder, is absent."""
+    store = stores[0]
+    now = [1_000.0]
+    team = Placements(
+        store, EventEmitter(Sequencer("run-0"), store), project="ws-a", clock=lambda: now[0]
+    )
+    placed = await team.place("dev", "w1", lease_s=30.0)
+    await team.place("qa", "w1", lease_s=30.0)  # placed, but no holder run ever started
+    holder = f"run-0.dev.e{placed.epoch}"
+    meta = {"slot": "dev", "epoch": placed.epoch, "project": "ws-a"}
+    store.create_run(run_record(holder, kind="role-holder", meta=meta))
+    submitted = TurnSubmitted(prompt_preview="go", prompt_bytes=2, prompt_sha256="d1")
+    await store.write(
+        lambda tx: None,
+        events=[Sequencer(holder).stamp(submitted, session_id="s", turn_id="t1")],
+    )
+    assert await team.holder_turns(["dev", "qa", "ops"]) == {
+        "dev": HolderTurn("d1", ended=False, lease_live=True)
+    }
+    other = Placements(store, EventEmitter(Sequencer("run-1"), stores[1]), project="ws-b")
+    assert await other.holder_turns(["dev"]) == {}
+    now[0] += 31.0  # the holder stopped renewing: its lease ran out
+    assert await team.holder_turns(["dev"]) == {
+        "dev": HolderTurn("d1", ended=False, lease_live=False)
+    }
+    store.finish_run(holder, "completed", "later")
+    assert await team.holder_turns(["dev"]) == {}

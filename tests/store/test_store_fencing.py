@@ -1,7 +1,7 @@
 """Epoch fencing through the store, on both backends: placements move with their event,
 and a holder's side effect commits only under the epoch the store names now.
 
-Each ``open_store()`` is another writer (on PostgreSQL another host's connections, on
+Each ``open_cluster_store()`` is another writer (on PostgreSQL another host's connections, on
 SQLite another writer on the file), so the coordinator and two holders are three stores.
 """
 
@@ -43,11 +43,11 @@ class Side:
 
 
 @pytest.fixture
-async def sides(open_store: StoreFactory) -> AsyncIterator[dict[str, Side]]:
+async def sides(open_cluster_store: StoreFactory) -> AsyncIterator[dict[str, Side]]:
     opened: dict[str, Side] = {}
     try:
         for name in ("coordinator", "w1", "w2"):
-            store = open_store(extra_migrations=[EFFECTS])
+            store = open_cluster_store(extra_migrations=[EFFECTS])
             run_id = f"run-{name}"
             store.create_run(run_record(run_id))
             journal = EventEmitter(Sequencer(run_id), store)

@@ -23,8 +23,8 @@ SLOT = "qa-1"
 LEASE_S = 6.0
 
 
-def _writer(open_store: StoreFactory, name: str, clock: float) -> tuple[object, Placements]:
-    store = open_store()
+def _writer(open_cluster_store: StoreFactory, name: str, clock: float) -> tuple[object, Placements]:
+    store = open_cluster_store()
     store.create_run(run_record(f"run-{name}"))  # type: ignore[attr-defined]
     journal = EventEmitter(Sequencer(f"run-{name}"), store)  # type: ignore[arg-type]
     return store, Placements(store, journal, clock=lambda: clock)  # type: ignore[arg-type]
@@ -34,10 +34,12 @@ def _nothing(tx: Tx) -> None:
     return None
 
 
-async def test_a_slow_start_takes_up_its_placement_and_may_act(open_store: StoreFactory) -> None:
+async def test_a_slow_start_takes_up_its_placement_and_may_act(
+    open_cluster_store: StoreFactory,
+) -> None:
     now = time.time()
-    c_store, coordinator = _writer(open_store, "coordinator", now)
-    h_store, holder = _writer(open_store, "holder", now + LEASE_S + 5)  # started late
+    c_store, coordinator = _writer(open_cluster_store, "coordinator", now)
+    h_store, holder = _writer(open_cluster_store, "holder", now + LEASE_S + 5)  # started late
     try:
         placed = await coordinator.place(SLOT, "w1", lease_s=LEASE_S)
         with pytest.raises(FencedOut, match="ran out"):
@@ -52,12 +54,12 @@ async def test_a_slow_start_takes_up_its_placement_and_may_act(open_store: Store
 
 
 async def test_a_start_after_the_coordinator_expired_it_is_refused(
-    open_store: StoreFactory,
+    open_cluster_store: StoreFactory,
 ) -> None:
     now = time.time()
-    c_store, coordinator = _writer(open_store, "coordinator", now)
-    l_store, later = _writer(open_store, "coordinator-later", now + LEASE_S + 1)
-    h_store, holder = _writer(open_store, "holder", now + LEASE_S + 5)
+    c_store, coordinator = _writer(open_cluster_store, "coordinator", now)
+    l_store, later = _writer(open_cluster_store, "coordinator-later", now + LEASE_S + 1)
+    h_store, holder = _writer(open_cluster_store, "holder", now + LEASE_S + 5)
     try:
         placed = await coordinator.place(SLOT, "w1", lease_s=LEASE_S)
         await later.expire(SLOT)  # the coordinator saw the lease run out first

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from baton.errors import StoreError
-from baton.store import CORE_MIGRATIONS, Migration, Store, apply_migrations
+from baton.store import CORE_MIGRATIONS, Migration, apply_migrations
 from baton.store.migrations import split_statements
-from baton.store.store import ALL_MIGRATIONS
+from baton.store.schema import STORE_MIGRATIONS
+from baton.store.sqlite import SqliteStore
 
 from .conftest import event, run_record
 
 
 def test_close_is_idempotent_and_later_use_raises(db_path: Path) -> None:
-    store = Store.open(db_path)
+    store = SqliteStore.open(db_path)
     store.create_run(run_record())
     store.append(event(1))
     store.close()  # drains the queued event
@@ -44,18 +45,18 @@ def test_close_is_idempotent_and_later_use_raises(db_path: Path) -> None:
         asyncio.run(store.flush())
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(store.append_async(event(2)))
-    with Store.open(db_path) as again:
+    with SqliteStore.open(db_path) as again:
         assert again.last_seq("run-1") == 1
 
 
 def test_close_from_a_write_function_is_refused(db_path: Path) -> None:
-    with Store.open(db_path) as store, pytest.raises(StoreError, match="would deadlock"):
+    with SqliteStore.open(db_path) as store, pytest.raises(StoreError, match="would deadlock"):
         store.execute_write(lambda c: store.close()).result()
 
 
 def test_files_are_private(tmp_path: Path) -> None:
     path = tmp_path / "new-dir" / "baton.db"
-    with Store.open(path) as store:
+    with SqliteStore.open(path) as store:
         store.create_run(run_record())
         store.append(event(1))
         store.flush_sync()
@@ -66,7 +67,7 @@ def test_files_are_private(tmp_path: Path) -> None:
 
 
 def test_pragmas(db_path: Path) -> None:
-    with Store.open(db_path) as store:
+    with SqliteStore.open(db_path) as store:
         assert store.read(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0]) == "wal"
         settings = store.execute_write(
             lambda c: tuple(
@@ -84,7 +85,7 @@ def _fd_count() -> int:
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
 def test_no_fd_or_thread_leak(tmp_path: Path) -> None:
     def cycle(i: int) -> None:
-        store = Store.open(tmp_path / "leak.db")
+        store = SqliteStore.open(tmp_path / "leak.db")
         if store.get_run(f"run-{i}") is None:
             store.create_run(run_record(f"run-{i}"))
         subscription = store.subscribe(f"run-{i}")
@@ -136,7 +137,7 @@ def test_upgrade_from_an_older_schema(db_path: Path) -> None:
         END;
         """,
     )
-    with Store.open(db_path, extra_migrations=[notes_step]) as store:
+    with SqliteStore.open(db_path, extra_migrations=[notes_step]) as store:
         run = store.get_run("old-run")
         assert run is not None and run.status == "completed"
         store.create_run(run_record())
@@ -145,12 +146,12 @@ def test_upgrade_from_an_older_schema(db_path: Path) -> None:
         store.execute_write(lambda c: c.execute("INSERT INTO notes (id) VALUES ('r')")).result()
         assert store.read(lambda c: c.execute("SELECT note FROM notes").fetchone()[0]) == "a;b;"
     names = [name for name, _ in _applied(db_path)]
-    assert names == [m.name for m in ALL_MIGRATIONS] + ["test.0001_notes"]
+    assert names == [m.name for m in STORE_MIGRATIONS] + ["test.0001_notes"]
 
     before = _applied(db_path)
-    with Store.open(db_path, extra_migrations=[notes_step]) as store:  # nothing to do
+    with SqliteStore.open(db_path, extra_migrations=[notes_step]) as store:  # nothing to do
         assert store.last_seq("run-1") == 1
-    with Store.open(db_path) as store:  # a reader that does not know the extra step
+    with SqliteStore.open(db_path) as store:  # a reader that does not know the extra step
         assert store.last_seq("run-1") == 1
     assert _applied(db_path) == before
 
@@ -160,7 +161,7 @@ def test_a_failing_migration_is_not_recorded(db_path: Path) -> None:
     bad = Migration("test.0002_bad", "CREATE TABLE half (x); CREATE TABLE good (x)")
     threads = threading.active_count()
     with pytest.raises(StoreError, match=r"migration 'test\.0002_bad' failed"):
-        Store.open(db_path, extra_migrations=[good, bad])
+        SqliteStore.open(db_path, extra_migrations=[good, bad])
     assert threading.active_count() == threads
     names = [name for name, _ in _applied(db_path)]
     assert names[-1] == "test.0001_good"
@@ -176,9 +177,9 @@ def test_migration_names_are_unique(db_path: Path) -> None:
     one = Migration("test.0001", "CREATE TABLE t (x)")
     other = Migration("test.0001", "CREATE TABLE u (x)")
     with pytest.raises(StoreError, match=r"duplicate migration names: test\.0001"):
-        Store.open(db_path, extra_migrations=[one, other])
+        SqliteStore.open(db_path, extra_migrations=[one, other])
     # The same step passed twice (a caller re-adding one the store has) is applied once.
-    with Store.open(db_path, extra_migrations=[one, one, *ALL_MIGRATIONS]):
+    with SqliteStore.open(db_path, extra_migrations=[one, one, *STORE_MIGRATIONS]):
         pass
     assert [name for name, _ in _applied(db_path)].count("test.0001") == 1
     with pytest.raises(ValueError, match="non-empty"):
@@ -210,7 +211,7 @@ def test_split_statements() -> None:
 
 def test_odd_paths_work(tmp_path: Path) -> None:
     path = tmp_path / "dir with space #1 ?x=y" / "bätön 🙂.db"
-    with Store.open(path) as store:
+    with SqliteStore.open(path) as store:
         store.create_run(run_record())
         store.append(event(1))
         store.flush_sync()

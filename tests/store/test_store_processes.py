@@ -15,6 +15,7 @@ import pytest
 
 from baton.events.model import CanonicalEvent
 from baton.store import Store
+from baton.store.sqlite import SqliteStore
 
 from .conftest import event, run_record
 
@@ -23,7 +24,7 @@ PRELUDE = textwrap.dedent(
     import json, sys
     from pathlib import Path
     from baton.events.model import CanonicalEvent, TranscriptAssistant
-    from baton.store import RunRecord, Store
+    from baton.store import RunRecord, SqliteStore
 
     def ev(seq, run_id):
         return CanonicalEvent(
@@ -71,7 +72,7 @@ def assert_contiguous(store: Store, run_id: str) -> list[CanonicalEvent]:
 
 
 READER = """
-    store = Store.open(Path(sys.argv[1]))
+    store = SqliteStore.open(Path(sys.argv[1]))
     say("ready")
     for line in sys.stdin:
         if line.strip() == "done":
@@ -110,7 +111,7 @@ def test_another_process_reads_while_we_write(store: Store, db_path: Path) -> No
 
 
 WRITER = """
-    store = Store.open(Path(sys.argv[1]))
+    store = SqliteStore.open(Path(sys.argv[1]))
     store.create_run(RunRecord("child-run", "run", "fake", "/w", "running", "2026"))
     say("ready")
     assert sys.stdin.readline().strip() == "go"
@@ -146,7 +147,7 @@ def test_two_processes_write_the_same_store(store: Store, db_path: Path) -> None
 
 
 CRASHER = """
-    store = Store.open(Path(sys.argv[1]))
+    store = SqliteStore.open(Path(sys.argv[1]))
     store.create_run(RunRecord("crash", "run", "fake", "/w", "running", "2026"))
     seq = 0
     while True:
@@ -170,7 +171,7 @@ def test_acknowledged_events_survive_sigkill(db_path: Path) -> None:
         proc.send_signal(signal.SIGKILL)
         assert proc.wait() == -signal.SIGKILL
 
-    with Store.open(db_path) as store:
+    with SqliteStore.open(db_path) as store:
         assert store.read(lambda c: c.execute("PRAGMA integrity_check").fetchall()) == [("ok",)]
         assert store.read(lambda c: c.execute("PRAGMA foreign_key_check").fetchall()) == []
         events = assert_contiguous(store, "crash")
@@ -188,7 +189,7 @@ def test_throughput_sanity(tmp_path: Path) -> None:
     import time
 
     count = 20_000
-    with Store.open(tmp_path / "bench.db") as store:
+    with SqliteStore.open(tmp_path / "bench.db") as store:
         store.create_run(run_record())
         start = time.perf_counter()
         for seq in range(1, count + 1):
@@ -200,7 +201,7 @@ def test_throughput_sanity(tmp_path: Path) -> None:
 
 
 FORGETFUL = """
-    store = Store.open(Path(sys.argv[1]))
+    store = SqliteStore.open(Path(sys.argv[1]))
     store.create_run(RunRecord("forgot", "run", "fake", "/w", "running", "2026"))
     for seq in range(1, 1001):
         store.append(ev(seq, "forgot"))
@@ -212,5 +213,5 @@ def test_a_clean_exit_drains_an_unclosed_store(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     with child(FORGETFUL, str(db_path)) as proc:
         assert proc.wait() == 0
-    with Store.open(db_path) as store:
+    with SqliteStore.open(db_path) as store:
         assert len(assert_contiguous(store, "forgot")) == 1000

@@ -12,6 +12,7 @@ import pytest
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
 from baton.store import Store, Subscription
+from baton.store.sqlite import SqliteStore
 
 from .conftest import event, run_record
 
@@ -154,7 +155,7 @@ async def test_resume_covers_events_queued_before_subscribe(store: Store) -> Non
 
 
 async def test_iteration_ends_when_the_store_closes(db_path: Path) -> None:
-    store = Store.open(db_path)
+    store = SqliteStore.open(db_path)
     store.create_run(run_record())
     subscription = store.subscribe("run-1")
 

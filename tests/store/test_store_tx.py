@@ -11,6 +11,7 @@ import pytest
 
 from baton.errors import StoreError
 from baton.store import Migration, Store
+from baton.store.sqlite import SqliteStore
 from baton.store.tx import StoreConflict, Tx
 
 from .conftest import StoreFactory, event, run_record
@@ -118,9 +119,9 @@ CHILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from baton.store import Migration, Store
+    from baton.store import Migration, SqliteStore
     notes = Migration("test.0001_notes", "CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT)")
-    store = Store.open(Path(sys.argv[1]), extra_migrations=[notes])
+    store = SqliteStore.open(Path(sys.argv[1]), extra_migrations=[notes])
     def write(tx):
         tx.execute("INSERT INTO notes (id, body) VALUES ('child', 'hello')")
         tx.wake("notes")
@@ -131,7 +132,7 @@ CHILD = textwrap.dedent(
 
 
 async def test_another_process_wakes_us_after_its_commit(db_path: Path) -> None:
-    store = Store.open(db_path, extra_migrations=[NOTES])
+    store = SqliteStore.open(db_path, extra_migrations=[NOTES])
     store.create_run(run_record())
     try:
         listener = await store.listener()

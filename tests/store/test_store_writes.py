@@ -12,6 +12,7 @@ import pytest
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent, TranscriptAssistant
 from baton.store import SessionRecord, Store
+from baton.store.sqlite import SqliteStore
 
 from .conftest import TS, StoreFactory, event, run_record
 
@@ -218,7 +219,7 @@ def test_flush_sync_times_out_while_the_writer_is_held(store: Store) -> None:
 
 
 async def test_append_async_waits_when_the_queue_is_full(db_path: Path) -> None:
-    with Store.open(db_path, queue_max=4) as store:
+    with SqliteStore.open(db_path, queue_max=4) as store:
         store.create_run(run_record())
         entered, release = threading.Event(), threading.Event()
 
@@ -366,7 +367,7 @@ def _poison_next_seq(db_path: Path, seq: int) -> None:
 async def test_a_failed_batch_surfaces_and_the_store_refuses_writes(
     db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = Store.open(db_path)
+    store = SqliteStore.open(db_path)
     store.create_run(run_record())
     store.append(event(1))
     await store.flush()
@@ -388,7 +389,7 @@ async def test_a_failed_batch_surfaces_and_the_store_refuses_writes(
 
 
 def test_close_raises_a_failure_nobody_saw(db_path: Path) -> None:
-    store = Store.open(db_path)
+    store = SqliteStore.open(db_path)
     store.create_run(run_record())
     store.append(event(1))
     store.flush_sync()

@@ -1,12 +1,20 @@
 """Validate recorded ACP traffic, both directions, against the official ACP JSON Schema.
 
-The schema ships in the npm package ``@agentclientprotocol/sdk`` (``schema/v1/schema.json``);
-``claude-agent-acp`` 0.101.0 depends on exactly ``@agentclientprotocol/sdk`` 2.4.0, so the
-test tier's install (``scripts/install-agents``) brings it. Every ``$defs`` entry carries
-``x-method`` (and ``x-side``, the receiver), which is how a message is matched to its
-definition: a request's ``params`` against ``<Name>Request``, a notification's against
-``<Name>Notification``, a response's ``result`` against the ``<Name>Response`` of the method
-it answers (matched by id across the two directions), an error against ``Error``.
+The schema is the one the official TypeScript library ships: npm ``@agentclientprotocol/sdk``
+:data:`SCHEMA_PACKAGE_VERSION` (the newest on the registry when pinned, 2026-12), file
+``schema/v1/schema.json``: ACP protocol version 1 (the package's ``PROTOCOL_VERSION`` for
+``v1``), its stable surface; the package's ``schema.unstable.json`` and ``v2`` drafts are not
+used. ``scripts/install-agents`` installs exactly that version, on its own, into
+``.cache/agents/acp-schema`` (``python -m tests.support.acp_schema DIR``), and the file's
+SHA-256 is pinned here (:data:`SCHEMA_SHA256`): a different file fails every schema test.
+(The Python SDK the project could use, ``agent-client-protocol`` 0.12.1, is generated from
+schema-v1.19.0 and ships no JSON Schema.)
+
+Every ``$defs`` entry carries ``x-method`` (and ``x-side``, the receiver), which is how a
+message is matched to its definition: a request's ``params`` against ``<Name>Request``, a
+notification's against ``<Name>Notification``, a response's ``result`` against the
+``<Name>Response`` of the method it answers (matched by id across the two directions), an
+error against ``Error``.
 
 Extension methods (``_…``) are checked only as JSON-RPC envelopes, and so are the vendor
 methods of agents that do not follow that rule when the caller names their prefixes (Qwen
@@ -19,7 +27,11 @@ define is a finding, as is a response to nothing::
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,21 +42,68 @@ from referencing import Registry, Resource
 
 from tests.support.agents import AGENTS_DIR
 
-__all__ = ["SCHEMA_PACKAGE_VERSION", "WireValidator", "schema_path"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "SCHEMA_PACKAGE",
+    "SCHEMA_PACKAGE_VERSION",
+    "SCHEMA_SHA256",
+    "WireValidator",
+    "install",
+    "schema_path",
+]
 
+SCHEMA_PACKAGE = "@agentclientprotocol/sdk"
 SCHEMA_PACKAGE_VERSION = "2.4.0"
+SCHEMA_SHA256 = "0d0b1ca83c4872e5473f68926a894c7a8203b59b118e2a79bfe43dd76fbcbc1a"
+"""Of ``schema/v1/schema.json`` in :data:`SCHEMA_PACKAGE` :data:`SCHEMA_PACKAGE_VERSION`."""
+PROTOCOL_VERSION = 1
+"""The ACP protocol version the pinned schema describes."""
+SCHEMA_DIR = "acp-schema"
+
+
+def _schema_file(root: Path) -> Path:
+    return root / SCHEMA_DIR / "node_modules" / SCHEMA_PACKAGE / "schema" / "v1" / "schema.json"
+
+
+def _problem(root: Path) -> str | None:
+    """Why the pinned schema is not usable under ``root`` (``None``: it is)."""
+    package = _schema_file(root).parents[2] / "package.json"
+    try:
+        version = json.loads(package.read_text(encoding="utf-8")).get("version")
+        digest = hashlib.sha256(_schema_file(root).read_bytes()).hexdigest()
+    except (OSError, ValueError) as exc:
+        return f"{SCHEMA_PACKAGE} is not installed under {root / SCHEMA_DIR} ({exc})"
+    if version != SCHEMA_PACKAGE_VERSION:
+        return f"{SCHEMA_PACKAGE} is {version}, the tests pin {SCHEMA_PACKAGE_VERSION}"
+    if digest != SCHEMA_SHA256:
+        return f"{SCHEMA_PACKAGE} {version}: schema.json has SHA-256 {digest}, not the pinned one"
+    return None
 
 
 def schema_path(root: Path = AGENTS_DIR) -> Path:
-    """The schema shipped by ``@agentclientprotocol/sdk`` under the installed Claude agent."""
-    sdk = root / "claude" / "node_modules" / "@agentclientprotocol" / "sdk"
-    meta = json.loads((sdk / "package.json").read_text(encoding="utf-8"))
-    if meta.get("version") != SCHEMA_PACKAGE_VERSION:
-        raise RuntimeError(
-            f"@agentclientprotocol/sdk is {meta.get('version')}, the tests expect "
-            f"{SCHEMA_PACKAGE_VERSION}"
-        )
-    return sdk / "schema" / "v1" / "schema.json"
+    """The pinned schema (checked: version and digest), installed by ``scripts/install-agents``."""
+    problem = _problem(root)
+    if problem is not None:
+        raise RuntimeError(f"{problem}: run scripts/install-agents")
+    return _schema_file(root)
+
+
+def install(root: Path) -> Path:
+    """Install the pinned schema package under ``root`` (kept when already right)."""
+    if _problem(root) is None:
+        return _schema_file(root)
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm is not on PATH: install Node.js first")
+    target = root / SCHEMA_DIR
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    (target / "package.json").write_text('{"name": "baton-acp-schema", "private": true}\n')
+    spec = f"{SCHEMA_PACKAGE}@{SCHEMA_PACKAGE_VERSION}"
+    argv = [npm, "install", "-E", spec, "--prefix", str(target), "--ignore-scripts"]
+    argv += ["--no-audit", "--no-fund", "--omit=optional", "--loglevel=error"]
+    subprocess.run(argv, check=True, cwd=target, timeout=600)
+    return schema_path(root)
 
 
 @dataclass
@@ -135,3 +194,7 @@ class WireValidator:
                 else:
                     problems += self._check(name, msg["result"], where)
         return problems
+
+
+if __name__ == "__main__":  # scripts/install-agents: python -m tests.support.acp_schema DIR
+    print(install(Path(sys.argv[1])))

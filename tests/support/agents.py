@@ -1,7 +1,9 @@
 """The real npm agents of the test tier: where they are, when to skip, how to point them offline.
 
 ``scripts/install-agents`` (run by ``scripts/test``) installs the built-in ``claude``,
-``codex`` and ``qwen`` profiles' pinned packages with ``baton agents install`` into ``<repo>/.cache/agents``.
+``codex``, ``gemini`` and ``qwen`` profiles' pinned packages, and the tier's own ``codex-ts``
+(the TypeScript Codex adapter, :data:`TIER_PROFILES`), with ``baton agents install`` into
+``<repo>/.cache/agents``.
 When npm could not reach its registry it leaves ``.cache/agents/UNREACHABLE`` with the reason:
 then, and only then, the real-agent tests skip (saying why). A missing install otherwise fails
 the test, naming the script.
@@ -22,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from baton.providers.catalog import CLAUDE, CODEX, QWEN
+from baton.config import load_config
+from baton.providers.catalog import CLAUDE, CODEX, GEMINI, QWEN
 from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
 from baton.security.agent_installs import InstalledAgent, installed_agent
 
@@ -32,6 +35,8 @@ __all__ = [
     "claude_profile",
     "codex_config",
     "codex_profile",
+    "codex_ts_profile",
+    "gemini_profile",
     "qwen_profile",
     "require_agent",
     "skip_reason",
@@ -39,6 +44,8 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 AGENTS_DIR = REPO_ROOT / ".cache" / "agents"
+TIER_PROFILES = Path(__file__).resolve().parent / "profiles"
+"""The ``baton.toml`` of the tier's profiles that baton does not ship (``codex-ts``)."""
 DUMMY_KEY = "x"
 """What a local model server needs as an API key: anything (too short to be a secret)."""
 
@@ -116,6 +123,22 @@ def codex_profile(base_url: str, *, config: str | None = None, **changes: Any) -
     return dataclasses.replace(profile, **changes)
 
 
+def codex_ts_profile(base_url: str, **changes: Any) -> AgentProfile:
+    """:func:`codex_profile`, run by the TypeScript adapter (``@agentclientprotocol/codex-acp``,
+    which drives ``codex app-server``) from :data:`TIER_PROFILES`."""
+    ts = load_config(TIER_PROFILES, environ={}).profile("codex-ts")
+    install = require_agent(ts)
+    profile = codex_profile(base_url, **changes)
+    return dataclasses.replace(
+        profile,
+        name=ts.name,
+        title=ts.title,
+        package=ts.package,
+        version=ts.version,
+        command=(str(install.executable), *profile.command[1:]),
+    )
+
+
 def qwen_profile(base_url: str, **changes: Any) -> AgentProfile:
     """The built-in ``qwen`` profile against a chat-completions server at ``base_url``.
 
@@ -126,4 +149,15 @@ def qwen_profile(base_url: str, **changes: Any) -> AgentProfile:
         QWEN, install, base_url, {"OPENAI_BASE_URL": base_url, "OPENAI_MODEL": "scripted"}
     )
     profile = dataclasses.replace(profile, credentials=(CredentialBinding("OPENAI_API_KEY"),))
+    return dataclasses.replace(profile, **changes)
+
+
+def gemini_profile(origin: str, **changes: Any) -> AgentProfile:
+    """The built-in ``gemini`` profile against a Gemini API server at ``origin``.
+
+    ``GEMINI_API_KEY`` is bound from baton's environment (pass ``DUMMY_KEY`` there).
+    """
+    install = require_agent(GEMINI)
+    profile = _with_endpoint(GEMINI, install, origin, {"GOOGLE_GEMINI_BASE_URL": origin})
+    profile = dataclasses.replace(profile, credentials=(CredentialBinding("GEMINI_API_KEY"),))
     return dataclasses.replace(profile, **changes)

@@ -50,6 +50,7 @@ async def open_real(
         "PATH": os.environ["PATH"],
         "ANTHROPIC_API_KEY": DUMMY_KEY,
         "OPENAI_API_KEY": DUMMY_KEY,
+        "GEMINI_API_KEY": DUMMY_KEY,
         # No tools-dir install may stand in for the command under test.
         "BATON_TOOLS_DIR": str(harness.tmp / "no-tools"),
     }

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.authority import TrustedAuthority
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.team import TeamConfig, default_team
 from baton.events.sequencer import Sequencer
+from baton.fcop_port.authority import TrustedAuthority
+from baton.fcop_port.port import FcopPort
 from baton.requests.notify import Notifier
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team.loop import RunSummary, TeamLoop
+from baton.team_config import TeamConfig, default_team
 from tests.coordination.conftest import KEY, authority, port, root, state_dir
 from tests.coordination.fakes import FakeFactory, Script, runbook_agent
 from tests.support.records import run_record
@@ -43,7 +43,7 @@ class Team:
     def __init__(self, root: Path, state_dir: Path) -> None:
         self.root = root
         self.state_dir = state_dir
-        self.store = Store.open(state_dir / "baton.db")
+        self.store = SqliteStore.open(state_dir / "baton.db")
 
     def port(self) -> FcopPort:
         """A fresh port (a new ``fcop.Project``), as a restarted process has."""
@@ -82,7 +82,7 @@ class Team:
     def reopen(self) -> None:
         """Close and open the store again (nothing in memory survives, as after a restart)."""
         self.store.close()
-        self.store = Store.open(self.state_dir / "baton.db")
+        self.store = SqliteStore.open(self.state_dir / "baton.db")
 
 
 @pytest.fixture

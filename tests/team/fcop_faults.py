@@ -6,8 +6,8 @@ import contextlib
 import json
 from pathlib import Path
 
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
 
 
 def receipt_for(port: FcopPort, task_id: str, from_stage: str, to_stage: str) -> Path:

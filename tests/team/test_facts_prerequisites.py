@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.errors import InvalidEnvelope
-from baton.coordination.fcop_records import TaskInfo
-from baton.coordination.ordering import Ready, Waiting, gate
+from baton.fcop_errors import InvalidEnvelope
+from baton.fcop_port.records import TaskInfo
 from baton.team.facts import FactSource
+from baton.workflow.ordering import Ready, Waiting, gate
 
 
 def _task(task_id: str, stage: str, **kw: Any) -> TaskInfo:

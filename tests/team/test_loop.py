@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.states import State
 from baton.team.contract import TurnResult, Usage
@@ -508,8 +508,8 @@ async def test_a_turn_the_human_cancels_needs_attention_and_a_retry_re_prompts(
     team: Team, port: FcopPort
 ) -> None:
     """Issue 14: the dashboard's Cancel turn on a team run's role (a control row)."""
-    from baton.coordination.binding import OutboxRecord, SlotAccess
     from baton.requests.ledger import Ledger
+    from baton.role_tools.binding import OutboxRecord, SlotAccess
     from baton.store import team_sql
     from baton.team.controls import ControlRefused, request_cancel
     from baton.team.records import SlotRecord, TurnRecord

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from baton.coordination.ordering import Prerequisite
 from baton.team import steps
 from baton.team.next_step import Facts, FcopTask, TeamRules, next_step
 from baton.team.records import TaskRecord
 from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
+from baton.workflow.ordering import Prerequisite
 
 POLICY = TeamRules(
     human="ADMIN", leader="PM", child_acceptance="on_consolidation", turn_limit=8, reminder_turns=1

@@ -14,7 +14,7 @@ SLEEPER = "import time; time.sleep(120)"
 def _fake_shim(socket: Path) -> subprocess.Popen[bytes]:
     """A process whose command line looks like a shim of ``socket``, in a session of its own."""
     return subprocess.Popen(
-        [sys.executable, "-c", SLEEPER, "mcp_shim.py", "--socket", str(socket), "--slot", "QA"],
+        [sys.executable, "-c", SLEEPER, "stdio_shim.py", "--socket", str(socket), "--slot", "QA"],
         start_new_session=True,
     )
 

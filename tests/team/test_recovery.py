@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import (
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import (
     Repair,
     Unresolved,
     clean_temporaries,

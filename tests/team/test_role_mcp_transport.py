@@ -18,14 +18,14 @@ import pytest
 
 from baton.acp.messages import parse_initialize
 from baton.config import load_config
-from baton.coordination.hub_auth import SlotCredential
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.team import RoleSpec
 from baton.events.sequencer import Sequencer
 from baton.requests.ledger import Ledger
+from baton.role_tools.credentials import SlotCredential
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
-from baton.store.store import Store
+from baton.store.sqlite import SqliteStore
 from baton.team.role_sessions import offer_http, role_session_factory
+from baton.team_config import RoleSpec
 from tests.coordination.slots import open_slot, own_project
 from tests.support.records import run_record
 
@@ -46,7 +46,7 @@ class RecordingHub(RoleHub):
 
 @pytest.fixture
 async def hub(root: Path, state_dir: Path) -> AsyncIterator[RecordingHub]:
-    store = Store.open(state_dir / "baton.db")
+    store = SqliteStore.open(state_dir / "baton.db")
     own_project(store)
     started = await RecordingHub.start(store, state_dir)
     started.given = []

@@ -59,7 +59,7 @@ def test_illegal_moves_raise_naming_machine_state_and_event() -> None:
 
 
 def test_terminal_states_come_from_the_tables() -> None:
-    assert TASK.terminal == {TaskState.SETTLED}
+    assert TASK.terminal == {TaskState.SETTLED, TaskState.DROPPED}
     assert DISPATCH.terminal == {DispatchState.FINISHED, DispatchState.INTERRUPTED}
     assert SLOT.terminal == frozenset()  # a slot is reopened by the next daemon
 

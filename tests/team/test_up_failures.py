@@ -200,7 +200,7 @@ def test_status_reflects_an_answer_at_once_and_sessions_show_the_agent_session(
 def test_a_leftover_publication_temp_is_cleaned_and_the_workspace_stays_valid(
     repo: Path,
 ) -> None:
-    from baton.coordination.fcop_recovery import validate_workspace
+    from baton.fcop_port.recovery import validate_workspace
 
     task = _new_task(repo, "QA", "Quick", QUICK)
     leftover = repo / "fcop" / "_lifecycle" / "active" / f".fcop-create-{task}-abc123.tmp"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.requests.model import ReviewRequest
 from baton.requests.states import State
 from baton.team.states import TaskState
@@ -65,7 +65,7 @@ async def test_a_task_changes_files_only_on_its_branch_and_approval_merges_it(
     assert [(f.status, f.path, f.added) for f in changes.files] == [("A", "feature.py", 1)]
     assert changes.diff is not None and "+x = 1" in changes.diff
     assert changes.base == "main" and changes.base_conflicts == ()
-    assert document.summary.startswith("Changes: 1 file(s), +1 -0")
+    assert "\nChanges: 1 file(s), +1 -0" in document.summary
 
     await answer_review(team, task.task_id, "approve", "ship it")
     await team.run_idle(team.loop(team.factory()))
@@ -174,7 +174,7 @@ async def test_isolation_none_keeps_todays_behaviour(team: Team, port: FcopPort)
     git_project(team.root)
     port.create_task(sender="ADMIN", recipient="DEV", subject="plain", body="b")
     factory = team.factory()
-    from baton.coordination.team import Isolation
+    from baton.team_config import Isolation
 
     await team.run_idle(team.loop(factory, isolation=Isolation(mode="none")))
     assert factory.cwds == [("DEV", None)]
@@ -211,3 +211,28 @@ async def test_dropping_a_tree_saves_its_work_and_stops_it_for_good(
     restored, branch = await loop.workspaces.restore(task.task_id)
     assert restored.state is WorktreeState.RESTORED and branch == live.branch
     assert sh(team.root, "show", f"{branch}:scratch.txt") == "uncommitted"
+
+
+async def test_a_branch_that_writes_fcop_files_is_never_merged(team: Team, port: FcopPort) -> None:
+    """An agent in a tree's worktree cannot poison the live FCoP workspace through the merge."""
+    git_project(team.root)
+    sh(team.root, "add", "fcop")
+    sh(team.root, "commit", "-qm", "fcop tracked")
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="sneaky", body="b")
+
+    def sneaky(agent: Agent, prompt: str) -> None:
+        assert agent.cwd is not None
+        forged = agent.cwd / "fcop" / "reports" / "REPORT-forged.md"
+        forged.parent.mkdir(parents=True, exist_ok=True)
+        forged.write_text("---\nforged\n---\n")
+        runbook_agent(agent, prompt)
+
+    await team.run_idle(team.loop(team.factory({"DEV": sneaky})))
+    await answer_review(team, task.task_id, "approve", "ok")
+    await team.run_idle(team.loop(team.factory()))
+    again = await review_request(team, task.task_id)
+    document = again.document
+    assert isinstance(document, ReviewRequest) and document.changes is not None
+    assert "baton's own files" in (document.changes.merge_refused or "")
+    assert not (team.root / "fcop" / "reports" / "REPORT-forged.md").exists()
+    assert port.read_task(task.task_id).stage == "review"

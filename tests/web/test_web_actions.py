@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from baton.app.recovery import open_store
 from baton.config import load_config
-from baton.coordination.context import init_project, open_context
+from baton.fcop_port.project import init_project, open_context
 from baton.requests.ledger import Ledger
 from baton.requests.states import State
 from baton.store.store import Store

@@ -114,14 +114,17 @@ async def test_over_real_http(live_server: str, store: Store, ledger: Ledger) ->
             "/api/login", json={"code": code}, headers={"Origin": live_server}
         )
         assert login.status_code == 200
-        page = await browser.get("/")
+        proof = {"X-Baton-Proof": login.json()["proof"]}
+        shell = await browser.get("/")  # a navigation carries no proof: the empty shell
+        assert shell.status_code == 200 and "make deploy" not in shell.text
+        page = await browser.get("/", headers=proof)  # what the shell's script fetches
         assert page.status_code == 200
         assert str(page.url) == f"{live_server}/"
         assert "make deploy" in page.text
         answered = await browser.post(
             f"/api/requests/{record.request_id}/answer",
             json={"kind": "permission", "decision": "allow"},
-            headers={"Origin": live_server},
+            headers={"Origin": live_server} | proof,
         )
         assert answered.status_code == 200
         assert (await ledger.get(record.request_id)).state is State.ANSWERED
@@ -129,7 +132,7 @@ async def test_over_real_http(live_server: str, store: Store, ledger: Ledger) ->
         async with (
             asyncio.timeout(30),
             browser.stream(
-                "GET", "/api/runs/run-1/stream", headers={"Last-Event-ID": "1"}
+                "GET", "/api/runs/run-1/stream", headers={"Last-Event-ID": "1"} | proof
             ) as stream,
         ):
             async for line in stream.aiter_lines():

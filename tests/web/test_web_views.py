@@ -265,6 +265,7 @@ def test_the_board_reads_the_team_loops_view() -> None:
             "turns": 0,
             "report_ref": None,
             "note": "",
+            "result": None,
         }
         return NS(**(fields | extra))
 
@@ -315,6 +316,7 @@ def test_the_board_reads_the_team_loops_view() -> None:
                 recipient="QA",
                 role="QA",
                 baton_status="needs_attention",
+                result="blocked",
             ),
         ),
         attention=(task("T-2", "active", note="no report after the reminder"),),
@@ -325,3 +327,5 @@ def test_the_board_reads_the_team_loops_view() -> None:
     assert [t.children for t in snap.tasks] == [("T-2",), ()]
     assert snap.roles[1].usage is None and snap.roles[1].tool_calls == 3
     assert snap.stalls[0]["reason"] == "no report after the reminder"
+    # A report's result reaches the board (a blocked child would sit in done unmarked).
+    assert [t.result for t in snap.tasks] == [None, "blocked"]

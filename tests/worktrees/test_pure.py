@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from baton.worktrees.model import WorktreeRecord
@@ -12,7 +14,7 @@ from baton.worktrees.parse import (
     conflicted_paths,
     status_entries,
 )
-from baton.worktrees.recovery import AfterCrash, GitFacts, after_crash
+from baton.worktrees.recovery import AfterCrash, GitFacts, after_crash, salvage_head
 from baton.worktrees.states import WORKTREE, IllegalWorktreeMove, WorktreeEvent, WorktreeState
 
 
@@ -65,7 +67,7 @@ def test_the_lifecycle_refuses_a_merge_of_a_salvaged_tree() -> None:
 
 
 def _record(state: WorktreeState) -> WorktreeRecord:
-    return WorktreeRecord("T", state, "baton/x", "/p", "refs/heads/main", "b", "t", "t")
+    return WorktreeRecord("T", state, "baton/x", "/p", "refs/heads/main", "b", "t", "t", "h")
 
 
 def _facts(**kw: object) -> GitFacts:
@@ -82,6 +84,7 @@ def _facts(**kw: object) -> GitFacts:
         (WorktreeState.CREATING, {}, AfterCrash.CREATE),
         (WorktreeState.LIVE, {"dirty": True}, AfterCrash.CHECKPOINT),
         (WorktreeState.LIVE, {}, AfterCrash.NOTHING),
+        (WorktreeState.LIVE, {"branch_head": "newer"}, AfterCrash.CHECKPOINT),
         (WorktreeState.LIVE, {"registered": False}, AfterCrash.CREATE),
         (WorktreeState.LIVE, {"branch_head": None}, AfterCrash.LOST),
         (WorktreeState.MERGING, {"base_holds": True}, AfterCrash.MARK_MERGED),
@@ -95,3 +98,30 @@ def test_after_a_crash_each_state_has_one_answer(
     state: WorktreeState, facts: dict[str, object], action: AfterCrash
 ) -> None:
     assert after_crash(_record(state), _facts(**facts)) is action
+
+
+@pytest.mark.parametrize(
+    ("state", "action"),
+    [
+        (WorktreeState.CREATING, AfterCrash.SALVAGE),
+        (WorktreeState.LIVE, AfterCrash.SALVAGE),
+        (WorktreeState.SALVAGING, AfterCrash.SALVAGE),
+        (WorktreeState.MERGING, AfterCrash.UNDO_MERGE),
+        (WorktreeState.SALVAGED, AfterCrash.NOTHING),
+    ],
+)
+def test_a_tree_whose_root_was_dropped_is_salvaged_after_a_crash(
+    state: WorktreeState, action: AfterCrash
+) -> None:
+    """A drop cut short after its TASKs were dropped, before its salvage began."""
+    assert after_crash(_record(state), _facts(dirty=True), dropped=True) is action
+
+
+def test_a_resumed_salvage_never_saves_an_older_head_than_git_holds() -> None:
+    record = dataclasses.replace(_record(WorktreeState.SALVAGING), head_commit="old")
+    head = salvage_head
+    assert head(record, checkpointed="new", branch_head="mid", saved="mid") == "new"
+    assert head(record, checkpointed=None, branch_head="new", saved="mid") == "new"
+    # the worktree and branch are gone: what is saved stays (it holds the uncommitted work)
+    assert head(record, checkpointed=None, branch_head=None, saved="new") == "new"
+    assert head(record, checkpointed=None, branch_head=None, saved=None) == "old"

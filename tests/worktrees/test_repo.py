@@ -71,16 +71,11 @@ def test_the_change_lists_files_commits_and_a_bounded_diff(repo: Repository) -> 
     assert [c.subject for c in change.commits] == ["turn"]
 
 
-def test_a_diff_over_the_bound_is_not_cut_but_pointed_to(
-    repo: Repository, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import baton.worktrees.repo as repo_module
-
-    monkeypatch.setattr(repo_module, "MAX_REVIEW_DIFF_BYTES", 100)
+def test_a_diff_over_the_bound_is_not_cut_but_pointed_to(repo: Repository) -> None:
     record = made(repo)
     (record.worktree / "big.txt").write_text("line\n" * 500)
     head = repo.checkpoint(record.worktree, "big")
-    change = repo.change(dataclasses.replace(record, head_commit=head))
+    change = repo.change(dataclasses.replace(record, head_commit=head), max_diff_bytes=100)
     assert change.diff is None and "baton diff" in change.note
     assert change.files[0].added == 500
 

@@ -169,7 +169,11 @@ def error(msg_id: JsonRpcId | None, code: int, message: str, data: Any = None) -
 
 
 class RpcError(BatonError):
-    """Raised by an inbound request handler to answer with a JSON-RPC error."""
+    """Raised by an inbound request handler to answer with a JSON-RPC error.
+
+    The constructors carry ACP's code for each case, with its standard message first
+    (``Resource not found: …``: some agents read the message, not only the code).
+    """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
@@ -179,8 +183,21 @@ class RpcError(BatonError):
 
     @classmethod
     def method_not_found(cls, method: str) -> RpcError:
-        return cls(METHOD_NOT_FOUND, f"method not found: {method}")
+        """-32601: nobody serves this method here."""
+        return cls(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     @classmethod
     def invalid_params(cls, detail: str) -> RpcError:
-        return cls(INVALID_PARAMS, f"invalid params: {detail}")
+        """-32602: the params do not fit the method (a type, a range, a missing member)."""
+        return cls(INVALID_PARAMS, f"Invalid params: {detail}")
+
+    @classmethod
+    def not_found(cls, detail: str) -> RpcError:
+        """-32002: well-formed params naming something that is not there (a session, a
+        file, a terminal)."""
+        return cls(RESOURCE_NOT_FOUND, f"Resource not found: {detail}")
+
+    @classmethod
+    def internal(cls, detail: str) -> RpcError:
+        """-32603: the request was fine and the one answering failed."""
+        return cls(INTERNAL_ERROR, f"Internal error: {detail}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 __all__ = [
     "DEFAULT_RING_BYTES",
@@ -17,10 +18,17 @@ PREVIEW_BYTES = 4 * 1024
 class StderrRing:
     """Holds the last ``capacity`` bytes written; cheap to append, never grows past it."""
 
-    __slots__ = ("_chunks", "_size", "capacity", "total_bytes")
+    __slots__ = ("_chunks", "_size", "capacity", "on_data", "total_bytes")
 
-    def __init__(self, capacity: int = DEFAULT_RING_BYTES) -> None:
+    def __init__(
+        self,
+        capacity: int = DEFAULT_RING_BYTES,
+        on_data: Callable[[bytes], None] | None = None,
+    ) -> None:
         self.capacity = capacity
+        self.on_data = on_data
+        """Also called with every chunk (a transport that reads a line from stderr, such
+        as the Cursor SDK bridge's ready line, without a second reader)."""
         self.total_bytes = 0
         self._chunks: deque[bytes] = deque()
         self._size = 0
@@ -28,6 +36,8 @@ class StderrRing:
     def append(self, data: bytes) -> None:
         if not data:
             return
+        if self.on_data is not None:
+            self.on_data(data)
         self.total_bytes += len(data)
         if len(data) >= self.capacity:
             self._chunks.clear()

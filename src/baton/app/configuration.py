@@ -13,8 +13,8 @@ from types import MappingProxyType
 
 from baton.cluster.config import CLUSTER_KEYS, cluster_config
 from baton.config import PROFILE_KEYS, SECRETS_KEYS, BatonConfig
-from baton.coordination.team import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS, parse_team
 from baton.requests.notify import NOTIFY_KEYS, NotifyConfig
+from baton.team_config import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS, parse_team
 
 __all__ = ["CONFIG_TABLES", "check_config"]
 

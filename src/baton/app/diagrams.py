@@ -2,7 +2,7 @@
 
 Every :class:`~baton.statetable.StateTable` in baton is listed in :data:`TABLES` by
 its name: ``request``, ``session``, ``turn`` (one ACP prompt turn), ``task``,
-``slot`` and ``dispatch`` (the team loop's).
+``slot`` and ``dispatch`` (the team loop's), ``run`` (a run's status in the store).
 
 A document marks where a diagram goes::
 
@@ -24,15 +24,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from baton.agents.builtin.plan_states import PLAN_ENTRY
 from baton.requests.states import TABLE as REQUEST
 from baton.runner.session_state import TABLE as SESSION
 from baton.runner.turn import TABLE as TURN
 from baton.statetable import StateTable
+from baton.store.run_states import TABLE as RUN
 from baton.team.states import MACHINES
+from baton.worktrees.states import WORKTREE
 
 __all__ = ["TABLES", "main", "render"]
 
-TABLES: tuple[StateTable[Any, Any], ...] = (REQUEST, SESSION, TURN, *MACHINES)
+TABLES: tuple[StateTable[Any, Any], ...] = (
+    REQUEST,
+    SESSION,
+    TURN,
+    *MACHINES,
+    RUN,
+    WORKTREE,
+    PLAN_ENTRY,
+)
 """Every lifecycle of baton; a test checks each has a diagram in the docs."""
 
 _BLOCK = re.compile(

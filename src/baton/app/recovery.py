@@ -1,8 +1,9 @@
 """Opening the project's store, and recovering after a crash.
 
 The store owns every table (runs, sessions, events, the human-request ledger, the
-team loop, services, the web's sessions); its one list of migrations is
-:data:`baton.store.store.ALL_MIGRATIONS`, applied by ``Store.open``. Recovery runs when a
+team loop, services, the web's sessions: :data:`baton.store.schema.STORE_MIGRATIONS`,
+applied when it opens); a cluster project's store is PostgreSQL and has the cluster's
+tables too (:class:`~baton.store.pg.PgStore`). Recovery runs when a
 :class:`~baton.app.Baton` opens: runs whose owning process died are marked
 ``interrupted`` and their open requests expire with a visible reason.
 """
@@ -13,21 +14,50 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from baton.config import BatonConfig
 from baton.events.sequencer import Sequencer, format_ts
 from baton.lifeline import boot_id
 from baton.procgroup import process_alive
 from baton.requests import payloads
 from baton.requests.ledger import Ledger, RequestRecord
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 
-__all__ = ["open_store", "owner_meta", "recover_interrupted"]
+if TYPE_CHECKING:
+    from baton.cluster.config import ClusterConfig
+
+__all__ = [
+    "open_cluster_store",
+    "open_project_store",
+    "open_store",
+    "owner_meta",
+    "recover_interrupted",
+]
 
 
-def open_store(path: Path) -> Store:
-    """The store at ``path`` (created 0700/0600), with every migration applied."""
+def open_store(path: Path) -> SqliteStore:
+    """The SQLite store at ``path`` (created 0700/0600), with every store's tables."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Store.open(path)
+    return SqliteStore.open(path)
+
+
+def open_cluster_store(dsn: str) -> Store:
+    """A cluster's PostgreSQL store at ``dsn``, with the cluster's tables (imports psycopg)."""
+    from baton.store.pg import PgStore
+
+    return PgStore.open(dsn)
+
+
+def open_project_store(
+    config: BatonConfig, cluster: ClusterConfig | None, db_path: Path | None
+) -> Store:
+    """The project's store: PostgreSQL in cluster mode, else the SQLite file (``db_path``,
+    or the project's own)."""
+    if cluster is None:
+        return open_store(db_path if db_path is not None else config.db_path)
+    return open_cluster_store(cluster.store)
 
 
 def owner_meta() -> dict[str, object]:

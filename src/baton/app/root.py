@@ -14,11 +14,19 @@ then built from the root, never wired by hand:
 * :meth:`Baton.run_team` runs the team loop (:mod:`baton.team`) in a run, its role
   sessions, reviews and questions on this root's store, ledger and emitter.
 
+:meth:`Baton.on_store` is the same root over a store already open: a role holder's host
+(a Ray actor on a worker, :class:`baton.cluster.actor.RoleHolder`) builds its root so,
+:func:`open_holder_root` (its run, broker and agent session by :meth:`Baton.run`,
+:meth:`Baton.broker`, :meth:`Baton.open_session`): one place wires sessions on every host.
+The coordinator's root hands it to the cluster (``HolderSpec.root``); Ray ships it by
+reference. The store is opened by :mod:`.recovery` (SQLite, or the cluster's PostgreSQL).
+
 Closing the root (leaving the ``async with``) closes what it opened, in reverse order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -26,10 +34,15 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from baton.app.configuration import check_config
-from baton.app.recovery import open_store, owner_meta, recover_interrupted
+from baton.app.recovery import (
+    open_cluster_store,
+    open_project_store,
+    owner_meta,
+    recover_interrupted,
+)
 from baton.config import BatonConfig, load_config
 from baton.errors import UsageError
 from baton.events.model import CanonicalEvent, Payload
@@ -46,13 +59,13 @@ from baton.store.records import RunRecord, RunStatus
 from baton.store.store import Store
 
 if TYPE_CHECKING:
+    from baton.cluster.actor import HolderRoot, HolderSpec
     from baton.cluster.config import ClusterConfig
-    from baton.coordination.context import CoordinationContext
-    from baton.coordination.mcp_hub import RoleHub
-    from baton.team.contract import HeldTurns, RoleSessionFactory
+    from baton.fcop_port.project import CoordinationContext
+    from baton.team.contract import RoleSessionFactory
     from baton.team.loop import RunSummary, TeamLoop
 
-__all__ = ["Baton", "Run", "new_run_id"]
+__all__ = ["Baton", "Run", "new_run_id", "open_holder_root", "standalone_config"]
 
 
 def new_run_id() -> str:
@@ -68,16 +81,7 @@ def _cluster(config: BatonConfig, environ: Mapping[str, str]) -> ClusterConfig |
     return cluster_config(config.raw, environ)
 
 
-def _open_store(config: BatonConfig, cluster: ClusterConfig | None, db_path: Path | None) -> Store:
-    """The project's store: PostgreSQL in cluster mode, else the SQLite file."""
-    if cluster is None:
-        return open_store(db_path if db_path is not None else config.db_path)
-    from baton.store.pg import PgStore
-
-    return cast(Store, PgStore.open(cluster.store))  # the Store's face, on PostgreSQL
-
-
-def _standalone(state_dir: Path) -> BatonConfig:
+def standalone_config(state_dir: Path) -> BatonConfig:
     """A configuration without a project: the built-in profiles, everything in ``state_dir``."""
     return BatonConfig(project_dir=None, state_dir=state_dir, profiles=BUILTIN_PROFILES)
 
@@ -145,14 +149,31 @@ class Baton:
         if config is not None:
             cfg = config
         elif state_dir is not None:
-            cfg = _standalone(state_dir)
+            cfg = standalone_config(state_dir)
         elif db_path is not None:
-            cfg = _standalone(db_path.parent)
+            cfg = standalone_config(db_path.parent)
         else:
             cfg = check_config(load_config(Path(project), environ=env), env)
         cluster = _cluster(cfg, env) if db_path is None else None
-        store = _open_store(cfg, cluster, db_path)
-        self = cls(cfg, store, Ledger(store), environ=env, cluster=cluster)
+        store = open_project_store(cfg, cluster, db_path)
+        async with cls.on_store(store, cfg, environ=env, cluster=cluster, recover=recover) as self:
+            yield self
+
+    @classmethod
+    @asynccontextmanager
+    async def on_store(
+        cls,
+        store: Store,
+        config: BatonConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        cluster: ClusterConfig | None = None,
+        recover: bool = True,
+    ) -> AsyncIterator[Baton]:
+        """The root over ``store``, already open (closed with the root): the ledger over it,
+        recovery (``recover``), and everything :meth:`open` gives."""
+        env = os.environ if environ is None else environ
+        self = cls(config, store, Ledger(store), environ=env, cluster=cluster)
         try:
             if recover:
                 self.recovered = await recover_interrupted(store, self.ledger)
@@ -168,7 +189,7 @@ class Baton:
         """Only the project's store, for surfaces that read (``runs``, ``log``): no ledger,
         no recovery, nothing that writes beyond the store's own migrations."""
         cfg = config if config is not None else check_config(load_config(Path(project)))
-        store = _open_store(cfg, _cluster(cfg, os.environ), None)
+        store = open_project_store(cfg, _cluster(cfg, os.environ), None)
         try:
             yield store
         finally:
@@ -305,12 +326,10 @@ class Baton:
         self._check_open()
         from baton.team.service import run_team
 
-        factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None
-        held_turns: HeldTurns | None = None
+        factory_for = holders = None
         if self.cluster is not None:
-            from baton.cluster.team_factory import cluster_factory_for, held_turns_for
+            from baton.cluster.team_factory import cluster_factory_for, holder_lookup
 
-            held_turns = held_turns_for(ctx.project_dir)
             factory_for = cluster_factory_for(
                 self.cluster,
                 self.config,
@@ -318,7 +337,9 @@ class Baton:
                 ledger=self.ledger,
                 emitter=run.emitter,
                 workspace=ctx.project_dir,
+                holder_root=open_holder_root,
             )
+            holders = holder_lookup(self.store, run.emitter, ctx.project_dir)
         return await run_team(
             ctx,
             self.config,
@@ -330,5 +351,56 @@ class Baton:
             on_loop=on_loop,
             decorate=decorate,
             factory_for=factory_for,
-            held_turns=held_turns,
+            holders=holders,
         )
+
+
+@dataclass(eq=False)
+class _HolderOnHost:
+    """:class:`~baton.cluster.actor.HolderRoot` as the host's root and the holder's run."""
+
+    baton: Baton
+    run: Run
+
+    @property
+    def store(self) -> Store:
+        return self.baton.store
+
+    @property
+    def emitter(self) -> EventEmitter:
+        return self.run.emitter
+
+    def broker(self, policy: Policy, *, wait_timeout: float | None) -> RequestBroker:
+        return self.baton.broker(policy, wait_timeout=wait_timeout, notify=False)
+
+    async def open_session(
+        self, profile: AgentProfile, *, requests: RequestBroker, workspace: Path, **options: Any
+    ) -> AgentSession:
+        return await self.baton.open_session(
+            profile, run=self.run, requests=requests, workspace=workspace, **options
+        )
+
+    def finish(self, status: RunStatus) -> None:
+        self.run.status = status
+
+
+@asynccontextmanager
+async def open_holder_root(
+    spec: HolderSpec, run_id: str, meta: Mapping[str, Any]
+) -> AsyncIterator[HolderRoot]:
+    """A role holder's root for its life (see the module): the cluster store, the holder's
+    run ``run_id`` (kind ``role-holder``, ``meta``), its agents' state in
+    ``spec.state_dir``. No recovery runs on a holder's host: a holder judges no other run."""
+    store = await asyncio.to_thread(open_cluster_store, spec.dsn)
+    config = standalone_config(Path(spec.state_dir))
+    async with (
+        Baton.on_store(store, config, environ=spec.environ, recover=False) as baton,
+        baton.run(
+            kind="role-holder",
+            agent=spec.profile.name,
+            cwd=Path(spec.workspace),
+            run_id=run_id,
+            meta=meta,
+        ) as run,
+    ):
+        yield _HolderOnHost(baton, run)

@@ -43,6 +43,8 @@ from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.agent_installs import installed_agent, tools_dir
 from baton.security.agent_tools import RegistryUnreachable, install_agent, node_version
+from baton.security.bridge_pin import NODE, installed_bridge, is_bundled
+from baton.security.display import terminal_safe
 from baton.security.distribution import locate_install, pin_status
 from baton.security.launch_env import plan_launch
 
@@ -98,6 +100,10 @@ def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str
             version = None
             if profile.command[:1] == (PYTHON_PLACEHOLDER,):
                 version = f"{baton.__version__} (ships with baton)"
+            elif is_bundled(profile.command):  # the bridge inside the cursor-sdk wheel
+                bridge = installed_bridge()
+                where = str(bridge.root / NODE) if bridge is not None else None
+                version = bridge.version if bridge is not None else None
             elif where is not None and profile.package is not None:
                 try:
                     version = locate_install(profile, environ).version
@@ -171,7 +177,10 @@ def agents(
     console.print(table)
     for row in missing:
         # One line each, never cut: the command is what the user copies.
-        console.print(f"install {safe(row['name'])}: {safe(row['install_hint'])}", soft_wrap=True)
+        # The hint is the profile's own (catalog or baton.toml), not agent text: made safe,
+        # but not marked as forged framing (it starts with "baton").
+        hint = terminal_safe(row["install_hint"], inline=True, mark=False)
+        console.print(f"install {safe(row['name'])}: {hint}", soft_wrap=True)
 
 
 @agents_app.command("install")

@@ -1,7 +1,7 @@
 """``baton init`` and ``task new|list|show``: FCoP from the shell (``status`` and
 ``sessions`` are :mod:`baton.cli.status_cmds`).
 
-A thin typer layer over :mod:`baton.coordination` and :mod:`baton.team.views`:
+A thin typer layer over :mod:`baton.fcop_port` and :mod:`baton.team.views`:
 every write goes through the ``fcop`` library (``task new`` is T1 as the human),
 every read is a directory listing plus Core reads of the non-terminal stages,
 and the team loop's own records come from the store (WAL: these commands read
@@ -9,6 +9,9 @@ while ``baton up`` writes). The project is found like every
 command finds it (:mod:`baton.cli.project`); errors are the shared one line
 (:mod:`baton.cli.shared`); task subjects, notes and bodies are agent or human
 text and go through :func:`~baton.security.display.terminal_safe`.
+
+Length: one command group (``init`` and ``task new|list|show|drop``) and the body reading
+and task lookup its commands share.
 """
 
 from __future__ import annotations
@@ -23,18 +26,26 @@ from rich.table import Table
 
 from baton.app import Baton
 from baton.cli.project import ProjectOption, coordination, start_dir
-from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.cli.shared import (
+    EXIT_USAGE,
+    CommandError,
+    command_app,
+    out,
+    plural,
+    print_json,
+    print_ndjson,
+)
 from baton.config import load_config
-from baton.coordination.context import CoordinationContext, init_project
-from baton.coordination.fcop_port import STAGES, TaskInfo
-from baton.coordination.intake.board import open_tasks
-from baton.coordination.intake.screen import subject_problem
+from baton.fcop_port.board import open_tasks
+from baton.fcop_port.port import STAGES, TaskInfo
+from baton.fcop_port.project import CoordinationContext, init_project
+from baton.intake.screen import subject_problem
 from baton.security.display import terminal_safe
 from baton.store.store import Store
 from baton.team.records import TaskRecord
 from baton.team.views import task_views
 
-__all__ = ["app", "line_safe", "open_store"]
+__all__ = ["app", "find_task", "line_safe", "open_store"]
 
 app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
 task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
@@ -96,13 +107,66 @@ def init(project: ProjectOption = None) -> None:
     console.print(
         f"team {line_safe(team.name)}: {line_safe(roles)}; human: {line_safe(team.human)}"
     )
+    commit = _to_commit(result.project_dir)
+    if commit:
+        console.print(
+            f"commit these so the team's setup travels with the repository: "
+            f"git add {' '.join(commit)} && git commit -m 'baton init' "
+            "(.baton/ stays out: it holds keys and the store)",
+            markup=False,
+        )
     console.print(
-        'next: baton task new --to PM --subject "…" --body-file TASK.md, then baton up',
+        'next: baton task new --to PM --subject "…" --body-file TASK.md, then baton up '
+        "(`baton task new -h` shows how to write TASK.md)",
         markup=False,
     )
 
 
-@task_app.command("new")
+def _to_commit(project_dir: Path) -> list[str]:
+    """What ``baton init`` made that git does not have yet (nothing outside a git work tree)."""
+    import subprocess
+
+    names = ["baton.toml", "fcop", ".gitignore"]
+    try:
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=normal", "--", *names],
+            cwd=project_dir,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if status.returncode != 0:
+        return []  # not a git work tree (or no git): nothing to say
+    changed = {line[3:].strip().rstrip("/").split("/", 1)[0] for line in status.stdout.splitlines()}
+    return [n for n in names if n in changed]
+
+
+TASK_BODY_HELP = """Create a task as the human (FCoP T1 through the fcop library).
+
+The body (Markdown, --body-file FILE or - for stdin) is what the role is asked to do. A
+model agent reads it as prose. The built-in agent runs what it can recognise:
+
+- [ ] @ROLE subject: delegate a child task to ROLE; the indented lines under it are its
+body. after: TASK-… (or the subject of an earlier item) makes it wait for that one.
+
+A fenced ```sh block is one step (a command the role runs, asked for permission like
+any other); ```file PATH writes a file; ```mcp server.tool calls a tool.
+
+An empty body is refused: a task needs something to do (without --body-file, the
+subject itself is the body). Example:
+
+Release check.
+- [ ] @QA Run the smoke tests
+  ```sh
+  pytest -q
+  ```
+"""
+
+
+@task_app.command("new", help=TASK_BODY_HELP)
 def task_new(
     to: Annotated[str, typer.Option("--to", help="The role to do it (e.g. PM).")],
     subject: Annotated[str, typer.Option("--subject", help="One line naming the work.")],
@@ -120,24 +184,26 @@ def task_new(
     as_json: JsonOption = False,
     project: ProjectOption = None,
 ) -> None:
-    """Create a task as the human (FCoP T1 through the fcop library)."""
     ctx = coordination(project)
     if ctx.team.role_for(to) is None:
         known = ", ".join(ctx.team.role_names)
         raise CommandError(f"{to!r} is not a role of this team", hint=f"the roles are {known}")
     problem = subject_problem(subject)
     if problem is not None:
-        raise CommandError(problem)
+        raise CommandError(
+            problem,
+            hint='give --subject one line naming the work, e.g. "Release check"',
+            code=EXIT_USAGE,
+        )
     subject = subject.strip()
-    if body_file is None:
-        body = subject
-    elif str(body_file) == "-":
-        body = sys.stdin.read()
-    else:
-        try:
-            body = body_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CommandError(f"cannot read the body {body_file}: {exc}") from None
+    body = subject if body_file is None else _read_body(body_file)
+    if not body.strip():
+        where = "stdin" if str(body_file) == "-" else str(body_file)
+        raise CommandError(
+            f"the task body ({where}) is empty: the role would have nothing to do",
+            hint="write what to do in it (`baton task new -h` shows the format)",
+            code=EXIT_USAGE,
+        )
     created = ctx.port.create_task(
         sender=ctx.team.human,
         recipient=to,
@@ -196,7 +262,38 @@ def task_list(
     console.print(f"{plural(len(rows), 'task')} · `baton task show ID` for one", style="dim")
 
 
-def _find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
+def _read_body(body_file: Path) -> str:
+    """The body from a file or stdin (``-``), or one line saying why it cannot be read."""
+    if str(body_file) == "-":
+        data = sys.stdin.buffer.read()
+        where = "stdin"
+    else:
+        where = str(body_file)
+        try:
+            data = body_file.read_bytes()
+        except FileNotFoundError:
+            raise CommandError(
+                f"no body file {where}", hint="check the path (or --body-file - reads stdin)"
+            ) from None
+        except IsADirectoryError:
+            raise CommandError(
+                f"the body file {where} is a directory", hint="name a file"
+            ) from None
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise CommandError(
+                f"cannot read the body file {where}: {reason}", hint="check its permissions"
+            ) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CommandError(
+            f"the body {where} is not UTF-8 text (byte {exc.start + 1} is not)",
+            hint="save it as UTF-8 (a task body is Markdown text)",
+        ) from None
+
+
+def find_task(ctx: CoordinationContext, prefix: str) -> TaskInfo:
     """A task by its whole id or a unique prefix (``TASK-`` may be left out)."""
     wanted = prefix.strip()
     if not wanted.upper().startswith("TASK-"):
@@ -224,7 +321,7 @@ def task_show(
 ) -> None:
     """One task: where it is, who has it, its children, reports and body."""
     ctx = coordination(project)
-    task = _find_task(ctx, task_id)
+    task = find_task(ctx, task_id)
     state = _records(ctx)
     children = ctx.port.children(task.task_id)
     reports = ctx.port.reports_for(task.task_id)
@@ -246,12 +343,22 @@ def task_show(
             }
             for r in reports
         ],
+        "branch": _branch_of(ctx, task.task_id),
     }
     if as_json:
         print_json(data)
         return
     console = out()
     console.print(f"[bold]{line_safe(task.task_id)}[/]  {line_safe(task.subject)}")
+    branch = data["branch"]
+    if branch is not None:
+        stat = branch.get("stat")
+        shown = f" · {stat['files']} file(s) +{stat['added']} -{stat['removed']}" if stat else ""
+        console.print(
+            f"branch {line_safe(branch['branch'])} → {line_safe(branch['base'])} "
+            f"[{line_safe(branch['state'])}]{shown}"
+            + (f" · tree of {line_safe(branch['root'])}" if branch["root"] != task.task_id else "")
+        )
     note = f" [{data['baton_status']}]" if data["baton_status"] else ""
     console.print(
         f"stage {line_safe(task.stage)}{line_safe(note)} · {line_safe(task.sender)} → {line_safe(task.recipient)}"
@@ -270,6 +377,76 @@ def task_show(
         )
     console.print()
     console.print(terminal_safe(task.body.rstrip() or "(no body)"))
+
+
+def _branch_of(ctx: CoordinationContext, task_id: str) -> dict[str, Any] | None:
+    """The task's tree's branch and its diffstat (None: the tree has no branch)."""
+    from baton.app.worktrees import NoTree, change_of, tree_of
+    from baton.worktrees.git import GitError
+
+    with open_store(ctx) as store:
+        root, record = tree_of(store, task_id)
+    if record is None:
+        return None
+    data: dict[str, Any] = {
+        "root": root,
+        "branch": record.branch,
+        "base": record.base_branch,
+        "state": record.state.value,
+        "head": record.head_commit,
+        "worktree": record.path if record.worktree.exists() else None,
+        "salvage_ref": record.salvage_ref,
+        "stat": None,
+    }
+    if record.state.value == "live":
+        try:
+            change = change_of(ctx.project_dir, record)
+        except (NoTree, GitError):
+            return data  # git could not tell: the branch is still named
+        data["stat"] = {
+            "files": len(change.files),
+            "added": change.added,
+            "removed": change.removed,
+            "commits": len(change.commits),
+        }
+    return data
+
+
+@task_app.command("drop")
+def task_drop(
+    task_id: Annotated[str, typer.Argument(help="A task of the tree to drop (id or prefix).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept with the tree).")] = "",
+    project: ProjectOption = None,
+) -> None:
+    """Abandon a task tree: its turns stop, nothing runs on it again, its work is kept.
+
+    Its branch's exact head (uncommitted work included) is saved under
+    refs/baton/salvage/TASK before its worktree goes: `baton salvage restore` brings it
+    back as a branch.
+    """
+    import asyncio
+
+    from baton.app.worktrees import DropPosted, drop_tree
+
+    ctx = coordination(project)
+    task = find_task(ctx, task_id)
+    result = asyncio.run(drop_tree(ctx.project_dir, task.task_id, reason))
+    console = out()
+    if isinstance(result, DropPosted):
+        console.print(
+            f"{line_safe(task.task_id)}: baton up is running: it drops the tree now "
+            "(see `baton worktrees`)"
+        )
+        return
+    console.print(
+        f"dropped the tree of {line_safe(result.root)}: "
+        f"{plural(len(result.dropped), 'task')} will not run again"
+    )
+    if result.worktree is not None and result.worktree.salvage_ref:
+        console.print(
+            f"its work is kept under {line_safe(result.worktree.salvage_ref)} "
+            f"(baton salvage restore {line_safe(result.root)})"
+        )
 
 
 def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:

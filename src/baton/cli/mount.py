@@ -44,8 +44,11 @@ COMMANDS: dict[str, str] = {
     "capabilities": "baton.cli.capabilities_cmd",
     "serve": "baton.cli.web_cmd",
     "worker": "baton.cli.cluster_cmds",
+    "diff": "baton.cli.worktree_cmds",
+    "worktrees": "baton.cli.worktree_cmds",
     "agents": "baton.cli.agents_cmds",
     "task": "baton.cli.coordination_cmds",
+    "salvage": "baton.cli.worktree_cmds",
     "grants": "baton.cli.grants_cmd",
 }
 """Top-level command (or group) name → the module whose ``app`` registers it, in the

@@ -20,7 +20,7 @@ from baton.cli.shared import EXIT_USAGE, CommandError
 from baton.config import BatonConfig, find_project_dir, load_config
 
 if TYPE_CHECKING:
-    from baton.coordination.context import CoordinationContext
+    from baton.fcop_port.project import CoordinationContext
 
 __all__ = [
     "ProjectOption",
@@ -96,7 +96,7 @@ def any_config(option: Path | None) -> BatonConfig:
 
 def coordination(option: Path | None) -> CoordinationContext:
     """The project's team and FCoP workspace (``up``, ``status``, ``task``, ``sessions``)."""
-    from baton.coordination.context import open_context
+    from baton.fcop_port.project import open_context
 
     start = start_dir(option)
     if find_project_dir(start) is None:

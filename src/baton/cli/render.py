@@ -36,6 +36,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from baton.cli.tally import DEFERRED_CODES, Tally, refusal_code
+from baton.cli.tool_output import elide, json_summary
 from baton.events.model import (
     CanonicalEvent,
     FileWritten,
@@ -67,7 +68,15 @@ from baton.events.model import (
 from baton.runner.liveness import resumed_text, stall_text
 from baton.security.display import terminal_safe
 
-__all__ = ["DEFERRED_TYPES", "HumanRenderer", "Labeler", "NdjsonRenderer", "RequestHint", "safe"]
+__all__ = [
+    "DEFERRED_TYPES",
+    "HumanRenderer",
+    "Labeler",
+    "NdjsonRenderer",
+    "RequestHint",
+    "plan_mark",
+    "safe",
+]
 
 DEFERRED_TYPES = frozenset(
     {
@@ -92,6 +101,19 @@ Labeler = Callable[[CanonicalEvent], str | None]
 def safe(text: str) -> str:
     """Untrusted text for a rich markup string (:func:`terminal_safe`)."""
     return terminal_safe(text)
+
+
+def plan_mark(status: str, tool_status: str | None) -> str:
+    """A plan step's mark. A step whose tool call failed (or was denied) is not ticked,
+    whatever the agent's plan says (ACP has no failed status: the built-in agent marks
+    every finished step completed); the dashboard's run view applies the same rule."""
+    if status == "completed" and tool_status == "failed":
+        return _FAILED_STEP_MARK
+    if status == "completed" and tool_status == "deferred":
+        return _DEFERRED_MARK
+    if status == "completed" and tool_status == "cancelled":
+        return "■"
+    return _PLAN_MARK.get(status, "?")
 
 
 def _plain(text: str, *, inline: bool = False) -> str:
@@ -173,8 +195,16 @@ class HumanRenderer:
         labeler: Labeler | None = None,
         request_hint: RequestHint | None = None,
         label_width: int = 3,
+        full: bool = False,
     ) -> None:
         self.console = console or Console(highlight=False, soft_wrap=True)
+        self._wraps = self.console.is_terminal
+        """At a terminal rich lays every line out at its width and only whole lines are
+        written (see :meth:`flush`); to a pipe, lines go out as they are, unwrapped."""
+        if self._wraps:
+            self.console.soft_wrap = False
+        self.full = full
+        """Show every line of tool output and stderr (``baton log --full``), never elided."""
         self.tally = Tally()
         self.labeler = labeler
         self.request_hint = request_hint
@@ -184,8 +214,9 @@ class HumanRenderer:
         self._col0 = True
         self._plan_contents: list[str] = []
         self._plan_statuses: dict[str, str] = {}
-        self._failed_titles: set[str] = set()
-        self._deferred_titles: set[str] = set()
+        self._tool_status: dict[str, str] = {}
+        """A tool call's title -> how it last ended (``failed``, ``cancelled``, ``deferred`` …)."""
+        self._run_id = ""
         self._label: str | None = None
         self._live: Live | None = None
         self._pieces: list[Text | str] = []
@@ -221,12 +252,28 @@ class HumanRenderer:
             self._text_from = None
             self._col0 = True
 
-    def flush(self) -> None:
-        """Write everything rendered so far in one print (one live-display refresh)."""
+    def flush(self, *, partial: bool = False) -> None:
+        """Write everything rendered so far in one print (one live-display refresh).
+
+        At a terminal only whole lines are written (``partial`` writes the rest too): a
+        line left open under the live spinners was overwritten by their next redraw, and
+        rich can only wrap at word boundaries what it sees whole.
+        """
         pieces = self._pieces
-        if pieces:
-            self._pieces = []
-            self.console.print(Text.assemble(*pieces), end="")
+        if not pieces:
+            return
+        text = Text.assemble(*pieces)
+        if self._wraps and not partial:
+            end = text.plain.rfind("\n") + 1
+            if end == 0:
+                return  # the line is still being written
+            if end < len(text.plain):
+                done, rest = text.divide([end])
+                self._pieces = [rest]
+                self.console.print(done, end="")
+                return
+        self._pieces = []
+        self.console.print(text, end="")
 
     def batch_end(self) -> None:
         """The end of one read from the agent: write what it produced."""
@@ -238,8 +285,17 @@ class HumanRenderer:
         line = item if isinstance(item, Text) else Text.from_markup(item)
         if style:
             line.stylize(style)
-        self._pieces.append(Text.assemble(self._prefix(), line))
-        self._pieces.append("\n")
+        prefix = self._prefix()
+        if not self._wraps:
+            self._pieces.append(Text.assemble(prefix, line))
+            self._pieces.append("\n")
+            return
+        # At a terminal: wrapped at word boundaries under its label, never cut mid-word.
+        width = max(20, self.console.width - prefix.cell_len)
+        pad = Text(" " * prefix.cell_len)
+        for index, part in enumerate(line.wrap(self.console, width, overflow="fold") or [line]):
+            self._pieces.append(Text.assemble(prefix if index == 0 else pad, part))
+            self._pieces.append("\n")
 
     def say(self, markup: str, *, style: str = "") -> None:
         """A line from the command itself (a reminder, a heartbeat), between events."""
@@ -271,6 +327,7 @@ class HumanRenderer:
 
     def _render(self, event: CanonicalEvent) -> None:
         self.tally(event)
+        self._run_id = event.run_id
         self._label = self.labeler(event) if self.labeler is not None else None
         payload = event.payload
         if isinstance(payload, TranscriptAssistant | TranscriptThinking):
@@ -333,7 +390,19 @@ class HumanRenderer:
         elif isinstance(payload, TurnFailed):
             self._print(f"[red]✘ turn failed:[/] {safe(payload.message)}")
             if payload.stderr_preview:
-                self._print(Text(_plain(payload.stderr_preview[-1500:]), style="dim red"))
+                # The agent's own dump (a JS error object is 17 lines): its last lines.
+                lines = payload.stderr_preview.rstrip("\n").split("\n")
+                shown, hidden = elide(lines, head=0, tail=3, full=self.full)
+                if hidden:
+                    self._print(
+                        Text(
+                            f"  … {hidden} earlier lines of the agent's stderr{self._see_all()}",
+                            style="dim",
+                        )
+                    )
+                for line in shown:
+                    if line is not None:
+                        self._print(Text("  " + _plain(line), style="dim red"))
         elif isinstance(payload, SessionFailed):
             self._print(f"[red]✘ session failed:[/] {safe(payload.message)}")
         elif isinstance(payload, ProviderNotice | HarnessDiagnostic):
@@ -369,7 +438,7 @@ class HumanRenderer:
             style = _STATUS_STYLE.get(payload.status, "white")
             mark = {"completed": "✔", "failed": "✘"}.get(payload.status, "■")
             if payload.status == "failed" and refusal_code(payload) in DEFERRED_CODES:
-                self._deferred_titles.add(payload.title)
+                self._tool_status[payload.title] = "deferred"
                 self._print(
                     Text.assemble(
                         (f"{_DEFERRED_MARK} ", "yellow"),
@@ -378,25 +447,48 @@ class HumanRenderer:
                     )
                 )
                 return
-            if payload.status == "failed":
-                self._failed_titles.add(payload.title)
+            self._tool_status[payload.title] = payload.status
             where = " (the agent's own terminal)" if payload.agent_terminal_ids else ""
             self._print(
                 Text.assemble((f"{mark} ", style), (title, "bold"), (f" [{kind}]{where}", "dim"))
             )
             if payload.output and payload.output.tail.strip():
-                lines = payload.output.tail.rstrip("\n").split("\n")
-                shown = lines[-8:] if payload.status == "failed" else lines[-4:]
-                if len(lines) > len(shown):
-                    self._print(Text(f"  … {len(lines) - len(shown)} more lines", style="dim"))
-                for line in shown:
-                    self._print(Text("  " + _plain(line), style="dim"))
+                self._output(payload)
             return
         if isinstance(payload, ToolExecutionStarted) or payload.tool_call_id not in self._running:
             self._running[payload.tool_call_id] = f"{title} [{kind}]"
             self._refresh()
             if self._live is None:
                 self._print(Text.assemble(("⋯ ", "cyan"), (title, ""), (f" [{kind}]", "dim")))
+
+    def _see_all(self) -> str:
+        return f" · `baton log {self._run_id} --full` shows all" if self._run_id else ""
+
+    def _output(self, payload: _ToolExecution) -> None:
+        """A tool's output: a JSON result as one line; text as its head and its tail."""
+        assert payload.output is not None
+        summary = None if self.full else json_summary(payload.output.tail)
+        if summary is not None:
+            self._print(Text("  → " + _plain(summary, inline=True), style="dim"))
+            return
+        lines = payload.output.tail.rstrip("\n").split("\n")
+        failed = payload.status == "failed"
+        shown, hidden = elide(
+            lines, head=3 if failed else 2, tail=6 if failed else 3, full=self.full
+        )
+        if self.full and payload.output.truncated:
+            kept = len(payload.output.tail.encode("utf-8"))
+            self._print(
+                Text(
+                    f"  (only the last {kept:,} of {payload.output.total_bytes:,} bytes were kept)",
+                    style="dim",
+                )
+            )
+        for line in shown:
+            if line is None:
+                self._print(Text(f"  … {hidden} more lines{self._see_all()}", style="dim"))
+            else:
+                self._print(Text("  " + _plain(line), style="dim"))
 
     def _plan(self, payload: PlanUpdated) -> None:
         """The whole checklist when its steps change; one line per status change otherwise."""
@@ -416,12 +508,7 @@ class HumanRenderer:
         self._plan_statuses = statuses
 
     def _mark(self, step: PlanStep) -> str:
-        """A step whose tool call failed is not ticked, whatever the agent's plan says."""
-        if step.status == "completed" and step.content in self._failed_titles:
-            return _FAILED_STEP_MARK
-        if step.status == "completed" and step.content in self._deferred_titles:
-            return _DEFERRED_MARK
-        return _PLAN_MARK.get(step.status, "?")
+        return plan_mark(step.status, self._tool_status.get(step.content))
 
     @staticmethod
     def _step_label(step: PlanStep) -> str:
@@ -465,7 +552,7 @@ class HumanRenderer:
 
     def close(self) -> None:
         self._end_text()
-        self.flush()
+        self.flush(partial=True)
         if self._live is not None:
             self._live.stop()
             self._live = None

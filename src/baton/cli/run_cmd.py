@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import sys
-import time
-from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from baton.aiotasks import cancel_and_wait
 from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import HumanRenderer
+from baton.cli.run_asking import HeadlessHint, TerminalAsker, say_headless
 from baton.cli.shared import (
     EXIT_CANCELLED,
     EXIT_FAILED,
@@ -41,148 +38,16 @@ from baton.cli.signals import Interrupts, describe_signal
 from baton.config import BatonConfig
 from baton.errors import BatonError
 from baton.providers.profile import AgentProfile
-from baton.requests.grants import default_subject
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
-    Answer,
-    GrantSpec,
-    PermissionAnswer,
-    PermissionRequest,
-    PlanAnswer,
-    PlanRequest,
-)
-from baton.requests.policy import AuditMode, Policy, tool_call_paths
+from baton.requests.policy import AuditMode, Policy
 from baton.runner.requests_broker import HumanChannel
-from baton.security.display import terminal_safe
 from baton.store.records import RunStatus
 
 if TYPE_CHECKING:
     from baton.runner.session import AgentSession, TurnOutcome
 
-__all__ = ["TerminalAsker", "app"]
+__all__ = ["app"]
 
 app = command_app()
-
-
-class TerminalAsker:
-    """The person at the terminal answers permissions and plans as they arrive.
-
-    Questions and forms are left to ``baton answer`` (the request waits in the
-    ledger); any other surface may answer first, and then its answer stands.
-    """
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.pause: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
-
-    async def ask(self, record: RequestRecord) -> Answer | None:
-        with self.pause():
-            return await self._ask(record)
-
-    async def _permission(self, document: PermissionRequest) -> PermissionAnswer:
-        return await _permission_reply(self.console, document)
-
-    async def _ask(self, record: RequestRecord) -> Answer | None:
-        document = record.document
-        if not isinstance(document, PermissionRequest | PlanRequest):
-            self.console.print(
-                f"baton: request {record.request_id} waits for `baton answer {record.request_id}`"
-            )
-            return None
-        from baton.requests.render import render as render_request  # markdown: only when asked
-
-        self.console.print(render_request(record))
-        if isinstance(document, PermissionRequest):
-            return await self._permission(document)
-        reply = await asyncio.to_thread(self.console.input, "baton: accept this plan? [y/N] ")
-        accept = reply.strip().lower() in ("y", "yes")
-        return PlanAnswer(
-            decision="accept" if accept else "reject",
-            revision=document.revision,
-            reason=None if accept else "rejected at the terminal",
-        )
-
-
-_GRANT_KEYS: Final = {"t": "turn", "r": "run", "p": "project"}
-
-
-async def _permission_reply(console: Console, document: PermissionRequest) -> PermissionAnswer:
-    """Allow once (y), allow and grant for this turn/run/project (t/r/p), or deny."""
-    subject = default_subject(document, tool_call_paths(document))
-    if subject is None:
-        reply = await asyncio.to_thread(console.input, "baton: allow once? [y/N] ")
-        return PermissionAnswer(
-            decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
-        )
-    console.print(
-        f"baton: [t]/[r]/[p] also allow later {document.tool_call.kind} {subject!r} calls "
-        "in this turn / run / project (a grant: `baton grants`)",
-        markup=False,
-    )
-    question = "baton: allow? [y]once [t]urn [r]un [p]roject [N]o "
-    reply = (await asyncio.to_thread(console.input, question, markup=False)).strip().lower()
-    if reply in ("y", "yes"):
-        return PermissionAnswer(decision="allow")
-    if reply in _GRANT_KEYS:
-        return PermissionAnswer(
-            decision="allow", grant=GrantSpec(scope=_GRANT_KEYS[reply], subject=subject)
-        )
-    return PermissionAnswer(decision="deny")
-
-
-class HeadlessHint:
-    """Without a TTY: say how and where to answer a request that waits for a human.
-
-    Registered as the broker's human channel only when someone can answer (a wait
-    timeout above 0): it prints the answer command, the dashboard if one runs, and
-    the deadline, then leaves the answer to the ledger (returns ``None``).
-    """
-
-    def __init__(self, wait_timeout: float, dashboard: Callable[[], str | None]) -> None:
-        self.wait_timeout = wait_timeout
-        self.dashboard = dashboard
-        self.deadlines: dict[str, float] = {}
-
-    async def ask(self, record: RequestRecord) -> Answer | None:
-        from baton.requests.render import answer_hint  # markdown: only when asked
-
-        deadline = time.time() + self.wait_timeout
-        self.deadlines[record.request_id] = deadline
-        where = "from another shell"
-        url = self.dashboard()
-        if url:
-            where += f" or the dashboard {url}"
-        err.print(
-            f"  → waiting for you: {terminal_safe(answer_hint(record), inline=True, mark=False)}"
-            f" ({where}); "
-            f"{_outcome(record)} at {_clock(deadline)} UTC ({_left(deadline)}) if nobody answers",
-            style="magenta",
-        )
-        return None
-
-    def remind(self, waiting: Mapping[str, object]) -> None:
-        """The short repeating reminder, one line per request still waiting."""
-        for request_id in waiting:
-            deadline = self.deadlines.get(request_id)
-            if deadline is not None:
-                err.print(
-                    f"  ⏳ still waiting for {escape(request_id)}: `baton answer {escape(request_id)} …`"
-                    f" ({_left(deadline)} left)",
-                    style="magenta",
-                )
-
-
-def _outcome(record: RequestRecord) -> str:
-    return "denied" if isinstance(record.document, PermissionRequest) else "expires"
-
-
-def _clock(ts: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(ts))
-
-
-def _left(deadline: float) -> str:
-    seconds = max(0, int(deadline - time.time()))
-    return f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 async def _run_turn(
@@ -313,6 +178,24 @@ async def _run_turn(
     return code
 
 
+def _check_endpoint(profile: AgentProfile) -> None:
+    """Refuse to start an agent whose model server is down (it would retry for a minute
+    and then print its own error dump): one line, before anything is launched."""
+    from baton.cli.endpoint_check import unreachable
+    from baton.cli.shared import EXIT_AGENT
+
+    if profile.endpoint is None:
+        return
+    why = unreachable(profile.endpoint)
+    if why is not None:
+        raise CommandError(
+            f"the model endpoint {profile.endpoint} (profile {profile.name}) is not "
+            f"reachable: {why}",
+            hint="start the model server, or fix the profile's endpoint in baton.toml",
+            code=EXIT_AGENT,
+        )
+
+
 APPROVE_HELP = (
     "What is allowed without asking. "
     "reads (default): read, search and think tools run; edits, deletes, moves, commands and "
@@ -386,9 +269,12 @@ def run(
     config = project_config(project)
     workspace = config.project_dir or start_dir(project)
     profile = config.profile(agent)
+    _check_endpoint(profile)
     if stall_timeout is not None:
         profile = dataclasses.replace(profile, stall_timeout=stall_timeout)
     interactive = sys.stdin.isatty() and sys.stdout.isatty() and not json_output
+    if not interactive and not json_output and (sys.stdin.isatty() or sys.stdout.isatty()):
+        say_headless(wait_timeout)
     code = asyncio.run(
         _run_turn(
             config,

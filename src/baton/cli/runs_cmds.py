@@ -11,7 +11,7 @@ from rich.table import Table
 from baton.app import Baton
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.render import HumanRenderer, safe
-from baton.cli.shared import CommandError, command_app, out, print_ndjson
+from baton.cli.shared import CommandError, command_app, out, plural, print_ndjson
 from baton.events.model import CanonicalEvent
 from baton.store.records import RunRecord
 from baton.store.store import Store
@@ -119,6 +119,13 @@ def runs(
             _short_ts(r.ended_at)[6:],
         )
     console.print(table)
+    more = f" · the newest {limit}: --limit N shows more" if len(records) == limit else ""
+    console.print(
+        f"{plural(len(records), 'run')} · `baton log ID` replays one (a unique prefix of ID "
+        f"is enough){more}",
+        style="dim",
+        markup=False,
+    )
 
 
 @app.command()
@@ -129,6 +136,10 @@ def log(
         bool,
         typer.Option("--follow", "-f", help="Keep printing new events until the run ends."),
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Every line of tool output and stderr (none left out)."),
+    ] = False,
     project: ProjectOption = None,
 ) -> None:
     """Replay a stored run; with --follow, watch one another process is running."""
@@ -137,7 +148,11 @@ def log(
         raise CommandError(f"no run {run_id!r} in this project", hint="`baton runs` lists them")
     with Baton.reading(config=config) as store:
         run = resolve_run(store, run_id)
-        view = None if json_output else HumanRenderer(live=False, labeler=_labeler(store, run))
+        view = (
+            None
+            if json_output
+            else HumanRenderer(live=False, labeler=_labeler(store, run), full=full)
+        )
         last = 0
         while True:
             for line in store.iter_event_json(run.run_id, after_seq=last):

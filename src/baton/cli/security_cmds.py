@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from baton.cli.project import ProjectOption, any_config, project_config, start_dir
-from baton.cli.shared import command_app
+from baton.cli.shared import EXIT_USAGE, CommandError, command_app
 from baton.config import BatonConfig
 from baton.errors import ConfigError
 from baton.providers.profile import AgentProfile
@@ -78,8 +78,19 @@ def _profiles(cfg: BatonConfig, agent: str | None) -> list[AgentProfile]:
 def _doctor_row(
     cfg: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]
 ) -> dict[str, Any]:
+    from baton.security.agent_installs import installed_agent
+
+    # Where a launch finds it: baton's tools dir first (`baton agents install`), then PATH,
+    # the same lookup as `baton agents`.
+    install = installed_agent(profile, environ)
     argv0 = profile.argv()[0] if profile.command else ""
-    found = shutil.which(argv0, path=environ.get("PATH", "")) if argv0 else None
+    found = (
+        str(install.executable)
+        if install is not None
+        else shutil.which(argv0, path=environ.get("PATH", ""))
+        if argv0
+        else None
+    )
     plan = plan_launch(
         profile, root=PRIVATE_ROOT_PLACEHOLDER, environ=environ, secrets_file=cfg.secrets_file
     )
@@ -108,11 +119,26 @@ def _doctor_row(
 
 @app.command()
 def doctor(
-    agent: Annotated[str | None, typer.Option("--agent", help="Only this profile.")] = None,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            help="Only this profile (the shape of `baton probe NAME`).", metavar="AGENT"
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", hidden=True, help="The same as AGENT.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     project: ProjectOption = None,
 ) -> None:
     """Show, per profile, exactly what an agent launch would receive (values masked)."""
+    if name is not None and agent is not None and name != agent:
+        raise CommandError(
+            f"two profiles named: {name!r} and --agent {agent!r}",
+            hint="name one: `baton doctor NAME`",
+            code=EXIT_USAGE,
+        )
+    agent = name or agent
     cfg = _config(project)
     rows = [_doctor_row(cfg, p, os.environ) for p in _profiles(cfg, agent)]
     if as_json:

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -98,14 +100,28 @@ P = ParamSpec("P")
 R = TypeVar("R")
 CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-"""stderr: progress, hints and errors (never data)."""
+err = Console(stderr=True, highlight=False)
+"""stderr: progress, hints and errors (never data). At a terminal rich wraps a long line at
+word boundaries (the terminal broke words in two); elsewhere lines go out whole."""
+err.soft_wrap = not err.is_terminal
+
+
+PIPE_WIDTH: Final = 10_000
+"""The width a table is laid out in when stdout is not a terminal: as wide as its content."""
 
 
 def out() -> Console:
-    """stdout for people: no highlighting (it would colour agent text); long lines are left
-    to the terminal to wrap (soft wrap), so ids and paths are never split or cut."""
-    return Console(highlight=False, soft_wrap=True)
+    """stdout for people, no highlighting (it would colour agent text).
+
+    At a terminal rich wraps what is too long at word boundaries (the terminal's own
+    wrapping broke words, and ids, mid-word); to a pipe or a file every line and every
+    table row is whole, one line each (rich's default, 80 columns, wrapped table cells
+    when nobody was looking at a screen). ``--json`` is the format for programs.
+    """
+    console = Console(highlight=False)
+    if console.is_terminal:
+        return console
+    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH)
 
 
 class CommandError(BatonError):
@@ -155,9 +171,25 @@ def say_error(message: str, hint: str | None = None) -> None:
     err.print(fail_line(message, hint), style="red")
 
 
+def _boundary_hint(exc: BatonError) -> str | None:
+    """The "how to fix it" half for errors raised below the command line, which cannot know
+    which command the person typed (the one place they are translated for people)."""
+    from baton.errors import AgentNotInstalled
+    from baton.requests.errors import UnknownRequest
+
+    if isinstance(exc, UnknownRequest):
+        return "`baton inbox` lists the pending requests (a unique prefix of an id is enough)"
+    if isinstance(exc, AgentNotInstalled):
+        return (
+            "`baton agents install NAME` installs a built-in profile's agent "
+            "(`baton agents` shows what is installed), or put the command on PATH"
+        )
+    return None
+
+
 def describe(exc: BatonError) -> tuple[str, str | None]:
     """What to tell the user about ``exc``: its message and a hint, without class names."""
-    hint = getattr(exc, "hint", None)
+    hint = getattr(exc, "hint", None) or _boundary_hint(exc)
     guidance = getattr(exc, "guidance", None)
     message = str(exc) or type(exc).__name__
     if isinstance(guidance, str) and guidance:
@@ -230,14 +262,43 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+_KEEP_LINE = re.compile(r"^(?:[-*•] |\d+[.)] |```|\s)")
+"""A help line that starts a list item, a code fence or an indented block: kept as a line."""
+
+
+def reflow_help(text: str) -> str:
+    """A help text whose paragraphs are each one line, so the terminal wraps them once.
+
+    Docstrings are hard-wrapped at the source's width; typer keeps those line breaks and
+    then wraps again at the terminal's, which gave ragged help. Lists, code fences and
+    indented lines keep their own lines (a list item's continuation joins its item).
+    """
+    out: list[str] = []
+    fenced = False
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.split("\n"):
+            keep = fenced or bool(_KEEP_LINE.match(line))
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                keep = True
+            if lines and not keep and not lines[-1].lstrip().startswith("```"):
+                lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
+            else:
+                lines.append(line.rstrip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
 class BatonTyper(typer.Typer):
-    """``typer.Typer`` whose commands are :func:`guarded`; every cli module uses it."""
+    """``typer.Typer`` whose commands are :func:`guarded` and whose help texts are reflowed
+    (:func:`reflow_help`); every cli module uses it."""
 
     def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunction], CommandFunction]:
-        register = super().command(*args, **kwargs)
-
         def decorator(fn: CommandFunction) -> CommandFunction:
-            register(guarded(fn))
+            text = kwargs.get("help") or fn.__doc__
+            extra = {"help": reflow_help(text)} if text else {}
+            super(BatonTyper, self).command(*args, **(kwargs | extra))(guarded(fn))
             return fn
 
         return decorator

@@ -17,13 +17,14 @@ import typer
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
-from baton.coordination.context import CoordinationContext
+from baton.fcop_port.project import CoordinationContext
 from baton.requests.records import RequestRecord, record_from_row
 from baton.runner.liveness import span, stall_text
 from baton.store import requests_sql
 from baton.store.live_turns import live_turns
+from baton.store.store import Store
 from baton.team.controls import ControlRefused, request_cancel
-from baton.team.views import slot_views, team_view
+from baton.team.views import slot_views, task_views, team_view
 
 __all__ = ["app", "status_data"]
 
@@ -203,8 +204,11 @@ def sessions(
         rows = [asdict(s) for s in slot_views(store)]
         now = datetime.now(UTC)
         stalled = {t.session_id: t.silence_ms(now) for t in live_turns(store) if t.stalled}
+        reports = _last_reports(store)
     for row in rows:
         row["stalled_ms"] = stalled.get(row["session_id"]) if row["session_id"] else None
+        # The slot row's own field is not kept up to date by the team loop; the tasks are.
+        row["last_report_ref"] = row["last_report_ref"] or reports.get(row["role"])
     if as_json:
         print_ndjson(rows)
         return
@@ -228,6 +232,17 @@ def sessions(
             f"{_security_flags([s], s['role'])}"
             + (f"  STALLED {span(s['stalled_ms'])}" if s["stalled_ms"] is not None else "")
         )
+
+
+def _last_reports(store: Store) -> dict[str, str]:
+    """Per role, the report its newest reported task was given (from the task records)."""
+    newest: dict[str, tuple[str, str]] = {}
+    for task in task_views(store, limit=100_000):
+        if task.role and task.report_ref:
+            when = task.updated_at or ""
+            if task.role not in newest or when >= newest[task.role][0]:
+                newest[task.role] = (when, task.report_ref)
+    return {role: ref for role, (_, ref) in newest.items()}
 
 
 @app.command()

@@ -27,7 +27,7 @@ __all__ = ["DEFERRED_CODES", "Tally", "refusal_code"]
 
 DEFERRED_CODES = frozenset({"CHILDREN_OPEN"})
 """Tool refusals that mean "not yet" in a healthy flow, not a failure: a leader's report
-while its delegated tasks still run (``coordination.mcp_server`` ``write_report``)."""
+while its delegated tasks still run (``role_tools.server`` ``write_report``)."""
 
 
 def refusal_code(payload: _ToolExecution) -> str | None:

@@ -92,6 +92,29 @@ def up(
     raise typer.Exit(code)
 
 
+def _warn_unreachable_endpoints(ctx: Any) -> None:
+    """A role whose model server is down would fail every turn after a long retry: say it
+    once, at the start, in one line per endpoint (the team still starts: it may come up)."""
+    from baton.cli.endpoint_check import unreachable
+    from baton.config import load_config
+
+    config = load_config(ctx.project_dir)
+    checked: dict[str, str | None] = {}
+    for spec in ctx.team.roles.values():
+        endpoint = config.profile(spec.agent).endpoint
+        if endpoint is None:
+            continue
+        if endpoint not in checked:
+            checked[endpoint] = unreachable(endpoint)
+        if checked[endpoint] is not None:
+            err.print(
+                f"baton: warning: {spec.name}'s model endpoint {endpoint} ({spec.agent}) is not "
+                f"reachable ({checked[endpoint]}) — start the model server, or its turns fail",
+                style="yellow",
+                markup=False,
+            )
+
+
 async def _up(
     project: Path | None,
     *,
@@ -106,6 +129,7 @@ async def _up(
     ctx = coordination(project)
     run_id = new_run_id()
     roles = list(ctx.team.roles)
+    _warn_unreachable_endpoints(ctx)
     say = err if json_output else out()
     team_loop: TeamLoop | None = None
     stop_asked: list[str] = []

@@ -18,6 +18,9 @@ has not confirmed a renewal for about the lease. The agent's own ``git push`` as
 the same check through a ``pre-push`` hook (:mod:`.push_gate`). Once refused, the
 actor records ``cluster.fenced_out``, stops its agent and acts no more.
 
+The holder wires nothing itself: its host's root (:class:`HolderRoot`, ``spec.root``:
+:func:`baton.app.root.open_holder_root`) opens the store, its run, broker and session.
+
 Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
 :class:`RoleHolder` is plain Python, so it is tested without a cluster too.
 """
@@ -30,11 +33,12 @@ import copyreg
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
@@ -44,26 +48,27 @@ from baton.cluster.names import holder_run_id
 from baton.cluster.placement import FencedOut
 from baton.cluster.push_gate import PushGate
 from baton.events.model import ClusterFencedOut
-from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.profile import AgentProfile
-from baton.requests.ledger import Ledger
+from baton.requests.policy import Policy
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
-from baton.store.records import RunRecord
+from baton.store.records import RunStatus
+from baton.store.store import Store
 from baton.team.contract import TurnResult
 from baton.team.reconcile import prompt_digest
 from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
 
 if TYPE_CHECKING:
     from baton.acp.messages import InitializeAnswer
-    from baton.store.pg import PgStore
-    from baton.store.store import Store
     from baton.store.tx import Tx
 
 __all__ = [
+    "HolderRoot",
     "HolderSpec",
+    "OpenHolderRoot",
     "RoleHolder",
+    "holder_meta",
     "role_actor_class",
 ]
 
@@ -71,6 +76,38 @@ log = logging.getLogger(__name__)
 
 # The driver ships an AgentProfile (read-only mappings inside) to the actor by pickle.
 copyreg.pickle(MappingProxyType, lambda m: (MappingProxyType, (dict(m),)))
+
+
+class HolderRoot(Protocol):
+    """What a holder needs from its host's composition root (``baton.app`` opens it),
+    wired as the coordinator's root wires its own."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def emitter(self) -> EventEmitter:
+        """The journal of the holder's run (its events, its fenced records)."""
+        ...
+
+    def broker(self, policy: Policy, *, wait_timeout: float | None) -> RequestBroker: ...
+
+    async def open_session(
+        self, profile: AgentProfile, *, requests: RequestBroker, workspace: Path, **options: Any
+    ) -> AgentSession:
+        """The agent's session in the holder's run (``options``: ``AgentSession.open``'s)."""
+        ...
+
+    def finish(self, status: RunStatus) -> None:
+        """How the holder's run ends when the root closes (``failed`` until said)."""
+        ...
+
+
+OpenHolderRoot = Callable[
+    ["HolderSpec", str, Mapping[str, Any]], AbstractAsyncContextManager[HolderRoot]
+]
+"""``(spec, run id, run meta) -> the root``, entered for the holder's life (the meta is the
+run's JSON column, :func:`holder_meta`)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +135,22 @@ class HolderSpec:
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
     project: str = ""
     """The team's FCoP workspace id: the key of its placement rows (:class:`Placements`)."""
+    root: OpenHolderRoot = field(kw_only=True)
+    """How the holder's host opens its composition root: a module-level function, shipped
+    by reference (``baton.app.root.open_holder_root``; the coordinator's root sets it)."""
+
+
+def holder_meta(spec: HolderSpec) -> dict[str, Any]:
+    """The holder run's meta: what :func:`baton.store.placement_sql.placed_holder` finds it by
+    (``slot``, ``epoch``, ``project``), where it runs and for whom."""
+    return {
+        "slot": spec.slot,
+        "epoch": spec.epoch,
+        "host": spec.host,
+        "parent_run": spec.parent_run,
+        "project": spec.project,
+        **spec.extra,
+    }
 
 
 def _nothing(tx: Tx) -> None:
@@ -111,9 +164,9 @@ class RoleHolder:
         self.spec = spec
         self._transport = transport
         self._raw: list[AgentTransport] = []
-        self._store: PgStore | None = None
-        self._emitter: EventEmitter | None = None
-        self._ledger: Ledger | None = None
+        self._stack = AsyncExitStack()
+        self._root: HolderRoot | None = None
+        self._placements: Placements | None = None
         self._session: AcpRoleSession | None = None
         self._guard: EpochGuard | None = None
         self._keeper: LeaseKeeper | None = None
@@ -130,36 +183,26 @@ class RoleHolder:
     # ------------------------------------------------------------------ start
 
     async def start(self) -> dict[str, Any]:
-        """Open the store, confirm the epoch (a renewal), start the agent and the lease."""
-        from baton.store.pg import PgStore
-
+        """Open the host's root, confirm the epoch (a renewal), start the agent and the lease."""
         spec = self.spec
-        store = await asyncio.to_thread(PgStore.open, spec.dsn)
-        self._store = store
-        face = cast("Store", store)  # PgStore has the Store's face (baton.store.pg)
-        await asyncio.to_thread(
-            store.create_run,
-            RunRecord(
-                run_id=self.run_id,
-                kind="role-holder",
-                agent=spec.profile.name,
-                cwd=spec.workspace,
-                status="running",
-                created_at=format_ts(time.time()),
-                meta={
-                    "slot": spec.slot,
-                    "epoch": spec.epoch,
-                    "host": spec.host,
-                    "parent_run": spec.parent_run,
-                    "project": spec.project,
-                    "pid": os.getpid(),
-                    **spec.extra,
-                },
-            ),
-        )
-        emitter = EventEmitter(Sequencer(self.run_id), face)
-        self._emitter = emitter
-        placements = Placements(store, emitter, project=spec.project)
+        try:
+            root = await self._stack.enter_async_context(
+                spec.root(spec, self.run_id, holder_meta(spec))
+            )
+            self._root = root
+            await self._start(root)
+        except BaseException:
+            # Nothing of it is released (a stale epoch is not its to release); its run fails.
+            self.stopped = self.stopped or "its start failed"
+            self._root = None
+            await self.close()
+            raise
+        return await self.info()
+
+    async def _start(self, root: HolderRoot) -> None:
+        spec = self.spec
+        placements = Placements(root.store, root.emitter, project=spec.project)
+        self._placements = placements
 
         async def fence(act: str) -> None:
             await placements.fenced(spec.slot, spec.epoch, _nothing)
@@ -181,26 +224,19 @@ class RoleHolder:
         await placements.confirm(spec.slot, spec.epoch, lease_s=spec.lease_s)  # FencedOut: stale
         keeper.confirmed(sent)
         self._lease_task = asyncio.create_task(keeper.run(), name=f"lease-{spec.slot}")
-        self._ledger = Ledger(face)
-        broker = RequestBroker(
-            self._ledger, role_policy(spec.permissions), wait_timeout=spec.wait_timeout
-        )
+        broker = root.broker(role_policy(spec.permissions), wait_timeout=spec.wait_timeout)
         self._push_gate = PushGate(self._guard.check)
         gate = await self._push_gate.start(Path(spec.workspace))
         profile = replace(spec.profile, env=MappingProxyType(gate.env(spec.profile.env)))
-        session = await AgentSession.open(
+        session = await root.open_session(
             profile,
-            workspace=Path(spec.workspace),
-            emitter=emitter,
             requests=broker,
-            state_dir=Path(spec.state_dir),
-            environ=spec.environ,
+            workspace=Path(spec.workspace),
             mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
         self._session = AcpRoleSession(session)
-        return await self.info()
 
     async def _choose_mcp(self, answer: InitializeAnswer) -> list[dict[str, Any]]:
         """The role tools over HTTP when the agent speaks it, else the stdio entries."""
@@ -286,10 +322,10 @@ class RoleHolder:
     # ------------------------------------------------------------------ stopping
 
     async def _record(self, event: ClusterFencedOut) -> None:
-        if self._emitter is not None:
+        if self._root is not None:
             try:
-                await self._emitter.emit(event)
-                await self._emitter.flush()
+                await self._root.emitter.emit(event)
+                await self._root.emitter.flush()
             except Exception:
                 log.exception("recording %s failed", event.TYPE)
 
@@ -321,7 +357,8 @@ class RoleHolder:
         return self.spec.slot, self.spec.epoch
 
     async def close(self, reason: str = "the driver released the role session") -> None:
-        """Stop the agent, release the placement if still held, close the store."""
+        """Stop the agent, release the placement if still held, close the host's root
+        (the session, the holder's run, the store); idempotent."""
         if self._turn is not None and not self._turn.done():
             self._turn.cancel()
         if self._lease_task is not None:
@@ -333,31 +370,22 @@ class RoleHolder:
                 await self._session.session.close(reason)
         if self._push_gate is not None:
             await self._push_gate.close()
-        store = self._store
-        if store is not None and self.stopped is None and self._emitter is not None:
+        if self._placements is not None and self.stopped is None:
             with contextlib.suppress(FencedOut, Exception):
-                await Placements(store, self._emitter, project=self.spec.project).release(
-                    self.spec.slot, self.spec.epoch
-                )
+                await self._placements.release(self.spec.slot, self.spec.epoch)
         self.stopped = self.stopped or reason
-        if self._emitter is not None:
-            with contextlib.suppress(Exception):
-                await self._emitter.flush()
-        if store is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(store.finish_run, self.run_id, "completed", _now())
-            if self._ledger is not None:
-                await self._ledger.aclose()
-            await store.aclose()
+        if self._root is not None:
+            self._root.finish("completed")  # it served until released (or fenced out)
+            self._root = None
+        try:
+            await self._stack.aclose()
+        except Exception:  # a store gone with its host: the run stays for recovery to see
+            log.exception("slot %s epoch %d: closing the holder's root failed", *self._who())
 
 
 def _retrieved(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()
-
-
-def _now() -> str:
-    return format_ts(time.time())
 
 
 def role_actor_class() -> Any:

@@ -56,6 +56,7 @@ from baton.cluster.placement import (
 from baton.errors import AgentExited, BatonError
 from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
+from baton.store.store import Store
 from baton.team.contract import TurnResult
 
 __all__ = [
@@ -154,7 +155,7 @@ class ClusterDriver:
     def connect(
         cls,
         address: str,
-        store: Any,
+        store: Store,
         journal: Journal,
         *,
         lease_s: float = 15.0,

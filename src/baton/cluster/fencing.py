@@ -14,8 +14,8 @@ SQLite (one writer) and on PostgreSQL (row locks, whatever the isolation level).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Final, Protocol, TypeVar
+from collections.abc import Callable, Collection, Sequence
+from typing import Final, TypeVar
 
 from baton.cluster.placement import (
     Move,
@@ -34,12 +34,16 @@ from baton.events.model import Payload
 from baton.store.journal import Journal
 from baton.store.placement_sql import (
     PLACEMENT_TOPIC,
+    HolderMarks,
     all_placements,
     get_placement,
     hold_placement,
+    placed_holder,
     swap_placement,
 )
+from baton.store.store import Store
 from baton.store.tx import Row, Tx
+from baton.team.reconcile import HolderTurn
 
 __all__ = ["Placements", "placement_from_row"]
 
@@ -47,10 +51,6 @@ T = TypeVar("T")
 
 _ATTEMPTS: Final = 8
 """Compare-and-set retries of one move (each a fresh read): writers are few per slot."""
-
-
-class _Reads(Protocol):
-    async def aread(self, fn: Callable[[Tx], T]) -> T: ...
 
 
 class _Raced(ControlFlow):
@@ -77,7 +77,7 @@ class Placements:
 
     def __init__(
         self,
-        store: _Reads,
+        store: Store,
         journal: Journal,
         *,
         clock: Callable[[], float] = time.time,
@@ -98,6 +98,23 @@ class Placements:
         project = self.project
         rows = await self._store.aread(lambda tx: all_placements(tx, project))
         return [p for p in map(placement_from_row, rows) if p is not None]
+
+    async def holder_turns(self, slots: Collection[str]) -> dict[str, HolderTurn]:
+        """The live holders of ``slots`` as the store knows them (placed, their run running):
+        their last turn's marks and whether their lease is live. A restarted coordinator's
+        team loop asks this at start (``baton.team.reconcile.HolderLookup``) to adopt the
+        turns they still run; a slot without a holder is absent."""
+        project = self.project
+
+        def read(tx: Tx) -> dict[str, HolderMarks]:
+            found = {slot: placed_holder(tx, project, slot) for slot in sorted(slots)}
+            return {slot: marks for slot, marks in found.items() if marks is not None}
+
+        now = self._clock()
+        return {
+            slot: HolderTurn(marks.prompt_sha256, marks.ended, now < marks.lease_expires_at)
+            for slot, marks in (await self._store.aread(read)).items()
+        }
 
     async def _commit(self, slot: str, decide: Callable[[Placement | None, float], Move]) -> Move:
         for _ in range(_ATTEMPTS):

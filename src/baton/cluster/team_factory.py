@@ -15,7 +15,12 @@ teams can share one cluster and its store. With ``[cluster] hub_address``
 the hub also serves HTTP on that address and the actor hands the agent the ``http``
 entry when it advertises ``mcpCapabilities.http`` (a worker on another machine);
 otherwise, or for an agent without HTTP MCP, the stdio entry (the hub's unix socket:
-workers that share the coordinator's filesystem only).
+workers that share the coordinator's filesystem only). Each holder opens its host's
+composition root with the ``holder_root`` the coordinator's root hands in (the same
+wiring on every host: :func:`baton.app.root.open_holder_root`).
+
+:func:`holder_lookup` is what the team loop asks at start, in cluster mode: which of its
+slots' holders outlived the previous coordinator (their turns are adopted, not re-run).
 """
 
 from __future__ import annotations
@@ -28,24 +33,25 @@ from types import MappingProxyType
 from typing import Any
 
 from baton.agents.builtin.config import MCP_HTTP_ENV
-from baton.cluster.actor import HolderSpec
+from baton.cluster.actor import HolderSpec, OpenHolderRoot
 from baton.cluster.config import ClusterConfig
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
+from baton.cluster.fencing import Placements
 from baton.config import BatonConfig
-from baton.coordination.binding import Binding
-from baton.coordination.fcop_workspace import inspect_workspace_kind
-from baton.coordination.hub_auth import Grant, SlotCredential
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.team import RoleSpec
+from baton.fcop_port.workspace import inspect_workspace_kind
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
+from baton.role_tools.binding import Binding
+from baton.role_tools.credentials import Grant, SlotCredential
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
-from baton.store.placement_sql import placed_holder
-from baton.store.tx import Tx
-from baton.team.contract import HeldTurns, RoleSession, RoleSessionFactory
-from baton.team.reconcile import HolderTurn
+from baton.store.journal import Journal
+from baton.store.store import Store
+from baton.team.contract import RoleSession, RoleSessionFactory
+from baton.team.reconcile import HolderLookup
+from baton.team_config import RoleSpec
 
-__all__ = ["cluster_factory_for", "held_turns_for", "project_id"]
+__all__ = ["cluster_factory_for", "holder_lookup", "project_id"]
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +60,11 @@ def cluster_factory_for(
     cluster: ClusterConfig,
     config: BatonConfig,
     *,
-    store: Any,
+    store: Store,
     ledger: Ledger,
     emitter: EventEmitter,
     workspace: Path,
+    holder_root: OpenHolderRoot,
 ) -> Callable[[RoleHub | None], RoleSessionFactory]:
     """What ``team.service.run_team`` calls with its hub to get the role-session factory."""
 
@@ -119,6 +126,7 @@ def cluster_factory_for(
                 permissions=spec.permissions,
                 extra={"role": spec.name},
                 project=project,
+                root=holder_root,
             )
             holder = await _reattach(driver(), hub, slot, held)
             if holder is None:
@@ -142,19 +150,9 @@ def cluster_factory_for(
     return with_hub
 
 
-def held_turns_for(workspace: Path) -> HeldTurns:
-    """What the team loop reads at start, for each open turn: the slot's live holder's
-    last turn, from its placement and its own stored events (the team loop never reads
-    placements itself)."""
-    project = project_id(workspace)
-
-    def held(tx: Tx, slot: str, now: float) -> HolderTurn | None:
-        marks = placed_holder(tx, project, slot)
-        if marks is None:
-            return None
-        return HolderTurn(marks.prompt_sha256, marks.ended, lease_live=now < marks.lease_expires_at)
-
-    return held
+def holder_lookup(store: Store, journal: Journal, workspace: Path) -> HolderLookup:
+    """The team loop's question at start: the live holders of its slots (this team's rows)."""
+    return Placements(store, journal, project=project_id(workspace)).holder_turns
 
 
 def project_id(workspace: Path) -> str:

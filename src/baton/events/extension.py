@@ -66,11 +66,19 @@ one table; the generic normalizer owns these, an extension may only add to them.
 UNSTABLE_VARIANTS: Mapping[str, str] = {
     "plan_update": "unstable plan document update (schema.unstable); not mapped yet",
     "plan_removed": "unstable plan removal (schema.unstable); not mapped yet",
-    "notice": "unstable agent notice (schema.unstable)",
-    "compaction_update": "unstable context compaction progress (schema.unstable)",
-    "compaction_summary_chunk": "unstable compaction summary text (schema.unstable)",
+    "subagent_update": "unstable subagent update (schema.unstable); not mapped yet",
+    "session_message": "unstable whole-message upsert (schema.unstable); not mapped yet",
+    "session_message_chunk": "unstable message chunk (schema.unstable); not mapped yet",
+    "notice": "agent notice, sent without the session.notices capability baton does not advertise",
+    "compaction_update": "context compaction progress, sent without the session.compaction "
+    "capability baton does not advertise",
+    "compaction_summary_chunk": "compaction summary text, sent without the session.compaction "
+    "capability baton does not advertise",
 }
-"""Variants from ``schema.unstable.json``: recognised, surfaced as notices."""
+"""Variants baton recognises without mapping them, surfaced as notices: those of
+``schema.unstable.json``, and stable ones an agent may send only when the client advertised a
+capability baton does not (``notice``, ``compaction_*``: stable in the pinned schema,
+``@agentclientprotocol/sdk`` 2.4.0)."""
 
 
 class MalformedPayload(RemoteProtocolError):

@@ -6,6 +6,10 @@ before the start. :class:`ToolCallTracker` keeps one record per id, merges each
 delta (changed fields only; lists replace), restores title/kind/locations that a
 delta omits, and returns the canonical payload for the new state: ``started`` on
 first sight, ``completed`` when the status turns terminal, ``progressed`` otherwise.
+
+A terminal the agent runs itself reports its output in the update's ``_meta``
+(:mod:`baton.events.agent_terminals`): it becomes the call's output, and the terminal is
+named in ``terminal_ids``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from baton.events.bounds import DIFF_TEXT_BYTES, bounded_output, bounded_value, clip_text, utf8_tail
+from baton.events.agent_terminals import TERMINAL_META_KEYS, TerminalStream
+from baton.events.bounds import (
+    DIFF_TEXT_BYTES,
+    bounded_output,
+    bounded_value,
+    clip_text,
+    utf8_tail,
+)
 from baton.events.extension import require
 from baton.events.model import (
     DiffContent,
@@ -59,8 +70,6 @@ ACP_TOOL_KINDS: tuple[str, ...] = (
 TOOL_KINDS = frozenset(ACP_TOOL_KINDS)
 """ACP v1 ToolKind; any other value becomes ``other`` here and is kept in ``raw``."""
 MAX_TRACKED_CALLS = 4096
-"""Completed calls beyond this many are forgotten oldest-first (a late delta for one
-is then treated as a new call, visibly, rather than growing memory forever)."""
 
 
 @dataclass(slots=True)
@@ -74,6 +83,9 @@ class ToolState:
     raw_output: Any = None
     diffs: list[DiffContent] = field(default_factory=list)
     output_text: str | None = None
+    """The call's content text (``None``: its content has none)."""
+    terminal_output: TerminalStream | None = None
+    """What an agent-side terminal streamed in ``_meta``."""
     terminal_ids: list[str] = field(default_factory=list)
     parent_tool_call_id: str | None = None
     started_ms: float = 0.0
@@ -205,6 +217,9 @@ class ToolCallTracker:
         content = update.get("content")
         if isinstance(content, list):
             self._merge_content(state, content)
+        meta = update.get("_meta")
+        if isinstance(meta, Mapping) and not TERMINAL_META_KEYS.isdisjoint(meta):
+            self._merge_terminal_meta(state, meta)
 
     def _merge_content(self, state: ToolState, content: list[Any]) -> None:
         texts: list[str] = []
@@ -227,6 +242,15 @@ class ToolCallTracker:
         state.diffs = diffs
         state.terminal_ids = terminals
 
+    def _merge_terminal_meta(self, state: ToolState, meta: Mapping[str, Any]) -> None:
+        """An agent-side terminal's chunks append to the call's output."""
+        if state.terminal_output is None:
+            state.terminal_output = TerminalStream(secrets=self._redaction.secret_count)
+        named = state.terminal_output.meta(meta, self._redaction)
+        missing = [t for t in named if t not in state.terminal_ids]
+        if missing:  # a new list: payloads already built share the old one
+            state.terminal_ids = [*state.terminal_ids, *missing][:64]
+
     def _diff(self, item: Mapping[str, Any]) -> DiffContent:
         new_text = self._redaction.text(str(item.get("newText") or ""))
         old = item.get("oldText")
@@ -245,11 +269,17 @@ class ToolCallTracker:
         )
 
     def _output(self, state: ToolState) -> ToolOutput | None:
-        """The bounded, redacted view of the call's output; reused while it is unchanged
-        (and no secret was bound since): the same text redacts and hashes the same."""
+        """The bounded, redacted view of the call's output (its content text, else what its
+        agent-side terminal streamed); reused while it is unchanged (and no secret was
+        bound since): the same text redacts and hashes the same."""
         text = state.output_text
         if text is None:
-            return None
+            stream = state.terminal_output
+            if stream is None or stream.empty:
+                return None
+            if state.done:
+                stream.end(self._redaction)
+            return stream.output(self._redaction)
         secrets = self._redaction.secret_count
         cached = state.output
         if cached is not None and cached[1] == secrets and cached[0] == text:

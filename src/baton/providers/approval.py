@@ -159,6 +159,27 @@ _CURSOR = ApprovalTable(
     evidence="recorded cursor-agent ACP sessions (agent mode: edits never ask); not run here",
 )
 
+_CURSOR_SDK = ApprovalTable(
+    "cursor-sdk",
+    select="ask",
+    modes=_rules(
+        {
+            "ask": (
+                "asks",
+                "built-in tools are read-only; writes and commands exist only as baton's custom "
+                "tools, each asked through session/request_permission",
+            ),
+            "agent": (
+                "self_approves",
+                "Cursor's default toolset edits files and runs commands; the SDK asks no client",
+            ),
+        }
+    ),
+    evidence="the cursor-sdk transport realizes the mode as AgentOptions.tools (an allowlist) "
+    "plus baton's custom tools; tested through the real cursor-sdk 1.1.0 client against "
+    "baton's scripted bridge (tests/cursor_sdk_transport)",
+)
+
 _BUILTIN = ApprovalTable(
     "builtin",
     select=None,
@@ -176,7 +197,10 @@ _OPENCODE = ApprovalTable(
 )
 
 APPROVAL_TABLES: Mapping[str, ApprovalTable] = MappingProxyType(
-    {t.family: t for t in (_BUILTIN, _CLAUDE, _CODEX, _GEMINI, _OPENCODE, _QWEN, _CURSOR)}
+    {
+        t.family: t
+        for t in (_BUILTIN, _CLAUDE, _CODEX, _GEMINI, _OPENCODE, _QWEN, _CURSOR, _CURSOR_SDK)
+    }
 )
 
 OPENCODE_ASK: Mapping[str, str] = MappingProxyType(

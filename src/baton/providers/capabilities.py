@@ -33,7 +33,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.extension import STABLE_VARIANTS
-from baton.providers import builtin_ext, claude, codex, cursor, gemini, opencode, qwen
+from baton.providers import (
+    acp_additions,
+    builtin_ext,
+    claude,
+    codex,
+    cursor,
+    cursor_sdk,
+    gemini,
+    opencode,
+    qwen,
+)
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.inventory import (
     GENERIC_METHODS,
@@ -53,6 +63,7 @@ __all__ = [
     "build_matrix",
     "family_of",
     "merge_probes",
+    "render_columns",
     "render_json",
     "render_markdown",
     "render_text",
@@ -109,6 +120,7 @@ DECLARATIONS: Mapping[str, Mapping[str, CapabilityClaim]] = {
     "gemini": gemini.DECLARATIONS,
     "opencode": opencode.DECLARATIONS,
     "qwen": qwen.DECLARATIONS,
+    "cursor-sdk": cursor_sdk.DECLARATIONS,
 }
 
 
@@ -299,6 +311,22 @@ def render_markdown(matrix: Matrix | None = None, *, only: str | None = None) ->
         for row in ROWS:
             cell = matrix[family][row.key]
             out.append(f"| {row.title} | {cell.status} | {_md(cell.reason)} |")
+    if only is None:  # the protocol's part, once, after every provider's
+        out += ["", acp_additions.render_markdown().rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def render_columns(families: Sequence[str], matrix: Matrix | None = None) -> str:
+    """A status-only table of a few providers side by side (``docs/agents.md``'s Cursor)."""
+    matrix = matrix if matrix is not None else build_matrix()
+    out = [
+        "| Capability | " + " | ".join(f"`{f}`" for f in families) + " |",
+        "|---|" + "---|" * len(families),
+    ]
+    for row in ROWS:
+        out.append(
+            f"| {row.title} | " + " | ".join(matrix[f][row.key].status for f in families) + " |"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -16,6 +16,7 @@ import json
 from types import MappingProxyType
 
 from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK
+from baton.providers.cursor_sdk.tables import BUNDLED_BRIDGE
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "CLAUDE",
     "CODEX",
     "CURSOR",
+    "CURSOR_SDK",
     "GEMINI",
     "OPENCODE",
     "QWEN",
@@ -61,6 +63,27 @@ CURSOR = AgentProfile(
     client_meta=MappingProxyType({"subagents": True}),
     mode=APPROVAL_TABLES["cursor"].select,
     install_hint="curl https://cursor.com/install | bash  (then bind CURSOR_API_KEY)",
+)
+
+CURSOR_SDK = AgentProfile(
+    name="cursor-sdk",
+    title="Cursor Agent through the Cursor SDK (cursor-sdk bridge)",
+    command=(BUNDLED_BRIDGE,),
+    family="cursor-sdk",
+    transport="cursor-sdk",
+    env=MappingProxyType({"NO_OPEN_BROWSER": "1"}),
+    private_dirs=MappingProxyType(
+        {
+            # The bridge keeps its local agents here: a role session's persistent private
+            # root keeps them across restarts, so the agent is resumed by its id.
+            "CURSOR_SDK_BRIDGE_STATE_ROOT": "cursor-sdk/state",
+            **_NODE_PRIVATE,
+        }
+    ),
+    admission=("cursor", "claude"),
+    mode=APPROVAL_TABLES["cursor-sdk"].select,
+    install_hint="pip install 'baton[cursor]'  (cursor-sdk 1.1.0; then bind CURSOR_API_KEY)",
+    initialize_timeout=60.0,
 )
 
 CLAUDE = AgentProfile(
@@ -119,6 +142,10 @@ GEMINI = AgentProfile(
     private_dirs=MappingProxyType(_NODE_PRIVATE),
     admission=("gemini",),
     mode=APPROVAL_TABLES["gemini"].select,
+    # It reads a file before writing it, and any error answer (ACP's -32002 too) fails its
+    # write_file: its ACP SDK rejects with the plain error object, which its fs service
+    # does not recognize as "not found" (gemini-cli 0.61.0, acpFileSystemService.ts).
+    missing_file_reads="empty",
     package="@google/gemini-cli",
     version="0.61.0",
     install_hint="baton agents install gemini",
@@ -159,5 +186,5 @@ QWEN = AgentProfile(
 )
 
 BUILTIN_PROFILES: dict[str, AgentProfile] = {
-    p.name: p for p in (BUILTIN, CURSOR, CLAUDE, CODEX, GEMINI, OPENCODE, QWEN)
+    p.name: p for p in (BUILTIN, CURSOR, CLAUDE, CODEX, GEMINI, OPENCODE, QWEN, CURSOR_SDK)
 }

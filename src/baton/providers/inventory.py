@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
+from baton.events.agent_terminals import TERMINAL_META_KEYS
 from baton.events.bounds import clip_text
 from baton.events.extension import (
     AGENT_FAULTS,
@@ -52,6 +53,7 @@ __all__ = [
     "CLAUDE_INVENTORY",
     "CODEX_INVENTORY",
     "CURSOR_INVENTORY",
+    "CURSOR_SDK_INVENTORY",
     "GEMINI_INVENTORY",
     "GENERIC_METHODS",
     "INVENTORIES",
@@ -527,6 +529,120 @@ BUILTIN_INVENTORY = ProviderInventory(
     ),
 )
 
+_SDK_TYPES = "@cursor/sdk 1.0.32 messages.d.ts and cursor-sdk 1.1.0 types.py (SDKMessage)"
+_SDK_MAP = "baton.providers.cursor_sdk.translate (the cursor-sdk transport's mapping)"
+CURSOR_SDK_INVENTORY = ProviderInventory(
+    "cursor-sdk",
+    (
+        _u(
+            "agent_message_chunk",
+            "transcript.assistant",
+            "SDK assistant text (one message per delta, coalesced)",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "agent_thought_chunk",
+            "transcript.thinking",
+            "SDK thinking text",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "user_message_chunk",
+            "transcript.user",
+            "SDK user message (the prompt as the run recorded it)",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "tool_call",
+            "tool.execution",
+            "SDK tool_call (running); kind from the tool-name table",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "tool_call_update",
+            "tool.execution",
+            "SDK tool_call (completed | error) with args and result",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u("plan", "plan.updated", "an updateTodos tool call's todos", "documented", _SDK_TYPES),
+        _u(
+            "current_mode_update",
+            "mode.changed",
+            "the transport's mode (ask/agent) after session/set_mode",
+            "documented",
+            _SDK_MAP,
+        ),
+        _u(
+            "cursor_sdk_subagent",
+            "delegation",
+            "a task tool call (a subagent): started, then completed or failed",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "cursor_sdk_thinking_completed",
+            "provider.notice",
+            "thinking finished, with its duration (no canonical field)",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "cursor_sdk_system",
+            "provider.notice",
+            "system init: the model and the tools the run offers",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "cursor_sdk_summary",
+            "provider.notice",
+            "SDK task message (a conversation summary)",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "cursor_sdk_request",
+            "provider.notice",
+            "the run's request id (for Cursor support)",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _u(
+            "cursor_sdk_block",
+            "provider.notice",
+            "an assistant content block that is not text (tool_use): kept raw",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _m(
+            "session/request_permission",
+            "request",
+            "baton's own custom tools (write_file, edit_file, run_command) in ask mode",
+            "observed",
+            _SDK_MAP,
+        ),
+        _meta(
+            "cursor-sdk/tool",
+            "tool.execution",
+            "the SDK tool name; a name outside the tool table is flagged",
+            "documented",
+            _SDK_TYPES,
+        ),
+        _meta(
+            "cursor-sdk/truncated",
+            None,
+            "which of args/result the SDK truncated: kept raw",
+            "documented",
+            _SDK_TYPES,
+        ),
+    ),
+)
+
 INVENTORIES: Mapping[str, ProviderInventory] = {
     inv.family: inv
     for inv in (
@@ -537,6 +653,7 @@ INVENTORIES: Mapping[str, ProviderInventory] = {
         GEMINI_INVENTORY,
         OPENCODE_INVENTORY,
         QWEN_INVENTORY,
+        CURSOR_SDK_INVENTORY,
     )
 }
 """Every provider family baton ships, in matrix column order."""
@@ -733,7 +850,11 @@ class TableExtension:
     # ----------------------------------------------------------------- helpers
 
     def _unlisted_meta(self, key: str) -> bool:
-        return self.inventory.get("meta", key) is None and key not in _W3C_META
+        return (
+            self.inventory.get("meta", key) is None
+            and key not in _W3C_META
+            and key not in TERMINAL_META_KEYS  # the generic tool layer reads them
+        )
 
     def _first_time(self, kind: str, key: str) -> bool:
         """Remember (bounded, oldest forgotten first) that a notice was given."""

@@ -19,8 +19,10 @@ from typing import Any, Literal
 __all__ = [
     "DEFAULT_PASS_ENV",
     "PYTHON_PLACEHOLDER",
+    "TRANSPORTS",
     "AgentProfile",
     "CredentialBinding",
+    "MissingFileReads",
     "SeedFile",
 ]
 
@@ -29,6 +31,10 @@ PYTHON_PLACEHOLDER = "$PYTHON"
 
 DEFAULT_PASS_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 """Non-secret variables every agent may inherit from baton's environment."""
+
+
+TRANSPORTS: tuple[str, ...] = ("acp", "cursor-sdk")
+"""The ways baton can talk to an agent (:attr:`AgentProfile.transport`)."""
 
 
 def _frozen(mapping: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -69,6 +75,11 @@ class SeedFile:
     mode: int = 0o600
 
 
+MissingFileReads = Literal["not-found", "empty"]
+"""How a client read of a file that is not there is answered
+(:attr:`AgentProfile.missing_file_reads`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AgentProfile:
     """How to launch and talk to one agent harness."""
@@ -94,6 +105,11 @@ class AgentProfile:
     """``_meta`` sent with ``session/new``, ``load`` and ``resume`` (e.g. Claude's setting
     sources: only the private user scope, so a repository's ``permissions.allow`` list
     approves nothing)."""
+    missing_file_reads: MissingFileReads = "not-found"
+    """How baton answers this agent's ``fs/read_text_file`` of a file that is not there
+    (inside the workspace): ACP's resource not found (-32002), or ``empty``
+    (``{"content": ""}``) for an agent that fails on any error answer to a read it makes
+    before writing a new file (Gemini CLI); the record says so, once per session."""
     mode: str | None = None
     model: str | None = None
     config_options: Mapping[str, str] = field(default_factory=_frozen)
@@ -118,6 +134,10 @@ class AgentProfile:
     stall_timeout: float | None = None
     """Silence before a running turn gets ``turn.stalled``; ``None``: the runner's default
     (60 s, ``baton.runner.liveness.DEFAULT_STALL_SECONDS``)."""
+    transport: str = "acp"
+    """How baton talks to the agent: ``acp`` (its ``command`` speaks ACP on stdio) or
+    ``cursor-sdk`` (``command`` is a Cursor SDK bridge, driven through the ``cursor-sdk``
+    client; :mod:`baton.cursor_sdk`)."""
     source: str = "builtin"
 
     @property

@@ -36,6 +36,7 @@ from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
 from baton.providers.cursor import CursorExtension
+from baton.providers.cursor_sdk import CursorSdkExtension
 from baton.providers.gemini import GeminiExtension
 from baton.providers.inventory import (
     GENERIC_METHODS,
@@ -71,6 +72,7 @@ EXTENSIONS: Mapping[str, Callable[[], TableExtension]] = {
     "gemini": GeminiExtension,
     "opencode": OpenCodeExtension,
     "qwen": QwenExtension,
+    "cursor-sdk": CursorSdkExtension,
 }
 """One factory per family, in capability-matrix column order."""
 

@@ -31,10 +31,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from baton.requests.ledger_changes import (
     Change,
+    NewRequest,
+    RefusedRequest,
     StaleRecord,
     new_request_id,
     rpc_key,
@@ -43,11 +45,12 @@ from baton.requests.ledger_changes import (
 )
 from baton.requests.ledger_reads import LedgerReads
 from baton.requests.model import Answer, DecidedBy, RequestDocument, RequestKind
-from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
+from baton.requests.records import AnswerResult, RequestRecord, record_from_row
 from baton.requests.states import Event, State
 from baton.store import requests_sql as sql
 from baton.store.journal import Journal
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
+from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
 from baton.store.tx import Tx
 
@@ -85,7 +88,7 @@ class Ledger(LedgerReads):
     @classmethod
     def open(cls, path: Path, **kwargs: Any) -> Ledger:
         """A ledger over its own store at ``path`` (closed by :meth:`aclose`)."""
-        ledger = cls(Store.open(path), **kwargs)
+        ledger = cls(SqliteStore.open(path), **kwargs)
         ledger._owned = True
         return ledger
 
@@ -130,16 +133,8 @@ class Ledger(LedgerReads):
         self,
         document: RequestDocument,
         *,
-        run_id: str,
-        connection_id: str | None,
-        jsonrpc_id: JsonRpcId,
-        session_id: str | None,
-        turn_id: str | None,
-        supersedes: str | None = None,
-        request_id: str | None = None,
-        expires_at: str | None = None,
-        rule: str | None = None,
         journal: Journal | None = None,
+        **request: Unpack[NewRequest],
     ) -> RequestRecord:
         """Persist a new ``pending`` request (and its ``request.created``); returns after commit.
 
@@ -149,36 +144,14 @@ class Ledger(LedgerReads):
         plans carry no session id: pass the connection's active session and turn,
         never a guess.
         """
-        change = self.prepare_create(
-            document,
-            run_id=run_id,
-            connection_id=connection_id,
-            jsonrpc_id=jsonrpc_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            supersedes=supersedes,
-            request_id=request_id,
-            expires_at=expires_at,
-            rule=rule,
-        )
-        await self._commit(change, journal)
-        return change.records[0]
+        return await self._commit_one(self.prepare_create(document, **request), journal)
 
     async def record_rejected(
         self,
         kind: RequestKind,
         *,
-        reason: str,
-        run_id: str,
-        connection_id: str | None,
-        jsonrpc_id: JsonRpcId,
-        session_id: str | None,
-        turn_id: str | None,
-        title: str,
-        size_bytes: int,
-        sha256: str,
-        document: RequestDocument | None = None,
         journal: Journal | None = None,
+        **refusal: Unpack[RefusedRequest],
     ) -> RequestRecord:
         """Record a request refused on arrival (oversize, malformed, late for its turn).
 
@@ -186,19 +159,9 @@ class Ledger(LedgerReads):
         ``baton inbox --all``; the document is kept only if it is within limits
         (an oversize one is described by its size and digest, never truncated).
         """
-        change = self.prepare_rejected(
-            kind,
-            reason=reason,
-            run_id=run_id,
-            connection_id=connection_id,
-            jsonrpc_id=jsonrpc_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            title=title,
-            size_bytes=size_bytes,
-            sha256=sha256,
-            document=document,
-        )
+        return await self._commit_one(self.prepare_rejected(kind, **refusal), journal)
+
+    async def _commit_one(self, change: Change, journal: Journal | None) -> RequestRecord:
         await self._commit(change, journal)
         return change.records[0]
 

@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 from baton.errors import RequestError
 from baton.events.model import Payload
@@ -45,15 +45,50 @@ from baton.store import requests_sql as sql
 from baton.store.tx import StoreConflict, Tx
 
 __all__ = [
+    "Arrival",
     "Change",
     "GrantSpent",
     "LedgerChanges",
+    "NewRequest",
+    "RefusedRequest",
     "StaleRecord",
     "new_request_id",
     "rpc_key",
     "tool_call_id_of",
     "utc_clock",
 ]
+
+
+class Arrival(TypedDict):
+    """Where a request came from: its run, the agent connection and the JSON-RPC id it
+    came in on, and the session and turn it belongs to (pass the connection's active
+    session and turn for requests that carry none, never a guess)."""
+
+    run_id: str
+    connection_id: str | None
+    jsonrpc_id: JsonRpcId
+    session_id: str | None
+    turn_id: str | None
+
+
+class NewRequest(Arrival, total=False):
+    """The keywords of a new ``pending`` request (:meth:`LedgerChanges.prepare_create`)."""
+
+    supersedes: str | None
+    request_id: str | None
+    expires_at: str | None
+    rule: str | None
+
+
+class RefusedRequest(Arrival):
+    """The keywords of a request refused on arrival (:meth:`LedgerChanges.prepare_rejected`):
+    why, and the refused payload described by its size and digest (kept only within limits)."""
+
+    reason: str
+    title: str
+    size_bytes: int
+    sha256: str
+    document: NotRequired[RequestDocument | None]
 
 
 class StaleRecord(RequestError):
@@ -166,20 +201,7 @@ class LedgerChanges:
 
     # -------------------------------------------------------------------- create
 
-    def prepare_create(
-        self,
-        document: RequestDocument,
-        *,
-        run_id: str,
-        connection_id: str | None,
-        jsonrpc_id: JsonRpcId,
-        session_id: str | None,
-        turn_id: str | None,
-        supersedes: str | None = None,
-        request_id: str | None = None,
-        expires_at: str | None = None,
-        rule: str | None = None,
-    ) -> Change:
+    def prepare_create(self, document: RequestDocument, **request: Unpack[NewRequest]) -> Change:
         """A new ``pending`` request as a change (refuses an oversize document first).
 
         ``expires_at``: the deadline of whoever waits for it, when it has one (shown by
@@ -188,34 +210,20 @@ class LedgerChanges:
         """
         text = check_limits(document)
         data = text.encode("utf-8")
-        now = self.now()
-        record = RequestRecord(
-            request_id=request_id or self._new_id(),
+        supersedes = request.get("supersedes")
+        record = self._arrived(
+            request,
+            request_id=request.get("request_id"),
             kind=document.kind,
             state=State.PENDING,
-            run_id=run_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            connection_id=connection_id,
-            jsonrpc_id=jsonrpc_id,
-            tool_call_id=tool_call_id_of(document),
             title=headline(document),
             document=document,
             document_json=text,
             document_bytes=len(data),
             document_sha256=hashlib.sha256(data).hexdigest(),
             revision=document.revision if isinstance(document, PlanRequest) else None,
-            answer=None,
-            answer_json=None,
-            decided_by=None,
-            rule=None,
-            reason=None,
             supersedes=supersedes,
-            created_at=now,
-            updated_at=now,
-            answered_at=None,
-            delivered_at=None,
-            expires_at=expires_at,
+            expires_at=request.get("expires_at"),
         )
         values = self._row_values(record)
 
@@ -226,12 +234,61 @@ class LedgerChanges:
                 sql.insert(tx, values)
             except StoreConflict as exc:
                 raise RequestError(
-                    f"duplicate request: connection {connection_id} already has an open request "
-                    f"with JSON-RPC id {jsonrpc_id!r} (or id {record.request_id} exists): {exc}"
+                    f"duplicate request: connection {record.connection_id} already has an open "
+                    f"request with JSON-RPC id {record.jsonrpc_id!r} (or id {record.request_id} "
+                    f"exists): {exc}"
                 ) from None
             tx.wake(record.request_id)
 
-        return Change((record,), (payloads.created(record, rule=rule),), apply)
+        return Change((record,), (payloads.created(record, rule=request.get("rule")),), apply)
+
+    def _arrived(
+        self,
+        arrival: Arrival,
+        *,
+        request_id: str | None,
+        kind: RequestKind,
+        state: State,
+        title: str,
+        document: RequestDocument | None,
+        document_json: str | None,
+        document_bytes: int,
+        document_sha256: str,
+        revision: str | None = None,
+        reason: str | None = None,
+        supersedes: str | None = None,
+        expires_at: str | None = None,
+    ) -> RequestRecord:
+        """A record born now from ``arrival`` (pending or rejected: never answered yet)."""
+        now = self.now()
+        return RequestRecord(
+            request_id=request_id or self._new_id(),
+            kind=kind,
+            state=state,
+            run_id=arrival["run_id"],
+            session_id=arrival["session_id"],
+            turn_id=arrival["turn_id"],
+            connection_id=arrival["connection_id"],
+            jsonrpc_id=arrival["jsonrpc_id"],
+            tool_call_id=tool_call_id_of(document) if document is not None else None,
+            title=title,
+            document=document,
+            document_json=document_json,
+            document_bytes=document_bytes,
+            document_sha256=document_sha256,
+            revision=revision,
+            answer=None,
+            answer_json=None,
+            decided_by=None,
+            rule=None,
+            reason=reason,
+            supersedes=supersedes,
+            created_at=now,
+            updated_at=now,
+            answered_at=None,
+            delivered_at=None,
+            expires_at=expires_at,
+        )
 
     @staticmethod
     def _row_values(record: RequestRecord) -> dict[str, Any]:
@@ -257,50 +314,21 @@ class LedgerChanges:
             "expires_at": record.expires_at,
         }
 
-    def prepare_rejected(
-        self,
-        kind: RequestKind,
-        *,
-        reason: str,
-        run_id: str,
-        connection_id: str | None,
-        jsonrpc_id: JsonRpcId,
-        session_id: str | None,
-        turn_id: str | None,
-        title: str,
-        size_bytes: int,
-        sha256: str,
-        document: RequestDocument | None = None,
-    ) -> Change:
+    def prepare_rejected(self, kind: RequestKind, **refusal: Unpack[RefusedRequest]) -> Change:
         """A request refused on arrival, born ``rejected``, as a change (see ``record_rejected``)."""
+        document = refusal.get("document")
         text = check_limits(document) if document is not None else None
-        now = self.now()
-        record = RequestRecord(
-            request_id=self._new_id(),
+        record = self._arrived(
+            refusal,
+            request_id=None,
             kind=kind,
             state=State.REJECTED,
-            run_id=run_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            connection_id=connection_id,
-            jsonrpc_id=jsonrpc_id,
-            tool_call_id=tool_call_id_of(document) if document is not None else None,
-            title=title,
+            title=refusal["title"],
             document=document if text is not None else None,
             document_json=text,
-            document_bytes=size_bytes,
-            document_sha256=sha256,
-            revision=None,
-            answer=None,
-            answer_json=None,
-            decided_by=None,
-            rule=None,
-            reason=reason,
-            supersedes=None,
-            created_at=now,
-            updated_at=now,
-            answered_at=None,
-            delivered_at=None,
+            document_bytes=refusal["size_bytes"],
+            document_sha256=refusal["sha256"],
+            reason=refusal["reason"],
         )
         values = self._row_values(record)
 

@@ -21,10 +21,16 @@ only what is left to wait for (a human's answer, a terminal's exit), so a reques
 events come before those of the frames after it, and a waiting request never stalls
 the stream.
 
-Malformed params are answered ``invalid params`` through explicit checks; an error
-raised for any other reason is baton's bug and reaches the connection, which answers
-the agent with an internal error and reports it for that frame (:meth:`on_fault`:
-a ``harness.diagnostic`` of category ``internal``); the reader and the turn go on.
+Every error answered carries ACP's code for the case (:mod:`baton.acp.params` has the
+table): params that do not fit the schema, *invalid params* (-32602); a session, file or
+terminal that is not there, *resource not found* (-32002; a missing file is no security
+matter); a vendor method nobody handles, *method not found* (-32601); the filesystem
+failing under a valid request, *internal error* (-32603). Security refusals stay
+refusals (-32602, ``Invalid params: refused: …``) and are the only errors that make ``security.*``
+events. An error raised for any other reason is baton's bug and reaches the connection,
+which answers the agent with an internal error and reports it for that frame
+(:meth:`on_fault`: a ``harness.diagnostic`` of category ``internal``); the reader and
+the turn go on.
 
 Length: one handler per ACP client method, and each is the only copy of its rule.
 """
@@ -40,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from baton.acp import jsonrpc
+from baton.acp import params as acp_params
 from baton.acp.connection import protocol_error_text
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
@@ -47,6 +54,7 @@ from baton.errors import FrameHandlingError, LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
+from baton.providers.profile import MissingFileReads
 from baton.providers.registry import ErrorReply
 from baton.requests import replies
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
@@ -62,8 +70,9 @@ from baton.security.paths import display_path
 if TYPE_CHECKING:
     from baton.runner.approvals import ApprovalGuard
 
-__all__ = ["ClientMethods"]
+__all__ = ["SERVED_METHODS", "ClientMethods"]
 
+MAX_KNOWN_SESSIONS = 256
 FS_METHODS = frozenset({"fs/read_text_file", "fs/write_text_file"})
 TERMINAL_METHODS = frozenset(
     {
@@ -74,6 +83,10 @@ TERMINAL_METHODS = frozenset(
         "terminal/release",
     }
 )
+HUMAN_METHODS = frozenset({"session/request_permission", "elicitation/create"})
+SERVED_METHODS = FS_METHODS | TERMINAL_METHODS | HUMAN_METHODS
+"""The ACP client methods baton serves (every other request: method not found, unless a
+provider extension claims it)."""
 
 
 class ClientMethods:
@@ -90,6 +103,7 @@ class ClientMethods:
         connection_id: str,
         now_ms: Callable[[], float],
         approvals: ApprovalGuard | None = None,
+        missing_file_reads: MissingFileReads = "not-found",
     ) -> None:
         self.events = events
         self.normalizer = normalizer
@@ -102,6 +116,10 @@ class ClientMethods:
         """While ``session/load`` replays history: count updates, do not re-emit them."""
         self.replayed = 0
         self.approvals = approvals
+        self.missing_file_reads = missing_file_reads
+        """``empty``: a read of a file that is not there answers ``{"content": ""}``
+        (:attr:`AgentProfile.missing_file_reads <baton.providers.profile.AgentProfile>`)."""
+        self._empty_answered = False
         self._answered: dict[JsonRpcId, RequestRecord] = {}
         """Answered requests whose reply is being written to the agent."""
         self._recording: dict[JsonRpcId, RequestRecord] = {}
@@ -110,6 +128,9 @@ class ClientMethods:
         self._written: collections.deque[str] = collections.deque(maxlen=256)
         """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
         self._reply_waiters: dict[str, asyncio.Event] = {}
+        self._other_sessions: collections.OrderedDict[str, None] = collections.OrderedDict()
+        """Other session ids the agent sent updates for (children): fs and terminal
+        requests may name them (bounded, oldest forgotten first)."""
 
     # ---------------------------------------------------------- InboundHandler
 
@@ -246,6 +267,7 @@ class ClientMethods:
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         own = events.agent_session_id
         if own is not None and session_id not in (None, own):
+            self._remember_session(str(session_id))
             drafts = self.normalizer.foreign(str(session_id), params)
             if not drafts:
                 await events.notice(
@@ -291,11 +313,13 @@ class ClientMethods:
         )
 
     async def permission(self, msg_id: JsonRpcId, params: Any) -> Awaitable[dict[str, Any]]:
-        if not isinstance(params, dict) or not isinstance(params.get("toolCall"), dict):
-            raise RpcError.invalid_params("toolCall is required")
-        known = self.normalizer.tools.get(str(params["toolCall"].get("toolCallId", "")))
+        self._session(acp_params.object_params(params))
+        tool_call = params.get("toolCall")
+        if not isinstance(tool_call, dict):
+            raise RpcError.invalid_params("toolCall must be an object")
+        known = self.normalizer.tools.get(acp_params.required_text(tool_call, "toolCallId"))
         if known is None:
-            known = await self._seed_tool(params["toolCall"])
+            known = await self._seed_tool(tool_call)
         try:
             document = permission_document(
                 params,
@@ -373,33 +397,63 @@ class ClientMethods:
 
     # ------------------------------------------------------ fs and terminals
 
+    def _session(self, params: Any) -> None:
+        """``sessionId``: a string (else invalid params) naming this session or one the
+        agent sent updates for (else resource not found)."""
+        session_id = acp_params.session_id(params)
+        own = self.events.agent_session_id
+        if own is not None and session_id != own and session_id not in self._other_sessions:
+            raise RpcError.not_found(f"session {session_id!r} is not open on this connection")
+
+    def _remember_session(self, session_id: str) -> None:
+        self._other_sessions[session_id] = None
+        self._other_sessions.move_to_end(session_id)
+        while len(self._other_sessions) > MAX_KNOWN_SESSIONS:
+            self._other_sessions.popitem(last=False)
+
     async def fs(self, method: str, params: Any) -> Any:
-        if not isinstance(params, dict):
-            raise RpcError.invalid_params("params must be an object")
+        self._session(acp_params.object_params(params))
         try:
             if method == "fs/read_text_file":
-                return client_fs.read_text_file(self.workspace, params)
+                return await self._read(params)
             written = client_fs.write_text_file(self.workspace, params)
             self.events.stats.files_written.add(display_path(self.workspace, written))
             await self._file_written(written, params)
             return {}  # WriteTextFileResponse is an object, never null (ACP schema)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("path")), str(exc))
-            raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+            raise _refusal(exc) from exc
         except OSError as exc:
-            raise RpcError(jsonrpc.INTERNAL_ERROR, f"{method} failed: {exc.strerror}") from exc
+            raise RpcError.internal(f"{method} failed: {exc.strerror}") from exc
+
+    async def _read(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return client_fs.read_text_file(self.workspace, params)
+        except RpcError as exc:
+            if exc.code != jsonrpc.RESOURCE_NOT_FOUND or self.missing_file_reads != "empty":
+                raise
+        if not self._empty_answered:  # once per session: it is how this agent works
+            self._empty_answered = True
+            await self.events.notice(
+                "compatibility",
+                "fs/read_text_file of a file that is not there answered with empty content, "
+                "not resource-not-found: this agent fails on an error answer to the read it "
+                f"makes before writing a new file ({display_path(self.workspace, params['path'])})",
+                method="fs/read_text_file",
+                severity="info",
+            )
+        return {"content": ""}
 
     async def terminal(self, method: str, params: Any) -> Awaitable[Any]:
         """``create``, ``output`` and ``release`` change or read the terminals now (arrival
         order); waiting for an exit (``wait_for_exit``, ``kill``'s grace, ``release``'s
         stop) is the awaitable."""
-        if not isinstance(params, dict):
-            raise RpcError.invalid_params("params must be an object")
+        self._session(acp_params.object_params(params))
         try:
             return await self._terminal(method, params)
         except SecurityError as exc:
             await self._path_refused(method, str(params.get("cwd")), str(exc))
-            raise RpcError(jsonrpc.INVALID_PARAMS, f"refused: {exc}") from exc
+            raise _refusal(exc) from exc
 
     async def _terminal(self, method: str, params: dict[str, Any]) -> Awaitable[Any]:
         terminals = self.terminals
@@ -484,6 +538,12 @@ class ClientMethods:
         if isinstance(outcome.result, ErrorReply):
             raise RpcError(outcome.result.code, outcome.result.message)
         return _ready(outcome.result if outcome.result is not None else {})
+
+
+def _refusal(exc: SecurityError) -> RpcError:
+    """A security refusal, as the agent is told: invalid params (the schema has no code
+    for a refusal), the reason first."""
+    return RpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: refused: {exc}")
 
 
 def _ready(value: Any) -> asyncio.Future[Any]:

@@ -1,7 +1,10 @@
-"""The gates before an agent process is started: workspace admission, pinned distribution.
+"""The gates before an agent process is started, and how it is started.
 
-Both run before anything is resolved or launched, and every refusal is a ``security.*``
-event before it is an exception.
+Workspace admission and the pinned distribution run before anything is resolved or
+launched, and every refusal is a ``security.*`` event before it is an exception.
+:func:`transport_for` chooses how the session talks to the agent: ACP over the agent's
+stdio (a process group), or the ``cursor-sdk`` transport (a Cursor SDK bridge behind an
+ACP face, :mod:`baton.cursor_sdk`).
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from baton.acp.transport import TransportFactory, spawn_subprocess
+from baton.cursor_sdk import CursorSdkLauncher
 from baton.errors import SecurityError
 from baton.events.bounds import clip_text
 from baton.events.model import SecurityPinMismatch
+from baton.providers.cursor_sdk.tables import DEFAULT_MODEL
 from baton.providers.profile import AgentProfile
 from baton.runner.emitter import EventEmitter
 from baton.security.admission import admit
@@ -19,6 +25,7 @@ from baton.security.distribution import verify_before_launch
 
 __all__ = [
     "admit_or_refuse",
+    "transport_for",
     "verified_argv",
 ]
 
@@ -39,7 +46,14 @@ async def verified_argv(
         raise
     if verified is None:
         return argv
-    return [str(verified.executable), *argv[1:]]
+    return [str(verified.executable), *verified.launch_args, *argv[1:]]
+
+
+def transport_for(profile: AgentProfile) -> TransportFactory:
+    """How a session of ``profile`` starts its agent (``profile.transport``)."""
+    if profile.transport == "cursor-sdk":
+        return CursorSdkLauncher(model=profile.model or DEFAULT_MODEL, mode=profile.mode or "ask")
+    return spawn_subprocess
 
 
 async def admit_or_refuse(profile: AgentProfile, workspace: Path, emitter: EventEmitter) -> None:

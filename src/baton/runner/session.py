@@ -31,9 +31,10 @@ from baton.acp.client import AcpClient
 from baton.acp.connection import JsonRpcConnection
 from baton.acp.messages import InitializeAnswer
 from baton.acp.process import AgentProcess
-from baton.acp.transport import AgentTransport, Launch, TransportFactory, spawn_subprocess
+from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.aiotasks import cancel_and_wait
 from baton.config import agent_roots_dir
+from baton.cursor_sdk import CursorSdkTransport
 from baton.errors import (
     AgentError,
     AgentExited,
@@ -53,7 +54,7 @@ from baton.runner.approvals import ApprovalGuard
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
 from baton.runner.handshake import McpServers, Opened, SessionHow, handshake
-from baton.runner.launch import admit_or_refuse, verified_argv
+from baton.runner.launch import admit_or_refuse, transport_for, verified_argv
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents, SessionStats
 from baton.runner.session_state import TABLE, SessionEvent, SessionState
@@ -128,6 +129,7 @@ class AgentSession:
             connection_id=self.connection_id,
             now_ms=now_ms,
             approvals=self.approvals,
+            missing_file_reads=profile.missing_file_reads,
         )
         self.transport: AgentTransport | None = None
         self.conn: JsonRpcConnection | None = None
@@ -154,11 +156,12 @@ class AgentSession:
         resume_session_id: str | None = None,
         recovery: Sequence[SessionHow] = ("resume", "load"),
         persistent_root: Path | None = None,
-        transport: TransportFactory = spawn_subprocess,
+        transport: TransportFactory | None = None,
     ) -> AgentSession:
         """Admit, launch, handshake and create/resume a session, or raise a typed error.
 
-        Every refusal and failure is also an event in the stream.
+        Every refusal and failure is also an event in the stream. ``transport``: how the
+        agent is started; by default the profile's (:func:`~.launch.transport_for`).
         """
         workspace = workspace.resolve()
         env_in = os.environ if environ is None else environ
@@ -190,7 +193,9 @@ class AgentSession:
             argv=argv,
         )
         try:
-            await self._start(transport, mcp_servers, resume_session_id, recovery)
+            await self._start(
+                transport or transport_for(profile), mcp_servers, resume_session_id, recovery
+            )
         except (AgentError, ConfigError, SecurityError) as exc:
             await self._failed(exc)
             raise
@@ -295,7 +300,9 @@ class AgentSession:
 
     @property
     def process(self) -> AgentProcess | None:
-        """The agent's process, when the transport is one."""
+        """The agent's process (a Cursor SDK transport's bridge), when there is one."""
+        if isinstance(self.transport, CursorSdkTransport):
+            return self.transport.process
         return self.transport if isinstance(self.transport, AgentProcess) else None
 
     @property

@@ -3,6 +3,11 @@
 Each terminal is its own process group in the workspace (cwd contained), with the
 agent's private environment plus what the agent asked for, and output kept to the
 agent's ``outputByteLimit`` from the end (ACP truncates from the beginning).
+
+Errors carry ACP's code for the case (:mod:`baton.acp.params`): a terminal id that is not
+open, a ``cwd`` or a command that does not exist: *resource not found* (-32002); params
+that do not fit: *invalid params* (-32602). A ``cwd`` outside the workspace is a refusal
+(:class:`~baton.errors.SecurityError`), which the caller reports.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baton.acp import params as acp_params
 from baton.acp.jsonrpc import RpcError
 from baton.procgroup import exited_within, stop_group
-from baton.security.paths import resolve_inside
+from baton.security.paths import display_path, resolve_inside
 
 __all__ = [
     "DEFAULT_OUTPUT_LIMIT",
@@ -67,23 +73,14 @@ class TerminalManager:
         """The last output of released terminals (bounded), for tool events naming them."""
 
     async def create(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        command = params.get("command")
-        if not isinstance(command, str) or not command:
-            raise RpcError.invalid_params("command must be a non-empty string")
-        args = params.get("args") or []
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise RpcError.invalid_params("args must be a list of strings")
+        command = acp_params.required_text(params, "command", non_empty=True)
+        args = acp_params.string_array(params, "args")
+        env = dict(self.env)
+        env.update(_env_variables(params))
+        limit = acp_params.optional_uint(params, "outputByteLimit") or DEFAULT_OUTPUT_LIMIT
+        cwd = self._cwd(acp_params.optional_text(params, "cwd"))
         if len(self._terminals) >= MAX_TERMINALS:
             raise RpcError.invalid_params(f"at most {MAX_TERMINALS} open terminals; release one")
-        cwd = self.workspace
-        if isinstance(params.get("cwd"), str):
-            cwd = resolve_inside(self.workspace, params["cwd"], must_exist=True, regular_file=False)
-        env = dict(self.env)
-        for item in params.get("env") or []:
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                env[item["name"]] = str(item.get("value", ""))
-        limit = params.get("outputByteLimit")
-        limit = limit if isinstance(limit, int) and limit > 0 else DEFAULT_OUTPUT_LIMIT
         argv = [command, *args] if args or " " not in command else ["/bin/sh", "-c", command]
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -95,13 +92,29 @@ class TerminalManager:
                 env=env,
                 start_new_session=True,
             )
+        except FileNotFoundError:
+            raise RpcError.not_found(f"command {command!r} not found") from None
         except OSError as exc:
-            raise RpcError.invalid_params(f"cannot run {command!r}: {exc}") from exc
+            raise RpcError.invalid_params(f"cannot run {command!r}: {exc.strerror}") from exc
         terminal_id = f"term-{uuid.uuid4().hex[:12]}"
         terminal = _Terminal(proc=proc, limit=limit)
         terminal.reader = asyncio.create_task(self._read(terminal))
         self._terminals[terminal_id] = terminal
         return {"terminalId": terminal_id}
+
+    def _cwd(self, cwd: str | None) -> Path:
+        """The command's directory: the workspace, or one inside it that exists."""
+        if cwd is None:
+            return self.workspace
+        path = resolve_inside(self.workspace, cwd, must_exist=False, regular_file=False)
+        if not path.exists():
+            shown = display_path(self.workspace, path)
+            raise RpcError.not_found(f"cwd {shown} does not exist in the workspace")
+        if not path.is_dir():
+            raise RpcError.invalid_params(
+                f"cwd {display_path(self.workspace, path)} is not a directory"
+            )
+        return path
 
     async def _read(self, terminal: _Terminal) -> None:
         assert terminal.proc.stdout is not None
@@ -109,9 +122,11 @@ class TerminalManager:
             terminal.append(chunk)
 
     def _get(self, params: Mapping[str, Any]) -> _Terminal:
-        terminal = self._terminals.get(str(params.get("terminalId")))
+        terminal_id = acp_params.required_text(params, "terminalId")
+        terminal = self._terminals.get(terminal_id)
         if terminal is None:
-            raise RpcError(-32002, f"unknown terminal {params.get('terminalId')!r}")
+            gone = "was released" if terminal_id in self._released else "is not open here"
+            raise RpcError.not_found(f"terminal {terminal_id!r} {gone}")
         return terminal
 
     async def output(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,7 +159,7 @@ class TerminalManager:
         """ACP ``terminal/release``: the terminal is gone now (in arrival order: a later
         ``terminal/output`` no longer finds it); the awaitable stops its command."""
         terminal = self._get(params)
-        terminal_id = str(params.get("terminalId"))
+        terminal_id = str(params["terminalId"])
         del self._terminals[terminal_id]
         return self._released_after_stop(terminal_id, terminal)
 
@@ -177,3 +192,15 @@ class TerminalManager:
         terminals = list(self._terminals.values())
         self._terminals.clear()
         await asyncio.gather(*(self._stop(terminal) for terminal in terminals))
+
+
+def _env_variables(params: Mapping[str, Any]) -> dict[str, str]:
+    """``env``: an array of ``{name, value}`` string pairs (ACP ``EnvVariable``)."""
+    out: dict[str, str] = {}
+    for index, item in enumerate(acp_params.optional_array(params, "env") or []):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        value = item.get("value") if isinstance(item, Mapping) else None
+        if not isinstance(name, str) or not name or not isinstance(value, str):
+            raise RpcError.invalid_params(f"env[{index}] must be {{name, value}}, two strings")
+        out[name] = value
+    return out

@@ -14,7 +14,11 @@ runner before a launch:
   the absolute entry point to launch, so the process started is the file verified;
 * otherwise a profile installed by ``baton agents install`` (:mod:`baton.security.agent_tools`)
   is pinned by the install's own manifest, and its verified entry point runs ahead of
-  anything on ``PATH``.
+  anything on ``PATH``;
+* a ``cursor-sdk`` profile whose command is the bundled bridge (``cursor-sdk-bridge``)
+  runs the bridge of the installed ``cursor-sdk`` wheel, verified against baton's own
+  pin of that release (:mod:`baton.security.bridge_pin`), or against the user's manifest
+  when ``baton pin`` made one.
 """
 
 from __future__ import annotations
@@ -29,6 +33,15 @@ from typing import Final
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
 from baton.fsutil import atomic_write
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
+from baton.security.bridge_pin import (
+    BRIDGE_ENTRY,
+    NODE,
+    bridge_status,
+    check_user_pin,
+    is_bundled,
+    locate_bundled_bridge,
+    verify_bundled_bridge,
+)
 from baton.security.manifest import Manifest, platform_key
 from baton.security.paths import sanitize_id
 from baton.security.pinning import verify_tree
@@ -94,6 +107,9 @@ def locate_install(profile: AgentProfile, environ: Mapping[str, str]) -> Install
         raise ConfigError(f"profile {profile.name!r} runs inside baton's own Python; pin baton")
     if not profile.command:
         raise ConfigError(f"profile {profile.name!r} has no command")
+    if is_bundled(profile.command):
+        bridge = locate_bundled_bridge()
+        return Install(root=bridge.root, entrypoint=NODE, version=bridge.version)
     found = shutil.which(profile.command[0], path=environ.get("PATH", ""))
     if found is None:
         raise AgentNotInstalled(
@@ -121,6 +137,8 @@ def locate_install(profile: AgentProfile, environ: Mapping[str, str]) -> Install
 def pin_status(profile: AgentProfile, state_dir: Path) -> str:
     """One line for ``baton doctor`` (does not hash anything)."""
     path = manifest_path(profile, state_dir)
+    if is_bundled(profile.command) and not path.exists():
+        return bridge_status()
     try:
         manifest = load_manifest(path)
     except ConfigError as exc:
@@ -143,6 +161,8 @@ class VerifiedInstall:
     root: Path
     executable: Path
     manifest: Manifest
+    launch_args: tuple[str, ...] = ()
+    """Arguments that come before the profile's own (the bundled bridge's script)."""
 
 
 def verify_before_launch(
@@ -165,6 +185,14 @@ def verify_before_launch(
             raise SecurityError(
                 f"profile {profile.name!r} requires the pin {path}, which does not exist"
             )
+        if root is None and is_bundled(profile.command):
+            bridge, pinned = verify_bundled_bridge()
+            return VerifiedInstall(
+                root=bridge.root,
+                executable=bridge.root / NODE,
+                manifest=pinned,
+                launch_args=(str(bridge.root / BRIDGE_ENTRY),),
+            )
         if root is None:
             return _verify_tools_install(profile, environ)
         return None
@@ -177,8 +205,13 @@ def verify_before_launch(
                 f"entrypoint is {pin.entrypoint}"
             )
         root = install.root
+    if is_bundled(profile.command):
+        check_user_pin(manifest)
     verify_tree(root, manifest)
-    return VerifiedInstall(root=root, executable=root / pin.entrypoint, manifest=manifest)
+    extra = (str(root / BRIDGE_ENTRY),) if is_bundled(profile.command) else ()
+    return VerifiedInstall(
+        root=root, executable=root / pin.entrypoint, manifest=manifest, launch_args=extra
+    )
 
 
 def _verify_tools_install(

@@ -2,7 +2,7 @@
 
 One row per (project, slot, generation): the SHA-256 digest of the token (never the
 token), and whether it is the slot's live credential or a retired one. The rules (who is
-accepted, what retires a credential) live in :mod:`baton.coordination.hub_auth`; this
+accepted, what retires a credential) live in :mod:`baton.role_tools.credentials`; this
 module only stores what that table holds, one slot at a time (:func:`put_slot_credentials`
 replaces the slot's rows), and reads a project's rows back.
 """

@@ -94,7 +94,7 @@ def parse_event(line: str) -> CanonicalEvent:
         raise StoreError(f"stored event does not parse: {exc}") from exc
 
 
-def insert_rows(conn: sqlite3.Connection, rows: list[EventRow]) -> None:
+def insert_rows(conn: sqlite3.Connection, rows: Sequence[EventRow]) -> None:
     """Insert with as few statements as possible (one per 2048 rows).
 
     Each statement step releases and re-takes the GIL, and while the event

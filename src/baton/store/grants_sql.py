@@ -51,7 +51,7 @@ GRANTS_MIGRATIONS: Final[tuple[Migration, ...]] = (
         """,
     ),
 )
-"""Part of every store (:data:`baton.store.store.ALL_MIGRATIONS`)."""
+"""Part of every store (:data:`baton.store.schema.STORE_MIGRATIONS`)."""
 
 COLUMNS: Final = (
     "grant_id",

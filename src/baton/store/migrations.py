@@ -2,17 +2,20 @@
 
 A migration is recorded by name in ``schema_migrations`` inside the same
 transaction that applies it, so a crash can never leave a half-applied step
-marked done. Several processes may open the same store at once: each step is
-re-checked after ``BEGIN IMMEDIATE`` (which serializes writers), so whoever
-comes second sees the row and skips it.
+marked done. Several processes (on several hosts, with PostgreSQL) may open the
+same store at once: each missing step is re-checked under the store's write lock
+(:meth:`~baton.store.backend.WriterConnection.begin`), so whoever comes second
+sees the row and skips it. :func:`migrate` is that rule, once, for both backends.
 
 Every table lives here, in ``store/`` (the request ledger's in
-:mod:`baton.store.requests_sql`, the team loop's in :mod:`baton.store.team_sql`),
-and :meth:`Store.open <baton.store.store.Store.open>` applies them all; names are
-global, so they carry their area (``requests.0001_ledger``). A step passed twice
-(a caller adding one the store already has) is applied once. Names present in
-the database but unknown to the caller are ignored: an older baton must still
-read a newer store.
+:mod:`baton.store.requests_sql`, the team loop's in :mod:`baton.store.team_sql`);
+which steps a store gets is :mod:`baton.store.schema` (every store's, and the
+cluster store's on top). Names are global, so they carry their area
+(``requests.0001_ledger``). A step passed twice (a caller adding one the store
+already has) is applied once. Names present in the database but unknown to the
+caller are ignored: an older baton must still read a newer store, and a
+single-machine store that an older baton gave the cluster tables keeps them,
+recorded and never read, without a step to drop them (see :mod:`baton.store.schema`).
 """
 
 from __future__ import annotations
@@ -20,16 +23,20 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from baton.errors import StoreError
 from baton.events.sequencer import utc_now
+
+if TYPE_CHECKING:
+    from baton.store.backend import WriterConnection
 
 __all__ = [
     "CORE_MIGRATIONS",
     "SCHEMA_MIGRATIONS_SQL",
     "TURN_MARKS_SQL",
     "Migration",
-    "apply_migrations",
+    "migrate",
     "split_statements",
     "unique_migrations",
 ]
@@ -156,7 +163,7 @@ def split_statements(sql: str) -> list[str]:
 def unique_migrations(migrations: Sequence[Migration]) -> list[Migration]:
     """The steps in order, each once; two different steps under one name raise.
 
-    Shared by every backend (SQLite here, PostgreSQL in :mod:`baton.store.pg`).
+    Shared by every backend (:func:`migrate`).
     """
     unique: dict[str, Migration] = {}
     clashes: set[str] = set()
@@ -169,37 +176,37 @@ def unique_migrations(migrations: Sequence[Migration]) -> list[Migration]:
     return list(unique.values())  # the same step passed twice is applied once
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
+def migrate(conn: WriterConnection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the steps not yet recorded, each in its own transaction; return their names.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``) and outside a
-    transaction. Raises :class:`StoreError` naming the failing step; earlier
-    steps stay applied.
+    One rule for every backend: the steps already recorded are skipped without taking
+    the write lock (the common case: a store opened again); each missing one is
+    checked again under the lock (another opener may have applied it meanwhile), then
+    applied and recorded in the same transaction. Raises :class:`StoreError` naming
+    the failing step; earlier steps stay applied. ``conn`` is outside a transaction.
     """
     migrations = unique_migrations(migrations)
-    conn.execute(SCHEMA_MIGRATIONS_SQL)
-    applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    conn.create_if_missing(conn.ddl(SCHEMA_MIGRATIONS_SQL))
+    tx = conn.tx()
+    applied = {row[0] for row in tx.all("SELECT name FROM schema_migrations")}
     done: list[str] = []
     for migration in migrations:
         if migration.name in applied:
             continue
-        statements = split_statements(migration.sql)
-        conn.execute("BEGIN IMMEDIATE")
+        statements = [conn.ddl(s) for s in split_statements(migration.sql)]
         try:
-            already = conn.execute(
-                "SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)
-            ).fetchone()
-            if already is None:
+            conn.begin()
+            if tx.one("SELECT 1 FROM schema_migrations WHERE name = ?", (migration.name,)) is None:
                 for statement in statements:
                     conn.execute(statement)
-                conn.execute(
+                tx.execute(
                     "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
                     (migration.name, utc_now()),
                 )
                 done.append(migration.name)
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+            conn.commit()
+        except Exception as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                conn.rollback()
             raise StoreError(f"migration {migration.name!r} failed: {exc}") from exc
     return done

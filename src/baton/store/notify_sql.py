@@ -26,7 +26,7 @@ NOTIFY_MIGRATIONS: Final[tuple[Migration, ...]] = (
         """,
     ),
 )
-"""Part of every store (:data:`baton.store.store.ALL_MIGRATIONS`)."""
+"""Part of every store (:data:`baton.store.schema.STORE_MIGRATIONS`)."""
 
 
 def claim(tx: Tx, notice_id: str, kind: str, now: str) -> bool:

@@ -16,13 +16,12 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from baton.store.credential_sql import CREDENTIAL_MIGRATIONS
 from baton.store.migrations import TURN_MARKS_SQL, Migration
 from baton.store.tx import Row, Tx
 
 __all__ = [
-    "CLUSTER_MIGRATIONS",
     "PLACEMENT_COLUMNS",
+    "PLACEMENT_MIGRATIONS",
     "PLACEMENT_TOPIC",
     "HolderMarks",
     "all_placements",
@@ -37,7 +36,7 @@ PLACEMENT_TOPIC: Final = "cluster.placement"
 
 PLACEMENT_COLUMNS: Final = ("slot", "host", "epoch", "state", "lease_expires_at", "updated_at")
 
-CLUSTER_MIGRATIONS: tuple[Migration, ...] = (  # the hub's credentials too (credential_sql)
+PLACEMENT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "cluster.0001_placements",
         # lease_expires_at: wall-clock seconds of the writer that granted or renewed it.
@@ -76,8 +75,8 @@ CLUSTER_MIGRATIONS: tuple[Migration, ...] = (  # the hub's credentials too (cred
         ALTER TABLE cluster_placements_new RENAME TO cluster_placements;
         """,
     ),
-    *CREDENTIAL_MIGRATIONS,
 )
+"""Part of the cluster store only (:data:`baton.store.schema.CLUSTER_MIGRATIONS`)."""
 
 _SELECT: Final = f"SELECT {', '.join(PLACEMENT_COLUMNS)} FROM cluster_placements"  # noqa: S608
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
+
+from baton.store.run_states import RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 
 __all__ = [
     "RUN_STATUSES",
@@ -18,11 +20,6 @@ __all__ = [
     "RunStatus",
     "SessionRecord",
 ]
-
-RunStatus = Literal["running", "completed", "failed", "cancelled", "interrupted"]
-RUN_STATUSES: frozenset[str] = frozenset(get_args(RunStatus))
-TERMINAL_RUN_STATUSES: frozenset[str] = RUN_STATUSES - {"running"}
-"""``interrupted``: the process that owned the run died (found on the next start)."""
 
 
 @dataclass(frozen=True, slots=True)

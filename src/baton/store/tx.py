@@ -2,15 +2,17 @@
 
 Repositories (``baton.store.requests_sql``, ``baton.store.team_sql``, ...) are
 plain functions over a :class:`Tx`; they never see a driver connection, so the
-same SQL runs on the embedded SQLite backend today and on PostgreSQL next
-(issue 16). The rules that keep it portable:
+same SQL runs on the embedded SQLite backend and on PostgreSQL. A backend builds
+its ``Tx`` from one function, its :data:`Statement`, that runs a statement in its
+dialect on its connection (:mod:`baton.store.sqlite`, :mod:`baton.store.pg`). The
+rules that keep it portable:
 
 * parameters are ``?`` placeholders; a backend rewrites them if it must
   (PostgreSQL's ``%s``);
 * only the common subset: ``INSERT ... ON CONFLICT (...) DO UPDATE``,
   ``RETURNING`` is avoided, no ``rowid``, no SQLite pragmas, JSON kept as text;
 * a uniqueness or foreign-key violation surfaces as :class:`StoreConflict`,
-  whatever the driver calls it, so callers never catch ``sqlite3`` errors;
+  whatever the driver calls it, so callers never catch a driver's errors;
 * wake-up topics named with :meth:`Tx.wake` are rung only after COMMIT (the
   cross-process doorbell, :mod:`baton.store.wake`), never for a rolled-back
   write.
@@ -18,13 +20,12 @@ same SQL runs on the embedded SQLite backend today and on PostgreSQL next
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from baton.errors import StoreError
 
-__all__ = ["Row", "StoreConflict", "Tx"]
+__all__ = ["Cursor", "Row", "Statement", "StoreConflict", "Tx"]
 
 Row = tuple[Any, ...]
 
@@ -33,21 +34,32 @@ class StoreConflict(StoreError):
     """A write broke a uniqueness or reference rule (the row exists, the parent does not)."""
 
 
+class Cursor(Protocol):
+    """What a DB-API cursor (sqlite3's, psycopg's) gives back after one statement
+    (``Any``: a driver's row of column values, whatever their SQL types)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Sequence[Any]: ...
+
+
+Statement = Callable[[str, Sequence[Any]], Cursor]
+"""``(portable sql, params) -> cursor``: one backend's way to run a statement, raising
+:class:`StoreConflict` for a conflict (``Any``: SQL parameters of any column type)."""
+
+
 class Tx:
     """One transaction (or read snapshot) on one backend connection."""
 
-    __slots__ = ("_conn", "_topics", "readonly")
+    __slots__ = ("_run", "_topics", "readonly")
 
-    def __init__(self, conn: sqlite3.Connection, *, readonly: bool = False) -> None:
-        self._conn = conn
+    def __init__(self, statement: Statement, *, readonly: bool = False) -> None:
+        self._run = statement
         self._topics: list[str] = []
         self.readonly = readonly
-
-    def _run(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
-        try:
-            return self._conn.execute(sql, tuple(params))
-        except sqlite3.IntegrityError as exc:
-            raise StoreConflict(str(exc)) from exc
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a write statement; returns the number of rows it changed."""

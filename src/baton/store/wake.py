@@ -131,8 +131,12 @@ class WakeRouter:
     """Routes rung topics to the asyncio events of this process's waiters.
 
     The part every backend's listener shares (FIFOs here, ``LISTEN`` in
-    :mod:`baton.store.pg`): waiters only ever :meth:`subscribe`/:meth:`unsubscribe`.
+    :mod:`baton.store.pg`): waiters only ever :meth:`subscribe`/:meth:`unsubscribe`;
+    the store only :meth:`close`-s it.
     """
+
+    path: Path | None = None
+    """This listener's own FIFO, if it has one (a ringer skips it: it is woken directly)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -174,6 +178,14 @@ class WakeRouter:
         except RuntimeError:
             return  # the loop is closed: nobody is left to wake
 
+    def close(self) -> None:
+        """Stop listening (a backend's listener releases what it holds); idempotent."""
+        self.wake([WAKE_ALL])
+
+    def close_threadsafe(self) -> None:
+        """:meth:`close` from any thread (the store closing)."""
+        self.wake_threadsafe([WAKE_ALL])
+
 
 class WakeListener(WakeRouter):
     """One process's doorbell: routes rings to the asyncio events of its waiters."""
@@ -182,7 +194,7 @@ class WakeListener(WakeRouter):
         self, path: Path, read_fd: int, keep_fd: int, loop: asyncio.AbstractEventLoop
     ) -> None:
         super().__init__(loop)
-        self.path = path
+        self.path = self._fifo = path
         self._read_fd = read_fd
         self._keep_fd = keep_fd
         self._partial = b""
@@ -225,7 +237,7 @@ class WakeListener(WakeRouter):
         if not self._loop.is_closed():
             self._loop.remove_reader(self._read_fd)
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+            os.unlink(self._fifo)
         os.close(self._read_fd)
         os.close(self._keep_fd)
         self.wake([WAKE_ALL])

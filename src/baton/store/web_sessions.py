@@ -10,24 +10,12 @@ which host) live in :mod:`baton.web.sessions`; this module is the SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Final
 
 from baton.store.migrations import Migration
+from baton.store.store import Store
 from baton.store.tx import Tx
-
-T = TypeVar("T")
-
-
-class Writes(Protocol):
-    """What these functions need of :class:`baton.store.store.Store` (which applies
-    :data:`WEB_MIGRATIONS`; naming the class here would make an import cycle)."""
-
-    async def write(self, fn: Callable[[Tx], T]) -> T: ...
-
-    def read_tx(self, fn: Callable[[Tx], T]) -> T: ...
-
 
 __all__ = [
     "WEB_MIGRATIONS",
@@ -61,7 +49,7 @@ WEB_MIGRATIONS: Final[tuple[Migration, ...]] = (
         """,
     ),
 )
-"""Part of every store (:data:`baton.store.store.ALL_MIGRATIONS`)."""
+"""Part of every store (:data:`baton.store.schema.STORE_MIGRATIONS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +64,7 @@ class SessionRow:
     user_agent: str
 
 
-async def insert_code(store: Writes, code_sha256: str, *, now: float, expires_at: float) -> None:
+async def insert_code(store: Store, code_sha256: str, *, now: float, expires_at: float) -> None:
     """Record a fresh login code (by digest); old spent or expired codes are purged."""
 
     def insert(tx: Tx) -> None:
@@ -89,7 +77,7 @@ async def insert_code(store: Writes, code_sha256: str, *, now: float, expires_at
     await store.write(insert)
 
 
-async def consume_code(store: Writes, code_sha256: str, *, now: float) -> bool:
+async def consume_code(store: Store, code_sha256: str, *, now: float) -> bool:
     """Spend a code: True exactly once, while it is unexpired; False for any other code."""
 
     def spend(tx: Tx) -> bool:
@@ -103,7 +91,7 @@ async def consume_code(store: Writes, code_sha256: str, *, now: float) -> bool:
     return await store.write(spend)
 
 
-async def insert_session(store: Writes, row: SessionRow) -> None:
+async def insert_session(store: Store, row: SessionRow) -> None:
     """Record a session opened by a spent code; expired sessions are purged."""
 
     def insert(tx: Tx) -> None:
@@ -124,7 +112,7 @@ async def insert_session(store: Writes, row: SessionRow) -> None:
     await store.write(insert)
 
 
-def find_session(store: Writes, session_sha256: str) -> SessionRow | None:
+def find_session(store: Store, session_sha256: str) -> SessionRow | None:
     """The stored session with this digest, if any (blocking read; call off-loop)."""
 
     def query(tx: Tx) -> SessionRow | None:
@@ -139,7 +127,7 @@ def find_session(store: Writes, session_sha256: str) -> SessionRow | None:
 
 
 async def touch_session(
-    store: Writes, session_sha256: str, *, now: float, expires_at: float
+    store: Store, session_sha256: str, *, now: float, expires_at: float
 ) -> None:
     """Slide a session's expiry forward (called at most once a minute per session)."""
 
@@ -152,7 +140,7 @@ async def touch_session(
     await store.write(touch)
 
 
-async def revoke_all(store: Writes) -> int:
+async def revoke_all(store: Store) -> int:
     """Delete every browser session and unspent code; returns how many sessions ended."""
 
     def revoke(tx: Tx) -> int:

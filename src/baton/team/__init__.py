@@ -1,6 +1,6 @@
 """The team loop (``baton up``): FCoP tasks to role sessions and back, as one durable state machine.
 
-Above :mod:`baton.coordination` (FCoP through ``fcop``, the doorbell, the role MCP
+Above the FCoP rooms (:mod:`baton.fcop_port`, :mod:`baton.inbox`, the role MCP
 tools) and :mod:`baton.runner` (agent sessions). One module per concept:
 
 - :mod:`~baton.team.states`: the task, slot, dispatch, question and owner lifecycles as

@@ -12,9 +12,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from baton.coordination.doorbell import DoorbellEvent, TaskArrived, TaskRefused, refusal_payload
 from baton.events.model import TeamRefusal
 from baton.events.sequencer import utc_now
+from baton.inbox.doorbell import DoorbellEvent, TaskArrived, TaskRefused, refusal_payload
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.tx import Tx

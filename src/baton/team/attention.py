@@ -11,13 +11,13 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.team import TeamConfig
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import StaleRecord
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.team.book import RecordMoved, TaskBook
 from baton.team.states import TaskState
+from baton.team_config import TeamConfig
 
 __all__ = ["MAX_REASON", "SYSTEM_SENDER", "Escalations"]
 

@@ -16,9 +16,9 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from baton.coordination.fcop_port import TaskInfo
 from baton.errors import ControlFlow
 from baton.events.model import Payload, TeamTaskChanged
+from baton.fcop_port.port import TaskInfo
 from baton.requests.ledger import Change, Ledger
 from baton.requests.records import record_from_row
 from baton.requests.states import Event as RequestEvent

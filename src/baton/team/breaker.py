@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from baton.coordination.team import TeamConfig
 from baton.events.sequencer import utc_now
 from baton.store import team_sql
 from baton.store.store import Store
@@ -21,6 +20,7 @@ from baton.team.attention import Escalations
 from baton.team.jobs import Job
 from baton.team.records import RoleRecord
 from baton.team.slots import Slot, Slots
+from baton.team_config import TeamConfig
 
 __all__ = ["Breaker"]
 

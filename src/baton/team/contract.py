@@ -7,14 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from baton.coordination.binding import Binding
-from baton.coordination.team import RoleSpec
-from baton.store.tx import Tx
-from baton.team.reconcile import HolderTurn
+from baton.role_tools.binding import Binding
+from baton.team_config import RoleSpec
 
 __all__ = [
     "AdoptingSession",
-    "HeldTurns",
     "RoleSession",
     "RoleSessionFactory",
     "ScopedSession",
@@ -99,9 +96,3 @@ class AdoptingSession(Protocol):
     """
 
     async def adopt(self, prompt_sha256: str) -> TurnResult | None: ...
-
-
-HeldTurns = Callable[[Tx, str, float], HolderTurn | None]
-"""``(tx, slot, now) -> what the slot's live holder has`` (``None``: none). Given to the
-team loop only where role sessions outlive it (cluster mode); on one machine there is
-no such reader and every open turn of a dead loop is interrupted."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from baton.coordination.binding import OutboxRecord, SlotAccess
 from baton.errors import BatonError
+from baton.role_tools.binding import OutboxRecord, SlotAccess
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.team.records import SlotRecord

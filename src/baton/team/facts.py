@@ -13,11 +13,9 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from baton.coordination.errors import CoordinationError, StateAmbiguous, TaskNotFound
-from baton.coordination.fcop_port import STAGES, FcopPort, TaskInfo
-from baton.coordination.fcop_records import task_info
-from baton.coordination.ordering import Prerequisite, prerequisite_ids
-from baton.coordination.team import TeamConfig
+from baton.fcop_errors import CoordinationError, StateAmbiguous, TaskNotFound
+from baton.fcop_port.port import STAGES, FcopPort, TaskInfo
+from baton.fcop_port.records import task_info
 from baton.requests.model import ElicitationAnswer, ReviewAnswer
 from baton.requests.records import RequestRecord, record_from_row
 from baton.store import requests_sql, team_sql
@@ -34,6 +32,8 @@ from baton.team.next_step import (
 )
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 from baton.team.states import QUESTION, QuestionEvent, QuestionState
+from baton.team_config import TeamConfig
+from baton.workflow.ordering import Prerequisite, prerequisite_ids
 from baton.worktrees.model import WorktreeRecord
 
 log = logging.getLogger("baton.team.facts")

@@ -44,15 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
-from baton.coordination.doorbell import (
+from baton.events.sequencer import utc_now
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import (
+    clean_temporaries,
+)
+from baton.inbox.doorbell import (
     Doorbell,
     DoorbellEvent,
 )
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import clean_temporaries
-from baton.coordination.intake.sweep import Sweeper
-from baton.coordination.team import TeamConfig
-from baton.events.sequencer import utc_now
+from baton.intake.sweep import Sweeper
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
 from baton.store import team_sql
@@ -65,7 +66,7 @@ from baton.team.arrivals import Arrivals
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.breaker import Breaker
-from baton.team.contract import HeldTurns, RoleSessionFactory
+from baton.team.contract import RoleSessionFactory
 from baton.team.drop import DropReport, TreeDropper
 from baton.team.executor import BreakerTripped, Executor
 from baton.team.facts import FactSource, policy_for
@@ -74,6 +75,7 @@ from baton.team.jobs import Job
 from baton.team.outbox import OutboxReader
 from baton.team.ownership import Ownership, TeamLoopBusy
 from baton.team.prompts import Prompts
+from baton.team.reconcile import HolderLookup
 from baton.team.records import RefusalRecord, SlotRecord
 from baton.team.recovery import LIVE_STATES, Recovery
 from baton.team.slots import Slot, Slots
@@ -81,6 +83,7 @@ from baton.team.summary import RunSummary, summarize
 from baton.team.sweeps import LoopSweeps
 from baton.team.turns import TurnRunner
 from baton.team.workspaces import Workspaces
+from baton.team_config import TeamConfig
 
 __all__ = ["RunSummary", "TeamLoop", "TeamLoopBusy"]
 
@@ -106,7 +109,7 @@ class TeamLoop:
         doorbell_step_ms: int = 5,
         wall_clock: Callable[[], float] = time.time,
         sweep_interval: float = 5.0,
-        held_turns: HeldTurns | None = None,
+        holders: HolderLookup | None = None,
         notifier: Notifier | None = None,
     ) -> None:
         self.port = port
@@ -200,7 +203,7 @@ class TeamLoop:
             evaluate=self._evaluate,
             schedule=self.schedule,
             state_dir=state_dir,
-            held_turns=held_turns,
+            holders=holders,
             workspaces=self.workspaces,
         )
         self.dropper = TreeDropper(

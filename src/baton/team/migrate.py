@@ -32,12 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.binding import Binding
-from baton.coordination.team import TeamConfig
 from baton.events.model import Payload, TeamTaskChanged
 from baton.events.sequencer import utc_now
 from baton.requests.ledger import Change, Ledger, rpc_key
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
+from baton.role_tools.binding import Binding
 from baton.store import requests_sql, team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -51,6 +50,7 @@ from baton.team.records import (
     UsageTotals,
 )
 from baton.team.states import QuestionState, SlotState, TaskState
+from baton.team_config import TeamConfig
 
 __all__ = ["LEGACY_FILES", "MIGRATED_KEY", "migrate_legacy_state"]
 

@@ -18,7 +18,7 @@ The rules, in the order they are checked:
 2. A record that needs a human (``needs_attention``, ``failed``) waits for the
    human's retry.
 3. ``inbox``: a delegated TASK that waits for siblings (``after:``, FCoP
-   ``references``) is gated by :func:`baton.coordination.ordering.gate`: not
+   ``references``) is gated by :func:`baton.workflow.ordering.gate`: not
    finished yet → ``waiting_prerequisites``, unclaimed; one that can never
    finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
    otherwise queue the work for its role; in a slot, claim it (T2).
@@ -53,7 +53,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from baton.coordination.ordering import Prerequisite, Unmet, Waiting, gate
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 from baton.team.states import DispatchState, QuestionState, TaskState
 from baton.team.steps import (
@@ -78,6 +77,7 @@ from baton.team.steps import (
     Submit,
     Wait,
 )
+from baton.workflow.ordering import Prerequisite, Unmet, Waiting, gate
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.states import WorktreeState
 

@@ -15,8 +15,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from baton.coordination.errors import CoordinationError
 from baton.events.sequencer import utc_now
+from baton.fcop_errors import CoordinationError
 from baton.requests.ledger import Ledger
 from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.store import team_sql
@@ -98,16 +98,20 @@ class OutboxReader:
         if entry.kind == "ask_human":
             await self._ask_human(entry, now)
             return
-        await self.store.write(_consumer(entry.id, now))
-        if entry.kind == CANCEL_TURN:
-            await self._cancel_turn(entry)
-        elif entry.kind == DROP_TREE and entry.task_id:
+        if entry.kind == DROP_TREE and entry.task_id:
+            # consumed once done: a drop a crash cut short is done again (each part is
+            # idempotent), never lost with its row
             try:
                 report = await self.dropper.drop(entry.task_id, str(entry.data.get("reason", "")))
             except LookupError:
                 log.warning("drop of %s (outbox %s): no such TASK", entry.task_id, entry.id)
             else:
                 log.info("dropped the tree of %s: %s", report.root, ", ".join(report.dropped))
+            await self.store.write(_consumer(entry.id, now))
+            return
+        await self.store.write(_consumer(entry.id, now))
+        if entry.kind == CANCEL_TURN:
+            await self._cancel_turn(entry)
         elif entry.task_id:
             self.schedule(entry.task_id)  # a review decision (its REVIEW is in FCoP)
 

@@ -1,6 +1,6 @@
 """The prompt of each kind of turn, built from FCoP (blocking reads: run in a thread).
 
-Every prompt text comes from :mod:`baton.coordination.header` (deterministic, quoted
+Every prompt text comes from :mod:`baton.workflow.header` (deterministic, quoted
 where it carries other agents' text); this module only gathers what a prompt needs:
 the TASK and its body, the children's reports, the rejection reason, the question.
 """
@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import contextlib
 
-from baton.coordination.errors import CoordinationError, TaskNotFound
-from baton.coordination.fcop_port import FcopPort, TaskInfo
-from baton.coordination.header import (
+from baton.fcop_errors import CoordinationError, TaskNotFound
+from baton.fcop_port.port import FcopPort, TaskInfo
+from baton.team import steps
+from baton.team.next_step import Facts
+from baton.team.records import TaskRecord
+from baton.team.slots import Slot
+from baton.team_config import TeamConfig
+from baton.workflow.header import (
     ChildReport,
     PromptContext,
     answer_prompt,
@@ -22,11 +27,6 @@ from baton.coordination.header import (
     revision_prompt,
     task_prompt,
 )
-from baton.coordination.team import TeamConfig
-from baton.team import steps
-from baton.team.next_step import Facts
-from baton.team.records import TaskRecord
-from baton.team.slots import Slot
 
 __all__ = ["Prompts"]
 

@@ -16,9 +16,9 @@ Three layers, because each alone has a hole:
    line names the store); agents may start those in sessions of their own. It
    repeats until none is left (bounded), then exits.
 3. **the MCP side's own watch**: a shim's socket closes when the team loop dies
-   (:mod:`baton.coordination.mcp_shim` exits on end-of-file); a per-slot server
+   (:mod:`baton.role_tools.stdio_shim` exits on end-of-file); a per-slot server
    holds a pidfd on its team loop, and its write tools refuse once it is gone
-   (:mod:`baton.coordination.mcp_server`), for whatever runs outside those
+   (:mod:`baton.role_tools.server`), for whatever runs outside those
    sessions (a shim an agent started with ``setsid``).
 
 Run as ``python -m baton.team.reaper``; :class:`Reaper` starts and feeds it.
@@ -42,8 +42,8 @@ _SWEEP_FOR = 1.0
 """Seconds the reaper keeps sweeping a session (children forked during the kill)."""
 
 
-_ROLE_MCP = b"baton.coordination.role_mcp"
-_SHIM = b"mcp_shim.py"
+_ROLE_MCP = b"baton.role_tools.slot_server"
+_SHIM = b"stdio_shim.py"
 
 
 def _markers(store: str | None, socket: str | None) -> list[tuple[bytes, bytes]]:

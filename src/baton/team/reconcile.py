@@ -11,7 +11,8 @@ prompt has the digest the turn row recorded at dispatch, or says it has none.
 
 :func:`reconcile` is the decision, over plain facts (no I/O): the turn row's state and
 prompt digest, and what the store says of the slot's holder. It is taken twice: at start
-from the store (:class:`HolderTurn` from the holder's placement and its own events), and
+from the store (:class:`HolderTurn` from the holder's placement and its own events, read by
+the cluster package: a :data:`HolderLookup` handed to the loop), and
 again when the holder has answered that it has no such turn, or is gone (``None``): the
 turn then falls back to the interruption of before.
 """
@@ -19,6 +20,7 @@ turn then falls back to the interruption of before.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,6 +29,7 @@ from baton.team.states import DispatchState
 __all__ = [
     "LOOP_STOPPED",
     "Adopt",
+    "HolderLookup",
     "HolderTurn",
     "Interrupt",
     "Reconciled",
@@ -52,6 +55,11 @@ class HolderTurn:
     """That turn has ended (its result waits for whoever asks for it next)."""
     lease_live: bool = True
     """Its placement is ``placed`` and its lease has not run out (it renews it itself)."""
+
+
+HolderLookup = Callable[[Collection[str]], Awaitable[Mapping[str, HolderTurn]]]
+"""The store's facts of the live holders of these slots (cluster mode, where the cluster
+package reads them: ``baton.cluster.holders.holder_turns``); a slot without one is absent."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from baton.coordination.binding import Binding
+from baton.role_tools.binding import Binding
 from baton.store import team_sql
 from baton.team.states import DispatchState, OwnerState, QuestionState, SlotState, TaskState
 

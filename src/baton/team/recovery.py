@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import clean_temporaries, tasks_in_two_stages
-from baton.coordination.team import TeamConfig
 from baton.events.model import Payload
 from baton.events.sequencer import utc_now
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import clean_temporaries, tasks_in_two_stages
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -31,14 +29,15 @@ from baton.store.tx import Tx
 from baton.team.activity import Activity
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook, guard_update
-from baton.team.contract import AdoptingSession, HeldTurns
-from baton.team.reconcile import LOOP_STOPPED, Adopt, HolderTurn, reconcile
+from baton.team.contract import AdoptingSession
+from baton.team.reconcile import LOOP_STOPPED, Adopt, HolderLookup, reconcile
 from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot, Slots
 from baton.team.states import DispatchState, TaskState
 from baton.team.turns import RoleTurn, TurnRunner
 from baton.team.two_stages import record_recovery, repair_two_stages
 from baton.team.workspaces import Workspaces
+from baton.team_config import TeamConfig
 
 __all__ = ["LIVE_STATES", "Recovery"]
 
@@ -65,7 +64,7 @@ class Recovery:
         evaluate: Callable[[str], Awaitable[None]],
         schedule: Callable[[str], None],
         state_dir: Path | None,
-        held_turns: HeldTurns | None,
+        holders: HolderLookup | None,
         workspaces: Workspaces,
     ) -> None:
         self.workspaces = workspaces
@@ -81,7 +80,8 @@ class Recovery:
         self.evaluate = evaluate
         self.schedule = schedule
         self.state_dir = state_dir
-        self.held_turns = held_turns
+        self.holders = holders
+        """Cluster mode: what the store says of the slots' live holders (None: one machine)."""
         self._adoptions: dict[str, TurnRecord] = {}
         """Per slot, the open turn a live holder still has (adopted by the slot's worker)."""
 
@@ -110,21 +110,21 @@ class Recovery:
         """Turns a dead loop left open did not finish: mark them (and their TASKs)
         interrupted, unless a live role holder still has the turn (cluster mode): that
         one is adopted (:mod:`baton.team.reconcile`), its result taken by the slot's worker."""
-        held = self.held_turns
-        now = time.time()
 
-        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None, HolderTurn | None]]:
+        def read(tx: Tx) -> list[tuple[TurnRecord, TaskRecord | None]]:
             out = []
             for row in team_sql.open_turns(tx):
                 turn = TurnRecord.from_row(row)
                 task_row = team_sql.TASKS.get(tx, turn.task_id)
-                holder = held(tx, turn.slot, now) if held is not None else None
-                out.append((turn, TaskRecord.from_row(task_row) if task_row else None, holder))
+                out.append((turn, TaskRecord.from_row(task_row) if task_row else None))
             return out
 
+        opened = await self.store.aread(read)
+        slots = {turn.slot for turn, _ in opened}
+        holders = await self.holders(slots) if self.holders is not None and slots else {}
         adoptions: dict[str, TurnRecord] = {}
-        for turn, record, holder in await self.store.aread(read):
-            decision = reconcile(turn.state, turn.prompt_sha256, holder)
+        for turn, record in opened:
+            decision = reconcile(turn.state, turn.prompt_sha256, holders.get(turn.slot))
             if isinstance(decision, Adopt) and turn.slot not in adoptions:
                 adoptions[turn.slot] = turn
                 self.turns.live.add((turn.task_id, turn.dispatch))  # its TASK waits for it

@@ -24,17 +24,16 @@ from typing import Any
 
 from baton.acp.messages import InitializeAnswer
 from baton.config import BatonConfig, agent_roots_dir
-from baton.coordination.binding import Binding
-from baton.coordination.hub_auth import SlotCredential
-from baton.coordination.mcp_hub import RoleHub
-from baton.coordination.mcp_server import fcop_mcp_config, mcp_config
-from baton.coordination.team import FcopMcpCompat, RoleSpec
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
+from baton.role_tools.binding import Binding
+from baton.role_tools.credentials import SlotCredential
+from baton.role_tools.hub import RoleHub
+from baton.role_tools.server import fcop_mcp_config, mcp_config
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -42,6 +41,7 @@ from baton.security.paths import sanitize_id
 from baton.store.records import SessionRecord
 from baton.store.store import Store
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult, Usage
+from baton.team_config import FcopMcpCompat, RoleSpec
 
 __all__ = ["AcpRoleSession", "identity_key", "role_policy", "role_session_factory"]
 

@@ -13,16 +13,17 @@ from typing import Literal
 
 from baton import crashpoints
 from baton.config import BatonConfig
-from baton.coordination.context import CoordinationContext
-from baton.coordination.mcp_hub import RoleHub
+from baton.fcop_port.project import CoordinationContext
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
+from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
-from baton.team.contract import HeldTurns, RoleSessionFactory
+from baton.team.contract import RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
+from baton.team.reconcile import HolderLookup
 from baton.team.role_sessions import role_session_factory
 
 __all__ = ["run_team"]
@@ -40,7 +41,7 @@ async def run_team(
     decorate: Callable[[RoleSessionFactory], RoleSessionFactory] | None = None,
     role_mcp: Literal["hub", "server"] = "hub",
     factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
-    held_turns: HeldTurns | None = None,
+    holders: HolderLookup | None = None,
     notifier: Notifier | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
@@ -48,8 +49,8 @@ async def run_team(
     ``role_mcp``: ``hub`` serves every slot's role tools from this process
     (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
     (kept to measure against, ``benches/slots.py``). ``factory_for`` builds the
-    role-session factory from the hub instead (cluster mode: role actors on workers),
-    and ``held_turns`` reads what those actors still hold across a restart. ``notifier``
+    role-session factory from the hub instead (cluster mode: role actors on workers), and
+    ``holders`` says which of their holders outlived a previous coordinator. ``notifier``
     announces every new request for the human (``[notify]``); each agent request waits
     ``[team] answer_timeout`` seconds, then is refused so the turn goes on.
     """
@@ -90,7 +91,7 @@ async def run_team(
             ledger=ledger,
             state_dir=ctx.state_dir,
             watch_group=reaper.watch,
-            held_turns=held_turns,
+            holders=holders,
             notifier=notifier,
         )
         if on_loop is not None:

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.binding import Binding
-from baton.coordination.team import RoleSpec, TeamConfig
 from baton.events.model import Payload, TeamSlotChanged
+from baton.role_tools.binding import Binding
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.tx import Tx
@@ -27,6 +26,7 @@ from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult
 from baton.team.controls import CancelAsk
 from baton.team.records import SlotRecord, UsageTotals
 from baton.team.states import SLOT, SlotEvent, SlotState
+from baton.team_config import RoleSpec, TeamConfig
 
 __all__ = ["MAX_FILES_CHANGED", "Slot", "Slots", "merge_files", "slot_names"]
 
@@ -78,7 +78,7 @@ class Slots:
         *,
         team: TeamConfig,
         fcop_root: Path,
-        store_path: Path,
+        store_path: Path | None,
         journal: Journal,
         factory: RoleSessionFactory,
         now: Callable[[], str],

@@ -15,7 +15,7 @@ baton's progress on it)::
          → waiting_children → consolidating → (dispatched …) → in_review → settled
 
 plus ``waiting_prerequisites`` (a delegated TASK whose ``after:`` siblings have
-not finished: left unclaimed in the inbox; see :mod:`baton.coordination.ordering`),
+not finished: left unclaimed in the inbox; see :mod:`baton.workflow.ordering`),
 ``refused`` (the doorbell would not dispatch it), ``waiting_human`` (an
 ``ask_human`` question is open), ``interrupted`` (the team loop stopped or died
 during its turn: re-prompted with context on the next start),
@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from baton.coordination.errors import CoordinationError
+from baton.fcop_errors import CoordinationError
 from baton.statetable import StateTable
 
 __all__ = [

@@ -14,9 +14,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from baton.coordination.doorbell import Doorbell, DoorbellEvent
-from baton.coordination.intake.stability import FileFacts
-from baton.coordination.intake.sweep import Sweeper, SweepReport
+from baton.inbox.doorbell import Doorbell, DoorbellEvent
+from baton.intake.stability import FileFacts
+from baton.intake.sweep import Sweeper, SweepReport
 
 __all__ = ["LoopSweeps"]
 

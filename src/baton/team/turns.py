@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baton.coordination.team import TeamConfig
 from baton.events.model import Payload
 from baton.store import team_sql
 from baton.store.tx import Tx
@@ -43,6 +42,7 @@ from baton.team.states import (
     TaskState,
 )
 from baton.team.workspaces import Workspaces
+from baton.team_config import TeamConfig
 
 __all__ = ["RoleTurn", "TurnRunner"]
 

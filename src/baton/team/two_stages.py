@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from baton.coordination.fcop_port import FcopPort
-from baton.coordination.fcop_recovery import Unresolved, resolve_two_stages, validate_workspace
 from baton.events.model import TeamRecovery
+from baton.fcop_port.port import FcopPort
+from baton.fcop_port.recovery import Unresolved, resolve_two_stages, validate_workspace
 from baton.store.journal import Journal
 
 __all__ = ["record_recovery", "repair_two_stages"]

@@ -23,9 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from baton.coordination.fcop_port import FcopPort, TaskInfo
-from baton.coordination.intake.board import open_tasks
-from baton.coordination.team import TeamConfig
+from baton.fcop_port.board import open_tasks
+from baton.fcop_port.port import FcopPort, TaskInfo
 from baton.lifeline import process_start_ticks
 from baton.requests.records import record_from_row
 from baton.store import requests_sql, team_sql
@@ -40,6 +39,7 @@ from baton.team.records import (
     TaskRecord,
 )
 from baton.team.states import OwnerState, QuestionState, TaskState
+from baton.team_config import TeamConfig
 
 __all__ = [
     "BoardTask",

@@ -25,17 +25,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from baton import crashpoints
-from baton.coordination.team import Isolation
 from baton.errors import BatonError
 from baton.events.model import TeamWorktreeChanged
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import StoreConflict, Tx
+from baton.team.records import TaskRecord
+from baton.team.states import TaskState
+from baton.team_config import Isolation
 from baton.worktrees.git import GitError
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.naming import branch_name, salvage_ref, tree_label
-from baton.worktrees.recovery import AfterCrash, GitFacts, after_crash
+from baton.worktrees.recovery import AfterCrash, GitFacts, after_crash, salvage_head
 from baton.worktrees.repo import MergeRefused, Preflight, Repository, TreeChange
 from baton.worktrees.states import WORKTREE, WorktreeEvent, WorktreeState
 
@@ -124,6 +126,18 @@ class Workspaces:
         except ValueError:
             inside = Path()
         return record.worktree / inside
+
+    def protected(self) -> tuple[str, ...]:
+        """Paths no task branch may change and still merge: FCoP's own files and baton's
+        state (agents file through baton's tools; a change there is a stray or hostile
+        write, never work), relative to the repository's top."""
+        assert self.repo is not None
+        try:
+            inside = self.project.resolve().relative_to(self.repo.root.resolve())
+        except ValueError:
+            return ()
+        prefix = "" if inside == Path() else inside.as_posix() + "/"
+        return (f"{prefix}fcop/", f"{prefix}.baton/")
 
     def cwd_of(self, root: str | None) -> Path | None:
         """The working folder of the tree ``root`` while it is live (blocking read)."""
@@ -305,6 +319,15 @@ class Workspaces:
             if record.state is WorktreeState.LIVE:
                 record = await self._checkpoint(record, f"baton: last checkpoint of {root}")
                 repo = self._repo()
+                stray = await asyncio.to_thread(repo.touched, record, self.protected())
+                if stray:
+                    raise MergeRefused(
+                        f"the branch changes baton's own files ({', '.join(stray[:5])}"
+                        + ("…" if len(stray) > 5 else "")
+                        + "): agents file tasks and reports through baton's tools, never by "
+                        "writing them; send it back to undo those changes",
+                        stray,
+                    )
                 rule = record.merge_rule or self.isolation.merge
                 base_tip, target = await asyncio.to_thread(repo.merge_commit, record, rule, message)
                 merging = await self._move(
@@ -344,32 +367,41 @@ class Workspaces:
             record = await asyncio.to_thread(self.get, root)
             if record is None:
                 return None
-            if record.state in (WorktreeState.CREATING, WorktreeState.LIVE):
-                record = await self._move(
-                    record,
-                    dataclasses.replace(record, salvage_ref=salvage_ref(root), reason=reason),
-                    WorktreeEvent.SALVAGE,
-                )
-            if record.state is WorktreeState.SALVAGING:
-                record = await self._finish_salvage(record)
-            return record
+            return await self._salvage(record, reason)
+
+    async def _salvage(self, record: WorktreeRecord, reason: str) -> WorktreeRecord:
+        if record.state in (WorktreeState.CREATING, WorktreeState.LIVE):
+            record = await self._move(
+                record,
+                dataclasses.replace(
+                    record, salvage_ref=salvage_ref(record.root_task), reason=reason
+                ),
+                WorktreeEvent.SALVAGE,
+            )
+        if record.state is WorktreeState.SALVAGING:
+            record = await self._finish_salvage(record)
+        return record
 
     async def _finish_salvage(self, record: WorktreeRecord) -> WorktreeRecord:
         repo = self._repo()
         ref = record.salvage_ref or salvage_ref(record.root_task)
-        head = record.head_commit
+        checkpointed = None
         if record.worktree.exists() and await asyncio.to_thread(
             lambda: record.worktree.resolve() in repo.worktrees()
         ):
             crashpoints.durable_write("worktree.salvage.checkpoint.before")
-            head = await asyncio.to_thread(
+            checkpointed = await asyncio.to_thread(
                 repo.checkpoint,
                 record.worktree,
                 f"baton: salvage of {record.root_task} (uncommitted work when it was dropped)",
             )
             crashpoints.durable_write("worktree.salvage.checkpoint.after")
-        if head is None:
-            head = await asyncio.to_thread(repo.resolve, f"refs/heads/{record.branch}")
+        head = salvage_head(
+            record,
+            checkpointed=checkpointed,
+            branch_head=await asyncio.to_thread(repo.resolve, f"refs/heads/{record.branch}"),
+            saved=await asyncio.to_thread(repo.resolve, ref),
+        )
         if head is not None:
             await self._git(lambda r: r.save(ref, head), "worktree.salvage.save")
         await self._git(lambda r: r.remove(record, delete_branch=True), "worktree.salvage.remove")
@@ -436,7 +468,16 @@ class Workspaces:
             base_holds=repo.is_merged(record),
             salvaged_head=repo.resolve(record.salvage_ref) if record.salvage_ref else None,
         )
-        return after_crash(record, facts)
+        return after_crash(record, facts, dropped=self._dropped(record.root_task) is not None)
+
+    def _dropped(self, root: str) -> str | None:
+        """Why the tree's root TASK was dropped, if it was (blocking read): a drop cut
+        short after the TASKs were dropped and before the salvage began is finished."""
+        row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, root))
+        task = TaskRecord.from_row(row) if row is not None else None
+        if task is None or task.state is not TaskState.DROPPED:
+            return None
+        return task.reason or "its task tree was dropped"
 
     async def _after_crash(
         self, record: WorktreeRecord, action: AfterCrash | None = None
@@ -465,7 +506,10 @@ class Workspaces:
         elif action is AfterCrash.REMOVE:
             record = await self._remove(record)
         elif action is AfterCrash.SALVAGE:
-            record = await self._finish_salvage(record)
+            reason = record.reason
+            if record.state is not WorktreeState.SALVAGING:
+                reason = await asyncio.to_thread(self._dropped, record.root_task)
+            record = await self._salvage(record, reason or "its task tree was dropped")
         elif action is AfterCrash.LOST:
             log.warning("the branch %s of %s is gone", record.branch, record.root_task)
         return record

@@ -6,6 +6,10 @@ Transports (the httpx way: pass one to ``AgentSession.open(..., transport=...)``
   :class:`ScenarioAgent` plays any fake-agent scenario there;
 * :func:`replay` (:mod:`.recorded`): a recorded NDJSON wire trace plays the agent.
 
+:mod:`baton.testing.cursor_bridge` is a scripted Cursor SDK bridge (the ``sdk/v1`` contract
+the ``cursor-sdk`` client speaks, runs scripted in the prompt), for the ``cursor-sdk``
+transport without a Cursor account: ``python -m baton.testing.cursor_bridge``.
+
 :mod:`baton.testing.fake_agent` is the same scriptable fault-injection agent as a real
 process (standard library only); run it as ``python -m baton.testing.fake_agent --scenario
 NAME``, or build its command line with :func:`fake_agent_argv`. This package module stays

@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from baton.acp.pipes import PIPE_CAPACITY, MemoryPipe
 from baton.acp.stderr_ring import StderrRing
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.testing.scenarios import (
@@ -60,67 +61,8 @@ __all__ = [
 PROCESS_SCENARIOS = frozenset({"spawn-grandchild", "replay"})
 """Scenarios that only make sense as a real process (``replay`` has :func:`replay`)."""
 
-PIPE_CAPACITY = 64 * 1024
-"""Like a Linux pipe: a writer waits once this much is unread."""
-
 KILLED = -9
 """The exit status of an in-memory agent that was killed (as a process killed by SIGKILL)."""
-
-
-class MemoryPipe:
-    """One direction of a byte stream, bounded; both a ``ByteReader`` and a ``ByteWriter``."""
-
-    def __init__(self, capacity: int = PIPE_CAPACITY) -> None:
-        self.capacity = capacity
-        self._buffer = bytearray()
-        self._eof = False
-        self._broken = False
-        self._changed = asyncio.Event()
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    # writer side
-    def write(self, data: bytes | memoryview) -> None:
-        if self._broken:
-            raise BrokenPipeError("the reading end is closed")
-        if self._eof:
-            raise RuntimeError("write after close")
-        if data:
-            self._buffer += data
-            self._wake()
-
-    async def drain(self) -> None:
-        while len(self._buffer) > self.capacity and not self._broken:
-            await self._changed.wait()
-        if self._broken:
-            raise BrokenPipeError("the reading end is closed")
-
-    def is_closing(self) -> bool:
-        return self._eof or self._broken
-
-    def close(self) -> None:
-        """The writer is done: EOF once the reader has the rest."""
-        self._eof = True
-        self._wake()
-
-    # reader side
-    async def read(self, n: int = -1) -> bytes:
-        while not self._buffer and not self._eof and not self._broken:
-            await self._changed.wait()
-        size = len(self._buffer) if n < 0 else min(n, len(self._buffer))
-        with memoryview(self._buffer) as view, view[:size] as head:
-            data = head.tobytes()  # one copy (a bytearray slice and bytes() are two)
-        del self._buffer[:size]
-        self._wake()
-        return data
-
-    def break_(self) -> None:
-        """The reader is gone: pending and later writes fail, reads see EOF."""
-        self._broken = True
-        self._buffer.clear()
-        self._wake()
 
 
 class AgentEnd:

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.config import load_config
-from baton.coordination.intake.screen import subject_problem
 from baton.errors import BatonError, ConfigError
+from baton.intake.screen import subject_problem
 from baton.lifeline import boot_id
 from baton.store.store import Store
 from baton.team.controls import ControlRefused, request_cancel
@@ -61,7 +61,7 @@ def create_task(
     project_dir: Path, *, to: str, subject: str, body: str, operation_id: str | None
 ) -> dict[str, Any]:
     """T1 as the human, exactly as ``baton task new`` does it (blocking: call off-loop)."""
-    from baton.coordination.context import open_context
+    from baton.fcop_port.project import open_context
 
     ctx = open_context(project_dir)
     if ctx.team.role_for(to) is None:
@@ -77,7 +77,7 @@ def create_task(
         sender=ctx.team.human,
         recipient=to,
         subject=subject,
-        body=body or subject,
+        body=body if body.strip() else subject,  # an empty body: the subject is the task
         operation_id=operation_id,
     )
     return {

@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from baton.errors import BatonError, RemoteFault
 from baton.requests.ledger import RequestRecord
+from baton.requests.model import ReviewRequest
 from baton.requests.render import to_data
 from baton.requests.states import State
 from baton.store.history import (
@@ -45,7 +46,7 @@ from baton.web.live import TOPICS
 from baton.web.markdown import render_markdown
 from baton.web.openapi import OPENAPI
 from baton.web.sse import parse_resume_point, sse_stream
-from baton.web.summaries import decided_by_text, decision_text, run_outcome
+from baton.web.summaries import decided_by_text, decision_text, prompt_summary, run_outcome
 from baton.web.tasks import task_changes, task_documents
 
 __all__ = [
@@ -175,7 +176,7 @@ async def runs_with_outcomes(
                 pending.get(run.run_id, 0),
                 stalled.get(run.run_id),
             ),
-            "prompt": prompts.get(run.run_id),
+            "prompt": prompt_summary(prompts[run.run_id]) if run.run_id in prompts else None,
         }
         for run in runs
     ]
@@ -237,7 +238,7 @@ async def team_snapshot(ctx: WebContext) -> dict[str, Any]:
 
 async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     """A task, its documents, and (for the review card) the changes its role reported."""
-    from baton.coordination.errors import CoordinationError
+    from baton.fcop_errors import CoordinationError
 
     board = _board_source(ctx)
     snapshot = await asyncio.to_thread(board.snapshot, [])
@@ -292,13 +293,34 @@ async def run_detail(ctx: WebContext, run: RunRecord) -> dict[str, Any]:
             {
                 "request_id": r.request_id,
                 "kind": r.kind,
-                "title": r.title,
+                "title": await request_title(ctx, r),
                 "state": r.state.value,
                 "decision": decision_text(r),
             }
             for r in requests
         ],
     }
+
+
+async def task_subject(ctx: WebContext, task_id: str) -> str | None:
+    """A task's subject from its TASK file (None when there is no board or no such task)."""
+    if ctx.board is None:
+        return None
+    port = ctx.board.port
+    try:
+        return (await asyncio.to_thread(port.read_task, task_id)).subject or None
+    except Exception:  # a missing or refused TASK: the id stands in for it
+        return None
+
+
+async def request_title(ctx: WebContext, record: RequestRecord) -> str:
+    """How a request is titled on a page: a review by its task's subject, not its id."""
+    doc = record.document
+    if isinstance(doc, ReviewRequest):
+        subject = await task_subject(ctx, doc.task_id)
+        if subject:
+            return f"Review: {subject}"
+    return record.title
 
 
 async def task_changes_for(ctx: WebContext, role: str | None) -> dict[str, Any] | None:

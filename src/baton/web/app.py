@@ -23,8 +23,8 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from baton.coordination.errors import CoordinationError
 from baton.errors import BatonError, ConfigError
+from baton.fcop_errors import CoordinationError
 from baton.requests.ledger import Ledger
 from baton.store.store import Store
 from baton.web.actions import ActionRefused, RunLauncher

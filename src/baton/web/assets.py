@@ -18,11 +18,14 @@ from __future__ import annotations
 from importlib.resources import files
 from typing import Final
 
-__all__ = ["CSS_PATH", "DASHBOARD_CSS", "DASHBOARD_JS", "JS_PATH"]
+__all__ = ["CSS_PATH", "DASHBOARD_CSS", "DASHBOARD_JS", "ICON_PATH", "ICON_SVG", "JS_PATH"]
 
 JS_PATH: Final = "/assets/dashboard.js"
 CSS_PATH: Final = "/assets/dashboard.css"
+ICON_PATH: Final = "/assets/favicon.svg"
 
 _STATIC = files("baton.web").joinpath("static")
 DASHBOARD_JS: Final = _STATIC.joinpath("dashboard.js").read_text(encoding="utf-8")
 DASHBOARD_CSS: Final = _STATIC.joinpath("dashboard.css").read_text(encoding="utf-8")
+ICON_SVG: Final = _STATIC.joinpath("favicon.svg").read_text(encoding="utf-8")
+"""Also served at ``/favicon.ico``, which browsers ask for on every page."""

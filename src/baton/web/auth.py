@@ -1,24 +1,34 @@
 """Who may use the web surface: host names, origins, a bearer token and browser sessions.
 
 The dashboard can answer an agent's permission requests, so reaching it is
-reaching the agents' tools. The rules, in one ASGI middleware (:class:`Gate`):
+reaching the agents' tools. The rules, in one ASGI middleware (:class:`Gate`);
+what each rule stops, and what nothing here stops, is the threat model in
+``docs/security.md``:
 
 * **Host, always.** The ``Host`` header must name this server: a loopback name
-  or address, the project's ``*.localhost`` login host, or the address it was
-  explicitly bound to. Otherwise a page could rebind its own DNS name to
-  127.0.0.1 and drive the API from the user's browser. This holds in every mode,
-  ``--no-token`` included.
+  or address, one of the project's ``baton-<project>-<label>.localhost`` login
+  hosts, or the address it was explicitly bound to. Otherwise a page could
+  rebind its own DNS name to 127.0.0.1 and drive the API from the user's
+  browser. This holds in every mode, ``--no-token`` included.
 * **Origin on every write, always.** A state-changing request whose ``Origin``
   (or, without one, ``Sec-Fetch-Site``) says it comes from another origin is a
   403, whatever credential it carries; JSON endpoints also take only
   ``application/json``, which a cross-site form cannot send without a CORS
-  preflight that is never granted.
+  preflight that is never granted. Both only stop a *browser*: a local client
+  forges any header, which is why the credential below has a half it cannot get.
 * **A credential**, unless the server runs with ``--no-token`` (loopback only):
-  ``Authorization: Bearer <api token>`` for scripts, or a browser session cookie
-  (:mod:`baton.web.sessions`: opened with a one-time login code, stored, bound to
-  the origin it was opened on, never the API token). ``/login``, ``/api/login``
-  and the static assets need none. A browser without a session is sent to
-  ``/login``; an API client gets a 401.
+  ``Authorization: Bearer <api token>`` for scripts, or a browser session
+  (:mod:`baton.web.sessions`): the cookie half the browser sends by itself and
+  the proof half the page's script sends (``X-Baton-Proof``; for the two event
+  streams, which ``EventSource`` opens without headers, ``?proof=``).
+  ``/login``, ``/api/login``, ``/favicon.ico`` and the static assets need none.
+  A page navigation carries no proof, so it is answered with the *page shell*
+  (:func:`baton.web.pages.shell`): no data, only the script that fetches the same
+  URL again with the proof (or goes to ``/login``). An API client without a
+  credential gets a 401.
+* **Revocation reaches open streams.** A stream opened with a session asks every
+  :data:`~baton.web.sessions.WATCH_S` whether the session still holds, and ends
+  when it does not (``baton serve --logout-all``).
 
 Every response also carries headers that keep agent text inert in a browser
 (a strict Content-Security-Policy, ``nosniff``, no framing, no referrer, no caching).
@@ -26,7 +36,7 @@ Every response also carries headers that keep agent text inert in a browser
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import hmac
 import ipaddress
 import re
@@ -36,23 +46,28 @@ from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Final
+from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.security.display import escape_html
+from baton.web.pages import shell
+from baton.web.revocation import Check, watched
 from baton.web.sessions import SessionAuth
 
 __all__ = [
     "COOKIE_PREFIX",
+    "PROOF_HEADER",
     "SECURITY_HEADERS",
     "AuthConfig",
     "Gate",
     "cookie_name",
     "generate_token",
     "is_loopback_host",
-    "project_host",
+    "login_host_name",
+    "project_label",
     "request_origin",
     "server_port",
     "session_cookie",
@@ -61,8 +76,13 @@ __all__ = [
 
 COOKIE_PREFIX: Final = "baton_session"
 """Prefix of the session cookie's name; the server's port is appended."""
+PROOF_HEADER: Final = "x-baton-proof"
+"""The header carrying a session's proof half (the page's script sets it)."""
 PUBLIC_PREFIX: Final = "/assets/"
-PUBLIC_PATHS: Final = frozenset({"/login", "/api/login"})
+PUBLIC_PATHS: Final = frozenset({"/login", "/api/login", "/favicon.ico"})
+LABEL_LEN: Final = 13
+"""Random characters in a login host name: 64 bits in base32 (``[a-z2-7]``)."""
+_LABEL = re.compile(rf"[a-z2-7]{{{LABEL_LEN}}}")
 
 SECURITY_HEADERS: Final[Mapping[str, str]] = {
     # Only our own script and stylesheet may run or style; nothing inline, no
@@ -95,17 +115,25 @@ def tokens_match(given: str | None, token: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8"))
 
 
-def project_host(project_dir: Path) -> str:
-    """``baton-<name>-<hash>.localhost``: this project's own browser host name.
+def project_label(project_dir: Path) -> str:
+    """``baton-<name>``: the readable, *public* part of the project's login host names."""
+    name = _SLUG.sub("-", project_dir.resolve().name.lower()).strip("-")[:30].strip("-")
+    return f"baton-{name or 'project'}"
+
+
+def login_host_name(project_dir: Path) -> str:
+    """``baton-<name>-<random>.localhost``: a fresh login host name (one per server start).
 
     Browsers resolve every ``*.localhost`` name to loopback without DNS, and keep
     host-only cookies per host name, so a session cookie set here is never sent
-    to another server on ``127.0.0.1``/``localhost`` (nor to another project's).
+    to another server on ``127.0.0.1``/``localhost``, nor to a server on another
+    port of this name unless the browser is sent there. The random part (64 bits)
+    is what keeps a local server from sending it there: it is derived from
+    nothing another process knows (not the project path), only printed in the
+    login URL and kept in the project's private state directory.
     """
-    resolved = str(project_dir.resolve())
-    name = _SLUG.sub("-", project_dir.resolve().name.lower()).strip("-")[:30].strip("-")
-    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:6]
-    return f"baton-{name or 'project'}-{digest}.localhost"
+    label = base64.b32encode(secrets.token_bytes(8)).decode("ascii").lower().rstrip("=")
+    return f"{project_label(project_dir)}-{label[:LABEL_LEN]}.localhost"
 
 
 def _split_host(host: str) -> tuple[str, str | None]:
@@ -166,6 +194,27 @@ def _bearer(headers: Headers) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
+def is_stream(path: str) -> bool:
+    """The two event streams: opened by ``EventSource`` (no headers), kept open for long."""
+    return path == "/api/live" or (path.startswith("/api/runs/") and path.endswith("/stream"))
+
+
+def _proof(scope: Scope, headers: Headers) -> str | None:
+    """The session's proof half: the header, or ``?proof=`` on an event stream."""
+    given = headers.get(PROOF_HEADER)
+    if given:
+        return given
+    if scope["method"] == "GET" and is_stream(scope["path"]):
+        values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("proof")
+        return values[0] if values else None
+    return None
+
+
+def _is_page(path: str, method: str) -> bool:
+    """A navigation a browser makes by itself (no proof): answered with the page shell."""
+    return method == "GET" and not path.startswith(("/api/", "/fragments/", PUBLIC_PREFIX))
+
+
 def same_origin(headers: Headers, scheme: str) -> bool:
     """False when the browser says the request comes from another origin."""
     origin = headers.get("origin")
@@ -184,17 +233,31 @@ class AuthConfig:
     sessions: SessionAuth | None
     """Browser sessions; None only with ``--no-token`` (then nothing is required)."""
     login_host: str | None = None
-    """The project's ``*.localhost`` name: the only host a browser logs in on."""
+    """This server's ``baton-<project>-<random>.localhost`` name: the only host a browser
+    logs in on. Earlier servers' names of the project (same prefix, another random
+    part) are still served, so a page opened before a restart keeps working; its
+    session stays bound to the origin it was opened on."""
     extra_hosts: frozenset[str] = field(default_factory=frozenset)
     """Host names besides loopback ones and ``login_host`` (an explicit ``--host``)."""
     any_ip_host: bool = False
     """Bound to a wildcard address: any IP literal is this server (never a DNS name)."""
+
+    def _project_host(self, name: str) -> bool:
+        """A login host name of this project from an earlier start (same prefix)."""
+        if self.login_host is None or len(self.login_host) <= LABEL_LEN + len(".localhost"):
+            return False
+        prefix = self.login_host[: -len(".localhost") - LABEL_LEN]
+        if not name.startswith(prefix) or not name.endswith(".localhost"):
+            return False
+        return _LABEL.fullmatch(name[len(prefix) : -len(".localhost")]) is not None
 
     def host_allowed(self, host: str) -> bool:
         name, _ = _split_host(host)
         if not name:
             return False
         if is_loopback_host(host) or name == self.login_host or name in self.extra_hosts:
+            return True
+        if self._project_host(name):
             return True
         if self.any_ip_host:
             try:
@@ -257,14 +320,17 @@ class Gate:
                         headers[name] = value
             await send(message)
 
-        response = await self._check(scope)
-        if response is not None:
-            await response(scope, receive, send_with_headers)
-            return
-        await self._app(scope, receive, send_with_headers)
+        verdict = await self._check(scope)
+        if isinstance(verdict, Response):
+            await verdict(scope, receive, send_with_headers)
+        elif verdict is not None and is_stream(scope["path"]):
+            await watched(self._app, verdict, scope, receive, send_with_headers)
+        else:
+            await self._app(scope, receive, send_with_headers)
 
-    async def _check(self, scope: Scope) -> Response | None:
-        """``None`` to let the request through, else the refusal (or a redirect to log in)."""
+    async def _check(self, scope: Scope) -> Response | Check | None:
+        """``None`` (or, for a session, how to re-check it) to let the request through;
+        else the refusal, or the page shell for a navigation without the proof."""
         config = self._config
         path: str = scope["path"]
         method: str = scope["method"]
@@ -273,18 +339,24 @@ class Gate:
             return _deny(path, 403, "This host name is not this baton server.")
         if method not in _SAFE_METHODS and not same_origin(headers, scope["scheme"]):
             return _deny(path, 403, "Cross-origin requests are refused.")
-        if config.sessions is None:
+        sessions = config.sessions
+        if sessions is None:
             return None  # --no-token: loopback host names only (checked above)
         if (path.startswith(PUBLIC_PREFIX) and method in _SAFE_METHODS) or path in PUBLIC_PATHS:
             return None
         assert config.api_token is not None
         if tokens_match(_bearer(headers), config.api_token):
             return None
-        secret = session_cookie(headers, cookie_name(server_port(scope)))
-        if await config.sessions.check(secret, origin=request_origin(scope)):
-            return None
-        if method == "GET" and not path.startswith("/api/"):
-            return RedirectResponse("/login", status_code=303)
+        cookie = session_cookie(headers, cookie_name(server_port(scope)))
+        proof = _proof(scope, headers)
+        origin = request_origin(scope)
+        if proof is None and _is_page(path, method):
+            if cookie is None:
+                return RedirectResponse("/login", status_code=303)
+            # No data without both halves: the shell's script asks again with the proof.
+            return HTMLResponse(shell())
+        if await sessions.check(cookie, proof, origin=origin):
+            return lambda: sessions.check(cookie, proof, origin=origin)
         return _deny(
             path,
             401,

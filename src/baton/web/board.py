@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from baton.coordination.context import CoordinationContext
-from baton.coordination.fcop_port import FcopPort, Stage, TaskInfo
+from baton.fcop_port.port import FcopPort, Stage, TaskInfo
+from baton.fcop_port.project import CoordinationContext
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import ReviewRequest
 from baton.runner.liveness import stall_text
@@ -104,6 +104,9 @@ class TaskView:
     report_ref: str | None = None
     note: str = ""
     created_at: str = ""
+    result: str | None = None
+    """The result its report gave (``done``, ``blocked``, ``failed``): a task can be in FCoP's
+    done stage with a report that says it was blocked, and the board says so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +147,7 @@ class BoardSource(Protocol):
 
 def open_board(project_dir: Path, store: Store) -> BoardSource:
     """The board of the project, from the team loop's read models (``baton.team.views``)."""
-    from baton.coordination.context import open_context
+    from baton.fcop_port.project import open_context
     from baton.team import views
 
     return TeamViewBoardSource(open_context(project_dir), store, views)
@@ -294,6 +297,7 @@ def snapshot_from_team_view(
             turns=t.turns,
             report_ref=t.report_ref,
             note=t.note,
+            result=t.result,
         )
         for t in view.tasks
     ]

@@ -24,7 +24,9 @@ import asyncio
 import difflib
 import json
 import re
+import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -45,10 +47,12 @@ from baton.requests.model import (
     StringField,
 )
 from baton.requests.states import State
+from baton.security.paths import OUTSIDE_MASK, display_path
 from baton.store.records import RunRecord
 from baton.web import assets
 from baton.web.context import WebContext
 from baton.web.grants import grant_controls, grantable_request
+from baton.web.markdown import render_markdown
 from baton.web.pages import block, href, page, text
 from baton.web.summaries import decision_text
 
@@ -106,15 +110,24 @@ def diff_table(lines: Iterable[str]) -> str:
     return f'<table class="diff-lines">{"".join(rows)}</table>'
 
 
-def _diff(diff: DiffPreview) -> str:
+def shown_path(workspace: Path | None, path: str) -> str:
+    """A path as a card shows it: relative to the workspace, as the docs promise; one
+    outside it whole, and said to be outside (it is what the human is asked about)."""
+    if workspace is None:
+        return path
+    shown = display_path(workspace, path)
+    if shown.startswith("<"):  # outside the workspace, or under a private root
+        return f"{path} ({OUTSIDE_MASK.strip('<>').replace('-', ' ')})"
+    return shown
+
+
+def _diff(diff: DiffPreview, workspace: Path | None = None) -> str:
     old = (diff.old_text or "").splitlines()
     new = diff.new_text.splitlines()
-    source = "/dev/null" if diff.old_text is None else diff.path
-    lines = difflib.unified_diff(old, new, fromfile=source, tofile=diff.path, lineterm="")
-    return (
-        f'<figure class="diff"><figcaption>{text(diff.path)}</figcaption>'
-        f"{diff_table(lines)}</figure>"
-    )
+    path = shown_path(workspace, diff.path)
+    source = "/dev/null" if diff.old_text is None else path
+    lines = difflib.unified_diff(old, new, fromfile=source, tofile=path, lineterm="")
+    return f'<figure class="diff"><figcaption>{text(path)}</figcaption>{diff_table(lines)}</figure>'
 
 
 def _button(
@@ -134,13 +147,15 @@ def _button(
     )
 
 
-_REASON: Final = (
-    '<label class="reason">Reason (sent to the agent, optional)'
-    '<textarea data-reason rows="2"></textarea></label>'
-)
+def _reason(label: str = "optional") -> str:
+    """The reason box; ``label`` says when it is needed (it must match what the buttons check)."""
+    return (
+        f'<label class="reason">Reason (sent to the agent; {label})'
+        '<textarea data-reason rows="2"></textarea></label>'
+    )
 
 
-def _permission(doc: PermissionRequest) -> tuple[str, str]:
+def _permission(doc: PermissionRequest, workspace: Path | None = None) -> tuple[str, str]:
     call = doc.tool_call
     parts = [
         f"<dl><dt>tool</dt><dd>{text(call.kind)}</dd>"
@@ -148,9 +163,9 @@ def _permission(doc: PermissionRequest) -> tuple[str, str]:
     ]
     if call.command:
         parts.append(f'<pre class="command">{block(call.command)}</pre>')
-    parts += [_diff(d) for d in call.diffs]
+    parts += [_diff(d, workspace) for d in call.diffs]
     if call.locations:
-        paths = ", ".join(text(loc.path) for loc in call.locations)
+        paths = ", ".join(text(shown_path(workspace, loc.path)) for loc in call.locations)
         parts.append(f'<p class="paths">paths: {paths}</p>')
     if not call.command and not call.diffs and call.raw_input is not None:
         raw = json.dumps(call.raw_input, ensure_ascii=False, indent=2)
@@ -191,7 +206,7 @@ def _questions(record: RequestRecord, doc: QuestionRequest) -> tuple[str, str]:
             f"<fieldset><legend><code>{text(q.id)}</code> {text(q.prompt)} "
             f'<span class="hint">({mode})</span></legend>{description}{"".join(options)}</fieldset>'
         )
-    parts.append(_REASON)
+    parts.append(_reason("optional"))
     buttons = (
         '<button type="button" class="allow" data-action="questions">Send answers</button>'
         + _button(
@@ -220,7 +235,7 @@ def _plan(doc: PlanRequest) -> tuple[str, str]:
         parts.append(f"<h4>phase: {text(phase.name)}</h4><ul>{items}</ul>")
     project = " · project plan" if doc.is_project else ""
     parts.append(f'<p class="hint">revision <code>{text(doc.revision[:12])}</code>{project}</p>')
-    parts.append(_REASON)
+    parts.append(_reason("optional"))
     decide = {"kind": "plan", "revision": doc.revision}
     buttons = _button("Accept plan", decide | {"decision": "accept"}, css="allow", with_reason=True)
     buttons += _button("Reject plan", decide | {"decision": "reject"}, css="deny", with_reason=True)
@@ -262,38 +277,59 @@ def _field(
     return f'<label class="field">{label} {control} {hint}</label>'
 
 
+_FORM_LABELS: Final = {
+    "retry": ("Retry", "Leave it as it is"),
+    "answer": ("Send answer", "Decline"),
+}
+"""Button labels for the forms baton itself asks (a needs-attention retry, a role's question),
+by the form's title; any other form says what its title says."""
+
+
+def _form_labels(title: str | None) -> tuple[str, str]:
+    key = (title or "").strip().rstrip("?").strip().lower()
+    if key in _FORM_LABELS:
+        return _FORM_LABELS[key]
+    shown = (title or "").strip().rstrip("?").strip()
+    return (shown if 0 < len(shown) <= 24 and "\n" not in shown else "Send", "Decline")
+
+
 def _elicitation(doc: ElicitationRequest) -> tuple[str, str]:
     schema = doc.requested_schema
     fields = "".join(_field(f, f.name in schema.required) for f in schema.fields)
     body = f'<pre class="description">{block(doc.message)}</pre><div class="form">{fields}</div>'
-    buttons = '<button type="button" class="allow" data-action="form">Submit form</button>'
-    buttons += _button("Decline", {"kind": "elicitation", "action": "decline"}, css="deny")
+    accept, decline = _form_labels(schema.title)
+    buttons = f'<button type="button" class="allow" data-action="form">{text(accept)}</button>'
+    buttons += _button(decline, {"kind": "elicitation", "action": "decline"}, css="deny")
     return body, buttons
 
 
 def _review(doc: ReviewRequest, changes: dict[str, Any] | None) -> tuple[str, str]:
-    role = f"<dt>role</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
+    """A review: what the task was, the report as rendered Markdown (as on the task page),
+    then the changes, each in its own section (so more can be added, such as a git diff)."""
+    role = f"<dt>from</dt><dd>{text(doc.role)}</dd>" if doc.role else ""
     task = href("/tasks/", doc.task_id)
     parts = [
         f'<dl><dt>task</dt><dd><a href="{task}"><code>{text(doc.task_id)}</code></a></dd>'
         f'<dt>report</dt><dd><a href="{task}#{text(doc.report_ref)}">'
         f"<code>{text(doc.report_ref)}</code></a></dd>{role}</dl>",
-        f'<h4>work summary</h4><pre class="description">{block(doc.summary)}</pre>',
+        '<section class="review-report"><h4>work summary</h4>'
+        f'<div class="markdown">{render_markdown(doc.summary)}</div></section>',
     ]
     if changes is not None:
         files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
-        parts.append(
+        section = [
             f'<h4>changed files ({len(changes["files"])})</h4><ul class="files">{files}</ul>'
-        )
+        ]
         if changes["note"]:
-            parts.append(f'<p class="hint">{text(changes["note"])}</p>')
+            section.append(f'<p class="hint">{text(changes["note"])}</p>')
         if changes["diff"]:
-            parts.append(
+            section.append(
                 '<details class="changes" open><summary>full diff</summary>'
                 f'<figure class="diff">{diff_table(changes["diff"].splitlines())}</figure>'
                 "</details>"
             )
-    parts.append(_REASON)
+        parts.append(f'<section class="review-changes">{"".join(section)}</section>')
+    parts.append(_reason("required to send back"))
     buttons = _button(
         "Accept", {"kind": "review", "decision": "approve"}, css="allow", with_reason=True
     )
@@ -312,15 +348,20 @@ def request_card(
     *,
     expires: str | None = None,
     changes: dict[str, Any] | None = None,
+    subject: str | None = None,
+    workspace: Path | None = None,
 ) -> str:
     """One request: what the agent asks, and the controls that answer it (while pending).
 
     ``expires``: when it expires (an ISO time, shown as a countdown); ``changes``:
-    for a review, the task's changed files and diff (:func:`baton.web.tasks.task_changes`).
+    for a review, the task's changed files and diff (:func:`baton.web.tasks.task_changes`);
+    ``subject``: for a review, the task's subject (its title); ``workspace``: paths are
+    shown relative to it.
     """
     doc = record.document
+    title = record.title
     if isinstance(doc, PermissionRequest):
-        body, buttons = _permission(doc)
+        body, buttons = _permission(doc, workspace)
     elif isinstance(doc, QuestionRequest):
         body, buttons = _questions(record, doc)
     elif isinstance(doc, PlanRequest):
@@ -329,6 +370,7 @@ def request_card(
         body, buttons = _elicitation(doc)
     elif isinstance(doc, ReviewRequest):
         body, buttons = _review(doc, changes)
+        title = f"Review: {subject}" if subject else title
     else:
         body = f'<p class="hint">document not kept ({record.document_bytes} bytes)</p>'
         buttons = ""
@@ -343,7 +385,7 @@ def request_card(
     return (
         f'<article class="request kind-{text(record.kind)}{"" if pending else " done"}" '
         f'data-request-id="{text(record.request_id)}" id="req-{text(record.request_id)}">'
-        f"<header><h3>{text(record.title)}</h3>"
+        f"<header><h3>{text(title)}</h3>"
         f'<p class="meta"><code>{text(record.request_id[:12])}</code> · {text(record.kind)}'
         f' · run <a href="{_run_href(record.run_id)}"><code>{text(record.run_id)}</code></a>'
         f"{session} · <time>{text(record.created_at)}</time>{countdown}</p></header>"
@@ -358,17 +400,27 @@ def request_card(
 
 async def _card(ctx: WebContext, record: RequestRecord) -> str:
     """A card with what only the server can add: expiry, and a review's changes."""
-    from baton.web.api import task_changes_for
+    from baton.web.api import task_changes_for, task_subject
     from baton.web.summaries import expires_at
 
-    changes = None
+    changes = subject = None
     if isinstance(record.document, ReviewRequest):
         changes = await task_changes_for(ctx, record.document.role)
-    return request_card(record, expires=expires_at(record), changes=changes)
+        subject = await task_subject(ctx, record.document.task_id)
+    run = await asyncio.to_thread(ctx.store.get_run, record.run_id)
+    workspace = Path(run.cwd) if run is not None and run.cwd else ctx.project_dir
+    return request_card(
+        record, expires=expires_at(record), changes=changes, subject=subject, workspace=workspace
+    )
 
 
-def render_dashboard(cards: list[str], total: int, *, agents: list[str], roles: list[str]) -> str:
-    """The inbox page: pending cards (kept live by the script), then the action forms."""
+def render_dashboard(
+    cards: list[str], total: int, *, agents: list[str], roles: list[str], as_of: float = 0.0
+) -> str:
+    """The inbox page: pending cards (kept live by the script), then the action forms.
+
+    ``as_of``: the server time the cards were read at; the script ignores a live
+    message computed earlier (:mod:`baton.web.live`)."""
     shown = "".join(cards[:MAX_CARDS])
     more = (
         f'<p class="notice">{total - MAX_CARDS} more pending requests are not shown; '
@@ -378,7 +430,7 @@ def render_dashboard(cards: list[str], total: int, *, agents: list[str], roles: 
     )
     empty = "" if total else '<p class="empty" id="inbox-empty">Nothing is waiting for you.</p>'
     body = (
-        '<section id="requests" class="inbox">'
+        f'<section id="requests" class="inbox" data-as-of="{as_of!r}">'
         f'<h2>Waiting for you (<span id="inbox-count">{total}</span>)</h2>'
         f'{empty}<div id="cards">{shown}</div>{more}</section>'
         '<section id="decided" class="inbox decided" hidden><h2>Just decided</h2>'
@@ -609,7 +661,7 @@ def render_run_page(run: RunRecord, detail: dict[str, Any]) -> str:
     )
     body = (
         f'<section class="run" id="run" data-run-id="{text(run.run_id)}" '
-        f'data-kind="{text(run.kind)}">'
+        f'data-kind="{text(run.kind)}" data-workspace="{text(run.cwd)}">'
         f"<h2>Run <code>{text(run.run_id)}</code></h2>"
         f'<p class="meta">{text(run.agent)} · {text(run.kind)} · '
         f'<span id="run-status" class="tone-{text(outcome["tone"])}">{text(outcome["label"])}'
@@ -620,7 +672,7 @@ def render_run_page(run: RunRecord, detail: dict[str, Any]) -> str:
         f'<ul id="run-requests">{requests}</ul></details>'
         '<div class="run-tools"><label><input type="checkbox" id="show-thoughts"> show thoughts'
         '</label> <label><input type="checkbox" id="show-raw"> raw events</label></div>'
-        '<div id="plan" class="plan" hidden></div>'
+        '<div id="plan" class="plans" hidden></div>'
         '<div id="lanes" class="lanes"></div>'
         '<ol id="events" class="events" hidden></ol>'
         '<p id="stream-state" role="status">connecting…</p>'
@@ -649,10 +701,13 @@ def dashboard_routes(ctx: WebContext) -> list[Route]:
         return list(ctx.board.role_names) if ctx.board is not None else []
 
     async def home(request: Request) -> Response:
+        as_of = time.time()  # before the read: a live message computed later is newer
         pending = await ctx.ledger.pending()
         cards = [await _card(ctx, r) for r in pending[:MAX_CARDS]]
         agents = ctx.launcher.agents() if ctx.launcher is not None else []
-        return HTMLResponse(render_dashboard(cards, len(pending), agents=agents, roles=roles()))
+        return HTMLResponse(
+            render_dashboard(cards, len(pending), agents=agents, roles=roles(), as_of=as_of)
+        )
 
     async def card(request: Request) -> Response:
         request_id = await ctx.ledger.resolve_id(request.path_params["request_id"])
@@ -703,6 +758,9 @@ def dashboard_routes(ctx: WebContext) -> list[Route]:
     async def stylesheet(request: Request) -> Response:
         return Response(assets.DASHBOARD_CSS, media_type="text/css")
 
+    async def icon(request: Request) -> Response:
+        return Response(assets.ICON_SVG, media_type="image/svg+xml")
+
     return [
         Route("/", home, methods=["GET"]),
         Route("/fragments/requests/{request_id}", card, methods=["GET"]),
@@ -713,4 +771,6 @@ def dashboard_routes(ctx: WebContext) -> list[Route]:
         Route("/decisions", decisions, methods=["GET"]),
         Route(assets.JS_PATH, script, methods=["GET"]),
         Route(assets.CSS_PATH, stylesheet, methods=["GET"]),
+        Route(assets.ICON_PATH, icon, methods=["GET"]),
+        Route("/favicon.ico", icon, methods=["GET"]),
     ]

@@ -10,7 +10,20 @@ content changed.
 
 Every message is the **whole** state of its topic, never a delta: a page that
 reconnects after a dropped connection or a server restart is caught up by the
-first message it receives, with nothing to replay.
+first message it receives, with nothing to replay. Three rules make every open
+page converge to the store's state, whatever it saw before:
+
+* **Stamped.** Each message carries ``as_of``, the server time its computation
+  started, strictly increasing per hub; a page keeps the newest ``as_of`` it has
+  shown (a page's own HTML carries its render time) and ignores anything older,
+  so an old state never replaces a newer one, on any path (a reconnect, another
+  tab's rebroadcast).
+* **Fresh first.** A new stream's first message is computed after it subscribed,
+  never a state cached from before (after a quiet spell that cache is old: a
+  page opened then showed a pending request as over).
+* **Repeated.** Instead of an SSE comment, an idle stream re-sends the newest
+  states every ``keepalive`` seconds, so a page that skipped a message it could
+  not order catches up anyway.
 
 * ``inbox``: ``{"pending": [summary...], "settled": [summary...]}``. A summary is
   the request's id, kind, title, run, creation time, expiry (when known) and, once
@@ -26,6 +39,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -77,6 +91,15 @@ def _summary(record: RequestRecord) -> dict[str, Any]:
 class _Subscriber:
     topics: frozenset[str]
     queue: asyncio.Queue[tuple[str, str]] = field(default_factory=lambda: asyncio.Queue(16))
+    unsent: set[str] = field(default_factory=set)
+    """Topics this stream has not yet received a state of computed after it subscribed."""
+    joined: float = field(default_factory=time.time)
+
+
+def _message(state: str, as_of: float) -> str:
+    """The SSE data of one topic: its state (a JSON object) with its ``as_of`` stamp."""
+    stamp = json.dumps(as_of)
+    return f'{{"as_of":{stamp},{state[1:]}' if state != "{}" else f'{{"as_of":{stamp}}}'
 
 
 class LiveHub:
@@ -96,6 +119,9 @@ class LiveHub:
         self._poll = poll_interval
         self._subscribers: set[_Subscriber] = set()
         self._latest: dict[str, str] = {}
+        """Each topic's newest state (JSON, without its stamp)."""
+        self._as_of = 0.0
+        """When the newest computation started (every topic's stamp)."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._tail: asyncio.Task[None] | None = None
@@ -112,21 +138,24 @@ class LiveHub:
         self, topics: frozenset[str], *, keepalive: float
     ) -> AsyncGenerator[str, None]:
         """The SSE text for one page: the current state of its topics, then every change."""
-        subscriber = _Subscriber(topics)
+        subscriber = _Subscriber(topics, unsent=set(topics))
         self._subscribers.add(subscriber)
         self._ensure_running()
         try:
             yield f"retry: {RETRY_MS}\n\n"
-            for topic in sorted(topics):
-                if topic in self._latest:
-                    yield sse_frame(self._latest[topic], event=topic)
-            self._wake.set()  # a fresh page gets fresh state even when nothing changed
+            self._wake.set()  # the first message: computed now, never a state cached earlier
             while True:
                 try:
                     async with asyncio.timeout(keepalive):
                         topic, data = await subscriber.queue.get()
                 except TimeoutError:
-                    yield ": keepalive\n\n"
+                    # Idle: the newest states again (they double as the keepalive).
+                    repeated = [
+                        sse_frame(_message(self._latest[t], self._as_of), event=t)
+                        for t in sorted(topics - subscriber.unsent)
+                        if t in self._latest
+                    ]
+                    yield "".join(repeated) or ": keepalive\n\n"
                     continue
                 yield sse_frame(data, event=topic)
         finally:
@@ -162,6 +191,7 @@ class LiveHub:
                 log.warning("live state could not be computed", exc_info=True)
 
     async def _publish(self) -> None:
+        as_of = max(time.time(), self._as_of + 1e-6)  # strictly increasing, whatever the clock
         wanted = set().union(*(s.topics for s in self._subscribers)) if self._subscribers else set()
         computed: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
         pending: list[RequestRecord] | None = None
@@ -173,20 +203,26 @@ class LiveHub:
             board = self._board
             records = pending or []
             computed["board"] = lambda: _board_data(board, records)
-        for topic, compute in computed.items():
-            data = json.dumps(await compute(), ensure_ascii=False, separators=(",", ":"))
-            if self._latest.get(topic) == data:
-                continue
+        states = {
+            topic: json.dumps(await compute(), ensure_ascii=False, separators=(",", ":"))
+            for topic, compute in computed.items()
+        }
+        self._as_of = as_of
+        for topic, data in states.items():
+            changed = self._latest.get(topic) != data
             self._latest[topic] = data
+            message = _message(data, as_of)
             for subscriber in list(self._subscribers):
-                if topic not in subscriber.topics:
+                if topic not in subscriber.topics or not (changed or topic in subscriber.unsent):
                     continue
+                if as_of >= subscriber.joined:
+                    subscriber.unsent.discard(topic)
                 if subscriber.queue.full():
                     # A stalled page: drop what it has not read; the newest state supersedes it.
                     with contextlib.suppress(asyncio.QueueEmpty):
                         while True:
                             subscriber.queue.get_nowait()
-                subscriber.queue.put_nowait((topic, data))
+                subscriber.queue.put_nowait((topic, message))
 
 
 async def _board_data(board: BoardSource, pending: list[RequestRecord]) -> dict[str, Any]:

@@ -1,11 +1,13 @@
-"""``/login`` and ``/api/login``: a one-time code in, a session cookie out.
+"""``/login`` and ``/api/login``: a one-time code in, a session (cookie and proof) out.
 
 The page holds no secret: the code arrives in the URL fragment (never sent to
 a server) or is typed. Its script first removes the fragment from the address
 bar and history entry, then posts the code. If the page was opened on another
-host name than the project's login host (``127.0.0.1``), the script moves to
+host name than this server's login host (``127.0.0.1``), the script moves to
 the login host first, fragment and all, so the cookie is set where no other
-local server receives it. See :mod:`baton.web.sessions` for the rules.
+local server receives it. The answer sets the session's cookie half and carries
+its proof half, which the script keeps in this origin's ``localStorage``. See
+:mod:`baton.web.sessions` for the rules.
 """
 
 from __future__ import annotations
@@ -64,21 +66,24 @@ def login_routes(ctx: WebContext) -> list[Route]:
         code = data.get("code") if isinstance(data, dict) else None
         if not isinstance(code, str):
             raise ApiError(422, "InvalidLogin", 'send {"code": "<the login code>"}')
-        secret = await sessions.exchange(
+        opened = await sessions.exchange(
             code,
             origin=request_origin(request.scope),
             user_agent=request.headers.get("user-agent", ""),
         )
-        if secret is None:
+        if opened is None:
             raise ApiError(
                 401,
                 "InvalidLogin",
                 "that code is not valid: it was already used, has expired, or is mistyped",
             )
-        response = Response(json.dumps({"ok": True}), media_type="application/json")
+        # The proof half goes to the page's script only (never into a cookie).
+        response = Response(
+            json.dumps({"ok": True, "proof": opened.proof}), media_type="application/json"
+        )
         response.set_cookie(
             cookie_name(server_port(request.scope)),
-            secret,
+            opened.cookie,
             max_age=int(SESSION_TTL_S),
             httponly=True,
             samesite="strict",

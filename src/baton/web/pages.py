@@ -14,7 +14,7 @@ from urllib.parse import quote
 from baton.security.display import escape_html, safe_agent_text
 from baton.web import assets
 
-__all__ = ["NAV", "block", "href", "page", "text"]
+__all__ = ["NAV", "block", "href", "page", "shell", "text"]
 
 NAV: tuple[tuple[str, str], ...] = (
     ("/", "Inbox"),
@@ -70,7 +70,18 @@ def page(title: str, body: str, *, nav: bool = True, current: str = "") -> str:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{text(title)}</title>"
+        f'<link rel="icon" href="{assets.ICON_PATH}" type="image/svg+xml">'
         f'<link rel="stylesheet" href="{assets.CSS_PATH}">'
         f'<script src="{assets.JS_PATH}" defer></script>'
         f'</head><body data-title="{text(title)}">{top}<main>{body}</main></body></html>'
     )
+
+
+def shell() -> str:
+    """The page a navigation without the session's proof half gets: no data at all.
+
+    Its script fetches the same URL again with the proof (``X-Baton-Proof``, kept in
+    this origin's ``localStorage`` at login) and shows what comes back, or goes to
+    ``/login`` when there is no proof or the session is gone (:mod:`baton.web.auth`).
+    """
+    return page("baton", '<p class="empty" id="shell">loading…</p>', nav=False)

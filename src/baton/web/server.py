@@ -4,7 +4,8 @@
 the first one-time login code, and runs uvicorn as a task of the caller's event
 loop (so ``baton up --serve`` serves from the same process as the team: events
 reach open pages as they commit). Its :attr:`login_url` puts the code in the
-fragment of the project's ``*.localhost`` URL (see :mod:`baton.web.sessions`).
+fragment of this server's login host URL (``baton-<project>-<random>.localhost``,
+a new random part per start; see :mod:`baton.web.sessions`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from baton.errors import ConfigError
 from baton.requests.ledger import Ledger
 from baton.store.store import Store
 from baton.web.app import create_app
-from baton.web.auth import generate_token, project_host
+from baton.web.auth import generate_token, login_host_name
 from baton.web.sessions import SessionAuth
 
 __all__ = ["DashboardServer", "is_loopback_bind"]
@@ -89,7 +90,7 @@ class DashboardServer:
         bind = self.host.strip("[]")
         loopback = is_loopback_bind(bind)
         extra = frozenset() if loopback or _is_wildcard(bind) else frozenset({bind.lower()})
-        self.login_host = project_host(self.project_dir or Path.cwd())
+        self.login_host = login_host_name(self.project_dir or Path.cwd())
         self.app = create_app(
             self.store,
             self.ledger,

@@ -6,8 +6,9 @@ decisions history and the request cards, so a decision reads the same everywhere
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
@@ -20,7 +21,14 @@ from baton.requests.model import (
 from baton.requests.states import State
 from baton.runner.liveness import stall_text
 
-__all__ = ["decided_by_text", "decision_text", "expires_at", "parse_ts", "run_outcome"]
+__all__ = [
+    "decided_by_text",
+    "decision_text",
+    "expires_at",
+    "parse_ts",
+    "prompt_summary",
+    "run_outcome",
+]
 
 
 def parse_ts(value: str) -> datetime | None:
@@ -138,3 +146,27 @@ def run_outcome(
     if status == "failed":
         return {"label": "failed", "tone": "bad"}
     return {"label": status, "tone": "bad" if status == "interrupted" else "warn"}
+
+
+_ROLE_PROMPT: Final = re.compile(r"\A\[baton\] ([^\n]+)")
+_ROLE: Final = re.compile(r"^You are ([A-Za-z0-9_-]+)\b", re.M)
+_SUBJECT: Final = re.compile(r"^Subject: +(.+)$", re.M)
+_ABOUT: Final = re.compile(r"\bon TASK-\S+ \((.+?)\)")
+
+
+def prompt_summary(prompt: str) -> str:
+    """What a prompt asks, in one line: a role prompt (``coordination.header``'s
+    ``[baton] …`` prompts, which repeat the same role context every turn) as
+    ``ROLE: what · subject``, anything else as is.
+
+    The dashboard's script has the twin of this rule for the run view (``promptSummary``).
+    """
+    head = _ROLE_PROMPT.match(prompt)
+    if head is None:
+        return prompt
+    what = head.group(1).strip()
+    kind = "" if what == "FCoP role context" else what.rsplit(":", 1)[-1].strip().lower()
+    role = _ROLE.search(prompt)
+    subject = _SUBJECT.search(prompt) or _ABOUT.search(prompt)
+    said = " · ".join(x for x in (kind, subject.group(1).strip() if subject else "") if x)
+    return (f"{role.group(1)}: " if role else "") + (said or what)

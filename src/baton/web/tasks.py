@@ -1,6 +1,6 @@
 """One task as the board shows it: its TASK, REPORTs, ISSUEs and REVIEWs, and its changes.
 
-Documents are found the way :class:`~baton.coordination.fcop_port.FcopPort`
+Documents are found the way :class:`~baton.fcop_port.port.FcopPort`
 finds reports (a bounded front-matter scan for ``subject_ref: <task>``) and
 each is validated by FCoP Core (``inspect_envelope``) before it is shown; one
 that does not validate is listed as refused, with Core's reason, never shown as
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 
 __all__ = ["MAX_DIFF_BYTES", "DocumentView", "task_changes", "task_documents"]
 

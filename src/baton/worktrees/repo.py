@@ -218,8 +218,16 @@ class Repository:
 
     # ----------------------------------------------------------------- review
 
-    def change(self, record: WorktreeRecord, head: str | None = None) -> TreeChange:
-        """The tree's change against its base (three dots: what the branch added)."""
+    def change(
+        self,
+        record: WorktreeRecord,
+        head: str | None = None,
+        *,
+        max_diff_bytes: int = MAX_REVIEW_DIFF_BYTES,
+    ) -> TreeChange:
+        """The tree's change against its base (three dots: what the branch added); the
+        unified diff only up to ``max_diff_bytes`` (beyond, ``diff`` is None and the
+        note says where to read it whole)."""
         head = head or record.head_commit or self.resolve(f"refs/heads/{record.branch}")
         if head is None:
             raise GitFailed(("rev-parse",), 1, f"the branch {record.branch} is gone")
@@ -247,13 +255,13 @@ class Repository:
                 "--no-textconv",
                 "-M",
                 span,
-                max_bytes=MAX_REVIEW_DIFF_BYTES,
+                max_bytes=max_diff_bytes,
             ).stdout
             diff = raw.decode("utf-8", "replace")
         except GitOutputTooLarge:
             diff = None
             note = (
-                f"the diff is over {MAX_REVIEW_DIFF_BYTES // 1024} KiB; read it whole with "
+                f"the diff is over {max_diff_bytes // 1024} KiB; read it whole with "
                 f"`baton diff {record.root_task}` or `git diff {record.base_branch}...{record.branch}`"
             )
         return TreeChange(
@@ -265,6 +273,20 @@ class Repository:
             commits=tuple(commits),
             diff=diff,
             note=note,
+        )
+
+    def touched(self, record: WorktreeRecord, prefixes: Sequence[str]) -> tuple[str, ...]:
+        """Paths under any of ``prefixes`` the branch changes (against where it forked)."""
+        if not prefixes:
+            return ()
+        head = record.head_commit or self.resolve(f"refs/heads/{record.branch}")
+        base_tip = self.resolve(record.base_ref) or record.base_commit
+        if head is None:
+            return ()
+        fork = self.git.text("merge-base", base_tip, head)
+        changed = self.git.zsplit("diff", "--name-only", "-z", "--no-renames", fork, head)
+        return tuple(
+            p for p in changed if any(p == x.rstrip("/") or p.startswith(x) for x in prefixes)
         )
 
     def conflicts(self, ours: str, theirs: str) -> tuple[str, ...]:

@@ -134,6 +134,10 @@ def team(tmp_path: Path) -> Iterator[Team]:
     subprocess.run([*git, "init", "-q", "."], cwd=root, check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], cwd=root, check=True)
     baton(root, "init")
+    # What baton init tells a user to commit: task trees branch from the commit, so their
+    # worktrees have baton.toml (the QA step checks for it).
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "baton init"], cwd=root, check=True)
     config = root / "baton.toml"
     text = config.read_text()
     # QA asks before each command and edit: the permissions the tests answer by clicking.
@@ -167,7 +171,15 @@ def login(browser: Any, url: str, *, width: int = 1280, height: int = 900) -> An
     page = context.new_page()
     page.goto(url)
     page.wait_for_url(re.compile(r"/$"))
+    page.locator("#shell").wait_for(state="detached")
     return page
+
+
+def goto(page: Any, url: str) -> None:
+    """Open a dashboard page and wait until it shows its data: a navigation gets the page
+    shell, whose script fetches the page with the session's proof (``baton.web.auth``)."""
+    page.goto(url)
+    page.locator("#shell").wait_for(state="detached")
 
 
 def shoot(page: Any, name: str) -> Path:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests.web.browser.conftest import Team, login, shoot
+from tests.web.browser.conftest import Team, goto, login, shoot
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     url = team.start()
     inbox = login(browser, url)
     board = inbox.context.new_page()
-    board.goto(team.origin + "/team")
+    goto(board, team.origin + "/team")
     board.locator('#roles article[data-role="QA"]').wait_for()
     shoot(board, "team-idle-desktop")
 
@@ -91,11 +91,12 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     board.locator('#roles article[data-role="QA"] .badge', has_text="idle").wait_for()
 
     # The task page renders its documents; the run view reads as a transcript.
-    board.goto(team.origin + f"/tasks/{task_id}")
+    goto(board, team.origin + f"/tasks/{task_id}")
+    board.locator("article.doc.kind-review").first.wait_for()  # the shell fetched the page
     assert board.locator("article.doc.kind-report").count() >= 2
     assert board.locator("article.doc.kind-review").count() >= 1
     shoot(board, "task-desktop")
-    board.goto(team.origin + "/runs")
+    goto(board, team.origin + "/runs")
     board.locator("table.history a").first.click()
     board.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
     # Every request of this run was answered: no line of it still says "waiting for you".
@@ -107,7 +108,7 @@ def test_team_works_live_permission_and_review_round_trip(team: Team, browser: A
     )
     board.locator('.lane[data-lane="PM"], .lane[data-lane="QA"]').first.wait_for()
     shoot(board, "run-desktop")
-    board.goto(team.origin + "/decisions?decided_by=human")
+    goto(board, team.origin + "/decisions?decided_by=human")
     assert board.locator("table.history tbody tr").count() >= 4
     assert "web dashboard" in board.locator("table.history").inner_text()
     kinds = board.locator('table.history td[data-label="kind"]')
@@ -144,17 +145,17 @@ def test_phone_width_can_answer(team: Team, browser: Any) -> None:
         ("/decisions", "decisions"),
         (f"/tasks/{task_id}", "task"),
     ):
-        phone.goto(team.origin + path)
+        goto(phone, team.origin + path)
         if name == "team":
             phone.locator(f'#stages [data-task="{task_id}"]').wait_for()
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390, name
         shoot(phone, f"{name}-phone")
-    phone.goto(team.origin + "/runs")
+    goto(phone, team.origin + "/runs")
     phone.locator("table.history a").first.click()
     phone.locator("details.tool").first.wait_for()
     shoot(phone, "run-phone")
     desktop = login(browser, team.new_login_url())
-    desktop.goto(team.origin + "/runs")
+    goto(desktop, team.origin + "/runs")
     shoot(desktop, "runs-desktop")
 
 
@@ -231,12 +232,12 @@ def test_login_code_is_single_use_and_other_servers_get_nothing(
     assert not [c for c in replay.cookies() if c["name"].startswith("baton_session_")]
     assert "#code=" not in other.url
     shoot(other, "login-desktop")
-    other.goto(team.origin + "/")
+    goto(other, team.origin + "/")
     assert other.url.endswith("/login")
     replay.close()
     # The same login through 127.0.0.1 is moved to the project's own host name first.
     moved = browser.new_context().new_page()
-    moved.goto(team.new_login_url().replace(team.origin.split("//")[1].split(":")[0], "127.0.0.1"))
+    goto(moved, team.new_login_url().replace(team.origin.split("//")[1].split(":")[0], "127.0.0.1"))
     moved.wait_for_url(re.compile(r"baton-.*\.localhost:\d+/$"))
 
 
@@ -259,7 +260,7 @@ def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) 
     url = team.start()
     page = login(browser, url)
     board = page.context.new_page()
-    board.goto(team.origin + "/team")
+    goto(board, team.origin + "/team")
     task_id = team.task("QA", HOSTILE_SUBJECT, HOSTILE_BODY)
     board.locator(f'#stages [data-task="{task_id}"] .subject').wait_for()
     subject = board.locator(f'#stages [data-task="{task_id}"] .subject').inner_text()
@@ -270,10 +271,10 @@ def test_hostile_agent_text_stays_inert_on_every_view(team: Team, browser: Any) 
     pages = [page, board]
     for path in (f"/tasks/{task_id}", "/runs", "/decisions"):
         extra = page.context.new_page()
-        extra.goto(team.origin + path)
+        goto(extra, team.origin + path)
         pages.append(extra)
     run = page.context.new_page()
-    run.goto(team.origin + "/runs")
+    goto(run, team.origin + "/runs")
     run.locator("table.history a").first.click()
     run.locator('.lane[data-lane="QA"] details.tool').first.wait_for()
     run.locator('.lane[data-lane="QA"] .msg.assistant', has_text="step").first.wait_for()
@@ -291,7 +292,7 @@ def test_cancel_a_role_turn_from_the_board_and_from_its_lane(team: Team, browser
     url = team.start()
     inbox = login(browser, url)
     board = inbox.context.new_page()
-    board.goto(team.origin + "/team")
+    goto(board, team.origin + "/team")
     qa = board.locator('#roles article[data-role="QA"]')
     qa.wait_for()
     assert qa.locator("button[data-action=cancel-turn]").count() == 0  # idle: nothing to cancel
@@ -313,7 +314,7 @@ def test_cancel_a_role_turn_from_the_board_and_from_its_lane(team: Team, browser
     second = team.task("QA", "Smoke test again", QA_TASK)
     _card(inbox, "permission")
     run = inbox.context.new_page()
-    run.goto(team.origin + "/runs?kind=up")
+    goto(run, team.origin + "/runs?kind=up")
     run.locator("table.history a").first.click()
     lane = run.locator('.lane[data-lane="QA"]')
     said = lane.locator("p.notice.turn", has_text="ADMIN cancelled the turn from the dashboard")

@@ -6,13 +6,14 @@ and the header's status) and clears it when the agent speaks again; the runs lis
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 from typing import Any
 
 from tests.support.project import project_env
-from tests.web.browser.conftest import Team, login, shoot
+from tests.web.browser.conftest import Team, goto, login, playwright_api, shoot
 
 RUN = (sys.executable, "-m", "baton", "run")
 
@@ -44,7 +45,7 @@ def test_the_run_page_shows_a_stall_and_clears_it_when_the_agent_speaks(
             run_id = event["run_id"]
             if event["type"] == "turn.stalled":
                 break
-        page.goto(team.origin + "/runs")
+        goto(page, team.origin + "/runs")
         row = page.locator("table.history td", has_text="stalled: the agent has said nothing")
         # The runs list is rendered once per load, and stdout can show the stall before its
         # commit lands (under load): load again until the stored run says it, bounded.
@@ -54,7 +55,7 @@ def test_the_run_page_shows_a_stall_and_clears_it_when_the_agent_speaks(
             page.wait_for_timeout(250)
             page.reload()
         row.wait_for()
-        page.goto(team.origin + "/runs/" + run_id)
+        goto(page, team.origin + "/runs/" + run_id)
         stall = page.locator("p.notice.stall")
         stall.wait_for()
         assert "⏳ the agent has said nothing for" in stall.inner_text()
@@ -64,9 +65,9 @@ def test_the_run_page_shows_a_stall_and_clears_it_when_the_agent_speaks(
         run.send_signal(signal.SIGINT)  # session/cancel: the silent agent speaks once
         page.locator("p.notice.turn.resumed", has_text="the agent spoke again").wait_for()
         page.locator("p.notice.stall.cleared").wait_for()
-        page.wait_for_function(
-            "!document.getElementById('run-status').textContent.startsWith('stalled')"
-        )
+        # (an expectation, not wait_for_function: its polling evals a string, which the
+        # dashboard's CSP refuses)
+        playwright_api.expect(page.locator("#run-status")).not_to_have_text(re.compile(r"^stalled"))
         shoot(page, "run-resumed")
         run.communicate(timeout=120)
         assert run.returncode == 130

@@ -1,5 +1,10 @@
 """The ACP surface of the runbook agent: handshake, sessions, prompts, cancellation.
 
+Params are read with the ACP schema's meaning of each error (:mod:`baton.acp.params`): a
+member of the wrong type or missing is *invalid params* (-32602, e.g. a numeric
+``sessionId``), a well-formed session id that names no session is *resource not found*
+(-32002); types are checked before anything is looked up.
+
 One turn runs at a time per session. A prompt arriving while another runs replaces it: the
 running turn is cancelled (and answers ``cancelled``) before the new one starts. A prompt still
 waiting for its turn when a newer prompt or ``session/cancel`` arrives answers ``cancelled``
@@ -14,11 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import baton
+from baton.acp import params as acp_params
 
 from .channel import Channel
 from .config import AgentConfig
 from .connection import Connection, NotificationHandler, RequestHandler
-from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, JsonObject, RpcError
+from .jsonrpc import JsonObject, RpcError
 from .mcp_client import McpHub, parse_servers
 from .steps import StepContext
 from .store import SessionStore, StoredSession, TurnRecord, new_session_id
@@ -96,6 +102,8 @@ class BuiltinAgent:
 
     async def initialize(self, params: JsonObject) -> JsonObject:
         """Answer version 1 whatever the client asked (the client decides) and remember its fs."""
+        if acp_params.optional_uint(params, "protocolVersion", maximum=0xFFFF) is None:
+            raise RpcError.invalid_params("protocolVersion is required")
         capabilities = params.get("clientCapabilities")
         fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
         self._client_writes_files = isinstance(fs, dict) and fs.get("writeTextFile") is True
@@ -125,12 +133,12 @@ class BuiltinAgent:
 
     async def load_session(self, params: JsonObject) -> JsonObject:
         """Reopen a stored session and replay its history as ``session/update``s."""
-        session_id = params.get("sessionId")
+        session_id = acp_params.session_id(params)
         cwd = _cwd(params)
         hub = _hub(params, cwd, http=self._config.mcp_http)
-        record = self._store.load(session_id) if isinstance(session_id, str) else None
+        record = self._store.load(session_id)
         if record is None:
-            raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: session {session_id!r}")
+            raise RpcError.not_found(f"session {session_id!r}")
         previous = self._sessions.get(record.session_id)
         session = _Session(record, hub)
         self._sessions[record.session_id] = session
@@ -149,11 +157,10 @@ class BuiltinAgent:
 
     async def list_sessions(self, params: JsonObject) -> JsonObject:
         """Stored sessions, newest first, optionally only those of ``cwd``; pages of 100."""
-        cwd, cursor = params.get("cwd"), params.get("cursor")
-        if cwd is not None and not isinstance(cwd, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be a string")
-        if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
-            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        cwd = acp_params.optional_text(params, "cwd")
+        cursor = acp_params.optional_text(params, "cursor")
+        if cursor is not None and not cursor.isdigit():
+            raise RpcError.invalid_params(f"unknown cursor {cursor!r}")
         start = int(cursor or 0)
         records = self._store.list(cwd)
         result: JsonObject = {"sessions": [r.summary() for r in records[start : start + LIST_PAGE]]}
@@ -163,15 +170,16 @@ class BuiltinAgent:
 
     async def set_mode(self, params: JsonObject) -> JsonObject:
         """Accept the one mode there is."""
+        mode_id = acp_params.required_text(params, "modeId")
         self._session(params)
-        if params.get("modeId") != "runbook":
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown mode {params.get('modeId')!r}")
+        if mode_id != "runbook":
+            raise RpcError.invalid_params(f"unknown mode {mode_id!r}")
         return {}
 
     async def prompt(self, params: JsonObject) -> JsonObject:
         """Run one turn; a newer prompt or a cancel ends it with ``cancelled``."""
-        session = self._session(params)
         text = prompt_text(params.get("prompt"))
+        session = self._session(params)
         session.cancel()
         generation = session.generation
         async with session.turn_lock:
@@ -213,12 +221,12 @@ class BuiltinAgent:
         await asyncio.gather(*(_retire(s) for s in sessions))
 
     def _session(self, params: JsonObject) -> _Session:
-        session_id = params.get("sessionId")
-        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        """The open session ``sessionId`` names: a string (else invalid params) naming an
+        open session (else resource not found)."""
+        session_id = acp_params.session_id(params)
+        session = self._sessions.get(session_id)
         if session is None:
-            raise RpcError(
-                RESOURCE_NOT_FOUND, f"Resource not found: session {session_id!r} is not open"
-            )
+            raise RpcError.not_found(f"session {session_id!r} is not open")
         return session
 
 
@@ -232,16 +240,19 @@ async def _retire(session: _Session) -> None:
 
 
 def prompt_text(blocks: Any) -> str:
-    """The runbook text of a prompt: its text blocks, a newline between blocks."""
+    """The runbook text of a prompt: its text blocks, a newline between blocks (the other
+    blocks are read as nothing; each must still be a content block)."""
     if not isinstance(blocks, list):
-        raise RpcError(INVALID_PARAMS, "Invalid params: prompt must be an array of content blocks")
-    texts = [
-        block["text"]
-        for block in blocks
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    ]
+        raise RpcError.invalid_params("prompt must be an array of content blocks")
+    texts: list[str] = []
+    for index, block in enumerate(blocks):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise RpcError.invalid_params(f"prompt[{index}] must be a content block with a type")
+        if block["type"] == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise RpcError.invalid_params(f"prompt[{index}].text must be a string")
+            texts.append(text)
     joined = ""
     for text in texts:
         if joined and not joined.endswith("\n"):
@@ -251,9 +262,9 @@ def prompt_text(blocks: Any) -> str:
 
 
 def _cwd(params: JsonObject) -> str:
-    cwd = params.get("cwd")
-    if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise RpcError(INVALID_PARAMS, "Invalid params: cwd must be an absolute path")
+    cwd = acp_params.required_text(params, "cwd")
+    if not os.path.isabs(cwd):
+        raise RpcError.invalid_params(f"cwd must be an absolute path, not {cwd!r}")
     return cwd
 
 
@@ -261,5 +272,5 @@ def _hub(params: JsonObject, cwd: str, *, http: bool) -> McpHub | None:
     try:
         servers = parse_servers(params.get("mcpServers"), http=http)
     except ValueError as exc:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {exc}") from exc
+        raise RpcError.invalid_params(str(exc)) from exc
     return McpHub(servers, cwd) if servers else None

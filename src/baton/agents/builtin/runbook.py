@@ -88,6 +88,7 @@ __all__ = [
     "Step",
     "label",
     "parse_runbook",
+    "shell_title",
 ]
 
 LABEL_LIMIT = 120
@@ -169,12 +170,52 @@ class Runbook:
         return any(isinstance(s, McpStep) and s.tool == "write_report" for s in self.steps)
 
 
+_SETUP = re.compile(
+    r"""^(?:set|cd|pushd|popd|export|source|\.|echo|printf|true|:|pwd|which|command\s+-v
+    |type|mkdir\s+-p|[A-Za-z_][A-Za-z0-9_]*=\S*$
+    |(?:pip3?|python3?\s+-m\s+pip|npm|pnpm|yarn|uv|apt-get)\s+(?:install|ci|sync))(?:\s|$)
+    |\s(?:--version|-V|version)$""",
+    re.X,
+)
+"""Commands that prepare or say rather than do (change directory, set options or variables,
+echo, check a version, install dependencies): never what a long step is titled by."""
+
+
+def _commands(script: str) -> list[str]:
+    """The script's commands, one per line (comments, blank lines and a shebang left out)."""
+    return [
+        line.strip()
+        for line in script.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+
+
+def shell_title(shell: str, script: str) -> str:
+    """What a shell step does, in one line: the whole script when it is short (its
+    commands joined with ``; ``), else its first meaningful command (not ``cd``, ``set``,
+    ``echo``, a variable or a ``--version`` check) and how many more there are.
+
+    A QA step ``python3 --version`` / ``pip install -e .`` / ``pytest -q`` … reads
+    ``sh: pytest -q (+3 more)``, never ``sh: python3 --version``.
+    """
+    commands = _commands(script)
+    whole = f"{shell}: {'; '.join(commands)}"
+    if len(commands) <= 1 or len(whole) <= LABEL_LIMIT:
+        return whole
+    meaningful = next((c for c in commands if not _SETUP.search(c)), commands[0])
+    more = len(commands) - 1
+    return f"{shell}: {truncate(meaningful, LABEL_LIMIT - 20)} (+{more} more)"
+
+
 def label(step: Step) -> str:
-    """A one-line label for plans, titles and summaries, e.g. ``sh: make test``."""
+    """A one-line label for plans, titles and summaries, e.g. ``sh: make test``.
+
+    The one title of a step: the plan entry, the tool call (and so the permission request,
+    the terminal's and the dashboard's views), the report's table and the review all use it.
+    """
     match step:
         case ShellStep(shell=shell, command=command):
-            first = next((line.strip() for line in command.splitlines() if line.strip()), "")
-            text = f"{shell}: {first}"
+            text = shell_title(shell, command)
         case FileStep(path=path):
             text = f"file: {path}"
         case McpStep(target=target):

@@ -12,6 +12,7 @@ from typing import Literal
 from .channel import TurnInterrupted, until_cancelled
 from .jsonrpc import JsonObject
 from .mcp_client import ToolIndex
+from .plan_states import PLAN_ENTRY, EntryEvent
 from .runbook import McpStep, Runbook, label, parse_runbook, truncate
 from .steps import Action, StepContext, StepRun, ToolStep, run_step
 from .summary import (
@@ -203,15 +204,19 @@ class _Board:
     def __init__(self, ctx: StepContext, entries: list[str]) -> None:
         self._ctx = ctx
         self._entries = entries
-        self._statuses: list[PlanStatus] = ["pending"] * len(entries)
+        self._states = [PLAN_ENTRY.next(None, EntryEvent.PLAN) for _ in entries]
 
     async def send(self) -> None:
-        await self._ctx.channel.update(plan(list(zip(self._entries, self._statuses, strict=True))))
+        statuses: list[PlanStatus] = [state.value for state in self._states]
+        await self._ctx.channel.update(plan(list(zip(self._entries, statuses, strict=True))))
+
+    def _move(self, number: int, event: EntryEvent) -> None:
+        self._states[number - 1] = PLAN_ENTRY.next(self._states[number - 1], event)
 
     async def run(self, number: int, step_label: str, action: Action) -> StepRun:
-        self._statuses[number - 1] = "in_progress"
+        self._move(number, EntryEvent.START)
         await self.send()
         run = await run_step(self._ctx, number, step_label, action)
-        self._statuses[number - 1] = "completed"
+        self._move(number, EntryEvent.FINISH)
         await self.send()
         return run

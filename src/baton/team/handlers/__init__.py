@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
 from baton.team import steps

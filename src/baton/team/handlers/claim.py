@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from baton.coordination.errors import LifecycleConflict
-from baton.coordination.fcop_port import FcopPort, TransitionInfo
-from baton.coordination.ordering import Unmet, not_run_report
+from baton.fcop_errors import LifecycleConflict
+from baton.fcop_port.port import FcopPort, TransitionInfo
 from baton.team import steps
 from baton.team.attention import SYSTEM_SENDER, Escalations
 from baton.team.book import TaskBook
@@ -15,6 +14,7 @@ from baton.team.handlers.outcome import Outcome, Then
 from baton.team.next_step import Facts
 from baton.team.slots import Slot
 from baton.team.states import TaskState
+from baton.workflow.ordering import Unmet, not_run_report
 
 __all__ = ["ClaimNotRun", "ClaimTask"]
 

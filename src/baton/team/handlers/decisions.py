@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
 from baton.team import steps
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from baton.coordination.errors import CoordinationError
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_errors import CoordinationError
+from baton.fcop_port.port import FcopPort
 
 __all__ = ["Dependents"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.store.journal import Journal
 from baton.team import steps
 from baton.team.attention import Escalations

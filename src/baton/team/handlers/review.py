@@ -10,8 +10,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from baton.coordination.fcop_port import FcopPort, TaskInfo
-from baton.coordination.review_summary import ChildSummary, ReviewFacts, review_document
+from baton.fcop_port.port import FcopPort, TaskInfo
 from baton.requests.ledger import Ledger
 from baton.requests.model import ReviewChanges, ReviewRequest
 from baton.store import team_sql
@@ -26,21 +25,23 @@ from baton.team.records import TaskRecord
 from baton.team.slots import Slot
 from baton.team.states import TaskState
 from baton.team.workspaces import Workspaces
+from baton.workflow.review_summary import ChildSummary, ReviewFacts, review_document
 from baton.worktrees.review import review_changes
 from baton.worktrees.states import WorktreeState
 
 __all__ = ["OpenHumanReview", "ReviewDocuments", "ReviewSummary", "changes_line"]
 
-ReviewSummary = Callable[[TaskInfo, ReportView, str], str]
-"""``(task, report head, report body) -> text`` of the review document a human reads
-(blocking reads: called in a worker thread)."""
+ReviewSummary = Callable[[TaskInfo, ReportView, str, tuple[str, ...] | None], str]
+"""``(task, report head, report body, files) -> text`` of the review document a human
+reads (blocking reads: called in a worker thread). ``files``: the paths the tree's
+branch changes, when it has one (else the files the agents reported writing)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewDocuments:
     """What the human reviews: the work, not the prompt.
 
-    :func:`~baton.coordination.review_summary.review_document` over the TASK, its
+    :func:`~baton.workflow.review_summary.review_document` over the TASK, its
     report, each delegated child's result with an excerpt of its report, and the
     files the agents reported writing (kept per TASK in the store's records).
     """
@@ -48,11 +49,13 @@ class ReviewDocuments:
     prompts: Prompts
     store: Store
 
-    def __call__(self, task: TaskInfo, head: ReportView, body: str) -> str:
+    def __call__(
+        self, task: TaskInfo, head: ReportView, body: str, files: tuple[str, ...] | None
+    ) -> str:
         children = self.prompts.child_reports(task.task_id)
         ids = [task.task_id, *(c.task_id for c in children)]
 
-        def files(tx: Tx) -> dict[str, tuple[str, ...]]:
+        def reported(tx: Tx) -> dict[str, tuple[str, ...]]:
             out = {}
             for task_id in ids:
                 row = team_sql.TASKS.get(tx, task_id)
@@ -60,7 +63,7 @@ class ReviewDocuments:
                     out[task_id] = TaskRecord.from_row(row).files_changed
             return out
 
-        changed = self.store.read_tx(files)
+        changed = self.store.read_tx(reported)
         facts = ReviewFacts(
             task_id=task.task_id,
             subject=task.subject,
@@ -80,7 +83,7 @@ class ReviewDocuments:
                 )
                 for c in children
             ),
-            files_changed=changed.get(task.task_id, ()),
+            files_changed=files if files is not None else changed.get(task.task_id, ()),
         )
         return review_document(facts)
 
@@ -126,9 +129,10 @@ class OpenHumanReview:
         )
         body = found.body if found is not None else ""
         changes = await self._changes(facts, merge_refused)
-        summary = await asyncio.to_thread(self.summary, info, head, body)
+        files = tuple(f.path for f in changes.files) if changes is not None else None
+        summary = await asyncio.to_thread(self.summary, info, head, body, files)
         if changes is not None:
-            summary = f"{changes_line(changes)}\n\n{summary}"
+            summary = f"{summary.rstrip()}\n\n{changes_line(changes)}\n"
         document = ReviewRequest(
             task_id=info.task_id,
             report_ref=head.report_id,

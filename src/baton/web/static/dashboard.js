@@ -1,5 +1,5 @@
 "use strict";
-(() => {
+(async () => {
   // ------------------------------------------------------------ safe DOM helpers
   const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
   const visible = (value) => String(value === null || value === undefined ? "" : value).replace(UNSAFE, (c) => {
@@ -26,6 +26,7 @@
   // Links the script builds point into this dashboard only.
   const safeHref = (value) => (String(value).startsWith("/") && !String(value).startsWith("//")) ? String(value) : "#";
   const enc = encodeURIComponent;
+  const counted = (n, word) => n + " " + word + (Number(n) === 1 ? "" : "s");
   const clip = (s, n) => { s = String(s || ""); return s.length > n ? s.slice(0, n) + "…" : s; };
   const short = (id) => String(id || "").slice(0, 12);
   // A stall in words, as baton.runner.liveness.stall_text says it on the terminal.
@@ -37,10 +38,32 @@
     if (m < 60) return m + "m " + s + "s";
     return Math.floor(m / 60) + "h " + (m % 60) + "m";
   };
+  // A role prompt (the role context every turn repeats) in one line, or null for any other
+  // prompt: the twin of baton.web.summaries.prompt_summary.
+  function promptSummary(prompt) {
+    const text = String(prompt || "");
+    const head = /^\[baton\] ([^\n]+)/.exec(text);
+    if (!head) return null;
+    const what = head[1].trim();
+    const kind = what === "FCoP role context" ? "" : what.split(":").pop().trim().toLowerCase();
+    const role = /^You are ([A-Za-z0-9_-]+)\b/m.exec(text);
+    const subject = /^Subject: +(.+)$/m.exec(text) || /\bon TASK-\S+ \((.+?)\)/.exec(text);
+    const said = [kind, subject ? subject[1].trim() : ""].filter((x) => x).join(" · ");
+    return (role ? role[1] + ": " : "") + (said || what);
+  }
   const stallText = (p) => "the agent has said nothing for " + span(p.silent_ms) + (p.timeout_in_ms === null || p.timeout_in_ms === undefined ? "" : " (turn timeout in " + span(p.timeout_in_ms) + ")");
 
+  // The session's proof half (baton.web.sessions): kept in this origin's storage, which
+  // no server on another port can read, and sent with every request the script makes.
+  const PROOF_KEY = "baton-proof";
+  const proof = () => { try { return localStorage.getItem(PROOF_KEY) || ""; } catch (error) { return ""; } };
+  const proofHeaders = () => (proof() ? {"X-Baton-Proof": proof()} : {});
+  // EventSource sends no headers: the two streams take the proof in the query.
+  const streamUrl = (url) => proof() ? url + (url.includes("?") ? "&" : "?") + "proof=" + encodeURIComponent(proof()) : url;
+  const loginAgain = () => { try { localStorage.removeItem(PROOF_KEY); } catch (error) { /* private mode */ } location.replace("/login"); };
+
   async function api(method, url, body) {
-    const options = {method, credentials: "same-origin", headers: {}};
+    const options = {method, credentials: "same-origin", headers: proofHeaders()};
     if (body !== undefined) {
       options.headers["Content-Type"] = "application/json";
       options.body = JSON.stringify(body);
@@ -51,6 +74,11 @@
     return {ok: response.ok, status: response.status, data};
   }
   const errorText = (r) => visible((r.data.error || r.status) + ": " + (r.data.message || ""));
+  // Whether the session is gone (``baton serve --logout-all``, expiry): then only a login helps.
+  const loggedOut = async () => {
+    const r = await fetch("/api/requests?limit=1", {credentials: "same-origin", headers: proofHeaders()}).catch(() => null);
+    return r !== null && r.status === 401;
+  };
 
   // ---------------------------------------------------------------------- login
   const login = document.getElementById("login");
@@ -70,7 +98,10 @@
       status.className = "status";
       status.textContent = "logging in…";
       const r = await api("POST", "/api/login", {code});
-      if (r.ok) { status.className = "status ok"; status.textContent = "logged in"; location.replace("/"); return; }
+      if (r.ok) {
+        if (r.data.proof) localStorage.setItem(PROOF_KEY, r.data.proof);
+        status.className = "status ok"; status.textContent = "logged in"; location.replace("/"); return;
+      }
       status.className = "status error";
       status.textContent = errorText(r);
     };
@@ -80,6 +111,27 @@
     });
     if (hash) { input.value = hash; submit(hash); }
     return;
+  }
+
+  // ------------------------------------------------------------------- the shell
+  // A navigation carries no proof, so the server answered with an empty shell: fetch
+  // the same page with the proof and show it (server-rendered, escaped markup, parsed
+  // by DOMParser, which runs no script), or log in again.
+  if (document.getElementById("shell")) {
+    if (!proof()) { loginAgain(); return; }
+    let response;
+    try {
+      response = await fetch(location.href, {credentials: "same-origin", headers: proofHeaders()});
+    } catch (error) {
+      document.getElementById("shell").textContent = visible("cannot reach baton: " + error);
+      return;
+    }
+    if (response.status === 401) { loginAgain(); return; }
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    document.title = doc.title;
+    document.body.replaceWith(document.adoptNode(doc.body));
+    const target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target) target.scrollIntoView();
   }
 
   // ------------------------------------------------------------ answering cards
@@ -291,7 +343,19 @@
     });
   }
 
+  // The newest state this page shows, as the server's time it was computed at: the
+  // page's own HTML first, then each live message. An older message is ignored, so a
+  // stale state (a reconnect, another tab's rebroadcast) never replaces a newer one.
+  const inboxSection = document.getElementById("requests");
+  let inboxAsOf = inboxSection ? Number(inboxSection.dataset.asOf) || 0 : 0;
+  let boardAsOf = 0;
+
   function onInbox(state) {
+    if (typeof state.as_of === "number") {
+      if (state.as_of < inboxAsOf) return;
+      inboxAsOf = state.as_of;
+      if (inboxSection) inboxSection.dataset.asOf = String(state.as_of);
+    }
     const pending = state.pending;
     const ids = new Set(pending.map((p) => p.request_id));
     const fresh = knownPending === null ? [] : pending.filter((p) => !knownPending.has(p.request_id));
@@ -313,25 +377,56 @@
     if (cards) syncCards(pending, state.settled);
   }
 
+  // A card as the server renders it now (pending with its controls, or decided).
+  const refreshing = new Set();
+  async function fetchCard(requestId) {
+    const response = await fetch("/fragments/requests/" + enc(requestId), {credentials: "same-origin", headers: proofHeaders()});
+    if (!response.ok) return null;
+    // Server-rendered, escaped markup (the same renderer as the page itself).
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    const article = doc.querySelector("article[data-request-id]");
+    return article ? document.adoptNode(article) : null;
+  }
+  async function refreshCard(card) {
+    const id = card.dataset.requestId;
+    if (refreshing.has(id)) return;
+    refreshing.add(id);
+    try {
+      const fresh = await fetchCard(id);
+      if (!fresh || !card.isConnected) return;
+      if (fresh.classList.contains("done")) {
+        card.replaceWith(fresh);
+        if (fresh.parentElement && fresh.parentElement.id === "cards") settle(fresh, null);
+      } else {
+        // It is pending after all (a stale message settled it): back with its controls.
+        card.remove();
+        cards.append(fresh);
+      }
+    } catch (error) { /* the next message tries again */ } finally { refreshing.delete(id); }
+  }
+
+  // Converge to the message: every pending request has a live card, every other card is
+  // settled; a card whose state the message contradicts is fetched again, so it can come back.
   async function syncCards(pending, settled) {
     const settledById = new Map(settled.map((s) => [s.request_id, s]));
-    for (const card of [...cards.querySelectorAll("article[data-request-id]")]) {
-      if (!knownPending.has(card.dataset.requestId)) {
-        const s = settledById.get(card.dataset.requestId);
-        settle(card, s ? s.decision : "no longer pending");
+    for (const card of [...document.querySelectorAll("article.request[data-request-id]")]) {
+      const id = card.dataset.requestId;
+      const shownPending = !card.classList.contains("done");
+      if (knownPending.has(id)) {
+        if (!shownPending) refreshCard(card);
+      } else if (shownPending) {
+        const s = settledById.get(id);
+        if (s && s.decision) settle(card, s.decision); else refreshCard(card);
       }
     }
     for (const p of pending) {
       if (document.getElementById("req-" + p.request_id)) continue;
       try {
-        const response = await fetch("/fragments/requests/" + enc(p.request_id), {credentials: "same-origin"});
-        if (!response.ok) continue;
-        // Server-rendered, escaped markup (the same renderer as the page itself).
-        const doc = new DOMParser().parseFromString(await response.text(), "text/html");
-        const article = doc.querySelector("article[data-request-id]");
-        if (article && !document.getElementById("req-" + p.request_id)) {
-          cards.append(document.adoptNode(article));
-        }
+        const article = await fetchCard(p.request_id);
+        if (!article || document.getElementById("req-" + p.request_id)) continue;
+        // Decided while it was fetched (a policy, another tab): straight to "Just decided".
+        cards.append(article);
+        if (article.classList.contains("done")) settle(article, null);
       } catch (error) { /* the next message retries */ }
     }
     const count = document.getElementById("inbox-count");
@@ -360,21 +455,30 @@
   // ---------------------------------------------------------------------- board
   const STATE_LABEL = {idle: "idle", working: "working", waiting: "waiting for you", stalled: "stalled", attention: "needs attention"};
   const taskLink = (id) => el("a", {href: "/tasks/" + enc(id)}, el("code", {}, id));
+  // A task is named by its subject (the id is on its page and in its tooltip).
+  const subjectLink = (id, subjects) => subjects.has(id) ? el("a", {href: "/tasks/" + enc(id), title: id}, clip(subjects.get(id), 80)) : taskLink(id);
+  // What a report said, where the stage alone would hide it (a blocked child sits in done).
+  const RESULT_NOTE = {blocked: "report: blocked", failed: "report: failed"};
 
   function onBoard(snapshot) {
     if (!board) return;
+    if (typeof snapshot.as_of === "number") {
+      if (snapshot.as_of < boardAsOf) return;
+      boardAsOf = snapshot.as_of;
+    }
     document.getElementById("board-meta").textContent = visible(snapshot.team + " · daemon " + snapshot.daemon + (snapshot.updated_at ? " · updated " + snapshot.updated_at : ""));
+    const subjects = new Map(snapshot.tasks.map((t) => [t.task_id, t.subject]));
     const notes = document.getElementById("board-notes");
     notes.replaceChildren(...snapshot.notes.map((n) => el("p", {class: "notice"}, n)),
-      ...snapshot.stalls.slice(-5).map((s) => el("p", {class: "notice warn"}, "stalled: ", taskLink(s.task_id), " (" + s.role + "): " + s.reason)));
+      ...snapshot.stalls.slice(-5).map((s) => el("p", {class: "notice warn"}, "stalled: ", subjectLink(s.task_id, subjects), " (" + s.role + "): " + s.reason)));
     const roles = document.getElementById("roles");
     roles.replaceChildren(...snapshot.roles.map((r) => {
       const usage = r.usage ? r.usage.input_tokens + " in / " + r.usage.output_tokens + " out tokens" + (r.usage.cost_usd ? " · $" + r.usage.cost_usd.toFixed(4) : "") : "usage unavailable";
       return el("article", {class: "role state-" + r.state, "data-role": r.name},
         el("header", {}, el("h4", {}, r.name, r.leader ? " ★" : ""), el("span", {class: "badge state-" + r.state}, STATE_LABEL[r.state] || r.state)),
         el("p", {class: "meta"}, r.agent + (r.note ? " · " + clip(r.note, 80) : "")),
-        el("p", {}, "task: ", r.current_task ? taskLink(r.current_task) : "—"),
-        el("p", {class: "meta"}, r.turns + " turns · " + r.tool_calls + " tool calls · " + usage),
+        el("p", {}, "task: ", r.current_task ? subjectLink(r.current_task, subjects) : "—"),
+        el("p", {class: "meta"}, counted(r.turns, "turn") + " · " + counted(r.tool_calls, "tool call") + " · " + usage),
         r.silence ? el("p", {class: "notice warn silence"}, "⏳ " + r.silence) : null,
         r.turn_running ? el("p", {}, cancelTurnButton(r.name, r.current_task, "Cancel turn")) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
@@ -386,12 +490,13 @@
       const tasks = byStage.get(stage) || [];
       return el("section", {class: "stage stage-" + stage, "data-stage": stage},
         el("h4", {}, stage + " (" + (snapshot.counts[stage] !== undefined ? snapshot.counts[stage] : tasks.length) + ")"),
-        ...tasks.map((t) => el("article", {class: "task", "data-task": t.task_id},
-          el("p", {}, taskLink(t.task_id)),
-          el("p", {class: "subject"}, t.subject),
-          el("p", {class: "meta"}, t.sender + " → " + t.recipient + (t.status ? " · " + t.status : "") + (t.turns ? " · " + t.turns + " turns" : "")),
-          t.parent ? el("p", {class: "meta"}, "parent ", taskLink(t.parent)) : null,
-          t.children.length ? el("p", {class: "meta"}, "children ", ...t.children.flatMap((c, i) => i ? [", ", taskLink(c)] : [taskLink(c)])) : null)));
+        ...tasks.map((t) => el("article", {class: "task" + (RESULT_NOTE[t.result] ? " result-" + t.result : ""), "data-task": t.task_id},
+          el("p", {class: "subject"}, el("a", {href: "/tasks/" + enc(t.task_id)}, t.subject || t.task_id)),
+          RESULT_NOTE[t.result] ? el("p", {}, el("span", {class: "badge result-" + t.result}, RESULT_NOTE[t.result])) : null,
+          el("p", {class: "meta"}, t.sender + " → " + t.recipient + (t.status ? " · " + t.status : "") + (t.turns ? " · " + counted(t.turns, "turn") : "")),
+          t.parent ? el("p", {class: "meta"}, "part of ", subjectLink(t.parent, subjects)) : null,
+          t.children.length ? el("p", {class: "meta"}, "delegated: ", ...t.children.flatMap((c, i) => i ? [", ", subjectLink(c, subjects)] : [subjectLink(c, subjects)])) : null,
+          el("p", {class: "meta id"}, el("code", {}, t.task_id)))));
     }));
   }
 
@@ -422,20 +527,16 @@
     const broadcast = (message) => { if (channel) channel.postMessage(message); };
     const status = (label, css) => { showState(label, css); broadcast({type: "state", label, css}); };
     const connect = () => {
-      source = new EventSource("/api/live?topics=inbox,board");
+      source = new EventSource(streamUrl("/api/live?topics=inbox,board"));
       source.onopen = () => status("live", "live on");
       for (const topic of ["inbox", "board"]) {
         source.addEventListener(topic, (m) => { deliver(topic, m.data); broadcast({type: "event", topic, data: m.data}); });
       }
       source.onerror = () => {
         if (source.readyState !== EventSource.CLOSED) { status("reconnecting…", "live off"); return; }
-        // Refused (logged out, or the server said no): ask again in a while.
+        // Refused: logged out (say so now), or the server said no (ask again in a while).
         status("offline", "live off");
-        setTimeout(async () => {
-          const r = await fetch("/api/requests?limit=1", {credentials: "same-origin"}).catch(() => null);
-          if (r && r.status === 401) { status("log in again", "live off"); return; }
-          connect();
-        }, 3000);
+        loggedOut().then((out) => { if (out) status("log in again", "live off"); else setTimeout(connect, 3000); });
       };
     };
     connect();
@@ -460,6 +561,18 @@
   }
 
   // ------------------------------------------------------------------- run view
+  // Paths relative to the run's workspace, as the cards on the inbox show them
+  // (baton.web.dashboard.shown_path); one outside it whole, and said to be outside.
+  const runNode = document.getElementById("run");
+  const workspace = runNode ? String(runNode.dataset.workspace || "").replace(/\/+$/, "") : "";
+  function relative(path) {
+    const text = String(path || "");
+    if (!workspace || !text.startsWith("/")) return text;
+    if (text === workspace) return ".";
+    if (text.startsWith(workspace + "/")) return text.slice(workspace.length + 1);
+    return text + " (outside the workspace)";
+  }
+
   const run = document.getElementById("run");
   if (run) runView(run);
 
@@ -489,7 +602,7 @@
     const rows = lineDiff(diff.old_text, diff.new_text).map(([css, l, r, text]) =>
       el("tr", {class: css}, el("td", {class: "ln"}, String(l)), el("td", {class: "ln"}, String(r)),
         el("td", {}, el("pre", {}, (css === "add" ? "+" : css === "del" ? "-" : " ") + text))));
-    return el("figure", {class: "diff"}, el("figcaption", {}, diff.path + (diff.old_text === null ? " (new file)" : "") + (diff.truncated ? " (truncated preview)" : "")),
+    return el("figure", {class: "diff"}, el("figcaption", {}, relative(diff.path) + (diff.old_text === null ? " (new file)" : "") + (diff.truncated ? " (truncated preview)" : "")),
       el("table", {class: "diff-lines"}, ...rows));
   }
 
@@ -509,8 +622,8 @@
     const messages = new Map();
     const tools = new Map();
     const delegations = new Map();
-    const plans = [];
     let count = Number(countNode.textContent) || 0;
+    let drawnSeq = 0;
     let refreshTimer = null;
 
     // Raw lines are kept as data and only become elements while "raw events" is on.
@@ -528,8 +641,9 @@
     jump.addEventListener("click", () => { window.scrollTo(0, document.body.scrollHeight); jump.hidden = true; });
     window.addEventListener("scroll", () => { if (atBottom()) jump.hidden = true; });
 
+    const laneRole = (sessionId) => roles[sessionId] || (root.dataset.kind === "up" ? "team" : "agent");
     function lane(sessionId) {
-      const role = roles[sessionId] || (root.dataset.kind === "up" ? "team" : "agent");
+      const role = laneRole(sessionId);
       if (!laneNodes.has(role)) {
         const body = el("div", {class: "lane-body"});
         const node = el("section", {class: "lane", "data-lane": role}, el("h3", {class: "lane-title"}, role), body);
@@ -547,6 +661,14 @@
       statusNode.className = "tone-" + r.data.outcome.tone;
       const list = document.getElementById("run-requests");
       list.replaceChildren(...r.data.requests.map((q) => el("li", {}, el("a", {href: "/#req-" + q.request_id}, q.title), " ", el("span", {class: "hint"}, q.kind + " · " + (q.decision || q.state)))));
+      // A request waiting in a lane reads by the server's title (a review by its subject).
+      for (const q of r.data.requests) {
+        for (const asked of document.querySelectorAll("p.notice.request[data-request]:not(.cleared)")) {
+          if (asked.dataset.request !== q.request_id || asked.dataset.title === q.title) continue;
+          asked.dataset.title = q.title;
+          asked.replaceChildren("waiting for you: " + visible(q.title) + " ", el("a", {href: "/#req-" + q.request_id}, "answer"));
+        }
+      }
       document.getElementById("run-requests-count").textContent = String(r.data.requests.length);
       const cancel = root.querySelector("[data-action=cancel-run]");
       if (cancel && r.data.status !== "running") cancel.remove();
@@ -585,7 +707,7 @@
       const input = p.raw_input && typeof p.raw_input === "object" ? p.raw_input : null;
       const command = input && (input.command || input.cmd);
       if (command) parts.push(el("pre", {class: "command"}, "$ " + (Array.isArray(command) ? command.join(" ") : command)));
-      if (p.locations && p.locations.length) parts.push(el("p", {class: "paths"}, "paths: " + p.locations.map((l) => l.path + (l.line ? ":" + l.line : "")).join(", ")));
+      if (p.locations && p.locations.length) parts.push(el("p", {class: "paths"}, "paths: " + p.locations.map((l) => relative(l.path) + (l.line ? ":" + l.line : "")).join(", ")));
       if (p.output) parts.push(el("p", {class: "hint"}, "output" + (p.output.truncated ? " (last part of " + p.output.total_bytes + " bytes)" : "")), el("pre", {class: "output"}, p.output.tail));
       for (const diff of p.diffs || []) parts.push(diffFigure(diff));
       if (!parts.length && input) parts.push(el("pre", {class: "raw"}, clip(JSON.stringify(input, null, 2), 4000)));
@@ -593,19 +715,59 @@
       if (p.status === "failed") card.node.open = true;
     }
 
-    function renderPlan(p) {
-      plans.push(p);
+    // One plan per role (each role's agent keeps its own), each with its revisions. A
+    // step the agent calls completed is not ticked when its tool call failed or was
+    // denied: the rule of the terminal's view (baton.cli.render.plan_mark).
+    const PLAN_MARK = {completed: "☑", in_progress: "◐", blocked: "☒", pending: "☐"};
+    const plansByRole = new Map();
+    const toolOutcome = new Map();  // role -> Map(tool title -> its last final status)
+    function stepState(role, step) {
+      const outcome = (toolOutcome.get(role) || new Map()).get(step.content);
+      if (step.status === "completed" && outcome === "failed") return ["failed", "✘"];
+      if (step.status === "completed" && outcome === "cancelled") return ["cancelled", "■"];
+      if (step.native_status === "cancelled") return ["cancelled", "■"];
+      return [step.status, PLAN_MARK[step.status] || "☐"];
+    }
+    function planBox(role) {
+      let entry = plansByRole.get(role);
+      if (!entry) {
+        const node = el("section", {class: "plan", "data-plan-role": role});
+        plan.append(node);
+        entry = {node, revisions: [], shown: null};
+        plansByRole.set(role, entry);
+      }
+      return entry;
+    }
+    function showPlan(role, rev) {
+      const entry = planBox(role);
+      entry.shown = rev;
+      const steps = rev.steps.map((s) => {
+        const [state, mark] = stepState(role, s);
+        return el("li", {class: "step-" + state, "data-step-state": state}, el("span", {class: "check"}, mark), " ", s.content, state === "failed" ? el("span", {class: "hint"}, " (failed or denied)") : state === "cancelled" ? el("span", {class: "hint"}, " (cancelled)") : null);
+      });
+      const picker = entry.revisions.length > 1 ? el("p", {class: "revisions"}, "revisions: ", ...entry.revisions.map((r) => {
+        const b = el("button", {type: "button", class: "small" + (r === rev ? " current" : "")}, String(r.revision));
+        b.addEventListener("click", () => showPlan(role, r));
+        return b;
+      })) : null;
+      const who = plansByRole.size > 1 || root.dataset.kind === "up" ? role + "'s plan" : "Plan";
+      entry.node.replaceChildren(el("h3", {}, who + " · revision " + rev.revision), el("ul", {class: "checklist"}, ...steps), picker);
+    }
+    function renderPlan(e) {
+      const role = laneRole(e.session_id);
+      const entry = planBox(role);
+      entry.revisions.push(e.payload);
       plan.hidden = false;
-      const show = (rev) => {
-        const steps = rev.steps.map((s) => el("li", {class: "step-" + s.status}, el("span", {class: "check"}, {completed: "☑", in_progress: "◐", blocked: "⊘", pending: "☐"}[s.status] || "☐"), " ", s.content));
-        const picker = el("p", {class: "revisions"}, "revisions: ", ...plans.map((r, i) => {
-          const b = el("button", {type: "button", class: "small" + (r === rev ? " current" : "")}, String(r.revision));
-          b.addEventListener("click", () => show(plans[i]));
-          return b;
-        }));
-        plan.replaceChildren(el("h3", {}, "Plan · revision " + rev.revision), el("ul", {class: "checklist"}, ...steps), picker);
-      };
-      show(p);
+      showPlan(role, e.payload);
+    }
+    function noteToolOutcome(e) {
+      const p = e.payload;
+      if (!["completed", "failed", "cancelled"].includes(p.status)) return;
+      const role = laneRole(e.session_id);
+      if (!toolOutcome.has(role)) toolOutcome.set(role, new Map());
+      toolOutcome.get(role).set(p.title, p.status);
+      const entry = plansByRole.get(role);
+      if (entry && entry.shown) showPlan(role, entry.shown);
     }
 
     function notice(e, css, textValue, link) {
@@ -641,8 +803,16 @@
         node.textTarget.append(visible(p.text));
       } else if (t.startsWith("tool.execution.")) {
         toolCard(e);
+        noteToolOutcome(e);
       } else if (t === "turn.submitted") {
-        lane(e.session_id).append(el("div", {class: "msg prompt"}, el("span", {class: "tag"}, "prompt"), " ", clip(p.prompt_preview, 2000)));
+        const said = promptSummary(p.prompt_preview);
+        if (said === null) {
+          lane(e.session_id).append(el("div", {class: "msg prompt"}, el("span", {class: "tag"}, "prompt"), " ", clip(p.prompt_preview, 2000)));
+        } else {
+          // The role context repeats on every turn: one line, the whole text on demand.
+          lane(e.session_id).append(el("details", {class: "msg prompt role-context"}, el("summary", {}, el("span", {class: "tag"}, "prompt"), " ", said),
+            el("pre", {}, clip(p.prompt_preview, 4000))));
+        }
       } else if (t === "turn.stalled") {
         notice(e, "turn warn stall", "⏳ " + stallText(p));
         refreshSoon();
@@ -657,7 +827,7 @@
       } else if (t === "turn.cancelled") {
         notice(e, "turn warn", "turn cancelled: " + p.reason);
       } else if (t === "plan.updated") {
-        renderPlan(p);
+        renderPlan(e);
       } else if (t.startsWith("delegation.")) {
         const key = p.source + ":" + (p.children[0] ? p.children[0].parent_tool_call_id || "" : "");
         let node = delegations.get(key);
@@ -695,7 +865,8 @@
     refresh().finally(() => follow());
 
     function follow() {
-    const source = new EventSource("/api/runs/" + enc(runId) + "/stream");
+    // A new connection (after the old one was refused) resumes after the last event drawn.
+    const source = new EventSource(streamUrl("/api/runs/" + enc(runId) + "/stream" + (drawnSeq ? "?after=" + drawnSeq : "")));
     source.onopen = () => { state.textContent = "live"; };
     // Events are drawn once per frame, in a batch: a flooding agent costs one
     // layout and one scroll per frame, not one per event.
@@ -713,6 +884,7 @@
         if (e.session_id && !(e.session_id in roles) && root.dataset.kind === "up" && e.type === "session.started") refreshSoon();
         try { render(e); } catch (error) { /* one odd event never stops the view */ }
         count = Math.max(count, e.seq);
+        drawnSeq = Math.max(drawnSeq, e.seq);
       }
       if (rawLines.length > 5000) rawLines.splice(0, rawLines.length - 5000);
       while (rawLog.childElementCount > 5000) rawLog.firstElementChild.remove();
@@ -735,7 +907,11 @@
       state.textContent = visible("stream failed: " + JSON.parse(message.data).message);
     });
     source.onerror = () => {
-      if (source.readyState !== EventSource.CLOSED) state.textContent = "reconnecting…";
+      if (source.readyState !== EventSource.CLOSED) { state.textContent = "reconnecting…"; return; }
+      loggedOut().then((out) => {
+        if (out) state.replaceChildren(el("a", {href: "/login"}, "log in again"));
+        else { state.textContent = "disconnected"; setTimeout(follow, 3000); }
+      });
     };
     }
   }

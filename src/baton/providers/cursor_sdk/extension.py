@@ -1,0 +1,168 @@
+"""The ``cursor-sdk`` provider extension: the transport's vendor updates, sans-I/O.
+
+The stable ACP variants the transport produces (transcript chunks, tool calls, ``plan``,
+``current_mode_update``) are the generic normalizer's. What the SDK streams without an
+ACP counterpart arrives as the ``cursor_sdk_*`` variants of
+:mod:`~baton.providers.cursor_sdk.translate`; this extension maps each to a canonical
+payload (a subagent → ``delegation.*``, the rest → ``provider.notice`` ``info`` with the
+native message kept raw by the normalizer). The SDK's tool name rides in ``_meta``
+(``cursor-sdk/tool``): a name outside :data:`~.tables.TOOL_KINDS` is flagged once per
+name. Usage comes in the prompt response; a run without it is reported unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from baton.events.bounds import clip_text
+from baton.events.extension import JsonObject, TurnContext, require
+from baton.events.model import (
+    DelegationChild,
+    DelegationCompleted,
+    DelegationStarted,
+    Payload,
+)
+from baton.providers.cursor_sdk.tables import TOOL_KINDS
+from baton.providers.inventory import CURSOR_SDK_INVENTORY, TableExtension, notice
+
+__all__ = ["SOURCE", "CursorSdkExtension"]
+
+SOURCE = "cursor-sdk.task"
+
+
+def _message(update: JsonObject) -> Mapping[str, Any]:
+    return require(update.get("message"), Mapping, "message")  # type: ignore[no-any-return]
+
+
+class CursorSdkExtension(TableExtension):
+    """The ``cursor-sdk`` family's extension (see the module docstring)."""
+
+    usage_unavailable_reason = "the Cursor SDK reported no token usage for this run"
+
+    def __init__(self) -> None:
+        super().__init__(CURSOR_SDK_INVENTORY)
+        self.on_update("cursor_sdk_subagent", self._subagent)
+        self.on_update("cursor_sdk_thinking_completed", self._thinking_completed)
+        self.on_update("cursor_sdk_system", self._system)
+        self.on_update("cursor_sdk_summary", self._summary)
+        self.on_update("cursor_sdk_request", self._request)
+        self.on_update("cursor_sdk_block", self._block)
+        self.on_meta("cursor-sdk/tool", self._tool_name)
+
+    # ------------------------------------------------------------------ updates
+
+    def _subagent(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        call_id = clip_text(str(require(update.get("toolCallId"), str, "toolCallId")), 160)
+        args = update.get("args")
+        args = args if isinstance(args, Mapping) else {}
+        status = str(update.get("status") or "in_progress")
+        kind = args.get("subagentType")
+        role = None
+        if isinstance(kind, Mapping):
+            role = str(kind.get("name") or kind.get("kind") or "") or None
+        description = args.get("description")
+        child = DelegationChild(
+            child_id=call_id,
+            role=clip_text(role, 200) if role else None,
+            description=clip_text(ctx.redaction.text(description), 500)
+            if isinstance(description, str)
+            else None,
+            model=clip_text(str(args["model"]), 200)
+            if isinstance(args.get("model"), str)
+            else None,
+            agent_id=clip_text(str(args["agentId"]), 160)
+            if isinstance(args.get("agentId"), str)
+            else None,
+            status=status,
+            parent_tool_call_id=call_id,
+        )
+        if status in ("completed", "failed"):
+            return [DelegationCompleted(source=SOURCE, children=[child])]
+        return [DelegationStarted(source=SOURCE, children=[child])]
+
+    def _thinking_completed(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        message = _message(update)
+        duration = message.get("thinking_duration_ms", message.get("thinkingDurationMs"))
+        shown = f"{int(duration)} ms" if isinstance(duration, int | float) else "an unknown time"
+        return [
+            notice(
+                "thinking_completed",
+                f"cursor-sdk: thinking took {shown}",
+                ctx=ctx,
+                severity="info",
+                variant="cursor_sdk_thinking_completed",
+            )
+        ]
+
+    def _system(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        message = _message(update)
+        model = message.get("model")
+        model_id = model.get("id") if isinstance(model, Mapping) else None
+        tools = message.get("tools")
+        count = len(tools) if isinstance(tools, list) else 0
+        return [
+            notice(
+                "agent_init",
+                f"cursor-sdk: the run offers {count} tools"
+                + (f" with model {clip_text(str(model_id), 80)}" if model_id else ""),
+                ctx=ctx,
+                severity="info",
+                variant="cursor_sdk_system",
+            )
+        ]
+
+    def _summary(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        text = _message(update).get("text")
+        return [
+            notice(
+                "summary",
+                "cursor-sdk summary: " + clip_text(str(text or ""), 2000),
+                ctx=ctx,
+                severity="info",
+                variant="cursor_sdk_summary",
+            )
+        ]
+
+    def _request(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        request_id = _message(update).get("request_id")
+        return [
+            notice(
+                "request_id",
+                f"cursor-sdk: the run's request id is {clip_text(str(request_id or '?'), 160)}",
+                ctx=ctx,
+                severity="info",
+                variant="cursor_sdk_request",
+            )
+        ]
+
+    def _block(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        block = require(update.get("block"), Mapping, "block")
+        return [
+            notice(
+                "content_block",
+                f"cursor-sdk: an assistant content block of type "
+                f"{clip_text(str(block.get('type') or '?'), 80)!r} is not text; kept raw",
+                ctx=ctx,
+                severity="info",
+                variant="cursor_sdk_block",
+            )
+        ]
+
+    # --------------------------------------------------------------------- meta
+
+    def _tool_name(
+        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+    ) -> list[Payload]:
+        name = str(value)
+        if name in TOOL_KINDS or not self._first_time("tool", name):
+            return []
+        return [
+            notice(
+                "unclassified",
+                f"cursor-sdk: tool {clip_text(name, 120)!r} is not in baton's tool table; "
+                "reported as kind 'other', kept raw",
+                ctx=ctx,
+                variant=str(update.get("sessionUpdate") or "tool_call"),
+            )
+        ]
