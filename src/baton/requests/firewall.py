@@ -106,6 +106,12 @@ AGENT_FACTS: Final[Mapping[str, AgentFacts]] = MappingProxyType(
             sends=("tool_call", "mode_change"),
             usage="per model call in `_meta.usage`, summed per turn",
         ),
+        "cursor-sdk": AgentFacts(
+            always_means="no approvals of its own: baton's custom tools ask through baton "
+            "(allow once or reject only)",
+            sends=("tool_call",),
+            usage="per run (SDK usage messages summed into the prompt response)",
+        ),
         "builtin": AgentFacts(
             always_means="the runbook agent offers no `allow_always`",
             sends=("tool_call",),
