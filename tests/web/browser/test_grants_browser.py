@@ -3,6 +3,8 @@ same command prefix later (never a compound line), the Grants page and its Revok
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 import pytest
@@ -28,7 +30,18 @@ echo "third" && touch pwned.txt
 """
 
 
+NOTIFY = (
+    "import json, sys\n"
+    "data = json.load(sys.stdin)\n"
+    "open(sys.argv[1], 'a').write(json.dumps([data['id'], data['kind'], data['title']]) + '\\n')\n"
+)
+
+
 def test_allow_and_grant_then_revoke(team: Team, browser: Any) -> None:
+    log = team.root.parent / "notices.ndjson"
+    argv = json.dumps([sys.executable, "-c", NOTIFY, str(log)])
+    config = team.root / "baton.toml"
+    config.write_text(config.read_text() + f"\n[notify]\ncommand = {argv}\n")
     url = team.start()
     inbox = login(browser, url)
     team.task("QA", "Echoes", STEPS)
@@ -69,3 +82,9 @@ def test_allow_and_grant_then_revoke(team: Team, browser: Any) -> None:
     decisions.goto(team.origin + "/decisions?decided_by=policy")
     decisions.locator("table.history tbody tr").first.wait_for()
     assert "by your grant grant-" in decisions.locator("table.history").inner_text()
+    # baton up ran [notify] for each permission that waited for a human, once each: not for
+    # the one the grant answered.
+    notices = [json.loads(line) for line in log.read_text().splitlines()]
+    titles = [title for _, kind, title in notices if kind == "permission"]
+    assert len(titles) == 2 and len({rid for rid, _, _ in notices}) == len(notices), notices
+    assert "first" in titles[0] and "pwned.txt" in titles[1]
