@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from baton.coordination.fcop_port import FcopPort
+from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import Ledger
 from baton.requests.model import ElicitationAnswer
 from baton.requests.notify import Notifier, NotifyConfig
