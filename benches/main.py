@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from benches import (
     answers,
@@ -15,6 +16,7 @@ from benches import (
     task_new,
     transports,
     web_latency,
+    worktrees,
 )
 from benches.common import cpu_note
 
@@ -29,6 +31,7 @@ ONLY = (
     "transports",
     "intake",
     "slots",
+    "worktrees",
 )
 
 
@@ -37,7 +40,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
     parser.add_argument("--only", choices=ONLY, action="append", default=None)
     parser.add_argument(
-        "--repeat", type=int, default=None, help="repeats of ingest (default: 1 quick, 3 full)"
+        "--repeat",
+        type=int,
+        default=None,
+        help="repeats of ingest (default: 1 quick, 3 full) and of the worktrees bench's "
+        "dispatches and checkpoints (default: 2 quick, 5 full)",
     )
     parser.add_argument(
         "--sizes",
@@ -52,6 +59,13 @@ def main() -> None:
         default=None,
         help="at most this many fcop-writer probes/samples per size in doorbell and task-new "
         "(fcop's are minutes each at 10,000; 0 skips the baseline)",
+    )
+    parser.add_argument(
+        "--worktrees-dir",
+        type=Path,
+        default=None,
+        help="where the worktrees bench clones its 50,000-file repository "
+        "(default: /dev/shm when it has room, else the temp folder)",
     )
     args = parser.parse_args()
     chosen = set(args.only or ONLY)
@@ -91,6 +105,8 @@ def main() -> None:
         intake.run(quick=quick)
     if "slots" in chosen:
         slots.run(1 if quick else 3)
+    if "worktrees" in chosen:
+        worktrees.run(quick=quick, repeats=args.repeat, directory=args.worktrees_dir)
 
 
 if __name__ == "__main__":

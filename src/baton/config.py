@@ -35,6 +35,8 @@ A command is resolved at launch: a bare name on the agent's ``PATH`` (after bato
 tools dir), ``~`` expanded, and a relative path with a ``/`` against the project
 directory. ``mode = ""`` selects no mode (the agent's own; still verified).
 ``agent_approves = true`` runs a mode in which the agent approves itself, flagged.
+``worktree_edits = false`` keeps ``mode`` in a task tree's own worktree too (by default the
+family's edit-without-asking mode runs there: :mod:`baton.providers.worktree_modes`).
 
 Length: every ``[profiles.NAME]`` key is parsed and checked here, one rule each, so that
 an unknown or malformed key fails with one message naming it.
@@ -103,6 +105,7 @@ PROFILE_KEYS = frozenset(
         "endpoint_model",
         "files",
         "agent_approves",
+        "worktree_edits",
     }
 )
 """The keys of a ``[profiles.NAME]`` table."""
@@ -284,7 +287,7 @@ def parse_profile(
         )
     if "admission" in section:
         changes["admission"] = tuple(_str_list(section["admission"], f"{where} admission"))
-    for flag in ("allow_workspace_config", "agent_approves"):
+    for flag in ("allow_workspace_config", "agent_approves", "worktree_edits"):
         if flag in section:
             if not isinstance(section[flag], bool):
                 raise ConfigError(f"{where} {flag}: must be true or false")

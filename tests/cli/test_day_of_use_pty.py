@@ -93,6 +93,12 @@ def test_a_day_at_an_80_column_terminal(day: tuple[Path, Path], user_home: Path)
     lines, status = sh("baton init")
     assert status == 0
     assert "git add baton.toml fcop .gitignore" in text(lines).replace("\n", " ")
+    # ... and the user does: task trees branch from that commit.
+    _, status = sh(
+        "git add baton.toml fcop .gitignore && "
+        "git -c user.name=Dana -c user.email=dana@example.org commit -qm 'baton init'"
+    )
+    assert status == 0
 
     # The task-body format is in `task new -h`, and help paragraphs are wrapped once.
     lines, _ = sh("baton task new -h")

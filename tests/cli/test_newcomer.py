@@ -61,9 +61,10 @@ def test_readme_first_screen_gets_a_newcomer_to_their_own_repository(
         for line in section.split("```sh", 1)[1].split("```", 1)[0].splitlines()
         if line.strip()
     ]
-    assert len(commands) == 5 and commands[0].startswith("pipx install")
+    assert len(commands) == 6 and commands[0].startswith("pipx install")
     assert "baton init" in commands[1] and commands[2].startswith("baton task new --to PM")
     assert commands[3] == "baton up --until-idle" and commands[4] == "baton inbox"
+    assert commands[5] == "baton up --until-idle"  # after the answer: it merges and closes
 
     repo = tmp_path / "your-repo"
     repo.mkdir()
@@ -104,7 +105,7 @@ def test_readme_first_screen_gets_a_newcomer_to_their_own_repository(
     assert hint in inbox.text
     answered = step(f"baton answer {request.group(1)[:10]} --approve")
     assert f"{request.group(1)}: answered" in answered.text
-    done = step("baton up --until-idle")
+    done = step(commands[5])
     assert "waiting for you 0" in done.text and "needs attention 0" in done.text
     board = step("baton task list --all")
     assert task_id.group() in board.text

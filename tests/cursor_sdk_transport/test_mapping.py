@@ -24,7 +24,7 @@ from baton.events.model import (
     UsageReported,
 )
 from baton.events.redaction import NoRedaction
-from baton.providers.cursor_sdk import CursorSdkExtension
+from baton.providers.cursor_sdk.extension import CursorSdkExtension
 from baton.providers.cursor_sdk.tables import tool_kind
 from baton.providers.cursor_sdk.translate import RunTranslator
 

@@ -27,6 +27,7 @@ from tests.cursor_sdk_transport.support import (
     scripted_project,
     trace,
 )
+from tests.support.project import without_isolation
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
@@ -57,6 +58,9 @@ def new_task(repo: Path, n: int) -> str:
 def test_a_cursor_sdk_role_is_resumed_per_task_and_files_its_reports(tmp_path: Path) -> None:
     repo = scripted_project(tmp_path)
     assert run(repo, "init").returncode == 0
+    # The seed's flow: one long-lived agent for the role across tasks, in the checkout
+    # (with worktree isolation each task tree gets its own agent: docs/worktrees.md).
+    without_isolation(repo)
     config = repo / "baton.toml"
     text = config.read_text()
     dev = '[team.roles.DEV]\nagent = "builtin"'

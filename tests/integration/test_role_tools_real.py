@@ -135,7 +135,7 @@ async def test_a_real_agent_files_its_report_through_the_role_tools(
             hub=hub,
         )
         session = await factory(
-            RoleSpec(name="QA", agent="role-agent", permissions="all"), slot.binding()
+            RoleSpec(name="QA", agent="role-agent", permissions="all"), slot.binding(), None
         )
         try:
             # Qwen Code discovers MCP servers progressively: its first model call may come

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.worktrees.git import GitOutputTooLarge
+from baton.worktrees.git import GitFailed, GitOutputTooLarge
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.repo import MergeRefused, Repository
 from tests.worktrees.conftest import planned, sh
@@ -50,6 +50,34 @@ def test_checkpoint_commits_everything_as_baton_and_keeps_agent_commits(repo: Re
     assert log == ["baton|baton: TASK-x DEV turn 1", "Dana|agent's own commit"]
     assert not repo.dirty(wt)
     assert repo.checkpoint(wt, "again") == head  # clean: no empty commit
+
+
+def test_checkpoint_of_a_staged_edit_undone_in_the_tree_commits_nothing(
+    repo: Repository,
+) -> None:
+    record = made(repo)
+    wt = record.worktree
+    (wt / "app.py").write_text("print('staged')\n")
+    sh(wt, "add", "app.py")
+    (wt / "app.py").write_text("print('hello')\n")  # back to the committed text
+    head = repo.head(wt)
+    assert repo.dirty(wt)  # staged and unstaged, and nothing to commit in all
+    assert repo.checkpoint(wt, "nothing") == head
+    assert not repo.dirty(wt)
+
+
+def test_checkpoint_of_a_clean_tree_with_a_stale_index_lock_is_the_head(
+    repo: Repository,
+) -> None:
+    record = made(repo)
+    wt = record.worktree
+    lock = Path(sh(wt, "rev-parse", "--git-path", "index.lock"))
+    (lock if lock.is_absolute() else wt / lock).write_text("")
+    assert repo.checkpoint(wt, "clean") == repo.head(wt)
+    (wt / "new.txt").write_text("work\n")
+    with pytest.raises(GitFailed):  # the work stays in the tree for the next checkpoint
+        repo.checkpoint(wt, "locked")
+    assert (wt / "new.txt").exists()
 
 
 def test_the_change_lists_files_commits_and_a_bounded_diff(repo: Repository) -> None:

@@ -111,7 +111,9 @@ class SessionStarted(Payload):
     config_options: list[dict[str, JsonValue]] = Field(default_factory=list)
     replayed_updates: int = 0
     reason: str | None = None
-    approval: Literal["asks", "read_only", "self_approves", "unknown"] | None = None
+    approval: Literal["asks", "read_only", "contained_edits", "self_approves", "unknown"] | None = (
+        None
+    )
     """Who approves mutations in the effective mode (``baton.providers.approval``)."""
 
 
@@ -676,6 +678,19 @@ class SecurityUnapprovedMutation(SecurityEvent):
     """The profile says ``agent_approves``: recorded, but not a failure of the run."""
 
 
+class SecurityMutationAllowed(SecurityEvent):
+    """A mutation no request decided that an audit rule allows: ``worktree``, an edit inside
+    the session's task-tree worktree (no ``.git`` path), reviewed as the tree's diff."""
+
+    TYPE: ClassVar[str] = "security.mutation_allowed"
+    rule: str
+    mutation: Literal["tool_call", "fs_write"]
+    tool_call_id: str | None = None
+    kind: str | None = None
+    path: str | None = None
+    """Workspace-relative."""
+
+
 # -------------------------------------------------------------------------- files
 
 
@@ -741,6 +756,7 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         SecurityApprovalRefused,
         SecurityApprovalBypass,
         SecurityUnapprovedMutation,
+        SecurityMutationAllowed,
         FileWritten,
     )
 }

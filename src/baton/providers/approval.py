@@ -10,6 +10,10 @@ agent may report:
     mutating tools ask the client (``session/request_permission``) first;
 ``read_only``
     the agent cannot mutate at all in this mode (planning, asking);
+``contained_edits``
+    only in a task tree's own worktree: the agent writes its edits there without asking
+    (they are reviewed as the tree's diff), and everything else still asks
+    (:mod:`baton.providers.worktree_modes` says which mode of which family);
 ``self_approves``
     the agent (or a model reviewer, a sandbox, an allowlist) approves mutations itself;
 ``unknown``
@@ -41,10 +45,13 @@ __all__ = [
     "ApprovalVerdict",
     "ModeRule",
     "advertised_mode",
+    "opencode_allows",
+    "opencode_permission",
+    "permission_env",
     "verify",
 ]
 
-ApprovalClass = Literal["asks", "read_only", "self_approves", "unknown"]
+ApprovalClass = Literal["asks", "read_only", "contained_edits", "self_approves", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,12 +271,19 @@ def advertised_mode(session_result: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 _RANK: Mapping[ApprovalClass, int] = MappingProxyType(
-    {"read_only": 0, "asks": 1, "unknown": 2, "self_approves": 3}
+    {"read_only": 0, "asks": 1, "contained_edits": 2, "unknown": 3, "self_approves": 4}
 )
 
 
-def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> ApprovalVerdict:
-    """The effective approval behaviour of a session of ``profile`` (see the module doc)."""
+def verify(
+    profile: AgentProfile,
+    session_result: Mapping[str, Any],
+    *,
+    contained: Mapping[str, str] = MappingProxyType({}),
+) -> ApprovalVerdict:
+    """The effective approval behaviour of a session of ``profile`` (see the module doc);
+    ``contained``: self-approving modes that are ``contained_edits`` here, and why (in a
+    task tree's worktree, :mod:`baton.providers.worktree_modes`)."""
     family = profile.family
     if family == "opencode":
         return _opencode(profile)
@@ -305,6 +319,8 @@ def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> Approval
                 f"mode {mode!r} is not one baton has classified for {family}",
                 source,
             )
+        elif rule.klass == "self_approves" and mode in contained:
+            verdict = ApprovalVerdict(family, mode, "contained_edits", contained[mode], source)
         else:
             verdict = ApprovalVerdict(family, mode, rule.klass, rule.why, source)
         if worst is None or _RANK[verdict.klass] > _RANK[worst.klass]:
@@ -313,8 +329,15 @@ def verify(profile: AgentProfile, session_result: Mapping[str, Any]) -> Approval
     return worst
 
 
-def _opencode(profile: AgentProfile) -> ApprovalVerdict:
-    """OpenCode asks only for what its ``permission`` config says ``ask``."""
+def permission_env(permission: Mapping[str, str]) -> str:
+    """An OpenCode permission as the ``OPENCODE_PERMISSION`` value baton sets."""
+    return json.dumps(dict(permission), sort_keys=True)
+
+
+def opencode_permission(profile: AgentProfile) -> dict[str, Any] | None:
+    """The ``permission`` an OpenCode profile's inline configuration gives it (the
+    ``OPENCODE_PERMISSION`` variable over ``OPENCODE_CONFIG_CONTENT``'s), ``None`` when
+    either is not JSON."""
     permission: dict[str, Any] = {}
     content = profile.env.get("OPENCODE_CONFIG_CONTENT")
     for text in (content, profile.env.get("OPENCODE_PERMISSION")):
@@ -323,16 +346,26 @@ def _opencode(profile: AgentProfile) -> ApprovalVerdict:
         try:
             value = json.loads(text)
         except ValueError:
-            return ApprovalVerdict(
-                "opencode", None, "unknown", "its inline configuration is not JSON", "profile"
-            )
+            return None
         if text is content:
             value = value.get("permission") if isinstance(value, Mapping) else None
         if isinstance(value, Mapping):
             permission.update(value)
         elif isinstance(value, str):
             permission = dict.fromkeys(_OPENCODE_MUTATING, value)
-    allowing = [key for key in _OPENCODE_MUTATING if key in permission and _allows(permission[key])]
+    return permission
+
+
+def _opencode(profile: AgentProfile) -> ApprovalVerdict:
+    """OpenCode asks only for what its ``permission`` config says ``ask``."""
+    permission = opencode_permission(profile)
+    if permission is None:
+        return ApprovalVerdict(
+            "opencode", None, "unknown", "its inline configuration is not JSON", "profile"
+        )
+    allowing = [
+        key for key in _OPENCODE_MUTATING if key in permission and opencode_allows(permission[key])
+    ]
     unset = [key for key in ("edit", "bash") if key not in permission]
     if allowing:
         return ApprovalVerdict(
@@ -356,9 +389,11 @@ def _opencode(profile: AgentProfile) -> ApprovalVerdict:
     )
 
 
-def _allows(value: Any) -> bool:
+def opencode_allows(value: Any) -> bool:
+    """Whether an OpenCode permission value lets something through unasked (``allow``, or a
+    pattern table with an ``allow``)."""
     if isinstance(value, str):
         return value == "allow"
     if isinstance(value, Mapping):
-        return any(_allows(v) for v in value.values())
+        return any(opencode_allows(v) for v in value.values())
     return False

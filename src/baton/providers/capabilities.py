@@ -39,12 +39,12 @@ from baton.providers import (
     claude,
     codex,
     cursor,
-    cursor_sdk,
     gemini,
     opencode,
     qwen,
 )
 from baton.providers.catalog import BUILTIN_PROFILES
+from baton.providers.cursor_sdk import declarations as cursor_sdk
 from baton.providers.inventory import (
     GENERIC_METHODS,
     CapabilityClaim,

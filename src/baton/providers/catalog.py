@@ -6,8 +6,10 @@ receives a credential when the user binds it in ``baton.toml``; nothing is taken
 from the shell by default.
 
 Each profile selects the approval mode in which the agent's mutating tools ask baton
-(:mod:`baton.providers.approval` says why, and verifies it at session start), and names
-the npm package and exact version ``baton agents install`` installs and pins.
+(:mod:`baton.providers.approval` says why, and verifies it at session start); in a task
+tree's own worktree, the family's edit-without-asking mode where one lets only edits through
+(:mod:`baton.providers.worktree_modes`). Each names the npm package and exact version
+``baton agents install`` installs and pins.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 from types import MappingProxyType
 
-from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK
+from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK, permission_env
 from baton.providers.cursor_sdk.tables import BUNDLED_BRIDGE
 from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
@@ -23,6 +25,7 @@ __all__ = [
     "BUILTIN",
     "BUILTIN_PROFILES",
     "CLAUDE",
+    "CLAUDE_ASK",
     "CODEX",
     "CURSOR",
     "CURSOR_SDK",
@@ -32,6 +35,9 @@ __all__ = [
 ]
 
 _NODE_PRIVATE = {"NODE_COMPILE_CACHE": "cache/node-compile"}
+
+CLAUDE_ASK = ("Bash", "WebFetch", "WebSearch")
+"""Claude Code tools that ask in every mode (``permissions.ask`` in its seeded settings)."""
 
 BUILTIN = AgentProfile(
     name="builtin",
@@ -108,11 +114,16 @@ CLAUDE = AgentProfile(
     session_meta=MappingProxyType({"claudeCode": {"options": {"settingSources": ["user"]}}}),
     mode=APPROVAL_TABLES["claude"].select,
     # With an empty config dir claude-agent-acp starts in `auto` (it approves itself);
-    # the setting makes even the first moments of the session ask.
+    # the setting makes even the first moments of the session ask. The `ask` rules make
+    # every command and fetch ask in every mode: `acceptEdits` (a task tree's worktree)
+    # would otherwise run filesystem commands (mkdir, touch, mv, cp…) unasked.
     files=(
         SeedFile(
             "$CLAUDE_CONFIG_DIR/settings.json",
-            content=json.dumps({"permissions": {"defaultMode": "default"}}, indent=2) + "\n",
+            content=json.dumps(
+                {"permissions": {"defaultMode": "default", "ask": list(CLAUDE_ASK)}}, indent=2
+            )
+            + "\n",
         ),
     ),
     package="@agentclientprotocol/claude-agent-acp",
@@ -162,7 +173,7 @@ OPENCODE = AgentProfile(
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
             # Applied after every other config source: edits, commands and fetches ask.
-            "OPENCODE_PERMISSION": json.dumps(dict(OPENCODE_ASK), sort_keys=True),
+            "OPENCODE_PERMISSION": permission_env(OPENCODE_ASK),
         }
     ),
     private_dirs=MappingProxyType(_NODE_PRIVATE),

@@ -126,6 +126,9 @@ class AgentProfile:
     agent_approves: bool = False
     """Documented override: run even in a mode where the agent approves its own mutations;
     the session then carries a ``security.approval_bypass`` event."""
+    worktree_edits: bool = True
+    """In a task tree's own worktree, run the family's edit-without-asking mode instead of
+    the asking one (:mod:`baton.providers.worktree_modes`); ``False`` keeps ``mode`` there."""
     pin: str | None = None
     """Path of a pinned-distribution manifest to verify before every launch."""
     initialize_timeout: float = 30.0

@@ -36,7 +36,7 @@ from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
 from baton.providers.cursor import CursorExtension
-from baton.providers.cursor_sdk import CursorSdkExtension
+from baton.providers.cursor_sdk.extension import CursorSdkExtension
 from baton.providers.gemini import GeminiExtension
 from baton.providers.inventory import (
     GENERIC_METHODS,

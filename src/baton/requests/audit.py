@@ -12,6 +12,13 @@ it reports against what baton decided, per session:
 * a **client terminal** (``terminal/create``) needs an allowing ``execute`` decision in the
   same turn (or ``allow_always`` for ``execute``).
 
+In a session that works in a task tree's own worktree, the **worktree rule** covers what no
+decision did: an edit, delete or move whose every reported path is inside the worktree
+and touches no ``.git`` (``worktree``, a check the session passes in) is reviewed as the
+tree's diff, so it is a ``security.mutation_allowed`` (rule ``worktree``), not a finding.
+Commands, a mutation that names no path, paths outside, ``.git``, and anything baton
+denied stay findings.
+
 A decision is a ledger record answered ``allow`` by a human or a policy rule; ``deny`` and
 unanswered (cancelled, expired) requests allow nothing, so a tool call that completes after
 a denial is unapproved too. Each unmatched mutation is one
@@ -29,15 +36,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from baton.events.model import SecurityUnapprovedMutation, _ToolExecution
+from baton.events.model import SecurityMutationAllowed, SecurityUnapprovedMutation, _ToolExecution
 from baton.requests.model import PermissionAnswer, PermissionRequest
 from baton.requests.policy import tool_call_paths
 from baton.requests.records import RequestRecord
 
-__all__ = ["MUTATING_KINDS", "PermissionAudit"]
+__all__ = ["FILE_KINDS", "MUTATING_KINDS", "WORKTREE_RULE", "AuditPayload", "PermissionAudit"]
 
 MUTATING_KINDS = frozenset({"edit", "delete", "move", "execute"})
+FILE_KINDS = frozenset({"edit", "delete", "move"})
+"""The mutations of files, which the worktree rule may cover (never ``execute``)."""
 CONTROL = "permission-audit"
+WORKTREE_RULE = "worktree"
+
+AuditPayload = SecurityUnapprovedMutation | SecurityMutationAllowed
+"""What the audit reports: a finding, or a mutation an audit rule allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +78,14 @@ class PermissionAudit:
     expected: bool = False
     display: Callable[[str], str] = field(default=lambda p: p)
     """Maps an absolute path to what events may show (workspace-relative, masked outside)."""
+    worktree: Callable[[str], bool] | None = None
+    """The worktree rule's check of one path (inside the task tree's worktree, no ``.git``);
+    ``None``: the session does not work in a tree's worktree, no rule applies."""
     _allowed: list[_Decision] = field(default_factory=list)
     _denied: set[tuple[str | None, str]] = field(default_factory=set)
     _tools: dict[str, _Tool] = field(default_factory=dict)
     _reported_writes: dict[str | None, set[str]] = field(default_factory=dict)
+    _ruled_writes: dict[str | None, set[str]] = field(default_factory=dict)
     findings: list[SecurityUnapprovedMutation] = field(default_factory=list)
     per_turn: dict[str | None, int] = field(default_factory=dict)
 
@@ -101,9 +118,7 @@ class PermissionAudit:
         checked (an update in progress only adds to what is known of the call)."""
         return payload.status == "completed"
 
-    def tool(
-        self, payload: _ToolExecution, turn_id: str | None
-    ) -> list[SecurityUnapprovedMutation]:
+    def tool(self, payload: _ToolExecution, turn_id: str | None) -> list[AuditPayload]:
         """A tool call event; a mutating one that just completed is checked."""
         tool = self._tools.get(payload.tool_call_id)
         if tool is None:
@@ -122,6 +137,16 @@ class PermissionAudit:
         if tool.paths & self._reported_writes.get(turn_id, set()):
             return []  # already reported as the unapproved fs write it made
         denied = (turn_id, payload.tool_call_id) in self._denied
+        if not denied and tool.kind in FILE_KINDS and self._in_worktree(tool.paths):
+            if tool.paths <= self._ruled_writes.get(turn_id, set()):
+                return []  # already allowed as the fs write it made
+            return self._allowed_by_rule(
+                "tool_call",
+                subject=f"{tool.kind} tool call {payload.tool_call_id}",
+                tool_call_id=payload.tool_call_id,
+                kind=tool.kind,
+                path=min(tool.paths),
+            )
         reason = (
             "completed although baton denied it"
             if denied
@@ -138,11 +163,19 @@ class PermissionAudit:
             path=path,
         )
 
-    def client_write(self, path: str, turn_id: str | None) -> list[SecurityUnapprovedMutation]:
+    def client_write(self, path: str, turn_id: str | None) -> list[AuditPayload]:
         """The agent wrote ``path`` through ``fs/write_text_file``."""
         norm = self._norm(path)
         if any(self._covers_write(d, norm, turn_id) for d in self._allowed):
             return []
+        if self._in_worktree(frozenset({norm})):
+            self._ruled_writes.setdefault(turn_id, set()).add(norm)
+            return self._allowed_by_rule(
+                "fs_write",
+                subject=f"fs/write_text_file {self.display(norm)}",
+                kind="edit",
+                path=norm,
+            )
         self._reported_writes.setdefault(turn_id, set()).add(norm)
         return self._find(
             "fs_write",
@@ -153,9 +186,7 @@ class PermissionAudit:
             path=norm,
         )
 
-    def client_terminal(
-        self, command: str, turn_id: str | None
-    ) -> list[SecurityUnapprovedMutation]:
+    def client_terminal(self, command: str, turn_id: str | None) -> list[AuditPayload]:
         """The agent ran ``command`` in a client terminal (``terminal/create``)."""
         if any(d.kind == "execute" and (d.turn_id == turn_id or d.always) for d in self._allowed):
             return []
@@ -173,6 +204,33 @@ class PermissionAudit:
         return self.per_turn.get(turn_id, 0)
 
     # --------------------------------------------------------------- internals
+
+    def _in_worktree(self, paths: frozenset[str]) -> bool:
+        """The worktree rule: every path (at least one) passes the session's check."""
+        check = self.worktree
+        return check is not None and bool(paths) and all(check(p) for p in paths)
+
+    def _allowed_by_rule(
+        self,
+        mutation: Literal["tool_call", "fs_write"],
+        *,
+        subject: str,
+        kind: str,
+        path: str,
+        tool_call_id: str | None = None,
+    ) -> list[AuditPayload]:
+        return [
+            SecurityMutationAllowed(
+                control=CONTROL,
+                subject=subject,
+                reason="inside the task's worktree: reviewed as its diff before it is merged",
+                rule=WORKTREE_RULE,
+                mutation=mutation,
+                tool_call_id=tool_call_id,
+                kind=kind,
+                path=self.display(path),
+            )
+        ]
 
     def _norm(self, path: str) -> str:
         if not path:
@@ -207,7 +265,7 @@ class PermissionAudit:
         tool_call_id: str | None = None,
         kind: str | None = None,
         path: str | None = None,
-    ) -> list[SecurityUnapprovedMutation]:
+    ) -> list[AuditPayload]:
         if self.expected:
             reason += "; expected: the profile lets the agent approve itself (agent_approves)"
         finding = SecurityUnapprovedMutation(
@@ -224,5 +282,7 @@ class PermissionAudit:
         self.per_turn[turn_id] = self.per_turn.get(turn_id, 0) + 1
         return [finding]
 
-    def unexpected(self, findings: Iterable[SecurityUnapprovedMutation]) -> bool:
-        return any(not f.expected for f in findings)
+    @staticmethod
+    def unexpected(reported: Iterable[AuditPayload]) -> bool:
+        """Whether any finding is not expected (a rule's allowance never is a finding)."""
+        return any(isinstance(f, SecurityUnapprovedMutation) and not f.expected for f in reported)

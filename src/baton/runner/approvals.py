@@ -5,7 +5,10 @@ One :class:`ApprovalGuard` per session, fed by the session's parts:
 * the handshake calls :meth:`~ApprovalGuard.start` once baton's settings are applied: the
   effective mode (what the agent advertises, :mod:`baton.providers.approval`) must ask the
   client, else the session is refused (``security.approval_refused``) unless the profile says
-  ``agent_approves``, which runs it flagged (``security.approval_bypass``);
+  ``agent_approves``, which runs it flagged (``security.approval_bypass``); a session in a
+  task tree's worktree (``isolated``) is verified by the worktree table
+  (:mod:`baton.providers.worktree_modes`: the family's edit mode is ``contained_edits``
+  there) and audited with the worktree rule (:mod:`.worktree_rule`);
 * every batch of drafts the session emits passes :meth:`~ApprovalGuard.drafts` (through
   :attr:`SessionEvents.watch <baton.runner.session_events.SessionEvents.watch>`): tool
   events are audited (:mod:`baton.requests.audit`) and a mode or config change is verified
@@ -34,16 +37,16 @@ from baton.events.model import (
     ModeChanged,
     SecurityApprovalBypass,
     SecurityApprovalRefused,
-    SecurityUnapprovedMutation,
     _ToolExecution,
 )
-from baton.providers import approval
+from baton.providers import approval, worktree_modes
 from baton.providers.profile import AgentProfile
-from baton.requests.audit import PermissionAudit
+from baton.requests.audit import AuditPayload, PermissionAudit
 from baton.requests.ledger import RequestRecord
 from baton.requests.states import State
 from baton.runner.session_events import SessionEvents
 from baton.runner.terminals import TerminalManager
+from baton.runner.worktree_rule import worktree_check
 from baton.security.paths import display_path
 
 __all__ = ["ApprovalGuard"]
@@ -66,15 +69,19 @@ class ApprovalGuard:
         events: SessionEvents,
         terminals: TerminalManager,
         strict: Callable[[], bool],
+        isolated: bool = False,
     ) -> None:
         self.profile = profile
         self.events = events
         self.terminals = terminals
         self.strict = strict
+        self.isolated = isolated
+        """The session works in a task tree's own worktree (its edits are the tree's diff)."""
         self.audit = PermissionAudit(
             str(workspace),
             expected=profile.agent_approves,
             display=partial(display_path, workspace),
+            worktree=worktree_check(workspace) if isolated else None,
         )
         self.verdict: approval.ApprovalVerdict | None = None
         self.session_result: dict[str, Any] = {}
@@ -91,9 +98,15 @@ class ApprovalGuard:
     async def start(self, session_result: dict[str, Any]) -> None:
         """Verify the effective mode after baton's settings; raises ``SecurityError``."""
         self.session_result = session_result
-        verdict = approval.verify(self.profile, session_result)
+        verdict = self._verify()
         self.verdict = verdict
         await self._check(verdict, at_start=True)
+
+    def _verify(self) -> approval.ApprovalVerdict:
+        """Who approves now; in a task tree's worktree, by the worktree table."""
+        if self.isolated:
+            return worktree_modes.verify_in_worktree(self.profile, self.session_result)
+        return approval.verify(self.profile, self.session_result)
 
     async def started(self) -> None:
         """After ``session.started``: the bypass flag, or why nothing could be verified."""
@@ -163,7 +176,7 @@ class ApprovalGuard:
             self.session_result["configOptions"] = list(payload.config_options)
         if self.verdict is None:
             return  # still being set up: the start check reads this state
-        verdict = approval.verify(self.profile, self.session_result)
+        verdict = self._verify()
         previous, self.verdict = self.verdict, verdict
         if (previous.mode, previous.klass) == (verdict.mode, verdict.klass):
             return
@@ -216,9 +229,7 @@ class ApprovalGuard:
         """The turn's unapproved mutations (0 when the profile expects them)."""
         return 0 if self.profile.agent_approves else self.audit.count(turn_id)
 
-    async def _audited(
-        self, findings: Sequence[SecurityUnapprovedMutation], turn_id: str | None
-    ) -> None:
+    async def _audited(self, findings: Sequence[AuditPayload], turn_id: str | None) -> None:
         """Emit audit findings; a strict policy cancels the turn on an unexpected one."""
         for finding in findings:
             await self.events.emit(finding, turn_id=turn_id)

@@ -49,6 +49,7 @@ from baton.events.model import HarnessDiagnostic, SessionClosed, SessionFailed
 from baton.providers.approval import ApprovalVerdict
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
+from baton.providers.worktree_modes import in_worktree
 from baton.runner.agent_login import logged_in_root
 from baton.runner.approvals import ApprovalGuard
 from baton.runner.client_methods import ClientMethods
@@ -94,6 +95,7 @@ class AgentSession:
         redactor: Redactor,
         launch: LaunchEnvironment,
         argv: Sequence[str],
+        isolated: bool = False,
     ) -> None:
         self.profile = profile
         self.workspace = workspace
@@ -118,6 +120,7 @@ class AgentSession:
             events=self.events,
             terminals=self.terminals,
             strict=lambda: requests.policy.audit == "strict",
+            isolated=isolated,
         )
         self.events.watch = self.approvals
         self.inbound = ClientMethods(
@@ -157,12 +160,19 @@ class AgentSession:
         recovery: Sequence[SessionHow] = ("resume", "load"),
         persistent_root: Path | None = None,
         transport: TransportFactory | None = None,
+        isolated: bool = False,
     ) -> AgentSession:
         """Admit, launch, handshake and create/resume a session, or raise a typed error.
 
-        Every refusal and failure is also an event in the stream. ``transport``: how the
-        agent is started; by default the profile's (:func:`~.launch.transport_for`).
+        ``transport``: how the agent is started; by default the profile's
+        (:func:`~.launch.transport_for`). ``isolated``: ``workspace`` is a task tree's own
+        worktree (the team loop says so, never for the user's checkout): the profile runs as
+        :func:`~baton.providers.worktree_modes.in_worktree` makes it (the family's edit mode,
+        its edits audited by the worktree rule). Every refusal and failure is also an event
+        in the stream.
         """
+        if isolated:
+            profile = in_worktree(profile)
         workspace = workspace.resolve()
         env_in = os.environ if environ is None else environ
         await admit_or_refuse(profile, workspace, emitter)
@@ -191,6 +201,7 @@ class AgentSession:
             redactor=Redactor(launch.bound_secret_values),
             launch=launch,
             argv=argv,
+            isolated=isolated,
         )
         try:
             await self._start(

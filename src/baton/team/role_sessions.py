@@ -6,9 +6,13 @@ the role's profile, injects the role-scoped MCP server for the slot's binding,
 keeps the agent's private root across restarts (agents store their sessions under
 HOME), and resumes the slot's previous session when its identity still matches.
 
-Identity fencing: the key is (profile, command, mode, model, workspace, slot). A
-stored session whose key differs is not resumed; a ``provider.notice`` says what
-changed.
+A session in a task tree's own worktree is opened ``isolated``: the agent runs in its
+family's edit-without-asking mode there (its edits are the tree's diff,
+:mod:`baton.providers.worktree_modes`); a session in the project never is.
+
+Identity fencing: the key is (profile, command, mode, model, workspace, slot), with the
+mode the session runs in its place. A stored session whose key differs is not resumed;
+a ``provider.notice`` says what changed.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from baton.config import BatonConfig, agent_roots_dir
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
+from baton.providers.worktree_modes import in_worktree
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
@@ -177,6 +182,7 @@ def role_session_factory(
         cwd: Path,
         resume: str | None,
         root: Path,
+        isolated: bool,
     ) -> tuple[AgentSession, bool, SlotCredential | None, RequestBroker]:
         issued: list[SlotCredential] = []
         offered: list[bool] = []
@@ -212,6 +218,7 @@ def role_session_factory(
                 mcp_servers=servers,
                 resume_session_id=resume,
                 persistent_root=root,
+                isolated=isolated,
             )
         except BaseException:
             if hub is not None:
@@ -227,7 +234,10 @@ def role_session_factory(
         profile = config.profile(spec.agent)
         slot = binding.session_name
         where = cwd or workspace
-        key = identity_key(profile, where, slot)
+        # A tree's worktree (cwd given) holds only that tree's diff: the agent edits unasked
+        # there; the project (the user's own checkout) keeps the asking mode.
+        isolated = cwd is not None
+        key = identity_key(in_worktree(profile) if isolated else profile, where, slot)
         # One stored session per slot and place: back in a tree's worktree, the slot
         # resumes the session it had there (the agent keeps that tree's context).
         slot_id = f"role-{sanitize_id(slot)}" + (f"@{sanitize_id(where.name)}" if cwd else "")
@@ -247,7 +257,7 @@ def role_session_factory(
                 )
         root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
         session, http, credential, broker = await open_session(
-            profile, spec, binding, cwd=where, resume=resume, root=root
+            profile, spec, binding, cwd=where, resume=resume, root=root, isolated=isolated
         )
         now = format_ts(time.time())
         store.upsert_session(

@@ -74,6 +74,8 @@ class Workspaces:
         self.journal = journal
         self.now = now
         self._locks: dict[str, asyncio.Lock] = {}
+        self._excluded: set[Path] = set()
+        """Worktree folders whose ``info/exclude`` line this process wrote or found."""
 
     @classmethod
     def open(
@@ -208,11 +210,12 @@ class Workspaces:
 
     async def _plan(self, root: str, subject: str) -> WorktreeRecord:
         repo = self._repo()
-        base_ref = (
-            f"refs/heads/{self.isolation.base}"
-            if self.isolation.base
-            else await asyncio.to_thread(repo.current_branch)
-        )
+        base_ref: str | None
+        if self.isolation.base:
+            base_ref = configured = f"refs/heads/{self.isolation.base}"
+            base_commit = await asyncio.to_thread(repo.resolve, configured)
+        else:  # the branch checked out now, and its commit, in one look
+            base_ref, base_commit = await asyncio.to_thread(repo.checked_out_branch) or (None, None)
         if base_ref is None:
             unborn = await asyncio.to_thread(repo.resolve, "HEAD") is None
             raise WorkspaceUnavailable(
@@ -223,14 +226,15 @@ class Workspaces:
                 else "the main checkout is on a detached HEAD: check out a branch, or set "
                 '[team] base = "main" in baton.toml'
             )
-        base_commit = await asyncio.to_thread(repo.resolve, base_ref)
         if base_commit is None:
             raise WorkspaceUnavailable(
                 f"the base branch {base_ref.removeprefix('refs/heads/')} does not exist: "
                 "create it, or change [team] base in baton.toml"
             )
         directory = worktrees_dir(self.project, self.isolation)
-        await asyncio.to_thread(self._exclude, directory)
+        if directory not in self._excluded:
+            await asyncio.to_thread(self._exclude, directory)
+            self._excluded.add(directory)
         now = self.now()
         planned = WorktreeRecord(
             root_task=root,
