@@ -63,6 +63,7 @@ __all__ = [
     "CONFIG_NAME",
     "PROFILE_KEYS",
     "SECRETS_KEYS",
+    "TOP_LEVEL_TABLES",
     "BatonConfig",
     "agent_roots_dir",
     "default_state_dir",
@@ -114,6 +115,10 @@ _ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_UR
 
 SECRETS_KEYS = frozenset({"file"})
 """The keys of the ``[secrets]`` table."""
+
+TOP_LEVEL_TABLES = frozenset({"profiles", "secrets", "notify", "team", "cluster"})
+"""Every top-level table ``baton.toml`` may have (each part checks its own keys:
+:func:`baton.app.configuration.check_config`); anything else is a mistake, refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +199,7 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from exc
+        _known_tables(raw, path)
     profiles = dict(BUILTIN_PROFILES)
     for name, section in _table(raw, "profiles").items():
         if not isinstance(section, dict):
@@ -201,6 +207,9 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
         profiles[name] = parse_profile(name, section, profiles, project_dir=project_dir)
     secrets_file = None
     secrets = _table(raw, "secrets")
+    unknown = sorted(set(secrets) - SECRETS_KEYS)
+    if unknown:
+        raise ConfigError(f"[secrets]: unknown keys {', '.join(unknown)}")
     if "file" in secrets:
         if not isinstance(secrets["file"], str):
             raise ConfigError("[secrets] file must be a string path")
@@ -212,6 +221,18 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
         secrets_file=secrets_file,
         raw=MappingProxyType(raw),
     )
+
+
+def _known_tables(raw: Mapping[str, Any], path: Path) -> None:
+    """Refuse a top-level key or table baton does not know (a typo like ``[teem]``)."""
+    unknown = sorted(set(raw) - TOP_LEVEL_TABLES)
+    if unknown:
+        shown = ", ".join(f"[{name}]" for name in unknown)
+        known = ", ".join(f"[{name}]" for name in sorted(TOP_LEVEL_TABLES))
+        raise ConfigError(f"{path}: unknown table {shown}; baton.toml knows {known}")
+    for name, value in raw.items():
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: {name} must be a table ([{name}])")
 
 
 def parse_profile(
@@ -279,6 +300,9 @@ def parse_profile(
         )
     if "credentials" in section:
         changes["credentials"] = tuple(_credentials(section["credentials"], where))
+    for key in ("endpoint_model", "openai_model"):
+        if key in section:
+            _str(section[key], f"{where} {key}")
     if "endpoint" in section and "openai_endpoint" in section:
         raise ConfigError(f"{where}: give endpoint or openai_endpoint, not both")
     endpoint_key = "endpoint" if "endpoint" in section else "openai_endpoint"

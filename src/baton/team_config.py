@@ -91,6 +91,7 @@ TEAM_KEYS = frozenset(
         "reminder_turns",
         "zero_tool_limit",
         "zero_tool_cooldown",
+        "answer_timeout",
         "max_task_bytes",
         "quarantine",
         "roles",
@@ -166,6 +167,9 @@ class TeamConfig:
     zero_tool_limit: int = 3
     """Consecutive turns without a tool call before a role's circuit breaker opens."""
     zero_tool_cooldown: float = 300.0
+    answer_timeout: float = 3600.0
+    """Seconds an agent's request (a permission, a question, a form) waits for the human
+    before it is refused, so the turn goes on (reviews wait as long as it takes)."""
     max_task_bytes: int = 1024 * 1024
     """A TASK file larger than this is hostile: refused unread, with an ISSUE."""
     quarantine: bool = True
@@ -327,6 +331,13 @@ def parse_team(
     cooldown = raw.get("zero_tool_cooldown", 300)
     if isinstance(cooldown, bool) or not isinstance(cooldown, int | float) or cooldown < 0:
         raise ConfigError("[team] zero_tool_cooldown: must be a number of seconds >= 0")
+    answer_timeout = raw.get("answer_timeout", 3600)
+    if (
+        isinstance(answer_timeout, bool)
+        or not isinstance(answer_timeout, int | float)
+        or not 1 <= answer_timeout <= 7 * 86400
+    ):
+        raise ConfigError("[team] answer_timeout: must be a number of seconds from 1 to 604800")
     name = raw.get("name", "team")
     if not isinstance(name, str) or not name:
         raise ConfigError("[team] name: must be a non-empty string")
@@ -340,6 +351,7 @@ def parse_team(
         reminder_turns=_int(raw.get("reminder_turns", 1), "[team] reminder_turns", low=0, high=10),
         zero_tool_limit=_int(raw.get("zero_tool_limit", 3), "[team] zero_tool_limit", low=1),
         zero_tool_cooldown=float(cooldown),
+        answer_timeout=float(answer_timeout),
         max_task_bytes=_int(
             raw.get("max_task_bytes", 1024 * 1024), "[team] max_task_bytes", low=1024
         ),

@@ -326,3 +326,39 @@ def test_at_a_terminal_the_human_answers_the_permission(tmp: Path) -> None:
     text = seen.decode(errors="replace")
     assert answered and "by human (terminal)" in text and "tty-step-ran" in text
     assert "turn completed" in text
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script` for a pty")
+def test_at_a_terminal_a_run_grant_answers_the_next_same_command(tmp: Path) -> None:
+    """'r' at the prompt: allowed now and granted for the run; the second echo is not asked."""
+    steps = "```sh\necho -e tty-first\n```\n\n```sh\necho -e tty-second\n```\n"
+    (tmp / "ws" / "p.md").write_text(steps)
+    command = f'{sys.executable} -m baton run --wait-timeout 30 "$(cat p.md)"'
+    proc = subprocess.Popen(
+        ["script", "-qec", command, "/dev/null"],
+        cwd=tmp / "ws",
+        env={**env_for(tmp), "TERM": "xterm"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = b""
+    prompts = 0
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        seen += chunk
+        if seen.count(b"t/r/p = and grant") > prompts:
+            prompts += 1
+            proc.stdin.write(b"r\r")
+            proc.stdin.flush()
+    assert proc.wait(timeout=30) == 0, seen.decode(errors="replace")[-2000:]
+    text = seen.decode(errors="replace")
+    assert prompts == 1, text[-2000:]
+    assert "tty-first" in text and "tty-second" in text and "grant:grant-" in text

@@ -90,9 +90,9 @@ def test_inbox_json_is_ndjson_of_pending(db_path: Path) -> None:
 
 def test_answer_permission(db_path: Path) -> None:
     (r,) = _create(db_path, permission())
-    bad = _answer(db_path, r.request_id, "--accept")
-    assert bad.exit_code == 1 and "does not take --accept" in bad.output
-    ok = _answer(db_path, r.request_id, "--allow", "--json")
+    bad = _answer(db_path, r.request_id, "--select", "option-1")
+    assert bad.exit_code == 1 and "takes --allow or --deny, not --select" in bad.output
+    ok = _answer(db_path, r.request_id, "--approve", "--json")  # one vocabulary: yes
     assert ok.exit_code == 0
     assert json.loads(ok.output)["answer"]["option_id"] == "allow-once"
     again = _answer(db_path, r.request_id, "--allow", "--json")

@@ -26,7 +26,7 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("kind", ACP_TOOL_KINDS)
+@pytest.mark.parametrize("kind", [k for k in ACP_TOOL_KINDS if k != "switch_mode"])
 def test_default_table(kind: str, ws: Path) -> None:
     d = Policy().decide(permission(kind, command=None), workspace=ws, human_available=True)
     expected = "allow" if kind in DEFAULT_AUTO_ALLOW else "escalate"
@@ -48,20 +48,32 @@ def test_escalation_without_a_human_is_a_headless_denial(ws: Path) -> None:
     assert d.answer(permission("edit")) == PermissionAnswer(decision="deny")
 
 
-@pytest.mark.parametrize("kind", ACP_TOOL_KINDS)
+TOOL_CALL_KINDS = tuple(k for k in ACP_TOOL_KINDS if k != "switch_mode")
+
+
+@pytest.mark.parametrize("kind", TOOL_CALL_KINDS)
 def test_preset_all_allows_once_never_always(kind: str, ws: Path) -> None:
-    doc = permission(kind)
+    doc = permission(kind, granted=True)
     d = Policy.preset("all").decide(doc, workspace=ws, human_available=False)
     assert d.outcome == "allow" and d.rule == f"preset-all:allow:{kind}"
-    assert not d.grants_always
-    answer = validate_answer(d.granted(doc), d.answer(doc))
+    answer = validate_answer(doc, d.answer(doc))
     assert isinstance(answer, PermissionAnswer) and answer.option_id == "allow-once"
 
 
-@pytest.mark.parametrize("kind", ACP_TOOL_KINDS)
-def test_preset_none_denies_everything(kind: str, ws: Path) -> None:
+@pytest.mark.parametrize("kind", TOOL_CALL_KINDS)
+def test_preset_none_denies_every_tool_call(kind: str, ws: Path) -> None:
     d = Policy.preset("none").decide(permission(kind), workspace=ws, human_available=True)
     assert d.outcome == "deny" and d.rule == f"preset-none:deny:{kind}"
+
+
+@pytest.mark.parametrize("preset", ["all", "none", "reads"])
+def test_a_mode_change_is_never_decided_by_a_preset(preset: str, ws: Path) -> None:
+    doc = permission("switch_mode")
+    d = Policy.preset(preset).decide(doc, workspace=ws, human_available=True)
+    assert d.outcome == "escalate" and d.request_class == "mode_change"
+    assert d.rule == f"preset-{preset}:firewall:mode_change"
+    headless = Policy.preset(preset).decide(doc, workspace=ws, human_available=False)
+    assert headless.outcome == "deny" and headless.decided_by == "headless"
 
 
 def test_unknown_preset() -> None:
@@ -117,20 +129,18 @@ def test_tool_call_paths_collects_every_source() -> None:
     assert tool_call_paths(doc) == ("a", "b", "c", "d")
 
 
-def test_layers_and_allow_always_scope(ws: Path) -> None:
+def test_layers(ws: Path) -> None:
     policy = Policy.from_layers(
         [
-            ("profile-opencode", PolicyConfig(auto_allow=("edit",), allow_always=("edit",))),
+            ("profile-opencode", PolicyConfig(auto_allow=("edit",))),
             ("role-QA", PolicyConfig(deny=("execute",), default="deny")),
         ]
     )
-    edit = permission("edit", paths=("src/x.py",))
+    edit = permission("edit", paths=("src/x.py",), granted=True)
     d = policy.decide(edit, workspace=ws, human_available=True)
-    assert d.outcome == "allow" and d.rule == "role-QA:allow:edit" and d.grants_always
-    granted = d.granted(edit)
-    assert granted.allow_always_granted  # type: ignore[union-attr]
-    answer = validate_answer(granted, d.answer(granted))
-    assert isinstance(answer, PermissionAnswer) and answer.option_id == "allow-always"
+    assert d.outcome == "allow" and d.rule == "role-QA:allow:edit"
+    answer = validate_answer(edit, d.answer(edit))
+    assert isinstance(answer, PermissionAnswer) and answer.option_id == "allow-once"
     assert policy.decide(permission("execute"), workspace=ws, human_available=True).rule == (
         "role-QA:deny:execute"
     )

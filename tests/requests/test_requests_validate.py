@@ -195,21 +195,22 @@ def test_permission_picks_the_agents_own_option_by_kind(
     try:
         normalized = validate_answer(doc, answer)
     except InvalidAnswer:
+        if scope == "always":
+            return  # never allow_always (nor reject_always on request), whatever the document says
         if decision == "allow":
-            wanted = "allow_always" if scope == "always" else "allow_once"
-            assert wanted not in kinds or (scope == "always" and not granted)
+            assert "allow_once" not in kinds
         else:
             assert not {"reject_once", "reject_always"} & set(kinds)
         return
+    assert scope == "once"
     assert isinstance(normalized, PermissionAnswer)
     chosen = next(o for o in options if o.option_id == normalized.option_id)
     if decision == "allow":
-        # allow_always only when asked for and granted by policy
-        assert chosen.kind == ("allow_always" if scope == "always" else "allow_once")
-        assert chosen.kind != "allow_always" or granted
+        # baton never answers allow_always, even where the agent offers it
+        assert chosen.kind == "allow_once"
     else:
         assert chosen.kind.startswith("reject_")
-        if scope == "once" and "reject_once" in kinds:
+        if "reject_once" in kinds:
             assert chosen.kind == "reject_once"
     assert reply_for(doc, answer) == {
         "outcome": {"outcome": "selected", "optionId": chosen.option_id}
@@ -222,7 +223,7 @@ def test_permission_option_named_by_a_surface_must_exist_and_agree() -> None:
         validate_answer(doc, PermissionAnswer(decision="allow", option_id="allow-forever"))
     with pytest.raises(InvalidAnswer, match="does not match"):
         validate_answer(doc, PermissionAnswer(decision="allow", option_id="reject-once"))
-    with pytest.raises(InvalidAnswer, match="not granted by policy"):
+    with pytest.raises(InvalidAnswer, match="never answers allow_always"):
         validate_answer(doc, PermissionAnswer(decision="allow", scope="always"))
 
 

@@ -35,7 +35,12 @@ REFUSED = [
     ("cursor", ".claude/settings.json", {"hooks": {"PreToolUse": []}}, "claude.settings"),
     ("claude", ".claude/settings.local.json", {"enabledPlugins": {"x": True}}, "claude.settings"),
     ("claude", ".claude/settings.team.json", {"apiKeyHelper": "./get-key.sh"}, "claude.settings"),
-    ("claude", ".claude/settings.json", {"permissions": {"allow": ["Bash(*)"]}}, "claude.settings"),
+    (
+        "claude",
+        ".claude/settings.json",
+        {"permissions": {"defaultMode": "bypassPermissions"}},
+        "claude.settings",
+    ),
     (
         "claude",
         ".claude/settings.json",
@@ -102,6 +107,12 @@ def test_every_rule_is_exercised() -> None:
             ".claude/settings.json",
             {"model": "opus", "permissions": {"deny": ["Read(.env)"]}},
         ),
+        (  # an allow list is neutralized at launch (user settings only) and audited
+            "claude",
+            ".claude/settings.json",
+            {"permissions": {"allow": ["Bash(*)", "Write(*)"]}},
+        ),
+        ("cursor", ".claude/settings.json", {"permissions": {"allow": ["Bash(npm test)"]}}),
         ("claude", ".claude/settings.local.json", {"includeCoAuthoredBy": False}),
         ("codex", ".codex/config.toml", 'model = "gpt-5"\n'),
         ("gemini", ".gemini/settings.json", '{"theme": "Dracula"}'),
@@ -180,7 +191,8 @@ def test_walk_stops_at_git_root(tmp_path: Path) -> None:
     assert verdict.scanned == (".", "..", "../..")
     _write(repo / ".cursor" / "mcp.json", {})
     refused = admit(ws, ["cursor"], system_paths=NO_SYSTEM)
-    assert [f.path for f in refused.refusals] == ["../../.cursor/mcp.json"]
+    # named from the repository root, the path a person finds the file at
+    assert [f.path for f in refused.refusals] == [".cursor/mcp.json"]
 
 
 def test_without_git_only_the_workspace(tmp_path: Path) -> None:

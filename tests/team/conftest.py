@@ -14,6 +14,7 @@ import pytest
 from baton.events.sequencer import Sequencer
 from baton.fcop_port.authority import TrustedAuthority
 from baton.fcop_port.port import FcopPort
+from baton.requests.notify import Notifier
 from baton.runner.emitter import EventEmitter
 from baton.store.sqlite import SqliteStore
 from baton.team.loop import RunSummary, TeamLoop
@@ -54,7 +55,12 @@ class Team:
         return FakeFactory(scripts, default, store=self.store)
 
     def loop(
-        self, factory: FakeFactory, *, port: FcopPort | None = None, **changes: Any
+        self,
+        factory: FakeFactory,
+        *,
+        port: FcopPort | None = None,
+        notifier: Notifier | None = None,
+        **changes: Any,
     ) -> TeamLoop:
         run_id = f"run-{next(_runs)}"
         self.store.create_run(run_record(run_id, kind="up"))
@@ -67,6 +73,7 @@ class Team:
             journal=emitter,
             run_id=run_id,
             state_dir=self.state_dir,
+            notifier=notifier,
         )
 
     async def run_idle(self, loop: TeamLoop) -> RunSummary:

@@ -93,9 +93,14 @@ class AcpClient:
         return init
 
     async def new_session(
-        self, *, cwd: str, mcp_servers: Sequence[Mapping[str, Any]], timeout: float
+        self,
+        *,
+        cwd: str,
+        mcp_servers: Sequence[Mapping[str, Any]],
+        timeout: float,
+        meta: Mapping[str, Any] | None = None,
     ) -> OpenedSession:
-        params = messages.new_session_params(cwd=cwd, mcp_servers=mcp_servers)
+        params = messages.new_session_params(cwd=cwd, mcp_servers=mcp_servers, meta=meta)
         raw = await self.call("session/new", params, timeout=timeout)
         parsed = parse(messages.parse_new_session, raw, "session/new")
         return OpenedSession(parsed.session_id, parsed.raw)
@@ -108,11 +113,14 @@ class AcpClient:
         cwd: str,
         mcp_servers: Sequence[Mapping[str, Any]],
         timeout: float,
+        meta: Mapping[str, Any] | None = None,
     ) -> OpenedSession:
         """``session/resume`` or ``session/load`` of ``session_id``."""
         if method not in ("session/resume", "session/load"):
             raise ValueError(f"not a way to reopen a session: {method!r}")
-        params = messages.reopen_params(session_id=session_id, cwd=cwd, mcp_servers=mcp_servers)
+        params = messages.reopen_params(
+            session_id=session_id, cwd=cwd, mcp_servers=mcp_servers, meta=meta
+        )
         raw = await self.call(method, params, timeout=timeout)
         return OpenedSession(session_id, raw if isinstance(raw, dict) else {})
 

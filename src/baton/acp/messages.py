@@ -81,16 +81,32 @@ def initialize_params(*, client_meta: Mapping[str, Any], version: str) -> dict[s
     }
 
 
-def new_session_params(*, cwd: str, mcp_servers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``session/new``; MCP server entries go out as given (vendor fields included)."""
-    return {"cwd": cwd, "mcpServers": [dict(s) for s in mcp_servers]}
+def new_session_params(
+    *,
+    cwd: str,
+    mcp_servers: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``session/new``; MCP server entries go out as given (vendor fields included);
+    ``meta``: the profile's ``_meta`` for the agent (e.g. Claude's setting sources)."""
+    params: dict[str, Any] = {"cwd": cwd, "mcpServers": [dict(s) for s in mcp_servers]}
+    if meta:
+        params["_meta"] = dict(meta)
+    return params
 
 
 def reopen_params(
-    *, session_id: str, cwd: str, mcp_servers: Sequence[Mapping[str, Any]]
+    *,
+    session_id: str,
+    cwd: str,
+    mcp_servers: Sequence[Mapping[str, Any]],
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``session/resume`` and ``session/load`` take the same params."""
-    return {"sessionId": session_id, **new_session_params(cwd=cwd, mcp_servers=mcp_servers)}
+    return {
+        "sessionId": session_id,
+        **new_session_params(cwd=cwd, mcp_servers=mcp_servers, meta=meta),
+    }
 
 
 def cancel_params(session_id: str) -> dict[str, Any]:

@@ -7,14 +7,16 @@ holds the two together, so a new key is documented or the suite fails).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from baton.config import PROFILE_KEYS, SECRETS_KEYS
-from baton.requests.notify import NOTIFY_KEYS
-from baton.team_config import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS
+from baton.cluster.config import CLUSTER_KEYS, cluster_config
+from baton.config import PROFILE_KEYS, SECRETS_KEYS, BatonConfig
+from baton.requests.notify import NOTIFY_KEYS, NotifyConfig
+from baton.team_config import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS, parse_team
 
-__all__ = ["CONFIG_TABLES"]
+__all__ = ["CONFIG_TABLES", "check_config"]
 
 CONFIG_TABLES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
@@ -24,6 +26,25 @@ CONFIG_TABLES: Mapping[str, frozenset[str]] = MappingProxyType(
         "team": TEAM_KEYS - {"roles", "fcop_mcp"},
         "team.roles.NAME": ROLE_KEYS,
         "team.fcop_mcp": FCOP_MCP_KEYS,
+        "cluster": CLUSTER_KEYS,
     }
 )
 """``[table]`` → its keys (sub-tables are tables of their own here)."""
+
+
+def check_config(config: BatonConfig, environ: Mapping[str, str] | None = None) -> BatonConfig:
+    """Every table of ``baton.toml`` parsed by the part that owns it, at load.
+
+    ``load_config`` already refused unknown top-level tables and checked ``[profiles]``
+    and ``[secrets]``; this parses the rest, so a wrong type or an unknown key in any
+    table is a one-line :class:`~baton.errors.ConfigError` (exit 2) in every command,
+    never an internal error later, whichever command reads that table first.
+    """
+    raw = config.raw
+    if "notify" in raw:
+        NotifyConfig.from_table(raw["notify"])
+    if "team" in raw:
+        parse_team(raw["team"], known_profiles=set(config.profiles))
+    if "cluster" in raw:
+        cluster_config(raw, os.environ if environ is None else environ)
+    return config

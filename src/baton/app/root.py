@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baton.app.configuration import check_config
 from baton.app.recovery import (
     open_cluster_store,
     open_project_store,
@@ -43,13 +44,13 @@ from baton.app.recovery import (
     recover_interrupted,
 )
 from baton.config import BatonConfig, load_config
-from baton.errors import ConfigError, UsageError
+from baton.errors import UsageError
 from baton.events.model import CanonicalEvent, Payload
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.notify import NotifyConfig
+from baton.requests.notify import Notifier, NotifyConfig, Report
 from baton.requests.policy import Policy
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
@@ -152,7 +153,7 @@ class Baton:
         elif db_path is not None:
             cfg = standalone_config(db_path.parent)
         else:
-            cfg = load_config(Path(project), environ=env)
+            cfg = check_config(load_config(Path(project), environ=env), env)
         cluster = _cluster(cfg, env) if db_path is None else None
         store = open_project_store(cfg, cluster, db_path)
         async with cls.on_store(store, cfg, environ=env, cluster=cluster, recover=recover) as self:
@@ -187,7 +188,7 @@ class Baton:
     ) -> Iterator[Store]:
         """Only the project's store, for surfaces that read (``runs``, ``log``): no ledger,
         no recovery, nothing that writes beyond the store's own migrations."""
-        cfg = config if config is not None else load_config(Path(project))
+        cfg = config if config is not None else check_config(load_config(Path(project)))
         store = open_project_store(cfg, _cluster(cfg, os.environ), None)
         try:
             yield store
@@ -251,10 +252,12 @@ class Baton:
     @property
     def notify(self) -> NotifyConfig:
         """``[notify]`` from baton.toml: who to tell when a human is needed."""
-        table = self.config.raw.get("notify", {})
-        if not isinstance(table, dict):
-            raise ConfigError("[notify] must be a table")
-        return NotifyConfig.from_table(table)
+        return NotifyConfig.from_table(self.config.raw.get("notify", {}))
+
+    def notifier(self, *, report: Report | None = None) -> Notifier:
+        """The one notification service of this project (``report``: where failures go)."""
+        project = self.config.project_dir.name if self.config.project_dir else ""
+        return Notifier(self.notify, store=self.store, project=project, report=report)
 
     def broker(
         self,
@@ -270,7 +273,7 @@ class Baton:
             Policy.preset(policy) if isinstance(policy, str) else policy,
             terminal=terminal,
             wait_timeout=wait_timeout,
-            notify=self.notify if notify else None,
+            notifier=self.notifier() if notify else Notifier(NotifyConfig()),
         )
 
     # ----------------------------------------------------------------- sessions
@@ -290,6 +293,10 @@ class Baton:
         """Start an agent in ``run`` (see :meth:`AgentSession.open` for ``options``)."""
         self._check_open()
         resolved = self.profile(profile) if isinstance(profile, str) else profile
+        if requests.family is None:
+            requests.family = resolved.family  # the firewall knows the agent's habits
+        if requests.notifier.report is None:
+            requests.notifier.report = run.emitter.emit  # a failed notification is an event
         where = workspace if workspace is not None else self.config.project_dir or Path.cwd()
         options.setdefault("state_dir", self.config.state_dir)
         options.setdefault("secrets_file", self.config.secrets_file)
@@ -339,6 +346,7 @@ class Baton:
             store=self.store,
             ledger=self.ledger,
             emitter=run.emitter,
+            notifier=self.notifier(report=run.emitter.emit),
             until_idle=until_idle,
             on_loop=on_loop,
             decorate=decorate,

@@ -64,6 +64,13 @@ def start_dir(option: Path | None) -> Path:
     return chosen.resolve()
 
 
+def checked(config: BatonConfig) -> BatonConfig:
+    """Every table of the configuration checked now (see :func:`check_config`)."""
+    from baton.app.configuration import check_config
+
+    return check_config(config)
+
+
 def not_in_project(start: Path) -> CommandError:
     """The one failure of every command that needs a project, outside one."""
     return CommandError(
@@ -76,7 +83,7 @@ def not_in_project(start: Path) -> CommandError:
 def project_config(option: Path | None) -> BatonConfig:
     """The project's configuration, for commands that read or write the store."""
     start = start_dir(option)
-    config = load_config(start)
+    config = checked(load_config(start))
     if config.project_dir is None and not os.environ.get("BATON_STATE_DIR"):
         raise not_in_project(start)
     return config
@@ -84,7 +91,7 @@ def project_config(option: Path | None) -> BatonConfig:
 
 def any_config(option: Path | None) -> BatonConfig:
     """The configuration for commands that also work outside a project (built-ins only)."""
-    return load_config(start_dir(option))
+    return checked(load_config(start_dir(option)))
 
 
 def coordination(option: Path | None) -> CoordinationContext:
@@ -94,4 +101,5 @@ def coordination(option: Path | None) -> CoordinationContext:
     start = start_dir(option)
     if find_project_dir(start) is None:
         raise not_in_project(start)
+    checked(load_config(start))
     return open_context(start)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -18,10 +19,13 @@ from typing import Annotated, TypeVar
 import typer
 
 from baton.cli.project import ProjectOption, project_config
+from baton.cli.services import find
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
 from baton.cli.worktree_cmds import rebase_reason
 from baton.config import BatonConfig
 from baton.requests.errors import InvalidAnswer
+from baton.requests.grant_book import GrantBook
+from baton.requests.grants import GRANT_SCOPES, Grant
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import (
     Answer,
@@ -29,6 +33,7 @@ from baton.requests.model import (
     ContentValue,
     ElicitationAnswer,
     ElicitationRequest,
+    GrantSpec,
     MultiSelectField,
     NumberField,
     PermissionAnswer,
@@ -39,12 +44,13 @@ from baton.requests.model import (
     QuestionRequest,
     QuestionSelection,
     ReviewAnswer,
+    ReviewRequest,
 )
-from baton.requests.render import render, to_data
+from baton.requests.render import grant_data, render, to_data
 from baton.requests.states import State
 from baton.requests.validate import validate_answer
 
-__all__ = ["CLI_RULE", "app", "build_answer"]
+__all__ = ["CLI_RULE", "app", "build_answer", "next_step", "parse_duration"]
 
 CLI_RULE = "cli"
 """The ``rule`` of an answer given with ``baton answer`` (cf. ``web``, ``terminal``)."""
@@ -171,6 +177,18 @@ def _content(document: ElicitationRequest, values: list[str]) -> dict[str, Conte
     return content
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``30m``, ``1h``, ``2d``, ``1w`` (a bare number is seconds)."""
+    found = _DURATION.match(text)
+    if found is None or float(found.group(1)) <= 0:
+        raise InvalidAnswer(f"--for {text!r}: write a duration such as 30m, 1h or 2d")
+    return float(found.group(1)) * _UNIT[found.group(2)]
+
+
 def build_answer(
     record: RequestRecord,
     *,
@@ -182,42 +200,77 @@ def build_answer(
     reject: bool = False,
     reason: str | None = None,
     revision: str | None = None,
+    scope: str | None = None,
+    for_: str | None = None,
+    uses: int | None = None,
+    subject: str | None = None,
 ) -> Answer:
-    """Turn CLI flags into an answer for ``record``'s kind, refusing flags that do not fit."""
+    """Turn CLI flags into an answer for ``record``'s kind, refusing flags that do not fit.
+
+    One vocabulary: ``--allow``, ``--approve`` and ``--accept`` say yes, ``--deny`` and
+    ``--reject`` say no, for every kind where that is unambiguous (a question needs its
+    ``--select``ions; no to it skips it). A grant (``--scope``, with ``--for``, ``--uses``,
+    ``--subject``) goes only with yes to a permission.
+    """
     doc = record.document
     select, text = select or [], text or []
-    given = [
+    yes = allow or accept
+    no = deny or reject
+    yes_word = "--allow" if allow else "--approve"
+    granting = [
         f
         for f, on in (
-            ("--allow", allow),
-            ("--deny", deny),
-            ("--select", select),
-            ("--text", text),
-            ("--accept/--approve", accept),
-            ("--reject", reject),
+            ("--scope", scope),
+            ("--for", for_),
+            ("--uses", uses is not None),
+            ("--subject", subject),
         )
         if on
     ]
-
-    def only(*allowed: str) -> None:
-        extra = [f for f in given if f not in allowed]
-        if extra:
-            raise InvalidAnswer(f"a {record.kind} request does not take {', '.join(extra)}")
-
     if doc is None:
         raise InvalidAnswer(
             f"request {record.request_id} was rejected on arrival; nothing to answer"
         )
-    if (accept and reject) or (allow and deny):
-        raise InvalidAnswer("choose one decision")
+    if yes and no:
+        raise InvalidAnswer("choose one decision: yes (--allow/--approve) or no (--deny/--reject)")
+    if granting and not isinstance(doc, PermissionRequest):
+        raise InvalidAnswer(
+            f"{', '.join(granting)}: only a permission can be granted beyond this request"
+        )
     if isinstance(doc, PermissionRequest):
-        only("--allow", "--deny")
-        if not (allow or deny):
-            raise InvalidAnswer("a permission request needs --allow or --deny")
-        return PermissionAnswer(decision="allow" if allow else "deny")
+        if select or text:
+            raise InvalidAnswer("a permission request takes --allow or --deny, not --select/--text")
+        if not (yes or no):
+            raise InvalidAnswer(
+                "a permission request needs --allow or --deny "
+                "(add --scope turn|task|role|run|project to allow it again)"
+            )
+        if granting and not yes:
+            raise InvalidAnswer(f"{', '.join(granting)} go with --allow, not --deny")
+        if granting and scope is None:
+            raise InvalidAnswer(
+                "--for, --uses and --subject need --scope turn|task|role|run|project"
+            )
+        grant = None
+        if scope is not None:
+            if scope not in GRANT_SCOPES:
+                raise InvalidAnswer(f"--scope {scope!r}: choose one of {', '.join(GRANT_SCOPES)}")
+            grant = GrantSpec(
+                scope=scope,
+                for_seconds=parse_duration(for_) if for_ else None,
+                uses=uses,
+                subject=subject or "",
+            )
+        return PermissionAnswer(decision="allow" if yes else "deny", grant=grant)
     if isinstance(doc, QuestionRequest):
-        only("--select", "--reject")
-        if reject:
+        if text:
+            raise InvalidAnswer("questions take --select, not --text")
+        if yes:
+            raise InvalidAnswer(
+                f"a question is answered with --select QUESTION=OPTION, not {yes_word} "
+                "(or --reject to skip it)"
+            )
+        if no:
             if select:
                 raise InvalidAnswer("--reject skips the questions; do not also --select")
             return QuestionAnswer(outcome="skipped", reason=reason or "skipped by a human")
@@ -226,9 +279,12 @@ def build_answer(
                 "questions need --select QUESTION=OPTION for each question (or --reject)"
             )
         return QuestionAnswer(selections=_selections(doc, select), reason=reason)
+    if select:
+        raise InvalidAnswer(f"a {record.kind} request does not take --select")
     if isinstance(doc, PlanRequest):
-        only("--accept/--approve", "--reject")
-        if not (accept or reject):
+        if text:
+            raise InvalidAnswer("a plan does not take --text")
+        if not (yes or no):
             raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
         bound = doc.revision
         if revision is not None:
@@ -237,27 +293,51 @@ def build_answer(
                 if len(revision) >= 8 and doc.revision.startswith(revision)
                 else revision
             )
-        return PlanAnswer(decision="accept" if accept else "reject", revision=bound, reason=reason)
+        return PlanAnswer(decision="accept" if yes else "reject", revision=bound, reason=reason)
     if isinstance(doc, ElicitationRequest):
-        only("--accept/--approve", "--reject", "--text")
-        if reject:
+        if no:
             if text:
                 raise InvalidAnswer("--reject declines the form; do not also give --text")
             return ElicitationAnswer(action="decline")
-        if not accept:
+        if not yes:
             raise InvalidAnswer("a form needs --accept --text FIELD=VALUE ... (or --reject)")
         return ElicitationAnswer(action="accept", content=_content(doc, text))
-    only("--accept/--approve", "--reject")
-    if not (accept or reject):
+    if text:
+        raise InvalidAnswer("a review does not take --text")
+    if not (yes or no):
         raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
-    return ReviewAnswer(decision="approve" if accept else "reject", reason=reason)
+    return ReviewAnswer(decision="approve" if yes else "reject", reason=reason)
+
+
+def next_step(record: RequestRecord, *, daemon_running: bool) -> str:
+    """What happens after this answer, and who has to act for it (one line)."""
+    answer = record.answer
+    if record.kind == "review":
+        doc = record.document
+        approved = isinstance(answer, ReviewAnswer) and answer.decision == "approve"
+        merges = isinstance(doc, ReviewRequest) and doc.changes is not None
+        act = (
+            ("merge the task tree's branch and close the task" if merges else "close the task")
+            if approved
+            else "send the task back with your reason"
+        )
+        if daemon_running:
+            return f"baton up is running: it will {act}"
+        return f"run `baton up` to {act}"
+    if record.connection_id is None:  # the team loop's own question or attention request
+        if daemon_running:
+            return "baton up is running: it will act on your answer"
+        return "run `baton up` to act on your answer"
+    return "the waiting agent has your answer and continues"
 
 
 @app.command()
 def answer(
     request_id: Annotated[str, typer.Argument(help="The request id (a unique prefix is enough).")],
-    allow: Annotated[bool, typer.Option("--allow", help="Permission: allow once.")] = False,
-    deny: Annotated[bool, typer.Option("--deny", help="Permission: deny.")] = False,
+    allow: Annotated[
+        bool, typer.Option("--allow", help="Yes: allow a permission (same as --approve).")
+    ] = False,
+    deny: Annotated[bool, typer.Option("--deny", help="No: deny (same as --reject).")] = False,
     select: Annotated[
         list[str] | None,
         typer.Option("--select", help="Question: QUESTION=OPTION[,OPTION]; repeat per question."),
@@ -269,11 +349,14 @@ def answer(
     accept: Annotated[
         bool,
         typer.Option(
-            "--accept", "--approve", help="Review: approve; plan or form: accept (same flag)."
+            "--approve", "--accept", help="Yes: approve a review, accept a plan or form, allow."
         ),
     ] = False,
     reject: Annotated[
-        bool, typer.Option("--reject", help="Plan, review: reject; question: skip; form: decline.")
+        bool,
+        typer.Option(
+            "--reject", help="No: reject a review or plan, skip questions, decline, deny."
+        ),
     ] = False,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (sent to the agent).")] = None,
     rebase: Annotated[
@@ -287,18 +370,43 @@ def answer(
     revision: Annotated[
         str | None, typer.Option("--revision", help="Plan: the revision you reviewed (prefix ok).")
     ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="Permission: also allow requests like this one in this turn, task (tree), "
+            "role, run or project (a grant).",
+        ),
+    ] = None,
+    for_: Annotated[
+        str | None, typer.Option("--for", help="Grant: how long (30m, 1h, 2d).")
+    ] = None,
+    uses: Annotated[
+        int | None, typer.Option("--uses", min=1, help="Grant: how many requests it answers.")
+    ] = None,
+    subject: Annotated[
+        str | None,
+        typer.Option(
+            "--subject",
+            help="Grant: the argv prefix (npm test), path glob (src/**) or host it covers "
+            "(default: the program and its sub-command, the file, the host).",
+        ),
+    ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
     project: ProjectOption = None,
 ) -> None:
     """Answer a pending request; the waiting agent continues at once.
 
-    Permission: --allow or --deny. Review: --approve or --reject. Plan: --accept or
-    --reject. Question: --select (or --reject to skip). Form: --accept --text, or
-    --reject. --reason is optional everywhere.
+    Yes is --allow, --approve or --accept; no is --deny or --reject, for every kind.
+    Question: --select (or --reject to skip). Form: --accept --text. A permission can be
+    granted beyond this request: --allow --scope turn|task|role|run|project [--for 1h]
+    [--uses 5] [--subject PREFIX|GLOB|HOST]. Review: --rebase sends a conflicting tree back
+    to rebase on its base. --reason is optional everywhere.
     """
+    where = _db_path(db, project)
 
-    async def run(ledger: Ledger) -> tuple[RequestRecord, bool]:
+    async def run(ledger: Ledger) -> tuple[RequestRecord, bool, Grant | None]:
         record = await ledger.get(await ledger.resolve_id(request_id))
         if record.state is not State.PENDING and record.answer is None:
             why = f" ({record.reason})" if record.reason else ""
@@ -313,15 +421,38 @@ def answer(
             reject=reject or rebase,
             reason=rebase_reason(project, ledger.store, record, reason) if rebase else reason,
             revision=revision,
+            scope=scope,
+            for_=for_,
+            uses=uses,
+            subject=subject,
         )
         assert record.document is not None
         validate_answer(record.document, built)  # first check, at the surface
         result = await ledger.answer(record.request_id, built, decided_by="human", rule=CLI_RULE)
-        return result.record, result.replayed
+        grant = await GrantBook(ledger.store).of_request(record.request_id)
+        return result.record, result.replayed, grant
 
-    record, replayed = _with_ledger(_db_path(db, project), run)
+    record, replayed, grant = _with_ledger(where, run)
+    running = isinstance(where, BatonConfig) and find(where.state_dir, "up") is not None
+    after = next_step(record, daemon_running=running)
     if json_out:
-        print_json(to_data(record) | {"replayed": replayed})
+        print_json(
+            to_data(record)
+            | {
+                "replayed": replayed,
+                "next": after,
+                "grant": grant_data(grant) if grant is not None else None,
+            }
+        )
         return
     note = " (already answered with the same answer)" if replayed else ""
-    out().print(f"{record.request_id}: {record.state.value}{note}", markup=False)
+    console = out()
+    console.print(f"{record.request_id}: {record.state.value}{note} · {after}", markup=False)
+    if grant is not None:
+        console.print(
+            f"granted {grant.grant_id}: {grant.describe()}"
+            + (f", until {grant.expires_at}" if grant.expires_at else "")
+            + (f", {grant.uses_left} uses" if grant.uses_left is not None else "")
+            + f" · revoke with `baton grants revoke {grant.grant_id}`",
+            markup=False,
+        )

@@ -8,22 +8,58 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from rich.console import Console
 from rich.markup import escape
 
 from baton.cli.shared import err
+from baton.requests.grants import default_subject
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     Answer,
+    GrantSpec,
     PermissionAnswer,
     PermissionRequest,
     PlanAnswer,
     PlanRequest,
 )
+from baton.requests.policy import tool_call_paths
 from baton.security.display import terminal_safe
 
-__all__ = ["HeadlessHint", "TerminalAsker", "say_headless"]
+__all__ = ["HeadlessHint", "TerminalAsker", "permission_reply", "say_headless"]
+
+
+_GRANT_KEYS: Final = {"t": "turn", "r": "run", "p": "project"}
+
+
+async def permission_reply(console: Console, document: PermissionRequest) -> PermissionAnswer:
+    """Allow once (y), allow and grant for this turn/run/project (t/r/p), or deny.
+
+    baton never answers the agent's "allow always": a lasting approval is a grant baton
+    keeps, offered only where a subject can be normalized (:mod:`baton.requests.grants`)."""
+    subject = default_subject(document, tool_call_paths(document))
+    if subject is None:
+        reply = await asyncio.to_thread(
+            console.input, "baton: allow it? (y = allow once, n or Enter = deny) ", markup=False
+        )
+        return PermissionAnswer(
+            decision="allow" if reply.strip().lower() in ("y", "yes") else "deny"
+        )
+    console.print(
+        f"baton: t, r or p also allows later {document.tool_call.kind} {subject!r} calls in "
+        "this turn, run or project (a grant: `baton grants`)",
+        markup=False,
+    )
+    question = "baton: allow it? (y = allow once, t/r/p = and grant, n or Enter = deny) "
+    reply = (await asyncio.to_thread(console.input, question, markup=False)).strip().lower()
+    if reply in ("y", "yes"):
+        return PermissionAnswer(decision="allow")
+    if reply in _GRANT_KEYS:
+        return PermissionAnswer(
+            decision="allow", grant=GrantSpec(scope=_GRANT_KEYS[reply], subject=subject)
+        )
+    return PermissionAnswer(decision="deny")
 
 
 class TerminalAsker:
@@ -52,17 +88,7 @@ class TerminalAsker:
 
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
-            always = document.allow_always_granted and any(
-                o.kind == "allow_always" for o in document.options
-            )
-            choices = "y = allow once" + (", a = allow always" if always else "")
-            reply = await asyncio.to_thread(
-                self.console.input, f"baton: allow it? ({choices}, n or Enter = deny) "
-            )
-            answer = reply.strip().lower()
-            if always and answer in ("a", "always"):
-                return PermissionAnswer(decision="allow", scope="always")
-            return PermissionAnswer(decision="allow" if answer in ("y", "yes") else "deny")
+            return await permission_reply(self.console, document)
         reply = await asyncio.to_thread(
             self.console.input, "baton: accept this plan? (y = accept, n or Enter = reject) "
         )

@@ -18,7 +18,9 @@ from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
 from baton.fcop_port.project import CoordinationContext
+from baton.requests.records import RequestRecord, record_from_row
 from baton.runner.liveness import span, stall_text
+from baton.store import requests_sql
 from baton.store.live_turns import live_turns
 from baton.store.store import Store
 from baton.team.controls import ControlRefused, request_cancel
@@ -36,6 +38,9 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     with open_store(ctx) as store:
         view = team_view(store, ctx.team, ctx.port)
         turns = live_turns(store)
+        waiting = store.read_tx(
+            lambda tx: requests_sql.list_rows(tx, states=("pending",), run_id=None, limit=200)
+        )
     data = view.to_json()
     roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
     now = datetime.now(UTC)
@@ -60,7 +65,40 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "interrupted": data["interrupted"],
         "refusals": data["refusals"],
         "unsafe_files": data["unsafe_files"],
+        "waiting": [_waiting(record_from_row(row), now) for row in waiting],
     }
+
+
+def _parse_dt(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _waiting(record: RequestRecord, now: datetime) -> dict[str, Any]:
+    """A request waiting for the human: what, since when, until when (None: no deadline)."""
+    left = None
+    if record.expires_at:
+        left = max(0.0, (_parse_dt(record.expires_at) - now).total_seconds())
+    return {
+        "request_id": record.request_id,
+        "kind": record.kind,
+        "title": record.title,
+        "since": record.created_at,
+        "until": record.expires_at,
+        "left_s": left,
+    }
+
+
+def _waiting_line(w: dict[str, Any], now: datetime) -> str:
+    since = span((now - _parse_dt(w["since"])).total_seconds() * 1000)
+    until = (
+        f" · its deadline in {span(w['left_s'] * 1000)} (until {w['until']})"
+        if w["until"]
+        else " · no deadline"
+    )
+    return (
+        f"  {line_safe(w['kind'])} {line_safe(w['request_id'])}: {line_safe(w['title'])}"
+        f" · waiting {since} (since {w['since']}){until}"
+    )
 
 
 def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
@@ -146,7 +184,12 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
             f"unsafe file {line_safe(u['path'])}: {line_safe(u['reason'])} ({line_safe(u['detail'])}); not read, "
             "`baton up` quarantines it"
         )
-    if data["pending_reviews"] or data["questions"] or data["attention"]:
+    if data["waiting"]:
+        now = datetime.now(UTC)
+        console.print("waiting for you:")
+        for w in data["waiting"]:
+            console.print(_waiting_line(w, now), markup=False)
+    if data["pending_reviews"] or data["questions"] or data["attention"] or data["waiting"]:
         console.print("answer with `baton inbox`, then `baton answer ID …`", markup=False)
 
 

@@ -32,7 +32,8 @@ from baton.errors import ConfigError
 __all__ = ["STORE_ENV", "ClusterConfig", "cluster_config"]
 
 STORE_ENV: Final = "BATON_CLUSTER_STORE"
-_KEYS: Final = frozenset({"address", "store", "lease_seconds", "hub_address"})
+CLUSTER_KEYS: Final = frozenset({"address", "store", "lease_seconds", "hub_address"})
+_KEYS: Final = CLUSTER_KEYS
 
 
 @dataclass(frozen=True, slots=True)

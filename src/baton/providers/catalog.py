@@ -108,6 +108,10 @@ CLAUDE = AgentProfile(
     ),
     private_dirs=MappingProxyType({"CLAUDE_CONFIG_DIR": "claude/config", **_NODE_PRIVATE}),
     admission=("claude",),
+    # Only the private user scope ($CLAUDE_CONFIG_DIR/settings.json, seeded below): the
+    # repository's .claude/settings*.json (an allow list that would approve tools behind
+    # baton's back) is not loaded at all.
+    session_meta=MappingProxyType({"claudeCode": {"options": {"settingSources": ["user"]}}}),
     mode=APPROVAL_TABLES["claude"].select,
     # With an empty config dir claude-agent-acp starts in `auto` (it approves itself);
     # the setting makes even the first moments of the session ask. The `ask` rules make

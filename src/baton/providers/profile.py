@@ -101,6 +101,10 @@ class AgentProfile:
     """Documented override: the user trusts the repository's own agent config."""
     client_meta: Mapping[str, Any] = field(default_factory=_frozen)
     """``_meta`` sent in ``initialize.clientCapabilities`` (e.g. Cursor subagents)."""
+    session_meta: Mapping[str, Any] = field(default_factory=_frozen)
+    """``_meta`` sent with ``session/new``, ``load`` and ``resume`` (e.g. Claude's setting
+    sources: only the private user scope, so a repository's ``permissions.allow`` list
+    approves nothing)."""
     missing_file_reads: MissingFileReads = "not-found"
     """How baton answers this agent's ``fs/read_text_file`` of a file that is not there
     (inside the workspace): ACP's resource not found (-32002), or ``empty``

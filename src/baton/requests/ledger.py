@@ -176,6 +176,7 @@ class Ledger(LedgerReads):
         rule: str | None = None,
         reason: str | None = None,
         escalated_by: str | None = None,
+        grant_use: str | None = None,
         journal: Journal | None = None,
     ) -> AnswerResult:
         """Record a decision, validated against the persisted document (and re-checked).
@@ -184,7 +185,9 @@ class Ledger(LedgerReads):
         with ``replayed=True``; a different one raises
         :class:`~baton.requests.errors.AnswerConflict`; answering a cancelled,
         expired or rejected request raises :class:`~baton.requests.errors.NotPending`.
-        Automatic decisions (``policy``, ``headless``) must name their ``rule``.
+        Automatic decisions (``policy``, ``headless``) must name their ``rule``; one that
+        comes from a grant names it in ``grant_use`` too, and raises
+        :class:`~baton.requests.ledger_changes.GrantSpent` when the grant no longer answers.
         """
         replay: list[AnswerResult] = []
 
@@ -197,6 +200,7 @@ class Ledger(LedgerReads):
                 rule=rule,
                 reason=reason,
                 escalated_by=escalated_by,
+                grant_use=grant_use,
             )
             if isinstance(prepared, AnswerResult):
                 replay.append(prepared)

@@ -24,9 +24,11 @@ from baton.events.model import Payload
 from baton.events.sequencer import format_dt
 from baton.requests import payloads
 from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
+from baton.requests.grants import new_grant_id, scope_key
 from baton.requests.model import (
     Answer,
     DecidedBy,
+    PermissionAnswer,
     PermissionRequest,
     PlanRequest,
     RequestDocument,
@@ -38,12 +40,14 @@ from baton.requests.model import (
 from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
 from baton.requests.states import Event, State, next_state
 from baton.requests.validate import validate_answer
+from baton.store import grants_sql
 from baton.store import requests_sql as sql
 from baton.store.tx import StoreConflict, Tx
 
 __all__ = [
     "Arrival",
     "Change",
+    "GrantSpent",
     "LedgerChanges",
     "NewRequest",
     "RefusedRequest",
@@ -89,6 +93,10 @@ class RefusedRequest(Arrival):
 
 class StaleRecord(RequestError):
     """A prepared change found its row changed since it was read (read again and retry)."""
+
+
+class GrantSpent(RequestError):
+    """The grant an automatic answer named was revoked, expired or used up meanwhile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +171,11 @@ class LedgerChanges:
     ) -> None:
         self._clock = clock
         self._new_id = new_id
+        self._new_grant_id = new_grant_id
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self._clock
 
     def now(self, after: float = 0.0) -> str:
         """The ledger's clock as stored (UTC, milliseconds); ``after`` seconds ahead of now
@@ -334,8 +347,14 @@ class LedgerChanges:
         rule: str | None = None,
         reason: str | None = None,
         escalated_by: str | None = None,
+        grant_use: str | None = None,
     ) -> AnswerResult | Change:
         """The answer as a change, or the replayed result when the same answer is already there.
+
+        An ``allow`` with a grant inserts the grant in the same transaction (its scope
+        bound to this request's turn, task tree, role or run). ``grant_use`` names the
+        grant an automatic answer comes from: its use is counted in the same
+        transaction, which raises :class:`GrantSpent` if it no longer answers.
 
         Raises :class:`~baton.requests.errors.AnswerConflict` for a different
         answer, :class:`~baton.requests.errors.NotPending` when the request no
@@ -378,8 +397,53 @@ class LedgerChanges:
             answered_at=now,
         )
         change = self.move_change([record], [after])
+        extra = self._grant_writes(record, normalized, now, grant_use)
+        if extra is not None:
+            move = change.apply
+
+            def apply(tx: Tx) -> None:
+                move(tx)
+                extra(tx)
+
+            change = dataclasses.replace(change, apply=apply)
         if escalated_by is None:
             return change
         return dataclasses.replace(
             change, payloads=(payloads.for_state(after, escalated_by=escalated_by),)
         )
+
+    def _grant_writes(
+        self, record: RequestRecord, answer: Answer, now: str, grant_use: str | None
+    ) -> Callable[[Tx], None] | None:
+        """The grant row an answer makes, or the use an automatic answer counts."""
+        if grant_use is not None:
+
+            def use(tx: Tx) -> None:
+                if grants_sql.use(tx, grant_use, now) != 1:
+                    raise GrantSpent(f"grant {grant_use} no longer answers")
+
+            return use
+        if not isinstance(answer, PermissionAnswer) or answer.grant is None:
+            return None
+        document = record.document
+        assert isinstance(document, PermissionRequest)
+        spec = answer.grant
+        values = {
+            "grant_id": self._new_grant_id(),
+            "tool_kind": document.tool_call.kind or "other",
+            "subject": spec.subject,
+            "scope": spec.scope,
+            "scope_key": scope_key(
+                spec.scope, run_id=record.run_id, turn_id=record.turn_id, document=document
+            ),
+            "created_at": now,
+            "expires_at": self.now(after=spec.for_seconds) if spec.for_seconds else None,
+            "uses_left": spec.uses,
+            "uses": 0,
+            "request_id": record.request_id,
+        }
+
+        def insert(tx: Tx) -> None:
+            grants_sql.insert(tx, values)
+
+        return insert

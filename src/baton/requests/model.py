@@ -72,6 +72,9 @@ __all__ = [
     "ElicitationRequest",
     "ElicitationSchema",
     "EnumChoice",
+    "GrantContext",
+    "GrantScope",
+    "GrantSpec",
     "MultiSelectField",
     "NativeQuestion",
     "NumberField",
@@ -187,6 +190,21 @@ class ToolCallSummary(_Frozen):
     """The agent-specific ``rawInput``, kept for display and path extraction."""
 
 
+GrantScope = Literal["turn", "task", "role", "run", "project"]
+"""Where a human's grant applies (see :mod:`baton.requests.grants`)."""
+
+
+class GrantContext(_Frozen):
+    """Who asked, beyond the run and turn the ledger row names: the team's task tree and
+    role (None outside ``baton up``). Set by the runner, so an answer given anywhere can
+    scope a grant to "this task tree" or "this role"."""
+
+    task: str | None = None
+    role: str | None = None
+    workspace: str | None = None
+    """Where the agent works: edit grants are globs relative to it."""
+
+
 class PermissionRequest(_Frozen):
     """ACP ``session/request_permission``."""
 
@@ -194,12 +212,10 @@ class PermissionRequest(_Frozen):
     tool_call: ToolCallSummary
     options: tuple[PermissionOption, ...] = Field(min_length=1)
     allow_always_granted: bool = False
-    """Whether policy grants the ``allow_always`` scope for this request.
-
-    Stored in the document because answers are validated again, possibly in
-    another process, against the persisted request: a surface can only pick an
-    ``allow_always`` option when this is true.
-    """
+    """Kept so stored documents still load; baton never answers ``allow_always`` (the
+    agent's own memory of approvals would escape baton's scopes and audit)."""
+    context: GrantContext | None = None
+    """The team context a grant given with the answer may be scoped to."""
 
     @model_validator(mode="after")
     def _unique_options(self) -> PermissionRequest:
@@ -658,10 +674,25 @@ DOCUMENT_ADAPTER: TypeAdapter[RequestDocument] = TypeAdapter(RequestDocument)
 # ---------------------------------------------------------------------- answers
 
 
+class GrantSpec(_Frozen):
+    """What a human grants with an ``allow``: the same kind of tool call on the same
+    subject, within ``scope``, until ``for_seconds`` pass or ``uses`` are spent.
+
+    ``subject`` narrows or widens what the request itself names: an argv prefix for a
+    command (``pytest``, ``npm test``), a path glob inside the workspace for an edit, a
+    host for a fetch; empty: derived from the request (:mod:`baton.requests.grants`)."""
+
+    scope: GrantScope
+    for_seconds: float | None = Field(default=None, gt=0, le=366 * 86400)
+    uses: int | None = Field(default=None, ge=1, le=1_000_000)
+    subject: str = Field(default="", max_length=1024)
+
+
 class PermissionAnswer(_Frozen):
     """``allow``/``deny``; validation resolves ``option_id`` to the agent's own option.
 
-    ``scope="always"`` is accepted only when the request's policy granted it.
+    Always a one-time option: ``scope="always"`` is refused (baton never passes the
+    agent's ``allow_always``); a lasting approval is a ``grant`` baton keeps and audits.
     A surface may name ``option_id`` directly; it must then agree with the decision.
     """
 
@@ -669,6 +700,14 @@ class PermissionAnswer(_Frozen):
     decision: Literal["allow", "deny"]
     scope: Literal["once", "always"] = "once"
     option_id: str | None = None
+    grant: GrantSpec | None = None
+    """With ``allow``: also answer later requests like this one (a durable grant)."""
+
+    @model_validator(mode="after")
+    def _grant_allows(self) -> PermissionAnswer:
+        if self.grant is not None and self.decision != "allow":
+            raise ValueError("a grant goes with allow, not deny")
+        return self
 
 
 class QuestionSelection(_Frozen):

@@ -19,8 +19,14 @@ silently for the human:
 - **no human surface**: ``escalate`` with nobody to ask becomes a ``headless``
   decision: deny for permissions, ``skipped`` for questions, decline for forms,
   the configured choice for plans (reject unless configured otherwise).
-- **allow_always** is granted only for kinds the policy lists under
-  ``allow_always``; presets never grant it.
+- **the firewall** (:mod:`baton.requests.firewall`): a permission request that is not
+  a real tool call (a mode change, leaving plan mode, a form or a question sent as a
+  permission) is never decided by the table or a preset; a human decides (or the
+  headless rule denies it).
+
+baton never answers the agent's ``allow_always``: a lasting approval is a human's scoped
+grant (:mod:`baton.requests.grants`), which the broker consults for requests this policy
+escalates.
 
 A policy also says what the permission-integrity audit (:mod:`baton.requests.audit`) does
 with a mutation no decision allowed: ``audit = "record"`` (the default) records a
@@ -43,6 +49,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from baton.events.tools import ACP_TOOL_KINDS
+from baton.requests.firewall import RequestClass, classify, grantable
 from baton.requests.model import (
     Answer,
     DecidedBy,
@@ -110,8 +117,6 @@ class PolicyConfig(BaseModel):
     auto_allow: tuple[str, ...] = ()
     escalate: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
-    allow_always: tuple[str, ...] = ()
-    """Kinds for which an ``allow`` may use the agent's ``allow_always`` option."""
     default: Action | None = None
     """Action for kinds no layer names (built-in: escalate)."""
     headless_plan: Literal["accept", "reject"] | None = None
@@ -128,29 +133,22 @@ class Decision:
     rule: str
     reason: str
     decided_by: DecidedBy = "policy"
-    grants_always: bool = False
-    """Policy grants the ``allow_always`` scope; set it on the document before persisting."""
     plan_choice: Literal["accept", "reject"] = "reject"
+    request_class: RequestClass = "tool_call"
+    """What the firewall found the request to be."""
+    grant: str | None = None
+    """The grant that answers it (``rule`` is then ``grant:<id>``)."""
 
     @property
     def needs_human(self) -> bool:
         return self.outcome == "escalate"
-
-    def granted(self, document: RequestDocument) -> RequestDocument:
-        """The document to persist: a permission request records the scope grant."""
-        if isinstance(document, PermissionRequest) and self.grants_always:
-            return document.model_copy(update={"allow_always_granted": True})
-        return document
 
     def answer(self, document: RequestDocument) -> Answer:
         """The automatic answer for an ``allow``/``deny`` decision (not for ``escalate``)."""
         if self.outcome == "escalate":
             raise ValueError(f"decision {self.rule!r} escalates: a human answers it")
         if isinstance(document, PermissionRequest):
-            always = self.grants_always and any(o.kind == "allow_always" for o in document.options)
-            if self.outcome == "allow":
-                return PermissionAnswer(decision="allow", scope="always" if always else "once")
-            return PermissionAnswer(decision="deny")
+            return PermissionAnswer(decision="allow" if self.outcome == "allow" else "deny")
         if isinstance(document, QuestionRequest):
             return QuestionAnswer(outcome="skipped", reason=self.reason)
         if isinstance(document, PlanRequest):
@@ -211,7 +209,6 @@ class Policy:
         )
     )
     default: Action = "escalate"
-    allow_always: frozenset[str] = frozenset()
     headless_plan: Literal["accept", "reject"] = "reject"
     audit: AuditMode = "record"
 
@@ -258,7 +255,6 @@ class Policy:
             name=name,
             actions=MappingProxyType(actions),
             default=config.default or self.default,
-            allow_always=self.allow_always | frozenset(config.allow_always),
             headless_plan=config.headless_plan or self.headless_plan,
             audit=config.audit or self.audit,
         )
@@ -287,14 +283,19 @@ class Policy:
         human_available: bool,
         additional_roots: Sequence[str | os.PathLike[str]] = (),
         resolve: Callable[[str], str] = os.path.realpath,
+        family: str | None = None,
     ) -> Decision:
         """Decide ``document``; ``human_available`` says whether escalation can reach anyone.
 
         A human surface exists when baton runs with a TTY, or when the runner is
         allowed to wait in the ledger (``--wait-timeout``) for an answer from
-        another process (``baton answer``, the dashboard).
+        another process (``baton answer``, the dashboard). ``family`` is the agent
+        family's name, for the firewall's knowledge of its habits.
         """
         if isinstance(document, PermissionRequest):
+            request_class = classify(document, family)
+            if not grantable(request_class):
+                return self._not_a_tool_call(document, request_class, human_available)
             return self._permission(document, workspace, human_available, additional_roots, resolve)
         if human_available or document.kind == "review":
             return Decision("escalate", f"{self.name}:escalate:{document.kind}", "a human decides")
@@ -311,6 +312,27 @@ class Policy:
             f"{self.name}:headless:{document.kind}",
             f"no human surface to answer the {document.kind}",
             decided_by="headless",
+        )
+
+    def _not_a_tool_call(
+        self, document: PermissionRequest, request_class: RequestClass, human_available: bool
+    ) -> Decision:
+        """The firewall: no table, preset or grant answers what is not a tool call."""
+        rule = f"{self.name}:firewall:{request_class}"
+        if not human_available:
+            return Decision(
+                "deny",
+                f"{rule}:no-human",
+                f"a {request_class.replace('_', ' ')} is decided by a human; nobody can be "
+                "asked, so denied",
+                decided_by="headless",
+                request_class=request_class,
+            )
+        return Decision(
+            "escalate",
+            rule,
+            f"a {request_class.replace('_', ' ')} is decided by a human, never by policy",
+            request_class=request_class,
         )
 
     def _permission(
@@ -339,5 +361,4 @@ class Policy:
                 f"{reason}; no human surface to ask, so denied",
                 decided_by="headless",
             )
-        grants = kind in self.allow_always and action != "deny" and not outside
-        return Decision(action, rule, reason, grants_always=grants)
+        return Decision(action, rule, reason)

@@ -19,6 +19,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from baton.requests.grants import Grant
 from baton.requests.ledger import RequestRecord
 from baton.requests.model import (
     DiffPreview,
@@ -48,7 +49,8 @@ def answer_hint(record: RequestRecord) -> str:
     rid = record.request_id
     doc = record.document
     if isinstance(doc, PermissionRequest):
-        return f"baton answer {rid} --allow | --deny"
+        scope = "task" if doc.context is not None and doc.context.task else "run"
+        return f"baton answer {rid} --allow | --deny  (--allow --scope {scope} allows it again)"
     if isinstance(doc, QuestionRequest):
         example = " ".join(f"--select {q.id}={q.options[0].id}" for q in doc.questions[:2])
         return f"baton answer {rid} {example}  (or --reject to skip)"
@@ -59,6 +61,25 @@ def answer_hint(record: RequestRecord) -> str:
         example = " ".join(f"--text {n}=..." for n in names)
         return f"baton answer {rid} --accept {example}  (or --reject)"
     return f"baton answer {rid} --approve | --reject [--reason TEXT]"
+
+
+def grant_data(grant: Grant, now: str | None = None) -> dict[str, Any]:
+    """Plain JSON data for a grant (``baton grants --json``, ``baton answer --json``)."""
+    return {
+        "grant_id": grant.grant_id,
+        "tool_kind": grant.tool_kind,
+        "subject": grant.subject,
+        "scope": grant.scope,
+        "scope_key": grant.scope_key,
+        "state": grant.state(now) if now is not None else None,
+        "created_at": grant.created_at,
+        "expires_at": grant.expires_at,
+        "uses_left": grant.uses_left,
+        "uses": grant.uses,
+        "request_id": grant.request_id,
+        "revoked_at": grant.revoked_at,
+        "last_used_at": grant.last_used_at,
+    }
 
 
 def to_data(record: RequestRecord) -> dict[str, Any]:

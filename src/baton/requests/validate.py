@@ -22,6 +22,7 @@ from datetime import date, datetime
 from urllib.parse import urlsplit
 
 from baton.requests.errors import InvalidAnswer, StaleAnswer
+from baton.requests.grants import normalize_grant
 from baton.requests.model import (
     Answer,
     BooleanField,
@@ -43,6 +44,7 @@ from baton.requests.model import (
     ReviewRequest,
     StringField,
 )
+from baton.requests.policy import tool_call_paths
 
 __all__ = ["choose_permission_option", "validate_answer"]
 
@@ -57,6 +59,9 @@ def validate_answer(document: RequestDocument, answer: Answer) -> Answer:
         raise InvalidAnswer(f"a {answer.kind} answer cannot answer a {document.kind} request")
     if isinstance(document, PermissionRequest) and isinstance(answer, PermissionAnswer):
         option = choose_permission_option(document, answer)
+        if answer.grant is not None:
+            grant = normalize_grant(document, answer.grant, tool_call_paths(document))
+            answer = answer.model_copy(update={"grant": grant})
         return answer.model_copy(update={"option_id": option.option_id})
     if isinstance(document, QuestionRequest) and isinstance(answer, QuestionAnswer):
         return _question(document, answer)
@@ -82,24 +87,20 @@ def choose_permission_option(
 ) -> PermissionOption:
     """Pick the agent's own option for a decision, by option ``kind``.
 
-    ``allow`` means ``allow_once``; ``allow_always`` only with ``scope="always"``
-    and only if policy granted it (stored in the document), because the agent
-    remembers it and stops asking. ``deny`` means ``reject_once`` (falling back
-    to ``reject_always`` when the agent offers no one-time rejection, as Cursor
-    does not offer ``reject_always`` and others may not offer ``reject_once``).
+    ``allow`` means ``allow_once``, always: baton never answers ``allow_always``,
+    because the agent would remember it and stop asking, out of reach of baton's
+    scopes and audit (a lasting approval is a grant, :mod:`baton.requests.grants`).
+    ``deny`` means ``reject_once`` (falling back to ``reject_always`` when the agent
+    offers no one-time rejection).
     """
-    if answer.decision == "allow":
-        if answer.scope == "always" and not document.allow_always_granted:
-            raise InvalidAnswer(
-                "allow_always is not granted by policy for this request; answer allow (once)"
-            )
-        kinds: tuple[str, ...] = ("allow_always",) if answer.scope == "always" else ("allow_once",)
-    else:
-        kinds = (
-            ("reject_always", "reject_once")
-            if answer.scope == "always"
-            else ("reject_once", "reject_always")
+    if answer.scope == "always":
+        raise InvalidAnswer(
+            "baton never answers allow_always (the agent would stop asking); "
+            "allow once with a grant instead (--scope turn|task|role|run|project)"
         )
+    kinds: tuple[str, ...] = (
+        ("allow_once",) if answer.decision == "allow" else ("reject_once", "reject_always")
+    )
     offered = [f"{o.option_id} ({o.kind})" for o in document.options]
     if answer.option_id is not None:
         chosen = next((o for o in document.options if o.option_id == answer.option_id), None)

@@ -110,6 +110,7 @@ async def handshake(
                     cwd=cwd,
                     mcp_servers=servers,
                     timeout=profile.session_timeout,
+                    meta=profile.session_meta,
                 )
             except RemoteCallError as exc:
                 await events.notice(
@@ -132,7 +133,10 @@ async def handshake(
     if opened is None:
         try:
             opened = await client.new_session(
-                cwd=cwd, mcp_servers=servers, timeout=profile.session_timeout
+                cwd=cwd,
+                mcp_servers=servers,
+                timeout=profile.session_timeout,
+                meta=profile.session_meta,
             )
         except RemoteCallError as exc:
             raise SessionRejected(

@@ -3,7 +3,10 @@
 :class:`RequestBroker` is the runner's single path for ``session/request_permission``,
 ``cursor/ask_question``, ``cursor/create_plan`` and ``elicitation/create``:
 
-1. the policy decides (allow / deny / escalate, with the rule that made it);
+1. the firewall says what the request really is and the policy decides (allow / deny /
+   escalate, with the rule that made it); a real tool call the policy escalates is
+   answered by a human's live grant when one covers it (``rule = "grant:<id>"``, its use
+   counted in the answer's transaction), always with the agent's ``allow_once``;
 2. the request is persisted in the ledger **before** anything shows it, in one
    transaction with its ``request.created`` event (the turn's journal);
 3. an automatic decision is recorded as an answer (with its ``request.answered``,
@@ -20,26 +23,42 @@ time while the update stream goes on.
 
 When a turn ends, its open requests are cancelled in the ledger, which wakes the
 waiters; they answer the agent ``cancelled`` (ACP §1.7).
+
+A request nobody answers by its deadline (``wait_timeout``) is ``expired`` under
+``baton run``; in the team loop (``on_deadline="refuse"``) it becomes a recorded
+refusal instead (``decided_by="headless"``, ``rule="deadline"``): the agent hears
+"denied" (or skipped, rejected, declined) and its turn goes on or ends as it decides,
+and :attr:`RequestBroker.refusals` tells the team loop why, for the task and the leader.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from baton.acp.jsonrpc import JsonRpcId
 from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.requests import payloads, replies
-from baton.requests.errors import InvalidDocument, NotPending, PayloadTooLarge
+from baton.requests.errors import InvalidAnswer, InvalidDocument, NotPending, PayloadTooLarge
+from baton.requests.grant_book import GrantBook
+from baton.requests.grants import Grant, Subject, request_subject
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import Answer, RequestDocument, canonical_json
-from baton.requests.notify import NotifyConfig, notify_if_escalated
-from baton.requests.policy import Decision, Policy
+from baton.requests.ledger_changes import GrantSpent
+from baton.requests.model import (
+    Answer,
+    GrantContext,
+    PermissionRequest,
+    RequestDocument,
+    canonical_json,
+)
+from baton.requests.notify import Notifier, NotifyConfig
+from baton.requests.policy import Decision, Policy, tool_call_paths
 from baton.requests.states import State
 
 T = TypeVar("T")
@@ -56,6 +75,11 @@ class Emit(Protocol):
 
 TERMINAL_RULE = "terminal"
 """The ``rule`` of an answer given at the terminal running ``baton run`` (cf. ``cli``, ``web``)."""
+
+DEADLINE_RULE = "deadline"
+"""The ``rule`` of a refusal recorded because nobody answered by the request's deadline."""
+
+OnDeadline = Literal["expire", "refuse"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +134,39 @@ class RequestBroker:
         terminal: HumanChannel | None = None,
         wait_timeout: float | None = None,
         notify: NotifyConfig | None = None,
+        notifier: Notifier | None = None,
+        family: str | None = None,
+        role: str | None = None,
+        grants: GrantBook | None = None,
+        on_deadline: OnDeadline = "expire",
     ) -> None:
         self.ledger = ledger
         self.policy = policy
         self.terminal = terminal
         self.wait_timeout = wait_timeout
         """Seconds to wait in the ledger for another process; 0 = nobody to ask."""
-        self.notify = notify or NotifyConfig()
+        self.notifier = notifier or Notifier(notify or NotifyConfig(), store=ledger.store)
+        self.family = family
+        """The agent family, for the firewall's knowledge of its habits."""
+        self.role = role
+        """The team role this session works for (None outside ``baton up``)."""
+        self.task: str | None = None
+        """The task tree the session works on now (set by the team loop before each turn)."""
+        self.grants = grants or GrantBook(ledger.store, clock=ledger.clock)
+        self.on_deadline: OnDeadline = on_deadline
+        self.refusals: list[tuple[str | None, str]] = []
+        """``(turn id, why)`` of each request refused at its deadline (``on_deadline="refuse"``)."""
         self._cancelled_turns: set[str] = set()
         """Turns :meth:`cancel_turn` cancels here: their requests' ``request.cancelled`` goes
         with that change, so their waiters must not announce it again. Marked before the
         ledger write, which wakes the waiters before it returns."""
         self._human_watchers: list[Callable[[str | None, bool], None]] = []
+
+    def refusals_of(self, turn_id: str | None) -> list[str]:
+        """Why requests of ``turn_id`` were refused at their deadline (and forget them)."""
+        mine = [why for turn, why in self.refusals if turn == turn_id]
+        self.refusals = [(turn, why) for turn, why in self.refusals if turn != turn_id]
+        return mine
 
     def watch_humans(self, watcher: Callable[[str | None, bool], None]) -> Callable[[], None]:
         """Call ``watcher(turn_id, True)`` when a request starts waiting for a human and
@@ -138,16 +183,63 @@ class RequestBroker:
     def human_available(self) -> bool:
         return self.terminal is not None or self.wait_timeout is None or self.wait_timeout > 0
 
+    def _in_context(self, document: RequestDocument, ctx: RequestContext) -> RequestDocument:
+        """A permission request carries where it was asked (the scopes a grant may take)."""
+        if not isinstance(document, PermissionRequest):
+            return document
+        context = GrantContext(task=self.task, role=self.role, workspace=ctx.workspace)
+        return document.model_copy(update={"context": context})
+
+    @staticmethod
+    def _subject(document: PermissionRequest, workspace: str) -> Subject:
+        """The call's normalized subject, its paths resolved (a symlink out is outside)."""
+        root = os.path.realpath(workspace)
+        paths = [
+            os.path.realpath(p if os.path.isabs(p) else os.path.join(root, p))
+            for p in tool_call_paths(document)
+        ]
+        return request_subject(document, root, paths)
+
+    async def _grant_for(
+        self, document: RequestDocument, decision: Decision, ctx: RequestContext, skip: list[str]
+    ) -> Grant | None:
+        """A live grant that answers a real tool call the policy escalated (None: none)."""
+        if (
+            not isinstance(document, PermissionRequest)
+            or decision.outcome != "escalate"
+            or decision.request_class != "tool_call"
+            or decision.rule.endswith(":outside-workspace")
+        ):
+            return None
+        return await self.grants.matching(
+            self._subject(document, ctx.workspace),
+            run_id=ctx.run_id,
+            turn_id=ctx.turn_id,
+            task=self.task,
+            role=self.role,
+            skip=skip,
+        )
+
     async def admit(self, document: RequestDocument, ctx: RequestContext, emit: Emit) -> Admission:
         """Decide and persist now (in arrival order); an automatic decision is recorded too.
 
         Raises :class:`PayloadTooLarge` (refused visibly first) for an oversize document.
         """
+        document = self._in_context(document, ctx)
         decision = self.policy.decide(
-            document, workspace=ctx.workspace, human_available=self.human_available
+            document,
+            workspace=ctx.workspace,
+            human_available=self.human_available,
+            family=self.family,
         )
-        document = decision.granted(document)
-        waits = decision.needs_human and self.wait_timeout is not None and self.wait_timeout > 0
+        spent: list[str] = []
+        grant = await self._grant_for(document, decision, ctx, spent)
+        waits = (
+            grant is None
+            and decision.needs_human
+            and self.wait_timeout is not None
+            and self.wait_timeout > 0
+        )
         try:
             record = await self.ledger.create(
                 document,
@@ -156,7 +248,7 @@ class RequestBroker:
                 jsonrpc_id=ctx.jsonrpc_id,
                 session_id=ctx.session_id,
                 turn_id=ctx.turn_id,
-                rule=decision.rule,
+                rule=f"grant:{grant.grant_id}" if grant is not None else decision.rule,
                 # The waiter's deadline belongs to the request (surfaces show a countdown).
                 expires_at=self.ledger.now(after=self.wait_timeout or 0) if waits else None,
                 journal=emit,
@@ -164,6 +256,33 @@ class RequestBroker:
         except PayloadTooLarge as exc:
             await self.refuse(document.kind, str(exc), ctx, emit, document=document, oversize=exc)
             raise
+        while grant is not None:
+            by_grant = Decision(
+                "allow",
+                f"grant:{grant.grant_id}",
+                f"granted: {grant.describe()}",
+                request_class=decision.request_class,
+                grant=grant.grant_id,
+            )
+            try:
+                result = await self.ledger.answer(
+                    record.request_id,
+                    by_grant.answer(document),
+                    decided_by="policy",
+                    rule=by_grant.rule,
+                    reason=by_grant.reason,
+                    grant_use=grant.grant_id,
+                    journal=emit,
+                )
+            except GrantSpent:  # revoked, expired or used up since it was read
+                spent.append(grant.grant_id)
+                grant = await self._grant_for(document, decision, ctx, spent)
+                continue
+            except NotPending:
+                record = await self.ledger.get(record.request_id)
+                await self._show(record, emit)
+                return Admission(document, record, by_grant)
+            return Admission(document, result.record, by_grant)
         if not decision.needs_human:
             try:
                 result = await self.ledger.answer(
@@ -178,6 +297,10 @@ class RequestBroker:
             except NotPending:
                 record = await self.ledger.get(record.request_id)
                 await self._show(record, emit)
+            except InvalidAnswer as exc:  # e.g. a denial, but the agent offers no reject option
+                record = await self.ledger.cancel(
+                    record.request_id, f"{decision.rule}: {exc}", journal=emit
+                )
         return Admission(document, record, decision)
 
     async def settle(self, admission: Admission, emit: Emit) -> Resolution:
@@ -186,9 +309,7 @@ class RequestBroker:
         if decision.needs_human:
             self._human_wait(record.turn_id, True)
             try:
-                if self.notify.enabled:
-                    for diagnostic in await notify_if_escalated(decision, record, self.notify):
-                        await emit(diagnostic)
+                self.notifier.request(record)  # in the background, at most once
                 record, here = await self._wait_for_human(record, emit, escalated_by=decision.rule)
             finally:
                 self._human_wait(record.turn_id, False)
@@ -232,10 +353,7 @@ class RequestBroker:
                     try:
                         value = task.result()
                     except TimeoutError:
-                        expired = await self.ledger.expire_if_pending(
-                            request_id, f"no answer within {self.wait_timeout:g}s", journal=emit
-                        )
-                        return expired, expired.state is State.EXPIRED
+                        return await self._deadline(record, emit)
                     if isinstance(value, RequestRecord):
                         return value, False
                     if value is not None:
@@ -255,6 +373,30 @@ class RequestBroker:
             return await self.ledger.get(request_id), False
         finally:
             await cancel_and_wait(waiters)
+
+    async def _deadline(self, record: RequestRecord, emit: Emit) -> tuple[RequestRecord, bool]:
+        """Nobody answered in time: expire it, or (team loop) record a refusal. An answer
+        that landed first wins either way."""
+        why = f"no answer within {self.wait_timeout:g}s"
+        request_id = record.request_id
+        if self.on_deadline == "expire" or record.document is None:
+            expired = await self.ledger.expire_if_pending(request_id, why, journal=emit)
+            return expired, expired.state is State.EXPIRED
+        refusal = Decision("deny", DEADLINE_RULE, f"{why}: refused", decided_by="headless")
+        try:
+            result = await self.ledger.answer(
+                request_id,
+                refusal.answer(record.document),
+                decided_by="headless",
+                rule=DEADLINE_RULE,
+                reason=refusal.reason,
+                journal=emit,
+            )
+        except (NotPending, RequestError):
+            return await self.ledger.get(request_id), False
+        if not result.replayed:
+            self.refusals.append((record.turn_id, f"{record.kind} {record.title!r}: {why}"))
+        return result.record, not result.replayed
 
     async def refuse(
         self,
@@ -300,6 +442,7 @@ class RequestBroker:
 
 
 __all__ = [
+    "DEADLINE_RULE",
     "Admission",
     "HumanChannel",
     "InvalidDocument",

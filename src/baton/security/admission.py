@@ -90,9 +90,12 @@ _CLAUDE_KEYS: Final = (
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "env",
-    "permissions.allow",
     "permissions.defaultMode",
 )
+"""``permissions.allow`` is not refused: the Claude profile loads only its private user
+settings (``settingSources``, :data:`baton.providers.catalog.CLAUDE`), so a repository's
+allow list approves nothing, and the permission audit records any mutation no decision
+allowed. Ordinary settings are admitted."""
 _GEMINI_KEYS: Final = (
     "mcpServers",
     "hooks",
@@ -170,7 +173,8 @@ RULES: Final[tuple[ConfigRule, ...]] = (
         keys=_CLAUDE_KEYS,
         note="settings.json and settings.local.json are loaded as project settings; helper "
         "keys (apiKeyHelper, statusLine …) run commands; env can redirect API traffic; "
-        "permissions.allow/defaultMode would bypass baton's approvals",
+        "permissions.defaultMode could select a self-approving mode; a permissions.allow "
+        "list is neutralized at launch (Claude loads only user settings) and audited",
     ),
     ConfigRule(
         "claude.mcp_json",
@@ -307,7 +311,7 @@ class AdmissionFinding:
     rule: str
     family: str
     path: str
-    """Workspace-relative (``../`` for ancestors up to the git root); system paths as is."""
+    """Relative to the repository root (the workspace without one); system paths as is."""
     reason: str
 
     def describe(self) -> str:
@@ -429,10 +433,11 @@ def admit(
             current = current.parent
             levels.append(current)
     findings: list[AdmissionFinding] = []
+    base = git_root if git_root is not None else ws  # findings name paths from the repo root
     if rules:
         for level in levels:
             for rule in rules:
-                findings.extend(_check_rule(ws, level, rule))
+                findings.extend(_check_rule(base, level, rule))
     if any(f in SYSTEM_HOOK_FAMILIES for f in checked):
         for path in system_paths:
             if os.path.lexists(path):

@@ -21,7 +21,9 @@ from __future__ import annotations
 from typing import Final
 
 from baton.store.credential_sql import CREDENTIAL_MIGRATIONS
+from baton.store.grants_sql import GRANTS_MIGRATIONS
 from baton.store.migrations import CORE_MIGRATIONS, Migration
+from baton.store.notify_sql import NOTIFY_MIGRATIONS
 from baton.store.placement_sql import PLACEMENT_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
@@ -36,6 +38,8 @@ STORE_MIGRATIONS: Final[tuple[Migration, ...]] = (
     *TEAM_MIGRATIONS,
     *SERVICES_MIGRATIONS,
     *WEB_MIGRATIONS,
+    *GRANTS_MIGRATIONS,
+    *NOTIFY_MIGRATIONS,
 )
 """Every store's tables, in order; opening a store applies what is missing."""
 

@@ -307,3 +307,30 @@ def meta(tx: Tx, key: str) -> str | None:
 
 def set_meta(tx: Tx, key: str, value: str) -> None:
     META.upsert(tx, {"key": key, "value": value})
+
+
+DEADLINE_REFUSED = "refused at its deadline: "
+"""How a turn row's ``error`` starts when a request of the turn got no answer in time."""
+
+
+def last_turn_started(tx: Tx, role: str) -> str | None:
+    """When the latest turn of ``role`` started (None: it never had one)."""
+    value = tx.scalar("SELECT MAX(started_at) FROM team_turns WHERE role = ?", (role,))
+    return str(value) if value is not None else None
+
+
+def deadline_refusals(tx: Tx, since: str | None, limit: int = 20) -> list[Row]:
+    """``(task_id, role, error)`` of turns that ended after ``since`` with a request
+    refused at its deadline, oldest first."""
+    pattern = DEADLINE_REFUSED.replace("%", "\\%").replace("_", "\\_") + "%"
+    if since is None:
+        return tx.all(
+            "SELECT task_id, role, error FROM team_turns WHERE error LIKE ? ESCAPE '\\' "
+            "ORDER BY ended_at LIMIT ?",
+            (pattern, int(limit)),
+        )
+    return tx.all(
+        "SELECT task_id, role, error FROM team_turns WHERE error LIKE ? ESCAPE '\\' "
+        "AND ended_at > ? ORDER BY ended_at LIMIT ?",
+        (pattern, since, int(limit)),
+    )

@@ -14,6 +14,7 @@ __all__ = [
     "AdoptingSession",
     "RoleSession",
     "RoleSessionFactory",
+    "ScopedSession",
     "TurnResult",
     "Usage",
 ]
@@ -45,6 +46,8 @@ class TurnResult:
     """Mutations no recorded decision allowed (``security.unapproved_mutation``)."""
     approval: str | None = None
     """Who approves in the session's effective mode (``asks``, ``self_approves`` …)."""
+    refusals: tuple[str, ...] = ()
+    """Requests of the turn nobody answered by their deadline, refused (why, each)."""
 
 
 class RoleSession(Protocol):
@@ -74,6 +77,14 @@ class RoleSession(Protocol):
 RoleSessionFactory = Callable[[RoleSpec, Binding, Path | None], Awaitable[RoleSession]]
 """Create (or resume) the session for a role slot whose MCP server serves ``Binding``,
 working in the given folder (a task tree's worktree; None: the project itself)."""
+
+
+@runtime_checkable
+class ScopedSession(Protocol):
+    """A role session whose requests can be scoped to the task tree a turn works on
+    (a human's grant "for this task tree")."""
+
+    def working_on(self, task: str | None) -> None: ...
 
 
 @runtime_checkable

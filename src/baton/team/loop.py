@@ -55,6 +55,7 @@ from baton.inbox.doorbell import (
 )
 from baton.intake.sweep import Sweeper
 from baton.requests.ledger import Ledger
+from baton.requests.notify import Notifier
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
@@ -109,6 +110,7 @@ class TeamLoop:
         wall_clock: Callable[[], float] = time.time,
         sweep_interval: float = 5.0,
         holders: HolderLookup | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -142,7 +144,11 @@ class TeamLoop:
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
         )
         self.answers = AnswerWatch(
-            store=store, ledger=self.ledger, live_states=LIVE_STATES, schedule=self.schedule
+            store=store,
+            ledger=self.ledger,
+            live_states=LIVE_STATES,
+            schedule=self.schedule,
+            notifier=notifier,
         )
         self.escalations = Escalations(
             book=self.book, port=port, team=team, run_id=run_id, watch_request=self.answers.watch

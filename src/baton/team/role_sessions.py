@@ -33,6 +33,7 @@ from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
 from baton.providers.worktree_modes import in_worktree
 from baton.requests.ledger import Ledger
+from baton.requests.notify import Notifier
 from baton.requests.policy import ACP_TOOL_KINDS, Policy
 from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential
@@ -81,6 +82,14 @@ class AcpRoleSession:
     session: AgentSession
     release: Callable[[], None] | None = None
     """Called once the session is closed (the hub retires the slot's credential)."""
+    broker: RequestBroker | None = None
+    """The session's requests: told which task tree each turn works on (grant scopes),
+    and asked which requests were refused at their deadline."""
+
+    def working_on(self, task: str | None) -> None:
+        """The task tree the next turn works on (a grant for "this task tree")."""
+        if self.broker is not None:
+            self.broker.task = task
 
     @property
     def session_id(self) -> str | None:
@@ -102,6 +111,7 @@ class AcpRoleSession:
                 thinking_tokens=u.thought_tokens,
                 cost_usd=u.cost_amount if u.cost_currency in (None, "USD") else None,
             )
+        refusals = self.broker.refusals_of(outcome.turn_id) if self.broker is not None else []
         return TurnResult(
             status=outcome.status,
             stop_reason=outcome.stop_reason,
@@ -111,6 +121,7 @@ class AcpRoleSession:
             error=outcome.error,
             unapproved_mutations=outcome.unapproved_mutations,
             approval=self.session.approval.klass if self.session.approval else None,
+            refusals=tuple(refusals),
         )
 
     async def cancel(self, reason: str) -> None:
@@ -136,6 +147,7 @@ def role_session_factory(
     fcop_mcp: FcopMcpCompat | None = None,
     mcp_env: Mapping[str, str] | None = None,
     hub: RoleHub | None = None,
+    notifier: Notifier | None = None,
 ) -> RoleSessionFactory:
     """The real factory ``baton up`` hands to the team loop.
 
@@ -171,9 +183,19 @@ def role_session_factory(
         resume: str | None,
         root: Path,
         isolated: bool,
-    ) -> tuple[AgentSession, bool, SlotCredential | None]:
+    ) -> tuple[AgentSession, bool, SlotCredential | None, RequestBroker]:
         issued: list[SlotCredential] = []
         offered: list[bool] = []
+        broker = RequestBroker(
+            ledger,
+            role_policy(spec.permissions),
+            terminal=terminal,
+            wait_timeout=wait_timeout,
+            notifier=notifier,
+            family=profile.family,
+            role=spec.name,
+            on_deadline="refuse",
+        )
 
         async def servers(answer: InitializeAnswer) -> list[dict[str, Any]]:
             """Chosen from the agent's own initialize answer, before session/new."""
@@ -190,12 +212,7 @@ def role_session_factory(
                 profile,
                 workspace=cwd,
                 emitter=emitter,
-                requests=RequestBroker(
-                    ledger,
-                    role_policy(spec.permissions),
-                    terminal=terminal,
-                    wait_timeout=wait_timeout,
-                ),
+                requests=broker,
                 state_dir=config.state_dir,
                 secrets_file=config.secrets_file,
                 mcp_servers=servers,
@@ -211,7 +228,7 @@ def role_session_factory(
         credential = issued[-1] if issued else None
         if credential is not None:
             session.redactor.bind([credential.token])  # the agent's logs, should it echo it
-        return session, bool(offered and offered[-1]), credential
+        return session, bool(offered and offered[-1]), credential, broker
 
     async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
         profile = config.profile(spec.agent)
@@ -239,7 +256,7 @@ def role_session_factory(
                     )
                 )
         root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
-        session, http, credential = await open_session(
+        session, http, credential, broker = await open_session(
             profile, spec, binding, cwd=where, resume=resume, root=root, isolated=isolated
         )
         now = format_ts(time.time())
@@ -259,7 +276,9 @@ def role_session_factory(
         )
         held = credential
         return AcpRoleSession(
-            session, release=(lambda: hub.revoke(held)) if hub is not None and held else None
+            session,
+            release=(lambda: hub.revoke(held)) if hub is not None and held else None,
+            broker=broker,
         )
 
     return factory

@@ -16,6 +16,7 @@ from baton.config import BatonConfig
 from baton.fcop_port.project import CoordinationContext
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
+from baton.requests.notify import Notifier
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
@@ -41,6 +42,7 @@ async def run_team(
     role_mcp: Literal["hub", "server"] = "hub",
     factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
     holders: HolderLookup | None = None,
+    notifier: Notifier | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
 
@@ -48,7 +50,9 @@ async def run_team(
     (:class:`RoleHub`); ``server`` starts the per-slot role MCP server of before
     (kept to measure against, ``benches/slots.py``). ``factory_for`` builds the
     role-session factory from the hub instead (cluster mode: role actors on workers), and
-    ``holders`` says which of their holders outlived a previous coordinator.
+    ``holders`` says which of their holders outlived a previous coordinator. ``notifier``
+    announces every new request for the human (``[notify]``); each agent request waits
+    ``[team] answer_timeout`` seconds, then is refused so the turn goes on.
     """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
@@ -73,6 +77,8 @@ async def run_team(
                     "BATON_DAEMON_START": str(process_start_ticks(os.getpid()) or ""),
                 },
                 hub=hub,
+                wait_timeout=ctx.team.answer_timeout,
+                notifier=notifier,
             )
         )
         loop = TeamLoop(
@@ -86,6 +92,7 @@ async def run_team(
             state_dir=ctx.state_dir,
             watch_group=reaper.watch,
             holders=holders,
+            notifier=notifier,
         )
         if on_loop is not None:
             on_loop(loop)

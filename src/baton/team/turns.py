@@ -23,8 +23,9 @@ from baton.events.model import Payload
 from baton.store import team_sql
 from baton.store.tx import Tx
 from baton.team import steps
+from baton.team.answers import deadline_note, leader_notes
 from baton.team.book import RecordMoved, TaskBook, guard_update
-from baton.team.contract import TurnResult
+from baton.team.contract import ScopedSession, TurnResult
 from baton.team.controls import CancelAsk
 from baton.team.next_step import Facts
 from baton.team.prompts import Prompts
@@ -96,6 +97,8 @@ class TurnRunner:
         prompt, anchor, anchor_attempt = await asyncio.to_thread(
             self.prompts.build, kind, facts, slot, record
         )
+        if slot.spec.name == self.team.leader:
+            prompt = await self._with_leader_notes(prompt)
         dispatch = record.dispatches + 1
         turn = TurnRecord(
             task_id=record.task_id,
@@ -170,6 +173,18 @@ class TurnRunner:
         cwd = self.workspaces.cwd(worktree)
         return RoleTurn(turn, after, slot, prompt, facts.tree_root, cwd)
 
+    async def _with_leader_notes(self, prompt: str) -> str:
+        """The leader hears of requests refused at their deadline since its last turn."""
+        notes = await self.book.store.aread(lambda tx: leader_notes(tx, self.team.leader))
+        if not notes:
+            return prompt
+        lines = "\n".join(f"- {note}" for note in notes)
+        return (
+            "[baton] Since your last turn, these requests got no answer from the human by "
+            f"their deadline and were refused (the agents went on without them):\n{lines}\n\n"
+            + prompt
+        )
+
     async def run(self, turn: RoleTurn) -> None:
         """Run a dispatched turn outside the task's lock; commit how it ended."""
         slot = turn.slot
@@ -184,6 +199,8 @@ class TurnRunner:
             if self.prompt_started is not None:
                 self.prompt_started(slot.name, turn.record.task_id, time.monotonic())
             slot.cancel, slot.prompting = None, True
+            if isinstance(session, ScopedSession):
+                session.working_on(turn.tree_root or turn.record.task_id)
             try:
                 result = await session.prompt(turn.prompt)
             except asyncio.CancelledError:
@@ -328,6 +345,7 @@ class TurnRunner:
         self, turn: RoleTurn, result: TurnResult, cancelled_by: str | None = None
     ) -> None:
         slot = turn.slot
+        refused = deadline_note(result.refusals)
         counters = (
             self.slots.counters_after(slot, result)
             if turn.record.state is DispatchState.RUNNING
@@ -341,12 +359,14 @@ class TurnRunner:
             DispatchEvent.FINISH,
             TaskState.TURN_FINISHED,
             slot_event,
-            reason=f"turn {result.status}" + (f": {result.error}" if result.error else ""),
+            reason=f"turn {result.status}"
+            + (f": {result.error}" if result.error else "")
+            + (f"; {refused}" if refused else ""),
             turn_changes={
                 "outcome": result.status,
                 "stop_reason": result.stop_reason,
                 "tool_calls": result.tool_calls,
-                "error": result.error,
+                "error": result.error or refused,
                 "ended_at": self.book.now(),
                 "cancelled_by": cancelled_by,
             },

@@ -34,6 +34,7 @@ from baton.web.auth import AuthConfig, Gate
 from baton.web.board import BoardSource, open_board
 from baton.web.context import WebContext
 from baton.web.dashboard import dashboard_routes
+from baton.web.grants import grant_routes
 from baton.web.live import LiveHub
 from baton.web.login import login_routes
 from baton.web.sessions import SessionAuth
@@ -121,7 +122,7 @@ def create_app(
         keepalive=keepalive,
     )
     app = Starlette(
-        routes=[*api_routes(ctx), *login_routes(ctx), *dashboard_routes(ctx)],
+        routes=[*api_routes(ctx), *grant_routes(ctx), *login_routes(ctx), *dashboard_routes(ctx)],
         middleware=[Middleware(Gate, config=auth)],
         exception_handlers={
             BatonError: _baton_error,

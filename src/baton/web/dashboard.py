@@ -53,6 +53,7 @@ from baton.team.handlers.review import changes_line
 from baton.web import assets
 from baton.web.context import WebContext
 from baton.web.diffview import change_html, diff_table, files_html, merge_refused_html, split_files
+from baton.web.grants import grant_controls, grantable_request
 from baton.web.markdown import render_markdown
 from baton.web.pages import block, href, page, text
 from baton.web.summaries import decision_text
@@ -140,13 +141,10 @@ def _permission(doc: PermissionRequest, workspace: Path | None = None) -> tuple[
     offered = ", ".join(f"{text(o.name)} ({text(o.kind)})" for o in doc.options)
     parts.append(f'<p class="hint">agent options: {offered}</p>')
     buttons = [_button("Allow once", {"kind": "permission", "decision": "allow"}, css="allow")]
-    if doc.allow_always_granted and any(o.kind == "allow_always" for o in doc.options):
+    if grantable_request(doc):
+        parts.append(grant_controls(doc))
         buttons.append(
-            _button(
-                "Allow always",
-                {"kind": "permission", "decision": "allow", "scope": "always"},
-                css="allow",
-            )
+            '<button type="button" class="allow" data-action="grant">Allow and grant</button>'
         )
     buttons.append(_button("Deny", {"kind": "permission", "decision": "deny"}, css="deny"))
     return "".join(parts), "".join(buttons)

@@ -272,6 +272,19 @@ def _build() -> dict[str, Any]:
                 },
             }
         },
+        "/api/grants": {
+            "get": {
+                "summary": "The human's scoped grants (any state), newest first",
+                "responses": {"200": _json(description="{grants: [...]}"), **errors},
+            }
+        },
+        "/api/grants/{grant_id}/revoke": {
+            "post": {
+                "summary": "Revoke a grant: it answers nothing from now on",
+                "parameters": [_p("grant_id")],
+                "responses": {"200": _json(), "404": _error(), **errors},
+            }
+        },
         "/api/decisions": {
             "get": {
                 "summary": "Requests and who decided them by which rule, filtered and paged",

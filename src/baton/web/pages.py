@@ -21,6 +21,7 @@ NAV: tuple[tuple[str, str], ...] = (
     ("/team", "Team"),
     ("/runs", "Runs"),
     ("/decisions", "Decisions"),
+    ("/grants", "Grants"),
 )
 
 

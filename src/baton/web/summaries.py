@@ -56,7 +56,9 @@ def _answer_text(answer: Any) -> str:
     if isinstance(answer, PermissionAnswer):
         if answer.decision == "deny":
             return "denied"
-        return "allowed always" if answer.scope == "always" else "allowed once"
+        if answer.grant is not None:
+            return f"allowed, and granted for this {answer.grant.scope}"
+        return "allowed once"
     if isinstance(answer, QuestionAnswer):
         if answer.outcome == "skipped":
             return "skipped"
@@ -80,6 +82,8 @@ def decided_by_text(record: RequestRecord) -> str:
     who = {"human": "by a human", "policy": "by policy", "headless": "headless"}.get(
         record.decided_by, record.decided_by
     )
+    if record.rule and record.rule.startswith("grant:"):
+        return f"by your grant {record.rule.removeprefix('grant:')}"
     if not record.rule:
         return who
     where = _RULE_LABELS.get(record.rule, record.rule) if record.decided_by == "human" else None

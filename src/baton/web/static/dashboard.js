@@ -200,6 +200,33 @@
     return {kind: "question", outcome: "answered", selections, reason: reason(card)};
   }
 
+  // "Allow and grant": allow once now, and let baton answer the same again (a grant).
+  function grantAnswer(card) {
+    const pick = (name) => card.querySelector(`[data-grant="${name}"]`);
+    const grant = {scope: pick("scope").value, subject: pick("subject").value.trim()};
+    if (pick("for").value !== "") grant.for_seconds = Number(pick("for").value);
+    if (pick("uses").value !== "") grant.uses = Number(pick("uses").value);
+    return {kind: "permission", decision: "allow", grant};
+  }
+
+  async function revokeGrant(button) {
+    const row = button.closest("tr");
+    const status = row.querySelector(".status");
+    button.disabled = true;
+    const r = await api("POST", "/api/grants/" + enc(button.dataset.grantId) + "/revoke", {});
+    if (r.ok) {
+      row.querySelector(".state").textContent = "revoked";
+      row.className = "grant-revoked";
+      button.remove();
+      status.className = "status ok";
+      status.textContent = "revoked";
+      return;
+    }
+    status.className = "status error";
+    status.textContent = errorText(r);
+    button.disabled = false;
+  }
+
   function formAnswer(card) {
     const content = {};
     card.querySelectorAll("[data-field]").forEach((node) => {
@@ -222,6 +249,7 @@
     if (!button) return;
     if (button.dataset.action === "cancel-run") { cancelRun(button); return; }
     if (button.dataset.action === "cancel-turn") { cancelTurn(button); return; }
+    if (button.dataset.action === "revoke-grant") { revokeGrant(button); return; }
     const card = button.closest("[data-request-id]");
     if (!card) return;
     let answer;
@@ -237,6 +265,8 @@
         return;
       }
       if (why !== null) answer.reason = why;
+    } else if (button.dataset.action === "grant") {
+      answer = grantAnswer(card);
     } else if (button.dataset.action === "questions") {
       answer = questionAnswer(card);
     } else if (button.dataset.action === "form") {
