@@ -127,7 +127,7 @@ class PolicyConfig(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The outcome of :meth:`Policy.decide`, with the rule that made it."""
+    """The outcome of :meth:`Policy.decision_for`, with the rule that made it."""
 
     outcome: Action
     rule: str
@@ -275,7 +275,7 @@ class Policy:
         )
         return fallback, f"{self.name}:{fallback}:{kind}(as other)"
 
-    def decide(
+    def decision_for(
         self,
         document: RequestDocument,
         *,

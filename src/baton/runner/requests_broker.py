@@ -226,7 +226,7 @@ class RequestBroker:
         Raises :class:`PayloadTooLarge` (refused visibly first) for an oversize document.
         """
         document = self._in_context(document, ctx)
-        decision = self.policy.decide(
+        decision = self.policy.decision_for(
             document,
             workspace=ctx.workspace,
             human_available=self.human_available,

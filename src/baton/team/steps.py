@@ -1,6 +1,6 @@
-"""What the executor can be told to do next with one TASK: the steps of :func:`decide`.
+"""What the executor can be told to do next with one TASK: the steps of ``next_step``.
 
-:func:`baton.team.decide.decide` answers with exactly one :data:`Step`; the executor
+:func:`baton.team.next_step.next_step` answers with exactly one :data:`Step`; the executor
 (:mod:`baton.team.executor`) performs it and asks again, stopping at a step that waits.
 Plain frozen data, no behaviour: the vocabulary between the pure decision and its I/O.
 """
