@@ -203,6 +203,17 @@ async def test_dropping_a_tree_saves_its_work_and_stops_it_for_good(
     assert sh(team.root, "show", f"{saved}:idea.py") == "maybe"
     assert records(team)[task.task_id].state is TaskState.DROPPED
     assert (await review_request(team, task.task_id)).state is State.CANCELLED
+    told = [
+        p
+        for p in (port.fcop_dir / "issues").glob("*.md")
+        if "dropped the task tree" in p.read_text()
+    ]
+    assert len(told) == 1 and "(1 TASKs): not needed after all" in told[0].read_text()
+    again = await loop.drop_now(task.task_id, "again, after a crash")  # changes nothing
+    assert again.dropped == ()
+    assert (
+        len([p for p in (port.fcop_dir / "issues").glob("*.md") if "dropped" in p.read_text()]) == 1
+    )
 
     # Nothing works on it again; its work comes back as a branch on request.
     factory = team.factory()

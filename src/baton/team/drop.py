@@ -101,9 +101,11 @@ class TreeDropper:
         for member in members:
             if await self._drop_one(member.task_id, reason):
                 dropped.append(member.task_id)
-        await self.escalations.issue(
-            root, f"{self.human} dropped the task tree of {root} ({len(dropped)} TASKs): {reason}"
-        )
+        if dropped:  # a second drop (e.g. a re-run after a crash) changed nothing to tell
+            await self.escalations.issue(
+                root,
+                f"{self.human} dropped the task tree of {root} ({len(dropped)} TASKs): {reason}",
+            )
         worktree = await self.workspaces.salvage(root, reason) if self.workspaces.enabled else None
         return DropReport(root, tuple(dropped), cancelled, worktree)
 
