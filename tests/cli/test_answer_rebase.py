@@ -59,6 +59,11 @@ def test_rebase_sends_a_conflicting_review_back_with_the_preflights_prompt(
     assert (repo / "shared.txt").read_text() == "one\n"
     both = baton_in(repo, "answer", later, "--rebase", "--approve")
     assert both.returncode != 0 and "choose one decision" in both.stderr
+    # Approving it now could not merge: refused at once, the review stays pending.
+    approve = baton_in(repo, "answer", later, "--approve")
+    assert approve.returncode != 0 and len(approve.stderr.splitlines()) == 1
+    assert "not merged:" in approve.stderr and "conflicts with main in shared.txt" in approve.stderr
+    assert "--rebase" in approve.stderr and _review_of(repo, second)["request_id"] == later
 
     sent = baton_in(repo, "answer", later, "--rebase", "--reason", "Keep two.", "--json")
     assert sent.returncode == 0, sent.stderr

@@ -68,8 +68,12 @@ async def test_only_escalations_notify(record: RequestRecord, tmp_path: Path) ->
     out = tmp_path / "got.json"
     config = NotifyConfig(command=(sys.executable, "-c", WRITE_STDIN, str(out)))
     ws = tmp_path
-    auto = Policy().decision_for(permission("read", command=None), workspace=ws, human_available=True)
-    denied = Policy.preset("none").decision_for(permission("execute"), workspace=ws, human_available=True)
+    auto = Policy().decision_for(
+        permission("read", command=None), workspace=ws, human_available=True
+    )
+    denied = Policy.preset("none").decision_for(
+        permission("execute"), workspace=ws, human_available=True
+    )
     for decision in (auto, denied):
         assert await notify_if_escalated(decision, record, config) == []
         assert not out.exists()

@@ -17,6 +17,8 @@ from baton.app.root import Baton
 from baton.errors import BatonError
 from baton.events.sequencer import utc_now
 from baton.fcop_port.project import open_context
+from baton.requests.ledger import RequestRecord
+from baton.requests.model import ReviewRequest
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
@@ -25,6 +27,7 @@ from baton.team.drop import DropReport
 from baton.team.facts import tree_root
 from baton.team.records import TaskRecord
 from baton.team.workspaces import Workspaces
+from baton.worktrees.git import GitError
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.repo import Preflight, Repository, TreeChange
 from baton.worktrees.states import WorktreeState
@@ -34,6 +37,7 @@ __all__ = [
     "DropPosted",
     "NoTree",
     "all_trees",
+    "approval_refusal",
     "change_of",
     "drop_tree",
     "preflight_of",
@@ -96,6 +100,32 @@ def preflight_of(project: Path, store: Store, record: WorktreeRecord) -> Preflig
         return None
     others = [r for r in all_trees(store) if r.state is WorktreeState.LIVE]
     return _repo(project).preflight(record, others)
+
+
+def approval_refusal(project: Path, store: Store, record: RequestRecord) -> str | None:
+    """Why approving this review could not merge now (None: it could, or it has no tree).
+
+    The merge step refuses a tree whose branch conflicts with its base tip (and opens the
+    review again); the CLI and the page ask first, so the request stays pending with the
+    reason instead of an approval that comes back.
+    """
+    doc = record.document
+    if not isinstance(doc, ReviewRequest) or doc.changes is None:
+        return None
+    _, tree = tree_of(store, doc.task_id)
+    if tree is None:
+        return None
+    try:
+        preflight = preflight_of(project, store, tree)
+    except (GitError, NoTree):
+        return None  # the merge step decides and says why (the review opens again)
+    if preflight is None or preflight.clean:
+        return None
+    files = ", ".join(preflight.base_conflicts[:10])
+    more = len(preflight.base_conflicts) - 10
+    return f"not merged: {tree.branch} conflicts with {tree.base_branch} in {files}" + (
+        f" (and {more} more)" if more > 0 else ""
+    )
 
 
 async def drop_tree(project: Path, task_id: str, reason: str) -> DropReport | DropPosted:

@@ -18,6 +18,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from baton.app.worktrees import approval_refusal
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.services import find
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
@@ -428,6 +429,14 @@ def answer(
         )
         assert record.document is not None
         validate_answer(record.document, built)  # first check, at the surface
+        project_dir = where.project_dir if isinstance(where, BatonConfig) else None
+        if project_dir and isinstance(built, ReviewAnswer) and built.decision == "approve":
+            refused = await asyncio.to_thread(approval_refusal, project_dir, ledger.store, record)
+            if refused is not None:
+                raise InvalidAnswer(
+                    f"{refused}; the review stays open: --rebase sends it back to rebase, "
+                    "--reject --reason with other work"
+                )
         result = await ledger.answer(record.request_id, built, decided_by="human", rule=CLI_RULE)
         grant = await GrantBook(ledger.store).of_request(record.request_id)
         return result.record, result.replayed, grant

@@ -10,8 +10,11 @@ the one table that turns the ledger's refusals into HTTP statuses.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Final
 
+from baton.app.worktrees import approval_refusal
 from baton.errors import BatonError, RequestError, StoreError
 from baton.requests.errors import (
     AnswerConflict,
@@ -21,7 +24,7 @@ from baton.requests.errors import (
     UnknownRequest,
 )
 from baton.requests.ledger import AnswerResult, Ledger
-from baton.requests.model import parse_answer
+from baton.requests.model import ReviewAnswer, parse_answer
 from baton.requests.states import State
 from baton.requests.validate import validate_answer
 
@@ -47,7 +50,9 @@ def status_for(exc: BatonError) -> int:
     return next((status for cls, status in _STATUS if isinstance(exc, cls)), 500)
 
 
-async def submit_answer(ledger: Ledger, request_id: str, data: object) -> AnswerResult:
+async def submit_answer(
+    ledger: Ledger, request_id: str, data: object, *, project_dir: Path | None = None
+) -> AnswerResult:
     """Answer ``request_id`` (an id or a unique prefix) with the answer in ``data``.
 
     Order matters for the status a client sees: an unknown id is a 404 before
@@ -70,4 +75,12 @@ async def submit_answer(ledger: Ledger, request_id: str, data: object) -> Answer
         )
     answer = parse_answer(data)
     validate_answer(record.document, answer)  # first check, against the document we read
+    if (
+        project_dir is not None
+        and isinstance(answer, ReviewAnswer)
+        and answer.decision == "approve"
+    ):
+        refused = await asyncio.to_thread(approval_refusal, project_dir, ledger.store, record)
+        if refused is not None:
+            raise InvalidAnswer(f"{refused}; the review stays open: send it back to rebase")
     return await ledger.answer(full_id, answer, decided_by="human", rule=WEB_RULE)

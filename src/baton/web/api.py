@@ -431,7 +431,9 @@ def api_routes(ctx: WebContext) -> list[Route]:
         data = await read_json_body(request)
         if not isinstance(data, dict):
             raise ApiError(422, "InvalidAnswer", "the answer must be a JSON object with a kind")
-        result = await submit_answer(ctx.ledger, request.path_params["request_id"], data)
+        result = await submit_answer(
+            ctx.ledger, request.path_params["request_id"], data, project_dir=ctx.project_dir
+        )
         ctx.hub.poke()
         return JSONResponse(
             request_data(result.record)

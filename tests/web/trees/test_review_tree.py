@@ -106,6 +106,11 @@ async def test_the_card_follows_the_preflight_and_sends_back_to_rebase(
     assert "✗ conflicts with <code>main</code> in <code>app.py</code>" in card
     assert "overlaps live branch" not in card  # the first is merged: no longer live
     assert "Changes: 1 file(s)" not in card  # the summary's stale one-line account is left out
+    refused = await web.post(
+        f"/api/requests/{second_request}/answer", json={"kind": "review", "decision": "approve"}
+    )  # approving it could not merge: refused, the review stays pending
+    assert refused.status_code == 422 and "not merged: baton/" in refused.text
+    assert (await review_request(team, second)).state is State.PENDING
     rebase = _button_answer(card, "Send back to rebase")
     assert rebase["decision"] == "reject" and "git merge main" in rebase["reason"]
     rebase["reason"] += "\n\nKeep the greeting short."  # what the script adds from the box
