@@ -10,8 +10,6 @@ ledger against the persisted request.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -19,6 +17,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from baton.app.worktrees import approval_refusal
+from baton.cli.answer_words import build_answer, next_step
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.services import find
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
@@ -26,32 +25,16 @@ from baton.cli.worktree_cmds import rebase_reason
 from baton.config import BatonConfig
 from baton.requests.errors import InvalidAnswer
 from baton.requests.grant_book import GrantBook
-from baton.requests.grants import GRANT_SCOPES, Grant
+from baton.requests.grants import Grant
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.model import (
-    Answer,
-    BooleanField,
-    ContentValue,
-    ElicitationAnswer,
-    ElicitationRequest,
-    GrantSpec,
-    MultiSelectField,
-    NumberField,
-    PermissionAnswer,
-    PermissionRequest,
-    PlanAnswer,
-    PlanRequest,
-    QuestionAnswer,
-    QuestionRequest,
-    QuestionSelection,
     ReviewAnswer,
-    ReviewRequest,
 )
 from baton.requests.render import grant_data, render, to_data
 from baton.requests.states import State
 from baton.requests.validate import validate_answer
 
-__all__ = ["CLI_RULE", "app", "build_answer", "next_step", "parse_duration"]
+__all__ = ["CLI_RULE", "app"]
 
 CLI_RULE = "cli"
 """The ``rule`` of an answer given with ``baton answer`` (cf. ``web``, ``terminal``)."""
@@ -120,216 +103,6 @@ def inbox(
             style="dim",
             markup=False,
         )
-
-
-def _selections(document: QuestionRequest, values: list[str]) -> tuple[QuestionSelection, ...]:
-    merged: dict[str, list[str]] = {}
-    for value in values:
-        if "=" in value:
-            question_id, _, options = value.partition("=")
-        elif len(document.questions) == 1:
-            question_id, options = document.questions[0].id, value
-        else:
-            raise InvalidAnswer(
-                f"--select {value!r}: this request has {len(document.questions)} questions; "
-                "write QUESTION=OPTION (e.g. question-1=option-2)"
-            )
-        merged.setdefault(question_id.strip(), []).extend(o.strip() for o in options.split(","))
-    return tuple(QuestionSelection(question_id=q, option_ids=tuple(o)) for q, o in merged.items())
-
-
-_TRUE = {"true", "yes", "y", "1", "on"}
-_FALSE = {"false", "no", "n", "0", "off"}
-
-
-def _content(document: ElicitationRequest, values: list[str]) -> dict[str, ContentValue]:
-    if len(values) == 1 and values[0].lstrip().startswith("{"):
-        try:
-            raw = json.loads(values[0])
-        except json.JSONDecodeError as exc:
-            raise InvalidAnswer(f"--text is not a JSON object: {exc}") from None
-        answer = ElicitationAnswer.model_validate({"action": "accept", "content": raw})
-        return dict(answer.content or {})
-    content: dict[str, ContentValue] = {}
-    for value in values:
-        name, sep, text = value.partition("=")
-        if not sep:
-            raise InvalidAnswer(f"--text {value!r}: write FIELD=VALUE")
-        field = document.requested_schema.field(name)
-        if field is None:
-            names = ", ".join(f.name for f in document.requested_schema.fields)
-            raise InvalidAnswer(f"unknown form field {name!r}; the form has {names}")
-        try:
-            if isinstance(field, NumberField):
-                content[name] = int(text) if field.type == "integer" else float(text)
-            elif isinstance(field, BooleanField):
-                if text.lower() not in _TRUE | _FALSE:
-                    raise ValueError(text)
-                content[name] = text.lower() in _TRUE
-            elif isinstance(field, MultiSelectField):
-                content[name] = tuple(v.strip() for v in text.split(",") if v.strip())
-            else:
-                content[name] = text
-        except ValueError:
-            article = "an" if field.type[0] in "aeiou" else "a"
-            raise InvalidAnswer(
-                f"field {name!r} wants {article} {field.type}, got {text!r}"
-            ) from None
-    return content
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(text: str) -> float:
-    """``90s``, ``30m``, ``1h``, ``2d``, ``1w`` (a bare number is seconds)."""
-    found = _DURATION.match(text)
-    if found is None or float(found.group(1)) <= 0:
-        raise InvalidAnswer(f"--for {text!r}: write a duration such as 30m, 1h or 2d")
-    return float(found.group(1)) * _UNIT[found.group(2)]
-
-
-def build_answer(
-    record: RequestRecord,
-    *,
-    allow: bool = False,
-    deny: bool = False,
-    select: list[str] | None = None,
-    text: list[str] | None = None,
-    accept: bool = False,
-    reject: bool = False,
-    reason: str | None = None,
-    revision: str | None = None,
-    scope: str | None = None,
-    for_: str | None = None,
-    uses: int | None = None,
-    subject: str | None = None,
-) -> Answer:
-    """Turn CLI flags into an answer for ``record``'s kind, refusing flags that do not fit.
-
-    One vocabulary: ``--allow``, ``--approve`` and ``--accept`` say yes, ``--deny`` and
-    ``--reject`` say no, for every kind where that is unambiguous (a question needs its
-    ``--select``ions; no to it skips it). A grant (``--scope``, with ``--for``, ``--uses``,
-    ``--subject``) goes only with yes to a permission.
-    """
-    doc = record.document
-    select, text = select or [], text or []
-    yes = allow or accept
-    no = deny or reject
-    yes_word = "--allow" if allow else "--approve"
-    granting = [
-        f
-        for f, on in (
-            ("--scope", scope),
-            ("--for", for_),
-            ("--uses", uses is not None),
-            ("--subject", subject),
-        )
-        if on
-    ]
-    if doc is None:
-        raise InvalidAnswer(
-            f"request {record.request_id} was rejected on arrival; nothing to answer"
-        )
-    if yes and no:
-        raise InvalidAnswer("choose one decision: yes (--allow/--approve) or no (--deny/--reject)")
-    if granting and not isinstance(doc, PermissionRequest):
-        raise InvalidAnswer(
-            f"{', '.join(granting)}: only a permission can be granted beyond this request"
-        )
-    if isinstance(doc, PermissionRequest):
-        if select or text:
-            raise InvalidAnswer("a permission request takes --allow or --deny, not --select/--text")
-        if not (yes or no):
-            raise InvalidAnswer(
-                "a permission request needs --allow or --deny "
-                "(add --scope turn|task|role|run|project to allow it again)"
-            )
-        if granting and not yes:
-            raise InvalidAnswer(f"{', '.join(granting)} go with --allow, not --deny")
-        if granting and scope is None:
-            raise InvalidAnswer(
-                "--for, --uses and --subject need --scope turn|task|role|run|project"
-            )
-        grant = None
-        if scope is not None:
-            if scope not in GRANT_SCOPES:
-                raise InvalidAnswer(f"--scope {scope!r}: choose one of {', '.join(GRANT_SCOPES)}")
-            grant = GrantSpec(
-                scope=scope,
-                for_seconds=parse_duration(for_) if for_ else None,
-                uses=uses,
-                subject=subject or "",
-            )
-        return PermissionAnswer(decision="allow" if yes else "deny", grant=grant)
-    if isinstance(doc, QuestionRequest):
-        if text:
-            raise InvalidAnswer("questions take --select, not --text")
-        if yes:
-            raise InvalidAnswer(
-                f"a question is answered with --select QUESTION=OPTION, not {yes_word} "
-                "(or --reject to skip it)"
-            )
-        if no:
-            if select:
-                raise InvalidAnswer("--reject skips the questions; do not also --select")
-            return QuestionAnswer(outcome="skipped", reason=reason or "skipped by a human")
-        if not select:
-            raise InvalidAnswer(
-                "questions need --select QUESTION=OPTION for each question (or --reject)"
-            )
-        return QuestionAnswer(selections=_selections(doc, select), reason=reason)
-    if select:
-        raise InvalidAnswer(f"a {record.kind} request does not take --select")
-    if isinstance(doc, PlanRequest):
-        if text:
-            raise InvalidAnswer("a plan does not take --text")
-        if not (yes or no):
-            raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
-        bound = doc.revision
-        if revision is not None:
-            bound = (
-                doc.revision
-                if len(revision) >= 8 and doc.revision.startswith(revision)
-                else revision
-            )
-        return PlanAnswer(decision="accept" if yes else "reject", revision=bound, reason=reason)
-    if isinstance(doc, ElicitationRequest):
-        if no:
-            if text:
-                raise InvalidAnswer("--reject declines the form; do not also give --text")
-            return ElicitationAnswer(action="decline")
-        if not yes:
-            raise InvalidAnswer("a form needs --accept --text FIELD=VALUE ... (or --reject)")
-        return ElicitationAnswer(action="accept", content=_content(doc, text))
-    if text:
-        raise InvalidAnswer("a review does not take --text")
-    if not (yes or no):
-        raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
-    return ReviewAnswer(decision="approve" if yes else "reject", reason=reason)
-
-
-def next_step(record: RequestRecord, *, daemon_running: bool) -> str:
-    """What happens after this answer, and who has to act for it (one line)."""
-    answer = record.answer
-    if record.kind == "review":
-        doc = record.document
-        approved = isinstance(answer, ReviewAnswer) and answer.decision == "approve"
-        merges = isinstance(doc, ReviewRequest) and doc.changes is not None
-        act = (
-            ("merge the task tree's branch and close the task" if merges else "close the task")
-            if approved
-            else "send the task back with your reason"
-        )
-        if daemon_running:
-            return f"baton up is running: it will {act}"
-        return f"run `baton up` to {act}"
-    if record.connection_id is None:  # the team loop's own question or attention request
-        if daemon_running:
-            return "baton up is running: it will act on your answer"
-        return "run `baton up` to act on your answer"
-    return "the waiting agent has your answer and continues"
 
 
 @app.command()

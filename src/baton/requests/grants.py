@@ -24,6 +24,9 @@ Subjects are normalized, never matched as raw text:
 
 Pure code: records in, decisions out; the store holds the rows
 (:mod:`baton.store.grants_sql`), the ledger commits a grant's use with its answer.
+
+Length: the three subject normalizers (argv, path glob, host) and the scope rules are one
+matching contract; split, a reader could not see what a grant can never cover.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ them, and the write that applies them only if the rows are still what was read
 :class:`~baton.requests.ledger.Ledger` does, and the team loop puts a change
 into its own transaction so a task's state and the request for the human commit
 together.
+
+Length: one pure function per request transition (create, answer, expire, cancel,
+deliver, move), the table the ledger and the team loop both commit from.
 """
 
 from __future__ import annotations

@@ -29,6 +29,9 @@ A request nobody answers by its deadline (``wait_timeout``) is ``expired`` under
 refusal instead (``decided_by="headless"``, ``rule="deadline"``): the agent hears
 "denied" (or skipped, rejected, declined) and its turn goes on or ends as it decides,
 and :attr:`RequestBroker.refusals` tells the team loop why, for the task and the leader.
+
+Length: one path from an agent's request to its reply (admit, then settle), kept whole so
+the order of persist → show → answer → deliver reads in one place.
 """
 
 from __future__ import annotations
