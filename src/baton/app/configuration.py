@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from baton.budgets.limits import BUDGET_KEYS, DIMENSIONS
+from baton.budgets.pricing import MODEL_PRICE_KEYS, PRICING_KEYS
 from baton.config import PROFILE_KEYS, SECRETS_KEYS
 from baton.requests.notify import NOTIFY_KEYS
 from baton.team_config import FCOP_MCP_KEYS, ROLE_KEYS, TEAM_KEYS
@@ -24,6 +26,10 @@ CONFIG_TABLES: Mapping[str, frozenset[str]] = MappingProxyType(
         "team": TEAM_KEYS - {"roles", "fcop_mcp"},
         "team.roles.NAME": ROLE_KEYS,
         "team.fcop_mcp": FCOP_MCP_KEYS,
+        "budget": BUDGET_KEYS,
+        "budget.per_SCOPE": frozenset(DIMENSIONS),
+        "pricing": PRICING_KEYS - {"models"},
+        "pricing.models.NAME": MODEL_PRICE_KEYS,
     }
 )
 """``[table]`` → its keys (sub-tables are tables of their own here)."""

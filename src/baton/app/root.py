@@ -30,7 +30,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,9 @@ from baton.app.recovery import (
     owner_meta,
     recover_interrupted,
 )
+from baton.budgets.limits import Limits
+from baton.budgets.pricing import PriceTable
+from baton.budgets.rules import Breach, notice
 from baton.config import BatonConfig, load_config
 from baton.errors import ConfigError, UsageError
 from baton.events.model import CanonicalEvent, Payload
@@ -49,8 +52,9 @@ from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.notify import NotifyConfig
+from baton.requests.notify import NotifyConfig, notify_notice
 from baton.requests.policy import Policy
+from baton.runner.budget_watch import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -124,6 +128,7 @@ class Baton:
     """``[cluster]`` of baton.toml: the store is PostgreSQL, role sessions are Ray actors."""
     _sessions: list[AgentSession] = field(default_factory=list)
     _closed: bool = False
+    _prices: PriceTable | None = None
 
     @classmethod
     @asynccontextmanager
@@ -273,6 +278,25 @@ class Baton:
             notify=self.notify if notify else None,
         )
 
+    # ------------------------------------------------------------------ budgets
+
+    def budget_plan(self, run: Limits | None = None) -> BudgetPlan:
+        """Sessions' budgets: ``[budget]`` (``run``: ``--budget``'s limits over
+        ``per_run``), ``[pricing]`` and ``[notify]`` for thresholds and limits reached."""
+        if self._prices is None:
+            self._prices = PriceTable(self.config.pricing)
+        config = self.config.budget.with_run(run) if run else self.config.budget
+        notify = self.notify
+        project = str(self.config.project_dir or "")
+
+        async def tell(breach: Breach, what: str) -> Sequence[Payload]:
+            if not notify.enabled:
+                return ()
+            ident, kind, title, data = notice(breach, what)
+            return await notify_notice(ident, kind, title, {**data, "project": project}, notify)
+
+        return BudgetPlan(config=config, prices=self._prices, notify=tell)
+
     # ----------------------------------------------------------------- sessions
 
     def profile(self, name: str) -> AgentProfile:
@@ -294,6 +318,7 @@ class Baton:
         options.setdefault("state_dir", self.config.state_dir)
         options.setdefault("secrets_file", self.config.secrets_file)
         options.setdefault("environ", self.environ)
+        options.setdefault("budget", self.budget_plan())
         session = await AgentSession.open(
             resolved, workspace=where, emitter=run.emitter, requests=requests, **options
         )
@@ -344,6 +369,7 @@ class Baton:
             decorate=decorate,
             factory_for=factory_for,
             holders=holders,
+            budget=self.budget_plan(),
         )
 
 

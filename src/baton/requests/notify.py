@@ -36,7 +36,7 @@ from baton.requests.ledger import RequestRecord
 from baton.requests.policy import Decision
 from baton.requests.render import safe_text, to_data
 
-__all__ = ["NOTIFY_KEYS", "NotifyConfig", "notify", "notify_if_escalated"]
+__all__ = ["NOTIFY_KEYS", "NotifyConfig", "notify", "notify_if_escalated", "notify_notice"]
 
 _PREVIEW = 4096
 
@@ -158,9 +158,19 @@ async def _webhook(url: str, body: bytes, timeout: float) -> HarnessDiagnostic |
 
 async def notify(record: RequestRecord, config: NotifyConfig) -> list[HarnessDiagnostic]:
     """Run every configured channel for ``record``; returns diagnostics for the failures."""
-    body = json.dumps(to_data(record), ensure_ascii=False).encode("utf-8")
+    return await notify_notice(
+        record.request_id, record.kind, record.title, to_data(record), config
+    )
+
+
+async def notify_notice(
+    ident: str, kind: str, title: str, data: Mapping[str, Any], config: NotifyConfig
+) -> list[HarnessDiagnostic]:
+    """Every configured channel for one notice (a request's record, or a request-like
+    notice such as a budget threshold: ``data`` is its JSON); diagnostics for failures."""
+    body = json.dumps(dict(data), ensure_ascii=False).encode("utf-8")
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL")}
-    env |= {"BATON_REQUEST_ID": record.request_id, "BATON_REQUEST_KIND": record.kind}
+    env |= {"BATON_REQUEST_ID": ident, "BATON_REQUEST_KIND": kind}
     jobs = []
     if config.command:
         jobs.append(_run(config.command, body, env, config.timeout))
@@ -174,10 +184,10 @@ async def notify(record: RequestRecord, config: NotifyConfig) -> list[HarnessDia
                 _diagnostic("desktop notification unavailable: notify-send not found")
             )
         else:
-            title = f"baton needs you: {record.kind}"
+            heading = f"baton needs you: {kind}"
             jobs.append(
                 _run(
-                    [notify_send, "--app-name=baton", title, safe_text(record.title)],
+                    [notify_send, "--app-name=baton", heading, safe_text(title)],
                     b"",
                     env,
                     config.timeout,

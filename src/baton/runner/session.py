@@ -33,6 +33,7 @@ from baton.acp.messages import InitializeAnswer
 from baton.acp.process import AgentProcess
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.aiotasks import cancel_and_wait
+from baton.budgets.ledger import Charge, UsageLedger
 from baton.config import agent_roots_dir
 from baton.cursor_sdk import CursorSdkTransport
 from baton.errors import (
@@ -51,6 +52,7 @@ from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
 from baton.runner.agent_login import logged_in_root
 from baton.runner.approvals import ApprovalGuard
+from baton.runner.budget_watch import BudgetPlan, BudgetWatch, credential_key
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
 from baton.runner.handshake import McpServers, Opened, SessionHow, handshake
@@ -94,6 +96,7 @@ class AgentSession:
         redactor: Redactor,
         launch: LaunchEnvironment,
         argv: Sequence[str],
+        budget: BudgetPlan | None = None,
     ) -> None:
         self.profile = profile
         self.workspace = workspace
@@ -120,6 +123,20 @@ class AgentSession:
             strict=lambda: requests.policy.audit == "strict",
         )
         self.events.watch = self.approvals
+        self.budget: BudgetWatch | None = None
+        """The session's usage ledger and budget meter (with a store)."""
+        if budget is not None and emitter.store is not None:
+            ledger = UsageLedger(
+                profile=profile.name,
+                family=profile.family,
+                agent_version=profile.version,
+                model=profile.model,
+                charge=Charge(credential_key(profile.name, launch.bound_secret_values)),
+            )
+            self.budget = BudgetWatch(
+                budget, events=self.events, normalizer=self.normalizer, ledger=ledger
+            )
+            self.events.meter = self.budget
         self.inbound = ClientMethods(
             events=self.events,
             normalizer=self.normalizer,
@@ -157,11 +174,13 @@ class AgentSession:
         recovery: Sequence[SessionHow] = ("resume", "load"),
         persistent_root: Path | None = None,
         transport: TransportFactory | None = None,
+        budget: BudgetPlan | None = None,
     ) -> AgentSession:
         """Admit, launch, handshake and create/resume a session, or raise a typed error.
 
         Every refusal and failure is also an event in the stream. ``transport``: how the
         agent is started; by default the profile's (:func:`~.launch.transport_for`).
+        ``budget``: meter the session's usage (the ledger) against these budgets.
         """
         workspace = workspace.resolve()
         env_in = os.environ if environ is None else environ
@@ -191,6 +210,7 @@ class AgentSession:
             redactor=Redactor(launch.bound_secret_values),
             launch=launch,
             argv=argv,
+            budget=budget,
         )
         try:
             await self._start(
@@ -225,6 +245,7 @@ class AgentSession:
             approvals=self.approvals,
             replies_written=self.inbound.replies_written,
             stall_timeout=self.profile.stall_timeout,
+            budget=self.budget,
         )
         self.approvals.cancel = self.cancel
         self._tasks = [
@@ -245,6 +266,12 @@ class AgentSession:
         self._move(SessionEvent.OPENED)
         await self.events.emit(self.opened.started(self.profile.name))
         await self.approvals.started()
+        if self.budget is not None:
+            ledger = self.budget.ledger
+            info = self.opened.initialized.agent_info or {}
+            ledger.agent_version = ledger.agent_version or _text(info.get("version"))
+            ledger.model = ledger.model or session_model(self.opened.result)
+            await self.budget.opened(how=self.opened.how, agent_session_id=self.opened.session_id)
 
     async def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, AgentTimeout):
@@ -355,6 +382,8 @@ class AgentSession:
         if self.state is SessionState.CLOSED:
             return
         self._move(SessionEvent.CLOSE)
+        if self.budget is not None:
+            self.budget.close()
         await self.terminals.close()
         if self.transport is not None:
             await self.transport.close()
@@ -374,3 +403,20 @@ class AgentSession:
                 stderr_preview=self.stderr_preview(),
             )
         )
+
+
+def _text(value: Any) -> str | None:
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def session_model(result: Mapping[str, Any]) -> str | None:
+    """The model a session runs, from its ``model`` config option (ACP's ``category``)."""
+    options = result.get("configOptions")
+    if not isinstance(options, list):
+        return None
+    for option in options:
+        if isinstance(option, dict) and (
+            option.get("category") == "model" or option.get("id") == "model"
+        ):
+            return _text(option.get("currentValue"))
+    return None

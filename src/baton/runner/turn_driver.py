@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import math
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -44,8 +45,11 @@ from baton.runner.turn import CancelCause, PromptEnd, Turn, TurnEvent, settle
 if TYPE_CHECKING:
     from baton.requests.ledger import RequestRecord
     from baton.runner.approvals import ApprovalGuard
+    from baton.runner.budget_watch import BudgetWatch
 
 __all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
+
+log = logging.getLogger(__name__)
 
 CANCEL_GRACE_SECONDS = 5.0
 """How long an agent has to stop after ``session/cancel`` before it is killed."""
@@ -80,6 +84,8 @@ class TurnOutcome:
     unapproved_mutations: int = 0
     """Mutations no recorded decision allowed (``security.unapproved_mutation``), not
     counting those a profile with ``agent_approves`` expects."""
+    budget: str | None = None
+    """The budget limit that cancelled the turn (``per_run cost_usd $1.02 of $1.00``)."""
 
 
 @dataclass(slots=True)
@@ -109,6 +115,7 @@ class TurnDriver:
         approvals: ApprovalGuard | None = None,
         replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None,
         stall_timeout: float | None = None,
+        budget: BudgetWatch | None = None,
     ) -> None:
         self.client = client
         self.transport = transport
@@ -123,6 +130,11 @@ class TurnDriver:
         self.stall_timeout = stall_timeout or DEFAULT_STALL_SECONDS
         """Silence (seconds) before the running turn gets ``turn.stalled``."""
         self._watch: StallWatch | None = None
+        self.budget = budget
+        """The session's meter: admits each turn, stops one at a hard limit."""
+        if budget is not None:
+            budget.stop = self._budget_stop
+        self._stopping: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ public
 
@@ -143,6 +155,8 @@ class TurnDriver:
         text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
         data = text.encode("utf-8", errors="surrogatepass")
         turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=now_ms())
+        if self.budget is not None:  # a limit already reached refuses it (BudgetExceeded)
+            await self.budget.admit(turn.turn_id, turn.started_ms / 1000.0)
         events.turn = turn
         files_before = frozenset(events.stats.files_written)
         tool_calls_before = self.normalizer.tool_calls
@@ -186,6 +200,28 @@ class TurnDriver:
         turn.ask_stop(cause, reason)
         await self._cancel_asks(turn, reason, before_cancel=True)
         await self._send_cancel()
+
+    async def _budget_stop(self, reason: str) -> None:
+        """A hard limit was reached mid-turn: the same ``session/cancel`` as Ctrl-C, sent
+        from its own task (this runs inside the reader's batch), then a kill if the agent
+        does not stop within the grace."""
+        turn = self.events.turn
+        if turn is None or turn.done:
+            return
+        turn.ask_stop(CancelCause.BUDGET, reason)  # the cause is recorded now, first
+        loop = asyncio.get_running_loop()
+
+        async def stop() -> None:
+            await self.cancel(reason, CancelCause.BUDGET)
+            request = turn.request
+            if request is not None and not request.done():
+                done, _ = await asyncio.wait({request}, timeout=self.cancel_grace)
+                if not done and not turn.done:
+                    await self.kill(f"the agent ignored session/cancel for {self.cancel_grace:g}s")
+
+        task = loop.create_task(stop(), name="budget-stop")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     async def kill(self, reason: str, *, cause: CancelCause = CancelCause.IGNORED) -> None:
         """Stop the agent now (it ignored cancel, or baton is leaving)."""
@@ -344,6 +380,8 @@ class TurnDriver:
             None,
         )
         await events.drafts(drafts)
+        if self.budget is not None:
+            await self._settle_budget(turn, drafts, normalizer.tool_calls - tool_calls_before)
         await events.emit(outcome, turn_id=turn.turn_id)
         stats = events.stats
         stats.usage_available = stats.usage_available or normalizer.usage_reported
@@ -359,7 +397,35 @@ class TurnDriver:
             usage=turn_usage,
             files_written=tuple(sorted(stats.files_written - files_before)),
             unapproved_mutations=self.approvals.unapproved(turn.turn_id) if self.approvals else 0,
+            budget=(
+                self.budget.breach.describe()
+                if self.budget is not None
+                and self.budget.breach is not None
+                and turn.cause is CancelCause.BUDGET
+                else None
+            ),
         )
+
+    async def _settle_budget(self, turn: Turn, drafts: Sequence[Any], tool_calls: int) -> None:
+        """The turn's closing ledger entry; a failure there never costs the turn its end."""
+        assert self.budget is not None
+        reports = [d.payload for d in drafts if isinstance(d.payload, UsageReported)]
+        try:
+            await self.budget.settle(
+                turn.turn_id,
+                reports,
+                tool_calls=tool_calls,
+                seconds=turn.elapsed_ms(now_ms()) / 1000.0,
+            )
+        except Exception as exc:
+            log.exception("the usage ledger failed to settle %s", turn.turn_id)
+            await self.events.emit(
+                HarnessDiagnostic(
+                    category="internal",
+                    summary=clip_text(f"the usage ledger could not count this turn: {exc}"),
+                ),
+                turn_id=turn.turn_id,
+            )
 
     async def _cancel_asks(self, turn: Turn, reason: str, *, before_cancel: bool = False) -> None:
         """Open requests of this turn are cancelled; their waiters answer ``cancelled``.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from baton.store.budget_sql import BUDGET_MIGRATIONS
 from baton.store.credential_sql import CREDENTIAL_MIGRATIONS
 from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.placement_sql import PLACEMENT_MIGRATIONS
@@ -36,6 +37,7 @@ STORE_MIGRATIONS: Final[tuple[Migration, ...]] = (
     *TEAM_MIGRATIONS,
     *SERVICES_MIGRATIONS,
     *WEB_MIGRATIONS,
+    *BUDGET_MIGRATIONS,
 )
 """Every store's tables, in order; opening a store applies what is missing."""
 

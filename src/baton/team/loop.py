@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
+from baton.budgets.limits import BudgetConfig
 from baton.events.sequencer import utc_now
 from baton.fcop_port.port import FcopPort
 from baton.fcop_port.recovery import (
@@ -65,6 +66,7 @@ from baton.team.arrivals import Arrivals
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.breaker import Breaker
+from baton.team.budgets import BudgetWakeups, TeamBudgets
 from baton.team.contract import RoleSessionFactory
 from baton.team.drop import DropReport, TreeDropper
 from baton.team.executor import BreakerTripped, Executor
@@ -109,6 +111,7 @@ class TeamLoop:
         wall_clock: Callable[[], float] = time.time,
         sweep_interval: float = 5.0,
         holders: HolderLookup | None = None,
+        budgets: TeamBudgets | None = None,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -136,7 +139,7 @@ class TeamLoop:
         self.workspaces = Workspaces.open(
             port.root, team.isolation, store=store, journal=journal, now=utc_now
         )
-        facts = FactSource(port, store, team, isolated=self.workspaces.enabled)
+        facts = FactSource(port, store, team, isolated=self.workspaces.enabled, budgets=budgets)
         prompts = Prompts(port, team)
         self.book = TaskBook(
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
@@ -155,6 +158,13 @@ class TeamLoop:
             run_id=run_id,
             workspaces=self.workspaces,
         )
+        self.budget_wakeups = BudgetWakeups(
+            budgets=budgets or TeamBudgets(BudgetConfig(), run_id),
+            store=store,
+            journal=journal,
+            wake_all=self._reevaluate_held,
+            wall_clock=wall_clock,
+        )
         rules = policy_for(team)
         handlers = handler_table(
             StepParts(
@@ -171,6 +181,7 @@ class TeamLoop:
                 schedule=self.schedule,
                 watch_request=self.answers.watch,
                 workspaces=self.workspaces,
+                held=self.budget_wakeups.held,
             )
         )
         self.executor = Executor(
@@ -334,6 +345,7 @@ class TeamLoop:
             router = tg.create_task(self.arrivals.route(), name="router")
             listener = tg.create_task(self.outbox.listen(), name="store-wake")
             sweeps = tg.create_task(self.sweeps.every_interval(), name="sweep")
+            budget = tg.create_task(self.budget_wakeups.listen(), name="budget-wake")
             workers: list[asyncio.Task[None]] = []
             try:
                 if await self._unless_stopped(self.doorbell.ready.wait()):
@@ -359,6 +371,8 @@ class TeamLoop:
                 router,
                 listener,
                 sweeps,
+                budget,
+                *self.budget_wakeups.cancel(),
                 *self.activity.background,
                 *self.answers.waiting.values(),
                 *self.breaker.timers,
@@ -401,6 +415,11 @@ class TeamLoop:
         self.activity.spawn(warm(), "warm-indexes")
 
     # ----------------------------------------------------------------- routing
+
+    async def _reevaluate_held(self) -> None:
+        """A limit was raised or a window reopened: what budgets held is decided again."""
+        with self.activity.working():
+            await self.recovery.reevaluate_all()
 
     def _route(self, recipient: str) -> str | None:
         spec = self.team.role_for(recipient)

@@ -24,6 +24,7 @@ from typing import Any
 
 from baton.acp.messages import InitializeAnswer
 from baton.config import BatonConfig, agent_roots_dir
+from baton.errors import BudgetExceeded
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
@@ -33,6 +34,7 @@ from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential
 from baton.role_tools.hub import RoleHub
 from baton.role_tools.server import fcop_mcp_config, mcp_config
+from baton.runner.budget_watch import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -76,6 +78,13 @@ class AcpRoleSession:
     session: AgentSession
     release: Callable[[], None] | None = None
     """Called once the session is closed (the hub retires the slot's credential)."""
+    role: str | None = None
+    """The role it works for (its spend is charged to it)."""
+
+    def charge_to(self, task_id: str, tree: str | None) -> None:
+        """The TASK and task tree the next turn is charged to (``BudgetedSession``)."""
+        if self.session.budget is not None:
+            self.session.budget.charge_to(task_id=task_id, tree=tree, role=self.role)
 
     @property
     def session_id(self) -> str | None:
@@ -87,7 +96,10 @@ class AcpRoleSession:
         return process.pgid if process is not None else None
 
     async def prompt(self, text: str) -> TurnResult:
-        outcome = await self.session.prompt(text)
+        try:
+            outcome = await self.session.prompt(text)
+        except BudgetExceeded as exc:  # refused before it started: the session lives on
+            return TurnResult(status="cancelled", error=str(exc))
         usage = None
         if outcome.usage is not None:
             u = outcome.usage
@@ -103,7 +115,7 @@ class AcpRoleSession:
             tool_calls=outcome.tool_calls,
             usage=usage,
             files_changed=outcome.files_written,
-            error=outcome.error,
+            error=outcome.error or (f"budget: {outcome.budget}" if outcome.budget else None),
             unapproved_mutations=outcome.unapproved_mutations,
             approval=self.session.approval.klass if self.session.approval else None,
         )
@@ -131,6 +143,7 @@ def role_session_factory(
     fcop_mcp: FcopMcpCompat | None = None,
     mcp_env: Mapping[str, str] | None = None,
     hub: RoleHub | None = None,
+    budget: BudgetPlan | None = None,
 ) -> RoleSessionFactory:
     """The real factory ``baton up`` hands to the team loop.
 
@@ -195,6 +208,7 @@ def role_session_factory(
                 mcp_servers=servers,
                 resume_session_id=resume,
                 persistent_root=root,
+                budget=budget,
             )
         except BaseException:
             if hub is not None:
@@ -249,7 +263,9 @@ def role_session_factory(
         )
         held = credential
         return AcpRoleSession(
-            session, release=(lambda: hub.revoke(held)) if hub is not None and held else None
+            session,
+            release=(lambda: hub.revoke(held)) if hub is not None and held else None,
+            role=spec.name,
         )
 
     return factory
