@@ -301,8 +301,9 @@ class BudgetWatch:
         stop: Breach | None = None
         for standing, before in moved:
             now = standing.spend.plus(extra)
+            hard_now = {b.dimension for b in _hard(standing.scope, now, standing, soft)}
             for breach in crossed(standing.scope, before.plus(extra), now, standing.limits, soft):
-                if breach.level == "soft":
+                if breach.level == "soft" and breach.dimension not in hard_now:
                     await self._threshold(breach, turn_id)
             for breach in _hard(standing.scope, now, standing, soft):
                 if breach.dimension == "turns" and not ended:

@@ -1,0 +1,133 @@
+"""A session metered against its budgets: the ledger's entries, and a hard limit that stops.
+
+The fake agent ``usage-growing`` reports its running total of dollars after each model
+call ($0.25 more each) and stops between calls once cancelled, as real agents do; the
+meter must cancel the turn in the batch of the report that reached the limit.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from baton.budgets.limits import BudgetConfig, Limits
+from baton.budgets.pricing import ModelPrice, PriceTable, PricingConfig
+from baton.budgets.rules import ScopeKey
+from baton.errors import BudgetExceeded
+from baton.runner.budget_watch import BudgetPlan
+from baton.store import budget_sql
+from tests.support.harness import Harness, fake
+
+
+def plan(**limits: float) -> BudgetPlan:
+    return BudgetPlan(config=BudgetConfig(per_run=Limits(**limits)))  # type: ignore[arg-type]
+
+
+def stored_usage(harness: Harness) -> list[dict[str, object]]:
+    """Every ``usage.counted`` payload as stored in the events table (not as shown)."""
+    rows = harness.store.read_tx(
+        lambda tx: tx.all("SELECT json FROM events WHERE type = 'usage.counted' ORDER BY seq")
+    )
+    return [json.loads(r[0])["payload"] for r in rows]
+
+
+async def test_growing_cost_is_cancelled_in_the_batch_that_reached_per_run(
+    harness: Harness,
+) -> None:
+    session = await harness.open(fake("usage-growing", "--count", "8"), budget=plan(cost_usd=1.0))
+    outcome = await session.prompt("go")
+    assert outcome.status == "cancelled"
+    assert outcome.budget == "per_run run-test cost_usd $1.00 of $1.00"
+    [cancelled] = harness.of("turn.cancelled")
+    assert "budget" in cancelled.reason
+    reports = [u for u in harness.of("usage.reported") if u.scope == "context"]
+    assert [u.cost_amount for u in reports] == [0.25, 0.5, 0.75, 1.0], "no call after the limit"
+    [exceeded] = harness.of("budget.exceeded")
+    assert (exceeded.scope, exceeded.key, exceeded.dimension) == ("run", "run-test", "cost_usd")
+    assert (exceeded.spend, exceeded.limit, exceeded.action) == (1.0, 1.0, "cancelled")
+    entries = harness.of("usage.counted")
+    assert [e.entry for e in entries] == ["turn_start", *["usage"] * 4, "turn_end"]
+    assert all(e.cost_provenance == "derived" for e in entries[1:5])
+    assert sum(e.cost_usd or 0 for e in entries) == pytest.approx(1.0)
+    # the stream says it in order: the crossing report, its entry, the announcement, the end
+    types = harness.types()
+    assert types.index("budget.exceeded") < types.index("turn.cancelled")
+
+
+async def test_a_turn_after_the_limit_is_refused_before_its_prompt(harness: Harness) -> None:
+    session = await harness.open(fake("usage-growing", "--count", "8"), budget=plan(cost_usd=1.0))
+    await session.prompt("go")
+    submitted = len(harness.of("turn.submitted"))
+    with pytest.raises(BudgetExceeded, match=r"per_run run-test cost_usd \$1.00 of \$1.00"):
+        await session.prompt("again")
+    assert len(harness.of("turn.submitted")) == submitted, "no prompt was sent"
+    assert [e.action for e in harness.of("budget.exceeded")] == ["cancelled", "refused"]
+    spend = harness.store.read_tx(lambda tx: budget_sql.spend(tx, ScopeKey("run", "run-test")))
+    assert spend.turns == 1, "the refused turn was never charged"
+
+
+async def test_spend_is_recomputed_from_the_stored_usage(harness: Harness) -> None:
+    session = await harness.open(fake("usage-growing", "--count", "3"), budget=plan(tokens=10**9))
+    await session.prompt("go")
+    await session.prompt("again")
+    stored = stored_usage(harness)
+    spend = harness.store.read_tx(lambda tx: budget_sql.spend(tx, ScopeKey("run", "run-test")))
+    assert spend.cost_usd == pytest.approx(sum(float(p["cost_usd"] or 0) for p in stored))  # type: ignore[arg-type]
+    assert spend.cost_usd == pytest.approx(1.5), "the running total over two turns, once"
+    assert spend.tokens == sum(int(p["tokens"] or 0) for p in stored) == 2 * 330  # type: ignore[call-overload]
+    assert spend.turns == 2
+    [first_end, second_end] = [p for p in stored if p["entry"] == "turn_end"]
+    assert first_end["tokens_provenance"] == "reported" and first_end["tokens"] == 330
+
+
+async def test_minutes_stop_a_silent_agent(harness: Harness) -> None:
+    """Nothing arrives from a silent agent: the meter's timer stops it at the limit."""
+    session = await harness.open(fake("silent"), budget=plan(minutes=0.5))
+    outcome = await session.prompt("go", timeout=600)
+    assert outcome.status == "cancelled" and outcome.budget is not None
+    assert "minutes" in outcome.budget
+    [exceeded] = harness.of("budget.exceeded")
+    assert exceeded.dimension == "minutes" and exceeded.spend >= 0.5
+
+
+async def test_an_agent_without_usage_is_said_to_be_unmetered(harness: Harness) -> None:
+    session = await harness.open(fake("ok"), budget=plan(cost_usd=1.0, turns=5))
+    await session.prompt("go")
+    [unmetered] = harness.of("budget.unmetered")
+    assert unmetered.held_to == ["turns"] and "no usage" in unmetered.reason
+    end = harness.of("usage.counted")[-1]
+    assert end.tokens_provenance == "unavailable" and end.cost_provenance == "unavailable"
+    assert end.tokens is None and end.cost_usd is None, "unavailable, never zero"
+
+
+async def test_an_estimate_is_labelled_as_one(harness: Harness) -> None:
+    prices = PriceTable(PricingConfig(models={"local-model": ModelPrice(input=1.0, output=2.0)}))
+    budget = BudgetPlan(config=BudgetConfig(), prices=prices)
+    session = await harness.open(fake("usage-result-meta"), budget=budget)
+    assert session.budget is not None and session.budget.ledger.model is None
+    session.budget.ledger.model = "local-model"  # the fake agent offers no model option
+    await session.prompt("go")
+    end = harness.of("usage.counted")[-1]
+    assert end.cost_provenance == "estimated"
+    assert end.cost_source is not None and "an estimate" in end.cost_source
+    assert end.cost_usd == pytest.approx((7 * 1.0 + 3 * 2.0) / 1e6)
+
+
+async def test_the_soft_fraction_is_announced_once(harness: Harness) -> None:
+    session = await harness.open(fake("usage-growing", "--count", "3"), budget=plan(cost_usd=1.0))
+    await session.prompt("go")  # $0.75 of $1.00: past 0.8? no; 0.75 < 0.8
+    assert harness.of("budget.threshold") == []
+    await session.prompt("again")  # the first call of this turn: $1.00
+    assert harness.of("budget.threshold") == [], "a hard crossing is said as such, not as soft"
+    assert [e.action for e in harness.of("budget.exceeded")] == ["cancelled"]
+
+
+async def test_the_soft_fraction_is_announced_once_when_crossed(harness: Harness) -> None:
+    budget = BudgetPlan(config=BudgetConfig(per_run=Limits(cost_usd=2.0), soft=0.5))
+    session = await harness.open(fake("usage-growing", "--count", "3"), budget=budget)
+    await session.prompt("go")  # $0.75
+    await session.prompt("again")  # $1.50: past half of $2.00 at $1.00, once
+    [threshold] = harness.of("budget.threshold")
+    assert (threshold.spend, threshold.limit, threshold.soft) == (1.0, 2.0, 0.5)
+    assert harness.of("budget.exceeded") == []
