@@ -32,7 +32,7 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     │           └── MalformedPayload         a native payload failed an explicit check
     │                                        (baton.events.extension)
     ├── StoreError                   the embedded store failed or is closed
-    ├── BudgetExceeded               a budget's hard limit refused a turn (baton.budgets;
+    ├── BudgetRefused                a budget's hard limit refused a turn (baton.budgets;
     │                                ``baton budget raise`` lifts it)
     ├── RequestError                 a human request/answer was invalid, stale or forged
     │                                (subtree in baton.requests.errors)
@@ -60,7 +60,7 @@ __all__ = [
     "AgentTimeout",
     "AuthRequired",
     "BatonError",
-    "BudgetExceeded",
+    "BudgetRefused",
     "BuiltinAgentError",
     "ConfigError",
     "ControlFlow",
@@ -194,7 +194,7 @@ class StoreError(BatonError):
     """The embedded store failed, or was used after close."""
 
 
-class BudgetExceeded(BatonError):
+class BudgetRefused(BatonError):
     """A budget's hard limit is reached: the turn was not started (or was cancelled)."""
 
     def __init__(self, message: str, *, breach: object = None) -> None:

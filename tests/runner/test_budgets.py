@@ -14,8 +14,8 @@ import pytest
 from baton.budgets.limits import BudgetConfig, Limits
 from baton.budgets.pricing import ModelPrice, PriceTable, PricingConfig
 from baton.budgets.rules import ScopeKey
-from baton.errors import BudgetExceeded
-from baton.runner.budget_watch import BudgetPlan
+from baton.errors import BudgetRefused
+from baton.runner.budget_plan import BudgetPlan
 from baton.store import budget_sql
 from tests.support.harness import Harness, fake
 
@@ -59,7 +59,7 @@ async def test_a_turn_after_the_limit_is_refused_before_its_prompt(harness: Harn
     session = await harness.open(fake("usage-growing", "--count", "8"), budget=plan(cost_usd=1.0))
     await session.prompt("go")
     submitted = len(harness.of("turn.submitted"))
-    with pytest.raises(BudgetExceeded, match=r"per_run run-test cost_usd \$1.00 of \$1.00"):
+    with pytest.raises(BudgetRefused, match=r"per_run run-test cost_usd \$1.00 of \$1.00"):
         await session.prompt("again")
     assert len(harness.of("turn.submitted")) == submitted, "no prompt was sent"
     assert [e.action for e in harness.of("budget.exceeded")] == ["cancelled", "refused"]
@@ -79,6 +79,7 @@ async def test_spend_is_recomputed_from_the_stored_usage(harness: Harness) -> No
     assert spend.turns == 2
     [first_end, second_end] = [p for p in stored if p["entry"] == "turn_end"]
     assert first_end["tokens_provenance"] == "reported" and first_end["tokens"] == 330
+    assert second_end["tokens"] == 330, "per turn: the second turn's own tokens"
 
 
 async def test_minutes_stop_a_silent_agent(harness: Harness) -> None:

@@ -36,7 +36,7 @@ from baton.procgroup import group_alive
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import Policy
-from baton.runner.budget_watch import BudgetPlan
+from baton.runner.budget_plan import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.session import AgentSession
 from baton.store.store import Store

@@ -22,6 +22,8 @@ The coordinator's root hands it to the cluster (``HolderSpec.root``); Ray ships 
 reference. The store is opened by :mod:`.recovery` (SQLite, or the cluster's PostgreSQL).
 
 Closing the root (leaving the ``async with``) closes what it opened, in reverse order.
+
+Length: the composition root; every part a surface uses is wired here, once.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,8 +45,6 @@ from baton.app.recovery import (
     recover_interrupted,
 )
 from baton.budgets.limits import Limits
-from baton.budgets.pricing import PriceTable
-from baton.budgets.rules import Breach, notice
 from baton.config import BatonConfig, load_config
 from baton.errors import ConfigError, UsageError
 from baton.events.model import CanonicalEvent, Payload
@@ -52,9 +52,9 @@ from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.notify import NotifyConfig, notify_notice
+from baton.requests.notify import NotifyConfig
 from baton.requests.policy import Policy
-from baton.runner.budget_watch import BudgetPlan
+from baton.runner.budget_plan import BudgetPlan, project_plan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -128,7 +128,6 @@ class Baton:
     """``[cluster]`` of baton.toml: the store is PostgreSQL, role sessions are Ray actors."""
     _sessions: list[AgentSession] = field(default_factory=list)
     _closed: bool = False
-    _prices: PriceTable | None = None
 
     @classmethod
     @asynccontextmanager
@@ -281,21 +280,10 @@ class Baton:
     # ------------------------------------------------------------------ budgets
 
     def budget_plan(self, run: Limits | None = None) -> BudgetPlan:
-        """Sessions' budgets: ``[budget]`` (``run``: ``--budget``'s limits over
-        ``per_run``), ``[pricing]`` and ``[notify]`` for thresholds and limits reached."""
-        if self._prices is None:
-            self._prices = PriceTable(self.config.pricing)
-        config = self.config.budget.with_run(run) if run else self.config.budget
-        notify = self.notify
-        project = str(self.config.project_dir or "")
-
-        async def tell(breach: Breach, what: str) -> Sequence[Payload]:
-            if not notify.enabled:
-                return ()
-            ident, kind, title, data = notice(breach, what)
-            return await notify_notice(ident, kind, title, {**data, "project": project}, notify)
-
-        return BudgetPlan(config=config, prices=self._prices, notify=tell)
+        """Sessions' budgets: ``[budget]`` (``run``: ``--budget`` over ``per_run``),
+        ``[pricing]``, ``[notify]`` told of thresholds and limits reached."""
+        config, project = self.config, str(self.config.project_dir or "")
+        return project_plan(config.budget, config.pricing, self.notify, project=project, run=run)
 
     # ----------------------------------------------------------------- sessions
 

@@ -4,7 +4,7 @@
 
 * :meth:`~BudgetWatch.admit`, before a prompt is sent: the turn is charged
   (``turn_start``) in a transaction that first checks every limited scope; a scope
-  that already reached a limit refuses the turn (:class:`~baton.errors.BudgetExceeded`,
+  that already reached a limit refuses the turn (:class:`~baton.errors.BudgetRefused`,
   nothing charged, ``budget.exceeded`` with action ``refused``);
 * :meth:`~BudgetWatch.check`, after each run of the agent's notifications is emitted
   (the session's ingest batch, :mod:`.session_events`), only when :meth:`due` says
@@ -23,92 +23,57 @@ The spend read in the charging transaction includes every other run's committed 
 (the store's one write lock), so two runs sharing a window both see its end.
 Announcements (``budget.threshold``, ``budget.exceeded``) go to the run's stream; the
 human is notified once per threshold (a mark in the store), never again by a restart.
+
+Length: the meter's moments (admit, check, the minutes timer, settle) and what they
+announce read and update the same standings; apart, each would need the other's state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.budgets.ledger import Charge, TokenCounts, UsageLedger, needs_price, priced
-from baton.budgets.limits import DIMENSIONS, BudgetConfig, Dimension
-from baton.budgets.pricing import PriceTable
+from baton.budgets.limits import DIMENSIONS, Dimension
 from baton.budgets.rules import Breach, ScopeKey, ScopeStanding, Spend, crossed
-from baton.errors import BudgetExceeded
+from baton.errors import BudgetRefused, ControlFlow
 from baton.events.acp_normalizer import AcpNormalizer, Draft
+from baton.events.bounds import clip_text
 from baton.events.model import (
-    BudgetExceeded as BudgetExceededEvent,
-)
-from baton.events.model import (
+    BudgetExceeded,
     BudgetThreshold,
     BudgetUnmetered,
     CanonicalEvent,
-    Payload,
+    HarnessDiagnostic,
     UsageCounted,
     UsageReported,
 )
 from baton.events.sequencer import utc_now
 from baton.providers.profile import AgentProfile
-from baton.security.launch_env import plan_launch
+from baton.runner.budget_plan import BudgetPlan, credential_key
 from baton.store import budget_sql
 from baton.store.tx import Tx
 
 if TYPE_CHECKING:
+    from baton.runner.handshake import Opened
     from baton.runner.session_events import SessionEvents
 
-__all__ = ["BudgetPlan", "BudgetWatch", "Notify", "credential_for", "credential_key"]
+__all__ = ["BudgetWatch"]
 
 log = logging.getLogger(__name__)
 
 Action = Literal["cancelled", "refused", "parked", "ended"]
-Notify = Callable[[Breach, str], Awaitable[Sequence[Payload]]]
-"""Tell the human about a threshold or a limit reached (``[notify]``), with what baton did;
-returns what to record about it (a failing channel's ``harness.diagnostic``)."""
 
 NO_MARK = math.inf
 
 
-def credential_key(profile: str, secret_values: Sequence[str]) -> str:
-    """Whose quota a session spends: a fingerprint of its bound credentials (never the
-    secret; the same key on any host gives the same fingerprint), or the profile for an
-    agent with none (its own login: a subscription)."""
-    if not secret_values:
-        return f"profile:{profile}"
-    digest = hashlib.sha256("\0".join(sorted(secret_values)).encode()).hexdigest()
-    return f"key:{digest[:16]}"
+class _Refused(ControlFlow):
+    """A scope reached a limit: the charging transaction rolls back, the turn is refused."""
 
-
-def credential_for(
-    profile: AgentProfile, environ: Mapping[str, str], secrets_file: Path | None
-) -> str:
-    """:func:`credential_key` of what a launch of ``profile`` would be bound (the team's
-    facts name a role's window before any of its sessions started)."""
-    plan = plan_launch(
-        profile, root=Path("/nonexistent"), environ=environ, secrets_file=secrets_file
-    )
-    return credential_key(profile.name, plan.secret_values)
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetPlan:
-    """What sessions are metered against (the composition root builds it)."""
-
-    config: BudgetConfig = field(default_factory=BudgetConfig)
-    prices: PriceTable = field(default_factory=PriceTable)
-    notify: Notify | None = None
-    clock: Callable[[], float] = time.time
-    """Wall-clock seconds: ledger rows are compared across processes and hosts."""
-
-
-class _Refused(Exception):
     def __init__(self, breach: Breach) -> None:
         super().__init__(breach.describe())
         self.breach = breach
@@ -144,6 +109,26 @@ class BudgetWatch:
         self._unmetered_said = False
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @classmethod
+    def for_session(
+        cls,
+        plan: BudgetPlan,
+        profile: AgentProfile,
+        secret_values: Sequence[str],
+        *,
+        events: SessionEvents,
+        normalizer: AcpNormalizer,
+    ) -> BudgetWatch:
+        """A session's meter, its ledger charged to its credential's window."""
+        ledger = UsageLedger(
+            profile=profile.name,
+            family=profile.family,
+            agent_version=profile.version,
+            model=profile.model,
+            charge=Charge(credential_key(profile.name, secret_values)),
+        )
+        return cls(plan, events=events, normalizer=normalizer, ledger=ledger)
+
     # ------------------------------------------------------------------ scope
 
     def charge_to(self, *, task_id: str | None, tree: str | None, role: str | None) -> None:
@@ -165,9 +150,15 @@ class BudgetWatch:
             keys.append(ScopeKey("window", charge.credential))
         return keys
 
-    async def opened(self, *, how: str, agent_session_id: str | None) -> None:
-        """A resumed or loaded session continues its running totals from the store."""
-        if how == "new" or not agent_session_id or self.events.emitter.store is None:
+    async def opened(self, opened: Opened) -> None:
+        """The agent's version and model once known; a resumed or loaded session goes on
+        from its running totals as the store last recorded them."""
+        ledger = self.ledger
+        info = opened.initialized.agent_info or {}
+        ledger.agent_version = ledger.agent_version or _text(info.get("version"))
+        ledger.model = ledger.model or session_model(opened.result)
+        agent_session_id = opened.session_id
+        if opened.how == "new" or not agent_session_id or self.events.emitter.store is None:
             return
         store = self.events.emitter.store
         total, reports = await store.aread(
@@ -225,7 +216,7 @@ class BudgetWatch:
         except _Refused as refused:
             breach = refused.breach
             await self._announce(breach, "refused", turn_id)
-            raise BudgetExceeded(_refusal(breach), breach=breach) from None
+            raise BudgetRefused(_refusal(breach), breach=breach) from None
         self._started = started
         self._tools_base = self.normalizer.tool_calls
         self._usage_seen = self.normalizer.usage_updates
@@ -252,9 +243,23 @@ class BudgetWatch:
         await self._after([(s, s.spend) for s in self._standings], turn_id, live=True)
 
     async def settle(
+        self, turn_id: str, drafts: Sequence[Draft], *, tool_calls: int, seconds: float
+    ) -> None:
+        """The turn's closing entry (before its terminal event); a failure here is a
+        diagnostic, never the turn's end lost."""
+        reports = [d.payload for d in drafts if isinstance(d.payload, UsageReported)]
+        try:
+            await self._settle(turn_id, reports, tool_calls=tool_calls, seconds=seconds)
+        except Exception as exc:
+            log.exception("the usage ledger failed to settle %s", turn_id)
+            summary = clip_text(f"the usage ledger could not count this turn: {exc}")
+            await self.events.emit(
+                HarnessDiagnostic(category="internal", summary=summary), turn_id=turn_id
+            )
+
+    async def _settle(
         self, turn_id: str, reports: Sequence[UsageReported], *, tool_calls: int, seconds: float
     ) -> None:
-        """The turn's closing entry (before its terminal event)."""
         self._unwatch()
         self._started = None
         entry = self.ledger.turn_end(reports, tool_calls=tool_calls, seconds=seconds)
@@ -392,7 +397,7 @@ class BudgetWatch:
         await self._say(payload, breach, "no new claims for it", turn_id)
 
     async def _announce(self, breach: Breach, action: Action, turn_id: str | None) -> None:
-        payload = BudgetExceededEvent(
+        payload = BudgetExceeded(
             scope=breach.scope.kind,
             key=breach.scope.key,
             dimension=breach.dimension,
@@ -405,7 +410,7 @@ class BudgetWatch:
 
     async def _say(
         self,
-        payload: BudgetThreshold | BudgetExceededEvent,
+        payload: BudgetThreshold | BudgetExceeded,
         breach: Breach,
         what: str,
         turn_id: str | None,
@@ -474,3 +479,20 @@ def _hard(scope: ScopeKey, spend: Spend, standing: ScopeStanding, soft: float) -
 
 def _refusal(breach: Breach) -> str:
     return f"budget exceeded: {breach.describe()}"
+
+
+def _text(value: Any) -> str | None:
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def session_model(result: Mapping[str, Any]) -> str | None:
+    """The model a session runs, from its ``model`` config option (ACP's ``category``)."""
+    options = result.get("configOptions")
+    if not isinstance(options, list):
+        return None
+    for option in options:
+        if isinstance(option, dict) and (
+            option.get("category") == "model" or option.get("id") == "model"
+        ):
+            return _text(option.get("currentValue"))
+    return None

@@ -33,7 +33,6 @@ from baton.acp.messages import InitializeAnswer
 from baton.acp.process import AgentProcess
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.aiotasks import cancel_and_wait
-from baton.budgets.ledger import Charge, UsageLedger
 from baton.config import agent_roots_dir
 from baton.cursor_sdk import CursorSdkTransport
 from baton.errors import (
@@ -52,7 +51,8 @@ from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
 from baton.runner.agent_login import logged_in_root
 from baton.runner.approvals import ApprovalGuard
-from baton.runner.budget_watch import BudgetPlan, BudgetWatch, credential_key
+from baton.runner.budget_plan import BudgetPlan
+from baton.runner.budget_watch import BudgetWatch
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
 from baton.runner.handshake import McpServers, Opened, SessionHow, handshake
@@ -126,15 +126,12 @@ class AgentSession:
         self.budget: BudgetWatch | None = None
         """The session's usage ledger and budget meter (with a store)."""
         if budget is not None and emitter.store is not None:
-            ledger = UsageLedger(
-                profile=profile.name,
-                family=profile.family,
-                agent_version=profile.version,
-                model=profile.model,
-                charge=Charge(credential_key(profile.name, launch.bound_secret_values)),
-            )
-            self.budget = BudgetWatch(
-                budget, events=self.events, normalizer=self.normalizer, ledger=ledger
+            self.budget = BudgetWatch.for_session(
+                budget,
+                profile,
+                launch.bound_secret_values,
+                events=self.events,
+                normalizer=self.normalizer,
             )
             self.events.meter = self.budget
         self.inbound = ClientMethods(
@@ -267,11 +264,7 @@ class AgentSession:
         await self.events.emit(self.opened.started(self.profile.name))
         await self.approvals.started()
         if self.budget is not None:
-            ledger = self.budget.ledger
-            info = self.opened.initialized.agent_info or {}
-            ledger.agent_version = ledger.agent_version or _text(info.get("version"))
-            ledger.model = ledger.model or session_model(self.opened.result)
-            await self.budget.opened(how=self.opened.how, agent_session_id=self.opened.session_id)
+            await self.budget.opened(self.opened)
 
     async def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, AgentTimeout):
@@ -403,20 +396,3 @@ class AgentSession:
                 stderr_preview=self.stderr_preview(),
             )
         )
-
-
-def _text(value: Any) -> str | None:
-    return value[:200] if isinstance(value, str) and value else None
-
-
-def session_model(result: Mapping[str, Any]) -> str | None:
-    """The model a session runs, from its ``model`` config option (ACP's ``category``)."""
-    options = result.get("configOptions")
-    if not isinstance(options, list):
-        return None
-    for option in options:
-        if isinstance(option, dict) and (
-            option.get("category") == "model" or option.get("id") == "model"
-        ):
-            return _text(option.get("currentValue"))
-    return None

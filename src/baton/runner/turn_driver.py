@@ -8,14 +8,17 @@ the cancel waits, bounded, until those answers are on the pipe), coalesced text 
 open tool calls
 settled, usage reported honestly, then exactly one of ``turn.completed``,
 ``turn.failed``, ``turn.cancelled``. Which one is decided by
-:func:`baton.runner.turn.settle`, never by inspecting strings.
+:func:`baton.runner.turn.settle`, never by inspecting strings. A session's budget meter
+(:mod:`.budget_watch`) admits each turn before its prompt, may stop it at a hard limit
+(:data:`~baton.runner.turn.CancelCause.BUDGET`) and counts it before its terminal event.
+
+Length: one turn's I/O from prompt to its one terminal event, every way it can end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
 import math
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -48,8 +51,6 @@ if TYPE_CHECKING:
     from baton.runner.budget_watch import BudgetWatch
 
 __all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
-
-log = logging.getLogger(__name__)
 
 CANCEL_GRACE_SECONDS = 5.0
 """How long an agent has to stop after ``session/cancel`` before it is killed."""
@@ -155,7 +156,7 @@ class TurnDriver:
         text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
         data = text.encode("utf-8", errors="surrogatepass")
         turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=now_ms())
-        if self.budget is not None:  # a limit already reached refuses it (BudgetExceeded)
+        if self.budget is not None:  # a limit already reached refuses it (BudgetRefused)
             await self.budget.admit(turn.turn_id, turn.started_ms / 1000.0)
         events.turn = turn
         files_before = frozenset(events.stats.files_written)
@@ -202,9 +203,8 @@ class TurnDriver:
         await self._send_cancel()
 
     async def _budget_stop(self, reason: str) -> None:
-        """A hard limit was reached mid-turn: the same ``session/cancel`` as Ctrl-C, sent
-        from its own task (this runs inside the reader's batch), then a kill if the agent
-        does not stop within the grace."""
+        """A hard limit reached mid-turn: Ctrl-C's ``session/cancel`` from a task of its
+        own (this runs inside the reader's batch), a kill if the agent ignores it."""
         turn = self.events.turn
         if turn is None or turn.done:
             return
@@ -381,7 +381,12 @@ class TurnDriver:
         )
         await events.drafts(drafts)
         if self.budget is not None:
-            await self._settle_budget(turn, drafts, normalizer.tool_calls - tool_calls_before)
+            await self.budget.settle(
+                turn.turn_id,
+                drafts,
+                tool_calls=normalizer.tool_calls - tool_calls_before,
+                seconds=turn.elapsed_ms(now_ms()) / 1000.0,
+            )
         await events.emit(outcome, turn_id=turn.turn_id)
         stats = events.stats
         stats.usage_available = stats.usage_available or normalizer.usage_reported
@@ -405,27 +410,6 @@ class TurnDriver:
                 else None
             ),
         )
-
-    async def _settle_budget(self, turn: Turn, drafts: Sequence[Any], tool_calls: int) -> None:
-        """The turn's closing ledger entry; a failure there never costs the turn its end."""
-        assert self.budget is not None
-        reports = [d.payload for d in drafts if isinstance(d.payload, UsageReported)]
-        try:
-            await self.budget.settle(
-                turn.turn_id,
-                reports,
-                tool_calls=tool_calls,
-                seconds=turn.elapsed_ms(now_ms()) / 1000.0,
-            )
-        except Exception as exc:
-            log.exception("the usage ledger failed to settle %s", turn.turn_id)
-            await self.events.emit(
-                HarnessDiagnostic(
-                    category="internal",
-                    summary=clip_text(f"the usage ledger could not count this turn: {exc}"),
-                ),
-                turn_id=turn.turn_id,
-            )
 
     async def _cancel_asks(self, turn: Turn, reason: str, *, before_cancel: bool = False) -> None:
         """Open requests of this turn are cancelled; their waiters answer ``cancelled``.

@@ -24,7 +24,7 @@ from typing import Any
 
 from baton.acp.messages import InitializeAnswer
 from baton.config import BatonConfig, agent_roots_dir
-from baton.errors import BudgetExceeded
+from baton.errors import BudgetRefused
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
@@ -34,7 +34,7 @@ from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential
 from baton.role_tools.hub import RoleHub
 from baton.role_tools.server import fcop_mcp_config, mcp_config
-from baton.runner.budget_watch import BudgetPlan
+from baton.runner.budget_plan import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -98,7 +98,7 @@ class AcpRoleSession:
     async def prompt(self, text: str) -> TurnResult:
         try:
             outcome = await self.session.prompt(text)
-        except BudgetExceeded as exc:  # refused before it started: the session lives on
+        except BudgetRefused as exc:  # refused before it started: the session lives on
             return TurnResult(status="cancelled", error=str(exc))
         usage = None
         if outcome.usage is not None:

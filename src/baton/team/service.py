@@ -17,7 +17,7 @@ from baton.fcop_port.project import CoordinationContext
 from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.role_tools.hub import RoleHub
-from baton.runner.budget_watch import BudgetPlan, credential_for
+from baton.runner.budget_plan import BudgetPlan, credential_for
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
 from baton.team.budgets import TeamBudgets

@@ -38,6 +38,8 @@ session dies (the next job starts a new one); ``closed`` when the team loop stop
 **A dispatch** (one turn of a role on a task: a prompt given to a slot): ``dispatched`` → ``running`` →
 ``finished`` (its outcome stored with it), or ``interrupted`` when the team loop
 stops or dies first. A finished turn is never run again.
+
+Length: the team's four lifecycles as tables, each beside the words for its states.
 """
 
 from __future__ import annotations
