@@ -197,9 +197,11 @@ class StoreError(BatonError):
 class BudgetRefused(BatonError):
     """A budget's hard limit is reached: the turn was not started (or was cancelled)."""
 
-    def __init__(self, message: str, *, breach: object = None) -> None:
+    def __init__(self, message: str, *, breach: object = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.breach = breach
+        self.hint = hint
+        """What lifts it (``baton budget raise …``)."""
         """The :class:`baton.budgets.rules.Breach` (typed loosely: errors sit below budgets)."""
 
 

@@ -114,7 +114,7 @@ class Spend:
         cost = format_amount("cost_usd", self.cost_usd) + (" (est.)" if self.estimated else "")
         text = f"{cost}, {self.tokens:,} tokens, {self.turns} turns, {self.tool_calls} tool calls"
         if self.unmetered:
-            text += f" ({self.unmetered} turns without usage)"
+            text += f" ({self.unmetered} turn{'s' if self.unmetered != 1 else ''} without usage)"
         return text
 
 

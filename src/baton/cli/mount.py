@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "agents": "baton.cli.agents_cmds",
     "task": "baton.cli.coordination_cmds",
     "salvage": "baton.cli.worktree_cmds",
+    "budget": "baton.cli.budget_cmds",
 }
 """Top-level command (or group) name → the module whose ``app`` registers it, in the
 order ``baton --help`` lists them (commands, then groups, as typer mounts them)."""

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from baton.budgets.ledger import Charge, TokenCounts, UsageLedger, needs_price, priced
 from baton.budgets.limits import DIMENSIONS, Dimension
-from baton.budgets.rules import Breach, ScopeKey, ScopeStanding, Spend, crossed
+from baton.budgets.rules import Breach, ScopeKey, ScopeStanding, Spend, crossed, raise_hint
 from baton.errors import BudgetRefused, ControlFlow
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
@@ -216,7 +216,8 @@ class BudgetWatch:
         except _Refused as refused:
             breach = refused.breach
             await self._announce(breach, "refused", turn_id)
-            raise BudgetRefused(_refusal(breach), breach=breach) from None
+            hint = f"raise it: {raise_hint(breach)}"
+            raise BudgetRefused(_refusal(breach), breach=breach, hint=hint) from None
         self._started = started
         self._tools_base = self.normalizer.tool_calls
         self._usage_seen = self.normalizer.usage_updates

@@ -32,10 +32,12 @@ __all__ = [
     "BUDGET_MIGRATIONS",
     "BUDGET_TOPIC",
     "LedgerRow",
+    "active_credentials",
     "charge",
     "clear_marks",
     "credentials_of",
     "last_running_total",
+    "latest_runs",
     "mark",
     "raise_limit",
     "raised",
@@ -218,6 +220,23 @@ def window_entries(
     return [(float(at), float(amount) / scale) for at, amount in rows]
 
 
+def active_credentials(tx: Tx, since: float) -> list[str]:
+    """The credentials that spent since ``since`` (the windows worth showing)."""
+    rows = tx.all(
+        "SELECT DISTINCT credential FROM usage_ledger WHERE at > ? ORDER BY credential", (since,)
+    )
+    return [str(row[0]) for row in rows]
+
+
+def latest_runs(tx: Tx, count: int) -> list[str]:
+    """The ``count`` runs that spent last, newest first."""
+    rows = tx.all(
+        "SELECT run_id, MAX(at) FROM usage_ledger GROUP BY run_id ORDER BY MAX(at) DESC LIMIT ?",
+        (count,),
+    )
+    return [str(row[0]) for row in rows]
+
+
 def credentials_of(tx: Tx, role: str) -> list[str]:
     """The credentials a role's turns were charged to, most recent first."""
     rows = tx.all(
@@ -297,19 +316,22 @@ def clear_marks(tx: Tx, scope: ScopeKey, dimension: str | None = None) -> int:
 
 
 def standings(
-    tx: Tx, budget: BudgetConfig, scopes: Iterable[ScopeKey], now: float
+    tx: Tx, budget: BudgetConfig, scopes: Iterable[ScopeKey], now: float, *, every: bool = False
 ) -> list[ScopeStanding]:
     """Each scope's spend (a window's: its last ``budget.window``) and effective limits.
 
     Read inside the transaction that charges a spend, this is the check that cannot
-    race: every other writer's rows are either committed before or wait for the lock."""
+    race: every other writer's rows are either committed before or wait for the lock.
+    ``every``: also a window scope without a window configured (its whole spend)."""
     out = []
     for scope in scopes:
         limits = effective(budget.limits(scope.kind), raised(tx, scope))
         since = None
         if scope.kind == "window":
             if budget.window is None:
-                continue
-            since = now - budget.window.seconds
+                if not every:
+                    continue
+            else:
+                since = now - budget.window.seconds
         out.append(ScopeStanding(scope, spend(tx, scope, since), limits))
     return out
