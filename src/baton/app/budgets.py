@@ -29,7 +29,7 @@ from baton.store import budget_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
 
-__all__ = ["BudgetReport", "Commit", "budget_report", "raise_limits"]
+__all__ = ["BudgetReport", "Commit", "budget_report", "raise_limits", "task_spend"]
 
 Commit = Callable[[Sequence[Payload], Callable[[Tx], None]], Awaitable[None]]
 """A journal's commit: the change and its events in one transaction."""
@@ -132,3 +132,23 @@ async def raise_limits(
 
     await commit(payloads, write)
     return payloads
+
+
+def task_spend(store: Store, config: BudgetConfig, task_id: str) -> dict[str, object]:
+    """What one TASK spent, and its tree against ``per_task`` (``task show``, the review)."""
+    from baton.store import team_sql
+    from baton.team.facts import tree_root
+    from baton.team.records import TaskRecord
+
+    def read(tx: Tx) -> dict[str, object]:
+        row = team_sql.TASKS.get(tx, task_id)
+        record = TaskRecord.from_row(row) if row is not None else None
+        tree = tree_root(tx, task_id, record)
+        own = budget_sql.spend_by(tx, "task_id", [task_id]).get(task_id)
+        [standing] = budget_sql.standings(tx, config, [ScopeKey("task", tree)], time.time())
+        return {
+            "spend": own.to_json() if own is not None else None,
+            "tree": standing.to_json(config.soft),
+        }
+
+    return store.read_tx(read)

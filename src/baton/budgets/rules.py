@@ -110,6 +110,19 @@ class Spend:
             "cost_estimated": self.estimated,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Spend:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            tokens=int(data.get("tokens") or 0),  # type: ignore[call-overload]
+            cost_usd=float(data.get("cost_usd") or 0.0),  # type: ignore[arg-type]
+            turns=int(data.get("turns") or 0),  # type: ignore[call-overload]
+            tool_calls=int(data.get("tool_calls") or 0),  # type: ignore[call-overload]
+            minutes=float(data.get("minutes") or 0.0),  # type: ignore[arg-type]
+            unmetered=int(data.get("unmetered_turns") or 0),  # type: ignore[call-overload]
+            estimated=bool(data.get("cost_estimated")),
+        )
+
     def describe(self) -> str:
         cost = format_amount("cost_usd", self.cost_usd) + (" (est.)" if self.estimated else "")
         text = f"{cost}, {self.tokens:,} tokens, {self.turns} turns, {self.tool_calls} tool calls"
