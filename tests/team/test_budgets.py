@@ -26,6 +26,7 @@ from baton.team.states import TaskState
 from baton.team.views import task_views
 from tests.coordination.fakes import Agent, FakeFactory, runbook_agent
 from tests.team.conftest import WAIT, Team
+from tests.team.test_loop import review_request
 
 _seq = itertools.count(1)
 
@@ -121,6 +122,10 @@ async def test_a_task_over_per_task_is_parked_and_goes_on_after_a_raise(
     await asyncio.wait_for(budgeted(team, factory, budget).run(until_idle=True), WAIT)
     assert port.read_task(root.task_id).stage == "review", "it went on and reported"
     assert record(team, root.task_id).state is TaskState.IN_REVIEW
+    request = await review_request(team, root.task_id)
+    summary = request.document.summary  # type: ignore[union-attr]
+    assert "\nCost: $1.50, 0 tokens" in summary, "the review shows what the task cost"
+    assert "(per_task limit: cost_usd $5.00)" in summary
 
 
 async def test_a_window_over_its_soft_limit_defers_claims_until_it_reopens(

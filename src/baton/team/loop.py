@@ -176,7 +176,8 @@ class TeamLoop:
                 turns=self.turns,
                 rules=rules,
                 run_id=run_id,
-                review_summary=review_summary or ReviewDocuments(prompts, store),
+                review_summary=review_summary
+                or ReviewDocuments(prompts, store, self.budget_wakeups.budgets.config),
                 enqueue=self._enqueue,
                 schedule=self.schedule,
                 watch_request=self.answers.watch,
