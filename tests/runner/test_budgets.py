@@ -7,16 +7,21 @@ meter must cancel the turn in the batch of the report that reached the limit.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 
-from baton.budgets.limits import BudgetConfig, Limits
+from baton.app.root import Baton
+from baton.budgets.limits import BudgetConfig, Limits, parse_window
 from baton.budgets.pricing import ModelPrice, PriceTable, PricingConfig
 from baton.budgets.rules import ScopeKey
 from baton.errors import BudgetRefused
 from baton.runner.budget_plan import BudgetPlan
 from baton.store import budget_sql
+from baton.testing.clock import FastForwardLoop
 from tests.support.harness import Harness, fake
 
 
@@ -132,3 +137,76 @@ async def test_the_soft_fraction_is_announced_once_when_crossed(harness: Harness
     [threshold] = harness.of("budget.threshold")
     assert (threshold.spend, threshold.limit, threshold.soft) == (1.0, 2.0, 0.5)
     assert harness.of("budget.exceeded") == []
+
+
+def window_plan(**limits: float) -> BudgetPlan:
+    return BudgetPlan(
+        config=BudgetConfig(per_window=Limits(**limits), window=parse_window("5h"))  # type: ignore[arg-type]
+    )
+
+
+@contextlib.asynccontextmanager
+async def second_process(harness: Harness) -> AsyncIterator[Harness]:
+    """Another ``baton run`` on the same project: its own store (its own writer and
+    connection) on the same database file, as a second process opens it."""
+    tmp = harness.tmp / "second"
+    tmp.mkdir()
+    async with contextlib.AsyncExitStack() as stack:
+        baton = await stack.enter_async_context(
+            Baton.open(state_dir=tmp / "state", db_path=harness.tmp / "baton.db")
+        )
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, FastForwardLoop):
+            loop.mark_private(baton.store.wake_channel.directory)
+        other = Harness(tmp=tmp, baton=baton, stack=stack)
+        try:
+            yield other
+        finally:
+            for session in other.sessions:
+                await session.close()
+
+
+async def test_two_runs_share_a_window_and_only_one_takes_its_last_turn(
+    harness: Harness,
+) -> None:
+    """Two runs, two stores on one database, admitted at once against a window with one
+    turn left: the check and the charge are one transaction, so exactly one gets it."""
+    async with second_process(harness) as other:
+        sessions = [
+            await h.open(fake("ok"), budget=window_plan(turns=1), run_id=run)
+            for h, run in ((harness, "run-test"), (other, "run-other"))
+        ]
+        outcomes = await asyncio.gather(*(s.prompt("go") for s in sessions), return_exceptions=True)
+        refused = [o for o in outcomes if isinstance(o, BudgetRefused)]
+        completed = [o for o in outcomes if not isinstance(o, BaseException)]
+        assert len(refused) == 1 and len(completed) == 1, outcomes
+        assert completed[0].status == "completed"
+        assert "per_window profile:fake turns 1 of 1" in str(refused[0])
+        for store in (harness.store, other.store):
+            spend = store.read_tx(
+                lambda tx: budget_sql.spend(tx, ScopeKey("window", "profile:fake"))
+            )
+            assert spend.turns == 1, "each store sees the one turn charged"
+
+
+async def test_two_runs_growing_cost_stop_together_at_their_window(harness: Harness) -> None:
+    """Both runs spend one window: the report that crosses it cancels its turn, and the
+    other run's next report sees the shared spend and cancels its own, so together they
+    overspend by at most one report each, never each by the whole limit."""
+    growing = fake("usage-growing", "--count", "8")
+    async with second_process(harness) as other:
+        sessions = [
+            await h.open(growing, budget=window_plan(cost_usd=1.0), run_id=run)
+            for h, run in ((harness, "run-test"), (other, "run-other"))
+        ]
+        outcomes = await asyncio.gather(*(s.prompt("go") for s in sessions))
+        assert [o.status for o in outcomes] == ["cancelled", "cancelled"], outcomes
+        assert all(o.budget is not None and "per_window" in o.budget for o in outcomes)
+        spend = harness.store.read_tx(
+            lambda tx: budget_sql.spend(tx, ScopeKey("window", "profile:fake"))
+        )
+        assert 1.0 <= spend.cost_usd <= 1.0 + 2 * 0.25, spend
+        reports = [
+            u for h in (harness, other) for u in h.of("usage.reported") if u.scope == "context"
+        ]
+        assert len(reports) < 8, "neither run went on to its own $1.00"

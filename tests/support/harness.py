@@ -171,6 +171,7 @@ class Harness:
         wait_timeout: float | None = 0,
         environ: dict[str, str] | None = None,
         budget: BudgetPlan | None = None,
+        run_id: str = "run-test",
         **profile_fields: Any,
     ) -> AgentSession:
         factory, argv = self._transport(command, transport)
@@ -183,7 +184,7 @@ class Harness:
         )
         session = await self.baton.open_session(
             profile,
-            run=await self.run(),
+            run=await self.run(run_id),
             requests=self.baton.broker(preset, wait_timeout=wait_timeout, notify=False),
             workspace=self.workspace,
             environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
