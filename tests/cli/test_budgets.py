@@ -69,7 +69,16 @@ def test_an_agent_without_usage_is_held_by_turns_until_a_raise(repo: Path) -> No
     append(repo, "\n[budget]\nper_task = { turns = 1 }\n")
     (repo / "TASK.md").write_text(TASK.replace("- [ ] @OPS", "- [ ] @OPS", 1))
     created = baton_in(
-        repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md", "--json"
+        repo,
+        "task",
+        "new",
+        "--to",
+        "PM",
+        "--subject",
+        "Release",
+        "--body-file",
+        "TASK.md",
+        "--json",
     )
     root = json.loads(created.stdout)["task_id"]
     up = baton_in(repo, "up", "--until-idle", "--json")

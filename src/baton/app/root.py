@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -398,7 +398,7 @@ async def open_holder_root(
     run ``run_id`` (kind ``role-holder``, ``meta``), its agents' state in
     ``spec.state_dir``. No recovery runs on a holder's host: a holder judges no other run."""
     store = await asyncio.to_thread(open_cluster_store, spec.dsn)
-    config = standalone_config(Path(spec.state_dir))
+    config = replace(standalone_config(Path(spec.state_dir)), budget=spec.budget)
     async with (
         Baton.on_store(store, config, environ=spec.environ, recover=False) as baton,
         baton.run(
