@@ -153,3 +153,50 @@ def test_spend_after_a_sigkill_of_baton_up_is_the_stored_usage(repo: Path) -> No
 
 def _ndjson(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_a_crash_after_the_crossing_leaves_the_task_parked(repo: Path) -> None:
+    """``baton up`` is SIGKILLed as soon as the usage that crossed ``per_task`` is streamed
+    (before or while it cancels the turn): the next ``baton up`` recovers the turn as
+    interrupted and parks the TASK at its budget, never prompting it again."""
+    append(repo, GROW.replace('"8"]', '"400"]') + "\n[budget]\nper_task = { cost_usd = 1.0 }\n")
+    config = (repo / "baton.toml").read_text()
+    (repo / "baton.toml").write_text(config.replace('agent = "builtin"', 'agent = "grow"', 1))
+    created = baton_in(repo, "task", "new", "--to", "PM", "--subject", "Spend", "--json")
+    assert created.returncode == 0, created.stderr
+    root = json.loads(created.stdout)["task_id"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "baton", "up", "--json"],
+        cwd=repo,
+        env=project_env(repo),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    watchdog = threading.Timer(180, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    watchdog.start()
+    crossed = False
+    try:
+        assert proc.stdout is not None
+        spent = 0.0
+        for line in proc.stdout:
+            if line.startswith("{") and '"usage.counted"' in line:
+                spent += json.loads(line)["payload"].get("cost_usd") or 0.0
+                if spent >= 1.0:
+                    crossed = True
+                    break
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert crossed, "the crossing usage was stored and streamed before the kill"
+    again = baton_in(repo, "up", "--until-idle", "--json")
+    assert again.returncode == 0, again.stderr[-2000:]
+    stream = events(again.stdout)
+    assert not any(e["type"] == "turn.submitted" for e in stream), "not prompted again"
+    shown = json.loads(baton_in(repo, "task", "show", root, "--json").stdout)
+    assert shown["baton_status"] == "needs_budget", shown
+    assert "budget: per_task" in shown["note"] and "of $1.00" in shown["note"]
