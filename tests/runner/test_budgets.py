@@ -210,3 +210,17 @@ async def test_two_runs_growing_cost_stop_together_at_their_window(harness: Harn
             u for h in (harness, other) for u in h.of("usage.reported") if u.scope == "context"
         ]
         assert len(reports) < 8, "neither run went on to its own $1.00"
+
+
+def test_the_pinned_price_table_prices_a_known_model_and_says_so() -> None:
+    """``genai-prices`` (a declared, pinned dependency) prices a model it knows, labelled
+    with its version; a model it does not know gets no price and a reason, never $0."""
+    from baton.budgets.ledger import TokenCounts
+
+    table = PriceTable()
+    estimate, why = table.estimate("gpt-4o", TokenCounts(input=1_000_000, output=1_000_000))
+    assert estimate is not None, why
+    assert estimate.cost_usd > 0 and "genai-prices" in estimate.source
+    assert "(an estimate)" in estimate.source
+    unknown, why = table.estimate("no-such-model-xyz", TokenCounts(input=10, output=10))
+    assert unknown is None and "no price" in why
