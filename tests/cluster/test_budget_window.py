@@ -1,10 +1,11 @@
-"""A credential's window budget across hosts (issue 28 item 5), on PostgreSQL, no Ray.
+"""A credential's window budget across hosts (issue 28 item 5): role holders (the actor's
+logic without Ray, :class:`RoleHolder`) on PostgreSQL with the fake agent process.
 
-Two role holders open as on two worker hosts (``open_holder_root``: each its own
-connection to the cluster's store), both spending one API key: the ``[budget]`` the
-coordinator ships in the holder's spec is what each holder's meter checks, in the
-charging transaction under the store's write lock, so the window's last turn goes to
-exactly one of them, and both see the one quota spent.
+Two holders, as on two worker hosts (each its own connection to the cluster's store),
+both spending one API key: the ``[budget]`` the coordinator ships in the holder's spec is
+what each holder's meter checks, in the charging transaction under the store's write
+lock, so the window's last turn goes to exactly one of them, and both see the one quota
+spent. Each turn is charged to the TASK, tree and role the driver names.
 """
 
 from __future__ import annotations
@@ -18,64 +19,73 @@ import pytest
 
 from baton.budgets.limits import BudgetConfig, Limits, parse_window
 from baton.budgets.rules import ScopeKey
-from baton.cluster.actor import HolderSpec, holder_meta
-from baton.errors import BudgetRefused
+from baton.cluster.actor import HolderSpec, RoleHolder
+from baton.cluster.fencing import Placements
 from baton.providers.profile import CredentialBinding
 from baton.runner.budget_plan import credential_key
 from baton.store import budget_sql
-from baton.team.role_sessions import role_policy
-from tests.cluster.support import holder_spec
+from tests.cluster.support import coordinator_run, holder_spec
 from tests.support.pg_fixtures import pg_databases, pg_dsn
 
 __all__ = ["pg_databases", "pg_dsn"]
 
 KEY = "sk-shared-between-hosts"
+WINDOW = BudgetConfig(per_window=Limits(turns=1), window=parse_window("5h"))
 
 
-def on_host(spec: HolderSpec, host: str) -> HolderSpec:
-    """The holder's spec on ``host``, its agent bound the shared API key (from the host's
+def on_host(spec: HolderSpec, host: str, epoch: int) -> HolderSpec:
+    """The holder's spec on ``host``: its agent bound the shared API key (from the host's
     environment, under another profile name: the key is the quota, not the profile)."""
     binding = CredentialBinding("FAKE_API_KEY")
     profile = replace(spec.profile, name=f"fake-on-{host}", credentials=(binding,))
     environ = {**(spec.environ or {}), "FAKE_API_KEY": KEY}
-    return replace(spec, host=host, slot=f"dev-{host}", profile=profile, environ=environ)
+    return replace(
+        spec,
+        host=host,
+        epoch=epoch,
+        slot=f"dev-{host}",
+        profile=profile,
+        environ=environ,
+        extra={"role": "DEV"},
+    )
 
 
-@pytest.mark.parametrize("limited", [True, False])
+@pytest.mark.parametrize("budget", [WINDOW, BudgetConfig()], ids=["shipped", "none"])
 async def test_two_hosts_on_one_api_key_share_its_window(
-    pg_dsn: str, tmp_path: Path, limited: bool
+    pg_dsn: str, tmp_path: Path, budget: BudgetConfig
 ) -> None:
-    budget = BudgetConfig(per_window=Limits(turns=1), window=parse_window("5h"))
-    base = holder_spec(pg_dsn, "dev", "ok", tmp_path, parent_run="run-coordinator", lease_s=30)
-    base = replace(base, budget=budget if limited else BudgetConfig())
-    specs = [on_host(base, host) for host in ("w1", "w2")]
-    async with contextlib.AsyncExitStack() as stack:
-        sessions = []
-        for n, spec in enumerate(specs):
-            root = await stack.enter_async_context(
-                spec.root(spec, f"run-holder-{n}", holder_meta(spec))
-            )
-            broker = root.broker(role_policy("all"), wait_timeout=5)
-            session = await root.open_session(
-                spec.profile, requests=broker, workspace=Path(spec.workspace)
-            )
-            stack.push_async_callback(session.close)
-            sessions.append((root, session))
-        credentials = {s.budget.ledger.charge.credential for _, s in sessions if s.budget}
-        assert credentials == {credential_key("any", [KEY])}, "one key, one window"
-        outcomes = await asyncio.gather(
-            *(s.prompt("go") for _, s in sessions), return_exceptions=True
+    from baton.store.pg import PgStore
+
+    store = PgStore.open(pg_dsn)
+    holders: list[RoleHolder] = []
+    try:
+        emitter = coordinator_run(store)
+        placements = Placements(store, emitter)
+        base = holder_spec(pg_dsn, "dev", "ok", tmp_path, parent_run=emitter.run_id, lease_s=30)
+        for host in ("w1", "w2"):
+            placed = await placements.place(f"dev-{host}", host, lease_s=30)
+            holder = RoleHolder(replace(on_host(base, host, placed.epoch), budget=budget))
+            holders.append(holder)
+            await holder.start()
+        results = await asyncio.gather(
+            *(h.prompt("go", "run-coordinator", (f"T-{n}", "T-1")) for n, h in enumerate(holders))
         )
-        refused = [o for o in outcomes if isinstance(o, BudgetRefused)]
-        completed = [o for o in outcomes if not isinstance(o, BaseException)]
-        if not limited:
-            assert len(completed) == 2, "no [budget] shipped: nothing is held back"
+        statuses = sorted(r.status for r in results)
+        credential = credential_key("any", [KEY])
+        window = store.read_tx(lambda tx: budget_sql.spend(tx, ScopeKey("window", credential)))
+        if budget is not WINDOW:
+            assert statuses == ["completed", "completed"], "no [budget] shipped: none held back"
+            assert window.turns == 2, "both hosts charged one credential"
             return
-        assert len(refused) == 1 and len(completed) == 1, outcomes
-        assert "per_window" in str(refused[0])
-        [credential] = credentials
-        for root, _ in sessions:
-            spend = root.store.read_tx(
-                lambda tx: budget_sql.spend(tx, ScopeKey("window", credential))
-            )
-            assert spend.turns == 1, "every host reads the one quota"
+        assert statuses == ["cancelled", "completed"], results
+        [refused] = [r for r in results if r.status == "cancelled"]
+        assert refused.error is not None and "per_window" in refused.error
+        assert window.turns == 1, "the window's one turn, taken once across both hosts"
+        tree = store.read_tx(lambda tx: budget_sql.spend(tx, ScopeKey("task", "T-1")))
+        role = store.read_tx(lambda tx: budget_sql.spend(tx, ScopeKey("role", "DEV")))
+        assert tree.turns == role.turns == 1, "charged to the TASK's tree and role named"
+    finally:
+        for holder in holders:
+            with contextlib.suppress(Exception):
+                await holder.close()
+        store.close()
