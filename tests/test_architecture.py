@@ -46,6 +46,7 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence
     ("baton.config", "baton.team_config", "baton.security"),
+    ("baton.budgets",),  # budgets: limits, the usage ledger, prices (pure)
     ("baton.providers",),  # one extension per agent family
     ("baton.security.paths",),  # the one containment check (providers use it)
     ("baton.events",),  # the canonical event model, normalizers, the extension seam

@@ -43,6 +43,10 @@ BASE: dict[str, str] = {
     "team.roles.NAME": '[team]\nleader = "PM"\n[team.roles.PM]\nagent = "builtin"\n',
     "team.fcop_mcp": '[team]\nleader = "PM"\n[team.roles.PM]\nagent = "builtin"\n[team.fcop_mcp]\n',
     "cluster": '[cluster]\naddress = "127.0.0.1:6379"\nstore = "postgresql://x@127.0.0.1/db"\n',
+    "budget": "[budget]\n",
+    "budget.per_SCOPE": "[budget]\n[budget.per_run]\n",
+    "pricing": "[pricing]\n",
+    "pricing.models.NAME": '[pricing]\n[pricing.models."some-model"]\ninput = 1.0\noutput = 2.0\n',
 }
 """A valid document with the table present, its keys appended after the header."""
 
@@ -54,6 +58,10 @@ HEADER = {
     "team.roles.NAME": "[team.roles.PM]",
     "team.fcop_mcp": "[team.fcop_mcp]",
     "cluster": "[cluster]",
+    "budget": "[budget]",
+    "budget.per_SCOPE": "[budget.per_run]",
+    "pricing": "[pricing]",
+    "pricing.models.NAME": '[pricing.models."some-model"]',
 }
 
 

@@ -55,6 +55,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from baton.budgets.limits import BudgetConfig
+from baton.budgets.pricing import PricingConfig
 from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
 from baton.providers.profile import TRANSPORTS, AgentProfile, CredentialBinding, SeedFile
@@ -116,7 +118,9 @@ _ENDPOINT_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_UR
 SECRETS_KEYS = frozenset({"file"})
 """The keys of the ``[secrets]`` table."""
 
-TOP_LEVEL_TABLES = frozenset({"profiles", "secrets", "notify", "team", "cluster"})
+TOP_LEVEL_TABLES = frozenset(
+    {"profiles", "secrets", "notify", "team", "cluster", "budget", "pricing"}
+)
 """Every top-level table ``baton.toml`` may have (each part checks its own keys:
 :func:`baton.app.configuration.check_config`); anything else is a mistake, refused."""
 
@@ -131,6 +135,10 @@ class BatonConfig:
     secrets_file: Path | None = None
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     """The whole parsed TOML document, for other sections (team, policy)."""
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """``[budget]``: limits per run, task tree, role and window (``baton.budgets``)."""
+    pricing: PricingConfig = field(default_factory=PricingConfig)
+    """``[pricing]``: per-model prices over the price table, or no estimates."""
 
     @property
     def config_path(self) -> Path | None:
@@ -220,6 +228,8 @@ def load_config(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Baton
         profiles=MappingProxyType(profiles),
         secrets_file=secrets_file,
         raw=MappingProxyType(raw),
+        budget=BudgetConfig.from_table(raw["budget"]) if "budget" in raw else BudgetConfig(),
+        pricing=PricingConfig.from_table(raw["pricing"]) if "pricing" in raw else PricingConfig(),
     )
 
 

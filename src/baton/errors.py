@@ -32,6 +32,8 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     │           └── MalformedPayload         a native payload failed an explicit check
     │                                        (baton.events.extension)
     ├── StoreError                   the embedded store failed or is closed
+    ├── BudgetRefused                a budget's hard limit refused a turn (baton.budgets;
+    │                                ``baton budget raise`` lifts it)
     ├── RequestError                 a human request/answer was invalid, stale or forged
     │                                (subtree in baton.requests.errors)
     ├── SecurityError                a security control refused (admission, pin, containment)
@@ -58,6 +60,7 @@ __all__ = [
     "AgentTimeout",
     "AuthRequired",
     "BatonError",
+    "BudgetRefused",
     "BuiltinAgentError",
     "ConfigError",
     "ControlFlow",
@@ -189,6 +192,17 @@ class RemoteCallError(AgentError, RemoteFault):
 
 class StoreError(BatonError):
     """The embedded store failed, or was used after close."""
+
+
+class BudgetRefused(BatonError):
+    """A budget's hard limit is reached: the turn was not started (or was cancelled)."""
+
+    def __init__(self, message: str, *, breach: object = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.breach = breach
+        self.hint = hint
+        """What lifts it (``baton budget raise …``)."""
+        """The :class:`baton.budgets.rules.Breach` (typed loosely: errors sit below budgets)."""
 
 
 class RequestError(BatonError):

@@ -143,8 +143,9 @@ async def _rows(state: Path, workspace: Path) -> tuple[list[dict[str, Any]], int
     for line in lines:
         row = json.loads(line)
         row.pop("ts")
-        if "duration_ms" in row["payload"]:
-            row["payload"]["duration_ms"] = "the clock's"
+        for timed in ("duration_ms", "seconds"):  # a turn's length; usage.counted's too
+            if timed in row["payload"]:
+                row["payload"][timed] = "the clock's"
         if row.get("turn_id") is not None:
             row["turn_id"] = turns.setdefault(row["turn_id"], f"turn-{len(turns)}")
         text = json.dumps(row, sort_keys=True)

@@ -36,6 +36,7 @@ from baton.procgroup import group_alive
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import Policy
+from baton.runner.budget_plan import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.session import AgentSession
 from baton.store.store import Store
@@ -169,6 +170,8 @@ class Harness:
         preset: str | Policy = "reads",
         wait_timeout: float | None = 0,
         environ: dict[str, str] | None = None,
+        budget: BudgetPlan | None = None,
+        run_id: str = "run-test",
         **profile_fields: Any,
     ) -> AgentSession:
         factory, argv = self._transport(command, transport)
@@ -181,11 +184,12 @@ class Harness:
         )
         session = await self.baton.open_session(
             profile,
-            run=await self.run(),
+            run=await self.run(run_id),
             requests=self.baton.broker(preset, wait_timeout=wait_timeout, notify=False),
             workspace=self.workspace,
             environ=environ if environ is not None else {"PATH": os.environ["PATH"]},
             transport=factory,
+            **({"budget": budget} if budget is not None else {}),
         )
         self.sessions.append(session)
         return session

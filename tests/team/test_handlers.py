@@ -16,7 +16,7 @@ def test_the_loops_table_handles_every_step_but_wait(team: Team) -> None:
     loop = team.loop(team.factory())
     table = loop.executor.handlers
     assert table.missing() == frozenset()
-    assert steps.Wait in step_types() and len(step_types()) == 18
+    assert steps.Wait in step_types() and len(step_types()) == 21
 
 
 class _Noop:

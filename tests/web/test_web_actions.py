@@ -131,3 +131,31 @@ async def _up_run_cancel(client: httpx.AsyncClient, store: Store) -> httpx.Respo
     answer = await client.post("/api/runs/run-up/cancel")
     assert answer.status_code == 409
     return answer
+
+
+async def test_the_raise_button_raises_a_limit_as_baton_budget_raise_does(
+    project: Path, project_app: tuple[Starlette, Store, Ledger]
+) -> None:
+    from baton.budgets.rules import ScopeKey
+    from baton.store import budget_sql
+
+    with (project / "baton.toml").open("a", encoding="utf-8") as toml:
+        toml.write("\n[budget]\nper_task = { cost_usd = 1.0 }\n")
+    app, store, _ = project_app
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url=BASE_URL, headers=AUTH
+    ) as client:
+        body = {"scope": "task", "key": "T-1", "dimension": "cost_usd", "value": 5}
+        raised = await client.post("/api/budget/raise", json=body)
+        assert raised.status_code == 200, raised.text
+        [event] = raised.json()["raised"]
+        assert (event["previous"], event["limit"], event["by"]) == (1.0, 5.0, "dashboard")
+        stored = store.read_tx(lambda tx: budget_sql.raised(tx, ScopeKey("task", "T-1")))
+        assert stored == {"cost_usd": 5.0}
+        lower = await client.post("/api/budget/raise", json=body | {"value": 2})
+        assert lower.status_code == 422 and "would not raise" in lower.text, lower.text
+        wrong = await client.post("/api/budget/raise", json=body | {"scope": "planet"})
+        assert wrong.status_code == 422 and "not a budget scope" in wrong.text, wrong.text
+    assert store.read_tx(lambda tx: budget_sql.raised(tx, ScopeKey("task", "T-1"))) == {
+        "cost_usd": 5.0
+    }, "a refused raise changes nothing"

@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from baton.budgets.limits import BUDGET_KEYS, DIMENSIONS
+from baton.budgets.pricing import MODEL_PRICE_KEYS, PRICING_KEYS
 from baton.cluster.config import CLUSTER_KEYS, cluster_config
 from baton.config import PROFILE_KEYS, SECRETS_KEYS, BatonConfig
 from baton.requests.notify import NOTIFY_KEYS, NotifyConfig
@@ -27,6 +29,10 @@ CONFIG_TABLES: Mapping[str, frozenset[str]] = MappingProxyType(
         "team.roles.NAME": ROLE_KEYS,
         "team.fcop_mcp": FCOP_MCP_KEYS,
         "cluster": CLUSTER_KEYS,
+        "budget": BUDGET_KEYS,
+        "budget.per_SCOPE": frozenset(DIMENSIONS),
+        "pricing": PRICING_KEYS - {"models"},
+        "pricing.models.NAME": MODEL_PRICE_KEYS,
     }
 )
 """``[table]`` → its keys (sub-tables are tables of their own here)."""

@@ -22,6 +22,8 @@ The coordinator's root hands it to the cluster (``HolderSpec.root``); Ray ships 
 reference. The store is opened by :mod:`.recovery` (SQLite, or the cluster's PostgreSQL).
 
 Closing the root (leaving the ``async with``) closes what it opened, in reverse order.
+
+Length: the composition root; every part a surface uses is wired here, once.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,7 @@ from baton.app.recovery import (
     owner_meta,
     recover_interrupted,
 )
+from baton.budgets.limits import Limits
 from baton.config import BatonConfig, load_config
 from baton.errors import UsageError
 from baton.events.model import CanonicalEvent, Payload
@@ -52,6 +55,7 @@ from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.notify import Notifier, NotifyConfig, Report
 from baton.requests.policy import Policy
+from baton.runner.budget_plan import BudgetPlan, project_plan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -276,6 +280,14 @@ class Baton:
             notifier=self.notifier() if notify else Notifier(NotifyConfig()),
         )
 
+    # ------------------------------------------------------------------ budgets
+
+    def budget_plan(self, run: Limits | None = None) -> BudgetPlan:
+        """Sessions' budgets: ``[budget]`` (``run``: ``--budget`` over ``per_run``),
+        ``[pricing]``, ``[notify]`` told of thresholds and limits reached."""
+        config, project = self.config, str(self.config.project_dir or "")
+        return project_plan(config.budget, config.pricing, self.notify, project=project, run=run)
+
     # ----------------------------------------------------------------- sessions
 
     def profile(self, name: str) -> AgentProfile:
@@ -301,6 +313,7 @@ class Baton:
         options.setdefault("state_dir", self.config.state_dir)
         options.setdefault("secrets_file", self.config.secrets_file)
         options.setdefault("environ", self.environ)
+        options.setdefault("budget", self.budget_plan())
         session = await AgentSession.open(
             resolved, workspace=where, emitter=run.emitter, requests=requests, **options
         )
@@ -352,6 +365,7 @@ class Baton:
             decorate=decorate,
             factory_for=factory_for,
             holders=holders,
+            budget=self.budget_plan(),
         )
 
 
@@ -392,7 +406,7 @@ async def open_holder_root(
     run ``run_id`` (kind ``role-holder``, ``meta``), its agents' state in
     ``spec.state_dir``. No recovery runs on a holder's host: a holder judges no other run."""
     store = await asyncio.to_thread(open_cluster_store, spec.dsn)
-    config = standalone_config(Path(spec.state_dir))
+    config = replace(standalone_config(Path(spec.state_dir)), budget=spec.budget)
     async with (
         Baton.on_store(store, config, environ=spec.environ, recover=False) as baton,
         baton.run(

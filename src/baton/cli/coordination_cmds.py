@@ -25,6 +25,9 @@ import typer
 from rich.table import Table
 
 from baton.app import Baton
+from baton.app.budgets import task_spend
+from baton.budgets.limits import format_amount
+from baton.budgets.rules import Spend
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import (
     EXIT_USAGE,
@@ -323,6 +326,9 @@ def task_show(
     ctx = coordination(project)
     task = find_task(ctx, task_id)
     state = _records(ctx)
+    config = load_config(ctx.project_dir)
+    with open_store(ctx) as store:
+        spend = task_spend(store, config.budget, task.task_id)
     children = ctx.port.children(task.task_id)
     reports = ctx.port.reports_for(task.task_id)
     data = _task_row(task, state) | {
@@ -344,6 +350,7 @@ def task_show(
             for r in reports
         ],
         "branch": _branch_of(ctx, task.task_id),
+        "budget": spend,
     }
     if as_json:
         print_json(data)
@@ -365,6 +372,7 @@ def task_show(
         f" · priority {line_safe(task.priority)}"
         + (f" · parent {line_safe(task.parent)}" if task.parent else "")
     )
+    console.print(_spend_line(spend, config.budget.soft), markup=False)
     for child in data["children"]:
         console.print(
             f"  child {line_safe(child['task_id'])} → {line_safe(child['recipient'])} \\[{line_safe(child['stage'])}]"
@@ -447,6 +455,24 @@ def task_drop(
             f"its work is kept under {line_safe(result.worktree.salvage_ref)} "
             f"(baton salvage restore {line_safe(result.root)})"
         )
+
+
+def _spend_line(budget: dict[str, Any], soft: float) -> str:
+    """``spent $0.42 · 12,345 tokens (its tree: per_task T-1  cost_usd $1.20 of $5.00)``."""
+    own = budget.get("spend")
+    mine = "spent nothing yet" if own is None else f"spent {Spend.from_json(own).describe()}"
+    tree = budget["tree"]
+    limits = tree["limits"]
+    if not limits:
+        return mine
+    parts = []
+    for dimension, limit in limits.items():
+        spent = format_amount(dimension, tree["spend"][dimension])
+        over = any(b["dimension"] == dimension and b["level"] == "hard" for b in tree["breaches"])
+        parts.append(
+            f"{dimension} {spent} of {format_amount(dimension, limit)}{' OVER' if over else ''}"
+        )
+    return f"{mine} · its tree {terminal_safe(tree['key'])}: " + ", ".join(parts)
 
 
 def open_store(ctx: CoordinationContext) -> AbstractContextManager[Store]:

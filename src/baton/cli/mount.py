@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "task": "baton.cli.coordination_cmds",
     "salvage": "baton.cli.worktree_cmds",
     "grants": "baton.cli.grants_cmd",
+    "budget": "baton.cli.budget_cmds",
 }
 """Top-level command (or group) name → the module whose ``app`` registers it, in the
 order ``baton --help`` lists them (commands, then groups, as typer mounts them)."""

@@ -35,9 +35,12 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from baton.budgets.limits import SCOPE_TABLES, format_amount
 from baton.cli.tally import DEFERRED_CODES, Tally, refusal_code
 from baton.cli.tool_output import elide, json_summary
 from baton.events.model import (
+    BudgetExceeded,
+    BudgetThreshold,
     CanonicalEvent,
     FileWritten,
     HarnessDiagnostic,
@@ -373,6 +376,8 @@ class HumanRenderer:
             )
         elif isinstance(payload, UsageReported):
             self._usage(payload)
+        elif isinstance(payload, BudgetThreshold | BudgetExceeded):
+            self._budget(payload)
         elif isinstance(payload, TurnCompleted):
             self._print(
                 f"[green]✔ turn completed[/] ({safe(payload.stop_reason)}, "
@@ -534,6 +539,19 @@ class HumanRenderer:
             currency = _plain(payload.cost_currency or "", inline=True)
             parts.append(f"cost {payload.cost_amount:g} {currency}".rstrip())
         self._print(Text("usage: " + ", ".join(parts), style="dim"))
+
+    def _budget(self, payload: BudgetThreshold | BudgetExceeded) -> None:
+        spent = format_amount(payload.dimension, payload.spend)
+        limit = format_amount(payload.dimension, payload.limit)
+        where = f"{SCOPE_TABLES[payload.scope]} {_plain(payload.key, inline=True)}"
+        if isinstance(payload, BudgetThreshold):
+            text = (
+                f"budget: {where} {payload.dimension} {spent} of {limit} (past {payload.soft:.0%})"
+            )
+            self._print(Text(text, style="yellow"))
+            return
+        text = f"budget exceeded: {where} {payload.dimension} {spent} of {limit}: {payload.action}"
+        self._print(Text(text, style="red"))
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:

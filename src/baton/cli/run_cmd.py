@@ -13,10 +13,13 @@ from rich.console import Console
 
 from baton.aiotasks import cancel_and_wait
 from baton.app import Baton
+from baton.budgets.limits import Limits, parse_budget_option
+from baton.budgets.rules import raise_hint
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import HumanRenderer
 from baton.cli.run_asking import HeadlessHint, TerminalAsker, say_headless
 from baton.cli.shared import (
+    EXIT_BUDGET,
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
@@ -63,6 +66,7 @@ async def _run_turn(
     timeout: float | None,
     remind_every: float,
     audit: AuditMode = "record",
+    budget: Limits | None = None,
 ) -> int:
     from baton.cli.services import running_dashboard
     from baton.runner.session import CANCEL_GRACE_SECONDS
@@ -124,7 +128,11 @@ async def _run_turn(
                     try:
                         with progress(f"starting {profile.name}…", spinner=False):
                             session = await baton.open_session(
-                                profile, run=run, requests=broker, workspace=workspace
+                                profile,
+                                run=run,
+                                requests=broker,
+                                workspace=workspace,
+                                budget=baton.budget_plan(budget),
                             )
                         if interrupts.first is not None:
                             status = "cancelled"
@@ -135,6 +143,13 @@ async def _run_turn(
                                 code = EXIT_OK if outcome.stop_reason == "end_turn" else EXIT_STOP
                                 if code == EXIT_OK and not view.tally.clean:
                                     code = EXIT_STEPS
+                            elif outcome.budget is not None:
+                                code = EXIT_BUDGET
+                                breach = session.budget.breach if session.budget else None
+                                say_error(
+                                    f"budget exceeded: {outcome.budget}; the turn was cancelled",
+                                    f"raise it: {raise_hint(breach)}" if breach else None,
+                                )
                             elif outcome.status == "cancelled":
                                 code = EXIT_CANCELLED
                             else:
@@ -240,14 +255,23 @@ def run(
             metavar="record|strict",
         ),
     ] = "record",
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            help="Limits for this run over [budget] per_run, e.g. cost_usd=0.50,tokens=200000 "
+            "(tokens, cost_usd, turns, tool_calls, minutes); reaching one cancels the turn.",
+            metavar="NAME=VALUE,...",
+        ),
+    ] = None,
     project: ProjectOption = None,
 ) -> None:
     """Run one prompt turn against an agent in the project.
 
     Exit codes: 0 completed and every step ran; 1 failed; 2 bad usage; 3 the agent did
     not start; 4 refused by a security control; 5 completed with another stop reason;
-    6 completed but a step was denied or failed; 130/143/129 interrupted by
-    SIGINT/SIGTERM/SIGHUP. A mutation without a recorded decision exits 4 too.
+    6 completed but a step was denied or failed; 7 a budget limit cancelled or refused
+    the turn; 130/143/129 interrupted by SIGINT/SIGTERM/SIGHUP. A mutation without a
+    recorded decision exits 4 too.
     """
     if audit not in ("record", "strict"):
         raise CommandError(
@@ -264,6 +288,7 @@ def run(
         raise CommandError("--wait-timeout must be 0 or more seconds", code=EXIT_USAGE)
     if stall_timeout is not None and stall_timeout <= 0:
         raise CommandError("--stall-timeout must be a positive number of seconds", code=EXIT_USAGE)
+    limits = parse_budget_option(budget) if budget is not None else None
     if prompt == "-":
         prompt = sys.stdin.read()
     config = project_config(project)
@@ -288,6 +313,7 @@ def run(
             timeout=timeout,
             remind_every=remind_every,
             audit=audit,  # type: ignore[arg-type]
+            budget=limits,
         )
     )
     raise typer.Exit(code)

@@ -9,10 +9,13 @@ import typer
 from rich.table import Table
 
 from baton.app import Baton
+from baton.budgets.limits import format_amount
+from baton.budgets.rules import Spend
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.render import HumanRenderer, safe
 from baton.cli.shared import CommandError, command_app, out, plural, print_ndjson
 from baton.events.model import CanonicalEvent
+from baton.store import budget_sql
 from baton.store.records import RunRecord
 from baton.store.store import Store
 
@@ -50,8 +53,8 @@ class RoleLabels:
         return self._roles.get(sid) or "…"
 
 
-def run_data(r: RunRecord) -> dict[str, Any]:
-    """One run as ``runs --json`` prints it."""
+def run_data(r: RunRecord, spend: Spend | None = None) -> dict[str, Any]:
+    """One run as ``runs --json`` prints it (``spend``: its usage ledger, when it has one)."""
     return {
         "run_id": r.run_id,
         "kind": r.kind,
@@ -60,7 +63,17 @@ def run_data(r: RunRecord) -> dict[str, Any]:
         "status": r.status,
         "created_at": r.created_at,
         "ended_at": r.ended_at,
+        "spend": spend.to_json() if spend is not None else None,
     }
+
+
+def spend_text(spend: Spend | None) -> str:
+    """``$0.42 · 12,345 tok`` (``est.`` when dollars are estimated), or ``-``."""
+    if spend is None:
+        return "-"
+    cost = format_amount("cost_usd", spend.cost_usd) + (" est." if spend.estimated else "")
+    tokens = f"{spend.tokens:,} tok" if spend.tokens else "no tokens"
+    return f"{cost} · {tokens}" + (" (some unmetered)" if spend.unmetered else "")
 
 
 def resolve_run(store: Store, prefix: str) -> RunRecord:
@@ -92,11 +105,14 @@ def runs(
     """List recent runs (ids are shown whole: `baton log ID` takes any unique prefix)."""
     config = project_config(project)
     records: list[RunRecord] = []
+    spends: dict[str, Spend] = {}
     if config.db_path.exists():
         with Baton.reading(config=config) as store:
             records = store.list_runs(limit)
+            ids = [r.run_id for r in records]
+            spends = store.read_tx(lambda tx: budget_sql.spend_by(tx, "run", ids))
     if json_output:
-        print_ndjson(run_data(r) for r in records)
+        print_ndjson(run_data(r, spends.get(r.run_id)) for r in records)
         return
     console = out()
     if not records:
@@ -109,6 +125,7 @@ def runs(
     table.add_column("status", no_wrap=True)
     table.add_column("started (UTC)", no_wrap=True)
     table.add_column("ended", no_wrap=True)
+    table.add_column("spend", no_wrap=True)
     for r in records:
         table.add_row(
             safe(r.run_id),
@@ -117,6 +134,7 @@ def runs(
             safe(r.status),
             _short_ts(r.created_at),
             _short_ts(r.ended_at)[6:],
+            spend_text(spends.get(r.run_id)),
         )
     console.print(table)
     more = f" · the newest {limit}: --limit N shows more" if len(records) == limit else ""

@@ -46,13 +46,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from baton.errors import AgentError, BatonError, ConfigError, SecurityError
+from baton.errors import AgentError, BatonError, BudgetRefused, ConfigError, SecurityError
 
 if TYPE_CHECKING:
     from baton.cli.render import HumanRenderer, NdjsonRenderer
 
 __all__ = [
     "EXIT_AGENT",
+    "EXIT_BUDGET",
     "EXIT_CANCELLED",
     "EXIT_FAILED",
     "EXIT_OK",
@@ -86,6 +87,7 @@ EXIT_AGENT: Final = 3
 EXIT_SECURITY: Final = 4
 EXIT_STOP: Final = 5
 EXIT_STEPS: Final = 6
+EXIT_BUDGET: Final = 7
 EXIT_CANCELLED: Final = 128 + signal.SIGINT
 
 PROGRESS_AFTER_SECONDS: Final = 2.0
@@ -142,6 +144,8 @@ def exit_for(exc: BaseException) -> int:
         return EXIT_SECURITY
     if isinstance(exc, ConfigError):
         return EXIT_USAGE
+    if isinstance(exc, BudgetRefused):
+        return EXIT_BUDGET
     if isinstance(exc, AgentError):
         return EXIT_AGENT
     return EXIT_FAILED

@@ -14,12 +14,16 @@ from typing import Annotated, Any
 
 import typer
 
+from baton.app.budgets import budget_report
+from baton.budgets.limits import SCOPE_TABLES, format_amount
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.config import load_config
 from baton.fcop_port.project import CoordinationContext
 from baton.requests.records import RequestRecord, record_from_row
 from baton.runner.liveness import span, stall_text
+from baton.security.display import terminal_safe
 from baton.store import requests_sql
 from baton.store.live_turns import live_turns
 from baton.store.store import Store
@@ -35,12 +39,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
+    budget = load_config(ctx.project_dir).budget
     with open_store(ctx) as store:
         view = team_view(store, ctx.team, ctx.port)
         turns = live_turns(store)
         waiting = store.read_tx(
             lambda tx: requests_sql.list_rows(tx, states=("pending",), run_id=None, limit=200)
         )
+        budgets = budget_report(store, budget, runs=3)
     data = view.to_json()
     roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
     now = datetime.now(UTC)
@@ -66,6 +72,7 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "refusals": data["refusals"],
         "unsafe_files": data["unsafe_files"],
         "waiting": [_waiting(record_from_row(row), now) for row in waiting],
+        "budgets": budgets.to_json(),
     }
 
 
@@ -109,6 +116,26 @@ def _security_flags(sessions: list[dict[str, Any]], role: str) -> str:
     if any(s.get("approval") == "self_approves" for s in mine):
         flags += "  AGENT APPROVES ITSELF (agent_approves)"
     return flags
+
+
+def _budget_lines(budgets: dict[str, Any]) -> None:
+    """Spend against the limits of every scope that has one (over ones say so)."""
+    limited = [s for s in budgets["scopes"] if s["limits"]]
+    if not limited:
+        return
+    console = out()
+    console.print("budgets:", markup=False)
+    for scope in limited:
+        parts = []
+        for dimension, limit in scope["limits"].items():
+            level = next(
+                (b["level"] for b in scope["breaches"] if b["dimension"] == dimension), None
+            )
+            mark = {"hard": " OVER", "soft": " near"}.get(level or "", "")
+            spent = format_amount(dimension, scope["spend"][dimension])
+            parts.append(f"{dimension} {spent} of {format_amount(dimension, limit)}{mark}")
+        name = f"{SCOPE_TABLES[scope['scope']]} {terminal_safe(scope['key'], inline=True)}"
+        console.print(f"  {name}  " + " · ".join(parts), markup=False)
 
 
 def _turn_state(turn: dict[str, Any]) -> str:
@@ -175,6 +202,7 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         )
     for t in data["attention"]:
         console.print(_attention_line(t))
+    _budget_lines(data["budgets"])
     for r in data["refusals"]:
         console.print(
             f"refused inbox entry {line_safe(r['name'])}: {line_safe(r['reason'])} \\[{line_safe(r['issue_id'])}]"

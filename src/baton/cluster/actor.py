@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
+from baton.budgets.limits import BudgetConfig
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
@@ -135,6 +136,10 @@ class HolderSpec:
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
     project: str = ""
     """The team's FCoP workspace id: the key of its placement rows (:class:`Placements`)."""
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """The project's ``[budget]`` without ``per_run`` (the coordinator's run is the team's
+    run; it checks that one): the holder's meter checks its turns' task tree, role and
+    credential window in the cluster's store, the same rows every host charges."""
     root: OpenHolderRoot = field(kw_only=True)
     """How the holder's host opens its composition root: a module-level function, shipped
     by reference (``baton.app.root.open_holder_root``; the coordinator's root sets it)."""
@@ -236,7 +241,7 @@ class RoleHolder:
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
-        self._session = AcpRoleSession(session)
+        self._session = AcpRoleSession(session, role=_role(spec))
 
     async def _choose_mcp(self, answer: InitializeAnswer) -> list[dict[str, Any]]:
         """The role tools over HTTP when the agent speaks it, else the stdio entries."""
@@ -246,19 +251,24 @@ class RoleHolder:
 
     # ------------------------------------------------------------------ acts
 
-    async def prompt(self, text: str, asker: str | None = None) -> TurnResult:
+    async def prompt(
+        self, text: str, asker: str | None = None, charge: tuple[str, str | None] | None = None
+    ) -> TurnResult:
         """One turn; its report reaches the driver only under the epoch (else FencedOut).
 
         The turn outlives the driver that asked for it (``asker``: its coordinator run).
         When another coordinator (a restart, re-attached by name) asks for the same
         prompt, it gets that turn's result: the turn ran once, its outcome is not lost and
         not run twice. A different prompt waits for the running turn to end first (one
-        turn at a time on a session)."""
+        turn at a time on a session). ``charge``: the TASK and task tree the turn is
+        charged to (:meth:`RemoteRoleSession.charge_to`)."""
         session = self._live()
         turn = self._orphan(prompt_digest(text), asker)
         if turn is None:
             if self._turn is not None and not self._turn.done():
                 await asyncio.wait([self._turn])
+            if charge is not None:
+                session.charge_to(*charge)
             turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
             self._turn_sha256 = prompt_digest(text)
@@ -398,3 +408,8 @@ def role_actor_class() -> Any:
 
     remote: Any = ray.remote
     return remote(max_restarts=0, max_concurrency=64, num_cpus=0)(RoleHolder)
+
+
+def _role(spec: HolderSpec) -> str | None:
+    role = spec.extra.get("role")
+    return role if isinstance(role, str) else None

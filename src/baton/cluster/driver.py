@@ -353,6 +353,8 @@ class RemoteRoleSession:
     respec: Callable[[HolderSpec], Awaitable[HolderSpec]] | None = None
     """The spec of the next placement (a fresh role-tools credential: the old copy's is revoked)."""
     replacements: list[Holder] = field(default_factory=list)
+    charge: tuple[str, str | None] | None = None
+    """The TASK and task tree the next turns are charged to (the holder's meter)."""
     losses: list[tuple[float, str]] = field(default_factory=list)
     """(monotonic time the driver saw the holder lost, why): the detection, measured."""
 
@@ -365,12 +367,15 @@ class RemoteRoleSession:
     def process_group(self) -> int | None:
         return None  # the agent runs on another host; its actor watches it
 
+    def charge_to(self, task_id: str, tree: str | None) -> None:
+        self.charge = (task_id, tree)
+
     async def prompt(self, text: str) -> TurnResult:
         prompt = text
         for attempt in range(RESUME_ATTEMPTS + 1):
             try:
                 result: TurnResult = await self.holder.handle.prompt.remote(
-                    prompt, self.spec.parent_run
+                    prompt, self.spec.parent_run, self.charge
                 )
                 return result
             except Exception as exc:

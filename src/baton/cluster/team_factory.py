@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any
 
 from baton.agents.builtin.config import MCP_HTTP_ENV
+from baton.budgets.limits import Limits
 from baton.cluster.actor import HolderSpec, OpenHolderRoot
 from baton.cluster.config import ClusterConfig
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
@@ -126,6 +127,7 @@ def cluster_factory_for(
                 permissions=spec.permissions,
                 extra={"role": spec.name},
                 project=project,
+                budget=replace(config.budget, per_run=Limits()),
                 root=holder_root,
             )
             holder = await _reattach(driver(), hub, slot, held)

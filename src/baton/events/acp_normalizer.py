@@ -188,6 +188,8 @@ class AcpNormalizer:
         self._answered = False
         self._plan_revision = 0
         self.usage_reported = False
+        self.usage_updates = 0
+        """``usage_update`` notifications normalized so far (a meter's O(1) "anything new?")."""
         self.tool_calls = 0
 
     # ------------------------------------------------------------------ turns
@@ -521,6 +523,7 @@ class AcpNormalizer:
             ]
         if variant == "usage_update":
             usage = _context_usage(update)
+            self.usage_updates += 1
             self.usage_reported = True
             self.context.usage_reported = True
             return [Draft(usage, raw=self._raw(update))]

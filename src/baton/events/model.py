@@ -29,6 +29,11 @@ __all__ = [
     "TERMINAL_TURN_TYPES",
     "ArtifactGenerated",
     "ArtifactViewed",
+    "BudgetExceeded",
+    "BudgetRaised",
+    "BudgetThreshold",
+    "BudgetUnmetered",
+    "BudgetWindowReset",
     "CanonicalEvent",
     "ClusterFencedOut",
     "ClusterPlacementChanged",
@@ -76,6 +81,7 @@ __all__ = [
     "TurnResumed",
     "TurnStalled",
     "TurnSubmitted",
+    "UsageCounted",
     "UsageReported",
     "storable",
 ]
@@ -380,6 +386,105 @@ class UsageReported(Payload):
         elif all(n is None for n in numbers):
             raise ValueError("available usage must carry at least one reported number")
         return self
+
+
+Provenance = Literal["reported", "derived", "estimated", "unavailable"]
+"""How the ledger knows a number: the agent said it (``reported``), baton took the
+difference of a running total the agent reports (``derived``), baton priced reported
+tokens from a price table (``estimated``), or nobody knows (``unavailable``, never 0)."""
+
+
+class UsageCounted(Payload):
+    """One entry of the usage ledger (``baton.budgets.ledger``): a delta of spend, where it
+    is charged and how baton knows each number. Summed, these are the spend every budget
+    is checked against; committed with their row of the ledger in one transaction."""
+
+    TYPE: ClassVar[str] = "usage.counted"
+    entry: Literal["turn_start", "usage", "turn_end"]
+    """``turn_start``: the turn itself (``turns``); ``usage``: a running total the agent
+    reported mid-turn moved; ``turn_end``: the turn's tokens, tool calls and time."""
+    profile: str
+    agent_version: str | None = None
+    model: str | None = None
+    credential: str
+    """Whose quota it spends: a fingerprint of the bound credential (never the secret),
+    or ``profile:NAME`` for an agent with none (a subscription login)."""
+    task_id: str | None = None
+    tree: str | None = None
+    """The task tree it is charged to (the TASK a human filed)."""
+    role: str | None = None
+    tokens: int | None = None
+    """Counted against ``tokens`` limits: the reported total, else the sum of the parts."""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+    tokens_provenance: Provenance | None = None
+    cost_usd: float | None = None
+    cost_provenance: Provenance | None = None
+    cost_source: str | None = None
+    """Where the dollars come from (the agent's running total, a price table and model)."""
+    cumulative_cost: float | None = None
+    """The agent's running total this delta was derived from (kept across restarts)."""
+    turns: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+    reason: str | None = None
+    """Why a number is unavailable."""
+
+
+class _Budget(Payload):
+    scope: Literal["run", "task", "role", "window"]
+    key: str
+    """The run id, the task tree's root TASK, the role, or the window's credential."""
+    dimension: Literal["tokens", "cost_usd", "turns", "tool_calls", "minutes"]
+    spend: float
+    limit: float
+
+
+class BudgetThreshold(_Budget):
+    """Spend reached the soft fraction of a limit: the human is told, no new claims."""
+
+    TYPE: ClassVar[str] = "budget.threshold"
+    soft: float
+
+
+class BudgetExceeded(_Budget):
+    """Spend reached a hard limit: the running turn is cancelled (or a turn refused) and
+    the TASK parked until the limit is raised or the window lets it go on."""
+
+    TYPE: ClassVar[str] = "budget.exceeded"
+    action: Literal["cancelled", "refused", "parked", "ended"]
+    """``cancelled``: the running turn; ``refused``: a turn not started; ``parked``: the
+    TASK waits for a raise or the window; ``ended``: the turn had ended, no new one starts."""
+    task_id: str | None = None
+
+
+class BudgetRaised(_Budget):
+    """A human raised a limit (``baton budget raise``, the dashboard); ``spend`` is the
+    scope's spend then, ``limit`` the new limit."""
+
+    TYPE: ClassVar[str] = "budget.raised"
+    previous: float | None = None
+    by: str
+
+
+class BudgetWindowReset(_Budget):
+    """A credential's rolling window fell under its limit again: deferred work goes on."""
+
+    TYPE: ClassVar[str] = "budget.window_reset"
+    window: str
+
+
+class BudgetUnmetered(Payload):
+    """Limits on tokens or dollars meet an agent that reports neither: it is held to the
+    limits it cannot escape (turns, tool calls, minutes), and said so once a session."""
+
+    TYPE: ClassVar[str] = "budget.unmetered"
+    profile: str
+    reason: str
+    held_to: list[str]
 
 
 # -------------------------------------------------------------------- delegation
@@ -728,6 +833,12 @@ PAYLOAD_TYPES: dict[str, type[Payload]] = {
         ConfigChanged,
         CommandsUpdated,
         UsageReported,
+        UsageCounted,
+        BudgetThreshold,
+        BudgetExceeded,
+        BudgetRaised,
+        BudgetWindowReset,
+        BudgetUnmetered,
         DelegationStarted,
         DelegationUpdated,
         DelegationCompleted,

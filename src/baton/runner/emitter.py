@@ -28,9 +28,9 @@ T = TypeVar("T")
 def _exposed_after_commit(event_type: str) -> bool:
     """Events a surface must never show before they are durable: decisions, refusals,
     endings. (Streaming detail is shown as soon as it is queued, to keep up.)"""
-    return event_type.startswith(("request.", "security.", "session.")) or event_type in (
-        TERMINAL_TURN_TYPES
-    )
+    return event_type.startswith(
+        ("request.", "security.", "session.", "budget.")
+    ) or event_type in (TERMINAL_TURN_TYPES)
 
 
 class EventEmitter:
@@ -111,9 +111,25 @@ class EventEmitter:
         see the events only after that commit. If ``fn`` raises, nothing is stored,
         listeners see nothing, and the exception propagates.
         """
+        result, _ = await self.commit_stamped(
+            payloads, lambda _events: fn, session_id=session_id, turn_id=turn_id
+        )
+        return result
+
+    async def commit_stamped(
+        self,
+        payloads: Sequence[Payload],
+        build: Callable[[Sequence[CanonicalEvent]], Callable[[Tx], T]],
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> tuple[T, list[CanonicalEvent]]:
+        """:meth:`commit`, with the change built from the stamped events (a row keyed by an
+        event's ``(run_id, seq)``, like the usage ledger's); returns the result and events."""
         if self.store is None:
             raise RuntimeError("EventEmitter.commit needs a store")
         events = [self.sequencer.stamp(p, session_id=session_id, turn_id=turn_id) for p in payloads]
+        fn = build(events)
         self.count += len(events)
         entries = [[event, True, True] for event in events]
         self._held.extend(entries)
@@ -127,7 +143,7 @@ class EventEmitter:
             for entry in entries:
                 entry[1] = False
             self._release()
-        return result
+        return result, events
 
     def _release(self) -> None:
         while self._held and not self._held[0][1]:

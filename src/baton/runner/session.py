@@ -52,6 +52,8 @@ from baton.providers.registry import extension_for
 from baton.providers.worktree_modes import in_worktree
 from baton.runner.agent_login import logged_in_root
 from baton.runner.approvals import ApprovalGuard
+from baton.runner.budget_plan import BudgetPlan
+from baton.runner.budget_watch import BudgetWatch
 from baton.runner.client_methods import ClientMethods
 from baton.runner.emitter import EventEmitter
 from baton.runner.handshake import McpServers, Opened, SessionHow, handshake
@@ -96,6 +98,7 @@ class AgentSession:
         launch: LaunchEnvironment,
         argv: Sequence[str],
         isolated: bool = False,
+        budget: BudgetPlan | None = None,
     ) -> None:
         self.profile = profile
         self.workspace = workspace
@@ -123,6 +126,17 @@ class AgentSession:
             isolated=isolated,
         )
         self.events.watch = self.approvals
+        self.budget: BudgetWatch | None = None
+        """The session's usage ledger and budget meter (with a store)."""
+        if budget is not None and emitter.store is not None:
+            self.budget = BudgetWatch.for_session(
+                budget,
+                profile,
+                launch.bound_secret_values,
+                events=self.events,
+                normalizer=self.normalizer,
+            )
+            self.events.meter = self.budget
         self.inbound = ClientMethods(
             events=self.events,
             normalizer=self.normalizer,
@@ -161,6 +175,7 @@ class AgentSession:
         persistent_root: Path | None = None,
         transport: TransportFactory | None = None,
         isolated: bool = False,
+        budget: BudgetPlan | None = None,
     ) -> AgentSession:
         """Admit, launch, handshake and create/resume a session, or raise a typed error.
 
@@ -168,8 +183,9 @@ class AgentSession:
         (:func:`~.launch.transport_for`). ``isolated``: ``workspace`` is a task tree's own
         worktree (the team loop says so, never for the user's checkout): the profile runs as
         :func:`~baton.providers.worktree_modes.in_worktree` makes it (the family's edit mode,
-        its edits audited by the worktree rule). Every refusal and failure is also an event
-        in the stream.
+        its edits audited by the worktree rule). ``budget``: meter the session's usage (the
+        ledger) against these budgets. Every refusal and failure is also an event in the
+        stream.
         """
         if isolated:
             profile = in_worktree(profile)
@@ -202,6 +218,7 @@ class AgentSession:
             launch=launch,
             argv=argv,
             isolated=isolated,
+            budget=budget,
         )
         try:
             await self._start(
@@ -236,6 +253,7 @@ class AgentSession:
             approvals=self.approvals,
             replies_written=self.inbound.replies_written,
             stall_timeout=self.profile.stall_timeout,
+            budget=self.budget,
         )
         self.approvals.cancel = self.cancel
         self._tasks = [
@@ -256,6 +274,8 @@ class AgentSession:
         self._move(SessionEvent.OPENED)
         await self.events.emit(self.opened.started(self.profile.name))
         await self.approvals.started()
+        if self.budget is not None:
+            await self.budget.opened(self.opened)
 
     async def _failed(self, exc: BaseException) -> None:
         if isinstance(exc, AgentTimeout):
@@ -366,6 +386,8 @@ class AgentSession:
         if self.state is SessionState.CLOSED:
             return
         self._move(SessionEvent.CLOSE)
+        if self.budget is not None:
+            self.budget.close()
         await self.terminals.close()
         if self.transport is not None:
             await self.transport.close()

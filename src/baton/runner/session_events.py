@@ -33,7 +33,7 @@ from baton.security.redact import Redactor
 if TYPE_CHECKING:
     from baton.store.tx import Tx
 
-__all__ = ["DraftWatch", "SessionEvents", "SessionStats", "TurnEvents"]
+__all__ = ["DraftMeter", "DraftWatch", "SessionEvents", "SessionStats", "TurnEvents"]
 
 T = TypeVar("T")
 
@@ -63,6 +63,15 @@ class DraftWatch(Protocol):
     async def drafts(self, drafts: Sequence[Draft], turn_id: str | None) -> None: ...
 
 
+class DraftMeter(Protocol):
+    """Meters what was emitted (the session's budget watch): asked after each emitted
+    batch whether anything new could matter (O(1)), and only then handed the batch."""
+
+    def due(self) -> bool: ...
+
+    async def check(self, batch: Sequence[Draft], turn_id: str | None) -> None: ...
+
+
 @dataclass(slots=True)
 class SessionEvents:
     """The session's identity as events carry it, and the turns events are attributed to."""
@@ -76,6 +85,7 @@ class SessionEvents:
     """The turn that ended last: late updates and stale requests belong to it."""
     stats: SessionStats = field(default_factory=SessionStats)
     watch: DraftWatch | None = None
+    meter: DraftMeter | None = None
     _deferred: list[Draft] = field(default_factory=list, init=False, repr=False)
     """Drafts of the current run of notifications, not yet emitted (see the module)."""
 
@@ -126,6 +136,9 @@ class SessionEvents:
         await self.emitter.emit_drafts(batch, session_id=self.agent_session_id, turn_id=turn_id)
         if watch is not None and batch:
             await watch.drafts(batch, turn_id)
+        meter = self.meter
+        if meter is not None and meter.due():  # the end of a batch: a limit stops it here
+            await meter.check(batch, turn_id)
 
     async def notice(
         self,

@@ -79,6 +79,8 @@ class CancelCause(StrEnum):
     """The caller awaiting the turn was itself cancelled."""
     IGNORED = "ignored"
     """The agent did not stop on ``session/cancel`` in time."""
+    BUDGET = "budget"
+    """A budget's hard limit was reached during the turn (``baton.runner.budget_watch``)."""
 
 
 _OPEN = (TurnState.RUNNING, TurnState.CANCELLING, TurnState.KILLED)

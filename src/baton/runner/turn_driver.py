@@ -8,7 +8,11 @@ the cancel waits, bounded, until those answers are on the pipe), coalesced text 
 open tool calls
 settled, usage reported honestly, then exactly one of ``turn.completed``,
 ``turn.failed``, ``turn.cancelled``. Which one is decided by
-:func:`baton.runner.turn.settle`, never by inspecting strings.
+:func:`baton.runner.turn.settle`, never by inspecting strings. A session's budget meter
+(:mod:`.budget_watch`) admits each turn before its prompt, may stop it at a hard limit
+(:data:`~baton.runner.turn.CancelCause.BUDGET`) and counts it before its terminal event.
+
+Length: one turn's I/O from prompt to its one terminal event, every way it can end.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from baton.runner.turn import CancelCause, PromptEnd, Turn, TurnEvent, settle
 if TYPE_CHECKING:
     from baton.requests.ledger import RequestRecord
     from baton.runner.approvals import ApprovalGuard
+    from baton.runner.budget_watch import BudgetWatch
 
 __all__ = ["CANCEL_GRACE_SECONDS", "TurnDriver", "TurnOutcome", "now_ms"]
 
@@ -80,6 +85,8 @@ class TurnOutcome:
     unapproved_mutations: int = 0
     """Mutations no recorded decision allowed (``security.unapproved_mutation``), not
     counting those a profile with ``agent_approves`` expects."""
+    budget: str | None = None
+    """The budget limit that cancelled the turn (``per_run cost_usd $1.02 of $1.00``)."""
 
 
 @dataclass(slots=True)
@@ -109,6 +116,7 @@ class TurnDriver:
         approvals: ApprovalGuard | None = None,
         replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None,
         stall_timeout: float | None = None,
+        budget: BudgetWatch | None = None,
     ) -> None:
         self.client = client
         self.transport = transport
@@ -123,6 +131,11 @@ class TurnDriver:
         self.stall_timeout = stall_timeout or DEFAULT_STALL_SECONDS
         """Silence (seconds) before the running turn gets ``turn.stalled``."""
         self._watch: StallWatch | None = None
+        self.budget = budget
+        """The session's meter: admits each turn, stops one at a hard limit."""
+        if budget is not None:
+            budget.stop = self._budget_stop
+        self._stopping: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ public
 
@@ -143,6 +156,8 @@ class TurnDriver:
         text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
         data = text.encode("utf-8", errors="surrogatepass")
         turn = Turn(turn_id=f"turn-{uuid.uuid4().hex[:12]}", started_ms=now_ms())
+        if self.budget is not None:  # a limit already reached refuses it (BudgetRefused)
+            await self.budget.admit(turn.turn_id, turn.started_ms / 1000.0)
         events.turn = turn
         files_before = frozenset(events.stats.files_written)
         tool_calls_before = self.normalizer.tool_calls
@@ -186,6 +201,27 @@ class TurnDriver:
         turn.ask_stop(cause, reason)
         await self._cancel_asks(turn, reason, before_cancel=True)
         await self._send_cancel()
+
+    async def _budget_stop(self, reason: str) -> None:
+        """A hard limit reached mid-turn: Ctrl-C's ``session/cancel`` from a task of its
+        own (this runs inside the reader's batch), a kill if the agent ignores it."""
+        turn = self.events.turn
+        if turn is None or turn.done:
+            return
+        turn.ask_stop(CancelCause.BUDGET, reason)  # the cause is recorded now, first
+        loop = asyncio.get_running_loop()
+
+        async def stop() -> None:
+            await self.cancel(reason, CancelCause.BUDGET)
+            request = turn.request
+            if request is not None and not request.done():
+                done, _ = await asyncio.wait({request}, timeout=self.cancel_grace)
+                if not done and not turn.done:
+                    await self.kill(f"the agent ignored session/cancel for {self.cancel_grace:g}s")
+
+        task = loop.create_task(stop(), name="budget-stop")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     async def kill(self, reason: str, *, cause: CancelCause = CancelCause.IGNORED) -> None:
         """Stop the agent now (it ignored cancel, or baton is leaving)."""
@@ -344,6 +380,13 @@ class TurnDriver:
             None,
         )
         await events.drafts(drafts)
+        if self.budget is not None:
+            await self.budget.settle(
+                turn.turn_id,
+                drafts,
+                tool_calls=normalizer.tool_calls - tool_calls_before,
+                seconds=turn.elapsed_ms(now_ms()) / 1000.0,
+            )
         await events.emit(outcome, turn_id=turn.turn_id)
         stats = events.stats
         stats.usage_available = stats.usage_available or normalizer.usage_reported
@@ -359,6 +402,13 @@ class TurnDriver:
             usage=turn_usage,
             files_written=tuple(sorted(stats.files_written - files_before)),
             unapproved_mutations=self.approvals.unapproved(turn.turn_id) if self.approvals else 0,
+            budget=(
+                self.budget.breach.describe()
+                if self.budget is not None
+                and self.budget.breach is not None
+                and turn.cause is CancelCause.BUDGET
+                else None
+            ),
         )
 
     async def _cancel_asks(self, turn: Turn, reason: str, *, before_cancel: bool = False) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from baton.store.budget_sql import BUDGET_MIGRATIONS
 from baton.store.credential_sql import CREDENTIAL_MIGRATIONS
 from baton.store.grants_sql import GRANTS_MIGRATIONS
 from baton.store.migrations import CORE_MIGRATIONS, Migration
@@ -40,6 +41,7 @@ STORE_MIGRATIONS: Final[tuple[Migration, ...]] = (
     *WEB_MIGRATIONS,
     *GRANTS_MIGRATIONS,
     *NOTIFY_MIGRATIONS,
+    *BUDGET_MIGRATIONS,
 )
 """Every store's tables, in order; opening a store applies what is missing."""
 

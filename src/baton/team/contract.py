@@ -12,6 +12,7 @@ from baton.team_config import RoleSpec
 
 __all__ = [
     "AdoptingSession",
+    "BudgetedSession",
     "RoleSession",
     "RoleSessionFactory",
     "ScopedSession",
@@ -96,3 +97,11 @@ class AdoptingSession(Protocol):
     """
 
     async def adopt(self, prompt_sha256: str) -> TurnResult | None: ...
+
+
+@runtime_checkable
+class BudgetedSession(Protocol):
+    """A role session whose usage is metered per TASK: told before each turn which TASK
+    and task tree it is charged to (``baton.budgets``: per_task limits, ``task show``)."""
+
+    def charge_to(self, task_id: str, tree: str | None) -> None: ...

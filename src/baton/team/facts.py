@@ -13,6 +13,7 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from baton.budgets.rules import Standing
 from baton.fcop_errors import CoordinationError, StateAmbiguous, TaskNotFound
 from baton.fcop_port.port import STAGES, FcopPort, TaskInfo
 from baton.fcop_port.records import task_info
@@ -21,6 +22,7 @@ from baton.requests.records import RequestRecord, record_from_row
 from baton.store import requests_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
+from baton.team.budgets import TeamBudgets
 from baton.team.next_step import (
     ChildView,
     DecisionView,
@@ -65,6 +67,8 @@ class _Stored:
     attention: RequestRecord | None
     tree_root: str | None = None
     worktree: WorktreeRecord | None = None
+    tree: str | None = None
+    """The task tree it belongs to (for budgets), whether or not trees are isolated."""
 
 
 MAX_TREE_DEPTH = 32
@@ -131,13 +135,21 @@ class FactSource:
     """Reads the facts of a TASK from FCoP and the store (call from a worker thread)."""
 
     def __init__(
-        self, port: FcopPort, store: Store, team: TeamConfig, *, isolated: bool = False
+        self,
+        port: FcopPort,
+        store: Store,
+        team: TeamConfig,
+        *,
+        isolated: bool = False,
+        budgets: TeamBudgets | None = None,
     ) -> None:
         self.port = port
         self.store = store
         self.team = team
         self.isolated = isolated
         """Task trees work on their own branches (:mod:`baton.team.workspaces`)."""
+        self.budgets = budgets
+        """``[budget]`` for the team (None or empty: nothing is limited)."""
 
     def record(self, task_id: str) -> TaskRecord | None:
         row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))
@@ -167,13 +179,15 @@ class FactSource:
                 qrow = team_sql.open_question(tx, task_id, attempt)
                 question = QuestionRecord.from_row(qrow) if qrow is not None else None
             root = worktree = None
+            tree = tree_root(tx, task_id, record)
             if self.isolated:
-                root = tree_root(tx, task_id, record)
+                root = tree
                 wrow = team_sql.WORKTREES.get(tx, root)
                 worktree = WorktreeRecord.from_row(wrow) if wrow is not None else None
             return _Stored(
                 tree_root=root,
                 worktree=worktree,
+                tree=tree,
                 record=record,
                 last_turn=turns[-1] if turns else None,
                 review_turns=sum(
@@ -259,6 +273,11 @@ class FactSource:
             state = QUESTION.next(question.state, QuestionEvent.ANSWER)
             question = dataclasses.replace(question, state=state, answer=answer)
         last = stored.last_turn
+        budgets = self.budgets
+        standing = Standing()
+        if budgets is not None and budgets.config.enabled:
+            role = spec.name if spec else None
+            standing = self.store.read_tx(lambda tx: budgets.standing(tx, stored.tree, role))
         return Facts(
             task=view,
             record=record,
@@ -278,6 +297,8 @@ class FactSource:
             prerequisites=prerequisites,
             tree_root=stored.tree_root,
             worktree=stored.worktree,
+            budget=standing,
+            budget_tree=stored.tree,
         )
 
     def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:

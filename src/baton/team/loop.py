@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.aiotasks import cancel_and_wait
+from baton.budgets.limits import BudgetConfig
 from baton.events.sequencer import utc_now
 from baton.fcop_port.port import FcopPort
 from baton.fcop_port.recovery import (
@@ -66,6 +67,7 @@ from baton.team.arrivals import Arrivals
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.breaker import Breaker
+from baton.team.budgets import BudgetWakeups, TeamBudgets
 from baton.team.contract import RoleSessionFactory
 from baton.team.drop import DropReport, TreeDropper
 from baton.team.executor import BreakerTripped, Executor
@@ -111,6 +113,7 @@ class TeamLoop:
         sweep_interval: float = 5.0,
         holders: HolderLookup | None = None,
         notifier: Notifier | None = None,
+        budgets: TeamBudgets | None = None,
     ) -> None:
         self.port = port
         self.port.human = team.human
@@ -138,7 +141,7 @@ class TeamLoop:
         self.workspaces = Workspaces.open(
             port.root, team.isolation, store=store, journal=journal, now=utc_now
         )
-        facts = FactSource(port, store, team, isolated=self.workspaces.enabled)
+        facts = FactSource(port, store, team, isolated=self.workspaces.enabled, budgets=budgets)
         prompts = Prompts(port, team)
         self.book = TaskBook(
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
@@ -161,6 +164,13 @@ class TeamLoop:
             run_id=run_id,
             workspaces=self.workspaces,
         )
+        self.budget_wakeups = BudgetWakeups(
+            budgets=budgets or TeamBudgets(BudgetConfig(), run_id),
+            store=store,
+            journal=journal,
+            wake_all=self._reevaluate_held,
+            wall_clock=wall_clock,
+        )
         rules = policy_for(team)
         handlers = handler_table(
             StepParts(
@@ -172,11 +182,13 @@ class TeamLoop:
                 turns=self.turns,
                 rules=rules,
                 run_id=run_id,
-                review_summary=review_summary or ReviewDocuments(prompts, store),
+                review_summary=review_summary
+                or ReviewDocuments(prompts, store, self.budget_wakeups.budgets.config),
                 enqueue=self._enqueue,
                 schedule=self.schedule,
                 watch_request=self.answers.watch,
                 workspaces=self.workspaces,
+                held=self.budget_wakeups.held,
             )
         )
         self.executor = Executor(
@@ -340,6 +352,7 @@ class TeamLoop:
             router = tg.create_task(self.arrivals.route(), name="router")
             listener = tg.create_task(self.outbox.listen(), name="store-wake")
             sweeps = tg.create_task(self.sweeps.every_interval(), name="sweep")
+            budget = tg.create_task(self.budget_wakeups.listen(), name="budget-wake")
             workers: list[asyncio.Task[None]] = []
             try:
                 if await self._unless_stopped(self.doorbell.ready.wait()):
@@ -365,6 +378,8 @@ class TeamLoop:
                 router,
                 listener,
                 sweeps,
+                budget,
+                *self.budget_wakeups.cancel(),
                 *self.activity.background,
                 *self.answers.waiting.values(),
                 *self.breaker.timers,
@@ -407,6 +422,11 @@ class TeamLoop:
         self.activity.spawn(warm(), "warm-indexes")
 
     # ----------------------------------------------------------------- routing
+
+    async def _reevaluate_held(self) -> None:
+        """A limit was raised or a window reopened: what budgets held is decided again."""
+        with self.activity.working():
+            await self.recovery.reevaluate_all()
 
     def _route(self, recipient: str) -> str | None:
         spec = self.team.role_for(recipient)

@@ -16,12 +16,14 @@ The rules, in the order they are checked:
 1. FCoP first: a TASK seen in two stages is repaired host-side before anything
    else (:class:`Resolve`); a TASK that is gone is left alone.
 2. A record that needs a human (``needs_attention``, ``failed``) waits for the
-   human's retry.
+   human's retry; one parked for its budget (``needs_budget``) goes on once no limit
+   of it is reached (a raise, a window that moved on).
 3. ``inbox``: a delegated TASK that waits for siblings (``after:``, FCoP
    ``references``) is gated by :func:`baton.workflow.ordering.gate`: not
    finished yet → ``waiting_prerequisites``, unclaimed; one that can never
    finish → :class:`NotRun` (claimed, reported ``blocked`` by baton, submitted);
-   otherwise queue the work for its role; in a slot, claim it (T2).
+   otherwise queue the work for its role; in a slot, claim it (T2); not while one of
+   its budgets is past its soft limit (:class:`DeferClaim`).
 4. ``active``: a turn of this attempt still dispatched/running in a dead
    team loop is *interrupted*: with a REPORT it is submitted, else the role is
    re-prompted with its context (``resume``; the same deterministic operation
@@ -32,7 +34,9 @@ The rules, in the order they are checked:
    a turn; a turn the human cancelled → ``needs_attention`` (their retry
    re-prompts it); a failed/cancelled turn → re-prompt with context while
    retries last, then ``failed``; all children reported → consolidate (once per attempt);
-   then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all.
+   then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all, and a
+   budget limit reached parks the TASK instead of any turn (:class:`Park`), also the
+   re-prompt of a turn a crash interrupted after it crossed the limit.
 5. ``review``: the human's review request is opened (in the same transaction
    as the record), waited for, and its answer applied (T4/T5); a role's
    recorded decision is applied, else the review is asked of the reviewer
@@ -50,9 +54,10 @@ rule; a reader of one needs the other).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from baton.budgets.rules import Standing
 from baton.team.records import QuestionRecord, TaskRecord, TurnRecord
 from baton.team.states import DispatchState, QuestionState, TaskState
 from baton.team.steps import (
@@ -60,6 +65,7 @@ from baton.team.steps import (
     ApplyHumanReview,
     Attention,
     Claim,
+    DeferClaim,
     Dispatch,
     Fail,
     JobKind,
@@ -68,6 +74,7 @@ from baton.team.steps import (
     NotifyParent,
     NotRun,
     OpenReview,
+    Park,
     PrepareWorktree,
     Queue,
     Resolve,
@@ -75,6 +82,7 @@ from baton.team.steps import (
     Settle,
     Step,
     Submit,
+    Unpark,
     Wait,
 )
 from baton.workflow.ordering import Prerequisite, Unmet, Waiting, gate
@@ -197,6 +205,10 @@ class Facts:
     """The TASK whose branch this one works on (itself for a root); None: no isolation."""
     worktree: WorktreeRecord | None = None
     """That tree's branch and worktree, once made."""
+    budget: Standing = field(default_factory=Standing)
+    """Where its budgets stand: its task tree, its role, the run, its role's window."""
+    budget_tree: str | None = None
+    """The task tree it is charged to (the TASK a human filed), isolated or not."""
 
     @property
     def is_tree_root(self) -> bool:
@@ -219,9 +231,12 @@ class Facts:
 
 
 def _work(f: Facts, kind: JobKind, p: TeamRules) -> Step:
-    """Prompt ``kind`` now (in a slot) or hand it to the role's queue; bounded by turn_limit."""
+    """Prompt ``kind`` now (in a slot) or hand it to the role's queue; bounded by turn_limit
+    and by its budgets (a limit reached parks it, whatever the turn was for)."""
     if f.role is None:
         return Wait("not routed to a role")
+    if f.budget.hard is not None:
+        return Park(f.budget.hard)
     record = f.record
     if record is not None and record.turns >= p.turn_limit and kind != "resume":
         return Attention(f"turn limit ({p.turn_limit}) reached without a settled report")
@@ -381,6 +396,8 @@ def _review(f: Facts, p: TeamRules) -> Step:
         return Queue(f.reviewer_role, review=True)
     if f.review_turns >= p.turn_limit:
         return Attention(f"turn limit ({p.turn_limit}) reached while {task.sender} reviews")
+    if f.budget.hard is not None:
+        return Park(f.budget.hard)
     return _in_worktree(f) or Dispatch("review")
 
 
@@ -393,6 +410,12 @@ def next_step(f: Facts, p: TeamRules) -> Step:
         return Wait("the TASK is not in the workspace")
     if record is not None and record.state is TaskState.DROPPED:
         return Wait(f"dropped: {record.reason or 'its task tree was abandoned'}")
+    if record is not None and record.state is TaskState.NEEDS_BUDGET:
+        if task.stage in ("done", "archive"):
+            return Settle()
+        if f.budget.hard is None:
+            return Unpark()
+        return Wait(f"needs attention: budget: {f.budget.hard.describe()}")
     if record is not None and record.state in (TaskState.NEEDS_ATTENTION, TaskState.FAILED):
         attention = f.attention
         if attention is not None and attention.state == "answered" and attention.approve:
@@ -419,6 +442,8 @@ def next_step(f: Facts, p: TeamRules) -> Step:
                 )
             if isinstance(verdict, Unmet):
                 return NotRun(verdict.reasons)
+        if f.budget.soft is not None:
+            return DeferClaim(f.budget.soft)
         return Claim() if f.own_slot else Queue(f.role)
     if task.stage == "active":
         return _active(f, p)

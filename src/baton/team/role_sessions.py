@@ -28,6 +28,7 @@ from typing import Any
 
 from baton.acp.messages import InitializeAnswer
 from baton.config import BatonConfig, agent_roots_dir
+from baton.errors import BudgetRefused
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
 from baton.providers.profile import AgentProfile
@@ -39,6 +40,7 @@ from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential
 from baton.role_tools.hub import RoleHub
 from baton.role_tools.server import fcop_mcp_config, mcp_config
+from baton.runner.budget_plan import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
@@ -91,6 +93,14 @@ class AcpRoleSession:
         if self.broker is not None:
             self.broker.task = task
 
+    role: str | None = None
+    """The role it works for (its spend is charged to it)."""
+
+    def charge_to(self, task_id: str, tree: str | None) -> None:
+        """The TASK and task tree the next turn is charged to (``BudgetedSession``)."""
+        if self.session.budget is not None:
+            self.session.budget.charge_to(task_id=task_id, tree=tree, role=self.role)
+
     @property
     def session_id(self) -> str | None:
         return self.session.agent_session_id or None
@@ -101,7 +111,10 @@ class AcpRoleSession:
         return process.pgid if process is not None else None
 
     async def prompt(self, text: str) -> TurnResult:
-        outcome = await self.session.prompt(text)
+        try:
+            outcome = await self.session.prompt(text)
+        except BudgetRefused as exc:  # refused before it started: the session lives on
+            return TurnResult(status="cancelled", error=str(exc))
         usage = None
         if outcome.usage is not None:
             u = outcome.usage
@@ -118,7 +131,7 @@ class AcpRoleSession:
             tool_calls=outcome.tool_calls,
             usage=usage,
             files_changed=outcome.files_written,
-            error=outcome.error,
+            error=outcome.error or (f"budget: {outcome.budget}" if outcome.budget else None),
             unapproved_mutations=outcome.unapproved_mutations,
             approval=self.session.approval.klass if self.session.approval else None,
             refusals=tuple(refusals),
@@ -148,6 +161,7 @@ def role_session_factory(
     mcp_env: Mapping[str, str] | None = None,
     hub: RoleHub | None = None,
     notifier: Notifier | None = None,
+    budget: BudgetPlan | None = None,
 ) -> RoleSessionFactory:
     """The real factory ``baton up`` hands to the team loop.
 
@@ -219,6 +233,7 @@ def role_session_factory(
                 resume_session_id=resume,
                 persistent_root=root,
                 isolated=isolated,
+                budget=budget,
             )
         except BaseException:
             if hub is not None:
@@ -279,6 +294,7 @@ def role_session_factory(
             session,
             release=(lambda: hub.revoke(held)) if hub is not None and held else None,
             broker=broker,
+            role=spec.name,
         )
 
     return factory

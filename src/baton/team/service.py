@@ -18,13 +18,16 @@ from baton.lifeline import process_start_ticks
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
 from baton.role_tools.hub import RoleHub
+from baton.runner.budget_plan import BudgetPlan, credential_for
 from baton.runner.emitter import EventEmitter
 from baton.store.store import Store
+from baton.team.budgets import TeamBudgets
 from baton.team.contract import RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
 from baton.team.reconcile import HolderLookup
 from baton.team.role_sessions import role_session_factory
+from baton.team_config import TeamConfig
 
 __all__ = ["run_team"]
 
@@ -43,6 +46,7 @@ async def run_team(
     factory_for: Callable[[RoleHub | None], RoleSessionFactory] | None = None,
     holders: HolderLookup | None = None,
     notifier: Notifier | None = None,
+    budget: BudgetPlan | None = None,
 ) -> RunSummary:
     """Run the team until idle (or until ``loop.stop()``); the reaper and the hub end with it.
 
@@ -52,7 +56,8 @@ async def run_team(
     role-session factory from the hub instead (cluster mode: role actors on workers), and
     ``holders`` says which of their holders outlived a previous coordinator. ``notifier``
     announces every new request for the human (``[notify]``); each agent request waits
-    ``[team] answer_timeout`` seconds, then is refused so the turn goes on.
+    ``[team] answer_timeout`` seconds, then is refused so the turn goes on. ``budget``:
+    the sessions' budgets and usage ledger (the team parks TASKs at their limits).
     """
     if crashpoints.install_from_env():
         os.environ.setdefault("BATON_CRASH_DAEMON", str(os.getpid()))
@@ -79,6 +84,7 @@ async def run_team(
                 hub=hub,
                 wait_timeout=ctx.team.answer_timeout,
                 notifier=notifier,
+                budget=budget,
             )
         )
         loop = TeamLoop(
@@ -93,6 +99,7 @@ async def run_team(
             watch_group=reaper.watch,
             holders=holders,
             notifier=notifier,
+            budgets=team_budgets(config, ctx.team, emitter.run_id, budget),
         )
         if on_loop is not None:
             on_loop(loop)
@@ -101,3 +108,16 @@ async def run_team(
         if hub is not None:
             await hub.aclose()
         await reaper.close()
+
+
+def team_budgets(
+    config: BatonConfig, team: TeamConfig, run_id: str, plan: BudgetPlan | None
+) -> TeamBudgets:
+    """The team's budgets: ``plan``'s limits (or ``[budget]``), each role's window key."""
+    budget = plan.config if plan is not None else config.budget
+    credentials = {}
+    for name, spec in team.roles.items():
+        if spec.agent in config.profiles:  # an unknown one fails its slot, with its message
+            profile = config.profile(spec.agent)
+            credentials[name] = credential_for(profile, os.environ, config.secrets_file)
+    return TeamBudgets(budget, run_id, credentials)

@@ -20,7 +20,9 @@ not finished: left unclaimed in the inbox; see :mod:`baton.workflow.ordering`),
 ``ask_human`` question is open), ``interrupted`` (the team loop stopped or died
 during its turn: re-prompted with context on the next start),
 ``needs_attention`` (baton cannot proceed without a human: shown in ``status``,
-a request in the inbox and an FCoP ISSUE) and ``failed`` (the agent's turn
+a request in the inbox and an FCoP ISSUE), ``needs_budget`` ("needs attention: budget":
+a budget limit is reached; back to ``claimed`` when the human raises it or its window
+lets it go on, ``baton.budgets``) and ``failed`` (the agent's turn
 failed and its retries are spent). Both of the last two go back to ``claimed``
 when the human asks for a retry. ``dropped`` is final: the human abandoned the TASK's
 tree (``baton task drop``).
@@ -36,6 +38,8 @@ session dies (the next job starts a new one); ``closed`` when the team loop stop
 **A dispatch** (one turn of a role on a task: a prompt given to a slot): ``dispatched`` → ``running`` →
 ``finished`` (its outcome stored with it), or ``interrupted`` when the team loop
 stops or dies first. A finished turn is never run again.
+
+Length: the team's four lifecycles as tables, each beside the words for its states.
 """
 
 from __future__ import annotations
@@ -114,6 +118,7 @@ class TaskState(StrEnum):
     REFUSED = "refused"
     INTERRUPTED = "interrupted"
     NEEDS_ATTENTION = "needs_attention"
+    NEEDS_BUDGET = "needs_budget"
     FAILED = "failed"
     DROPPED = "dropped"
 
@@ -155,6 +160,9 @@ class TaskEvent(StrEnum):
     """baton cannot proceed without a human (stalled, unresolvable FCoP state...)."""
     FAIL = "fail"
     """The agent's turn failed and no retry is left."""
+    PARK = "park"
+    """A budget limit of its tree, role, run or window is reached: no turn until the human
+    raises it or the window lets it go on (then ``resume``)."""
     DROP = "drop"
     """The human abandoned its task tree (``baton task drop``): no agent works on it again;
     its branch's work is kept under ``refs/baton/salvage/``."""
@@ -225,7 +233,11 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION
-    for state in (*_LIVE, _T.NEEDS_ATTENTION, _T.FAILED, _T.REFUSED):
+        table[(state, _E.PARK)] = _T.NEEDS_BUDGET
+    table[(_T.NEEDS_BUDGET, _E.RESUME)] = _T.CLAIMED
+    table[(_T.NEEDS_BUDGET, _E.ATTENTION)] = _T.NEEDS_ATTENTION
+    table[(_T.NEEDS_BUDGET, _E.APPROVE)] = _T.SETTLED
+    for state in (*_LIVE, _T.NEEDS_ATTENTION, _T.NEEDS_BUDGET, _T.FAILED, _T.REFUSED):
         table[(state, _E.DROP)] = _T.DROPPED
     return table
 

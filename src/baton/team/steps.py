@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from baton.budgets.rules import Breach
 from baton.team.states import TaskState
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "ApplyHumanReview",
     "Attention",
     "Claim",
+    "DeferClaim",
     "Dispatch",
     "Fail",
     "JobKind",
@@ -25,6 +27,7 @@ __all__ = [
     "Note",
     "NotifyParent",
     "OpenReview",
+    "Park",
     "PrepareWorktree",
     "Queue",
     "Resolve",
@@ -32,6 +35,7 @@ __all__ = [
     "Settle",
     "Step",
     "Submit",
+    "Unpark",
     "Wait",
 ]
 
@@ -165,6 +169,27 @@ class NotRun:
 
 
 @dataclass(frozen=True, slots=True)
+class Park:
+    """A budget limit is reached: ``needs_budget`` (needs attention: budget) with the spend
+    and the limit, until a raise or the window lets the TASK go on (:class:`Unpark`)."""
+
+    breach: Breach
+
+
+@dataclass(frozen=True, slots=True)
+class Unpark:
+    """Its budget lets the parked TASK go on again (raised, or the window moved on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeferClaim:
+    """A budget's soft limit is reached: the TASK is not claimed until a raise or the
+    window's reset (which wakes it)."""
+
+    breach: Breach
+
+
+@dataclass(frozen=True, slots=True)
 class Retry:
     """The human asked to retry a task that needed attention."""
 
@@ -190,4 +215,7 @@ Step = (
     | Fail
     | NotRun
     | Retry
+    | Park
+    | Unpark
+    | DeferClaim
 )

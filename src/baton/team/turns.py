@@ -25,7 +25,7 @@ from baton.store.tx import Tx
 from baton.team import steps
 from baton.team.answers import deadline_note, leader_notes
 from baton.team.book import RecordMoved, TaskBook, guard_update
-from baton.team.contract import ScopedSession, TurnResult
+from baton.team.contract import BudgetedSession, ScopedSession, TurnResult
 from baton.team.controls import CancelAsk
 from baton.team.next_step import Facts
 from baton.team.prompts import Prompts
@@ -61,6 +61,8 @@ class RoleTurn:
     """The tree whose branch the turn works on (None: the project's own checkout)."""
     cwd: Path | None = None
     """Where the agent works: that tree's worktree (None: the project)."""
+    budget_tree: str | None = None
+    """The task tree the turn's spend is charged to (isolated or not)."""
 
 
 class TurnRunner:
@@ -169,9 +171,9 @@ class TurnRunner:
         self.live.add((turn.task_id, turn.dispatch))
         self.dispatch_log.append((slot.name, kind, turn.task_id))
         if worktree is None or facts.tree_root is None:
-            return RoleTurn(turn, after, slot, prompt)
+            return RoleTurn(turn, after, slot, prompt, budget_tree=facts.budget_tree)
         cwd = self.workspaces.cwd(worktree)
-        return RoleTurn(turn, after, slot, prompt, facts.tree_root, cwd)
+        return RoleTurn(turn, after, slot, prompt, facts.tree_root, cwd, facts.budget_tree)
 
     async def _with_leader_notes(self, prompt: str) -> str:
         """The leader hears of requests refused at their deadline since its last turn."""
@@ -201,6 +203,8 @@ class TurnRunner:
             slot.cancel, slot.prompting = None, True
             if isinstance(session, ScopedSession):
                 session.working_on(turn.tree_root or turn.record.task_id)
+            if isinstance(session, BudgetedSession):
+                session.charge_to(turn.record.task_id, turn.budget_tree)
             try:
                 result = await session.prompt(turn.prompt)
             except asyncio.CancelledError:

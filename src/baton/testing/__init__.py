@@ -107,6 +107,7 @@ SCENARIOS: tuple[str, ...] = (
     "session-new-error",
     "permission-unannounced",
     "usage-meta",
+    "usage-growing",
     "usage-context",
     "usage-result-meta",
     "agent-terminal",

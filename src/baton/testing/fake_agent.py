@@ -138,6 +138,11 @@ Scenarios (``--scenario``):
     Usage where Qwen Code puts it: two ``agent_message_chunk``s (one per model call) each
     carrying ``_meta.usage`` ``{inputTokens: 10, outputTokens: 5, totalTokens: 15,
     thoughtTokens: 1, cachedReadTokens: 2}``; the prompt result has no usage.
+``usage-growing``
+    ``--count`` model calls (default 8): a chunk and a ``usage_update`` whose ``cost`` is the
+    session's running total ($0.25 more each call), then a 50 ms wait for a cancel; the
+    prompt result has ``usage`` ``{inputTokens: 100×N, outputTokens: 10×N, totalTokens:
+    110×N}`` (a budget's meter cancels it between calls).
 ``usage-context``
     Only a ``usage_update`` ``{used: 500, size: 258400}`` (context window), as Zed codex-acp
     reports; no token counts anywhere.

@@ -165,6 +165,30 @@ def turn_usage_result_meta(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     return {"stopReason": "end_turn", "_meta": {"usage": usage}}
 
 
+def turn_usage_growing(core: ScenarioCore, turn: TurnScript) -> TurnBody:
+    """``--count`` model calls (default 8), each a chunk and a ``usage_update`` whose ``cost``
+    is the session's running total, $0.25 more per call, then a short wait for a cancel
+    (an agent stops between model calls); the prompt result carries the turn's tokens."""
+    calls = core.options.count or 8
+    done = (core.turn_count - 1) * calls
+    for call in range(1, calls + 1):
+        yield core.chunk(f"Model call {call}. ", turn.message_id)
+        total = round(0.25 * (done + call), 2)
+        yield core.update(
+            {
+                "sessionUpdate": "usage_update",
+                "used": 1000 * call,
+                "size": 200_000,
+                "cost": {"amount": total, "currency": "USD"},
+            }
+        )
+        yield WaitCancel(timeout=0.05)
+        if turn.cancelled:
+            return None
+    usage = {"inputTokens": 100 * calls, "outputTokens": 10 * calls, "totalTokens": 110 * calls}
+    return {"stopReason": "end_turn", "usage": usage}
+
+
 def turn_agent_terminal(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     terminal = [{"type": "terminal", "terminalId": "agent-term-1"}]
     yield core.update(
@@ -223,6 +247,7 @@ FAULT_SCRIPTS = {
     "switch-mode": turn_switch_mode,
     "permission-unannounced": turn_permission_unannounced,
     "usage-meta": turn_usage_meta,
+    "usage-growing": turn_usage_growing,
     "usage-context": turn_usage_context,
     "usage-result-meta": turn_usage_result_meta,
     "agent-terminal": turn_agent_terminal,

@@ -12,6 +12,9 @@ validation, so the page can do nothing the CLI refuses:
 * **cancel a turn** of a one-off run = Ctrl-C on that ``baton run``: SIGINT to
   the process that owns the run, only when it is still running, owned by a live
   baton process on this machine and boot;
+* **raise a budget limit** = ``baton budget raise``: the same check (above the limit in
+  force) and the same transaction, its ``budget.raised`` events in a run of kind
+  ``budget``; a running ``baton up`` lets what the old limit parked go on;
 * **cancel a role's turn** in a team run: a control row the owning ``baton up``
   consumes (:mod:`baton.team.controls`); the daemon cancels the turn and the TASK
   goes to *needs attention* (the human's retry re-prompts it).
@@ -26,6 +29,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +48,7 @@ __all__ = [
     "cancel_role_turn",
     "cancel_run",
     "create_task",
+    "raise_budget",
 ]
 
 MAX_PROMPT_BYTES: Final = 256 * 1024
@@ -129,6 +134,44 @@ def cancel_role_turn(
         return request_cancel(store, slot, task_id=task_id, reason=reason, via="dashboard")
     except ControlRefused as exc:
         raise ActionRefused(str(exc)) from None
+
+
+async def raise_budget(
+    store: Store, project_dir: Path, *, scope: str, key: str, dimension: str, value: Any
+) -> dict[str, Any]:
+    """Raise one limit of one scope, exactly as ``baton budget raise`` does."""
+    from baton.app.budgets import raise_limits
+    from baton.budgets.limits import SCOPES, Limits
+    from baton.budgets.rules import ScopeKey
+    from baton.events.sequencer import Sequencer, format_ts
+    from baton.runner.emitter import EventEmitter
+    from baton.store.records import RunRecord
+
+    if scope not in SCOPES:
+        raise ConfigError(f"{scope!r} is not a budget scope (one of {', '.join(SCOPES)})")
+    limits = Limits.from_table({dimension: value}, "the raise")
+    config = load_config(project_dir).budget
+    run_id = f"budget-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.urandom(3).hex()}"
+    record = RunRecord(
+        run_id, "budget", "dashboard", str(project_dir), "running", format_ts(time.time())
+    )
+    await asyncio.to_thread(store.create_run, record)
+    emitter = EventEmitter(Sequencer(run_id), store)
+    status = "failed"
+    try:
+        raised = await raise_limits(
+            store,
+            config,
+            ScopeKey(scope, key),
+            limits,
+            by="dashboard",
+            commit=lambda payloads, fn: emitter.commit(payloads, fn),
+        )
+        status = "completed"
+    finally:
+        await emitter.flush()
+        await asyncio.to_thread(store.finish_run, run_id, status, format_ts(time.time()))
+    return {"raised": [r.model_dump() for r in raised], "run_id": run_id}
 
 
 @dataclass

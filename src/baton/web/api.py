@@ -38,7 +38,7 @@ from baton.store.history import (
 )
 from baton.store.live_turns import live_turns
 from baton.store.records import RunRecord
-from baton.web.actions import cancel_role_turn, cancel_run, create_task
+from baton.web.actions import cancel_role_turn, cancel_run, create_task, raise_budget
 from baton.web.answers import submit_answer
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.context import WebContext
@@ -407,6 +407,22 @@ def api_routes(ctx: WebContext) -> list[Route]:
         ctx.hub.poke()
         return JSONResponse(result, status_code=202)
 
+    async def raise_budget_limit(request: Request) -> Response:
+        if ctx.project_dir is None:
+            raise ApiError(404, "NoProject", "this server has no project (no baton.toml)")
+        data = await read_json_body(request)
+        value = data.get("value") if isinstance(data, dict) else None
+        result = await raise_budget(
+            ctx.store,
+            ctx.project_dir,
+            scope=_str_field(data, "scope") or "",
+            key=_str_field(data, "key") or "",
+            dimension=_str_field(data, "dimension") or "",
+            value=value,
+        )
+        ctx.hub.poke()
+        return JSONResponse(result, status_code=200)
+
     async def list_requests(request: Request) -> Response:
         state = request.query_params.get("state", "pending")
         run_id = request.query_params.get("run_id") or None
@@ -506,6 +522,7 @@ def api_routes(ctx: WebContext) -> list[Route]:
         Route("/api/decisions", list_decisions, methods=["GET"]),
         Route("/api/team", team, methods=["GET"]),
         Route("/api/team/slots/{slot}/cancel", cancel_slot_turn, methods=["POST"]),
+        Route("/api/budget/raise", raise_budget_limit, methods=["POST"]),
         Route("/api/tasks", tasks, methods=["GET"]),
         Route("/api/tasks", new_task, methods=["POST"]),
         Route("/api/tasks/{task_id}", get_task, methods=["GET"]),

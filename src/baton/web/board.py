@@ -25,7 +25,7 @@ Length: one read model (the snapshot dataclasses) and its two sources, kept toge
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -125,6 +125,9 @@ class BoardSnapshot:
     pending_requests: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What the board could not read (shown, never hidden)."""
+    budgets: tuple[Mapping[str, Any], ...] = ()
+    """Every scope with a ``[budget]`` limit: its spend against the limits in force
+    (``baton.app.budgets``); a reached one can be raised from the page."""
 
 
 class BoardSource(Protocol):
@@ -254,7 +257,7 @@ class TeamViewBoardSource:
         view = self._views.team_view(self._store, self._ctx.team, self._ctx.port)
         # Intake screened these and did not parse them: a note each, never a card.
         notes = [f"unsafe file {u['path']}: {u['reason']}" for u in view.unsafe_files]
-        return snapshot_from_team_view(
+        snapshot = snapshot_from_team_view(
             view,
             project=str(self._ctx.project_dir),
             done=_done_tasks(self._ctx.port, notes),
@@ -263,6 +266,20 @@ class TeamViewBoardSource:
             notes=notes,
             live=live_turns(self._store),
         )
+        return replace(snapshot, budgets=self._budgets(notes))
+
+    def _budgets(self, notes: list[str]) -> tuple[Mapping[str, Any], ...]:
+        from baton.app.budgets import budget_report
+        from baton.config import load_config
+
+        try:
+            config = load_config(self._ctx.project_dir).budget
+            report = budget_report(self._store, config, runs=3)
+        except Exception as exc:  # the board still shows the rest
+            notes.append(f"cannot read the budgets: {exc}")
+            return ()
+        soft = config.soft
+        return tuple(s.to_json(soft) for s in report.standings if s.limits)
 
 
 def snapshot_from_team_view(

@@ -508,6 +508,7 @@ def render_team_page(has_team: bool) -> str:
         '<h2>Team <span id="board-meta" class="meta"></span></h2>'
         '<div id="board-notes"></div>'
         '<h3>Roles</h3><div id="roles" class="roles"><p class="empty">loading…</p></div>'
+        '<h3>Budgets</h3><div id="budgets" class="budgets-panel"></div>'
         '<h3>Tasks</h3><div id="stages" class="stages"></div></section>'
     )
     return page("baton: team", body, current="/team")

@@ -218,6 +218,29 @@ def _build() -> dict[str, Any]:
                 "responses": {"202": _json(), "409": _error(), **errors},
             }
         },
+        "/api/budget/raise": {
+            "post": {
+                "summary": (
+                    "Raise one budget limit of one scope, as `baton budget raise` does; a running "
+                    "`baton up` lets what the old limit parked go on"
+                ),
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["scope", "key", "dimension", "value"],
+                        "properties": {
+                            "scope": {"enum": ["run", "task", "role", "window"]},
+                            "key": {"type": "string"},
+                            "dimension": {
+                                "enum": ["tokens", "cost_usd", "turns", "tool_calls", "minutes"]
+                            },
+                            "value": {"type": "number", "exclusiveMinimum": 0},
+                        },
+                    }
+                ),
+                "responses": {"200": _json(), "400": _error(), "415": _error(), **errors},
+            }
+        },
         "/api/team/slots/{slot}/cancel": {
             "post": {
                 "summary": (

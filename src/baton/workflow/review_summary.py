@@ -65,6 +65,8 @@ class ReviewFacts:
     children: tuple[ChildSummary, ...] = ()
     files_changed: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cost: str | None = None
+    """What the task tree spent, one line (``baton.budgets``); None: nothing was metered."""
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -130,6 +132,8 @@ def review_document(facts: ReviewFacts) -> str:
         f"{facts.task_id} · reported by {facts.role} · result: **{_result(facts.result)}** "
         f"({facts.report_id})",
     ]
+    if facts.cost is not None:
+        lines += ["", f"Cost: {facts.cost}"]
     override = _override(facts.body)
     if override is not None:
         lines += ["", "The leader overrode unfinished delegated work:", "", excerpt(override)]

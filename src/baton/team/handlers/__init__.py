@@ -14,20 +14,23 @@ type with its handler. Modules, by what they do to a TASK:
 - :mod:`.settle`: settle it when FCoP says done;
 - :mod:`.escalate`: needs attention / failed, and the human's retry;
 - :mod:`.repair`: repair it when found in two FCoP stages;
-- :mod:`.worktree`: make its tree's branch and worktree, merge it when approved.
+- :mod:`.worktree`: make its tree's branch and worktree, merge it when approved;
+- :mod:`.budget`: park it at a budget limit, let it go on, defer its claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from baton.budgets.rules import Breach
 from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
 from baton.team import steps
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
+from baton.team.handlers.budget import DeferForBudget, ParkTask, UnparkTask
 from baton.team.handlers.claim import ClaimNotRun, ClaimTask
 from baton.team.handlers.decisions import ApplyHumanAnswer, ApplyRoleDecision
 from baton.team.handlers.dependents import Dependents
@@ -76,6 +79,8 @@ class StepParts:
     schedule: Callable[[str], None]
     watch_request: Callable[[str, str], None]
     workspaces: Workspaces
+    held: Callable[[Breach], Awaitable[None]]
+    """Told what budget holds a TASK back (a window's reopening wakes it)."""
 
 
 def handler_table(p: StepParts) -> HandlerTable:
@@ -106,4 +111,7 @@ def handler_table(p: StepParts) -> HandlerTable:
     table.add(steps.Attention, Escalate(p.escalations))
     table.add(steps.Fail, Escalate(p.escalations, failed=True))
     table.add(steps.Retry, RetryTask(p.book, human))
+    table.add(steps.Park, ParkTask(p.book, p.held))
+    table.add(steps.Unpark, UnparkTask(p.book))
+    table.add(steps.DeferClaim, DeferForBudget(p.held))
     return table

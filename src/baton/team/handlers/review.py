@@ -7,17 +7,21 @@ then watched: whoever answers it (CLI, dashboard, another process) wakes the TAS
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from baton.budgets.limits import BudgetConfig, format_amount
+from baton.budgets.rules import ScopeKey, Spend
 from baton.fcop_port.port import FcopPort, TaskInfo
 from baton.requests.ledger import Ledger
 from baton.requests.model import ReviewChanges, ReviewRequest
-from baton.store import team_sql
+from baton.store import budget_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team import steps
 from baton.team.book import TaskBook
+from baton.team.facts import tree_root
 from baton.team.handlers.outcome import Outcome, Then
 from baton.team.next_step import Facts, ReportView
 from baton.team.prompts import Prompts
@@ -29,7 +33,13 @@ from baton.workflow.review_summary import ChildSummary, ReviewFacts, review_docu
 from baton.worktrees.review import review_changes
 from baton.worktrees.states import WorktreeState
 
-__all__ = ["OpenHumanReview", "ReviewDocuments", "ReviewSummary", "changes_line"]
+__all__ = [
+    "OpenHumanReview",
+    "ReviewDocuments",
+    "ReviewSummary",
+    "changes_line",
+    "tree_cost",
+]
 
 ReviewSummary = Callable[[TaskInfo, ReportView, str, tuple[str, ...] | None], str]
 """``(task, report head, report body, files) -> text`` of the review document a human
@@ -48,6 +58,8 @@ class ReviewDocuments:
 
     prompts: Prompts
     store: Store
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """The limits in force: the tree's ``per_task`` one is shown beside its cost."""
 
     def __call__(
         self, task: TaskInfo, head: ReportView, body: str, files: tuple[str, ...] | None
@@ -64,6 +76,7 @@ class ReviewDocuments:
             return out
 
         changed = self.store.read_tx(reported)
+        cost = self.store.read_tx(lambda tx: tree_cost(tx, self.budget, task.task_id))
         facts = ReviewFacts(
             task_id=task.task_id,
             subject=task.subject,
@@ -84,8 +97,26 @@ class ReviewDocuments:
                 for c in children
             ),
             files_changed=files if files is not None else changed.get(task.task_id, ()),
+            cost=cost,
         )
         return review_document(facts)
+
+
+def tree_cost(tx: Tx, budget: BudgetConfig, task_id: str) -> str | None:
+    """What ``task_id``'s task tree spent, against its ``per_task`` limits when any are set
+    (the review document's cost line); None when nothing was ever charged to it."""
+    row = team_sql.TASKS.get(tx, task_id)
+    tree = tree_root(tx, task_id, TaskRecord.from_row(row) if row is not None else None)
+    scope = ScopeKey("task", tree)
+    [standing] = budget_sql.standings(tx, budget, [scope], time.time())
+    if standing.spend == Spend():
+        return None
+    text = standing.spend.describe()
+    limits = [
+        f"{dimension} {format_amount(dimension, limit)}"
+        for dimension, limit in standing.limits.items()
+    ]
+    return f"{text} (per_task limit: {', '.join(limits)})" if limits else text
 
 
 @dataclass(frozen=True, slots=True)

@@ -250,6 +250,7 @@
     if (button.dataset.action === "cancel-run") { cancelRun(button); return; }
     if (button.dataset.action === "cancel-turn") { cancelTurn(button); return; }
     if (button.dataset.action === "revoke-grant") { revokeGrant(button); return; }
+    if (button.dataset.action === "raise-budget") { raiseBudget(button); return; }
     const card = button.closest("[data-request-id]");
     if (!card) return;
     let answer;
@@ -321,6 +322,37 @@
     const body = button.dataset.task ? {task_id: button.dataset.task} : {};
     const r = await api("POST", "/api/team/slots/" + enc(button.dataset.slot) + "/cancel", body);
     button.textContent = r.ok ? "cancelling…" : visible(r.data.message || "cannot cancel");
+  }
+  // A budget limit in force, raised as `baton budget raise` does (the value typed beside it).
+  async function raiseBudget(button) {
+    const row = button.closest("[data-scope]");
+    const input = row.querySelector("input[data-raise]");
+    const status = row.querySelector(".status");
+    button.disabled = true;
+    const body = {scope: row.dataset.scope, key: row.dataset.key, dimension: input.dataset.raise, value: Number(input.value)};
+    const r = await api("POST", "/api/budget/raise", body);
+    button.disabled = false;
+    status.className = r.ok ? "status ok" : "status error";
+    status.textContent = r.ok ? "raised; baton up goes on" : errorText(r);
+  }
+  const SCOPE_NAME = {run: "per_run", task: "per_task", role: "per_role", window: "per_window"};
+  function amount(dimension, value) {
+    if (dimension === "cost_usd") return "$" + Number(value).toFixed(value && Math.abs(value) < 0.01 ? 4 : 2);
+    if (dimension === "minutes") return Number(value).toFixed(1) + " min";
+    return Math.round(value).toLocaleString("en-US");
+  }
+  function budgetRow(s) {
+    const over = s.breaches.find((b) => b.level === "hard");
+    const parts = Object.entries(s.limits).map(([d, limit]) => {
+      const level = (s.breaches.find((b) => b.dimension === d) || {}).level;
+      return el("span", {class: "spend" + (level ? " " + level : ""), "data-dimension": d}, d + " " + amount(d, s.spend[d]) + " of " + amount(d, limit) + (level === "hard" ? " OVER" : level === "soft" ? " near" : ""));
+    });
+    const raise = over ? el("span", {class: "raise"},
+      el("input", {type: "number", min: "0", step: "any", value: String(over.limit * 2), "data-raise": over.dimension, "aria-label": "new " + over.dimension + " limit"}),
+      el("button", {type: "button", class: "small", "data-action": "raise-budget"}, "Raise " + over.dimension),
+      el("span", {class: "status", role: "status"})) : null;
+    return el("li", {class: over ? "over" : "", "data-scope": s.scope, "data-key": s.key},
+      el("strong", {}, SCOPE_NAME[s.scope] + " "), el("code", {}, s.key), " ", ...parts.flatMap((p, i) => i ? [" · ", p] : [p]), raise);
   }
   const cancelTurnButton = (slot, task, label) => el("button", {type: "button", class: "deny small", "data-action": "cancel-turn", "data-slot": slot, "data-task": task || ""}, label);
 
@@ -506,6 +538,11 @@
         r.turn_running ? el("p", {}, cancelTurnButton(r.name, r.current_task, "Cancel turn")) : null,
         r.waiting_requests.length ? el("p", {}, el("a", {href: "/#requests"}, r.waiting_requests.length + " request(s) wait for you")) : null);
     }));
+    const budgets = document.getElementById("budgets");
+    if (budgets) {
+      const rows = snapshot.budgets || [];
+      budgets.replaceChildren(rows.length ? el("ul", {class: "budgets"}, ...rows.map(budgetRow)) : el("p", {class: "empty"}, "no [budget] limits in baton.toml"));
+    }
     const stages = document.getElementById("stages");
     const byStage = new Map();
     for (const t of snapshot.tasks) { if (!byStage.has(t.stage)) byStage.set(t.stage, []); byStage.get(t.stage).push(t); }
