@@ -163,6 +163,53 @@ def test_pending_moves_are_still_pending() -> None:
             )
 
 
+SURFACES = ("baton.cli", "baton.web")
+"""The surfaces: they reach the core through the composition root only."""
+
+SURFACE_DOORS = (
+    "baton",  # the package itself (its version)
+    "baton.app",  # the composition root and its facade (baton.app.facade.<area>)
+    "baton.errors",  # the error tree every layer shares
+    "baton.security.display",  # what makes text safe on a terminal or a page
+    *(p for layer in TIERS[-1] for p in _prefixes(layer)),  # the leaves everyone uses
+)
+"""What a surface may import besides the surfaces themselves (issue 31 item 6)."""
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes if p != "baton") or (
+        "baton" in prefixes and module == "baton"
+    )
+
+
+def _surface_bypasses(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if _within(module, SURFACES)
+        for target in sorted(targets)
+        if not _within(target, SURFACES + SURFACE_DOORS)
+    ]
+
+
+def test_the_surfaces_reach_the_core_through_the_app() -> None:
+    """The CLI and the web import the core from ``baton.app`` (the root and its facade), so
+    what they use of it is listed in one place and the core can move behind it."""
+    assert _surface_bypasses(GRAPH) == []
+
+
+def test_the_surface_check_can_fail() -> None:
+    graph = {
+        "baton.cli.x": {"baton.store.store", "baton.app.facade.store", "baton.errors"},
+        "baton.web.y": {"baton.cli.z", "baton.security.display", "baton.security.paths"},
+        "baton.team.loop": {"baton.store.store"},
+    }
+    assert _surface_bypasses(graph) == [
+        "baton.cli.x -> baton.store.store",
+        "baton.web.y -> baton.security.paths",
+    ]
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}

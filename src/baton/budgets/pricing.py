@@ -27,10 +27,12 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from baton.budgets.ledger import Estimate, TokenCounts
 from baton.errors import ConfigError
+
+if TYPE_CHECKING:  # the ledger needs the event model (pydantic): baton.config must not
+    from baton.budgets.ledger import Estimate, TokenCounts
 
 __all__ = ["MODEL_PRICE_KEYS", "PRICING_KEYS", "ModelPrice", "PriceTable", "PricingConfig"]
 
@@ -131,6 +133,8 @@ class PriceTable:
         why not."""
         if model is not None and model in self.config.models:
             cost = self.config.models[model].cost(counts)
+            from baton.budgets.ledger import Estimate
+
             return Estimate(cost, f'[pricing.models."{model}"] in baton.toml (an estimate)'), ""
         if not self.config.estimate:
             return None, "estimates are off ([pricing] estimate = false)"
@@ -162,4 +166,6 @@ def _genai_price(model: str, counts: TokenCounts) -> tuple[Estimate | None, str]
         f"{PRICE_TABLE} {genai_prices.__version__}: {price.provider.id}/{price.model.id} "
         "(an estimate)"
     )
+    from baton.budgets.ledger import Estimate
+
     return Estimate(float(price.total_price), source), ""

@@ -25,6 +25,23 @@ from rich.console import Console
 from rich.table import Table
 
 import baton
+from baton.app.facade.agents import (
+    APPROVAL_TABLES,
+    NODE,
+    PYTHON_PLACEHOLDER,
+    AgentProfile,
+    RegistryUnreachable,
+    install_agent,
+    installed_agent,
+    installed_bridge,
+    is_bundled,
+    locate_install,
+    node_version,
+    pin_status,
+    plan_launch,
+    tools_dir,
+)
+from baton.app.facade.config import BatonConfig
 from baton.cli.project import ProjectOption, any_config
 from baton.cli.render import safe
 from baton.cli.shared import (
@@ -38,15 +55,7 @@ from baton.cli.shared import (
     print_ndjson,
     say_error,
 )
-from baton.config import BatonConfig
-from baton.providers.approval import APPROVAL_TABLES
-from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
-from baton.security.agent_installs import installed_agent, tools_dir
-from baton.security.agent_tools import RegistryUnreachable, install_agent, node_version
-from baton.security.bridge_pin import NODE, installed_bridge, is_bundled
 from baton.security.display import terminal_safe
-from baton.security.distribution import locate_install, pin_status
-from baton.security.launch_env import plan_launch
 
 __all__ = ["agent_rows", "app"]
 
@@ -67,7 +76,7 @@ def _say(console: Console, text: str) -> None:
 
 def _credentials(config: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]) -> str:
     """``env:NAME``/``file:NAME`` for bound credentials that resolve, ``login`` for a login."""
-    from baton.runner.agent_login import login_record
+    from baton.app.facade.runs import login_record
 
     parts: list[str] = []
     if profile.credentials:
@@ -233,8 +242,8 @@ def login(
     import asyncio
     import subprocess
 
-    from baton.errors import AgentError
-    from baton.runner.agent_login import (
+    from baton.app.facade.agents import prepare_launch, verify_before_launch
+    from baton.app.facade.runs import (
         auth_methods,
         authenticate,
         choose_method,
@@ -242,8 +251,7 @@ def login(
         record_login,
         terminal_login_argv,
     )
-    from baton.security.distribution import verify_before_launch
-    from baton.security.launch_env import prepare_launch
+    from baton.errors import AgentError
 
     config = any_config(project)
     profile = config.profile(name)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import re
 
-from baton.requests.errors import InvalidAnswer
-from baton.requests.grants import GRANT_SCOPES
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.app.facade.requests import (
+    GRANT_SCOPES,
     Answer,
     BooleanField,
     ContentValue,
     ElicitationAnswer,
     ElicitationRequest,
     GrantSpec,
+    InvalidAnswer,
     MultiSelectField,
     NumberField,
     PermissionAnswer,
@@ -30,6 +29,7 @@ from baton.requests.model import (
     QuestionAnswer,
     QuestionRequest,
     QuestionSelection,
+    RequestRecord,
     ReviewAnswer,
     ReviewRequest,
 )

@@ -13,8 +13,14 @@ from typing import Annotated, Any
 
 import typer
 
-from baton.budgets.limits import SCOPE_TABLES, SCOPES, Limits, format_amount
-from baton.budgets.rules import ScopeKey, ScopeStanding
+from baton.app.facade.budgets import (
+    SCOPE_TABLES,
+    SCOPES,
+    Limits,
+    ScopeKey,
+    ScopeStanding,
+    format_amount,
+)
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.shared import EXIT_USAGE, CommandError, command_app, out, plural, print_json
 from baton.security.display import terminal_safe

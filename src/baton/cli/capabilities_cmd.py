@@ -14,9 +14,7 @@ from typing import Annotated
 
 import typer
 
-from baton.cli.shared import command_app
-from baton.errors import ConfigError
-from baton.providers.capabilities import (
+from baton.app.facade.agents import (
     build_matrix,
     family_of,
     load_probes,
@@ -24,6 +22,8 @@ from baton.providers.capabilities import (
     render_markdown,
     render_text,
 )
+from baton.cli.shared import command_app
+from baton.errors import ConfigError
 
 __all__ = [
     "EXIT_USAGE",

@@ -37,7 +37,7 @@ def worker(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ray command only.")] = False,
 ) -> None:
     """Join the cluster at ADDRESS as worker HOST (blocks while the node runs)."""
-    from baton.cluster.worker import worker_argv
+    from baton.app.facade.cluster import worker_argv
 
     argv = worker_argv(
         address,

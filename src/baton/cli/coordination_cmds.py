@@ -26,8 +26,18 @@ from rich.table import Table
 
 from baton.app import Baton
 from baton.app.budgets import task_spend
-from baton.budgets.limits import format_amount
-from baton.budgets.rules import Spend
+from baton.app.facade.budgets import Spend, format_amount
+from baton.app.facade.config import load_config
+from baton.app.facade.fcop import (
+    STAGES,
+    CoordinationContext,
+    TaskInfo,
+    init_project,
+    open_tasks,
+    subject_problem,
+)
+from baton.app.facade.store import Store
+from baton.app.facade.team import TaskRecord, task_views
 from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import (
     EXIT_USAGE,
@@ -38,15 +48,7 @@ from baton.cli.shared import (
     print_json,
     print_ndjson,
 )
-from baton.config import load_config
-from baton.fcop_port.board import open_tasks
-from baton.fcop_port.port import STAGES, TaskInfo
-from baton.fcop_port.project import CoordinationContext, init_project
-from baton.intake.screen import subject_problem
 from baton.security.display import terminal_safe
-from baton.store.store import Store
-from baton.team.records import TaskRecord
-from baton.team.views import task_views
 
 __all__ = ["app", "find_task", "line_safe", "open_store"]
 
@@ -389,8 +391,8 @@ def task_show(
 
 def _branch_of(ctx: CoordinationContext, task_id: str) -> dict[str, Any] | None:
     """The task's tree's branch and its diffstat (None: the tree has no branch)."""
+    from baton.app.facade.worktrees import GitError
     from baton.app.worktrees import NoTree, change_of, tree_of
-    from baton.worktrees.git import GitError
 
     with open_store(ctx) as store:
         root, record = tree_of(store, task_id)

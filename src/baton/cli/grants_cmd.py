@@ -16,11 +16,9 @@ from typing import Annotated, TypeVar
 import typer
 from rich.table import Table
 
+from baton.app.facade.requests import Grant, GrantBook, grant_data
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.shared import command_app, out, print_json, print_ndjson
-from baton.requests.grant_book import GrantBook
-from baton.requests.grants import Grant
-from baton.requests.render import grant_data
 from baton.security.display import terminal_safe
 
 __all__ = ["app"]

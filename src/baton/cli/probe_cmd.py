@@ -11,6 +11,8 @@ import typer
 from rich.table import Table
 
 from baton.app import Baton
+from baton.app.facade.agents import AgentProfile
+from baton.app.facade.config import BatonConfig
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import safe
 from baton.cli.shared import (
@@ -22,9 +24,7 @@ from baton.cli.shared import (
     progress,
     say_error,
 )
-from baton.config import BatonConfig
 from baton.errors import BatonError
-from baton.providers.profile import AgentProfile
 
 __all__ = ["app"]
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from baton.app.facade.config import BatonConfig, find_project_dir, load_config
 from baton.cli.shared import EXIT_USAGE, CommandError
-from baton.config import BatonConfig, find_project_dir, load_config
 
 if TYPE_CHECKING:
-    from baton.fcop_port.project import CoordinationContext
+    from baton.app.facade.fcop import CoordinationContext
 
 __all__ = [
     "ProjectOption",
@@ -96,7 +96,7 @@ def any_config(option: Path | None) -> BatonConfig:
 
 def coordination(option: Path | None) -> CoordinationContext:
     """The project's team and FCoP workspace (``up``, ``status``, ``task``, ``sessions``)."""
-    from baton.fcop_port.project import open_context
+    from baton.app.facade.fcop import open_context
 
     start = start_dir(option)
     if find_project_dir(start) is None:

@@ -35,10 +35,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from baton.budgets.limits import SCOPE_TABLES, format_amount
-from baton.cli.tally import DEFERRED_CODES, Tally, refusal_code
-from baton.cli.tool_output import elide, json_summary
-from baton.events.model import (
+from baton.app.facade.budgets import SCOPE_TABLES, format_amount
+from baton.app.facade.runs import (
     BudgetExceeded,
     BudgetThreshold,
     CanonicalEvent,
@@ -67,8 +65,11 @@ from baton.events.model import (
     TurnStalled,
     UsageReported,
     _ToolExecution,
+    resumed_text,
+    stall_text,
 )
-from baton.runner.liveness import resumed_text, stall_text
+from baton.cli.tally import DEFERRED_CODES, Tally, refusal_code
+from baton.cli.tool_output import elide, json_summary
 from baton.security.display import terminal_safe
 
 __all__ = [

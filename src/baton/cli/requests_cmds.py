@@ -16,23 +16,26 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from baton.app.facade.config import BatonConfig
+from baton.app.facade.requests import (
+    Grant,
+    GrantBook,
+    InvalidAnswer,
+    Ledger,
+    RequestRecord,
+    ReviewAnswer,
+    State,
+    grant_data,
+    render,
+    to_data,
+    validate_answer,
+)
 from baton.app.worktrees import approval_refusal
 from baton.cli.answer_words import build_answer, next_step
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.services import find
 from baton.cli.shared import command_app, out, plural, print_json, print_ndjson
 from baton.cli.worktree_cmds import rebase_reason
-from baton.config import BatonConfig
-from baton.requests.errors import InvalidAnswer
-from baton.requests.grant_book import GrantBook
-from baton.requests.grants import Grant
-from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import (
-    ReviewAnswer,
-)
-from baton.requests.render import grant_data, render, to_data
-from baton.requests.states import State
-from baton.requests.validate import validate_answer
 
 __all__ = ["CLI_RULE", "app"]
 

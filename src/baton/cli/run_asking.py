@@ -13,18 +13,18 @@ from typing import Final
 from rich.console import Console
 from rich.markup import escape
 
-from baton.cli.shared import err
-from baton.requests.grants import default_subject
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.app.facade.requests import (
     Answer,
     GrantSpec,
     PermissionAnswer,
     PermissionRequest,
     PlanAnswer,
     PlanRequest,
+    RequestRecord,
+    default_subject,
+    tool_call_paths,
 )
-from baton.requests.policy import tool_call_paths
+from baton.cli.shared import err
 from baton.security.display import terminal_safe
 
 __all__ = ["HeadlessHint", "TerminalAsker", "permission_reply", "say_headless"]
@@ -84,7 +84,7 @@ class TerminalAsker:
                 f"baton: request {record.request_id} waits for `baton answer {record.request_id}`"
             )
             return None
-        from baton.requests.render import render as render_request  # markdown: only when asked
+        from baton.app.facade.requests import render as render_request
 
         self.console.print(render_request(record))
         if isinstance(document, PermissionRequest):
@@ -114,7 +114,7 @@ class HeadlessHint:
         self.deadlines: dict[str, float] = {}
 
     async def ask(self, record: RequestRecord) -> Answer | None:
-        from baton.requests.render import answer_hint  # markdown: only when asked
+        from baton.app.facade.requests import answer_hint
 
         deadline = time.time() + self.wait_timeout
         self.deadlines[record.request_id] = deadline

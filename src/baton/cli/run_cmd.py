@@ -13,8 +13,12 @@ from rich.console import Console
 
 from baton.aiotasks import cancel_and_wait
 from baton.app import Baton
-from baton.budgets.limits import Limits, parse_budget_option
-from baton.budgets.rules import raise_hint
+from baton.app.facade.agents import AgentProfile
+from baton.app.facade.budgets import Limits, parse_budget_option, raise_hint
+from baton.app.facade.config import BatonConfig
+from baton.app.facade.requests import AuditMode, Policy
+from baton.app.facade.runs import HumanChannel
+from baton.app.facade.store import RunStatus
 from baton.cli.project import ProjectOption, project_config, start_dir
 from baton.cli.render import HumanRenderer
 from baton.cli.run_asking import HeadlessHint, TerminalAsker, say_headless
@@ -38,15 +42,10 @@ from baton.cli.shared import (
     say_error,
 )
 from baton.cli.signals import Interrupts, describe_signal
-from baton.config import BatonConfig
 from baton.errors import BatonError
-from baton.providers.profile import AgentProfile
-from baton.requests.policy import AuditMode, Policy
-from baton.runner.requests_broker import HumanChannel
-from baton.store.records import RunStatus
 
 if TYPE_CHECKING:
-    from baton.runner.session import AgentSession, TurnOutcome
+    from baton.app.facade.runs import AgentSession, TurnOutcome
 
 __all__ = ["app"]
 
@@ -68,8 +67,8 @@ async def _run_turn(
     audit: AuditMode = "record",
     budget: Limits | None = None,
 ) -> int:
+    from baton.app.facade.runs import CANCEL_GRACE_SECONDS
     from baton.cli.services import running_dashboard
-    from baton.runner.session import CANCEL_GRACE_SECONDS
 
     headless: HeadlessHint | None = None
     terminal: HumanChannel | None = None

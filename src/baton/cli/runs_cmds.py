@@ -9,15 +9,12 @@ import typer
 from rich.table import Table
 
 from baton.app import Baton
-from baton.budgets.limits import format_amount
-from baton.budgets.rules import Spend
+from baton.app.facade.budgets import Spend, format_amount
+from baton.app.facade.runs import CanonicalEvent
+from baton.app.facade.store import RunRecord, Store, budget_sql
 from baton.cli.project import ProjectOption, project_config
 from baton.cli.render import HumanRenderer, safe
 from baton.cli.shared import CommandError, command_app, out, plural, print_ndjson
-from baton.events.model import CanonicalEvent
-from baton.store import budget_sql
-from baton.store.records import RunRecord
-from baton.store.store import Store
 
 __all__ = ["RoleLabels", "app", "resolve_run", "run_data"]
 

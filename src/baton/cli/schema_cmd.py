@@ -31,7 +31,7 @@ def schema(
     ] = False,
 ) -> None:
     """Print (or write/check) the JSON Schema of the canonical event stream."""
-    from baton.events.schema import render_schema
+    from baton.app.facade.runs import render_schema
     from baton.fsutil import atomic_write
 
     text = render_schema()

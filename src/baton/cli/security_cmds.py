@@ -20,23 +20,29 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from baton.cli.project import ProjectOption, any_config, project_config, start_dir
-from baton.cli.shared import EXIT_USAGE, CommandError, command_app
-from baton.config import BatonConfig
-from baton.errors import ConfigError
-from baton.providers.profile import AgentProfile
-from baton.security.admission import KNOWN_FAMILIES, AdmissionVerdict, admit, expand_families
-from baton.security.display import neutralize_terminal
-from baton.security.distribution import (
+from baton.app.facade.agents import (
+    KNOWN_FAMILIES,
+    AdmissionVerdict,
+    AgentProfile,
+    Manifest,
+    PinMismatch,
+    admit,
+    expand_families,
     load_manifest,
     locate_install,
     manifest_path,
     pin_status,
+    pin_tree,
+    plan_launch,
+    platform_key,
     save_manifest,
+    verify_tree,
 )
-from baton.security.launch_env import plan_launch
-from baton.security.manifest import Manifest, platform_key
-from baton.security.pinning import PinMismatch, pin_tree, verify_tree
+from baton.app.facade.config import BatonConfig
+from baton.cli.project import ProjectOption, any_config, project_config, start_dir
+from baton.cli.shared import EXIT_USAGE, CommandError, command_app
+from baton.errors import ConfigError
+from baton.security.display import neutralize_terminal
 
 __all__ = ["app"]
 
@@ -78,7 +84,7 @@ def _profiles(cfg: BatonConfig, agent: str | None) -> list[AgentProfile]:
 def _doctor_row(
     cfg: BatonConfig, profile: AgentProfile, environ: Mapping[str, str]
 ) -> dict[str, Any]:
-    from baton.security.agent_installs import installed_agent
+    from baton.app.facade.agents import installed_agent
 
     # Where a launch finds it: baton's tools dir first (`baton agents install`), then PATH,
     # the same lookup as `baton agents`.

@@ -178,8 +178,8 @@ def say_error(message: str, hint: str | None = None) -> None:
 def _boundary_hint(exc: BatonError) -> str | None:
     """The "how to fix it" half for errors raised below the command line, which cannot know
     which command the person typed (the one place they are translated for people)."""
+    from baton.app.facade.requests import UnknownRequest
     from baton.errors import AgentNotInstalled
-    from baton.requests.errors import UnknownRequest
 
     if isinstance(exc, UnknownRequest):
         return "`baton inbox` lists the pending requests (a unique prefix of an id is enough)"
@@ -208,7 +208,7 @@ def crash_report(exc: BaseException, *, argv: Iterable[str], where: Path | None 
     out of git), else to the system temporary directory; never to the terminal.
     """
     from baton import __version__
-    from baton.security.redact import Redactor
+    from baton.app.facade.agents import Redactor
 
     directory = where if where is not None else Path(tempfile.gettempdir())
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -232,7 +232,7 @@ def report(exc: BaseException, args: Iterable[str] = ()) -> int:
         return exit_for(exc)
     if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Abort":
         return EXIT_CANCELLED
-    from baton.config import find_project_dir
+    from baton.app.facade.config import find_project_dir
 
     argv = ["baton", *args]
     try:

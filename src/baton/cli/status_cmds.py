@@ -15,20 +15,17 @@ from typing import Annotated, Any
 import typer
 
 from baton.app.budgets import budget_report
-from baton.budgets.limits import SCOPE_TABLES, format_amount
+from baton.app.facade.budgets import SCOPE_TABLES, format_amount
+from baton.app.facade.config import load_config
+from baton.app.facade.fcop import CoordinationContext
+from baton.app.facade.requests import RequestRecord, record_from_row
+from baton.app.facade.runs import span, stall_text
+from baton.app.facade.store import Store, live_turns, requests_sql
+from baton.app.facade.team import ControlRefused, request_cancel, slot_views, task_views, team_view
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
-from baton.config import load_config
-from baton.fcop_port.project import CoordinationContext
-from baton.requests.records import RequestRecord, record_from_row
-from baton.runner.liveness import span, stall_text
 from baton.security.display import terminal_safe
-from baton.store import requests_sql
-from baton.store.live_turns import live_turns
-from baton.store.store import Store
-from baton.team.controls import ControlRefused, request_cancel
-from baton.team.views import slot_views, task_views, team_view
 
 __all__ = ["app", "status_data"]
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from baton.events.model import (
+from baton.app.facade.runs import (
     CanonicalEvent,
     RequestAnswered,
     RequestCancelled,

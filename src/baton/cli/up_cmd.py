@@ -95,8 +95,8 @@ def up(
 def _warn_unreachable_endpoints(ctx: Any) -> None:
     """A role whose model server is down would fail every turn after a long retry: say it
     once, at the start, in one line per endpoint (the team still starts: it may come up)."""
+    from baton.app.facade.config import load_config
     from baton.cli.endpoint_check import unreachable
-    from baton.config import load_config
 
     config = load_config(ctx.project_dir)
     checked: dict[str, str | None] = {}
@@ -123,8 +123,7 @@ async def _up(
     heartbeat: float,
     serve_port: int | None = None,
 ) -> int:
-    from baton.team.contract import RoleSession, RoleSessionFactory
-    from baton.team.loop import TeamLoop, TeamLoopBusy
+    from baton.app.facade.team import RoleSession, RoleSessionFactory, TeamLoop, TeamLoopBusy
 
     ctx = coordination(project)
     run_id = new_run_id()

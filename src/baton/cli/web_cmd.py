@@ -83,7 +83,7 @@ async def _announce_urls(server: DashboardServer, no_token: bool) -> None:
 
 async def _admin(project: Path | None, *, logout_all: bool, login_code: bool) -> None:
     from baton.app import Baton
-    from baton.store.web_sessions import revoke_all
+    from baton.app.facade.store import revoke_all
     from baton.web.sessions import SessionAuth
 
     async with Baton.open(config=project_config(project), recover=False) as baton:

@@ -16,6 +16,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from baton.app.facade.requests import InvalidAnswer, RequestRecord, ReviewRequest
+from baton.app.facade.store import Store
+from baton.app.facade.worktrees import GitError, Preflight, TreeChange, WorktreeRecord
 from baton.app.worktrees import (
     NoTree,
     all_trees,
@@ -27,14 +30,7 @@ from baton.app.worktrees import (
 from baton.cli.coordination_cmds import find_task, line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
-from baton.requests.errors import InvalidAnswer
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import ReviewRequest
 from baton.security.display import terminal_safe
-from baton.store.store import Store
-from baton.worktrees.git import GitError
-from baton.worktrees.model import WorktreeRecord
-from baton.worktrees.repo import Preflight, TreeChange
 
 __all__ = ["app", "change_json", "rebase_reason"]
 

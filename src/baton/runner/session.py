@@ -14,6 +14,10 @@ No provider is special-cased: providers differ only by their profile and their
 The session's own life is a table (:mod:`.session_state`): ``opening → ready ⇄
 prompting → closed``. Calling ``prompt()`` during a turn or after ``close()`` is a
 :class:`~baton.errors.UsageError` (a bug in the caller), not the agent's fault.
+
+Length: ``open()`` is one ordered sequence (admission, pin, launch, handshake, then the
+worktree mode and the budget meter wired in) that a reader must see whole; every step's
+work lives in the modules named above.
 """
 
 from __future__ import annotations

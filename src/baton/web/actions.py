@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from baton.config import load_config
+from baton.app.facade.config import boot_id, load_config
+from baton.app.facade.fcop import subject_problem
+from baton.app.facade.store import Store
+from baton.app.facade.team import ControlRefused, request_cancel
 from baton.errors import BatonError, ConfigError
-from baton.intake.screen import subject_problem
-from baton.lifeline import boot_id
-from baton.store.store import Store
-from baton.team.controls import ControlRefused, request_cancel
 
 __all__ = [
     "MAX_PROMPT_BYTES",
@@ -66,7 +65,7 @@ def create_task(
     project_dir: Path, *, to: str, subject: str, body: str, operation_id: str | None
 ) -> dict[str, Any]:
     """T1 as the human, exactly as ``baton task new`` does it (blocking: call off-loop)."""
-    from baton.fcop_port.project import open_context
+    from baton.app.facade.fcop import open_context
 
     ctx = open_context(project_dir)
     if ctx.team.role_for(to) is None:
@@ -141,11 +140,9 @@ async def raise_budget(
 ) -> dict[str, Any]:
     """Raise one limit of one scope, exactly as ``baton budget raise`` does."""
     from baton.app.budgets import raise_limits
-    from baton.budgets.limits import SCOPES, Limits
-    from baton.budgets.rules import ScopeKey
-    from baton.events.sequencer import Sequencer, format_ts
-    from baton.runner.emitter import EventEmitter
-    from baton.store.records import RunRecord
+    from baton.app.facade.budgets import SCOPES, Limits, ScopeKey
+    from baton.app.facade.runs import EventEmitter, Sequencer, format_ts
+    from baton.app.facade.store import RunRecord
 
     if scope not in SCOPES:
         raise ConfigError(f"{scope!r} is not a budget scope (one of {', '.join(SCOPES)})")

@@ -14,19 +14,21 @@ import asyncio
 from pathlib import Path
 from typing import Final
 
-from baton.app.worktrees import approval_refusal
-from baton.errors import BatonError, RequestError, StoreError
-from baton.requests.errors import (
+from baton.app.facade.requests import (
     AnswerConflict,
+    AnswerResult,
     IllegalTransition,
     InvalidAnswer,
+    Ledger,
     NotPending,
+    ReviewAnswer,
+    State,
     UnknownRequest,
+    parse_answer,
+    validate_answer,
 )
-from baton.requests.ledger import AnswerResult, Ledger
-from baton.requests.model import ReviewAnswer, parse_answer
-from baton.requests.states import State
-from baton.requests.validate import validate_answer
+from baton.app.worktrees import approval_refusal
+from baton.errors import BatonError, RequestError, StoreError
 
 __all__ = ["WEB_RULE", "status_for", "submit_answer"]
 

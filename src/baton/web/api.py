@@ -23,21 +23,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from baton.errors import BatonError, RemoteFault
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import ReviewRequest
-from baton.requests.render import to_data
-from baton.requests.states import State
-from baton.store.history import (
+from baton.app.facade.requests import RequestRecord, ReviewRequest, State, to_data
+from baton.app.facade.store import (
     DecisionFilter,
     RunFilter,
+    RunRecord,
     decision_ids,
+    live_turns,
     run_prompts,
     run_tool_counts,
     runs_page,
 )
-from baton.store.live_turns import live_turns
-from baton.store.records import RunRecord
+from baton.errors import BatonError, RemoteFault
 from baton.web.actions import cancel_role_turn, cancel_run, create_task, raise_budget
 from baton.web.answers import submit_answer
 from baton.web.board import BoardSource, snapshot_data
@@ -240,7 +237,7 @@ async def team_snapshot(ctx: WebContext) -> dict[str, Any]:
 async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
     """A task, its documents, and its change: its tree's branch against the base
     (``tree``), or, for a task without a branch, the files its role reported (``changes``)."""
-    from baton.fcop_errors import CoordinationError
+    from baton.app.facade.fcop import CoordinationError
 
     board = _board_source(ctx)
     snapshot = await asyncio.to_thread(board.snapshot, [])

@@ -23,10 +23,10 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from baton.app.facade.fcop import CoordinationError
+from baton.app.facade.requests import Ledger
+from baton.app.facade.store import Store
 from baton.errors import BatonError, ConfigError
-from baton.fcop_errors import CoordinationError
-from baton.requests.ledger import Ledger
-from baton.store.store import Store
 from baton.web.actions import ActionRefused, RunLauncher
 from baton.web.answers import status_for
 from baton.web.api import ApiError, api_routes

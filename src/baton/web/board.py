@@ -30,13 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from baton.fcop_port.port import FcopPort, Stage, TaskInfo
-from baton.fcop_port.project import CoordinationContext
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import ReviewRequest
-from baton.runner.liveness import stall_text
-from baton.store.live_turns import LiveTurn, live_turns
-from baton.store.store import Store
+from baton.app.facade.fcop import CoordinationContext, FcopPort, Stage, TaskInfo
+from baton.app.facade.requests import RequestRecord, ReviewRequest
+from baton.app.facade.runs import stall_text
+from baton.app.facade.store import LiveTurn, Store, live_turns
 
 __all__ = [
     "STAGES",
@@ -150,8 +147,8 @@ class BoardSource(Protocol):
 
 def open_board(project_dir: Path, store: Store) -> BoardSource:
     """The board of the project, from the team loop's read models (``baton.team.views``)."""
-    from baton.fcop_port.project import open_context
-    from baton.team import views
+    from baton.app.facade.fcop import open_context
+    from baton.app.facade.team import views
 
     return TeamViewBoardSource(open_context(project_dir), store, views)
 
@@ -270,7 +267,7 @@ class TeamViewBoardSource:
 
     def _budgets(self, notes: list[str]) -> tuple[Mapping[str, Any], ...]:
         from baton.app.budgets import budget_report
-        from baton.config import load_config
+        from baton.app.facade.config import load_config
 
         try:
             config = load_config(self._ctx.project_dir).budget

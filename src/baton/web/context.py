@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from baton.requests.ledger import Ledger
-from baton.store.store import Store
+from baton.app.facade.requests import Ledger
+from baton.app.facade.store import Store
 from baton.web.auth import AuthConfig
 
 if TYPE_CHECKING:

@@ -32,8 +32,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.app.facade.agents import OUTSIDE_MASK, display_path
+from baton.app.facade.requests import (
     BooleanField,
     DiffPreview,
     ElicitationRequest,
@@ -42,14 +42,14 @@ from baton.requests.model import (
     PermissionRequest,
     PlanRequest,
     QuestionRequest,
+    RequestRecord,
     ReviewChanges,
     ReviewRequest,
+    State,
     StringField,
 )
-from baton.requests.states import State
-from baton.security.paths import OUTSIDE_MASK, display_path
-from baton.store.records import RunRecord
-from baton.team.handlers.review import changes_line
+from baton.app.facade.store import RunRecord
+from baton.app.facade.team import changes_line
 from baton.web import assets
 from baton.web.context import WebContext
 from baton.web.diffview import change_html, diff_table, files_html, merge_refused_html, split_files

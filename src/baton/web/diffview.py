@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from baton.requests.model import BranchConflict, ChangedFileView, ReviewChanges
+from baton.app.facade.requests import BranchConflict, ChangedFileView, ReviewChanges
 from baton.web.pages import block, text
 
 __all__ = [

@@ -15,11 +15,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from baton.requests.grant_book import GrantBook
-from baton.requests.grants import GRANT_SCOPES, Grant, default_subject
-from baton.requests.model import PermissionRequest
-from baton.requests.policy import tool_call_paths
-from baton.requests.render import grant_data
+from baton.app.facade.requests import (
+    GRANT_SCOPES,
+    Grant,
+    GrantBook,
+    PermissionRequest,
+    default_subject,
+    grant_data,
+    tool_call_paths,
+)
 from baton.web.context import WebContext
 from baton.web.pages import page, text
 

@@ -45,9 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from baton.aiotasks import cancel_and_wait
-from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.states import State
-from baton.store.store import Store
+from baton.app.facade.requests import Ledger, RequestRecord, State
+from baton.app.facade.store import Store
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.sse import RETRY_MS, sse_frame
 from baton.web.summaries import decision_text, expires_at

@@ -21,9 +21,9 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from baton.app.facade.requests import Ledger
+from baton.app.facade.store import Store
 from baton.errors import ConfigError
-from baton.requests.ledger import Ledger
-from baton.store.store import Store
 from baton.web.app import create_app
 from baton.web.auth import generate_token, login_host_name
 from baton.web.sessions import SessionAuth

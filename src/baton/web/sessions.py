@@ -43,8 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from baton.store import web_sessions
-from baton.store.store import Store
+from baton.app.facade.store import Store, web_sessions
 
 __all__ = [
     "CACHE_S",

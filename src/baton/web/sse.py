@@ -34,10 +34,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
+from baton.app.facade.runs import CanonicalEvent
+from baton.app.facade.store import TERMINAL_RUN_STATUSES, Store
 from baton.errors import StoreError
-from baton.events.model import CanonicalEvent
-from baton.store.records import TERMINAL_RUN_STATUSES
-from baton.store.store import Store
 
 __all__ = [
     "KEEPALIVE_SECONDS",

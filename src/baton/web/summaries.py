@@ -10,16 +10,16 @@ import re
 from datetime import datetime
 from typing import Any, Final
 
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.app.facade.requests import (
     ElicitationAnswer,
     PermissionAnswer,
     PlanAnswer,
     QuestionAnswer,
+    RequestRecord,
     ReviewAnswer,
+    State,
 )
-from baton.requests.states import State
-from baton.runner.liveness import stall_text
+from baton.app.facade.runs import stall_text
 
 __all__ = [
     "decided_by_text",

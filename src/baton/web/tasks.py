@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from baton.fcop_port.port import FcopPort
+from baton.app.facade.fcop import FcopPort
 
 __all__ = ["MAX_DIFF_BYTES", "DocumentView", "task_changes", "task_documents"]
 

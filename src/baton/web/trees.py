@@ -23,17 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from baton.app.facade.fcop import SlotAccess
+from baton.app.facade.requests import (
+    BranchConflict,
+    RequestRecord,
+    ReviewAnswer,
+    ReviewChanges,
+    ReviewRequest,
+    State,
+)
+from baton.app.facade.store import Store
+from baton.app.facade.worktrees import (
+    GitError,
+    Preflight,
+    WorktreeRecord,
+    WorktreeState,
+    review_changes,
+)
 from baton.app.worktrees import NoTree, change_of, preflight_of, tree_of
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import BranchConflict, ReviewAnswer, ReviewChanges, ReviewRequest
-from baton.requests.states import State
-from baton.role_tools.binding import SlotAccess
-from baton.store.store import Store
-from baton.worktrees.git import GitError
-from baton.worktrees.model import WorktreeRecord
-from baton.worktrees.repo import Preflight
-from baton.worktrees.review import review_changes
-from baton.worktrees.states import WorktreeState
 
 __all__ = [
     "TASK_PAGE_BUDGET",

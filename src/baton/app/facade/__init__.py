@@ -1,0 +1,5 @@
+"""The core as the surfaces (CLI, web) reach it: one module per area, names re-exported.
+
+The CLI and the web import the core only from ``baton.app`` (this package and the
+composition root), so what they depend on is listed in one place.
+"""

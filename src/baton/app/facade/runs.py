@@ -1,0 +1,102 @@
+"""What the CLI and the web use of a run's events and liveness.
+
+The surfaces import these names from here, never from the core's modules, so the
+core can move behind them (tests/test_architecture.py holds the rule).
+"""
+
+from baton.events.model import (
+    BudgetExceeded,
+    BudgetThreshold,
+    CanonicalEvent,
+    FileWritten,
+    HarnessDiagnostic,
+    PlanStep,
+    PlanUpdated,
+    ProviderNotice,
+    RequestAnswered,
+    RequestCancelled,
+    RequestCreated,
+    RequestExpired,
+    RequestRejected,
+    SecurityApprovalBypass,
+    SecurityUnapprovedMutation,
+    SessionFailed,
+    SessionStarted,
+    ToolExecutionCompleted,
+    ToolExecutionProgressed,
+    ToolExecutionStarted,
+    TranscriptAssistant,
+    TranscriptThinking,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnResumed,
+    TurnStalled,
+    UsageReported,
+    _ToolExecution,
+)
+from baton.events.schema import render_schema
+from baton.events.sequencer import Sequencer, format_ts
+from baton.runner.agent_login import (
+    auth_methods,
+    authenticate,
+    choose_method,
+    login_record,
+    login_root,
+    record_login,
+    terminal_login_argv,
+)
+from baton.runner.emitter import EventEmitter
+from baton.runner.liveness import resumed_text, span, stall_text
+from baton.runner.requests_broker import HumanChannel
+from baton.runner.session import CANCEL_GRACE_SECONDS, AgentSession, TurnOutcome
+
+__all__ = [
+    "CANCEL_GRACE_SECONDS",
+    "AgentSession",
+    "BudgetExceeded",
+    "BudgetThreshold",
+    "CanonicalEvent",
+    "EventEmitter",
+    "FileWritten",
+    "HarnessDiagnostic",
+    "HumanChannel",
+    "PlanStep",
+    "PlanUpdated",
+    "ProviderNotice",
+    "RequestAnswered",
+    "RequestCancelled",
+    "RequestCreated",
+    "RequestExpired",
+    "RequestRejected",
+    "SecurityApprovalBypass",
+    "SecurityUnapprovedMutation",
+    "Sequencer",
+    "SessionFailed",
+    "SessionStarted",
+    "ToolExecutionCompleted",
+    "ToolExecutionProgressed",
+    "ToolExecutionStarted",
+    "TranscriptAssistant",
+    "TranscriptThinking",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnOutcome",
+    "TurnResumed",
+    "TurnStalled",
+    "UsageReported",
+    "_ToolExecution",
+    "auth_methods",
+    "authenticate",
+    "choose_method",
+    "format_ts",
+    "login_record",
+    "login_root",
+    "record_login",
+    "render_schema",
+    "resumed_text",
+    "span",
+    "stall_text",
+    "terminal_login_argv",
+]
