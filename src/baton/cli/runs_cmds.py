@@ -64,13 +64,20 @@ def run_data(r: RunRecord, spend: Spend | None = None) -> dict[str, Any]:
     }
 
 
+SPEND_COLUMN_WIDTH = 100
+"""The terminal width from which ``baton runs`` shows each run's spend as a column."""
+
+
 def spend_text(spend: Spend | None) -> str:
-    """``$0.42 · 12,345 tok`` (``est.`` when dollars are estimated), or ``-``."""
+    """``$0.42 · 12,345 tok`` (``est.`` when dollars are estimated; ``+?`` when some turns
+    reported nothing, so the figure undercounts), ``unavailable`` when no turn reported
+    usage (never ``$0.00``), or ``-`` (no ledger). Short: it shares a line at 80 columns."""
     if spend is None:
         return "-"
+    if not spend.tokens and not spend.cost_usd and spend.unmetered:
+        return "unavailable"
     cost = format_amount("cost_usd", spend.cost_usd) + (" est." if spend.estimated else "")
-    tokens = f"{spend.tokens:,} tok" if spend.tokens else "no tokens"
-    return f"{cost} · {tokens}" + (" (some unmetered)" if spend.unmetered else "")
+    return f"{cost} · {spend.tokens:,} tok" + (" +?" if spend.unmetered else "")
 
 
 def resolve_run(store: Store, prefix: str) -> RunRecord:
@@ -122,19 +129,23 @@ def runs(
     table.add_column("status", no_wrap=True)
     table.add_column("started (UTC)", no_wrap=True)
     table.add_column("ended", no_wrap=True)
-    table.add_column("spend", no_wrap=True)
+    wide = console.width >= SPEND_COLUMN_WIDTH  # at 80 columns the agent would be squeezed out
+    if wide:
+        table.add_column("spend", no_wrap=True)
     for r in records:
-        table.add_row(
+        cells = [
             safe(r.run_id),
             safe(r.kind),
             safe(r.agent),
             safe(r.status),
             _short_ts(r.created_at),
             _short_ts(r.ended_at)[6:],
-            spend_text(spends.get(r.run_id)),
-        )
+        ]
+        table.add_row(*cells, *([spend_text(spends.get(r.run_id))] if wide else []))
     console.print(table)
     more = f" · the newest {limit}: --limit N shows more" if len(records) == limit else ""
+    if not wide:
+        more += " · spend: a wider terminal or --json"
     console.print(
         f"{plural(len(records), 'run')} · `baton log ID` replays one (a unique prefix of ID "
         f"is enough){more}",
