@@ -21,8 +21,16 @@ actor records ``cluster.fenced_out``, stops its agent and acts no more.
 The holder wires nothing itself: its host's root (:class:`HolderRoot`, ``spec.root``:
 :func:`baton.app.root.open_holder_root`) opens the store, its run, broker and session.
 
+The agent's role tools go through the holder's relay (:mod:`.tool_relay`): each writing
+call recorded in the store and delivered once to the coordinator's hub, also when that
+coordinator is away while the agent files its report.
+
 Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
 :class:`RoleHolder` is plain Python, so it is tested without a cluster too.
+
+Length: the holder's start (root, lease, relay, push gate, agent), its acts (a turn, its
+adoption by a restarted coordinator) and its stop share the one set of resources an
+epoch holds, and release them in one place.
 """
 
 from __future__ import annotations
@@ -47,9 +55,12 @@ from baton.cluster.lease import LeaseKeeper
 from baton.cluster.names import holder_run_id
 from baton.cluster.placement import FencedOut
 from baton.cluster.push_gate import PushGate
+from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
 from baton.events.model import ClusterFencedOut
+from baton.fcop_errors import CoordinationError
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
+from baton.role_tools.binding import CurrentTask, SlotAccess
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
@@ -131,6 +142,15 @@ class HolderSpec:
     """Used instead of ``mcp_servers`` when the agent advertises ``mcpCapabilities.http``
     (the role tools over the coordinator's HTTP front, reachable from other hosts)."""
     resume_session_id: str | None = None
+    hub_url: str | None = None
+    """The coordinator's hub (``http://HOST:PORT``), as the factory started it; the store's
+    ``cluster_hubs`` row wins once a restarted coordinator listens elsewhere."""
+    hub_token: str | None = None
+    """This session's credential at the hub. Given, the holder relays its agent's role
+    tools (:mod:`.tool_relay`: recorded, delivered once) instead of handing it the hub's
+    entries (``mcp_servers``/``mcp_http``) directly."""
+    delivery_wait_s: float = DELIVERY_WAIT_S
+    """How long an agent's role tool call waits for an absent hub (then: pending delivery)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
     project: str = ""
@@ -172,6 +192,12 @@ class RoleHolder:
         self._keeper: LeaseKeeper | None = None
         self._lease_task: asyncio.Task[None] | None = None
         self._push_gate: PushGate | None = None
+        self._relay: Relay | None = None
+        self._entries: tuple[list[dict[str, Any]], list[dict[str, Any]]] = (
+            [dict(e) for e in spec.mcp_servers],
+            [dict(e) for e in spec.mcp_http],
+        )
+        """The agent's role tools: (stdio, http) entries, the relay's once it serves."""
         self.stopped: str | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self._turn_sha256: str | None = None
@@ -225,6 +251,18 @@ class RoleHolder:
         keeper.confirmed(sent)
         self._lease_task = asyncio.create_task(keeper.run(), name=f"lease-{spec.slot}")
         broker = root.broker(role_policy(spec.permissions), wait_timeout=spec.wait_timeout)
+        if spec.hub_token is not None:
+            self._relay = Relay(
+                root.store,
+                spec.project,
+                spec.slot,
+                spec.epoch,
+                spec.hub_token,
+                url=spec.hub_url,
+                wait_s=spec.delivery_wait_s,
+            )
+            self._entries = await self._relay.start()
+        self.role_tools = "stdio" if self._entries[0] else "none"
         self._push_gate = PushGate(self._guard.check)
         gate = await self._push_gate.start(Path(spec.workspace))
         profile = replace(spec.profile, env=MappingProxyType(gate.env(spec.profile.env)))
@@ -232,7 +270,7 @@ class RoleHolder:
             profile,
             requests=broker,
             workspace=Path(spec.workspace),
-            mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
+            mcp_servers=self._choose_mcp if self._entries[1] else self._entries[0],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
@@ -242,7 +280,7 @@ class RoleHolder:
         """The role tools over HTTP when the agent speaks it, else the stdio entries."""
         http = offer_http(answer)
         self.role_tools = "http" if http else "stdio"
-        return [dict(s) for s in (self.spec.mcp_http if http else self.spec.mcp_servers)]
+        return self._entries[1] if http else self._entries[0]
 
     # ------------------------------------------------------------------ acts
 
@@ -259,10 +297,21 @@ class RoleHolder:
         if turn is None:
             if self._turn is not None and not self._turn.done():
                 await asyncio.wait([self._turn])
+            if self._relay is not None:
+                self._relay.begin_turn(prompt_digest(text), await asyncio.to_thread(self._pointer))
             turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
             self._turn_sha256 = prompt_digest(text)
         return await self._hand_over(turn, asker)
+
+    def _pointer(self) -> CurrentTask:
+        """The slot's pointer as the turn starts (the coordinator committed it before it
+        prompted): the task and attempt the turn's role tool calls are made on."""
+        assert self._root is not None
+        try:
+            return SlotAccess(self._root.store, self.spec.slot).pointer()
+        except CoordinationError:  # no team slot row (a holder driven without a team loop)
+            return CurrentTask(None, None)
 
     async def adopt(self, prompt_sha256: str, asker: str | None = None) -> TurnResult | None:
         """:meth:`prompt` for a coordinator that knows only the prompt's digest (a restarted
@@ -370,6 +419,9 @@ class RoleHolder:
                 await self._session.session.close(reason)
         if self._push_gate is not None:
             await self._push_gate.close()
+        if self._relay is not None:
+            with contextlib.suppress(Exception):
+                await self._relay.close()
         if self._placements is not None and self.stopped is None:
             with contextlib.suppress(FencedOut, Exception):
                 await self._placements.release(self.spec.slot, self.spec.epoch)

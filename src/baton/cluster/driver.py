@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from baton.cluster.actor import HolderSpec, role_actor_class
+from baton.cluster.delivery import TurnCalls
 from baton.cluster.fencing import Placements
 from baton.cluster.names import (
     CHECKOUT_PREFIX,
@@ -58,6 +59,7 @@ from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.team.contract import TurnResult
+from baton.team.reconcile import prompt_digest
 
 __all__ = [
     "ClusterDriver",
@@ -352,6 +354,9 @@ class RemoteRoleSession:
     """Called once the session is closed (the hub retires the session's credential)."""
     respec: Callable[[HolderSpec], Awaitable[HolderSpec]] | None = None
     """The spec of the next placement (a fresh role-tools credential: the old copy's is revoked)."""
+    calls: TurnCalls | None = None
+    """The outbox of relayed role tool calls: read before a turn is taken to have ended
+    without a report, and to adopt a lost holder's accepted report instead of re-running."""
     replacements: list[Holder] = field(default_factory=list)
     losses: list[tuple[float, str]] = field(default_factory=list)
     """(monotonic time the driver saw the holder lost, why): the detection, measured."""
@@ -368,11 +373,11 @@ class RemoteRoleSession:
     async def prompt(self, text: str) -> TurnResult:
         prompt = text
         for attempt in range(RESUME_ATTEMPTS + 1):
+            epoch = self.holder.placement.epoch
             try:
                 result: TurnResult = await self.holder.handle.prompt.remote(
                     prompt, self.spec.parent_run
                 )
-                return result
             except Exception as exc:
                 if not _is_actor_death(exc) or attempt == RESUME_ATTEMPTS:
                     if _is_actor_death(exc):
@@ -380,19 +385,29 @@ class RemoteRoleSession:
                     raise
                 reason = f"{type(exc).__name__} on host {self.holder.placement.host}"
                 self.losses.append((time.monotonic(), reason))
+                await self._settle(epoch)  # its last calls, accepted while epoch N holds
                 if self.respec is not None:
                     self.spec = await self.respec(self.spec)
                 self.holder = await self.driver.replace_after_death(self.spec, reason)
                 self.replacements.append(self.holder)
                 if self.on_replaced is not None:
                     self.on_replaced(self.holder)
+                adopted = await self._adopted(epoch, prompt_digest(prompt), reason)
+                if adopted is not None:
+                    return adopted  # its report was accepted: the turn is not run again
                 prompt = resume_text(text, epoch=self.holder.placement.epoch, reason=reason)
+                continue
+            await self._settle(epoch)
+            return result
         raise AssertionError("unreachable")
 
     async def adopt(self, prompt_sha256: str) -> TurnResult | None:
         """The holder's result of the turn whose prompt has this digest, if it has that turn
         (a restarted coordinator's open turn: :mod:`baton.team.reconcile`); ``None`` when it
-        has not, or when the holder is gone (the turn is then interrupted as before)."""
+        has not, or when the holder is gone and no report of the turn was accepted (the
+        turn is then interrupted as before). What the turn's agent recorded while no hub
+        could take it is delivered first (the outbox is read before anything is decided)."""
+        epoch = self.holder.placement.epoch
         try:
             result: TurnResult | None = await self.holder.handle.adopt.remote(
                 prompt_sha256, self.spec.parent_run
@@ -401,8 +416,32 @@ class RemoteRoleSession:
             if not _is_actor_death(exc):
                 raise
             log.warning("slot %s: holder lost before its turn was adopted: %s", self.spec.slot, exc)
-            return None
+            result = None
+        await self._settle(epoch)
+        if result is None:
+            return await self._adopted(epoch, prompt_sha256, "its holder is gone")
         return result
+
+    async def _settle(self, epoch: int) -> None:
+        """Deliver what the slot's holder of ``epoch`` recorded and no hub took yet."""
+        if self.calls is not None:
+            await self.calls.settle(self.spec.slot, epoch)
+
+    async def _adopted(self, epoch: int, turn: str, reason: str) -> TurnResult | None:
+        """The lost turn's result when its report was accepted under ``epoch`` (the rule of
+        :mod:`.delivery`: acceptance before the re-placement closes the turn), else None."""
+        if self.calls is None:
+            return None
+        calls = await self.calls.filed_report(self.spec.slot, epoch, turn)
+        if not calls:
+            return None
+        log.info(
+            "slot %s: the report of epoch %d's turn was accepted before %s; adopted, not re-run",
+            self.spec.slot,
+            epoch,
+            reason,
+        )
+        return TurnResult("completed", stop_reason="end_turn", tool_calls=len(calls))
 
     async def cancel(self, reason: str) -> None:
         await self.holder.handle.cancel.remote(reason)

@@ -61,6 +61,7 @@ __all__ = [
     "decide",
     "expire",
     "fail",
+    "named",
     "place",
     "release",
     "renew",
@@ -183,13 +184,13 @@ def place(before: Placement | None, slot: str, host: str, *, now: float, lease_s
 
 def check(current: Placement | None, slot: str, epoch: int, *, now: float) -> Placement:
     """The placement a holder of ``epoch`` may act under, or raise :class:`FencedOut`."""
-    held = _named(current, slot, epoch)
+    held = named(current, slot, epoch)
     if held.lease_lost(now):
         raise FencedOut(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
     return held
 
 
-def _named(current: Placement | None, slot: str, epoch: int) -> Placement:
+def named(current: Placement | None, slot: str, epoch: int) -> Placement:
     """The placement, if the store names ``epoch`` as placed (its lease aside)."""
     if current is None:
         raise FencedOut(f"slot {slot!r} is not placed: epoch {epoch} may not act")
@@ -219,7 +220,7 @@ def confirm(
     is no reason to refuse it. The store must still name the epoch as placed: once the
     coordinator expired or moved it, the copy is fenced out as always.
     """
-    held = _named(current, slot, epoch)
+    held = named(current, slot, epoch)
     return _move(slot, held, PlacementEvent.RENEW, host=held.host, epoch=epoch, lease=now + lease_s)
 
 
