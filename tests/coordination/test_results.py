@@ -18,8 +18,8 @@ from baton.workflow.results import (
     OVERRIDE_HEADING,
     ChildOutcome,
     consolidation_verdict,
-    nothing_done,
     normalize_result,
+    nothing_done,
 )
 from baton.workflow.review_summary import (
     DRAFT_HEADING,

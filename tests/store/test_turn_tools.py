@@ -83,6 +83,10 @@ def test_the_reminder_reads_back_the_turn_its_prompt_digest_names(
             prompt_sha256=d1,
         )
         (record,) = recorded_in(store)(turn)
-        assert (record.title, record.status, record.is_report) == ("sh: earlier", "completed", False)
+        assert (record.title, record.status, record.is_report) == (
+            "sh: earlier",
+            "completed",
+            False,
+        )
     finally:
         store.close()

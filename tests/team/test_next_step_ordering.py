@@ -72,7 +72,9 @@ def _leader(*children: ChildView) -> Facts:
     from baton.team.records import TurnRecord
     from baton.team.states import DispatchState
 
-    task = FcopTask("TASK-pm", "active", sender="ADMIN", recipient="PM", subject="s", attempt_id="a")
+    task = FcopTask(
+        "TASK-pm", "active", sender="ADMIN", recipient="PM", subject="s", attempt_id="a"
+    )
     record = TaskRecord(
         task_id="TASK-pm", role="PM", state=TaskState.TURN_FINISHED, created_at="t", updated_at="t"
     )

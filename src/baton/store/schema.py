@@ -26,8 +26,8 @@ from baton.store.migrations import CORE_MIGRATIONS, Migration
 from baton.store.placement_sql import PLACEMENT_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
-from baton.store.tool_call_sql import TOOL_CALL_MIGRATIONS
 from baton.store.team_schema import TEAM_MIGRATIONS
+from baton.store.tool_call_sql import TOOL_CALL_MIGRATIONS
 from baton.store.web_sessions import WEB_MIGRATIONS
 
 __all__ = ["CLUSTER_MIGRATIONS", "STORE_MIGRATIONS"]
