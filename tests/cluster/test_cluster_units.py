@@ -254,6 +254,65 @@ async def test_a_failed_renewal_is_tried_again() -> None:
     assert keeper.renewals == 1 and keeper.since_renewal() == 0.0
 
 
+async def test_a_store_outage_pauses_the_agent_and_a_confirmed_epoch_lets_it_go_on() -> None:
+    """Issue 30 item 3: a holder that cannot reach the store freezes its agent before its
+    lease may lapse (nothing acts under a lapsed lease) instead of killing it; the store
+    back and still naming the epoch, the agent goes on; the slot moved, it is stopped."""
+    clock = _Clock()
+    seen: list[str] = []
+    store_up = False
+    moved = False
+
+    async def renew() -> None:
+        raise StoreError("connection refused")
+
+    async def resume() -> None:
+        if moved:
+            raise FencedOut("epoch 1 is stale")
+        if not store_up:
+            raise StoreError("connection refused")
+
+    async def on_lost(reason: str) -> None:
+        seen.append(f"lost: {reason}")
+
+    async def on_pause(reason: str) -> None:
+        seen.append("paused")
+
+    async def on_resume() -> None:
+        seen.append("resumed")
+
+    keeper = LeaseKeeper(
+        renew,
+        lease_s=6.0,
+        on_lost=on_lost,
+        on_pause=on_pause,
+        on_resume=on_resume,
+        resume=resume,
+        monotonic=clock,
+    )
+    clock.now = 5.5
+    assert await keeper.step() is Watchdog.PAUSE and seen == ["paused"]
+    await asyncio.sleep(0)
+    clock.now = 20.0  # the store is still out, long past the lease: paused, not stopped
+    assert await keeper.step() is Watchdog.PAUSE and seen == ["paused"]
+    await asyncio.sleep(0)
+    store_up = True
+    clock.now = 20.5
+    await keeper.step()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert seen == ["paused", "resumed"] and keeper.paused is None
+    assert await keeper.step() is Watchdog.ACT
+    store_up = False
+    clock.now = 30.0
+    assert await keeper.step() is Watchdog.PAUSE
+    moved = True
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert seen[-1].startswith("lost: the store refused the renewal")
+    assert await keeper.step() is Watchdog.KILL
+
+
 def test_ray_nodes_become_hosts() -> None:
     nodes = [
         {"Alive": True, "Resources": {"CPU": 1.0}},  # the head: runs no role

@@ -40,6 +40,7 @@ import contextlib
 import copyreg
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -53,11 +54,12 @@ from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
 from baton.cluster.names import holder_run_id
-from baton.cluster.placement import FencedOut
+from baton.cluster.placement import FencedOut, LeaseLapsed
 from baton.cluster.push_gate import PushGate
 from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
 from baton.events.model import ClusterFencedOut
 from baton.fcop_errors import CoordinationError
+from baton.procgroup import signal_group
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
 from baton.role_tools.binding import CurrentTask, SlotAccess
@@ -231,7 +233,13 @@ class RoleHolder:
         self._placements = placements
 
         async def fence(act: str) -> None:
-            await placements.fenced(spec.slot, spec.epoch, _nothing)
+            try:
+                await placements.fenced(spec.slot, spec.epoch, _nothing)
+            except LeaseLapsed:
+                # Asked before a store outage froze the agent, answered after it: the
+                # epoch is taken up again first (refused if the slot moved meanwhile).
+                await keeper.take_up()
+                await placements.fenced(spec.slot, spec.epoch, _nothing)
 
         self._guard = EpochGuard(
             fence,
@@ -244,6 +252,9 @@ class RoleHolder:
             lambda: placements.renew(spec.slot, spec.epoch, lease_s=spec.lease_s),
             lease_s=spec.lease_s,
             on_lost=self._lease_lost,
+            on_pause=self._pause_agent,
+            on_resume=self._resume_agent,
+            resume=lambda: placements.confirm(spec.slot, spec.epoch, lease_s=spec.lease_s),
         )
         self._keeper = keeper
         sent = time.monotonic()
@@ -359,6 +370,8 @@ class RoleHolder:
             "turn_sha256": self._turn_sha256,
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
+            "paused": self._keeper.paused if self._keeper else None,
+            "pauses": self._keeper.pauses if self._keeper else 0,
         }
 
     def _live(self) -> AcpRoleSession:
@@ -393,11 +406,28 @@ class RoleHolder:
             )
         await self._stop_agent(reason)
 
+    async def _pause_agent(self, reason: str) -> None:
+        """Freeze the agent's process group: it acts no more until the store confirms the
+        epoch again (a store outage ridden out) or refuses it (then it is stopped)."""
+        log.warning("slot %s epoch %d: pausing its agent: %s", *self._who(), reason)
+        self._signal_agent(signal.SIGSTOP)
+
+    async def _resume_agent(self) -> None:
+        log.warning("slot %s epoch %d: its agent goes on", *self._who())
+        self._signal_agent(signal.SIGCONT)
+
+    def _signal_agent(self, sig: signal.Signals) -> None:
+        for raw in self._raw:
+            pgid = getattr(raw, "pgid", None)
+            if isinstance(pgid, int):
+                signal_group(pgid, sig)
+
     async def _stop_agent(self, reason: str) -> None:
         """Kill the agent now (never wait for a turn: a stale copy must not act on)."""
         if self.stopped is None:
             self.stopped = reason
             log.warning("slot %s epoch %d: stopping its agent: %s", *self._who(), reason)
+        self._signal_agent(signal.SIGCONT)  # a frozen group is killed as well, not left
         for raw in self._raw:
             with contextlib.suppress(Exception):
                 await raw.kill()

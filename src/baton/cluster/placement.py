@@ -48,6 +48,7 @@ __all__ = [
     "HostFacts",
     "IllegalPlacement",
     "Keep",
+    "LeaseLapsed",
     "Move",
     "NoHost",
     "Place",
@@ -79,6 +80,11 @@ class FencedOut(BatonError):
     Expected in a cluster (a partitioned or slow copy): the holder must stop its
     agent, never retry the side effect.
     """
+
+
+class LeaseLapsed(FencedOut):
+    """The store still names the epoch, but its lease ran out: it must be taken up again
+    (:func:`confirm`) before anything acts under it."""
 
 
 class PlacementState(StrEnum):
@@ -186,7 +192,7 @@ def check(current: Placement | None, slot: str, epoch: int, *, now: float) -> Pl
     """The placement a holder of ``epoch`` may act under, or raise :class:`FencedOut`."""
     held = named(current, slot, epoch)
     if held.lease_lost(now):
-        raise FencedOut(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
+        raise LeaseLapsed(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
     return held
 
 
@@ -345,7 +351,11 @@ def decide(
 class Watchdog(StrEnum):
     ACT = "act"
     RENEW = "renew"
+    PAUSE = "pause"
+    """Freeze the agent: no renewal was confirmed for about the lease (the store is out,
+    or this host is cut off from it); it goes on if the store confirms the epoch again."""
     KILL = "kill"
+    """The store refused the epoch: stop the agent for good."""
 
 
 def watchdog(*, lease_s: float, since_renewal: float, margin_s: float = 1.0) -> Watchdog:
@@ -353,13 +363,13 @@ def watchdog(*, lease_s: float, since_renewal: float, margin_s: float = 1.0) -> 
 
     ``since_renewal`` counts from when the confirmed renewal was *sent* (the store
     granted the lease no earlier), so the holder's view of its lease is never longer
-    than the store's. Kill the agent ``margin_s`` before the lease may have run out:
-    by then the coordinator may have placed a new copy.
+    than the store's. Pause the agent ``margin_s`` before the lease may have run out:
+    by then the coordinator may have placed a new copy, and a frozen agent does nothing.
     """
     if lease_s <= margin_s:
         raise ValueError("the lease must be longer than the watchdog's margin")
     if since_renewal >= lease_s - margin_s:
-        return Watchdog.KILL
-    if since_renewal >= lease_s / 3:  # renew early: two more tries before the kill
+        return Watchdog.PAUSE
+    if since_renewal >= lease_s / 3:  # renew early: two more tries before the pause
         return Watchdog.RENEW
     return Watchdog.ACT
