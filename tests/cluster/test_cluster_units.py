@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -389,3 +390,72 @@ def test_a_restored_credential_table_goes_on_with_its_generations() -> None:
     assert getattr(after.check("QA", old.token), "code", None) == "CREDENTIAL_REPLACED"
     assert after.issue("QA").generation == live.generation + 1
     assert getattr(after.check("QA", live.token), "code", None) == "CREDENTIAL_REPLACED"
+
+
+def test_a_worker_joins_again_with_growing_pauses_until_a_node_runs_a_minute() -> None:
+    from baton.cluster.worker import PAUSES, STEADY_S, restart_pause
+
+    pauses = [restart_pause(None, 0.0)]
+    for _ in range(7):
+        pauses.append(restart_pause(pauses[-1], 2.0))
+    assert pauses == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert restart_pause(30.0, STEADY_S) == PAUSES[0]
+
+
+NODE = """
+import os, signal, sys, time
+log = sys.argv[1]
+with open(log, "a") as out:
+    out.write(f"{os.getpid()}\\n")
+starts = len(open(log).read().split())
+if starts < 3:
+    sys.exit(7)  # the node exits on its own (a partition, say)
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+while True:
+    time.sleep(1)
+"""
+
+
+def test_baton_worker_joins_again_after_its_node_exits_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 item 5: after a partition ``baton worker`` joined no more (it exited)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "starts"
+    script = tmp_path / "node.py"
+    script.write_text(NODE)
+    supervisor = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from baton.cluster.worker import supervise; "
+            "sys.exit(supervise(sys.argv[1:], {'PATH': '/usr/bin:/bin'}))",
+            sys.executable,
+            str(script),
+            str(log),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and len(log.read_text().split()) >= 3):
+            assert supervisor.poll() is None, supervisor.stderr
+            assert time.monotonic() < deadline, "the node was not started three times"
+            time.sleep(0.1)  # another process's progress: nothing to wait on but its file
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=30) == 0
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    assert supervisor.stderr is not None
+    said = supervisor.stderr.read().decode()
+    assert said.count("joining again") == 2, said
+    last = int(log.read_text().split()[-1])
+    assert (
+        not Path(f"/proc/{last}").exists()
+        or "zombie" in Path(f"/proc/{last}/status").read_text().lower()
+    )

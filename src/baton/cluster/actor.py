@@ -59,7 +59,7 @@ from baton.cluster.push_gate import PushGate
 from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
 from baton.events.model import ClusterFencedOut
 from baton.fcop_errors import CoordinationError
-from baton.procgroup import signal_group
+from baton.procgroup import group_alive, signal_group
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
 from baton.role_tools.binding import CurrentTask, SlotAccess
@@ -201,6 +201,7 @@ class RoleHolder:
         )
         """The agent's role tools: (stdio, http) entries, the relay's once it serves."""
         self.stopped: str | None = None
+        self._starting: asyncio.Future[None] | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self._turn_sha256: str | None = None
         self._turn_asker: str | None = None
@@ -211,7 +212,16 @@ class RoleHolder:
     # ------------------------------------------------------------------ start
 
     async def start(self) -> dict[str, Any]:
-        """Open the host's root, confirm the epoch (a renewal), start the agent and the lease."""
+        """Open the host's root, confirm the epoch (a renewal), start the agent and the lease;
+        then who it is. Idempotent: a second call (a new coordinator re-attaching, its
+        predecessor having died while this holder started) waits for the one start and
+        answers as it did (its error, when it failed)."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start_once())
+        await asyncio.shield(self._starting)
+        return await self.info()
+
+    async def _start_once(self) -> None:
         spec = self.spec
         try:
             root = await self._stack.enter_async_context(
@@ -225,7 +235,6 @@ class RoleHolder:
             self._root = None
             await self.close()
             raise
-        return await self.info()
 
     async def _start(self, root: HolderRoot) -> None:
         spec = self.spec
@@ -303,7 +312,7 @@ class RoleHolder:
         prompt, it gets that turn's result: the turn ran once, its outcome is not lost and
         not run twice. A different prompt waits for the running turn to end first (one
         turn at a time on a session)."""
-        session = self._live()
+        session = await self._started()
         turn = self._orphan(prompt_digest(text), asker)
         if turn is None:
             if self._turn is not None and not self._turn.done():
@@ -327,7 +336,7 @@ class RoleHolder:
     async def adopt(self, prompt_sha256: str, asker: str | None = None) -> TurnResult | None:
         """:meth:`prompt` for a coordinator that knows only the prompt's digest (a restarted
         one: :mod:`baton.team.reconcile`); ``None`` when that is not this holder's turn."""
-        self._live()
+        await self._started()
         turn = self._orphan(prompt_sha256, asker)
         return None if turn is None else await self._hand_over(turn, asker)
 
@@ -374,6 +383,14 @@ class RoleHolder:
             "pauses": self._keeper.pauses if self._keeper else 0,
         }
 
+    async def _started(self) -> AcpRoleSession:
+        """The session once the start under way has ended (a turn asked for while the
+        holder was still starting waits for it, never fails with "not started")."""
+        if self._starting is not None:
+            with contextlib.suppress(Exception):  # its failure stopped the holder: _live says
+                await asyncio.shield(self._starting)
+        return self._live()
+
     def _live(self) -> AcpRoleSession:
         if self.stopped is not None:
             raise FencedOut(f"slot {self.spec.slot!r} epoch {self.spec.epoch}: {self.stopped}")
@@ -416,6 +433,15 @@ class RoleHolder:
         log.warning("slot %s epoch %d: its agent goes on", *self._who())
         self._signal_agent(signal.SIGCONT)
 
+    def _agent_alive(self) -> bool:
+        """A process of the agent's group is left (a transport without a group: its
+        process, if any, counts as alive)."""
+        for raw in self._raw:
+            pgid = getattr(raw, "pgid", None)
+            if not isinstance(pgid, int) or group_alive(pgid):
+                return True
+        return False
+
     def _signal_agent(self, sig: signal.Signals) -> None:
         for raw in self._raw:
             pgid = getattr(raw, "pgid", None)
@@ -449,6 +475,8 @@ class RoleHolder:
                 await self._session.session.close(reason)
         if self._push_gate is not None:
             await self._push_gate.close()
+            if not self._agent_alive():
+                self._push_gate.remove()
         if self._relay is not None:
             with contextlib.suppress(Exception):
                 await self._relay.close()

@@ -280,8 +280,14 @@ class ClusterDriver:
         try:
             name = actor_name(slot, current.epoch, self.project)
             handle = ray.get_actor(name, namespace=NAMESPACE)
-            info = await handle.info.remote()
-        except (ValueError, ray.exceptions.RayActorError):
+            # start() is idempotent: it waits for a start the previous coordinator began
+            # (it may have died while its roles were starting), or begins one it never did
+            info = await handle.start.remote()
+        except ValueError:  # no such actor: it died with its host, or was never created
+            return None
+        except Exception as exc:  # it died, or its start failed (a moved epoch, its agent)
+            log.warning("slot %s: its holder of epoch %d is lost: %s", slot, current.epoch, exc)
+            await self._kill(Holder(current, handle, project=self.project))
             return None
         holder = Holder(current, handle, info, project=self.project)
         self.holders[slot] = holder
@@ -326,6 +332,19 @@ class ClusterDriver:
         except Exception:
             log.exception("closing %s failed", holder.name)
         await self._kill(holder)
+
+    async def release_unheld(self) -> list[str]:
+        """Release every placed slot of the project this driver holds no session for: the
+        holders a previous coordinator left (one killed while its roles were starting, say)
+        that this one never needed. A clean stop leaves no role actor or agent behind."""
+        released = []
+        for placement in await self.placements.all():
+            if placement.state is not PlacementState.PLACED or placement.slot in self.holders:
+                continue
+            if await self.attach(placement.slot) is not None:
+                await self.release(placement.slot)
+                released.append(placement.slot)
+        return released
 
     async def _kill(self, holder: Holder) -> None:
         import ray

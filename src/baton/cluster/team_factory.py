@@ -38,6 +38,7 @@ from baton.cluster.config import ClusterConfig
 from baton.cluster.delivery import EpochAcceptance, TurnCalls
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.cluster.fencing import Placements
+from baton.cluster.placement import PlacementState
 from baton.config import BatonConfig
 from baton.events.sequencer import utc_now
 from baton.fcop_port.workspace import inspect_workspace_kind
@@ -54,12 +55,42 @@ from baton.team.contract import RoleSession, RoleSessionFactory
 from baton.team.reconcile import HolderLookup
 from baton.team_config import RoleSpec
 
-__all__ = ["cluster_factory_for", "holder_lookup", "project_id"]
+__all__ = ["ClusterSessions", "cluster_factory_for", "holder_lookup", "project_id"]
 
 log = logging.getLogger(__name__)
 
 LOOPBACK: Final = "127.0.0.1"
 """Where the hub listens without ``[cluster] hub_address`` (role actors on this host only)."""
+
+
+class ClusterSessions:
+    """What ``team.service.run_team`` calls with its hub to get the role-session factory
+    (:func:`cluster_factory_for`), and what ends them when ``baton up`` stops cleanly."""
+
+    def __init__(
+        self,
+        with_hub: Callable[[RoleHub | None], RoleSessionFactory],
+        drivers: list[ClusterDriver],
+        connect: Callable[[], ClusterDriver],
+        placements: Placements,
+    ) -> None:
+        self._with_hub = with_hub
+        self._drivers = drivers
+        self._connect = connect
+        self._placements = placements
+
+    def __call__(self, hub: RoleHub | None) -> RoleSessionFactory:
+        return self._with_hub(hub)
+
+    async def aclose(self) -> None:
+        """Release the holders this run never used (a previous coordinator's leftovers)."""
+        placed = [p for p in await self._placements.all() if p.state is PlacementState.PLACED]
+        if not placed:
+            return
+        driver = self._drivers[0] if self._drivers else self._connect()
+        released = await driver.release_unheld()
+        if released:
+            log.info("released the holders no session used: %s", ", ".join(released))
 
 
 def cluster_factory_for(
@@ -71,32 +102,32 @@ def cluster_factory_for(
     emitter: EventEmitter,
     workspace: Path,
     holder_root: OpenHolderRoot,
-) -> Callable[[RoleHub | None], RoleSessionFactory]:
-    """What ``team.service.run_team`` calls with its hub to get the role-session factory."""
+) -> ClusterSessions:
+    """The role-session factory of ``baton up`` on a cluster (see the module docstring)."""
 
     project = project_id(workspace)
+    drivers: list[ClusterDriver] = []
+
+    def driver() -> ClusterDriver:
+        if not drivers:
+            drivers.append(
+                ClusterDriver.connect(
+                    cluster.address,
+                    store,
+                    emitter,
+                    lease_s=cluster.lease_s,
+                    ledger=ledger,
+                    project=project,
+                )
+            )
+        return drivers[0]
 
     def with_hub(hub: RoleHub | None) -> RoleSessionFactory:
-        drivers: list[ClusterDriver] = []
         calls: TurnCalls | None = None
         if hub is not None:
             hub.keep_credentials(project)  # before the loop starts: no agent is served yet
             acceptance = EpochAcceptance(Placements(store, emitter, project=project))
             calls = TurnCalls(store, project, hub.serve_calls(acceptance))
-
-        def driver() -> ClusterDriver:
-            if not drivers:
-                drivers.append(
-                    ClusterDriver.connect(
-                        cluster.address,
-                        store,
-                        emitter,
-                        lease_s=cluster.lease_s,
-                        ledger=ledger,
-                        project=project,
-                    )
-                )
-            return drivers[0]
 
         async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
             slot = binding.session_name
@@ -154,7 +185,7 @@ def cluster_factory_for(
 
         return factory
 
-    return with_hub
+    return ClusterSessions(with_hub, drivers, driver, Placements(store, emitter, project=project))
 
 
 async def _announce(store: Store, project: str, url: str, run_id: str) -> None:
