@@ -106,6 +106,24 @@ class Driver:
         self.log.close()
 
 
+def worker_command(
+    head: str, host: str, address: str, temp: Path, slots: Sequence[str] = ()
+) -> list[str]:
+    """The tier's ``baton worker`` (the options docs/cluster.md's guide uses, and the
+    sizing ones: ``tests/cluster/test_operator_guide.py`` checks both against the CLI)."""
+    return [
+        str(VENV_BIN / "baton"),
+        "worker",
+        f"--address={head}",
+        f"--host={host}",
+        f"--node-ip={address}",
+        "--num-cpus=1",
+        f"--temp-dir={temp}",
+        "--object-store-bytes=80000000",
+        *(f"--slot={s}" for s in slots),
+    ]
+
+
 @dataclass
 class _Worker:
     host: str
@@ -140,17 +158,7 @@ class Workers:
         t = self.tier[worker.host]
         worker.starts += 1
         worker.proc = t.spawn(
-            [
-                str(VENV_BIN / "baton"),
-                "worker",
-                f"--address={self.head}",
-                f"--host={worker.host}",
-                f"--node-ip={t.address}",
-                "--num-cpus=1",
-                f"--temp-dir={t.root / 'r'}",
-                "--object-store-bytes=80000000",
-                *(f"--slot={s}" for s in worker.slots),
-            ],
+            worker_command(self.head, worker.host, t.address, t.root / "r", worker.slots),
             env={
                 "PYTHONPATH": str(REPO),
                 "HOME": str(t.root / "home"),
