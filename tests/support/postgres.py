@@ -166,9 +166,11 @@ class PostgresServer:
         )
         return self
 
-    def restart(self) -> PostgresServer:
-        """Start the stopped server again on its data (a database restart, not a new one)."""
+    def restart(self, down_s: float = 0.0) -> PostgresServer:
+        """Start the stopped server again on its data (a database restart, not a new one),
+        after ``down_s`` seconds down (an outage's length)."""
         self.stop()
+        time.sleep(down_s)  # the outage itself: the server is down, nothing to wait on
         self._launch()
         return self
 
