@@ -241,6 +241,7 @@ def team_flow(
     ``baton up``) is SIGKILLed at each of these moments in turn and started again 2 s
     later (:func:`kill_coordinator`). ``hub_address`` overrides ``hub_on``'s address (an
     address of the head host that a Ray partition leaves reachable)."""
+    from baton.cluster.team_factory import project_id
     from baton.store.pg import PgStore
     from tests.cli.test_team_loop import TASK
     from tests.support.project import baton_in, project_env, without_isolation
@@ -312,15 +313,19 @@ def team_flow(
         team = [r for r in holders if r.meta.get("role") is not None and Path(r.cwd) == repo]
         turns = {r.run_id: [e.type for e in store.iter_events(r.run_id)] for r in team}
         slots = sorted({str(r.meta.get("slot")) for r in team})
+        project = project_id(repo)  # this flow's rows only: every flow shares the store
         placements = store.read_tx(
             lambda tx: tx.all(
-                "SELECT slot, host, state, epoch FROM cluster_placements ORDER BY slot"
+                "SELECT slot, host, state, epoch FROM cluster_placements WHERE project = ?"
+                " ORDER BY slot",
+                (project,),
             )
         )
         calls = store.read_tx(
             lambda tx: tx.all(
                 "SELECT task_id, tool, state, updated_at FROM cluster_tool_calls"
-                " ORDER BY created_at"
+                " WHERE project = ? ORDER BY created_at",
+                (project,),
             )
         )
     finally:
