@@ -117,6 +117,19 @@ def _agents(t: Tier, host: str) -> list[str]:
     return [p for p in t[host].processes() if FAKE_AGENT in p]
 
 
+def _acting_agents(t: Tier, host: str) -> list[str]:
+    """The host's agents that are neither gone nor stopped (SIGSTOP: state ``T``)."""
+    acting = []
+    for line in _agents(t, host):
+        try:
+            stat = Path(f"/proc/{line.split()[0]}/stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        if stat.rpartition(")")[2].split()[0] not in {"T", "t"}:
+            acting.append(line)
+    return acting
+
+
 def _start_turn(d: Driver, slot: str) -> dict[str, Any]:
     d.send(op="place", slot=slot, scenario="permission", lease_s=LEASE_S)
     placed = d.expect("placed")
@@ -493,7 +506,9 @@ def test_4_the_watchdog_stops_an_agent_cut_off_from_the_store(cluster: Cluster) 
     try:
         t[victim].link(False)
         cut = time.monotonic()
-        stopped = until(lambda: not _agents(t, victim), 2 * LEASE_S)
+        # The watchdog pauses the agent (SIGSTOP: it may go on if the store confirms the
+        # epoch again, issue 30 item 3); the slot having moved, it is killed after link up.
+        stopped = until(lambda: not _acting_agents(t, victim), 2 * LEASE_S)
         assert stopped is not None, "the watchdog must stop the agent of a holder cut off"
         assert stopped < LEASE_S, (stopped, "the agent must be stopped before its lease ends")
         times = _finish_elsewhere(d, "cut", cut, victim)
@@ -508,7 +523,7 @@ def test_4_the_watchdog_stops_an_agent_cut_off_from_the_store(cluster: Cluster) 
         [
             {
                 "fault": f"{victim} link down",
-                "agent_stopped_by_watchdog_s": round(stopped, 2),
+                "agent_paused_by_watchdog_s": round(stopped, 2),
                 **times,
             }
         ],
