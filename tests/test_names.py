@@ -47,3 +47,36 @@ def test_no_two_public_classes_share_a_name() -> None:
 def test_known_collisions_still_collide() -> None:
     stale = [name for name in KNOWN if len(CLASSES.get(name, [])) < 2]
     assert stale == [], "no longer defined twice: drop them from KNOWN"
+
+
+AMBIGUOUS = {"decide", "startup", "daemon"}
+"""Words that meant several things (a policy's verdict, the next team step, a placement;
+two start-ups; the team loop called a daemon): a function or class is named for what it
+does instead (issue 31)."""
+
+
+def _defined_names() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted((SRC / "baton").rglob("*.py")):
+        module = ".".join(path.relative_to(SRC).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found[node.name].append(f"{module}:{node.lineno}")
+    return found
+
+
+def _ambiguous(names: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {
+        name: where
+        for name, where in names.items()
+        if any(word in name.lower().strip("_").split("_") for word in AMBIGUOUS)
+    }
+
+
+def test_no_function_or_class_is_named_by_an_ambiguous_word() -> None:
+    assert _ambiguous(_defined_names()) == {}
+
+
+def test_the_ambiguous_word_check_can_fail() -> None:
+    names = {"decide": ["a:1"], "decision_for": ["b:2"], "daemon_alive": ["c:3"], "x": ["d:4"]}
+    assert _ambiguous(names) == {"decide": ["a:1"], "daemon_alive": ["c:3"]}

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["ENV", "durable_write", "install_from_env"]
+__all__ = ["ENV", "FCOP_WRITER_MODULES", "durable_write", "install_from_env"]
 
 ENV = (
     "BATON_CRASH_AT",
@@ -38,7 +38,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _installed = False
 _FCOP_WRITERS = ("publish", "replace_durable", "remove_authoritative")
-_FCOP_MODULES = (
+FCOP_WRITER_MODULES = (
     "fcop.v4.encoding",
     "fcop.v4.creation",
     "fcop.v4.lifecycle",
@@ -48,6 +48,7 @@ _FCOP_MODULES = (
     "fcop.v4.authorization",
     "fcop.v4.merge",
 )
+"""Every fcop module that binds its durable writers by name (wrapping one means all of them)."""
 
 
 def _count(kind: str) -> None:
@@ -116,7 +117,7 @@ def install_from_env() -> bool:
     for name in _FCOP_WRITERS:
         originals[name] = getattr(encoding, name)
     wrapped = {name: _wrap(fn, name) for name, fn in originals.items()}
-    for module_name in _FCOP_MODULES:
+    for module_name in FCOP_WRITER_MODULES:
         with contextlib.suppress(ImportError):
             module = importlib.import_module(module_name)
             for name, fn in wrapped.items():

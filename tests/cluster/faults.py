@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.cluster.flow_checks import Kill, counters
 from tests.cluster.tier import VENV_BIN, Tier, _pdeathsig
 
 __all__ = ["DRIVER", "REPO", "Driver", "Workers", "until"]
@@ -106,6 +108,24 @@ class Driver:
         self.log.close()
 
 
+def worker_command(
+    head: str, host: str, address: str, temp: Path, slots: Sequence[str] = ()
+) -> list[str]:
+    """The tier's ``baton worker`` (the options docs/cluster.md's guide uses, and the
+    sizing ones: ``tests/cluster/test_operator_guide.py`` checks both against the CLI)."""
+    return [
+        str(VENV_BIN / "baton"),
+        "worker",
+        f"--address={head}",
+        f"--host={host}",
+        f"--node-ip={address}",
+        "--num-cpus=1",
+        f"--temp-dir={temp}",
+        "--object-store-bytes=80000000",
+        *(f"--slot={s}" for s in slots),
+    ]
+
+
 @dataclass
 class _Worker:
     host: str
@@ -140,17 +160,7 @@ class Workers:
         t = self.tier[worker.host]
         worker.starts += 1
         worker.proc = t.spawn(
-            [
-                str(VENV_BIN / "baton"),
-                "worker",
-                f"--address={self.head}",
-                f"--host={worker.host}",
-                f"--node-ip={t.address}",
-                "--num-cpus=1",
-                f"--temp-dir={t.root / 'r'}",
-                "--object-store-bytes=80000000",
-                *(f"--slot={s}" for s in worker.slots),
-            ],
+            worker_command(self.head, worker.host, t.address, t.root / "r", worker.slots),
             env={
                 "PYTHONPATH": str(REPO),
                 "HOME": str(t.root / "home"),
@@ -213,6 +223,8 @@ def team_flow(
     name: str = "repo",
     task: str | None = None,
     during: Callable[[Path], dict[str, Any]] | None = None,
+    kills: Sequence[Kill] = (),
+    hub_address: str | None = None,
 ) -> dict[str, Any]:
     """The README's team flow with ``baton up`` on the head host as the coordinator and
     the roles in role actors on the workers: PM delegates to QA and OPS, their reports come
@@ -225,7 +237,11 @@ def team_flow(
     filesystem with the coordinator, so a report filed there came over HTTP.
 
     ``during(repo)`` runs while the first ``baton up`` does (a fault in mid-flow); what it
-    returns is in the result as ``during``."""
+    returns is in the result as ``during``. ``kills``: the coordinator (the first
+    ``baton up``) is SIGKILLed at each of these moments in turn and started again 2 s
+    later (:func:`kill_coordinator`). ``hub_address`` overrides ``hub_on``'s address (an
+    address of the head host that a Ray partition leaves reachable)."""
+    from baton.cluster.team_factory import project_id
     from baton.store.pg import PgStore
     from tests.cli.test_team_loop import TASK
     from tests.support.project import baton_in, project_env, without_isolation
@@ -247,7 +263,9 @@ def team_flow(
 
     assert baton_in(repo, "init").returncode == 0
     without_isolation(repo)  # a worker's worktrees: docs/cluster.md
-    hub = f'hub_address = "{t[hub_on].address}"\n' if hub_on is not None else ""
+    (repo / "counters").mkdir(mode=0o777)  # flow_checks.counted_task's side-effect counters
+    hub_at = hub_address or (t[hub_on].address if hub_on is not None else None)
+    hub = f'hub_address = "{hub_at}"\n' if hub_at is not None else ""
     with (repo / "baton.toml").open("a") as toml:
         toml.write(
             f'\n[cluster]\naddress = "{head}"\nstore = "{pg.tcp_dsn()}"\nlease_seconds = 15\n' + hub
@@ -264,14 +282,21 @@ def team_flow(
     )
     assert made.returncode == 0, made.stderr
     seen_during: dict[str, Any] = {}
+    up_argv = [str(VENV_BIN / "baton"), "-C", str(repo), "up", "--until-idle"]
+    up_env = {**project_env(repo), "PATH": f"{VENV_BIN}:/usr/bin:/bin"}
+    for n, kill in enumerate(kills):
+        running = t["head"].spawn(up_argv, env=up_env, log=f"up-{name}-k{n}")
+        try:
+            seen_during.setdefault("kills", []).append(kill_coordinator(t, repo, running, kill))
+        finally:
+            if running.poll() is None:
+                running.kill()
+            running.wait(timeout=60)
+        time.sleep(2)  # an operator's restart policy: up again 2 s later
     if during is None:
         up = baton("up", "--until-idle", "--json")
     else:
-        running = t["head"].spawn(
-            [str(VENV_BIN / "baton"), "-C", str(repo), "up", "--until-idle"],
-            env={**project_env(repo), "PATH": f"{VENV_BIN}:/usr/bin:/bin"},
-            log=f"up-{name}",
-        )
+        running = t["head"].spawn(up_argv, env=up_env, log=f"up-{name}")
         try:
             seen_during = during(repo)
             code = running.wait(timeout=600)
@@ -288,9 +313,19 @@ def team_flow(
         team = [r for r in holders if r.meta.get("role") is not None and Path(r.cwd) == repo]
         turns = {r.run_id: [e.type for e in store.iter_events(r.run_id)] for r in team}
         slots = sorted({str(r.meta.get("slot")) for r in team})
+        project = project_id(repo)  # this flow's rows only: every flow shares the store
         placements = store.read_tx(
             lambda tx: tx.all(
-                "SELECT slot, host, state, epoch FROM cluster_placements ORDER BY slot"
+                "SELECT slot, host, state, epoch FROM cluster_placements WHERE project = ?"
+                " ORDER BY slot",
+                (project,),
+            )
+        )
+        calls = store.read_tx(
+            lambda tx: tx.all(
+                "SELECT task_id, tool, state, updated_at FROM cluster_tool_calls"
+                " WHERE project = ? ORDER BY created_at",
+                (project,),
             )
         )
     finally:
@@ -317,4 +352,44 @@ def team_flow(
         ],
         "holder_hosts": sorted({str(r.meta.get("host")) for r in team}),
         "during": seen_during,
+        "calls": [tuple(c) for c in calls],
     }
+
+
+def cmdline(pid: int) -> bytes:
+    """A process's argv, NUL-separated (empty once it exited)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""  # exited meanwhile
+
+
+def kill_coordinator(
+    t: Tier, repo: Path, running: subprocess.Popen[bytes], kill: Kill
+) -> dict[str, Any]:
+    """SIGKILL the ``baton up`` of ``repo`` on the head at ``kill``'s moment (if it still
+    runs then): ``kill.after`` seconds after its start, or, for a ``filing`` kill, that long
+    after a side-effect counter grew (a step just ran: its report is being filed)."""
+    start = time.monotonic()
+    if kill.filing:
+        before = sum(len(v) for v in counters(repo).values())
+        grew = until(
+            lambda: (
+                running.poll() is not None or sum(len(v) for v in counters(repo).values()) > before
+            ),
+            120,
+            pause=0.05,
+        )
+        assert grew is not None, "no step ran within 120 s"
+    moment = time.monotonic() + kill.after
+    while time.monotonic() < moment and running.poll() is None:
+        time.sleep(0.02)
+    if running.poll() is not None:
+        return {"at_s": None, "filing": kill.filing, "killed": False}
+    marker = f"\0-C\0{repo}\0up\0".encode()
+    pids = [p for p in t["head"].pids() if marker in cmdline(p)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    running.wait(timeout=60)
+    return {"at_s": round(time.monotonic() - start, 2), "filing": kill.filing, "killed": bool(pids)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,6 +255,65 @@ async def test_a_failed_renewal_is_tried_again() -> None:
     assert keeper.renewals == 1 and keeper.since_renewal() == 0.0
 
 
+async def test_a_store_outage_pauses_the_agent_and_a_confirmed_epoch_lets_it_go_on() -> None:
+    """Issue 30 item 3: a holder that cannot reach the store freezes its agent before its
+    lease may lapse (nothing acts under a lapsed lease) instead of killing it; the store
+    back and still naming the epoch, the agent goes on; the slot moved, it is stopped."""
+    clock = _Clock()
+    seen: list[str] = []
+    store_up = False
+    moved = False
+
+    async def renew() -> None:
+        raise StoreError("connection refused")
+
+    async def resume() -> None:
+        if moved:
+            raise FencedOut("epoch 1 is stale")
+        if not store_up:
+            raise StoreError("connection refused")
+
+    async def on_lost(reason: str) -> None:
+        seen.append(f"lost: {reason}")
+
+    async def on_pause(reason: str) -> None:
+        seen.append("paused")
+
+    async def on_resume() -> None:
+        seen.append("resumed")
+
+    keeper = LeaseKeeper(
+        renew,
+        lease_s=6.0,
+        on_lost=on_lost,
+        on_pause=on_pause,
+        on_resume=on_resume,
+        resume=resume,
+        monotonic=clock,
+    )
+    clock.now = 5.5
+    assert await keeper.step() is Watchdog.PAUSE and seen == ["paused"]
+    await asyncio.sleep(0)
+    clock.now = 20.0  # the store is still out, long past the lease: paused, not stopped
+    assert await keeper.step() is Watchdog.PAUSE and seen == ["paused"]
+    await asyncio.sleep(0)
+    store_up = True
+    clock.now = 20.5
+    await keeper.step()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert seen == ["paused", "resumed"] and keeper.paused is None
+    assert await keeper.step() is Watchdog.ACT
+    store_up = False
+    clock.now = 30.0
+    assert await keeper.step() is Watchdog.PAUSE
+    moved = True
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert seen[-1].startswith("lost: the store refused the renewal")
+    assert await keeper.step() is Watchdog.KILL
+
+
 def test_ray_nodes_become_hosts() -> None:
     nodes = [
         {"Alive": True, "Resources": {"CPU": 1.0}},  # the head: runs no role
@@ -320,13 +380,82 @@ def test_two_teams_slots_of_one_name_are_two_actors() -> None:
 
 
 def test_a_restored_credential_table_goes_on_with_its_generations() -> None:
-    from baton.role_tools.credentials import Credentials, Grant
+    from baton.role_tools.credentials import Credentials, SlotGrant
 
     before = Credentials()
     old, live = before.issue("QA"), before.issue("QA")
     after = Credentials()
     after.restore(before.facts("QA"))
-    assert after.check("QA", live.token) == Grant("QA", live.generation)
+    assert after.check("QA", live.token) == SlotGrant("QA", live.generation)
     assert getattr(after.check("QA", old.token), "code", None) == "CREDENTIAL_REPLACED"
     assert after.issue("QA").generation == live.generation + 1
     assert getattr(after.check("QA", live.token), "code", None) == "CREDENTIAL_REPLACED"
+
+
+def test_a_worker_joins_again_with_growing_pauses_until_a_node_runs_a_minute() -> None:
+    from baton.cluster.worker import PAUSES, STEADY_S, restart_pause
+
+    pauses = [restart_pause(None, 0.0)]
+    for _ in range(7):
+        pauses.append(restart_pause(pauses[-1], 2.0))
+    assert pauses == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert restart_pause(30.0, STEADY_S) == PAUSES[0]
+
+
+NODE = """
+import os, signal, sys, time
+log = sys.argv[1]
+with open(log, "a") as out:
+    out.write(f"{os.getpid()}\\n")
+starts = len(open(log).read().split())
+if starts < 3:
+    sys.exit(7)  # the node exits on its own (a partition, say)
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+while True:
+    time.sleep(1)
+"""
+
+
+def test_baton_worker_joins_again_after_its_node_exits_and_stops_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 item 5: after a partition ``baton worker`` joined no more (it exited)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    log = tmp_path / "starts"
+    script = tmp_path / "node.py"
+    script.write_text(NODE)
+    supervisor = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from baton.cluster.worker import supervise; "
+            "sys.exit(supervise(sys.argv[1:], {'PATH': '/usr/bin:/bin'}))",
+            sys.executable,
+            str(script),
+            str(log),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and len(log.read_text().split()) >= 3):
+            assert supervisor.poll() is None, supervisor.stderr
+            assert time.monotonic() < deadline, "the node was not started three times"
+            time.sleep(0.1)  # another process's progress: nothing to wait on but its file
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=30) == 0
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+    assert supervisor.stderr is not None
+    said = supervisor.stderr.read().decode()
+    assert said.count("joining again") == 2, said
+    last = int(log.read_text().split()[-1])
+    assert (
+        not Path(f"/proc/{last}").exists()
+        or "zombie" in Path(f"/proc/{last}/status").read_text().lower()
+    )

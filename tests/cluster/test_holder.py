@@ -238,3 +238,33 @@ async def test_a_holder_refused_at_start_fails_its_run_and_keeps_nothing_open(
     assert current is not None and (current.host, current.epoch) == ("elsewhere", placed.epoch + 1)
     assert (await holder.info())["stopped"] == "its start failed"
     await holder.close()  # idempotent
+
+
+async def test_a_turn_asked_while_the_holder_starts_waits_for_the_start(world: World) -> None:
+    """Issue 30 item 5: a coordinator killed while its roles were starting; the next one
+    re-attached and prompted a holder still starting, and the turn failed ("the holder has
+    not started"). Now a second start() waits for the first, and a turn waits for both."""
+    placed = await world.placements.place("dev", "local", lease_s=LEASE_S)
+    spec = holder_spec(
+        world.dsn, "dev", "ok", world.root, parent_run=world.emitter.run_id, lease_s=LEASE_S
+    )
+    holder = RoleHolder(replace(spec, epoch=placed.epoch, host="local"))
+    world.holders.append(holder)
+    first = asyncio.create_task(holder.start())  # the coordinator that died
+    turn = asyncio.create_task(holder.prompt("go", "run-second"))  # the next one's prompt
+    again = await asyncio.wait_for(holder.start(), 120)  # the next one's re-attachment
+    assert again["agent_alive"] is True and (await first)["agent_pid"] == again["agent_pid"]
+    result = await asyncio.wait_for(turn, 60)
+    assert result.status == "completed"
+    types = [e.type for e in world.events(holder.run_id)]
+    assert types.count("session.started") == 1 and types.count("turn.completed") == 1, types
+
+
+async def test_a_closed_holder_leaves_no_folder_of_its_own(world: World) -> None:
+    """Issue 30 item 5: role actors left baton-gate-* folders in the temp dir (138)."""
+    holder = await world.holder("dev", "ok")
+    assert holder._push_gate is not None and holder._push_gate.gate is not None
+    folder = holder._push_gate.gate.directory
+    assert folder.is_dir()
+    await holder.close()
+    assert not folder.exists()

@@ -25,10 +25,10 @@ from baton.cluster.placement import (
     Watchdog,
     check,
     choose_host,
-    decide,
     expire,
     fail,
     place,
+    placement_step,
     release,
     renew,
     watchdog,
@@ -149,7 +149,7 @@ def test_the_coordinator_decides_from_facts(
     now: float,
     decision: object,
 ) -> None:
-    assert decide("dev-1", current, hosts, now=now, load=load) == decision
+    assert placement_step("dev-1", current, hosts, now=now, load=load) == decision
 
 
 def test_choose_host_needs_the_checkout() -> None:
@@ -164,11 +164,11 @@ def test_choose_host_needs_the_checkout() -> None:
         (4.9, Watchdog.ACT),
         (5.0, Watchdog.RENEW),
         (13.9, Watchdog.RENEW),
-        (14.0, Watchdog.KILL),
-        (60.0, Watchdog.KILL),
+        (14.0, Watchdog.PAUSE),
+        (60.0, Watchdog.PAUSE),
     ],
 )
-def test_the_watchdog_kills_before_the_lease_may_have_run_out(
+def test_the_watchdog_pauses_before_the_lease_may_have_run_out(
     since: float, verdict: Watchdog
 ) -> None:
     assert watchdog(lease_s=15.0, since_renewal=since, margin_s=1.0) is verdict

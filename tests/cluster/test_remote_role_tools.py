@@ -222,9 +222,10 @@ async def test_the_role_actor_hands_the_http_entry_to_an_agent_that_speaks_it() 
 
 
 def test_the_cluster_factory_tells_the_builtin_agent_to_speak_http() -> None:
+    """Its holder's relay serves the role tools over loopback HTTP on every worker."""
     plain = ClusterConfig("h:1", "dsn")
     served = ClusterConfig("h:1", "dsn", hub_host="10.0.0.5")
-    assert _remote_profile(BUILTIN, plain) is BUILTIN
+    assert _remote_profile(BUILTIN, plain).env[MCP_HTTP_ENV] == "1"
     assert _remote_profile(BUILTIN, served).env[MCP_HTTP_ENV] == "1"
     other = fake_profile("ok")
     assert _remote_profile(other, served) is other

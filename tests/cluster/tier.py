@@ -312,6 +312,26 @@ class Host:
         self.boot()
 
 
+def head_argv(host: str, address: str, temp: Path, *, runs_roles: bool) -> list[str]:
+    """The tier's ``ray start --head`` (docs/cluster.md's guide gives the same flags:
+    ``tests/cluster/test_operator_guide.py`` compares them)."""
+    resources = {f"baton-host-{host}": 1} if runs_roles else {}
+    return [
+        str(VENV_BIN / "ray"),
+        "start",
+        "--head",
+        f"--node-ip-address={address}",
+        f"--port={RAY_PORT}",
+        "--num-cpus=1",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={temp}",
+        "--object-store-memory=80000000",
+        f"--resources={json.dumps(resources)}",
+        f"--system-config={json.dumps(dict(HEALTH_CHECKS))}",
+    ]
+
+
 def _ns_pids(netns: str) -> list[int]:
     out = _ip("netns", "pids", netns, check=False).stdout.split()
     return [int(p) for p in out if p.isdigit()]
@@ -475,22 +495,8 @@ class Tier:
         ``runs_roles=False``: the head declares no ``baton-host-*`` resource (a coordinator
         host that runs no role actor)."""
         machine = self[host]
-        temp = machine.root / "r"
         out = machine.run(
-            [
-                str(VENV_BIN / "ray"),
-                "start",
-                "--head",
-                f"--node-ip-address={machine.address}",
-                f"--port={RAY_PORT}",
-                "--num-cpus=1",
-                "--include-dashboard=false",
-                "--disable-usage-stats",
-                f"--temp-dir={temp}",
-                "--object-store-memory=80000000",
-                f"--resources={json.dumps({f'baton-host-{host}': 1} if runs_roles else {})}",
-                f"--system-config={json.dumps(dict(HEALTH_CHECKS))}",
-            ],
+            head_argv(host, machine.address, machine.root / "r", runs_roles=runs_roles),
             env=self.ray_env(redis=redis),
             timeout=180,
         )

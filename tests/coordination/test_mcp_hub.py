@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.role_tools.credentials import Credentials, Grant, Refusal
+from baton.role_tools.credentials import Credentials, Refusal, SlotGrant
 from baton.role_tools.hub import SHIM_PATH, RoleHub
 from baton.store.sqlite import SqliteStore
 from baton.store.store import Store
@@ -75,7 +75,7 @@ async def run_shim(entry: dict[str, Any], *, stdin: bytes = b"") -> tuple[int, b
 def test_credentials_are_per_slot_rotated_and_compared_whole() -> None:
     table = Credentials()
     qa, dev = table.issue("QA"), table.issue("DEV")
-    assert table.check("QA", qa.token) == Grant("QA", qa.generation)
+    assert table.check("QA", qa.token) == SlotGrant("QA", qa.generation)
     assert isinstance(refused := table.check("QA", dev.token), Refusal)
     assert refused.code == "CREDENTIAL_REFUSED"
     assert table.check("QA", qa.token[:-1]) == refused  # no prefix match
@@ -83,9 +83,9 @@ def test_credentials_are_per_slot_rotated_and_compared_whole() -> None:
     assert again.token != qa.token and again.generation > qa.generation
     replaced = table.check("QA", qa.token)
     assert isinstance(replaced, Refusal) and replaced.code == "CREDENTIAL_REPLACED"
-    assert table.check("QA", again.token) == Grant("QA", again.generation)
+    assert table.check("QA", again.token) == SlotGrant("QA", again.generation)
     table.revoke("QA", qa.generation)  # the old session's late close
-    assert table.check("QA", again.token) == Grant("QA", again.generation)
+    assert table.check("QA", again.token) == SlotGrant("QA", again.generation)
     unknown = table.check("OPS", again.token)
     assert isinstance(unknown, Refusal) and unknown.code == "UNKNOWN_SLOT"
     assert qa.token not in repr(qa)

@@ -19,6 +19,7 @@ from baton.workflow.results import (
     ChildOutcome,
     consolidation_verdict,
     normalize_result,
+    nothing_done,
 )
 from baton.workflow.review_summary import (
     DRAFT_HEADING,
@@ -250,3 +251,35 @@ def test_create_task_after_records_sibling_prerequisites(
             tools.call(
                 "create_task", {"recipient": "OPS", "subject": "x", "body": "b", "after": bad}
             )
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("", True),
+        ("   \n", True),
+        ("Nothing was executed: the prompt held no runbook steps", True),
+        ("**Nothing was done.**", True),
+        ("No steps were run.", True),
+        ("I did nothing: the task was empty.", True),
+        ("Built and tested; nothing was run twice.", False),
+        ("Ran the suite: 12 passed.", False),
+    ],
+)
+def test_nothing_done_reads_the_opening_of_a_report(body: str, says: bool) -> None:
+    assert nothing_done(body) is says
+
+
+def test_write_report_refuses_done_for_a_report_that_says_nothing_was_done(
+    leader: tuple[RoleTools, str, str], port: FcopPort
+) -> None:
+    """Issue 30 item 4: "nothing was executed" marked done was counted as done."""
+    tools, parent, attempt = leader
+    for body in ("", "Nothing was executed: the prompt held no runbook steps."):
+        with pytest.raises(ToolRefused) as refused:
+            tools.call("write_report", {"result": "done", "body": body})
+        assert refused.value.code == "NOTHING_DONE", refused.value
+    assert port.find_report_head(parent, attempt) is None
+    tools.call("write_report", {"result": "blocked", "body": "Nothing was executed: empty task."})
+    head = port.find_report_head(parent, attempt)
+    assert head is not None and head.result == "blocked"

@@ -50,13 +50,14 @@ import itertools
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -629,6 +630,57 @@ def campaign(
     return tally
 
 
+PRESSURE_WRITER = r"""
+import os, sys, time
+path = sys.argv[1]
+with open(path, "wb") as out:
+    while True:  # a writer that keeps the disk's fsync queue and one core busy
+        out.write(os.urandom(64 * 1024))
+        out.flush()
+        os.fsync(out.fileno())
+        if out.tell() > 64 * 1024 * 1024:
+            out.seek(0)
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            pass
+"""
+
+
+@contextlib.contextmanager
+def pressure(where: Path) -> Iterator[str]:
+    """CPU and fsync pressure for the campaign's length (issue 30 item 6): ``stress-ng``
+    (one CPU worker at 60 % and one writer fsyncing its file), else two parallel writers
+    that fsync in a loop. Stopped, with everything it wrote, when the campaign ends."""
+    where.mkdir(parents=True, exist_ok=True)
+    stress = shutil.which("stress-ng")
+    if stress is not None:
+        argv = [
+            stress,
+            "--cpu", "1", "--cpu-load", "60",
+            "--hdd", "1", "--hdd-bytes", "64M", "--hdd-opts", "fsync",
+            "--temp-path", str(where), "--timeout", "0", "--quiet",
+        ]  # fmt: skip
+        procs = [subprocess.Popen(argv, start_new_session=True)]
+        what = "stress-ng --cpu 1 --cpu-load 60 --hdd 1 --hdd-opts fsync"
+    else:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", PRESSURE_WRITER, str(where / f"w{n}")],
+                start_new_session=True,
+            )
+            for n in range(2)
+        ]
+        what = "2 parallel fsync writers"
+    try:
+        yield what
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.crash.harness")
     parser.add_argument(
@@ -638,11 +690,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--keep", type=Path, default=None, help="keep the projects here")
     parser.add_argument("--json", type=Path, default=None, help="write the tally as JSON")
+    parser.add_argument(
+        "--pressure",
+        action="store_true",
+        help="run under CPU and fsync pressure (stress-ng, else parallel writers)",
+    )
     args = parser.parse_args(argv)
     kills = args.kills or (500 if args.long else 60)
     base = args.keep or Path(tempfile.mkdtemp(prefix="baton-crash-"))
     base.mkdir(parents=True, exist_ok=True)
+    with pressure(base / "pressure") if args.pressure else contextlib.nullcontext() as load:
+        return _run(args, kills, base, load)
+
+
+def _run(args: argparse.Namespace, kills: int, base: Path, load: str | None) -> int:
     tally = campaign(kills, seed=args.seed, base=base)
+    if load:
+        print(f"under pressure: {load}")
     print(tally.table())
     for line in tally.breaks:
         print("BROKEN", line)
@@ -656,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
                     "flows": tally.flows,
                     "restarts": tally.restarts,
                     "seconds": tally.seconds,
+                    "pressure": load,
                 },
                 indent=2,
             )

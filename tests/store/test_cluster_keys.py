@@ -16,7 +16,7 @@ from baton.cluster.fencing import Placements
 from baton.cluster.placement import FencedOut
 from baton.events.model import TurnSubmitted
 from baton.events.sequencer import Sequencer
-from baton.role_tools.credentials import Grant, Refusal
+from baton.role_tools.credentials import Refusal, SlotGrant
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
@@ -101,8 +101,8 @@ async def test_a_new_hub_accepts_the_live_credential_and_refuses_a_retired_one(
     dev = await old.issue_kept("DEV")
     # The coordinator is gone (nothing closed); its successor opens the store anew.
     new = _hub(stores[1], tmp_path, "ws-a")
-    assert new.credentials.check("QA", live.token) == Grant("QA", live.generation)
-    assert new.credentials.check("DEV", dev.token) == Grant("DEV", dev.generation)
+    assert new.credentials.check("QA", live.token) == SlotGrant("QA", live.generation)
+    assert new.credentials.check("DEV", dev.token) == SlotGrant("DEV", dev.generation)
     refused = new.credentials.check("QA", replaced.token)
     assert isinstance(refused, Refusal) and refused.code == "CREDENTIAL_REPLACED"
     wrong = new.credentials.check("DEV", live.token)
@@ -112,7 +112,7 @@ async def test_a_new_hub_accepts_the_live_credential_and_refuses_a_retired_one(
     unknown = other.credentials.check("QA", live.token)
     assert isinstance(unknown, Refusal) and unknown.code == "UNKNOWN_SLOT"
     # The holder's session ends under the new hub: revoked, and refused after yet another.
-    assert new.live("QA") == Grant("QA", live.generation)
+    assert new.live("QA") == SlotGrant("QA", live.generation)
     await new.revoke_kept(live)
     third = _hub(stores[2], tmp_path, "ws-a")
     after = third.credentials.check("QA", live.token)

@@ -148,6 +148,33 @@ class PostgresServer:
         if self.trust is not None:
             with open(self.data_dir / "pg_hba.conf", "a") as hba:
                 hba.write(f"host all all {self.trust} trust\n")
+        self._launch()
+        subprocess.run(
+            [
+                str(PG_BIN / "createdb"),
+                "-h",
+                str(self.socket_dir),
+                "-p",
+                str(self.port),
+                "-U",
+                "baton",
+                self.database,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        return self
+
+    def restart(self, down_s: float = 0.0) -> PostgresServer:
+        """Start the stopped server again on its data (a database restart, not a new one),
+        after ``down_s`` seconds down (an outage's length)."""
+        self.stop()
+        time.sleep(down_s)  # the outage itself: the server is down, nothing to wait on
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
         self.process = subprocess.Popen(
             self._as_user(
                 [
@@ -183,22 +210,6 @@ class PostgresServer:
             preexec_fn=_die_with_parent,
         )
         self._wait_ready()
-        subprocess.run(
-            [
-                str(PG_BIN / "createdb"),
-                "-h",
-                str(self.socket_dir),
-                "-p",
-                str(self.port),
-                "-U",
-                "baton",
-                self.database,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-        return self
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + _START_TIMEOUT

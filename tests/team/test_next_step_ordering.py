@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from baton.team import steps
-from baton.team.next_step import Facts, FcopTask, TeamRules, next_step
+from baton.team.next_step import ChildView, Facts, FcopTask, TeamRules, next_step
 from baton.team.records import TaskRecord
 from baton.team.states import TASK, IllegalTeamTransition, TaskEvent, TaskState
 from baton.workflow.ordering import Prerequisite
@@ -66,3 +66,38 @@ def test_the_waiting_state_is_in_the_task_table() -> None:
         TASK.next(waiting, TaskEvent.DISPATCH)  # never prompted before it is claimed
     with pytest.raises(IllegalTeamTransition):
         TASK.next(TaskState.CLAIMED, TaskEvent.WAIT_PREREQUISITES)
+
+
+def _leader(*children: ChildView) -> Facts:
+    from baton.team.records import TurnRecord
+    from baton.team.states import DispatchState
+
+    task = FcopTask(
+        "TASK-pm", "active", sender="ADMIN", recipient="PM", subject="s", attempt_id="a"
+    )
+    record = TaskRecord(
+        task_id="TASK-pm", role="PM", state=TaskState.TURN_FINISHED, created_at="t", updated_at="t"
+    )
+    turn = TurnRecord(
+        task_id="TASK-pm",
+        dispatch=1,
+        slot="PM",
+        role="PM",
+        kind="work",
+        state=DispatchState.FINISHED,
+        started_at="t",
+        attempt_id="a",
+        outcome="completed",
+    )
+    return Facts(
+        task=task, record=record, role="PM", slot_role="PM", children=children, last_turn=turn
+    )
+
+
+def test_a_lost_child_result_needs_a_human_instead_of_a_consolidation() -> None:
+    """Issue 30 item 4: nothing is made up for a delegated task without a report."""
+    fine = ChildView("TASK-dev", "DEV", "PM", "review", result="done")
+    lost = ChildView("TASK-qa", "QA", "PM", "done", result=None)
+    assert next_step(_leader(fine), POLICY) == steps.Dispatch("consolidate")
+    step = next_step(_leader(fine, lost), POLICY)
+    assert isinstance(step, steps.Attention) and "TASK-qa" in step.reason, step

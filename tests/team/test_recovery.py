@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 
 from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
+from baton.fcop_port.publication import lock_path
 from baton.fcop_port.recovery import (
     Repair,
     Unresolved,
@@ -185,7 +188,9 @@ def test_r3_a_task_without_its_create_fact_is_completed(port: FcopPort) -> None:
         raise AssertionError("a second fact was written")
 
 
-def test_r4_abandoned_temporaries_are_removed_young_ones_kept(port: FcopPort) -> None:
+def test_r4_removes_every_temporary_no_live_writer_owns_whatever_its_age(port: FcopPort) -> None:
+    """Ownership, not age (issue 30 item 6): a temporary written a moment ago by a writer
+    that is gone is as abandoned as an old one."""
     task = port.create_task(sender="ADMIN", recipient="QA", subject="t", body="b")
     active = port.stage_dir("active")
     old = active / f".fcop-create-{task.task_id}-abcd1234.tmp"
@@ -196,13 +201,44 @@ def test_r4_abandoned_temporaries_are_removed_young_ones_kept(port: FcopPort) ->
     young.write_bytes(b"being written")
     residue = port.stage_dir("inbox") / f".fcop-create-{task.task_id}-resid123.tmp"
     residue.write_bytes((port.stage_dir("inbox") / f"{task.task_id}.md").read_bytes())
-    os.utime(residue, (stamp, stamp))
     repairs = clean_temporaries(port)
-    assert not old.exists() and not residue.exists() and young.exists()
-    assert {r.outcome for r in repairs} == {"cleaned"} and len(repairs) == 2
+    assert not old.exists() and not residue.exists() and not young.exists()
+    assert {r.outcome for r in repairs} == {"cleaned"} and len(repairs) == 3
     assert any("residue" in r.detail for r in repairs), repairs
-    young.unlink()
     assert validate_workspace(port.root)["valid"]
+
+
+def test_r4_spares_a_live_writer_in_another_process_however_long_it_stalls(
+    port: FcopPort, tmp_path: Path
+) -> None:
+    """A writer that holds the publication lock (another process, stalled) keeps its
+    temporary; once that process is gone, the same temporary is removed."""
+    task = port.create_task(sender="ADMIN", recipient="QA", subject="t", body="b")
+    temporary = port.stage_dir("active") / f".fcop-create-{task.task_id}-stall123.tmp"
+    temporary.write_bytes(b"a stalled writer's bytes")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_SH)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n",
+            str(lock_path(port.root)),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        assert clean_temporaries(port) == []
+        assert temporary.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    (repair,) = clean_temporaries(port)
+    assert "abandoned" in repair.detail and not temporary.exists()
 
 
 def test_r4_spares_a_writer_between_its_link_and_its_unlink(

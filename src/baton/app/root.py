@@ -353,20 +353,24 @@ class Baton:
                 holder_root=open_holder_root,
             )
             holders = holder_lookup(self.store, run.emitter, ctx.project_dir)
-        return await run_team(
-            ctx,
-            self.config,
-            store=self.store,
-            ledger=self.ledger,
-            emitter=run.emitter,
-            notifier=self.notifier(report=run.emitter.emit),
-            until_idle=until_idle,
-            on_loop=on_loop,
-            decorate=decorate,
-            factory_for=factory_for,
-            holders=holders,
-            budget=self.budget_plan(),
-        )
+        try:
+            return await run_team(
+                ctx,
+                self.config,
+                store=self.store,
+                ledger=self.ledger,
+                emitter=run.emitter,
+                notifier=self.notifier(report=run.emitter.emit),
+                until_idle=until_idle,
+                on_loop=on_loop,
+                decorate=decorate,
+                factory_for=factory_for,
+                holders=holders,
+                budget=self.budget_plan(),
+            )
+        finally:
+            if factory_for is not None:  # a clean stop leaves no role actor behind
+                await factory_for.aclose()
 
 
 @dataclass(eq=False)

@@ -1,7 +1,7 @@
 """Cluster mode's commands (issue 16): ``baton worker`` joins a host to a Ray cluster.
 
 Imported only when the command is used (:mod:`baton.cli.mount`); it imports no Ray
-itself (``ray start`` does, in the process this command becomes).
+itself (``ray start`` does, in the node process it runs and runs again).
 """
 
 from __future__ import annotations
@@ -35,9 +35,14 @@ def worker(
         typer.Option("--object-store-bytes", min=1, help="Ray's object store size (bytes)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the ray command only.")] = False,
+    once: Annotated[
+        bool,
+        typer.Option("--once", help="Exit when the node exits (default: join again)."),
+    ] = False,
 ) -> None:
-    """Join the cluster at ADDRESS as worker HOST (blocks while the node runs)."""
-    from baton.app.facade.cluster import worker_argv
+    """Join the cluster at ADDRESS as worker HOST (blocks while the node runs; joins again
+    whenever the node exits on its own, e.g. after a partition)."""
+    from baton.app.facade.cluster import supervise, worker_argv
 
     argv = worker_argv(
         address,
@@ -52,4 +57,4 @@ def worker(
         typer.echo(" ".join(argv))
         return
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    os.execve(argv[0], argv, env)  # noqa: S606 - argv from worker_argv, no shell
+    raise typer.Exit(supervise(argv, env, once=once))

@@ -21,8 +21,16 @@ actor records ``cluster.fenced_out``, stops its agent and acts no more.
 The holder wires nothing itself: its host's root (:class:`HolderRoot`, ``spec.root``:
 :func:`baton.app.root.open_holder_root`) opens the store, its run, broker and session.
 
+The agent's role tools go through the holder's relay (:mod:`.tool_relay`): each writing
+call recorded in the store and delivered once to the coordinator's hub, also when that
+coordinator is away while the agent files its report.
+
 Ray is imported only by :func:`role_actor_class` (cluster mode): this module's
 :class:`RoleHolder` is plain Python, so it is tested without a cluster too.
+
+Length: the holder's start (root, lease, relay, push gate, agent), its acts (a turn, its
+adoption by a restarted coordinator) and its stop share the one set of resources an
+epoch holds, and release them in one place.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import contextlib
 import copyreg
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -46,11 +55,15 @@ from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
 from baton.cluster.lease import LeaseKeeper
 from baton.cluster.names import holder_run_id
-from baton.cluster.placement import FencedOut
+from baton.cluster.placement import FencedOut, LeaseLapsed
 from baton.cluster.push_gate import PushGate
+from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
 from baton.events.model import ClusterFencedOut
+from baton.fcop_errors import CoordinationError
+from baton.procgroup import group_alive, signal_group
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
+from baton.role_tools.binding import CurrentTask, SlotAccess
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
@@ -132,6 +145,15 @@ class HolderSpec:
     """Used instead of ``mcp_servers`` when the agent advertises ``mcpCapabilities.http``
     (the role tools over the coordinator's HTTP front, reachable from other hosts)."""
     resume_session_id: str | None = None
+    hub_url: str | None = None
+    """The coordinator's hub (``http://HOST:PORT``), as the factory started it; the store's
+    ``cluster_hubs`` row wins once a restarted coordinator listens elsewhere."""
+    hub_token: str | None = None
+    """This session's credential at the hub. Given, the holder relays its agent's role
+    tools (:mod:`.tool_relay`: recorded, delivered once) instead of handing it the hub's
+    entries (``mcp_servers``/``mcp_http``) directly."""
+    delivery_wait_s: float = DELIVERY_WAIT_S
+    """How long an agent's role tool call waits for an absent hub (then: pending delivery)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Free-form notes stored in the holder's run meta (the task it resumes, say)."""
     project: str = ""
@@ -177,7 +199,14 @@ class RoleHolder:
         self._keeper: LeaseKeeper | None = None
         self._lease_task: asyncio.Task[None] | None = None
         self._push_gate: PushGate | None = None
+        self._relay: Relay | None = None
+        self._entries: tuple[list[dict[str, Any]], list[dict[str, Any]]] = (
+            [dict(e) for e in spec.mcp_servers],
+            [dict(e) for e in spec.mcp_http],
+        )
+        """The agent's role tools: (stdio, http) entries, the relay's once it serves."""
         self.stopped: str | None = None
+        self._starting: asyncio.Future[None] | None = None
         self._turn: asyncio.Task[TurnResult] | None = None
         self._turn_sha256: str | None = None
         self._turn_asker: str | None = None
@@ -188,7 +217,16 @@ class RoleHolder:
     # ------------------------------------------------------------------ start
 
     async def start(self) -> dict[str, Any]:
-        """Open the host's root, confirm the epoch (a renewal), start the agent and the lease."""
+        """Open the host's root, confirm the epoch (a renewal), start the agent and the lease;
+        then who it is. Idempotent: a second call (a new coordinator re-attaching, its
+        predecessor having died while this holder started) waits for the one start and
+        answers as it did (its error, when it failed)."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start_once())
+        await asyncio.shield(self._starting)
+        return await self.info()
+
+    async def _start_once(self) -> None:
         spec = self.spec
         try:
             root = await self._stack.enter_async_context(
@@ -202,7 +240,6 @@ class RoleHolder:
             self._root = None
             await self.close()
             raise
-        return await self.info()
 
     async def _start(self, root: HolderRoot) -> None:
         spec = self.spec
@@ -210,7 +247,13 @@ class RoleHolder:
         self._placements = placements
 
         async def fence(act: str) -> None:
-            await placements.fenced(spec.slot, spec.epoch, _nothing)
+            try:
+                await placements.fenced(spec.slot, spec.epoch, _nothing)
+            except LeaseLapsed:
+                # Asked before a store outage froze the agent, answered after it: the
+                # epoch is taken up again first (refused if the slot moved meanwhile).
+                await keeper.take_up()
+                await placements.fenced(spec.slot, spec.epoch, _nothing)
 
         self._guard = EpochGuard(
             fence,
@@ -223,6 +266,9 @@ class RoleHolder:
             lambda: placements.renew(spec.slot, spec.epoch, lease_s=spec.lease_s),
             lease_s=spec.lease_s,
             on_lost=self._lease_lost,
+            on_pause=self._pause_agent,
+            on_resume=self._resume_agent,
+            resume=lambda: placements.confirm(spec.slot, spec.epoch, lease_s=spec.lease_s),
         )
         self._keeper = keeper
         sent = time.monotonic()
@@ -230,6 +276,18 @@ class RoleHolder:
         keeper.confirmed(sent)
         self._lease_task = asyncio.create_task(keeper.run(), name=f"lease-{spec.slot}")
         broker = root.broker(role_policy(spec.permissions), wait_timeout=spec.wait_timeout)
+        if spec.hub_token is not None:
+            self._relay = Relay(
+                root.store,
+                spec.project,
+                spec.slot,
+                spec.epoch,
+                spec.hub_token,
+                url=spec.hub_url,
+                wait_s=spec.delivery_wait_s,
+            )
+            self._entries = await self._relay.start()
+        self.role_tools = "stdio" if self._entries[0] else "none"
         self._push_gate = PushGate(self._guard.check)
         gate = await self._push_gate.start(Path(spec.workspace))
         profile = replace(spec.profile, env=MappingProxyType(gate.env(spec.profile.env)))
@@ -237,7 +295,7 @@ class RoleHolder:
             profile,
             requests=broker,
             workspace=Path(spec.workspace),
-            mcp_servers=self._choose_mcp if spec.mcp_http else [dict(s) for s in spec.mcp_servers],
+            mcp_servers=self._choose_mcp if self._entries[1] else self._entries[0],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
         )
@@ -247,7 +305,7 @@ class RoleHolder:
         """The role tools over HTTP when the agent speaks it, else the stdio entries."""
         http = offer_http(answer)
         self.role_tools = "http" if http else "stdio"
-        return [dict(s) for s in (self.spec.mcp_http if http else self.spec.mcp_servers)]
+        return self._entries[1] if http else self._entries[0]
 
     # ------------------------------------------------------------------ acts
 
@@ -262,22 +320,33 @@ class RoleHolder:
         not run twice. A different prompt waits for the running turn to end first (one
         turn at a time on a session). ``charge``: the TASK and task tree the turn is
         charged to (:meth:`RemoteRoleSession.charge_to`)."""
-        session = self._live()
+        session = await self._started()
         turn = self._orphan(prompt_digest(text), asker)
         if turn is None:
             if self._turn is not None and not self._turn.done():
                 await asyncio.wait([self._turn])
             if charge is not None:
                 session.charge_to(*charge)
+            if self._relay is not None:
+                self._relay.begin_turn(prompt_digest(text), await asyncio.to_thread(self._pointer))
             turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
             self._turn_sha256 = prompt_digest(text)
         return await self._hand_over(turn, asker)
 
+    def _pointer(self) -> CurrentTask:
+        """The slot's pointer as the turn starts (the coordinator committed it before it
+        prompted): the task and attempt the turn's role tool calls are made on."""
+        assert self._root is not None
+        try:
+            return SlotAccess(self._root.store, self.spec.slot).pointer()
+        except CoordinationError:  # no team slot row (a holder driven without a team loop)
+            return CurrentTask(None, None)
+
     async def adopt(self, prompt_sha256: str, asker: str | None = None) -> TurnResult | None:
         """:meth:`prompt` for a coordinator that knows only the prompt's digest (a restarted
         one: :mod:`baton.team.reconcile`); ``None`` when that is not this holder's turn."""
-        self._live()
+        await self._started()
         turn = self._orphan(prompt_sha256, asker)
         return None if turn is None else await self._hand_over(turn, asker)
 
@@ -320,7 +389,17 @@ class RoleHolder:
             "turn_sha256": self._turn_sha256,
             "fenced_checks": self._guard.checks if self._guard else 0,
             "renewals": self._keeper.renewals if self._keeper else 0,
+            "paused": self._keeper.paused if self._keeper else None,
+            "pauses": self._keeper.pauses if self._keeper else 0,
         }
+
+    async def _started(self) -> AcpRoleSession:
+        """The session once the start under way has ended (a turn asked for while the
+        holder was still starting waits for it, never fails with "not started")."""
+        if self._starting is not None:
+            with contextlib.suppress(Exception):  # its failure stopped the holder: _live says
+                await asyncio.shield(self._starting)
+        return self._live()
 
     def _live(self) -> AcpRoleSession:
         if self.stopped is not None:
@@ -354,11 +433,37 @@ class RoleHolder:
             )
         await self._stop_agent(reason)
 
+    async def _pause_agent(self, reason: str) -> None:
+        """Freeze the agent's process group: it acts no more until the store confirms the
+        epoch again (a store outage ridden out) or refuses it (then it is stopped)."""
+        log.warning("slot %s epoch %d: pausing its agent: %s", *self._who(), reason)
+        self._signal_agent(signal.SIGSTOP)
+
+    async def _resume_agent(self) -> None:
+        log.warning("slot %s epoch %d: its agent goes on", *self._who())
+        self._signal_agent(signal.SIGCONT)
+
+    def _agent_alive(self) -> bool:
+        """A process of the agent's group is left (a transport without a group: its
+        process, if any, counts as alive)."""
+        for raw in self._raw:
+            pgid = getattr(raw, "pgid", None)
+            if not isinstance(pgid, int) or group_alive(pgid):
+                return True
+        return False
+
+    def _signal_agent(self, sig: signal.Signals) -> None:
+        for raw in self._raw:
+            pgid = getattr(raw, "pgid", None)
+            if isinstance(pgid, int):
+                signal_group(pgid, sig)
+
     async def _stop_agent(self, reason: str) -> None:
         """Kill the agent now (never wait for a turn: a stale copy must not act on)."""
         if self.stopped is None:
             self.stopped = reason
             log.warning("slot %s epoch %d: stopping its agent: %s", *self._who(), reason)
+        self._signal_agent(signal.SIGCONT)  # a frozen group is killed as well, not left
         for raw in self._raw:
             with contextlib.suppress(Exception):
                 await raw.kill()
@@ -380,6 +485,11 @@ class RoleHolder:
                 await self._session.session.close(reason)
         if self._push_gate is not None:
             await self._push_gate.close()
+            if not self._agent_alive():
+                self._push_gate.remove()
+        if self._relay is not None:
+            with contextlib.suppress(Exception):
+                await self._relay.close()
         if self._placements is not None and self.stopped is None:
             with contextlib.suppress(FencedOut, Exception):
                 await self._placements.release(self.spec.slot, self.spec.epoch)

@@ -8,16 +8,18 @@
     lease_seconds = 15             # a role actor's lease (renewed every third of it)
     hub_address = "10.0.0.5"       # where the role tools are served over HTTP to the
                                    # workers ("IP" or "IP:PORT"; loopback when absent)
+    delivery_wait_seconds = 60     # how long an agent's role tool call waits for an
+                                   # absent coordinator before "pending delivery"
 
 ``BATON_CLUSTER_STORE`` in the environment overrides ``store`` (a DSN with a password
 belongs in the environment, not in a file the repository may carry). Without the
 section baton runs on one machine, as always.
 
 ``hub_address`` is an IP address of the coordinator host (not a name: the hub binds
-it), optionally with a port (else the kernel picks one); role actors hand their agents
-``http://IP:PORT/mcp/<slot>`` with the session's bearer credential. Without it the hub
-serves loopback only and the role tools reach agents through its unix socket, which
-works only where the workers share the coordinator's filesystem.
+it), optionally with a port (else the kernel picks one); role actors relay their agents'
+role tools to ``http://IP:PORT`` with the session's bearer credential
+(:mod:`baton.cluster.tool_relay`). Without it the hub serves loopback only, which only
+role actors on the coordinator's own host reach.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from baton.errors import ConfigError
 __all__ = ["STORE_ENV", "ClusterConfig", "cluster_config"]
 
 STORE_ENV: Final = "BATON_CLUSTER_STORE"
-CLUSTER_KEYS: Final = frozenset({"address", "store", "lease_seconds", "hub_address"})
+CLUSTER_KEYS: Final = frozenset(
+    {"address", "store", "lease_seconds", "hub_address", "delivery_wait_seconds"}
+)
 _KEYS: Final = CLUSTER_KEYS
 
 
@@ -44,6 +48,8 @@ class ClusterConfig:
     hub_host: str | None = None
     """The IP the hub's HTTP front binds and advertises to workers (None: loopback only)."""
     hub_port: int = 0
+    delivery_wait_s: float = 60.0
+    """How long a worker agent's role tool call waits for an absent hub."""
 
 
 def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> ClusterConfig | None:
@@ -66,7 +72,12 @@ def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> Cluste
     if isinstance(lease, bool) or not isinstance(lease, int | float) or not 2 <= lease <= 600:
         raise ConfigError("[cluster] lease_seconds must be a number from 2 to 600")
     hub_host, hub_port = _hub_address(table.get("hub_address"))
-    return ClusterConfig(address.strip(), store.strip(), float(lease), hub_host, hub_port)
+    wait = table.get("delivery_wait_seconds", 60)
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 1 <= wait <= 3600:
+        raise ConfigError("[cluster] delivery_wait_seconds must be a number from 1 to 3600")
+    return ClusterConfig(
+        address.strip(), store.strip(), float(lease), hub_host, hub_port, float(wait)
+    )
 
 
 def _hub_address(raw: object) -> tuple[str | None, int]:

@@ -1,6 +1,6 @@
 """The coordinator as a Ray driver: places each role slot's actor, supervises, re-places.
 
-:class:`ClusterDriver` is the I/O edge of :func:`baton.cluster.placement.decide`:
+:class:`ClusterDriver` is the I/O edge of :func:`baton.cluster.placement.placement_step`:
 the facts are the store's placement row and Ray's node table (each worker's
 ``baton-host-<name>`` resource, see ``baton worker``), the moves are committed
 through :class:`~baton.cluster.fencing.Placements` (each placement bumps the
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from baton.cluster.actor import HolderSpec, role_actor_class
+from baton.cluster.delivery import TurnCalls
 from baton.cluster.fencing import Placements
 from baton.cluster.names import (
     CHECKOUT_PREFIX,
@@ -51,13 +52,14 @@ from baton.cluster.placement import (
     Place,
     Placement,
     PlacementState,
-    decide,
+    placement_step,
 )
 from baton.errors import AgentExited, BatonError
 from baton.requests.ledger import Ledger
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.team.contract import TurnResult
+from baton.team.reconcile import prompt_digest
 
 __all__ = [
     "ClusterDriver",
@@ -78,7 +80,7 @@ class NoEligibleHost(BatonError):
 
 
 def hosts_from_nodes(nodes: Sequence[Mapping[str, Any]], slots: Sequence[str]) -> list[HostFacts]:
-    """Ray's node table (``ray.nodes()``) as the hosts :func:`decide` chooses from.
+    """Ray's node table (``ray.nodes()``) as the hosts :func:`placement_step` chooses from.
 
     A node is host ``NAME`` when it declares ``baton-host-NAME``; it holds the checkouts
     of the slots it declares as ``baton-checkout-SLOT``, or of every slot when it
@@ -209,7 +211,7 @@ class ClusterDriver:
                 h.alive and h.name != avoid and slot in h.slots for h in hosts
             ):
                 hosts = [replace(h, alive=False) if h.name == avoid else h for h in hosts]
-            decision = decide(slot, current, hosts, now=self._clock(), load=self._load())
+            decision = placement_step(slot, current, hosts, now=self._clock(), load=self._load())
             if isinstance(decision, Keep):
                 assert current is not None
                 held = self.holders.get(slot)
@@ -278,8 +280,14 @@ class ClusterDriver:
         try:
             name = actor_name(slot, current.epoch, self.project)
             handle = ray.get_actor(name, namespace=NAMESPACE)
-            info = await handle.info.remote()
-        except (ValueError, ray.exceptions.RayActorError):
+            # start() is idempotent: it waits for a start the previous coordinator began
+            # (it may have died while its roles were starting), or begins one it never did
+            info = await handle.start.remote()
+        except ValueError:  # no such actor: it died with its host, or was never created
+            return None
+        except Exception as exc:  # it died, or its start failed (a moved epoch, its agent)
+            log.warning("slot %s: its holder of epoch %d is lost: %s", slot, current.epoch, exc)
+            await self._kill(Holder(current, handle, project=self.project))
             return None
         holder = Holder(current, handle, info, project=self.project)
         self.holders[slot] = holder
@@ -325,6 +333,19 @@ class ClusterDriver:
             log.exception("closing %s failed", holder.name)
         await self._kill(holder)
 
+    async def release_unheld(self) -> list[str]:
+        """Release every placed slot of the project this driver holds no session for: the
+        holders a previous coordinator left (one killed while its roles were starting, say)
+        that this one never needed. A clean stop leaves no role actor or agent behind."""
+        released = []
+        for placement in await self.placements.all():
+            if placement.state is not PlacementState.PLACED or placement.slot in self.holders:
+                continue
+            if await self.attach(placement.slot) is not None:
+                await self.release(placement.slot)
+                released.append(placement.slot)
+        return released
+
     async def _kill(self, holder: Holder) -> None:
         import ray
 
@@ -352,6 +373,9 @@ class RemoteRoleSession:
     """Called once the session is closed (the hub retires the session's credential)."""
     respec: Callable[[HolderSpec], Awaitable[HolderSpec]] | None = None
     """The spec of the next placement (a fresh role-tools credential: the old copy's is revoked)."""
+    calls: TurnCalls | None = None
+    """The outbox of relayed role tool calls: read before a turn is taken to have ended
+    without a report, and to adopt a lost holder's accepted report instead of re-running."""
     replacements: list[Holder] = field(default_factory=list)
     charge: tuple[str, str | None] | None = None
     """The TASK and task tree the next turns are charged to (the holder's meter)."""
@@ -373,11 +397,11 @@ class RemoteRoleSession:
     async def prompt(self, text: str) -> TurnResult:
         prompt = text
         for attempt in range(RESUME_ATTEMPTS + 1):
+            epoch = self.holder.placement.epoch
             try:
                 result: TurnResult = await self.holder.handle.prompt.remote(
                     prompt, self.spec.parent_run, self.charge
                 )
-                return result
             except Exception as exc:
                 if not _is_actor_death(exc) or attempt == RESUME_ATTEMPTS:
                     if _is_actor_death(exc):
@@ -385,19 +409,29 @@ class RemoteRoleSession:
                     raise
                 reason = f"{type(exc).__name__} on host {self.holder.placement.host}"
                 self.losses.append((time.monotonic(), reason))
+                await self._settle(epoch)  # its last calls, accepted while epoch N holds
                 if self.respec is not None:
                     self.spec = await self.respec(self.spec)
                 self.holder = await self.driver.replace_after_death(self.spec, reason)
                 self.replacements.append(self.holder)
                 if self.on_replaced is not None:
                     self.on_replaced(self.holder)
+                adopted = await self._adopted(epoch, prompt_digest(prompt), reason)
+                if adopted is not None:
+                    return adopted  # its report was accepted: the turn is not run again
                 prompt = resume_text(text, epoch=self.holder.placement.epoch, reason=reason)
+                continue
+            await self._settle(epoch)
+            return result
         raise AssertionError("unreachable")
 
     async def adopt(self, prompt_sha256: str) -> TurnResult | None:
         """The holder's result of the turn whose prompt has this digest, if it has that turn
         (a restarted coordinator's open turn: :mod:`baton.team.reconcile`); ``None`` when it
-        has not, or when the holder is gone (the turn is then interrupted as before)."""
+        has not, or when the holder is gone and no report of the turn was accepted (the
+        turn is then interrupted as before). What the turn's agent recorded while no hub
+        could take it is delivered first (the outbox is read before anything is decided)."""
+        epoch = self.holder.placement.epoch
         try:
             result: TurnResult | None = await self.holder.handle.adopt.remote(
                 prompt_sha256, self.spec.parent_run
@@ -406,8 +440,32 @@ class RemoteRoleSession:
             if not _is_actor_death(exc):
                 raise
             log.warning("slot %s: holder lost before its turn was adopted: %s", self.spec.slot, exc)
-            return None
+            result = None
+        await self._settle(epoch)
+        if result is None:
+            return await self._adopted(epoch, prompt_sha256, "its holder is gone")
         return result
+
+    async def _settle(self, epoch: int) -> None:
+        """Deliver what the slot's holder of ``epoch`` recorded and no hub took yet."""
+        if self.calls is not None:
+            await self.calls.settle(self.spec.slot, epoch)
+
+    async def _adopted(self, epoch: int, turn: str, reason: str) -> TurnResult | None:
+        """The lost turn's result when its report was accepted under ``epoch`` (the rule of
+        :mod:`.delivery`: acceptance before the re-placement closes the turn), else None."""
+        if self.calls is None:
+            return None
+        calls = await self.calls.filed_report(self.spec.slot, epoch, turn)
+        if not calls:
+            return None
+        log.info(
+            "slot %s: the report of epoch %d's turn was accepted before %s; adopted, not re-run",
+            self.spec.slot,
+            epoch,
+            reason,
+        )
+        return TurnResult("completed", stop_reason="end_turn", tool_calls=len(calls))
 
     async def cancel(self, reason: str) -> None:
         await self.holder.handle.cancel.remote(reason)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Final, TypeVar
 
 from baton.cluster.placement import (
+    FencedOut,
     Move,
     Placement,
     PlacementState,
@@ -25,6 +26,7 @@ from baton.cluster.placement import (
     confirm,
     expire,
     fail,
+    named,
     place,
     release,
     renew,
@@ -201,6 +203,27 @@ class Placements:
             return fn(tx)
 
         return await self._journal.commit(payloads, guarded)
+
+    async def under_epoch(self, slot: str, epoch: int, fn: Callable[[Tx, str | None], T]) -> T:
+        """Run ``fn(tx, refusal)`` in the transaction that locks ``slot``'s row and reads
+        it: ``refusal`` is None while the store names ``epoch`` as placed (its lease aside),
+        else why not. A re-placement of the slot is ordered before or after it, never
+        between (the acceptance of a relayed call: :mod:`baton.cluster.delivery`)."""
+
+        def guarded(tx: Tx) -> T:
+            hold_placement(tx, self.project, slot)
+            row = get_placement(tx, self.project, slot)
+            try:
+                named(placement_from_row(row), slot, epoch)
+            except FencedOut as exc:
+                return fn(tx, str(exc))
+            return fn(tx, None)
+
+        return await self._journal.commit((), guarded)
+
+    async def record(self, payload: Payload) -> None:
+        """Store one event in this journal's run (a refusal decided elsewhere)."""
+        await self._journal.commit([payload], lambda tx: None)
 
 
 def _placed(current: Placement | None, slot: str) -> Placement:

@@ -19,7 +19,7 @@ The lifecycle of a slot's placement, as a table (illegal moves raise
 
 A live placement is never re-placed directly: the coordinator first expires it
 (lease lost) or fails it (host dead), both with their own event, so the record
-says why a slot moved. The coordinator's step is :func:`decide` (facts in, one
+says why a slot moved. The coordinator's step is :func:`placement_step` (facts in, one
 decision out); the holder's own safety net is :func:`watchdog` (kill the agent
 once the lease may have run out without a confirmed renewal).
 
@@ -48,6 +48,7 @@ __all__ = [
     "HostFacts",
     "IllegalPlacement",
     "Keep",
+    "LeaseLapsed",
     "Move",
     "NoHost",
     "Place",
@@ -58,10 +59,11 @@ __all__ = [
     "check",
     "choose_host",
     "confirm",
-    "decide",
     "expire",
     "fail",
+    "named",
     "place",
+    "placement_step",
     "release",
     "renew",
     "watchdog",
@@ -78,6 +80,11 @@ class FencedOut(BatonError):
     Expected in a cluster (a partitioned or slow copy): the holder must stop its
     agent, never retry the side effect.
     """
+
+
+class LeaseLapsed(FencedOut):
+    """The store still names the epoch, but its lease ran out: it must be taken up again
+    (:func:`confirm`) before anything acts under it."""
 
 
 class PlacementState(StrEnum):
@@ -183,13 +190,13 @@ def place(before: Placement | None, slot: str, host: str, *, now: float, lease_s
 
 def check(current: Placement | None, slot: str, epoch: int, *, now: float) -> Placement:
     """The placement a holder of ``epoch`` may act under, or raise :class:`FencedOut`."""
-    held = _named(current, slot, epoch)
+    held = named(current, slot, epoch)
     if held.lease_lost(now):
-        raise FencedOut(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
+        raise LeaseLapsed(f"slot {slot!r}: the lease of epoch {epoch} ran out; renew first")
     return held
 
 
-def _named(current: Placement | None, slot: str, epoch: int) -> Placement:
+def named(current: Placement | None, slot: str, epoch: int) -> Placement:
     """The placement, if the store names ``epoch`` as placed (its lease aside)."""
     if current is None:
         raise FencedOut(f"slot {slot!r} is not placed: epoch {epoch} may not act")
@@ -219,7 +226,7 @@ def confirm(
     is no reason to refuse it. The store must still name the epoch as placed: once the
     coordinator expired or moved it, the copy is fenced out as always.
     """
-    held = _named(current, slot, epoch)
+    held = named(current, slot, epoch)
     return _move(slot, held, PlacementEvent.RENEW, host=held.host, epoch=epoch, lease=now + lease_s)
 
 
@@ -314,7 +321,7 @@ def choose_host(
     return min(eligible, key=lambda h: (load.get(h.name, 0), h.name)).name
 
 
-def decide(
+def placement_step(
     slot: str,
     current: Placement | None,
     hosts: Sequence[HostFacts],
@@ -344,7 +351,11 @@ def decide(
 class Watchdog(StrEnum):
     ACT = "act"
     RENEW = "renew"
+    PAUSE = "pause"
+    """Freeze the agent: no renewal was confirmed for about the lease (the store is out,
+    or this host is cut off from it); it goes on if the store confirms the epoch again."""
     KILL = "kill"
+    """The store refused the epoch: stop the agent for good."""
 
 
 def watchdog(*, lease_s: float, since_renewal: float, margin_s: float = 1.0) -> Watchdog:
@@ -352,13 +363,13 @@ def watchdog(*, lease_s: float, since_renewal: float, margin_s: float = 1.0) -> 
 
     ``since_renewal`` counts from when the confirmed renewal was *sent* (the store
     granted the lease no earlier), so the holder's view of its lease is never longer
-    than the store's. Kill the agent ``margin_s`` before the lease may have run out:
-    by then the coordinator may have placed a new copy.
+    than the store's. Pause the agent ``margin_s`` before the lease may have run out:
+    by then the coordinator may have placed a new copy, and a frozen agent does nothing.
     """
     if lease_s <= margin_s:
         raise ValueError("the lease must be longer than the watchdog's margin")
     if since_renewal >= lease_s - margin_s:
-        return Watchdog.KILL
-    if since_renewal >= lease_s / 3:  # renew early: two more tries before the kill
+        return Watchdog.PAUSE
+    if since_renewal >= lease_s / 3:  # renew early: two more tries before the pause
         return Watchdog.RENEW
     return Watchdog.ACT

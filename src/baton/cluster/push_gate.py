@@ -16,8 +16,9 @@ gate, a wrong key, a timeout or a malformed answer refuse the push.
 
 The gate bounds what it reads (:data:`REQUEST_LIMIT`) and compares the key in
 constant time; the socket lives in a 0700 directory of the actor's own. Closing the
-gate removes the socket but leaves the hooks directory (a few small files in the
-host's temporary directory): were it gone, git would run no hook and push unasked.
+gate removes the socket; the actor removes the whole folder once its agent's process
+group is gone (:meth:`PushGate.remove`), never before: were it gone while a process of
+the agent lived, its git would run no hook and push unasked.
 """
 
 from __future__ import annotations
@@ -219,3 +220,9 @@ class PushGate:
             # without asking; without the socket the hook refuses.
             with contextlib.suppress(OSError):
                 self.gate.socket.unlink()
+
+    def remove(self) -> None:
+        """Remove the gate's folder, once no process of the agent is left (nothing that
+        could still run ``git`` with its hooks path): no folder is left per actor."""
+        if self.gate is not None:
+            shutil.rmtree(self.gate.directory, ignore_errors=True)

@@ -5,19 +5,19 @@ PostgreSQL store and hands :func:`cluster_factory_for` to the team loop in place
 the local role-session factory: the coordinator joins the Ray cluster as a driver
 (on the first session), and each role slot's session is a :class:`RemoteRoleSession`
 over a role actor placed by :class:`ClusterDriver`. The role tools reach the agent
-through the coordinator's hub, with a credential issued for that session (revoked
-when it closes; a re-placement issues a new one, so a stale copy's role tools are
-refused by the hub as its other acts are by the epoch). The hub keeps its credential
-table in the store under the team's project id (:func:`project_id`), so a restarted
-coordinator re-attaches to a live role actor *and* keeps accepting its agent's
-credential; the project id also keys the placement rows and the actors' names, so two
-teams can share one cluster and its store. With ``[cluster] hub_address``
-the hub also serves HTTP on that address and the actor hands the agent the ``http``
-entry when it advertises ``mcpCapabilities.http`` (a worker on another machine);
-otherwise, or for an agent without HTTP MCP, the stdio entry (the hub's unix socket:
-workers that share the coordinator's filesystem only). Each holder opens its host's
-composition root with the ``holder_root`` the coordinator's root hands in (the same
-wiring on every host: :func:`baton.app.root.open_holder_root`).
+through its holder's relay (:mod:`.tool_relay`: served on the worker, each writing call
+recorded in the store and delivered once to the coordinator's hub, which always serves
+HTTP: on ``[cluster] hub_address``, else on loopback), with a hub credential issued for
+that session (revoked when it closes; a re-placement issues a new one, so a stale copy's
+calls are refused by the hub as its other acts are by the epoch). The hub accepts a call
+only while the store names the call's epoch (:mod:`.delivery`), keeps its credential
+table in the store under the team's project id (:func:`project_id`), and announces where
+it listens (``cluster_hubs``), so a restarted coordinator re-attaches to a live role actor,
+keeps accepting its agent's credential and receives the calls it recorded meanwhile; the
+project id also keys the placement rows and the actors' names, so two teams can share one
+cluster and its store. Each holder opens its host's composition root with the
+``holder_root`` the coordinator's root hands in (the same wiring on every host:
+:func:`baton.app.root.open_holder_root`).
 
 :func:`holder_lookup` is what the team loop asks at start, in cluster mode: which of its
 slots' holders outlived the previous coordinator (their turns are adopted, not re-run).
@@ -30,31 +30,68 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Final
 
 from baton.agents.builtin.config import MCP_HTTP_ENV
 from baton.budgets.limits import Limits
 from baton.cluster.actor import HolderSpec, OpenHolderRoot
 from baton.cluster.config import ClusterConfig
+from baton.cluster.delivery import EpochAcceptance, TurnCalls
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.cluster.fencing import Placements
+from baton.cluster.placement import PlacementState
 from baton.config import BatonConfig
+from baton.events.sequencer import utc_now
 from baton.fcop_port.workspace import inspect_workspace_kind
 from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.role_tools.binding import Binding
-from baton.role_tools.credentials import Grant, SlotCredential
+from baton.role_tools.credentials import SlotCredential, SlotGrant
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
 from baton.store.journal import Journal
 from baton.store.store import Store
+from baton.store.tool_call_sql import put_hub
 from baton.team.contract import RoleSession, RoleSessionFactory
 from baton.team.reconcile import HolderLookup
 from baton.team_config import RoleSpec
 
-__all__ = ["cluster_factory_for", "holder_lookup", "project_id"]
+__all__ = ["ClusterSessions", "cluster_factory_for", "holder_lookup", "project_id"]
 
 log = logging.getLogger(__name__)
+
+LOOPBACK: Final = "127.0.0.1"
+"""Where the hub listens without ``[cluster] hub_address`` (role actors on this host only)."""
+
+
+class ClusterSessions:
+    """What ``team.service.run_team`` calls with its hub to get the role-session factory
+    (:func:`cluster_factory_for`), and what ends them when ``baton up`` stops cleanly."""
+
+    def __init__(
+        self,
+        with_hub: Callable[[RoleHub | None], RoleSessionFactory],
+        drivers: list[ClusterDriver],
+        connect: Callable[[], ClusterDriver],
+        placements: Placements,
+    ) -> None:
+        self._with_hub = with_hub
+        self._drivers = drivers
+        self._connect = connect
+        self._placements = placements
+
+    def __call__(self, hub: RoleHub | None) -> RoleSessionFactory:
+        return self._with_hub(hub)
+
+    async def aclose(self) -> None:
+        """Release the holders this run never used (a previous coordinator's leftovers)."""
+        placed = [p for p in await self._placements.all() if p.state is PlacementState.PLACED]
+        if not placed:
+            return
+        driver = self._drivers[0] if self._drivers else self._connect()
+        released = await driver.release_unheld()
+        if released:
+            log.info("released the holders no session used: %s", ", ".join(released))
 
 
 def cluster_factory_for(
@@ -66,54 +103,54 @@ def cluster_factory_for(
     emitter: EventEmitter,
     workspace: Path,
     holder_root: OpenHolderRoot,
-) -> Callable[[RoleHub | None], RoleSessionFactory]:
-    """What ``team.service.run_team`` calls with its hub to get the role-session factory."""
+) -> ClusterSessions:
+    """The role-session factory of ``baton up`` on a cluster (see the module docstring)."""
 
     project = project_id(workspace)
+    drivers: list[ClusterDriver] = []
+
+    def driver() -> ClusterDriver:
+        if not drivers:
+            drivers.append(
+                ClusterDriver.connect(
+                    cluster.address,
+                    store,
+                    emitter,
+                    lease_s=cluster.lease_s,
+                    ledger=ledger,
+                    project=project,
+                )
+            )
+        return drivers[0]
 
     def with_hub(hub: RoleHub | None) -> RoleSessionFactory:
-        drivers: list[ClusterDriver] = []
+        calls: TurnCalls | None = None
         if hub is not None:
             hub.keep_credentials(project)  # before the loop starts: no agent is served yet
-
-        def driver() -> ClusterDriver:
-            if not drivers:
-                drivers.append(
-                    ClusterDriver.connect(
-                        cluster.address,
-                        store,
-                        emitter,
-                        lease_s=cluster.lease_s,
-                        ledger=ledger,
-                        project=project,
-                    )
-                )
-            return drivers[0]
+            acceptance = EpochAcceptance(Placements(store, emitter, project=project))
+            calls = TurnCalls(store, project, hub.serve_calls(acceptance))
 
         async def factory(spec: RoleSpec, binding: Binding, cwd: Path | None) -> RoleSession:
             slot = binding.session_name
-            held: list[SlotCredential | Grant] = []
+            held: list[SlotCredential | SlotGrant] = []
 
-            async def role_tools() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-                """A fresh credential (the previous one of the slot stops working), as the
-                stdio entry and, with a hub address, the http entry."""
+            async def role_tools(spec: HolderSpec) -> HolderSpec:
+                """``spec`` with a fresh credential (the slot's previous one stops working):
+                the holder relays its agent's role tools to the hub with it."""
                 if hub is None:
-                    return [], []
+                    return spec
                 credential = await hub.issue_kept(slot)
                 held.append(credential)
-                http = [hub.http_entry(credential)] if cluster.hub_host is not None else []
-                return [hub.stdio_entry(credential)], http
+                return replace(spec, hub_url=hub_url, hub_token=credential.token)
 
             async def release() -> None:
                 if hub is not None and held:
                     await hub.revoke_kept(held[-1])
 
-            async def respec(old: HolderSpec) -> HolderSpec:
-                stdio, http = await role_tools()
-                return replace(old, mcp_servers=stdio, mcp_http=http)
-
-            if hub is not None and cluster.hub_host is not None:
-                await hub.start_http(cluster.hub_host, cluster.hub_port)
+            hub_url = None
+            if hub is not None:
+                hub_url = await hub.start_http(cluster.hub_host or LOOPBACK, cluster.hub_port)
+                await _announce(store, project, hub_url, emitter.run_id)
             holder_spec = HolderSpec(
                 dsn=cluster.store,
                 slot=slot,
@@ -129,11 +166,11 @@ def cluster_factory_for(
                 project=project,
                 budget=replace(config.budget, per_run=Limits()),
                 root=holder_root,
+                delivery_wait_s=cluster.delivery_wait_s,
             )
             holder = await _reattach(driver(), hub, slot, held)
             if holder is None:
-                stdio, http = await role_tools()
-                holder_spec = replace(holder_spec, mcp_servers=stdio, mcp_http=http)
+                holder_spec = await role_tools(holder_spec)
                 try:
                     holder = await driver().ensure(holder_spec)
                 except BaseException:
@@ -144,12 +181,19 @@ def cluster_factory_for(
                 holder_spec,
                 holder,
                 release=release,
-                respec=respec,
+                respec=role_tools,
+                calls=calls,
             )
 
         return factory
 
-    return with_hub
+    return ClusterSessions(with_hub, drivers, driver, Placements(store, emitter, project=project))
+
+
+async def _announce(store: Store, project: str, url: str, run_id: str) -> None:
+    """Where this coordinator's hub listens, for holders that outlived the previous one."""
+    now = utc_now()
+    await store.write(lambda tx: put_hub(tx, project, url, run_id, updated_at=now))
 
 
 def holder_lookup(store: Store, journal: Journal, workspace: Path) -> HolderLookup:
@@ -170,7 +214,7 @@ def project_id(workspace: Path) -> str:
 
 
 async def _reattach(
-    driver: ClusterDriver, hub: RoleHub | None, slot: str, held: list[SlotCredential | Grant]
+    driver: ClusterDriver, hub: RoleHub | None, slot: str, held: list[SlotCredential | SlotGrant]
 ) -> Holder | None:
     """The slot's live holder from before a restart, kept with its session and credential.
 
@@ -187,8 +231,8 @@ async def _reattach(
 
 
 def _remote_profile(profile: AgentProfile, cluster: ClusterConfig) -> AgentProfile:
-    """The built-in agent speaks HTTP MCP only when told; told here when the hub serves
-    HTTP on a cluster address (its role tools are then reachable from any worker)."""
-    if profile.family != "builtin" or cluster.hub_host is None:
+    """The built-in agent speaks HTTP MCP only when told; told here (its holder's relay
+    serves the role tools on the worker's loopback)."""
+    if profile.family != "builtin":
         return profile
     return replace(profile, env=MappingProxyType({**profile.env, MCP_HTTP_ENV: "1"}))

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from baton.fcop_errors import InvalidEnvelope, map_fcop_error
+from baton.fcop_port import publication
 from baton.intake.yaml_guard import harden_fcop
 
 __all__ = ["fcop_errors", "prime_fcop"]
@@ -40,6 +41,8 @@ def prime_fcop() -> None:
             schema._validators()
         # Every envelope Core parses in this process is bounded (intake's limits).
         harden_fcop()
+        # Every publication holds the workspace's lock: recovery knows its owner.
+        publication.install()
         _primed = True
 
 

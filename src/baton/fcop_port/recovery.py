@@ -49,21 +49,21 @@ digest is the ``source_digest`` of its one valid claim receipt, which is then us
 
 **R4: abandoned publication temporaries.** ``.fcop-create-*.tmp`` /
 ``.fcop-replace-*.tmp`` left in a lifecycle or bucket directory make ``fcop``'s
-validator report "unexpected canonical bucket entry" forever. One older than
-:data:`ABANDONED_AFTER` seconds belongs to a writer that is gone (a publish takes
-milliseconds); it is removed, and called the residue of a finished link when its
-final name holds the same bytes. Younger ones are left for a writer that may still
-be running, residues too: ``publish`` links the temporary, syncs the directory and
-only then unlinks it, so a young residue is usually a live writer between its link
-and its unlink, which fails (``TARGET_ALREADY_EXISTS_DIFFERENT``) if the temporary is
-gone (seen: ``baton task new`` while ``baton up`` started).
+validator report "unexpected canonical bucket entry" forever. Whose they are is known
+by ownership, never by age (:mod:`baton.fcop_port.publication`): every baton process
+holds the workspace's publication lock, shared, for the whole of each publication, and
+the kernel drops it when that process dies. A sweep that takes the lock exclusively
+without waiting knows no writer is between its temporary and its unlink, so every
+temporary present is a dead writer's: it is removed, and called the residue of a
+finished link when its final name holds the same bytes. While a writer publishes, the
+sweep removes nothing (recovery at start and the sweep at shutdown come again). A
+writer that stalls for seconds on a loaded machine is never mistaken for a dead one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,10 +74,10 @@ from baton.fcop_port.base import PortBase
 from baton.fcop_port.calls import prime_fcop
 from baton.fcop_port.envelope_text import frontmatter_has
 from baton.fcop_port.lifecycle import PINNED, Lifecycle, open_writer, publish_temporary
+from baton.fcop_port.publication import no_live_writer
 from baton.fcop_port.records import STAGES, FcopDict
 
 __all__ = [
-    "ABANDONED_AFTER",
     "Repair",
     "Unresolved",
     "clean_temporaries",
@@ -87,8 +87,6 @@ __all__ = [
     "validate_workspace",
 ]
 
-ABANDONED_AFTER = 2.0
-"""Seconds after which a publication temporary no writer finished is abandoned."""
 _BUCKETS = ("reports", "issues", "reviews", "operations")
 
 
@@ -305,11 +303,13 @@ def _original_claim(port: PortBase, task_id: str, initial: str) -> Path:
     return claims[0]
 
 
-def clean_temporaries(
-    port: PortBase, *, older_than: float = ABANDONED_AFTER, now: float | None = None
-) -> list[Repair]:
-    """R4: remove abandoned publication temporaries (see the module docstring)."""
-    current = time.time() if now is None else now
+def clean_temporaries(port: PortBase) -> list[Repair]:
+    """R4: remove the publication temporaries no live writer owns (see the module docstring)."""
+    with no_live_writer(port.root) as alone:
+        return _remove_temporaries(port) if alone else []
+
+
+def _remove_temporaries(port: PortBase) -> list[Repair]:
     directories = [port.stage_dir(s) for s in STAGES]
     directories += [port.fcop_dir / b for b in _BUCKETS]
     repairs = []
@@ -321,12 +321,6 @@ def clean_temporaries(
         for entry in entries:
             if publish_temporary(entry.name) is None:
                 continue
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if current - info.st_mtime < older_than:
-                continue  # a writer may still be running (before its link, or after it)
             final = _final_name(Path(entry.path))
             residue = final.is_file() and _same(final, Path(entry.path))
             try:

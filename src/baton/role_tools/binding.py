@@ -17,7 +17,7 @@ arguments. The pointer is also re-checked against FCoP on every call (the
 TASK must be active and addressed to the binding's role), so even a forged
 pointer could at most point a role at its own work. The daemon that owns the
 slot is recorded too (pid and kernel start time): once it is gone, the tools
-refuse to write (:meth:`SlotAccess.daemon_alive`).
+refuse to write (:meth:`SlotAccess.team_loop_alive`).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class SlotAccess:
         values = dict(zip(team_sql.SLOT_COLUMNS, row, strict=True))
         return CurrentTask(values["task_id"], values["attempt_id"], int(values["pointer_seq"]))
 
-    def daemon_alive(self) -> bool:
+    def team_loop_alive(self) -> bool:
         """Whether the ``baton up`` that owns this project still runs (same pid, same start)."""
         row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
         if row is None:
@@ -173,7 +173,7 @@ class SlotAccess:
             return False
         return process_start_ticks(int(values["pid"])) == int(values["start_ticks"])
 
-    def daemon_pid(self) -> int | None:
+    def team_loop_pid(self) -> int | None:
         row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
         if row is None:
             return None

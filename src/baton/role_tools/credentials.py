@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["CredentialFact", "Credentials", "Grant", "Refusal", "SlotCredential"]
+__all__ = ["CredentialFact", "Credentials", "Refusal", "SlotCredential", "SlotGrant"]
 
 TOKEN_PREFIX = "bmcp_"  # noqa: S105 - a prefix, not a secret
 """Marks the token as a credential for humans and for redaction patterns."""
@@ -47,7 +47,7 @@ class SlotCredential:
 
 
 @dataclass(frozen=True, slots=True)
-class Grant:
+class SlotGrant:
     """A connection the table accepted: it speaks for ``slot``, session ``generation``."""
 
     slot: str
@@ -128,12 +128,12 @@ class Credentials:
         live = self._live.get(slot)
         return live[1] if live is not None else None
 
-    def live(self, slot: str) -> Grant | None:
+    def live(self, slot: str) -> SlotGrant | None:
         """The session ``slot``'s live credential speaks for (kept for a re-attached holder)."""
         live = self._live.get(slot)
-        return Grant(slot, live[1]) if live is not None else None
+        return SlotGrant(slot, live[1]) if live is not None else None
 
-    def check(self, slot: object, token: object) -> Grant | Refusal:
+    def check(self, slot: object, token: object) -> SlotGrant | Refusal:
         """Who a connection presenting ``(slot, token)`` speaks for, or why it may not."""
         if not isinstance(slot, str) or not isinstance(token, str) or not token:
             return Refusal("BAD_HELLO", "the connection must name its slot and credential")
@@ -142,7 +142,7 @@ class Credentials:
         digest = _digest(token)
         live = self._live.get(slot)
         if live is not None and hmac.compare_digest(live[0], digest):
-            return Grant(slot, live[1])
+            return SlotGrant(slot, live[1])
         if any(hmac.compare_digest(old, digest) for old, _ in self._retired.get(slot, ())):
             return Refusal(
                 "CREDENTIAL_REPLACED",

@@ -13,6 +13,10 @@ own ``mcp`` streamable-HTTP session manager over the same server the stdio shim 
 coordinator's hub serves the next request of an agent that lived on); rotating the slot's
 credential stops the old session's manager. uvicorn serves it in the daemon's event loop without touching its
 signals (``baton up`` owns SIGINT/SIGTERM), and only once a session needs it.
+
+On a cluster a worker's role actor relays its agent's calls instead (``/calls/<slot>``: the
+key of a call it recorded in the store, delivered once; ``/read/<slot>``: a reading tool),
+with the same bearer credential (:mod:`baton.role_tools.delivery`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from baton.role_tools.credentials import Credentials, Grant, Refusal
+from baton.role_tools.credentials import Credentials, Refusal, SlotGrant
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -35,10 +39,15 @@ __all__ = ["MAX_BODY", "HttpFront"]
 
 log = logging.getLogger(__name__)
 
-_SLOT_PATH = re.compile(r"/mcp/([^/]{1,128})/?")
+_SLOT_PATH = re.compile(r"/(mcp|calls|read)/([^/]{1,128})/?")
 MAX_BODY = 8 * 1024 * 1024
 """The largest request body (a JSON-RPC message; tool arguments are <= 512 KiB), as the
 hub's socket bounds a line."""
+MAX_RELAYED = 1024 * 1024
+"""The largest relayed request (``/calls``: a key; ``/read``: a reading tool's arguments)."""
+
+Relayed = Callable[[str, str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
+"""``(kind, slot, request) -> answer`` for ``/calls/<slot>`` and ``/read/<slot>``."""
 
 
 class HttpFront:
@@ -51,9 +60,12 @@ class HttpFront:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        relayed: Relayed | None = None,
     ) -> None:
         self.credentials = credentials
         self.server_for = server_for
+        self.relayed = relayed
+        """A worker's role actor relaying its agent's calls (``/calls``, ``/read``)."""
         self.host, self.port = host, port
         self.base_url = ""
         self._managers: dict[tuple[str, int], tuple[Any, asyncio.Event, asyncio.Task[None]]] = {}
@@ -122,11 +134,14 @@ class HttpFront:
             await _deny(send, 404, "NOT_FOUND", "baton serves role tools at /mcp/<slot>")
             return
         token = _bearer(scope.get("headers") or [])
-        verdict = self.credentials.check(unquote(match.group(1)), token)
+        verdict = self.credentials.check(unquote(match.group(2)), token)
         if isinstance(verdict, Refusal):
             log.warning("role MCP request refused: %s", verdict.message)
             status = 404 if verdict.code == "UNKNOWN_SLOT" else 401
             await _deny(send, status, verdict.code, verdict.message)
+            return
+        if match.group(1) != "mcp":
+            await self._relay(match.group(1), verdict, receive, send)
             return
         if _declared_length(scope.get("headers") or []) > MAX_BODY:
             await _deny(send, 413, "TOO_LARGE", f"a request body is at most {MAX_BODY} bytes")
@@ -137,7 +152,43 @@ class HttpFront:
             return
         await manager.handle_request(scope, _bounded(receive), send)
 
-    async def _manager(self, grant: Grant) -> Any:
+    async def _relay(self, kind: str, grant: SlotGrant, receive: Receive, send: Send) -> None:
+        """A relayed call (``POST``, a JSON object): its answer, as JSON."""
+        if self.relayed is None:
+            await _deny(send, 404, "NOT_FOUND", "this hub takes no relayed calls")
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > MAX_RELAYED:
+                await _deny(
+                    send, 413, "TOO_LARGE", f"a relayed call is at most {MAX_RELAYED} bytes"
+                )
+                return
+            if not message.get("more_body"):
+                break
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            await _deny(send, 400, "BAD_REQUEST", "a relayed call is a JSON object")
+            return
+        answer = await self.relayed(kind, grant.slot, request)
+        data = json.dumps(answer, ensure_ascii=False).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+    async def _manager(self, grant: SlotGrant) -> Any:
         """The session manager of ``grant``'s slot session; None once it is not current."""
         key = (grant.slot, grant.generation)
         async with self._lock:

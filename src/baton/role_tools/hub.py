@@ -28,6 +28,15 @@ results and refusals are the same. Tool writes happen in the daemon, so the cras
 harness's hooks (:mod:`baton.crashpoints`) see them. When the daemon dies, the kernel
 closes its sockets: the shims see end-of-file and exit, HTTP clients get connection
 errors; nothing outlives it.
+
+On a cluster the HTTP front also takes the calls workers' role actors relay
+(:meth:`RoleHub.serve_calls`: ``/calls`` and ``/read``, delivered once by
+:mod:`baton.role_tools.delivery`), and a worker's relay runs a hub of its own whose tools
+are the relay's (``tools_for``).
+
+Length: the hub's two transports, its credential table (kept in the store on a cluster)
+and the relayed calls answer one question, which slot a request speaks for, so they stay
+in one class.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,15 +59,22 @@ from baton.events.sequencer import utc_now
 from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
 from baton.role_tools import stdio_shim
-from baton.role_tools.binding import Binding, SlotAccess
+from baton.role_tools.binding import Binding, CurrentTask, SlotAccess
 from baton.role_tools.credentials import (
     CredentialFact,
     Credentials,
-    Grant,
     Refusal,
     SlotCredential,
+    SlotGrant,
 )
-from baton.role_tools.server import SERVER_NAME, McpServerEntry, RoleTools, build_server
+from baton.role_tools.delivery import Acceptance, Delivery, refusal
+from baton.role_tools.server import (
+    SERVER_NAME,
+    McpServerEntry,
+    RoleTools,
+    ToolSurface,
+    build_server,
+)
 from baton.store.credential_sql import credential_rows, put_slot_credentials
 from baton.store.store import Store
 
@@ -78,15 +95,26 @@ SOCKET_NAME = "hub.sock"
 
 @dataclass(eq=False)
 class _Connection:
-    grant: Grant
+    grant: SlotGrant
     task: asyncio.Task[Any] | None
 
 
 class RoleHub:
     """The daemon's MCP endpoint: a unix socket for shims and (optionally) loopback HTTP."""
 
-    def __init__(self, store: Store, state_dir: Path, *, python: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        state_dir: Path,
+        *,
+        python: str | None = None,
+        tools_for: Callable[[str], ToolSurface] | None = None,
+    ) -> None:
         self.store = store
+        self.tools_for = tools_for
+        """The slot's tools when they are not this store's :class:`RoleTools` (a worker's
+        relay to the coordinator's hub, ``baton.cluster.tool_relay``)."""
+        self._delivery: Delivery | None = None
         self.dir = state_dir / "mcp"
         self.socket_path = self.dir / SOCKET_NAME
         self.python = python or sys.executable
@@ -103,10 +131,16 @@ class RoleHub:
 
     @classmethod
     async def start(
-        cls, store: Store, state_dir: Path, *, http: bool = False, python: str | None = None
+        cls,
+        store: Store,
+        state_dir: Path,
+        *,
+        http: bool = False,
+        python: str | None = None,
+        tools_for: Callable[[str], ToolSurface] | None = None,
     ) -> RoleHub:
         """Listen on ``<state_dir>/mcp/hub.sock`` (and on 127.0.0.1 now when ``http``)."""
-        hub = cls(store, state_dir, python=python)
+        hub = cls(store, state_dir, python=python, tools_for=tools_for)
         await hub._listen()
         if http:
             await hub.start_http()
@@ -120,7 +154,9 @@ class RoleHub:
         if self._http is None:
             from baton.role_tools.http_front import HttpFront
 
-            front = HttpFront(self.credentials, self._server_for, host=host, port=port)
+            front = HttpFront(
+                self.credentials, self._server_for, host=host, port=port, relayed=self._relayed
+            )
             await front.start()
             self._http = front
         elif host != self._http.host or port not in (0, self._http.bound_port):
@@ -174,13 +210,13 @@ class RoleHub:
         self._drop(slot, keep=credential.generation)
         return credential
 
-    def revoke(self, credential: SlotCredential | Grant) -> None:
+    def revoke(self, credential: SlotCredential | SlotGrant) -> None:
         """The session holding ``credential`` ended: retire it (not a successor)."""
         if self.credentials.generation(credential.slot) == credential.generation:
             self.credentials.revoke(credential.slot, credential.generation)
             self._drop(credential.slot, keep=None)
 
-    def live(self, slot: str) -> Grant | None:
+    def live(self, slot: str) -> SlotGrant | None:
         """The slot session the live credential speaks for (a re-attached holder keeps it)."""
         return self.credentials.live(slot)
 
@@ -201,7 +237,7 @@ class RoleHub:
         await self._keep(slot)
         return credential
 
-    async def revoke_kept(self, credential: SlotCredential | Grant) -> None:
+    async def revoke_kept(self, credential: SlotCredential | SlotGrant) -> None:
         """:meth:`revoke`, stored (when the table is kept)."""
         self.revoke(credential)
         await self._keep(credential.slot)
@@ -255,11 +291,45 @@ class RoleHub:
 
     # ------------------------------------------------------------- serving
 
-    def tools(self, slot: str) -> RoleTools:
+    def tools(self, slot: str) -> ToolSurface:
         """The slot's tools over the daemon's store (blocking: call from a worker thread)."""
+        if self.tools_for is not None:
+            return self.tools_for(slot)
+        return self.pinned_tools(slot, None)
+
+    def pinned_tools(self, slot: str, pointer: CurrentTask | None) -> RoleTools:
+        """The slot's tools acting on ``pointer``'s task (a relayed call's), blocking."""
         access = SlotAccess(self.store, slot)
         binding = access.binding()
-        return RoleTools(access, port=self._port(binding))
+        return RoleTools(access, port=self._port(binding), pointer=pointer)
+
+    # ------------------------------------------------------- relayed calls
+
+    def serve_calls(self, acceptance: Acceptance) -> Delivery:
+        """Deliver the calls workers' role actors relay (``/calls``, ``/read`` on the HTTP
+        front), each once, accepted by ``acceptance`` (the cluster's epoch rule)."""
+        if self._delivery is None:
+            self._delivery = Delivery(self.store, self.pinned_tools, acceptance)
+        return self._delivery
+
+    async def _relayed(self, kind: str, slot: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        delivery = self._delivery
+        if delivery is None:
+            return refusal("NO_RELAY", "this hub delivers no relayed calls")
+        if kind == "calls":
+            key = request.get("key")
+            if not isinstance(key, str) or not key:
+                return refusal("BAD_REQUEST", "a relayed call names its key")
+            return await delivery.deliver(key, slot=slot)
+        tool, arguments = request.get("tool"), request.get("arguments")
+        task_id, attempt_id = request.get("task_id"), request.get("attempt_id")
+        if not isinstance(tool, str) or not isinstance(arguments, dict):
+            return refusal("BAD_REQUEST", "a relayed read names its tool and arguments")
+        pointer = CurrentTask(
+            task_id if isinstance(task_id, str) else None,
+            attempt_id if isinstance(attempt_id, str) else None,
+        )
+        return await delivery.read_only(slot, tool, arguments, pointer)
 
     def _port(self, binding: Binding) -> FcopPort:
         """One FCoP port per workspace, without the trusted evaluator (tools hold no authority)."""
@@ -301,7 +371,7 @@ class RoleHub:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _hello(self, reader: asyncio.StreamReader) -> Grant | Refusal:
+    async def _hello(self, reader: asyncio.StreamReader) -> SlotGrant | Refusal:
         try:
             line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT)
             hello = json.loads(line)

@@ -47,7 +47,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from baton.fcop_errors import CoordinationError, FcopProtocolError, TaskNotFound
 from baton.fcop_port.creation import operation_id_for
@@ -60,16 +60,26 @@ from baton.fcop_port.port import (
 from baton.intake.screen import subject_problem, unsafe_line
 from baton.role_tools.binding import Binding, CurrentTask, OutboxRecord, SlotAccess
 from baton.team_config import FcopMcpCompat
-from baton.workflow.results import ChildOutcome, consolidation_verdict, override_section
+from baton.workflow.results import (
+    ChildOutcome,
+    consolidation_verdict,
+    normalize_result,
+    nothing_done,
+    override_section,
+)
 
 __all__ = [
     "SERVER_NAME",
+    "WRITING_TOOLS",
     "McpServerEntry",
     "RoleTools",
     "ToolRefused",
     "ToolResult",
     "ToolSpec",
+    "ToolSurface",
+    "allowed_tools",
     "build_server",
+    "checked_call",
     "fcop_mcp_config",
     "main",
     "mcp_config",
@@ -202,12 +212,22 @@ TOOL_SPECS: Mapping[str, ToolSpec] = {
     )
 }
 
-_WRITING_TOOLS = frozenset(
+WRITING_TOOLS = frozenset(
     {"write_report", "write_issue", "ask_human", "create_task", "review_report"}
 )
+"""Tools whose call changes something (FCoP, the outbox): the rest only read."""
 _IDENTITY_WORDS = frozenset(
     {"sender", "role", "task_id", "attempt_id", "subject_ref", "actor", "workspace_id", "parent"}
 )
+
+
+def _same_report(head: ReportInfo | None, sender: str, result: str, body: str) -> bool:
+    return (
+        head is not None
+        and head.sender == sender
+        and head.result == result
+        and head.body.rstrip("\n") == body.rstrip("\n")
+    )
 
 
 def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> ToolResult:
@@ -224,11 +244,81 @@ def _report_json(report: ReportInfo, *, preview: int = REPORT_PREVIEW) -> ToolRe
     }
 
 
+def allowed_tools(binding: Binding) -> tuple[str, ...]:
+    """The tools ``binding``'s role may list and call (the leader's own only for it)."""
+    leader_only = {"create_task", "review_report"}
+    return tuple(
+        name
+        for name in binding.allowed_tools
+        if name in TOOL_SPECS and (binding.is_leader or name not in leader_only)
+    )
+
+
+def checked_call(
+    binding: Binding,
+    name: str,
+    arguments: Mapping[str, Any] | None,  # JSON in: the agent's
+) -> dict[str, str]:
+    """``arguments`` of a call ``binding``'s role may make, checked against the tool's
+    schema (allowed, no identity or unknown argument, required ones, strings within their
+    bounds); raises :class:`ToolRefused` saying why not. Every surface of the role tools
+    (the hub's, a worker's relay) checks a call with this before it goes anywhere."""
+    allowed = allowed_tools(binding)
+    if name not in allowed:
+        raise ToolRefused(
+            "TOOL_NOT_ALLOWED",
+            f"{name!r} is not available to {binding.role} (allowed: {', '.join(allowed)})",
+        )
+    spec = TOOL_SPECS[name]
+    args = dict(arguments or {})
+    extra = sorted(set(args) - set(spec.properties))
+    if extra:
+        why = (
+            "identity (role, task, attempt, sender) comes from baton's binding, not arguments"
+            if _IDENTITY_WORDS & set(extra)
+            else f"{name} takes only {', '.join(spec.properties) or 'no arguments'}"
+        )
+        raise ToolRefused("UNEXPECTED_ARGUMENT", f"unexpected argument(s) {extra}: {why}")
+    for key in spec.required:
+        if key not in args:
+            raise ToolRefused("MISSING_ARGUMENT", f"{name} needs {key!r}")
+    for key, value in args.items():
+        if not isinstance(value, str):
+            raise ToolRefused("INVALID_ARGUMENT", f"{key!r} must be a string")
+        limit = spec.properties[key].get("maxLength")
+        if isinstance(limit, int) and len(value) > limit:
+            raise ToolRefused("INVALID_ARGUMENT", f"{key!r} is longer than {limit} characters")
+    return args
+
+
+class ToolSurface(Protocol):
+    """What the ``mcp`` server serves (:func:`build_server`): the role's tools, run here
+    (:class:`RoleTools`) or relayed from a worker host (``baton.cluster.tool_relay``)."""
+
+    @property
+    def binding(self) -> Binding: ...
+
+    def specs(self) -> list[ToolSpec]: ...
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        """Blocking; raises :class:`ToolRefused` (or a coordination error) with the reason."""
+        ...
+
+
 class RoleTools:
     """The tools of one binding, transport-free and synchronous."""
 
-    def __init__(self, access: SlotAccess, *, port: FcopPort | None = None) -> None:
+    def __init__(
+        self,
+        access: SlotAccess,
+        *,
+        port: FcopPort | None = None,
+        pointer: CurrentTask | None = None,
+    ) -> None:
         self.access = access
+        self.pinned = pointer
+        """The TASK and attempt a relayed call was made on (its delivery may come after the
+        slot's pointer moved on); None: the slot's pointer now."""
         self.binding = access.binding()
         binding = self.binding
         self.port = port or FcopPort(binding.fcop_root, human=binding.human)
@@ -246,12 +336,7 @@ class RoleTools:
 
     @property
     def allowed(self) -> tuple[str, ...]:
-        leader_only = {"create_task", "review_report"}
-        return tuple(
-            name
-            for name in self.binding.allowed_tools
-            if name in TOOL_SPECS and (self.binding.is_leader or name not in leader_only)
-        )
+        return allowed_tools(self.binding)
 
     def specs(self) -> list[ToolSpec]:
         return [TOOL_SPECS[name] for name in self.allowed]
@@ -262,32 +347,8 @@ class RoleTools:
         arguments: Mapping[str, Any] | None,  # JSON in: the agent's, checked per tool
     ) -> ToolResult:
         """Validate and run one call; raises :class:`ToolRefused` with a clear reason."""
-        if name not in self.allowed:
-            raise ToolRefused(
-                "TOOL_NOT_ALLOWED",
-                f"{name!r} is not available to {self.binding.role} "
-                f"(allowed: {', '.join(self.allowed)})",
-            )
-        spec = TOOL_SPECS[name]
-        args = dict(arguments or {})
-        extra = sorted(set(args) - set(spec.properties))
-        if extra:
-            why = (
-                "identity (role, task, attempt, sender) comes from baton's binding, not arguments"
-                if _IDENTITY_WORDS & set(extra)
-                else f"{name} takes only {', '.join(spec.properties) or 'no arguments'}"
-            )
-            raise ToolRefused("UNEXPECTED_ARGUMENT", f"unexpected argument(s) {extra}: {why}")
-        for key in spec.required:
-            if key not in args:
-                raise ToolRefused("MISSING_ARGUMENT", f"{name} needs {key!r}")
-        for key, value in args.items():
-            if not isinstance(value, str):
-                raise ToolRefused("INVALID_ARGUMENT", f"{key!r} must be a string")
-            limit = spec.properties[key].get("maxLength")
-            if isinstance(limit, int) and len(value) > limit:
-                raise ToolRefused("INVALID_ARGUMENT", f"{key!r} is longer than {limit} characters")
-        if name in _WRITING_TOOLS and not self.access.daemon_alive():
+        args = checked_call(self.binding, name, arguments)
+        if name in WRITING_TOOLS and not self.access.team_loop_alive():
             raise ToolRefused(
                 "DAEMON_GONE",
                 "the baton up that started this session is gone; nothing was written. Stop now.",
@@ -302,7 +363,7 @@ class RoleTools:
     # ------------------------------------------------------------ identity
 
     def _current(self, *, require_active: bool = True) -> tuple[TaskInfo, str]:
-        pointer: CurrentTask = self.access.pointer()
+        pointer: CurrentTask = self.pinned or self.access.pointer()
         if pointer.task_id is None or pointer.attempt_id is None:
             raise ToolRefused("NO_CURRENT_TASK", f"{self.binding.role} has no task right now")
         task = self.port.read_task(pointer.task_id)
@@ -345,6 +406,12 @@ class RoleTools:
             raise ToolRefused("INVALID_ARGUMENT", 'result must be a word like "done"')
         if unsafe_line(result.strip()):
             raise ToolRefused("INVALID_ARGUMENT", "result must be printable text on one line")
+        if normalize_result(result) == "done" and nothing_done(body):
+            raise ToolRefused(
+                "NOTHING_DONE",
+                'a "done" report must say what was done, and this one says nothing was: '
+                'do the work first, or report "blocked" with why nothing was done',
+            )
         if self.binding.is_leader:
             children = self.port.children(task.task_id)
             open_children = [c for c in children if c.stage in ("inbox", "active")]
@@ -360,14 +427,19 @@ class RoleTools:
                 raise ToolRefused("CHILDREN_NOT_DONE", verdict.message)
             if verdict.overridden and override is not None:
                 body = body.rstrip("\n") + override_section(verdict, override)
-        report = self.port.write_report(
-            task_id=task.task_id,
-            attempt_id=attempt,
-            sender=self.binding.role,
-            recipient=task.sender,
-            result=result.strip(),
-            body=body,
-        )
+        report = self.port.find_report_head(task.task_id, attempt)
+        if not _same_report(report, self.binding.role, result.strip(), body):
+            # the same report again (a delivery repeated after a crash, an agent's retry)
+            # is the one already filed, never a second
+            report = self.port.write_report(
+                task_id=task.task_id,
+                attempt_id=attempt,
+                sender=self.binding.role,
+                recipient=task.sender,
+                result=result.strip(),
+                body=body,
+            )
+        assert report is not None
         return {
             "report_id": report.report_id,
             "task_id": task.task_id,
@@ -571,7 +643,7 @@ class RoleTools:
 # ------------------------------------------------------------------ MCP server
 
 
-def build_server(tools: RoleTools) -> Any:  # mcp's Server, generic, imported lazily
+def build_server(tools: ToolSurface) -> Any:  # mcp's Server, generic, imported lazily
     """The ``mcp`` low-level server exposing exactly ``tools.allowed``."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -618,10 +690,10 @@ def build_server(tools: RoleTools) -> Any:  # mcp's Server, generic, imported la
     )
 
 
-def _watch_daemon(access: SlotAccess) -> None:
+def _watch_team_loop(access: SlotAccess) -> None:
     """Exit the moment the owning daemon dies (a pidfd), so no tool outlives it."""
-    pid = access.daemon_pid()
-    if pid is None or not access.daemon_alive():
+    pid = access.team_loop_pid()
+    if pid is None or not access.team_loop_alive():
         raise CoordinationError("the baton up that owns this slot is not running")
     try:
         fd = os.pidfd_open(pid)
@@ -642,7 +714,7 @@ async def serve_stdio(store_path: Path, slot: str) -> None:
     try:
         access = SlotAccess(store, slot)
         tools = RoleTools(access)
-        _watch_daemon(access)
+        _watch_team_loop(access)
         server = build_server(tools)
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -15,10 +15,10 @@ import os
 import select
 import threading
 
-__all__ = ["watch_daemon"]
+__all__ = ["watch_team_loop"]
 
 
-def watch_daemon(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+def watch_team_loop(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     """Exit this process when the daemon named in ``environ`` dies; False if none is named."""
     raw_pid = environ.get("BATON_DAEMON_PID")
     if not raw_pid:
@@ -45,7 +45,7 @@ def watch_daemon(environ: dict[str, str] | os._Environ[str] = os.environ) -> boo
 if __name__ == "__main__":
     import sys
 
-    watch_daemon()
+    watch_team_loop()
     from baton.role_tools.server import main
 
     sys.exit(main())

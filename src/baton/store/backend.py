@@ -79,6 +79,16 @@ class WriterConnection(Protocol):
         """Run a ``CREATE ... IF NOT EXISTS`` that openers on several hosts may race on."""
         ...
 
+    def commit_token(self) -> object | None:
+        """What names the open transaction once its COMMIT is under way (PostgreSQL: its
+        transaction id), so a COMMIT cut short can be asked about; None: nothing to ask
+        (SQLite: a COMMIT that failed did not commit)."""
+        ...
+
+    def was_committed(self, token: object) -> bool:
+        """On a new connection: whether the transaction ``token`` names committed."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -113,6 +123,11 @@ class Backend(Protocol):
 
     def ring(self, topics: Sequence[str], local: WakeRouter | None) -> None:
         """After a COMMIT: wake ``local`` (this process's listener) and every other one."""
+        ...
+
+    def transient(self, exc: BaseException) -> str | None:
+        """Why ``exc`` means the store is out for now (a lost connection, a database
+        shutting down, a full disk, a lock held too long), or None: a real failure."""
         ...
 
     def close(self) -> None:

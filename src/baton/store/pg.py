@@ -42,6 +42,7 @@ from baton.errors import StoreError
 from baton.store._readers import ReadPool
 from baton.store.event_rows import EventRow
 from baton.store.migrations import Migration
+from baton.store.outage import BACKOFF, OUTAGE_LIMIT_S
 from baton.store.pg_dialect import pg_ddl, pg_query
 from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
 from baton.store.tx import Cursor, Row, Statement, StoreConflict, Tx
@@ -132,6 +133,14 @@ class PgWriter:
     def ddl(self, statement: str) -> str:
         return pg_ddl(statement)
 
+    def commit_token(self) -> object | None:
+        row = self._conn.execute("SELECT txid_current()").fetchone()
+        return None if row is None else int(row[0])
+
+    def was_committed(self, token: object) -> bool:
+        row = self._conn.execute("SELECT txid_status(%s)", (token,)).fetchone()
+        return row is not None and row[0] == "committed"
+
     def create_if_missing(self, statement: str) -> None:
         # Under the lock: two hosts' concurrent CREATE TABLE IF NOT EXISTS can collide.
         self.begin()
@@ -152,6 +161,7 @@ class PgWakeListener(WakeRouter):
 
     def __init__(self, dsn: str, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
+        self._dsn = dsn
         self._conn = psycopg.connect(dsn, autocommit=True)
         self._conn.execute(f"LISTEN {WAKE_CHANNEL}")
         self._closed = threading.Event()
@@ -159,16 +169,41 @@ class PgWakeListener(WakeRouter):
         self._thread.start()
 
     def _read(self) -> None:
+        pause = BACKOFF[0]
         try:
             while not self._closed.is_set():
-                # A blocking wait bounded at 0.5 s so close() is noticed; not a poll.
-                for note in self._conn.notifies(timeout=0.5):
-                    self.wake_threadsafe([note.payload])
-        except psycopg.Error:
-            if not self._closed.is_set():
-                _log.warning("store doorbell connection lost; waiters fall back to re-checks")
+                try:
+                    # A blocking wait bounded at 0.5 s so close() is noticed; not a poll.
+                    for note in self._conn.notifies(timeout=0.5):
+                        self.wake_threadsafe([note.payload])
+                    pause = BACKOFF[0]
+                except psycopg.Error:
+                    if self._closed.is_set():
+                        return
+                    _log.warning("store doorbell connection lost; listening again")
+                    self._conn.close()
+                    again = self._listen_again(pause)
+                    if again is None:
+                        return
+                    self._conn = again
+                    pause = min(pause * 2, BACKOFF[1])
+                    # What was rung while it was out is unknown: every waiter looks again.
+                    self.wake_threadsafe([WAKE_ALL])
         finally:
             self._conn.close()
+
+    def _listen_again(self, pause: float) -> psycopg.Connection[Any] | None:
+        """A new LISTEN connection, tried with the store's outage back-off (None: closed)."""
+        while not self._closed.is_set():
+            # The database server must come back: nothing to wait on but trying again.
+            self._closed.wait(pause)
+            try:
+                conn = psycopg.connect(self._dsn, autocommit=True)
+                conn.execute(f"LISTEN {WAKE_CHANNEL}")
+                return conn
+            except psycopg.Error:
+                pause = min(pause * 2, BACKOFF[1])
+        return None
 
     def close(self) -> None:
         """Stop listening; idempotent. Wakes every waiter once, as the FIFO listener does."""
@@ -239,6 +274,13 @@ class PgBackend:
     def ring(self, topics: Sequence[str], local: WakeRouter | None) -> None:
         """Nothing after COMMIT: the writer's ``NOTIFY`` reached every listener at COMMIT."""
 
+    def transient(self, exc: BaseException) -> str | None:
+        """A lost connection, a server shutting down or starting: out for now."""
+        for error in (exc, exc.__cause__):
+            if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+                return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        return None
+
     def close(self) -> None:
         self._pool.close()
 
@@ -254,6 +296,7 @@ class PgStore(WriterStore[PgBackend]):
         extra_migrations: Sequence[Migration] = (),
         batch_max: int = 2048,
         queue_max: int = 65536,
+        outage_limit_s: float = OUTAGE_LIMIT_S,
     ) -> PgStore:
         """Connect, apply pending migrations (every store's and the cluster's), start the
         writer; blocks until ready."""
@@ -262,6 +305,7 @@ class PgStore(WriterStore[PgBackend]):
             migrations=(*STORE_MIGRATIONS, *CLUSTER_MIGRATIONS, *extra_migrations),
             batch_max=batch_max,
             queue_max=queue_max,
+            outage_limit_s=outage_limit_s,
         )
 
     @property

@@ -2,9 +2,10 @@
 
 A single-machine project's store (SQLite) gets :data:`STORE_MIGRATIONS`; a cluster
 project's store (PostgreSQL, :mod:`baton.store.pg`) gets :data:`CLUSTER_MIGRATIONS`
-too: where role slots are placed and under which epoch (``cluster_placements``) and
-the role hub's kept credentials (``cluster_credentials``), tables nothing reads on
-one machine.
+too: where role slots are placed and under which epoch (``cluster_placements``),
+the role hub's kept credentials (``cluster_credentials``), and the role tool calls of
+agents on workers kept until delivered with where the hub listens (``cluster_tool_calls``,
+``cluster_hubs``): tables nothing reads on one machine.
 
 Why splitting the list is sound for stores made before it, when every store got the
 cluster steps: steps are recorded by name and names a caller does not pass are
@@ -29,6 +30,7 @@ from baton.store.placement_sql import PLACEMENT_MIGRATIONS
 from baton.store.requests_sql import REQUESTS_MIGRATIONS
 from baton.store.services_sql import SERVICES_MIGRATIONS
 from baton.store.team_schema import TEAM_MIGRATIONS
+from baton.store.tool_call_sql import TOOL_CALL_MIGRATIONS
 from baton.store.web_sessions import WEB_MIGRATIONS
 
 __all__ = ["CLUSTER_MIGRATIONS", "STORE_MIGRATIONS"]
@@ -48,5 +50,6 @@ STORE_MIGRATIONS: Final[tuple[Migration, ...]] = (
 CLUSTER_MIGRATIONS: Final[tuple[Migration, ...]] = (
     *PLACEMENT_MIGRATIONS,
     *CREDENTIAL_MIGRATIONS,
+    *TOOL_CALL_MIGRATIONS,
 )
 """The cluster store's own tables, applied after :data:`STORE_MIGRATIONS`."""

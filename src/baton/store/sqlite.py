@@ -17,15 +17,18 @@ tools (``read``, ``execute_write``); repositories use :class:`~baton.store.tx.Tx
 from __future__ import annotations
 
 import concurrent.futures
+import errno
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from baton.errors import StoreError
 from baton.store._readers import ReadPool
 from baton.store.event_rows import MAX_ROWS_PER_INSERT, EventRow, insert_rows
 from baton.store.migrations import Migration, migrate
+from baton.store.outage import OUTAGE_LIMIT_S
 from baton.store.schema import STORE_MIGRATIONS
 from baton.store.tx import Cursor, Row, Statement, StoreConflict, Tx
 from baton.store.wake import WakeChannel, WakeRouter, wake_dir_for
@@ -105,6 +108,12 @@ class SqliteWriter:
 
     def create_if_missing(self, statement: str) -> None:
         self._retry_busy(lambda: self.conn.execute(statement))
+
+    def commit_token(self) -> None:
+        return None  # a COMMIT that failed did not commit (SQLite rolls the whole batch back)
+
+    def was_committed(self, token: object) -> bool:
+        return False
 
     def close(self) -> None:
         self.conn.close()
@@ -192,8 +201,29 @@ class SqliteBackend:
             local.wake_threadsafe(topics)
         self.channel.ring(topics, skip=local.path if local is not None else None)
 
+    def transient(self, exc: BaseException) -> str | None:
+        """A full disk, an I/O error, the lock held past the wait: the store is out for now."""
+        for error in (exc, exc.__cause__):
+            if isinstance(error, sqlite3.Error):
+                code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+                if code in _OUTAGE_CODES:
+                    return f"{_OUTAGE_CODES[code]}: {error}"
+            if isinstance(error, OSError) and error.errno in _OUTAGE_ERRNOS:
+                return f"{os.strerror(error.errno or 0)}: {error}"
+        return None
+
     def close(self) -> None:
         self._pool.close()
+
+
+_OUTAGE_CODES: Final = {
+    sqlite3.SQLITE_FULL: "the disk holding the store is full",
+    sqlite3.SQLITE_IOERR: "an I/O error on the store's file",
+    sqlite3.SQLITE_BUSY: "another process holds the store's write lock",
+    sqlite3.SQLITE_LOCKED: "the store's table is locked",
+    sqlite3.SQLITE_CANTOPEN: "the store's file cannot be opened",
+}
+_OUTAGE_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 
 
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
@@ -214,6 +244,7 @@ class SqliteStore(WriterStore[SqliteBackend]):
         extra_migrations: Sequence[Migration] = (),
         batch_max: int = 2048,
         queue_max: int = 65536,
+        outage_limit_s: float = OUTAGE_LIMIT_S,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     ) -> SqliteStore:
         """Open (creating if needed, 0700/0600) the store at ``path`` with every store's
@@ -228,6 +259,7 @@ class SqliteStore(WriterStore[SqliteBackend]):
             migrations=(*STORE_MIGRATIONS, *extra_migrations),
             batch_max=batch_max,
             queue_max=queue_max,
+            outage_limit_s=outage_limit_s,
         )
 
     @property

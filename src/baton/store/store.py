@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Protocol, Self, TypeVar
 
 from baton.events.model import CanonicalEvent
+from baton.store.outage import Outage
 from baton.store.records import RunRecord, SessionRecord
 from baton.store.subscription import Subscription
 from baton.store.tx import Tx
@@ -67,6 +68,11 @@ class Store(Protocol):
     @property
     def queued(self) -> int:
         """Items waiting for the writer (events, writes, flush markers)."""
+        ...
+
+    @property
+    def outage(self) -> Outage | None:
+        """The outage being ridden out now (unreachable, disk full), None while it answers."""
         ...
 
     def close(self, timeout: float = 30.0) -> None:

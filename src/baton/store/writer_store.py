@@ -7,6 +7,9 @@ doorbell listener are written here once; its writes go through a
 between SQLite and PostgreSQL is its :class:`~baton.store.backend.Backend`.
 :class:`~baton.store.sqlite.SqliteStore` and :class:`~baton.store.pg.PgStore` only
 open one with their backend (and add what only their backend has).
+
+Length: the one Store both backends share (writes, reads, outage waits, run and event
+queries) is written once here on purpose: split, the two stores would drift apart again.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from baton.store.core_tables import (
 )
 from baton.store.event_rows import paged_event_json, parse_event
 from baton.store.migrations import Migration
+from baton.store.outage import OUTAGE_LIMIT_S, Health, Outage, ride
 from baton.store.records import (
     RunRecord,
     SessionRecord,
@@ -70,11 +74,13 @@ class WriterStore(Generic[B]):
         migrations: Sequence[Migration],
         batch_max: int,
         queue_max: int,
+        outage_limit_s: float = OUTAGE_LIMIT_S,
     ) -> None:
         """Only sets fields and starts nothing (:meth:`_opened` starts it)."""
         if batch_max < 1 or queue_max < 1:
             raise ValueError("batch_max and queue_max must be at least 1")
         self._backend = backend
+        self._health = Health(backend.label, limit=outage_limit_s)
         self._listener: WakeRouter | None = None
         self._queue = WriteQueue(
             backend.label, queue_max=queue_max, load_last_seq=self._load_last_seq
@@ -85,6 +91,7 @@ class WriterStore(Generic[B]):
             migrations=migrations,
             batch_max=batch_max,
             after_commit=self._ring,
+            health=self._health,
         )
         self._atexit_hook = functools.partial(_close_at_exit, weakref.ref(self))
 
@@ -92,10 +99,22 @@ class WriterStore(Generic[B]):
 
     @classmethod
     def _opened(
-        cls, backend: B, *, migrations: Sequence[Migration], batch_max: int, queue_max: int
+        cls,
+        backend: B,
+        *,
+        migrations: Sequence[Migration],
+        batch_max: int,
+        queue_max: int,
+        outage_limit_s: float = OUTAGE_LIMIT_S,
     ) -> Self:
         """A store on ``backend``, started: its writer up and its schema current."""
-        store = cls(backend, migrations=migrations, batch_max=batch_max, queue_max=queue_max)
+        store = cls(
+            backend,
+            migrations=migrations,
+            batch_max=batch_max,
+            queue_max=queue_max,
+            outage_limit_s=outage_limit_s,
+        )
         store._start()
         return store
 
@@ -150,6 +169,11 @@ class WriterStore(Generic[B]):
         return self._queue.closed
 
     @property
+    def outage(self) -> Outage | None:
+        """The outage being ridden out now (the store unreachable, its disk full), if any."""
+        return self._health.outage
+
+    @property
     def queued(self) -> int:
         """Items waiting for the writer (events, writes, flush markers)."""
         return len(self._queue)
@@ -188,7 +212,7 @@ class WriterStore(Generic[B]):
 
     def _load_last_seq(self, run_id: str) -> int:
         """Seed the per-run seq cache (first append for a run in this process)."""
-        rows = self._backend.fetch_all(
+        rows = self._fetch_all(
             "SELECT (SELECT 1 FROM runs WHERE run_id = ?),"
             " (SELECT max(seq) FROM events WHERE run_id = ?)",
             (run_id, run_id),
@@ -250,9 +274,10 @@ class WriterStore(Generic[B]):
     # ---------------------------------------------------------------------- reads
 
     def read_tx(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn(tx)`` on a read-only snapshot (blocking; call from a worker thread)."""
+        """Run ``fn(tx)`` on a read-only snapshot (blocking; call from a worker thread).
+        While the store is out it waits for it (:mod:`baton.store.outage`)."""
         self._check_open()
-        return self._backend.read(fn)
+        return ride(self._health, lambda: self._backend.read(fn), self._backend.transient)
 
     async def aread(self, fn: Callable[[Tx], T]) -> T:
         """:meth:`read_tx` without blocking the event loop."""
@@ -260,7 +285,9 @@ class WriterStore(Generic[B]):
 
     def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         self._check_open()
-        return self._backend.fetch_all(sql, params)
+        return ride(
+            self._health, lambda: self._backend.fetch_all(sql, params), self._backend.transient
+        )
 
     # ------------------------------------------------------------ runs & sessions
 

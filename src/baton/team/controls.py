@@ -77,7 +77,7 @@ def request_cancel(
     if len(reason) > MAX_REASON_CHARS:
         raise ControlRefused(f"the reason is over {MAX_REASON_CHARS} characters")
     access = SlotAccess(store, slot)
-    if not access.daemon_alive():
+    if not access.team_loop_alive():
         raise ControlRefused("no baton up is running for this project: there is no turn to cancel")
     row = store.read_tx(lambda tx: team_sql.SLOTS.get(tx, slot))
     if row is None:
@@ -111,7 +111,7 @@ def request_drop(store: Store, task_id: str, *, reason: str, via: str) -> int | 
     if row is None:
         raise ControlRefused(f"no TASK {task_id} is known to baton here")
     access = SlotAccess(store, "")  # no slot: the loop itself acts
-    if not access.daemon_alive():
+    if not access.team_loop_alive():
         return None
     return access.post(
         OutboxRecord(

@@ -24,6 +24,7 @@ from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.budgets import TeamBudgets
 from baton.team.next_step import (
+    OPEN_CHILD_STAGES,
     ChildView,
     DecisionView,
     Facts,
@@ -250,10 +251,7 @@ class FactSource:
                 head = ReportView(found.report_id, found.result, found.sender)
         children: tuple[ChildView, ...] = ()
         if spec is not None and spec.is_leader and info.stage in ("active", "review"):
-            children = tuple(
-                ChildView(c.task_id, c.recipient, c.sender, c.stage)
-                for c in self.port.children(info.task_id)
-            )
+            children = self.children(info.task_id)
         decision = None
         if info.stage == "review" and attempt is not None and reviewer is not None:
             found_review = self.port.find_decision(info.task_id, attempt, reviewer=reviewer.name)
@@ -300,6 +298,21 @@ class FactSource:
             budget=standing,
             budget_tree=stored.tree,
         )
+
+    def children(self, parent: str) -> tuple[ChildView, ...]:
+        """A leader's delegated TASKs; once none is open, with each one's reported result
+        (what its consolidation is made of: a result that is missing then was lost)."""
+        found = self.port.children(parent)
+        if any(c.stage in OPEN_CHILD_STAGES for c in found):
+            return tuple(ChildView(c.task_id, c.recipient, c.sender, c.stage) for c in found)
+        out = []
+        for child in found:
+            head = None
+            if child.attempt_id is not None:
+                head = self.port.find_report_head(child.task_id, child.attempt_id)
+            result = head.result if head is not None else None
+            out.append(ChildView(child.task_id, child.recipient, child.sender, child.stage, result))
+        return tuple(out)
 
     def prerequisites(self, info: TaskInfo) -> tuple[Prerequisite, ...]:
         """The sibling TASKs ``info`` references (``after:``), with their stage and result."""

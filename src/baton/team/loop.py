@@ -76,7 +76,7 @@ from baton.team.handlers import ReviewDocuments, ReviewSummary, StepParts, handl
 from baton.team.jobs import Job
 from baton.team.outbox import OutboxReader
 from baton.team.ownership import Ownership, TeamLoopBusy
-from baton.team.prompts import Prompts
+from baton.team.prompts import Prompts, recorded_in
 from baton.team.reconcile import HolderLookup
 from baton.team.records import RefusalRecord, SlotRecord
 from baton.team.recovery import LIVE_STATES, Recovery
@@ -142,7 +142,7 @@ class TeamLoop:
             port.root, team.isolation, store=store, journal=journal, now=utc_now
         )
         facts = FactSource(port, store, team, isolated=self.workspaces.enabled, budgets=budgets)
-        prompts = Prompts(port, team)
+        prompts = Prompts(port, team, recorded=recorded_in(store))
         self.book = TaskBook(
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
         )

@@ -33,7 +33,8 @@ The rules, in the order they are checked:
    children → wait; an open question → wait, an answered one → the answer as
    a turn; a turn the human cancelled → ``needs_attention`` (their retry
    re-prompts it); a failed/cancelled turn → re-prompt with context while
-   retries last, then ``failed``; all children reported → consolidate (once per attempt);
+   retries last, then ``failed``; all children reported → consolidate (once per attempt;
+   a child whose report is missing makes it ``needs_attention`` instead: a lost result);
    then one reminder, then ``needs_attention``. ``turn_limit`` bounds them all, and a
    budget limit reached parks the TASK instead of any turn (:class:`Park`), also the
    re-prompt of a turn a crash interrupted after it crossed the limit.
@@ -90,6 +91,7 @@ from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.states import WorktreeState
 
 __all__ = [
+    "OPEN_CHILD_STAGES",
     "ChildView",
     "DecisionView",
     "Facts",
@@ -101,6 +103,8 @@ __all__ = [
 ]
 
 OPEN_CHILD_STAGES = frozenset({"inbox", "active"})
+SETTLED_CHILD_STAGES = frozenset({"review", "done", "archive"})
+"""Stages a child reaches only by reporting: its result is its report's."""
 
 
 # ------------------------------------------------------------------------- facts
@@ -290,6 +294,15 @@ def _cancelled_unattended(f: Facts, turn: TurnRecord) -> bool:
     return record.state is TaskState.TURN_FINISHED
 
 
+def _consolidate(f: Facts, p: TeamRules) -> Step:
+    """The leader's consolidation, unless a delegated result was lost (a human looks then:
+    nothing is made up for a child that has no report)."""
+    lost = [c.task_id for c in f.children if c.stage in SETTLED_CHILD_STAGES and not c.result]
+    if lost:
+        return Attention(f"the result of {', '.join(lost)} was lost (no report to consolidate)")
+    return _work(f, "consolidate", p)
+
+
 def _active(f: Facts, p: TeamRules) -> Step:
     record = f.record
     turn = _turn_of_attempt(f)
@@ -314,7 +327,7 @@ def _active(f: Facts, p: TeamRules) -> Step:
             return _work(f, "revise", p)
         if open_children:
             return Note(TaskState.WAITING_CHILDREN, "delegated work is still open")
-        return _work(f, "consolidate" if f.children else "work", p)
+        return _consolidate(f, p) if f.children else _work(f, "work", p)
     # The last turn of this attempt finished without a report.
     if _cancelled_unattended(f, turn):
         return Attention(f"{turn.cancelled_by} (no report was filed)")
@@ -331,7 +344,7 @@ def _active(f: Facts, p: TeamRules) -> Step:
             return Fail(f"the agent's turn {turn.outcome}{detail} and no report was filed")
         return _work(f, "retry", p)
     if f.children and turn.kind != "consolidate":
-        return _work(f, "consolidate", p)
+        return _consolidate(f, p)
     if record is not None and record.reminders >= p.reminder_turns:
         return Attention("the agent ended its turn without a report, also after the reminder")
     return _work(f, "remind", p)

@@ -8,17 +8,21 @@ the TASK and its body, the children's reports, the rejection reason, the questio
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Sequence
 
 from baton.fcop_errors import CoordinationError, TaskNotFound
 from baton.fcop_port.port import FcopPort, TaskInfo
+from baton.store.store import Store
+from baton.store.turn_tools import recorded_calls
 from baton.team import steps
 from baton.team.next_step import Facts
-from baton.team.records import TaskRecord
+from baton.team.records import TaskRecord, TurnRecord
 from baton.team.slots import Slot
 from baton.team_config import TeamConfig
 from baton.workflow.header import (
     ChildReport,
     PromptContext,
+    ToolRecord,
     answer_prompt,
     consolidation_prompt,
     reminder_prompt,
@@ -28,15 +32,24 @@ from baton.workflow.header import (
     task_prompt,
 )
 
-__all__ = ["Prompts"]
+__all__ = ["Prompts", "recorded_in"]
 
 
 class Prompts:
     """Builds turn prompts for one team over one workspace."""
 
-    def __init__(self, port: FcopPort, team: TeamConfig) -> None:
+    def __init__(
+        self,
+        port: FcopPort,
+        team: TeamConfig,
+        *,
+        recorded: Callable[[TurnRecord], Sequence[ToolRecord]] | None = None,
+    ) -> None:
         self.port = port
         self.team = team
+        self.recorded = recorded
+        """A finished turn's tool calls as the store recorded them (blocking), for the
+        reminder: the agent reports that work instead of "nothing was done"."""
 
     def context(self, slot: Slot, task: TaskInfo, attempt: str) -> PromptContext:
         return PromptContext(
@@ -119,7 +132,10 @@ class Prompts:
             return resume_prompt(ctx, why=why, delegated=delegated), task.task_id, attempt
         if kind == "remind":
             left = self.team.reminder_turns - record.reminders - 1
-            return reminder_prompt(ctx, turns_left=left), task.task_id, attempt
+            last = facts.last_turn
+            recorded = self.recorded(last) if self.recorded is not None and last else ()
+            prompt = reminder_prompt(ctx, turns_left=left, recorded=recorded)
+            return prompt, task.task_id, attempt
         if kind == "consolidate":
             return (
                 consolidation_prompt(ctx, self.child_reports(task.task_id)),
@@ -139,3 +155,17 @@ class Prompts:
         assert kind == "answer" and question is not None
         text = answer_prompt(ctx, question=question.question, answer=question.answer or "")
         return text, task.task_id, attempt
+
+
+def recorded_in(store: Store) -> Callable[[TurnRecord], list[ToolRecord]]:
+    """The reader :class:`Prompts` takes: a turn's recorded tool calls from ``store``."""
+
+    def read(turn: TurnRecord) -> list[ToolRecord]:
+        digest = turn.prompt_sha256
+        if digest is None or turn.run_id is None:
+            return []
+        run_id = turn.run_id
+        calls = store.read_tx(lambda tx: recorded_calls(tx, run_id, turn.slot, digest))
+        return [ToolRecord(c.title, c.status, c.output) for c in calls]
+
+    return read

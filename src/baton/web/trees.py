@@ -136,8 +136,8 @@ class TaskTree:
         }
 
 
-def _daemon_running(store: Store) -> bool:
-    return SlotAccess(store, "").daemon_alive()
+def _team_loop_running(store: Store) -> bool:
+    return SlotAccess(store, "").team_loop_alive()
 
 
 def _fresh(
@@ -184,7 +184,7 @@ def _review_tree(
             rebase_reason(changes.base, changes.base_conflicts) if changes.base_conflicts else None
         )
         return ReviewTree(changes, when, rebase=rebase)
-    merge = merge_state(tree, record, daemon_running=_daemon_running(store))
+    merge = merge_state(tree, record, daemon_running=_team_loop_running(store))
     if tree is not None and tree.state in (*_DONE, *_DROPPED):
         when = None  # merged or dropped: no merge to preflight any more
     approved = isinstance(record.answer, ReviewAnswer) and record.answer.decision == "approve"

@@ -31,6 +31,7 @@ from baton.workflow.review_summary import ChildSummary, consolidation_draft
 __all__ = [
     "ChildReport",
     "PromptContext",
+    "ToolRecord",
     "answer_prompt",
     "consolidation_prompt",
     "quote",
@@ -103,6 +104,21 @@ class ChildReport:
     body: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """One tool call of an earlier turn, as baton recorded it (its title, how it ended,
+    the tail of its output)."""
+
+    title: str
+    status: str
+    output: str = ""
+
+    @property
+    def is_report(self) -> bool:
+        """The role's own report call (its failure is not the work's)."""
+        return "write_report" in self.title
+
+
 def quote(text: str, *, limit: int = _QUOTE_LIMIT) -> str:
     """``> ``-prefix every line (bounded), so quoted text is read, never executed."""
     if len(text) > limit:
@@ -173,8 +189,17 @@ def task_prompt(ctx: PromptContext) -> str:
     )
 
 
-def reminder_prompt(ctx: PromptContext, *, turns_left: int) -> str:
-    """The one reminder after a turn that ended without a report."""
+def reminder_prompt(
+    ctx: PromptContext, *, turns_left: int, recorded: Sequence[ToolRecord] = ()
+) -> str:
+    """The reminder after a turn that ended without a report.
+
+    ``recorded``: that turn's tool calls as baton recorded them. They are given back so
+    that the report is the report *of that work*, also from an agent that keeps no memory
+    between turns: listed (their output quoted, inert), and, for the built-in agent, a
+    drafted report in a ``report`` fence with the ``baton-result:`` they earn (``done``
+    only when every recorded call of the work completed). Without a record the agent is
+    asked for its report as before (the built-in one then reports that nothing ran)."""
     lines = [
         "[baton] Reminder",
         f"Your last turn on {ctx.task_id} ({ctx.subject}) ended without a report.",
@@ -185,7 +210,51 @@ def reminder_prompt(ctx: PromptContext, *, turns_left: int) -> str:
         lines.append(
             f"This is the last reminder: without a report the task stalls and {ctx.human} is told."
         )
-    return _join(lines)
+    work = [r for r in recorded if not r.is_report]
+    if not work:
+        return _join(lines)
+    result = "done" if all(r.status == "completed" for r in work) else "blocked"
+    lines += [
+        f"baton recorded what that turn did ({len(work)} tool call(s), below): report the "
+        "result of that work; do not run it again.",
+        f"baton-result: {result}",
+    ]
+    listed = []
+    for number, record in enumerate(recorded, start=1):
+        listed.append(f"{number}. {record.title} ({record.status})")
+        if record.output:
+            listed.append(quote(record.output, limit=2000))
+    draft = _recorded_draft(recorded, result)
+    fence = "`" * max(4, _longest_backticks(draft) + 1)
+    return _join(
+        lines,
+        ["The recorded tool calls:", *listed],
+        ["A draft of that report:", "", f"{fence}report", draft.rstrip("\n"), fence],
+    )
+
+
+def _recorded_draft(recorded: Sequence[ToolRecord], result: str) -> str:
+    lines = [
+        f"Result of the interrupted turn, from baton's record of its tool calls: {result}.",
+        "",
+        "| # | Tool call | Status |",
+        "|---|-----------|--------|",
+    ]
+    for number, record in enumerate(recorded, start=1):
+        title = record.title.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {number} | {title} | {record.status} |")
+    for number, record in enumerate(recorded, start=1):
+        if record.output:
+            lines += ["", f"Output of {number} (its end):", quote(record.output, limit=2000)]
+    return "\n".join(lines) + "\n"
+
+
+def _longest_backticks(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
 
 
 def consolidation_prompt(ctx: PromptContext, children: Sequence[ChildReport]) -> str:

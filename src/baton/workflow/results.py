@@ -12,13 +12,19 @@ leader states an override with a reason, which then travels in the report
 the leader files its report (the role MCP tool ``write_report``) and written into
 the consolidation prompt (:func:`~baton.workflow.header.consolidation_prompt`),
 so an agent is told before it is refused.
+
+:func:`nothing_done` is the other half of an honest ``done``: a report that says its
+turn did nothing (an empty body, or a body that opens by saying nothing was executed or
+done, as baton's built-in agent's report on a prompt without steps does) cannot be
+``done``: the task asked for work. ``write_report`` refuses it with the reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 __all__ = [
     "OVERRIDE_HEADING",
@@ -27,6 +33,7 @@ __all__ = [
     "Result",
     "consolidation_verdict",
     "normalize_result",
+    "nothing_done",
     "override_section",
 ]
 
@@ -119,3 +126,19 @@ def override_section(verdict: ConsolidationVerdict, reason: str) -> str:
         f"\n\n{OVERRIDE_HEADING}\n\nReported done although:\n{listed}\n\n"
         f"Reason given: {reason.strip()}\n"
     )
+
+
+_NOTHING_DONE: Final = re.compile(
+    r"\W*(?:nothing (?:was|has been|got) (?:executed|done|run|performed|changed)"
+    r"|no (?:steps?|work|commands?|tools?) (?:was|were|has been|have been) "
+    r"(?:executed|done|run|performed)"
+    r"|(?:i|this turn|the turn) did (?:nothing|no work|not do anything))\b",
+    re.IGNORECASE,
+)
+
+
+def nothing_done(body: str) -> bool:
+    """The report says its turn did nothing: an empty body, or one that *opens* by saying
+    so (a report that mentions later that, say, nothing was run twice is not one)."""
+    text = body.strip()
+    return not text or _NOTHING_DONE.match(text) is not None

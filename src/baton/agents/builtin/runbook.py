@@ -60,8 +60,10 @@ Everything outside the fences is narrative and ignored, except these lines:
 
 ```` ```report ````
     Not a step: the body of the automatic report when the prompt has no steps (baton's
-    consolidation prompt drafts one from the delegated reports). Without it, such a report
-    acknowledges what was received.
+    consolidation prompt drafts one from the delegated reports, its reminder one from the
+    recorded tool calls of the turn it reminds of). Without it, such a report says that
+    nothing was executed and is ``blocked`` (``failed`` with ``baton-result: failed``),
+    never ``done``.
 
 ``baton-report: none``
     Do not file the automatic report. Without this line, when an MCP server exposes

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-__all__ = ["Status", "StepOutcome", "report_body", "report_result", "summarize"]
+__all__ = [
+    "Status",
+    "StepOutcome",
+    "acknowledgement_body",
+    "nothing_done_result",
+    "report_body",
+    "report_result",
+    "summarize",
+]
 
 TAIL_LINES = 20
 TAIL_CHARS = 2000
@@ -51,8 +59,10 @@ def summarize(
     cancelled: bool = False,
     notes: Sequence[str] = (),
     directive: str | None = None,
+    filed: str | None = None,
 ) -> str:
-    """The closing message of a turn."""
+    """The closing message of a turn (``filed``: the result the report was filed with,
+    when it is not the steps' own, e.g. a turn that ran nothing)."""
     sentences: list[str] = []
     if outcomes:
         sentences.append(_steps_sentence(outcomes))
@@ -62,7 +72,7 @@ def summarize(
         sentences.insert(0, "Cancelled.")
     if report is not None:
         if report.status is Status.SUCCEEDED:
-            result = report_result(outcomes, directive)
+            result = filed or report_result(outcomes, directive)
             sentences.append(f"Report filed with write_report (result: {result}).")
         elif report.status is Status.CANCELLED:
             sentences.append("The report was cancelled.")
@@ -118,6 +128,12 @@ def report_result(
 ACK_BODY_CHARS = 8000
 
 
+def nothing_done_result(directive: str | None) -> Literal["blocked", "failed"]:
+    """The result of a report on a turn that executed nothing: ``blocked`` (``failed`` when
+    the prompt said so), never ``done``: the task asked for work and none was done."""
+    return "failed" if directive == "failed" else "blocked"
+
+
 def acknowledgement_body(narrative: Sequence[str]) -> str:
     """The report for a prompt with no steps: nothing ran; what was received, quoted."""
     received = "\n".join(narrative).strip()
@@ -125,8 +141,8 @@ def acknowledgement_body(narrative: Sequence[str]) -> str:
         received = received[:ACK_BODY_CHARS] + "\n… (cut)"
     quoted = "\n".join("> " + line for line in received.splitlines()) or "> (empty)"
     return (
-        "The prompt held no runbook steps, so nothing was executed. "
-        "Acknowledged as received:\n\n" + quoted
+        "Nothing was executed: the prompt held no runbook steps, so this turn did no work "
+        "(reported blocked, not done). Received:\n\n" + quoted
     )
 
 

@@ -19,6 +19,7 @@ from .summary import (
     Status,
     StepOutcome,
     acknowledgement_body,
+    nothing_done_result,
     report_body,
     report_result,
     summarize,
@@ -127,6 +128,7 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnEnding:
             stopped = run.outcome.denied or not runbook.continue_on_error
 
     report: StepOutcome | None = None
+    filed: str | None = None
     cancelled = cancelled or cancel.is_set()
     if report_server is not None and not cancelled:
         result = report_result(outcomes, runbook.result)
@@ -136,16 +138,25 @@ async def run_turn(ctx: StepContext, number: int, text: str) -> TurnEnding:
             # A consolidation: baton drafted the report from the delegated ones.
             arguments = {"result": result, "body": runbook.report}
         else:
-            # Nothing to execute (a reminder): report honestly that nothing ran, with
-            # what was received, so the workflow can close.
-            arguments = {"result": result, "body": acknowledgement_body(runbook.narrative)}
+            # Nothing to execute and no report drafted by baton: this turn did no work. The
+            # report says so, and is never "done" (nothing done is not done).
+            arguments = {
+                "result": nothing_done_result(runbook.result),
+                "body": acknowledgement_body(runbook.narrative),
+            }
+        filed = str(arguments["result"])
         action = ToolStep(report_server, "write_report", arguments)
         run = await board.run(len(entries), REPORT_LABEL, action)
         replay.extend(run.replay)
         report = run.outcome
         cancelled = report.status is Status.CANCELLED
     message = summarize(
-        outcomes, report=report, cancelled=cancelled, notes=notes, directive=runbook.result
+        outcomes,
+        report=report,
+        cancelled=cancelled,
+        notes=notes,
+        directive=runbook.result,
+        filed=filed,
     )
     return await _finish(ctx, number, replay, message, cancelled=cancelled, title=title)
 
