@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,22 @@ def test_every_command_says_it_in_one_line_with_exit_2(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("baton: ") and says in lines[0], done.stderr
     assert "internal error" not in done.stderr
+
+
+def test_a_cluster_project_runs_without_worktrees_until_they_can_live_on_workers(
+    tmp_path: Path,
+) -> None:
+    """With ``[cluster]`` a tree's worktree would not exist on the worker hosts: isolation
+    defaults to none there and an explicit worktree is refused in one line."""
+    from baton.fcop_port.project import _team
+
+    cluster, team = BASE["cluster"], BASE["team"]
+    with pytest.raises(ConfigError, match="not available with \\[cluster\\]"):
+        _load(tmp_path, cluster + team.replace("[team]\n", '[team]\nisolation = "worktree"\n'))
+    _load(tmp_path, cluster + team.replace("[team]\n", '[team]\nisolation = "none"\n'))
+    raw = {"cluster": {"address": "x"}}
+    roles = tomllib.loads(team)["team"]  # a [team] that does not name its isolation
+    assert _team(raw, {}).isolation.mode == "none"  # no [team] at all
+    builtin = {"builtin": {}}
+    assert _team({**raw, "team": roles}, builtin).isolation.mode == "none"
+    assert _team({"team": roles}, builtin).isolation.mode == "worktree"  # one machine's default

@@ -290,8 +290,13 @@ def parse_team(
     raw: Mapping[str, Any],  # TOML in: every key checked below
     *,
     known_profiles: Collection[str] | None = None,
+    on_cluster: bool = False,
 ) -> TeamConfig:
-    """Validate a ``[team]`` table (the mapping under the ``team`` key)."""
+    """Validate a ``[team]`` table (the mapping under the ``team`` key).
+
+    ``on_cluster``: the project has ``[cluster]``, where a task tree's worktree cannot live
+    on the worker host yet (docs/worktrees.md): isolation defaults to ``none`` there and
+    an explicit ``worktree`` is refused, instead of a cwd no worker has."""
     if not isinstance(raw, Mapping):
         raise ConfigError("[team] must be a table")
     unknown = sorted(set(raw) - TEAM_KEYS)
@@ -357,17 +362,23 @@ def parse_team(
         ),
         quarantine=quarantine,
         fcop_mcp=_parse_compat(raw.get("fcop_mcp", {})),
-        isolation=_parse_isolation(raw),
+        isolation=_parse_isolation(raw, on_cluster=on_cluster),
     )
 
 
 _BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]{1,200}\Z")
 
 
-def _parse_isolation(raw: Mapping[str, Any]) -> Isolation:
-    mode = raw.get("isolation", "worktree")
+def _parse_isolation(raw: Mapping[str, Any], *, on_cluster: bool = False) -> Isolation:
+    mode = raw.get("isolation", "none" if on_cluster else "worktree")
     if mode not in ("worktree", "none"):
         raise ConfigError(f"[team] isolation: must be 'worktree' or 'none' (got {mode!r})")
+    if on_cluster and mode == "worktree":
+        raise ConfigError(
+            "[team] isolation = 'worktree' is not available with [cluster] yet: a task "
+            "tree's worktree would not exist on the worker hosts — set isolation = 'none' "
+            "(docs/worktrees.md)"
+        )
     merge = raw.get("merge", "merge")
     if merge not in ("merge", "squash", "ff"):
         raise ConfigError(f"[team] merge: must be 'merge', 'squash' or 'ff' (got {merge!r})")

@@ -228,7 +228,9 @@ def _handle(actors: Actors, epoch: int, *, dies: bool = False) -> Any:
     async def start() -> dict[str, Any]:
         return {"run_id": f"run-coordinator.QA.e{epoch}"}
 
-    async def prompt(text: str, asker: str | None) -> TurnResult:
+    async def prompt(
+        text: str, asker: str | None, charge: tuple[str, str | None] | None = None
+    ) -> TurnResult:
         actors.prompts.append((epoch, text))
         if dies:
             raise ActorDied("the actor's node was declared dead")
