@@ -1,6 +1,9 @@
 """The crash-point harness: SIGKILL ``baton up`` at every durable boundary and at random points.
 
-Run it as a tool (``python -m tests.crash.harness [--long] [--kills N] [--seed S]``) or
+Run it as a tool (``python -m tests.crash.harness [--long] [--kills N] [--seed S]
+[--pressure]``; measured for issue 30: ``--kills 500 --pressure --seed 30`` under
+``stress-ng`` CPU and fsync load beside other test runs on 2 cores, 103 flows, 706 runs of
+``baton up``, 500 kills, 0 invariant breaks, 76 min) or
 through ``tests/crash/test_crash_points.py`` (the CI share). It drives a real team flow
 on the built-in agent through the real CLI, in a fresh project per flow:
 
