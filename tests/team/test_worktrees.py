@@ -8,17 +8,22 @@ into the base, a refused merge re-opens the review, conflicts show before a merg
 from __future__ import annotations
 
 import subprocess
+from functools import partial
 from pathlib import Path
 
 from baton.fcop_port.port import FcopPort
 from baton.requests.model import ReviewRequest
 from baton.requests.states import State
+from baton.store.records import SessionRecord
+from baton.team.role_sessions import forget_tree_roots, role_root
 from baton.team.states import TaskState
 from baton.worktrees.states import WorktreeState
 from tests.coordination.fakes import Agent, runbook_agent
 from tests.team.conftest import Team
 from tests.team.test_loop import answer_review, records, review_request
 from tests.worktrees.conftest import sh
+
+TS = "2026-12-06T00:00:00.000Z"
 
 
 def git_project(root: Path) -> None:
@@ -190,8 +195,11 @@ async def test_dropping_a_tree_saves_its_work_and_stops_it_for_good(
     live = loop.workspaces.get(task.task_id)
     assert live is not None and live.state is WorktreeState.LIVE
     (live.worktree / "scratch.txt").write_text("uncommitted\n")  # never lost
+    removed: list[Path] = []
+    loop.workspaces.on_removed = removed.append  # the role roots go with the tree
 
     report = await loop.drop_now(task.task_id, "not needed after all")
+    assert removed == [loop.workspaces.cwd(live)]
     assert report.root == task.task_id and report.dropped == (task.task_id,)
     salvaged = report.worktree
     assert salvaged is not None and salvaged.state is WorktreeState.SALVAGED
@@ -247,3 +255,59 @@ async def test_a_branch_that_writes_fcop_files_is_never_merged(team: Team, port:
     assert "baton's own files" in (document.changes.merge_refused or "")
     assert not (team.root / "fcop" / "reports" / "REPORT-forged.md").exists()
     assert port.read_task(task.task_id).stage == "review"
+
+
+async def test_a_merged_trees_role_sessions_lose_their_private_roots(
+    team: Team, port: FcopPort
+) -> None:
+    """Nothing can resume in a removed worktree, and a role's private root may hold an
+    agent's whole cache: it goes with the tree (the project's own sessions stay)."""
+    git_project(team.root)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="feature", body="b")
+    await team.run_idle(team.loop(team.factory({"DEV": writes("feature.py", "x = 1\n")})))
+    first = team.loop(team.factory())
+    live = first.workspaces.get(task.task_id)
+    assert live is not None
+    in_tree, in_project = first.workspaces.cwd(live), team.root
+
+    roots = {}
+    for slot_id, cwd in (("role-dev@tree", in_tree), ("role-dev", in_project)):
+        team.store.upsert_session(
+            SessionRecord(slot_id, "fake", "agent-1", str(cwd), f"key-{slot_id}", TS, TS)
+        )
+        root = role_root(team.state_dir, team.root, slot_id, f"key-{slot_id}")
+        (root / "home" / "cache").mkdir(parents=True)
+        (root / "home" / "cache" / "blob").write_text("cached\n")
+        (root / "home" / "cache").chmod(0o500)  # what an agent may leave read-only
+        roots[slot_id] = root
+
+    await answer_review(team, task.task_id, "approve", "ok")
+    loop = team.loop(team.factory())
+    loop.workspaces.on_removed = partial(forget_tree_roots, team.store, team.state_dir, team.root)
+    await team.run_idle(loop)
+    assert (team.root / "feature.py").read_text() == "x = 1\n"  # merged, worktree removed
+    assert not roots["role-dev@tree"].exists()
+    assert (roots["role-dev"] / "home" / "cache" / "blob").exists()
+
+
+async def test_a_failing_cleanup_never_stops_the_merge(team: Team, port: FcopPort) -> None:
+    git_project(team.root)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="feature", body="b")
+    await team.run_idle(team.loop(team.factory({"DEV": writes("feature.py", "x = 1\n")})))
+    await answer_review(team, task.task_id, "approve", "ok")
+    loop = team.loop(team.factory())
+    live = loop.workspaces.get(task.task_id)
+    assert live is not None
+    live_cwd = loop.workspaces.cwd(live)
+    told: list[Path] = []
+
+    def broken(path: Path) -> None:
+        told.append(path)
+        raise OSError("disk says no")
+
+    loop.workspaces.on_removed = broken
+    await team.run_idle(loop)
+    assert (team.root / "feature.py").read_text() == "x = 1\n"
+    assert told == [live_cwd]
+    record = loop.workspaces.get(task.task_id)
+    assert record is not None and record.state is WorktreeState.REMOVED

@@ -78,6 +78,7 @@ __all__ = [
     "mask_secret",
     "plan_launch",
     "prepare_launch",
+    "remove_tree",
 ]
 
 STANDARD_DIRS: Final[Mapping[str, str]] = MappingProxyType(
@@ -507,7 +508,7 @@ class LaunchEnvironment:
         if self._closed:
             return
         target = self.root / self.tmp if self.persistent else self.root
-        _remove_tree(target)
+        remove_tree(target)
         self._closed = True
 
     @property
@@ -589,7 +590,7 @@ def prepare_launch(
             _write_seed(root, planned)
     except BaseException:
         if persistent_root is None:
-            _remove_tree(root)
+            remove_tree(root)
         raise
     return LaunchEnvironment(plan, persistent=persistent_root is not None, tmp=tmp)
 
@@ -646,7 +647,7 @@ def _make_private_dir(base: Path, rel: str, *, parents: bool = False) -> Path:
     return current
 
 
-def _remove_tree(path: Path) -> None:
+def remove_tree(path: Path) -> None:
     """Remove a tree the agent may have made read-only; links are removed, not followed."""
     if not os.path.lexists(path):
         return

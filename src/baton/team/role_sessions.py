@@ -44,6 +44,7 @@ from baton.runner.budget_plan import BudgetPlan
 from baton.runner.emitter import EventEmitter
 from baton.runner.requests_broker import HumanChannel, RequestBroker
 from baton.runner.session import AgentSession
+from baton.security.launch_env import remove_tree
 from baton.security.paths import sanitize_id
 from baton.store.records import SessionRecord
 from baton.store.store import Store
@@ -270,7 +271,7 @@ def role_session_factory(
                         summary=f"{slot}: starting a fresh session because {changed} changed",
                     )
                 )
-        root = agent_roots_dir(config.state_dir, workspace) / "roles" / _digest(slot_id + key)
+        root = role_root(config.state_dir, workspace, slot_id, key)
         session, http, credential, broker = await open_session(
             profile, spec, binding, cwd=where, resume=resume, root=root, isolated=isolated
         )
@@ -298,6 +299,30 @@ def role_session_factory(
         )
 
     return factory
+
+
+def role_root(state_dir: Path, workspace: Path, slot_id: str, identity: str) -> Path:
+    """A role session's persistent private root: one per slot, place and identity."""
+    return agent_roots_dir(state_dir, workspace) / "roles" / _digest(slot_id + identity)
+
+
+def forget_tree_roots(store: Store, state_dir: Path, workspace: Path, worktree: Path) -> int:
+    """Remove the private roots of the role sessions that worked in ``worktree``, a task
+    tree's worktree now removed (merged or salvaged): nothing can resume there again, and
+    each root may hold an agent's whole cache. Returns how many were removed."""
+    removed = 0
+    for session in store.list_sessions(limit=MAX_FORGOTTEN):
+        if session.cwd != str(worktree) or not session.session_id.startswith("role-"):
+            continue
+        root = role_root(state_dir, workspace, session.session_id, session.identity_key)
+        if root.exists():
+            remove_tree(root)
+            removed += 1
+    return removed
+
+
+MAX_FORGOTTEN = 100_000
+"""Sessions read to find a removed tree's (far more than a project ever keeps)."""
 
 
 def offer_http(answer: InitializeAnswer) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Literal
 
 from baton import crashpoints
@@ -26,7 +27,7 @@ from baton.team.contract import RoleSessionFactory
 from baton.team.loop import RunSummary, TeamLoop
 from baton.team.reaper import Reaper
 from baton.team.reconcile import HolderLookup
-from baton.team.role_sessions import role_session_factory
+from baton.team.role_sessions import forget_tree_roots, role_session_factory
 from baton.team_config import TeamConfig
 
 __all__ = ["run_team"]
@@ -101,6 +102,10 @@ async def run_team(
             notifier=notifier,
             budgets=team_budgets(config, ctx.team, emitter.run_id, budget),
         )
+        if factory_for is None:  # role sessions here: their private roots go with a tree
+            loop.workspaces.on_removed = partial(
+                forget_tree_roots, store, config.state_dir, ctx.project_dir
+            )
         if on_loop is not None:
             on_loop(loop)
         return await loop.run(until_idle=until_idle)

@@ -76,6 +76,9 @@ class Workspaces:
         self._locks: dict[str, asyncio.Lock] = {}
         self._excluded: set[Path] = set()
         """Worktree folders whose ``info/exclude`` line this process wrote or found."""
+        self.on_removed: Callable[[Path], object] | None = None
+        """Told each worktree folder removed (the role sessions' private roots go with it);
+        a failure is logged, never stops the merge or the salvage."""
 
     @classmethod
     def open(
@@ -361,7 +364,17 @@ class Workspaces:
 
     async def _remove(self, record: WorktreeRecord) -> WorktreeRecord:
         await self._git(lambda r: r.remove(record, delete_branch=True), "worktree.remove")
-        return await self._move(record, record, WorktreeEvent.REMOVE)
+        moved = await self._move(record, record, WorktreeEvent.REMOVE)
+        await self._forget(record)
+        return moved
+
+    async def _forget(self, record: WorktreeRecord) -> None:
+        if self.on_removed is None:
+            return
+        try:
+            await asyncio.to_thread(self.on_removed, self.cwd(record))
+        except Exception:  # logged: leftover private roots must not stop a merge
+            log.exception("could not remove the private roots of %s", record.branch)
 
     # -------------------------------------------------------------- salvage
 
@@ -409,11 +422,13 @@ class Workspaces:
         if head is not None:
             await self._git(lambda r: r.save(ref, head), "worktree.salvage.save")
         await self._git(lambda r: r.remove(record, delete_branch=True), "worktree.salvage.remove")
-        return await self._move(
+        moved = await self._move(
             record,
             dataclasses.replace(record, head_commit=head, salvage_ref=ref),
             WorktreeEvent.SALVAGED,
         )
+        await self._forget(record)
+        return moved
 
     async def restore(self, root: str, branch: str | None = None) -> tuple[WorktreeRecord, str]:
         """A salvaged tree back as a branch (its old name unless ``branch`` says another)."""
