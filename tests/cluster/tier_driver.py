@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,9 @@ class Coordinator:
         self.address, self.dsn, self.root = address, dsn, root
         self.store = PgStore.open(dsn)
         self.ledger = Ledger(self.store)
-        self.emitter = coordinator_run(self.store, f"run-tier-{os.getpid()}")
+        # A pid alone repeats: a restarted coordinator in the host's PID namespace may get
+        # the pid an earlier driver had, and the runs table already holds that run.
+        self.emitter = coordinator_run(self.store, f"run-tier-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.driver = ClusterDriver.connect(
             address, self.store, self.emitter, lease_s=6.0, ledger=self.ledger
         )
