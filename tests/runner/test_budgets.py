@@ -17,7 +17,7 @@ import pytest
 from baton.app.root import Baton
 from baton.budgets.limits import BudgetConfig, Limits, parse_window
 from baton.budgets.pricing import ModelPrice, PriceTable, PricingConfig
-from baton.budgets.rules import ScopeKey
+from baton.budgets.rules import ScopeKey, Spend
 from baton.errors import BudgetRefused
 from baton.runner.budget_plan import BudgetPlan
 from baton.store import budget_sql
@@ -224,3 +224,14 @@ def test_the_pinned_price_table_prices_a_known_model_and_says_so() -> None:
     assert "(an estimate)" in estimate.source
     unknown, why = table.estimate("no-such-model-xyz", TokenCounts(input=10, output=10))
     assert unknown is None and "no price" in why
+
+
+def test_spend_of_agents_that_reported_nothing_is_unavailable_never_zero() -> None:
+    """Usage is honest: no reported usage reads 'unavailable', never '$0.00, 0 tokens'."""
+    silent = Spend(turns=2, tool_calls=3, unmetered=2)
+    assert silent.unavailable and silent.describe() == "usage unavailable, 2 turns, 3 tool calls"
+    partly = Spend(tokens=1200, cost_usd=0.01, turns=2, unmetered=1)
+    assert not partly.unavailable
+    assert partly.describe().startswith("$0.01, 1,200 tokens, 2 turns")
+    assert partly.describe().endswith("(1 turn without usage)")
+    assert not Spend().unavailable  # nothing ran: nothing to call unavailable

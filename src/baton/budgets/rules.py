@@ -123,9 +123,17 @@ class Spend:
             estimated=bool(data.get("cost_estimated")),
         )
 
+    @property
+    def unavailable(self) -> bool:
+        """No turn reported usage: tokens and dollars are unknown, never shown as zero."""
+        return self.unmetered > 0 and not self.tokens and not self.cost_usd
+
     def describe(self) -> str:
+        counts = f"{self.turns} turns, {self.tool_calls} tool calls"
+        if self.unavailable:
+            return f"usage unavailable, {counts}"
         cost = format_amount("cost_usd", self.cost_usd) + (" (est.)" if self.estimated else "")
-        text = f"{cost}, {self.tokens:,} tokens, {self.turns} turns, {self.tool_calls} tool calls"
+        text = f"{cost}, {self.tokens:,} tokens, {counts}"
         if self.unmetered:
             text += f" ({self.unmetered} turn{'s' if self.unmetered != 1 else ''} without usage)"
         return text

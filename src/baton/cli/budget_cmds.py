@@ -47,11 +47,12 @@ def standing_line(standing: ScopeStanding, soft: float) -> str:
         spent = format_amount(dimension, spend.get(dimension))
         parts.append(f"{dimension} {spent} of {format_amount(dimension, limit)}{mark}")
     if not parts:
-        parts.append(spend.describe())
-    elif spend.estimated:
-        parts.append("dollars partly estimated")
-    if spend.unmetered:
-        parts.append(f"{plural(spend.unmetered, 'turn')} without usage")
+        parts.append(spend.describe())  # says itself what went unmetered
+    else:
+        if spend.estimated:
+            parts.append("dollars partly estimated")
+        if spend.unmetered:
+            parts.append(f"{plural(spend.unmetered, 'turn')} without usage")
     scope = standing.scope
     return f"{SCOPE_TABLES[scope.kind]} {terminal_safe(scope.key)}  " + " · ".join(parts)
 

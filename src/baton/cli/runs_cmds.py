@@ -74,7 +74,7 @@ def spend_text(spend: Spend | None) -> str:
     usage (never ``$0.00``), or ``-`` (no ledger). Short: it shares a line at 80 columns."""
     if spend is None:
         return "-"
-    if not spend.tokens and not spend.cost_usd and spend.unmetered:
+    if spend.unavailable:
         return "unavailable"
     cost = format_amount("cost_usd", spend.cost_usd) + (" est." if spend.estimated else "")
     return f"{cost} · {spend.tokens:,} tok" + (" +?" if spend.unmetered else "")

@@ -521,7 +521,7 @@
       if (snapshot.as_of < boardAsOf) return;
       boardAsOf = snapshot.as_of;
     }
-    document.getElementById("board-meta").textContent = visible(snapshot.team + " · daemon " + snapshot.daemon + (snapshot.updated_at ? " · updated " + snapshot.updated_at : ""));
+    document.getElementById("board-meta").textContent = visible(snapshot.team + " · baton up " + snapshot.daemon + (snapshot.updated_at ? " · updated " + snapshot.updated_at : ""));
     const subjects = new Map(snapshot.tasks.map((t) => [t.task_id, t.subject]));
     const notes = document.getElementById("board-notes");
     notes.replaceChildren(...snapshot.notes.map((n) => el("p", {class: "notice"}, n)),
