@@ -99,6 +99,21 @@ class InboundHandler(Protocol):
         """Handling one frame raised (a bug in baton): make it visible; the reader goes on."""
 
 
+class NoDeferral:
+    """The three hooks of :class:`InboundHandler` that a handler which defers nothing and
+    waits for no written answer leaves empty (the login handshake, the Cursor SDK face).
+    Stateless: a handler inherits the no-ops, not attributes."""
+
+    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
+        return None
+
+    async def on_run_end(self) -> None:
+        return None
+
+    async def on_batch_end(self) -> None:
+        return None
+
+
 class ConnectionClosed(AgentExited):
     """The agent's stdout closed while a request was outstanding."""
 
@@ -409,6 +424,7 @@ __all__ = [
     "FrameObserver",
     "InboundHandler",
     "JsonRpcConnection",
+    "NoDeferral",
     "RemoteProtocolError",
     "protocol_error_text",
 ]

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.acp import jsonrpc
-from baton.acp.connection import JsonRpcConnection
+from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.framing import FrameError
-from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
+from baton.acp.jsonrpc import Request, RpcError
 from baton.cursor_sdk.client import PINNED_VERSION, TapTransport, load_sdk, sdk_version
 from baton.cursor_sdk.discovery import BridgeEndpoint
 from baton.cursor_sdk.options import prompt_text, sdk_mcp_servers
@@ -81,7 +81,7 @@ def _auth_hint() -> str:
     )
 
 
-class CursorSdkFace:
+class CursorSdkFace(NoDeferral):
     """One session's ACP agent over one SDK client (see the module docstring)."""
 
     def __init__(
@@ -130,15 +130,6 @@ class CursorSdkFace:
 
     async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
         log.warning("cursor-sdk transport: the runner sent a bad frame: %s", error)
-
-    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
-        return None
-
-    async def on_run_end(self) -> None:
-        return None
-
-    async def on_batch_end(self) -> None:
-        return None
 
     async def on_fault(self, error: FrameHandlingError) -> None:
         log.error("cursor-sdk transport: %s", error)

@@ -135,34 +135,20 @@ class ProviderInventory:
         return frozenset(e.native for e in self.entries if e.kind == kind)
 
 
-def _u(
+def _entry(
+    kind: Kind,
     native: str,
     canonical: str | None,
     note: str = "",
     evidence: Evidence = "documented",
     source: str = "",
 ) -> NativeEvent:
-    return NativeEvent(native, "update", canonical, note, evidence, source)
+    return NativeEvent(native, kind, canonical, note, evidence, source)
 
 
-def _m(
-    native: str,
-    canonical: str | None,
-    note: str = "",
-    evidence: Evidence = "documented",
-    source: str = "",
-) -> NativeEvent:
-    return NativeEvent(native, "method", canonical, note, evidence, source)
-
-
-def _meta(
-    native: str,
-    canonical: str | None,
-    note: str = "",
-    evidence: Evidence = "documented",
-    source: str = "",
-) -> NativeEvent:
-    return NativeEvent(native, "meta", canonical, note, evidence, source)
+_u = partial(_entry, "update")
+_m = partial(_entry, "method")
+_meta = partial(_entry, "meta")
 
 
 def _stable(

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import baton
-from baton.acp.connection import JsonRpcConnection
+from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.jsonrpc import Request, RpcError
 from baton.acp.process import resolve_command
 from baton.errors import ConfigError, FrameHandlingError
@@ -119,7 +119,7 @@ class AuthMethod:
         )
 
 
-class _Quiet:
+class _Quiet(NoDeferral):
     """An inbound handler that answers nothing: the login handshake needs no client methods."""
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -129,15 +129,6 @@ class _Quiet:
         raise RpcError.method_not_found(request.method)
 
     async def on_protocol_error(self, error: Any) -> None:
-        return None
-
-    async def on_response_written(self, request_id: Any, ok: bool) -> None:
-        return None
-
-    async def on_run_end(self) -> None:
-        return None
-
-    async def on_batch_end(self) -> None:
         return None
 
     async def on_fault(self, error: FrameHandlingError) -> None:

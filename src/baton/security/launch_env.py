@@ -51,11 +51,11 @@ import shutil
 import stat
 import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
@@ -73,7 +73,6 @@ __all__ = [
     "LaunchPlan",
     "PlannedFile",
     "is_loopback_url",
-    "launch_environment",
     "load_secrets_file",
     "mask_secret",
     "plan_launch",
@@ -518,12 +517,7 @@ class LaunchEnvironment:
     def __enter__(self) -> LaunchEnvironment:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.cleanup()
 
     def __repr__(self) -> str:
@@ -593,31 +587,6 @@ def prepare_launch(
             remove_tree(root)
         raise
     return LaunchEnvironment(plan, persistent=persistent_root is not None, tmp=tmp)
-
-
-@contextmanager
-def launch_environment(
-    profile: AgentProfile,
-    *,
-    workspace: Path,
-    base_dir: Path,
-    environ: Mapping[str, str],
-    secrets_file: Path | None,
-    persistent_root: Path | None = None,
-) -> Iterator[LaunchEnvironment]:
-    """:func:`prepare_launch` as a context manager that always cleans up."""
-    launch = prepare_launch(
-        profile,
-        workspace=workspace,
-        base_dir=base_dir,
-        environ=environ,
-        secrets_file=secrets_file,
-        persistent_root=persistent_root,
-    )
-    try:
-        yield launch
-    finally:
-        launch.cleanup()
 
 
 def _is_within(path: Path, root: Path) -> bool:

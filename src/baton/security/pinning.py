@@ -172,6 +172,20 @@ def _link_problem(
     return None
 
 
+def _whole_digest(found: _Found, problems: list[str]) -> str | None:
+    """The file's sha256, or ``None`` with the reason in ``problems`` (it cannot be read,
+    or its size changed while it was read)."""
+    try:
+        digest, size = file_sha256(found.abspath, found.st)
+    except OSError as exc:
+        problems.append(f"{found.path}: cannot be read ({exc.strerror})")
+        return None
+    if size != found.st.st_size:
+        problems.append(f"{found.path}: changed while being read")
+        return None
+    return digest
+
+
 def _root_dir(root: Path) -> Path:
     try:
         resolved = root.resolve(strict=True)
@@ -213,15 +227,10 @@ def pin_tree(
         if mode & 0o7000:
             problems.append(f"{found.path}: has set-id or sticky bits ({mode:04o})")
             continue
-        try:
-            digest, size = file_sha256(found.abspath, found.st)
-        except OSError as exc:
-            problems.append(f"{found.path}: cannot be read ({exc.strerror})")
+        digest = _whole_digest(found, problems)
+        if digest is None:
             continue
-        if size != found.st.st_size:
-            problems.append(f"{found.path}: changed while being read")
-            continue
-        files.append(FileEntry(found.path, mode, size, digest))
+        files.append(FileEntry(found.path, mode, found.st.st_size, digest))
     if not problems and not files:
         problems.append("the tree holds no files")
     if not problems and entrypoint not in {f.path for f in files}:
@@ -271,14 +280,8 @@ def verify_tree(
         if found.st.st_size != want.size:
             problems.append(f"{found.path}: size {found.st.st_size}, pinned {want.size}")
             continue
-        try:
-            digest, size = file_sha256(found.abspath, found.st)
-        except OSError as exc:
-            problems.append(f"{found.path}: cannot be read ({exc.strerror})")
-            continue
-        if size != want.size:
-            problems.append(f"{found.path}: changed while being read")
-        elif digest != want.sha256:
+        digest = _whole_digest(found, problems)
+        if digest is not None and digest != want.sha256:
             problems.append(
                 f"{found.path}: sha256 {digest[:16]}…, pinned {want.sha256[:16]}… (content "
                 "modified)"

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -469,12 +469,13 @@ class Player:
         async for envelope in self._tool("shell", args, result):
             yield envelope
 
-    async def _custom(self, value: Any) -> AsyncIterator[dict[str, Any]]:
-        tool, args = str(value["tool"]), dict(value.get("args") or {})
+    async def _mcp_tool(
+        self, mcp_args: dict[str, Any], outcome: Callable[[str], Awaitable[tuple[Any, bool]]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """An ``mcp`` tool call: running, then ``outcome(call_id)``'s (result, failed)."""
         call = self._call_id()
-        mcp_args = {"providerIdentifier": "custom-user-tools", "toolName": tool, "args": args}
         yield self._sdk("tool_call", call_id=call, name="mcp", status="running", args=mcp_args)
-        result, failed = await self._call_custom(tool, args, call)
+        result, failed = await outcome(call)
         yield self._sdk(
             "tool_call",
             call_id=call,
@@ -483,6 +484,14 @@ class Player:
             args=mcp_args,
             result=result,
         )
+
+    async def _custom(self, value: Any) -> AsyncIterator[dict[str, Any]]:
+        tool, args = str(value["tool"]), dict(value.get("args") or {})
+        mcp_args = {"providerIdentifier": "custom-user-tools", "toolName": tool, "args": args}
+        async for envelope in self._mcp_tool(
+            mcp_args, lambda call: self._call_custom(tool, args, call)
+        ):
+            yield envelope
 
     async def _call_custom(self, tool: str, args: dict[str, Any], call: str) -> tuple[Any, bool]:
         if self.bridge.callback is None or tool not in self.agent.get("customTools", []):
@@ -512,21 +521,14 @@ class Player:
         servers = dict(self.mcp)
         name = value.get("server") or (next(iter(servers)) if len(servers) == 1 else None)
         mcp_args = {"providerIdentifier": str(name), "toolName": tool, "args": args}
-        call = self._call_id()
-        yield self._sdk("tool_call", call_id=call, name="mcp", status="running", args=mcp_args)
-        if name not in servers:
-            result: Any = {"error": f"no MCP server {name!r} was given on Send"}
-            failed = True
-        else:
-            result, failed = await _call_mcp(servers[name], tool, args, self.agent["cwd"])
-        yield self._sdk(
-            "tool_call",
-            call_id=call,
-            name="mcp",
-            status="error" if failed else "completed",
-            args=mcp_args,
-            result=result,
-        )
+
+        async def outcome(call: str) -> tuple[Any, bool]:
+            if name not in servers:
+                return {"error": f"no MCP server {name!r} was given on Send"}, True
+            return await _call_mcp(servers[name], tool, args, self.agent["cwd"])
+
+        async for envelope in self._mcp_tool(mcp_args, outcome):
+            yield envelope
 
     async def _todos(self, value: Any) -> AsyncIterator[dict[str, Any]]:
         async for envelope in self._tool("updateTodos", {"todos": value}, {"status": "success"}):

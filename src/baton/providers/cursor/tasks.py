@@ -20,13 +20,15 @@ Reply: ``{"outcome": {"outcome": "completed", "agentId"?, "durationMs"?}}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from baton.events.bounds import clip_text
-from baton.events.model import DelegationChild, DelegationCompleted, Payload, ProviderNotice
+from baton.events.model import DelegationChild, DelegationCompleted, Payload
 from baton.events.redaction import NoRedaction, Redaction
 from baton.providers.cursor._common import native_id, opt_str, outcome, safe_id
 from baton.providers.cursor.children import ChildNormalizer
+from baton.providers.inventory import notice
 
 __all__ = [
     "METHOD",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 METHOD = "cursor/task"
+_notice = partial(notice, method=METHOD)
+"""A notice of this method (bounded; ``severity=`` for another than a warning)."""
 SOURCE = "cursor.task"
 SUBAGENT_TYPES = frozenset(
     {
@@ -85,7 +89,7 @@ def task_completed(
         payloads.append(_notice("malformed", "subagentType is neither a name nor {custom}"))
     elif role is not None and ":" not in role and role not in SUBAGENT_TYPES:
         payloads.append(
-            _notice("unclassified", f"unknown subagentType {role!r} kept as role", "info")
+            _notice("unclassified", f"unknown subagentType {role!r} kept as role", severity="info")
         )
 
     spawned = children.by_agent_id(agent_id) if children is not None and agent_id else None
@@ -126,12 +130,3 @@ def task_completed(
     )
     payloads.append(DelegationCompleted(source=SOURCE, children=[child]))
     return payloads, outcome("completed", agentId=agent_id, durationMs=duration_ms)
-
-
-def _notice(category: str, summary: str, severity: str = "warning") -> ProviderNotice:
-    return ProviderNotice(
-        category=category,
-        severity="info" if severity == "info" else "warning",
-        summary=clip_text(summary),
-        method=METHOD,
-    )
