@@ -80,14 +80,17 @@ class AgentProcess:
         stderr_ring: StderrRing | None = None,
         close_grace: float = 2.0,
         kill_grace: float = 0.5,
+        inherit_stderr: bool = False,
     ) -> AgentProcess:
+        """Start ``argv`` in its own process group; its stderr fills a ring, or goes to
+        ours with ``inherit_stderr`` (``baton agents login``: the agent's login hints)."""
         command = resolve_command(argv, env)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stderr=None if inherit_stderr else asyncio.subprocess.PIPE,
                 env=dict(env),
                 cwd=str(cwd),
                 start_new_session=True,
@@ -103,7 +106,8 @@ class AgentProcess:
         transport = proc.stdin.transport
         if isinstance(transport, asyncio.WriteTransport):
             transport.set_write_buffer_limits(high=0)
-        self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"stderr-{proc.pid}")
+        if not inherit_stderr:
+            self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"stderr-{proc.pid}")
         return self
 
     @property

@@ -11,7 +11,6 @@ token file is read bounded and must be a regular file.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import stat
@@ -20,6 +19,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from baton.errors import AgentStartError
+from baton.security.loopback import is_loopback_name
 
 __all__ = [
     "MAX_READY_LINE",
@@ -43,15 +43,6 @@ class BridgeEndpoint:
     server_version: str = ""
     pid: int | None = None
     state_root: str = ""
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _read_token(path: str) -> str:
@@ -91,7 +82,7 @@ def parse_ready_line(line: bytes) -> BridgeEndpoint:
             raise AgentStartError("the bridge's ready line names no address")
         url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or not _loopback(parts.hostname):
+    if parts.scheme != "http" or not parts.hostname or not is_loopback_name(parts.hostname):
         raise AgentStartError(f"the bridge listens on {url[:200]!r}, not on a loopback address")
     token = data.get("authToken")
     if not isinstance(token, str) or not token.strip():

@@ -21,8 +21,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +30,7 @@ from typing import Any, Final
 import baton
 from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.jsonrpc import Request, RpcError
-from baton.acp.process import resolve_command
+from baton.acp.process import AgentProcess
 from baton.errors import ConfigError, FrameHandlingError
 from baton.events.bounds import clip_text
 from baton.fsutil import atomic_write
@@ -138,29 +136,13 @@ class _Quiet(NoDeferral):
 @contextlib.asynccontextmanager
 async def _acp(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> AsyncIterator[Any]:
     """The agent as an ACP peer; its stderr goes to the user's terminal (login hints)."""
-    command = resolve_command(argv, env)
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=str(cwd),
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    conn = JsonRpcConnection(proc.stdout, proc.stdin, _Quiet())
+    process = await AgentProcess.spawn(argv, env=env, cwd=cwd, inherit_stderr=True)
+    conn = JsonRpcConnection(process.stdout, process.stdin, _Quiet())
     reader = asyncio.create_task(conn.run())
     try:
         yield conn
     finally:
-        with contextlib.suppress(ProcessLookupError, OSError):
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 3.0)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        await process.terminate(grace=3.0)
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reader

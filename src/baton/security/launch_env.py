@@ -44,7 +44,6 @@ Length: the five sources of a launch environment and their checks are one ordere
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shutil
@@ -61,6 +60,7 @@ from urllib.parse import urlsplit
 
 from baton.errors import ConfigError, SecurityError
 from baton.providers.profile import AgentProfile, SeedFile
+from baton.security.loopback import is_loopback_name
 from baton.security.paths import sanitize_id
 from baton.security.redact import MIN_SECRET_LENGTH, Redactor, classify_key
 
@@ -135,14 +135,7 @@ def is_loopback_url(url: str | None) -> bool:
         host = parts.hostname
     except ValueError:
         return False
-    if parts.scheme not in ("http", "https") or not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return parts.scheme in ("http", "https") and host is not None and is_loopback_name(host)
 
 
 @dataclass(frozen=True, slots=True)
