@@ -28,7 +28,6 @@ from baton.acp.pipes import PIPE_CAPACITY, MemoryPipe
 from baton.acp.stderr_ring import StderrRing
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.testing.scenarios import (
-    Answer,
     Call,
     Cancel,
     Deliver,
@@ -289,9 +288,7 @@ class ScenarioAgent:
             self._next_id += 1
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self._pending[rid] = future
-            await end.send(
-                {"jsonrpc": "2.0", "id": rid, "method": action.method, "params": action.params}
-            )
+            await end.send(action.message(rid))
             return await future
         elif isinstance(action, Stderr):
             end.write_stderr(action.data)
@@ -303,8 +300,6 @@ class ScenarioAgent:
         elif isinstance(action, Exit):
             end.exit(action.code)
             await asyncio.Event().wait()  # the exit cancels this turn
-        elif isinstance(action, Answer):
-            await end.send({"jsonrpc": "2.0", "id": turn.request_id, "result": action.result})
         elif isinstance(action, JoinStderrFlood):
             pass  # the in-memory flood was written at start
         elif isinstance(action, Pause):

@@ -27,7 +27,6 @@ __all__ = [
     "DEFAULT_STDERR_BYTES",
     "NO_ANSWER",
     "Action",
-    "Answer",
     "Call",
     "Cancel",
     "Deliver",
@@ -83,6 +82,10 @@ class Call:
     method: str
     params: Message
 
+    def message(self, request_id: int) -> Message:
+        """The request as the driver sends it, under the id it chose."""
+        return {"jsonrpc": "2.0", "id": request_id, "method": self.method, "params": self.params}
+
 
 @dataclass(frozen=True, slots=True)
 class Stderr:
@@ -111,13 +114,6 @@ class Exit:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """Answer the prompt now; the turn goes on sending (late updates)."""
-
-    result: Message
-
-
-@dataclass(frozen=True, slots=True)
 class Pause:
     """Let the client read what was written so far (as a model streams between tokens)."""
 
@@ -138,7 +134,7 @@ class SpawnGrandchild:
     request_id: Any
 
 
-Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Answer | Pause | JoinStderrFlood
+Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Pause | JoinStderrFlood
 
 # ------------------------------------------------- what the reader loop must do
 
@@ -428,6 +424,11 @@ class ScenarioCore:
         with self.lock:
             if self.turns.get(turn.session_id) is turn:
                 del self.turns[turn.session_id]
+
+    def answer(self, turn: TurnScript, result: Message) -> Send:
+        """The prompt's answer; the turn is finished (it may go on sending late updates)."""
+        self.finish(turn)
+        return Send(_result(turn.request_id, result))
 
     # ------------------------------------------------------------- the turns
 
