@@ -125,15 +125,7 @@ class HostTools:
 
     async def _write_file(self, args: Mapping[str, Any], call_id: str) -> Any:
         path, content = self._path(_arg(args, "path")), _arg(args, "content")
-        await self._ask(
-            call_id,
-            CUSTOM_TOOLS["write_file"].kind,
-            f"write {_arg(args, 'path')}",
-            rawInput=dict(args),
-            locations=[{"path": path}],
-            content=[{"type": "diff", "path": path, "oldText": None, "newText": content}],
-        )
-        await self._write(path, content)
+        await self._write_asked(call_id, "write_file", args, path, None, content)
         return _ok(f"wrote {len(content.encode())} bytes to {_arg(args, 'path')}")
 
     async def _edit_file(self, args: Mapping[str, Any], call_id: str) -> Any:
@@ -148,17 +140,28 @@ class HostTools:
         count = text.count(old) if old else 0
         if count != 1:
             raise ValueError(f"old_text occurs {count} times; it must occur exactly once")
-        updated = text.replace(old, new, 1)
+        await self._write_asked(call_id, "edit_file", args, path, text, text.replace(old, new, 1))
+        return _ok(f"edited {_arg(args, 'path')}")
+
+    async def _write_asked(
+        self,
+        call_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        path: str,
+        old: str | None,
+        new: str,
+    ) -> None:
+        """Ask for the write as a diff (``old`` None: a new file), then write ``new``."""
         await self._ask(
             call_id,
-            CUSTOM_TOOLS["edit_file"].kind,
-            f"edit {_arg(args, 'path')}",
+            CUSTOM_TOOLS[tool].kind,
+            f"{tool.removesuffix('_file')} {_arg(args, 'path')}",
             rawInput=dict(args),
             locations=[{"path": path}],
-            content=[{"type": "diff", "path": path, "oldText": text, "newText": updated}],
+            content=[{"type": "diff", "path": path, "oldText": old, "newText": new}],
         )
-        await self._write(path, updated)
-        return _ok(f"edited {_arg(args, 'path')}")
+        await self._write(path, new)
 
     async def _run_command(self, args: Mapping[str, Any], call_id: str) -> Any:
         command = _arg(args, "command")

@@ -243,13 +243,19 @@ class Delivery:
         return answer
 
     async def _run(self, call: ToolCall) -> dict[str, Any]:
+        self.runs += 1
         pinned = CurrentTask(call.task_id, call.attempt_id)
+        return await self._answer(call.slot, call.tool, call.arguments, pinned)
+
+    async def _answer(
+        self, slot: str, tool: str, arguments: Mapping[str, Any], pointer: CurrentTask
+    ) -> dict[str, Any]:
+        """Run the tool on the task ``pointer`` names (in a thread: the tools write files);
+        a refusal is the answer, not an error."""
 
         def run() -> dict[str, Any]:
-            tools = self.tools_for(call.slot, pinned)
-            return answer_of(tools.call(call.tool, call.arguments))
+            return answer_of(self.tools_for(slot, pointer).call(tool, arguments))
 
-        self.runs += 1
         try:
             return await asyncio.to_thread(run)
         except ToolRefused as exc:
@@ -264,16 +270,7 @@ class Delivery:
         task it was made on: nothing to record, nothing to deliver once."""
         if tool in WRITING_TOOLS:
             return refusal("NOT_A_READ", f"{tool} changes something: relay it as a call")
-
-        def run() -> dict[str, Any]:
-            return answer_of(self.tools_for(slot, pointer).call(tool, arguments))
-
-        try:
-            return await asyncio.to_thread(run)
-        except ToolRefused as exc:
-            return refusal(exc.code, str(exc))
-        except CoordinationError as exc:
-            return refusal(getattr(exc, "code", type(exc).__name__), str(exc))
+        return await self._answer(slot, tool, arguments, pointer)
 
 
 CallsFn = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
