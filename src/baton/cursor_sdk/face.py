@@ -51,6 +51,7 @@ from baton.cursor_sdk.discovery import BridgeEndpoint
 from baton.cursor_sdk.options import prompt_text, sdk_mcp_servers
 from baton.cursor_sdk.tools import HostTools
 from baton.errors import AgentError, AgentStartError, FrameHandlingError
+from baton.jsontypes import JsonValue
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS, MODES, ModeSpec
 from baton.providers.cursor_sdk.translate import STOP_REASONS, RunEnd, RunTranslator
 
@@ -111,7 +112,7 @@ class CursorSdkFace(NoDeferral):
 
     # --------------------------------------------------------------- the handler
 
-    async def on_request(self, request: Request) -> Awaitable[Any]:
+    async def on_request(self, request: Request) -> Awaitable[JsonValue]:
         handlers: Mapping[str, Callable[[Any], Awaitable[Any]]] = {
             "initialize": self._initialize,
             "session/new": self._new,
@@ -124,7 +125,7 @@ class CursorSdkFace(NoDeferral):
             raise RpcError.method_not_found(request.method)
         return self._guarded(handler(request.params))
 
-    async def on_notification(self, method: str, params: Any) -> None:
+    async def on_notification(self, method: str, params: JsonValue) -> None:
         if method == "session/cancel":
             self._cancel()
 

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from baton.acp.jsonrpc import RpcError
 from baton.errors import AgentError, ControlFlow
+from baton.jsontypes import JsonMapping, JsonValue
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS
 
 __all__ = ["MAX_OUTPUT", "HostTools", "Peer"]
@@ -65,7 +66,7 @@ class HostTools:
         self._session_id = session_id
         self._cwd = cwd
 
-    async def run(self, name: str, args: Mapping[str, Any], tool_call_id: str | None) -> Any:
+    async def run(self, name: str, args: JsonMapping, tool_call_id: str | None) -> JsonValue:
         """One custom tool call; its result for the model (never raises for a denial)."""
         call_id = tool_call_id or f"baton-{uuid.uuid4().hex[:12]}"
         handlers = {

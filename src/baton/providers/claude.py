@@ -41,6 +41,7 @@ from baton.events.model import (
     Payload,
 )
 from baton.events.redaction import Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.inventory import CLAUDE_INVENTORY, CapabilityClaim, TableExtension, notice
 
 MAX_TRACKED_TASKS = 256
@@ -142,7 +143,7 @@ def _learn(task: _TaskChild, raw_input: Any, redaction: Redaction) -> bool:
     return changed
 
 
-def claude_code_meta(update: Mapping[str, Any]) -> Mapping[str, Any]:
+def claude_code_meta(update: JsonMapping) -> JsonMapping:
     meta = update.get("_meta")
     claude = meta.get("claudeCode") if isinstance(meta, Mapping) else None
     return claude if isinstance(claude, Mapping) else {}

@@ -47,6 +47,7 @@ from baton.events.extension import (
     VendorOutcome,
 )
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
+from baton.jsontypes import JsonValue
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -716,7 +717,7 @@ class TableExtension:
             raise LookupError(f"{variant!r} is owned by the generic layer; use observe()")
         self._updates[variant] = handler
 
-    def on_method(self, method: str, handler: MethodHandler, *, fallback: Any) -> None:
+    def on_method(self, method: str, handler: MethodHandler, *, fallback: JsonValue) -> None:
         """``fallback`` answers the request if the handler fails on malformed params."""
         self._listed("method", method)
         self._methods[method] = (handler, fallback)

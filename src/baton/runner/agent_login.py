@@ -34,6 +34,7 @@ from baton.acp.process import AgentProcess
 from baton.errors import ConfigError, FrameHandlingError
 from baton.events.bounds import clip_text
 from baton.fsutil import atomic_write
+from baton.jsontypes import JsonObject, JsonValue
 from baton.providers.profile import AgentProfile
 from baton.security.paths import sanitize_id
 
@@ -73,7 +74,7 @@ def logged_in_root(profile: AgentProfile, environ: Mapping[str, str]) -> Path | 
     return login_root(profile, environ) if login_record(profile, environ) is not None else None
 
 
-def login_record(profile: AgentProfile, environ: Mapping[str, str]) -> dict[str, Any] | None:
+def login_record(profile: AgentProfile, environ: Mapping[str, str]) -> JsonObject | None:
     """What ``baton agents login`` recorded for the profile, or ``None`` (never logged in)."""
     try:
         data = json.loads((login_root(profile, environ) / LOGIN_RECORD).read_text("utf-8"))
@@ -99,7 +100,7 @@ class AuthMethod:
     variables: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, raw: Any) -> AuthMethod | None:
+    def parse(cls, raw: JsonValue) -> AuthMethod | None:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
             return None
         raw_args, raw_env = raw.get("args"), raw.get("env")

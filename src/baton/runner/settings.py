@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from baton.errors import ConfigError
+from baton.jsontypes import JsonObject
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import ConfigRefusal, select_config
 
@@ -32,7 +33,7 @@ MAX_ROUNDS = 4
 async def apply_settings(
     profile: AgentProfile,
     session_id: str,
-    advertised: dict[str, Any],
+    advertised: JsonObject,
     *,
     call: Call,
     notice: Notice,

@@ -23,6 +23,7 @@ from typing import Any
 
 from baton.acp import params as acp_params
 from baton.acp.jsonrpc import RpcError
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.procgroup import exited_within, stop_group
 from baton.security.paths import display_path, resolve_inside
 
@@ -72,7 +73,7 @@ class TerminalManager:
         self._released: OrderedDict[str, str] = OrderedDict()
         """The last output of released terminals (bounded), for tool events naming them."""
 
-    async def create(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, params: JsonMapping) -> JsonObject:
         command = acp_params.required_text(params, "command", non_empty=True)
         args = acp_params.string_array(params, "args")
         env = dict(self.env)
@@ -129,7 +130,7 @@ class TerminalManager:
             raise RpcError.not_found(f"terminal {terminal_id!r} {gone}")
         return terminal
 
-    async def output(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def output(self, params: JsonMapping) -> JsonObject:
         terminal = self._get(params)
         result: dict[str, Any] = {
             "output": terminal.output.decode("utf-8", errors="replace"),
@@ -140,7 +141,7 @@ class TerminalManager:
             result["exitStatus"] = status
         return result
 
-    async def wait_for_exit(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def wait_for_exit(self, params: JsonMapping) -> JsonObject:
         terminal = self._get(params)
         await terminal.proc.wait()
         if terminal.reader is not None:
@@ -149,13 +150,13 @@ class TerminalManager:
         assert status is not None
         return status
 
-    async def kill(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def kill(self, params: JsonMapping) -> JsonObject:
         """ACP ``terminal/kill``: the command's whole group, now (the terminal stays)."""
         terminal = self._get(params)
         await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         return {}
 
-    def release(self, params: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+    def release(self, params: JsonMapping) -> Awaitable[JsonObject]:
         """ACP ``terminal/release``: the terminal is gone now (in arrival order: a later
         ``terminal/output`` no longer finds it); the awaitable stops its command."""
         terminal = self._get(params)

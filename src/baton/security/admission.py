@@ -42,6 +42,7 @@ from typing import Any, Final, Literal
 
 from baton.errors import ConfigError, SecurityError
 from baton.events.model import SecurityAdmissionRefused
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "DEFAULT_SYSTEM_HOOK_PATHS",
@@ -360,7 +361,7 @@ class AdmissionVerdict:
                 "trust the repository"
             )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         def rows(items: Iterable[AdmissionFinding]) -> list[dict[str, str]]:
             return [
                 {"rule": f.rule, "family": f.family, "path": f.path, "reason": f.reason}

@@ -202,6 +202,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from baton.jsontypes import JsonObject
 from baton.testing import SCENARIOS
 from baton.testing.scenarios import (
     Call,
@@ -276,7 +277,7 @@ class FakeAgent:
             except (BrokenPipeError, ValueError, OSError):
                 os._exit(0)
 
-    def call(self, action: Call) -> dict[str, Any]:
+    def call(self, action: Call) -> JsonObject:
         """Send an agent -> client request and block until its response arrives."""
         with self._state_lock:
             rid = self._next_id

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from baton.acp.pipes import PIPE_CAPACITY, MemoryPipe
 from baton.acp.stderr_ring import StderrRing
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
+from baton.jsontypes import JsonObject
 from baton.testing.scenarios import (
     Call,
     Cancel,
@@ -101,7 +102,7 @@ class AgentEnd:
                 self._outbox.write(view[start : start + PIPE_CAPACITY])
                 await self._outbox.drain()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         await self.write(dumps(message))
 
     def write_stderr(self, data: bytes) -> None:
@@ -216,7 +217,7 @@ def in_memory(agent: AgentSource, *, close_grace: float = 0.5) -> TransportFacto
 class ScenarioAgent:
     """The fake agent's scenarios in memory: the asyncio driver of :class:`ScenarioCore`."""
 
-    def __init__(self, scenario: str = "ok", **options: Any) -> None:
+    def __init__(self, scenario: str = "ok", **options: Any) -> None:  # Any: Options' fields
         self.core = ScenarioCore(Options(scenario=scenario, **options))
         if scenario in PROCESS_SCENARIOS or self.core.options.grandchild_keeps_stdio:
             raise ValueError(

@@ -23,6 +23,7 @@ from baton.acp.jsonrpc import (
     RESOURCE_NOT_FOUND,
     RpcError,
 )
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -46,7 +47,6 @@ __all__ = [
     "result_response",
 ]
 
-JsonObject = dict[str, Any]
 RequestId = int | str
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 from pathlib import PurePosixPath
-from typing import Any
 
 from baton.errors import SecurityError
 from baton.events.bounds import clip_text
@@ -32,6 +31,7 @@ from baton.events.model import (
     SecurityPathRefused,
 )
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.containment import display_candidate, resolve_artifact_reference
 from baton.providers.inventory import notice
@@ -68,8 +68,8 @@ def media_type(reference: str) -> str | None:
 
 
 def generate_image(
-    params: Mapping[str, Any], *, workspace: str, redaction: Redaction | None = None
-) -> tuple[list[Payload], dict[str, Any]]:
+    params: JsonMapping, *, workspace: str, redaction: Redaction | None = None
+) -> tuple[list[Payload], JsonObject]:
     """Payloads and the reply for one ``cursor/generate_image``."""
     redaction = redaction or NoRedaction()
     description = params.get("description")

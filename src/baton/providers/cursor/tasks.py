@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
 
 from baton.events.bounds import clip_text
 from baton.events.model import DelegationChild, DelegationCompleted, Payload
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping, JsonObject, JsonValue
 from baton.providers.cursor._common import native_id, opt_str, outcome, safe_id
 from baton.providers.cursor.children import ChildNormalizer
 from baton.providers.inventory import notice
@@ -55,7 +55,7 @@ SUBAGENT_TYPES = frozenset(
 )
 
 
-def role_of(subagent_type: Any) -> str | None:
+def role_of(subagent_type: JsonValue) -> str | None:
     """The canonical role for Cursor's ``subagentType`` (``None`` when absent or odd)."""
     if isinstance(subagent_type, str) and subagent_type:
         return clip_text(subagent_type, 200)
@@ -67,11 +67,11 @@ def role_of(subagent_type: Any) -> str | None:
 
 
 def task_completed(
-    params: Mapping[str, Any],
+    params: JsonMapping,
     *,
     children: ChildNormalizer | None = None,
     redaction: Redaction | None = None,
-) -> tuple[list[Payload], dict[str, Any]]:
+) -> tuple[list[Payload], JsonObject]:
     """Payloads and the reply for one ``cursor/task``."""
     redaction = redaction or NoRedaction()
     tool_call_id = opt_str(native_id(params.get("toolCallId")), 160)
