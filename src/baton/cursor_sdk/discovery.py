@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from baton.errors import AgentStartError
 from baton.security.loopback import is_loopback_name
+from baton.security.paths import open_no_follow
 
 __all__ = [
     "MAX_READY_LINE",
@@ -47,15 +48,13 @@ class BridgeEndpoint:
 
 def _read_token(path: str) -> str:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        token_file = open_no_follow(path)
     except OSError as exc:
         raise AgentStartError(f"the bridge's token file cannot be read: {exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    with token_file as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise AgentStartError("the bridge's token file is not a regular file")
-        data = os.read(fd, MAX_TOKEN_BYTES + 1)
-    finally:
-        os.close(fd)
+        data = fh.read(MAX_TOKEN_BYTES + 1)
     if len(data) > MAX_TOKEN_BYTES:
         raise AgentStartError("the bridge's token file is implausibly large")
     return data.decode("utf-8", errors="replace").strip()

@@ -43,6 +43,7 @@ from typing import Any, Final, Literal
 from baton.errors import ConfigError, SecurityError
 from baton.events.model import SecurityAdmissionRefused
 from baton.jsontypes import JsonObject
+from baton.security.paths import open_no_follow
 
 __all__ = [
     "DEFAULT_SYSTEM_HOOK_PATHS",
@@ -534,9 +535,7 @@ def _check_target(ws: Path, rule: ConfigRule, target: Path) -> AdmissionFinding 
 
 
 def _read_config(path: Path) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
+    with open_no_follow(path) as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise OSError(0, "not a regular file")
         return fh.read(MAX_CONFIG_BYTES + 1)

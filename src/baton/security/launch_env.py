@@ -61,7 +61,7 @@ from urllib.parse import urlsplit
 from baton.errors import ConfigError, SecurityError
 from baton.providers.profile import AgentProfile, SeedFile
 from baton.security.loopback import is_loopback_name
-from baton.security.paths import sanitize_id
+from baton.security.paths import open_no_follow, sanitize_id
 from baton.security.redact import MIN_SECRET_LENGTH, Redactor, classify_key
 
 __all__ = [
@@ -175,12 +175,11 @@ def load_secrets_file(path: Path) -> dict[str, str]:
         raise SecurityError(f"secrets file {path} is a symbolic link; refusing to follow it")
     if not stat.S_ISREG(lst.st_mode):
         raise SecurityError(f"secrets file {path} is not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        secrets = open_no_follow(path)
     except OSError as exc:
         raise ConfigError(f"secrets file {path} cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
+    with secrets as fh:
         st = os.fstat(fh.fileno())
         if (st.st_dev, st.st_ino) != (lst.st_dev, lst.st_ino) or not stat.S_ISREG(st.st_mode):
             raise SecurityError(f"secrets file {path} changed while it was being opened")

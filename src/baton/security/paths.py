@@ -24,7 +24,7 @@ import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import BinaryIO, Final
 
 from baton.errors import SecurityError
 
@@ -36,6 +36,7 @@ __all__ = [
     "PathRefused",
     "display_path",
     "file_kind",
+    "open_no_follow",
     "resolve_inside",
     "sanitize_id",
 ]
@@ -47,6 +48,13 @@ MAX_PATH_CHARS: Final = 4096
 """PATH_MAX on Linux: a longer name is refused before it reaches the filesystem."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def open_no_follow(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading, never through a symbolic link (``O_NOFOLLOW``) nor
+    blocking on a FIFO (``O_NONBLOCK``); the caller checks with ``fstat`` what it got."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    return os.fdopen(os.open(path, flags | getattr(os, "O_CLOEXEC", 0)), "rb")
 
 
 def file_kind(mode: int) -> str:

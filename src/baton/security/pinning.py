@@ -62,7 +62,7 @@ from baton.security.manifest import (
     closure_digest,
     platform_key,
 )
-from baton.security.paths import file_kind
+from baton.security.paths import file_kind, open_no_follow
 
 __all__ = [
     "PinMismatch",
@@ -139,9 +139,7 @@ def file_sha256(path: Path, expected: os.stat_result | None = None) -> tuple[str
 
     With ``expected`` (an ``lstat`` result) the open file must be that same inode.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
+    with open_no_follow(path) as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise OSError(0, "not a regular file")
@@ -319,12 +317,11 @@ def materialize(
     if os.path.lexists(dest):
         return _verify_existing(dest, pin)
 
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(archive, flags | getattr(os, "O_CLOEXEC", 0))
+        archive_file = open_no_follow(archive)
     except OSError as exc:
         raise SecurityError(f"archive cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
+    with archive_file as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise SecurityError("archive is not a regular file")
         # Hash and extract the same open file, so a swap after the check changes nothing.
