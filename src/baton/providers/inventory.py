@@ -65,6 +65,7 @@ __all__ = [
     "NativeEvent",
     "ProviderInventory",
     "TableExtension",
+    "UpdateHandler",
     "is_canonical_family",
     "notice",
 ]
