@@ -43,7 +43,7 @@ from typing import Any, Final, Literal
 from baton.errors import ConfigError, SecurityError
 from baton.events.model import SecurityAdmissionRefused
 from baton.jsontypes import JsonObject
-from baton.security.paths import open_no_follow
+from baton.security.paths import open_no_follow, resolved_dir
 
 __all__ = [
     "DEFAULT_SYSTEM_HOOK_PATHS",
@@ -419,12 +419,7 @@ def admit(
     system_paths: Sequence[Path] = DEFAULT_SYSTEM_HOOK_PATHS,
 ) -> AdmissionVerdict:
     """Check ``workspace`` (up to its git root) against the rules of ``families``."""
-    try:
-        ws = workspace.resolve(strict=True)
-    except OSError as exc:
-        raise SecurityError(f"workspace cannot be resolved: {exc.strerror}") from None
-    if not ws.is_dir():
-        raise SecurityError("workspace is not a directory")
+    ws = resolved_dir(workspace, "workspace")
     checked = expand_families(families)
     rules = [r for r in RULES if r.family in checked]
     levels = [ws]

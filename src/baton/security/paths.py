@@ -38,6 +38,7 @@ __all__ = [
     "file_kind",
     "open_no_follow",
     "resolve_inside",
+    "resolved_dir",
     "sanitize_id",
 ]
 
@@ -55,6 +56,18 @@ def open_no_follow(path: str | os.PathLike[str]) -> BinaryIO:
     blocking on a FIFO (``O_NONBLOCK``); the caller checks with ``fstat`` what it got."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     return os.fdopen(os.open(path, flags | getattr(os, "O_CLOEXEC", 0)), "rb")
+
+
+def resolved_dir(path: Path, what: str) -> Path:
+    """``path`` resolved, or :class:`SecurityError` saying ``what`` is missing or not a
+    directory (a workspace, a pinned tree's root)."""
+    try:
+        resolved = path.resolve(strict=True)
+    except OSError as exc:
+        raise SecurityError(f"{what} cannot be resolved: {exc.strerror}") from None
+    if not resolved.is_dir():
+        raise SecurityError(f"{what} is not a directory")
+    return resolved
 
 
 def file_kind(mode: int) -> str:

@@ -62,7 +62,7 @@ from baton.security.manifest import (
     closure_digest,
     platform_key,
 )
-from baton.security.paths import file_kind, open_no_follow
+from baton.security.paths import file_kind, open_no_follow, resolved_dir
 
 __all__ = [
     "PinMismatch",
@@ -184,16 +184,6 @@ def _whole_digest(found: _Found, problems: list[str]) -> str | None:
     return digest
 
 
-def _root_dir(root: Path) -> Path:
-    try:
-        resolved = root.resolve(strict=True)
-    except OSError as exc:
-        raise SecurityError(f"pinned tree root cannot be resolved: {exc.strerror}") from None
-    if not resolved.is_dir():
-        raise SecurityError("pinned tree root is not a directory")
-    return resolved
-
-
 def pin_tree(
     root: Path,
     entrypoint: str,
@@ -208,7 +198,7 @@ def pin_tree(
 
     Raises :class:`PinMismatch` listing every refused entry (nothing is pinned then).
     """
-    base = _root_dir(root)
+    base = resolved_dir(root, "pinned tree root")
     try:
         check_member_path(entrypoint)
     except ValueError as exc:
@@ -258,7 +248,7 @@ def verify_tree(
     problems: list[str] = []
     if closure_digest(pin.files) != pin.closure_sha256:
         problems.append("manifest: closure digest does not match its own file listing")
-    base = _root_dir(root)
+    base = resolved_dir(root, "pinned tree root")
     expected = pin.by_path()
     seen: set[str] = set()
     inodes: dict[tuple[int, int], str] = {}
