@@ -12,15 +12,13 @@ token file is read bounded and must be a regular file.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from baton.errors import AgentStartError
 from baton.security.loopback import is_loopback_name
-from baton.security.paths import open_no_follow
+from baton.security.paths import open_regular
 
 __all__ = [
     "MAX_READY_LINE",
@@ -48,13 +46,12 @@ class BridgeEndpoint:
 
 def _read_token(path: str) -> str:
     try:
-        token_file = open_no_follow(path)
+        with open_regular(path) as fh:
+            data = fh.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
-        raise AgentStartError(f"the bridge's token file cannot be read: {exc}") from None
-    with token_file as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise AgentStartError("the bridge's token file is not a regular file")
-        data = fh.read(MAX_TOKEN_BYTES + 1)
+        raise AgentStartError(
+            f"the bridge's token file cannot be read: {exc.strerror or exc}"
+        ) from None
     if len(data) > MAX_TOKEN_BYTES:
         raise AgentStartError("the bridge's token file is implausibly large")
     return data.decode("utf-8", errors="replace").strip()

@@ -43,7 +43,7 @@ from typing import Any, Final, Literal
 from baton.errors import ConfigError, SecurityError
 from baton.events.model import SecurityAdmissionRefused
 from baton.jsontypes import JsonObject
-from baton.security.paths import open_no_follow, resolved_dir
+from baton.security.paths import open_regular, resolved_dir
 
 __all__ = [
     "DEFAULT_SYSTEM_HOOK_PATHS",
@@ -530,9 +530,7 @@ def _check_target(ws: Path, rule: ConfigRule, target: Path) -> AdmissionFinding 
 
 
 def _read_config(path: Path) -> bytes:
-    with open_no_follow(path) as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(0, "not a regular file")
+    with open_regular(path) as fh:
         return fh.read(MAX_CONFIG_BYTES + 1)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "display_path",
     "file_kind",
     "open_no_follow",
+    "open_regular",
     "resolve_inside",
     "resolved_dir",
     "sanitize_id",
@@ -56,6 +57,15 @@ def open_no_follow(path: str | os.PathLike[str]) -> BinaryIO:
     blocking on a FIFO (``O_NONBLOCK``); the caller checks with ``fstat`` what it got."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     return os.fdopen(os.open(path, flags | getattr(os, "O_CLOEXEC", 0)), "rb")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """:func:`open_no_follow`, and ``OSError`` ("not a regular file") unless it opened one."""
+    fh = open_no_follow(path)
+    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        fh.close()
+        raise OSError(0, "not a regular file")
+    return fh
 
 
 def resolved_dir(path: Path, what: str) -> Path:

@@ -62,7 +62,7 @@ from baton.security.manifest import (
     closure_digest,
     platform_key,
 )
-from baton.security.paths import file_kind, open_no_follow, resolved_dir
+from baton.security.paths import file_kind, open_regular, resolved_dir
 
 __all__ = [
     "PinMismatch",
@@ -139,10 +139,8 @@ def file_sha256(path: Path, expected: os.stat_result | None = None) -> tuple[str
 
     With ``expected`` (an ``lstat`` result) the open file must be that same inode.
     """
-    with open_no_follow(path) as fh:
+    with open_regular(path) as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file")
         if expected is not None and (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
             raise OSError(0, "replaced while being read")
         h = hashlib.sha256()
@@ -308,12 +306,10 @@ def materialize(
         return _verify_existing(dest, pin)
 
     try:
-        archive_file = open_no_follow(archive)
+        archive_file = open_regular(archive)
     except OSError as exc:
         raise SecurityError(f"archive cannot be opened: {exc.strerror}") from None
     with archive_file as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise SecurityError("archive is not a regular file")
         # Hash and extract the same open file, so a swap after the check changes nothing.
         h = hashlib.sha256()
         while chunk := fh.read(_CHUNK):
