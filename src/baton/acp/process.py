@@ -22,7 +22,7 @@ from pathlib import Path
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
 from baton.lifeline import preexec_die_with_parent
-from baton.procgroup import exited_within, group_alive, signal_group, stop_group
+from baton.procgroup import exited_within, group_alive, signal_group, start_group, stop_group
 
 __all__ = [
     "READ_CHUNK",
@@ -86,14 +86,13 @@ class AgentProcess:
         ours with ``inherit_stderr`` (``baton agents login``: the agent's login hints)."""
         command = resolve_command(argv, env)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *command,
+            proc = await start_group(
+                command,
+                env=env,
+                cwd=cwd,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None if inherit_stderr else asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=str(cwd),
-                start_new_session=True,
                 preexec_fn=preexec_die_with_parent(os.getpid()),
             )
         except OSError as exc:

@@ -24,7 +24,7 @@ from typing import Any
 from baton.acp import params as acp_params
 from baton.acp.jsonrpc import RpcError
 from baton.jsontypes import JsonMapping, JsonObject
-from baton.procgroup import exited_within, stop_group
+from baton.procgroup import exited_within, start_group, stop_group
 from baton.security.paths import display_path, resolve_inside
 
 __all__ = [
@@ -84,14 +84,13 @@ class TerminalManager:
             raise RpcError.invalid_params(f"at most {MAX_TERMINALS} open terminals; release one")
         argv = [command, *args] if args or " " not in command else ["/bin/sh", "-c", command]
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
+            proc = await start_group(
+                argv,
+                env=env,
+                cwd=cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
-                cwd=str(cwd),
-                env=env,
-                start_new_session=True,
             )
         except FileNotFoundError:
             raise RpcError.not_found(f"command {command!r} not found") from None
