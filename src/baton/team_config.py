@@ -391,9 +391,7 @@ def _parse_isolation(raw: Mapping[str, Any], *, on_cluster: bool = False) -> Iso
             raise ConfigError(
                 "[team] worktrees_dir: must be a folder inside the project (e.g. .baton/worktrees)"
             )
-    return Isolation(
-        mode=mode, base=base, worktrees_dir=directory, merge=merge, remote=on_cluster
-    )
+    return Isolation(mode=mode, base=base, worktrees_dir=directory, merge=merge, remote=on_cluster)
 
 
 def _parse_compat(section: Any) -> FcopMcpCompat:

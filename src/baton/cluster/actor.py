@@ -65,7 +65,6 @@ from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
 from baton.cluster.tree_copy import TreeCopy, TreeSpec
 from baton.events.model import ClusterFencedOut
 from baton.fcop_errors import CoordinationError
-from baton.worktrees.git import GitError
 from baton.procgroup import group_alive, signal_group
 from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
@@ -78,6 +77,7 @@ from baton.store.store import Store
 from baton.team.contract import TurnResult
 from baton.team.reconcile import prompt_digest
 from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
+from baton.worktrees.git import GitError
 
 if TYPE_CHECKING:
     from baton.acp.messages import InitializeAnswer

@@ -57,8 +57,8 @@ from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential, SlotGrant
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
-from baton.store.journal import Journal
 from baton.store import team_sql
+from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tool_call_sql import put_hub
 from baton.team.contract import RoleSession, RoleSessionFactory
