@@ -378,7 +378,8 @@ class RoleHolder:
         head = await asyncio.to_thread(tree.commit, message)
         if head == tree.pushed:
             return result
-        if not await guard.check(f"git push {tree.tree.branch}"):
+        act = f"git push {tree.tree.branch}"
+        if not await guard.check(act):
             await asyncio.to_thread(tree.repo.save, tree.stale, head)
             raise FencedOut(str(guard.refused))
         try:
@@ -389,7 +390,7 @@ class RoleHolder:
             reason = f"{tree.tree.branch} moved past {tree.pushed[:12]} (a newer copy pushed)"
             await self._record(
                 ClusterFencedOut(
-                    slot=self.spec.slot, epoch=self.spec.epoch, act="git push", reason=reason
+                    slot=self.spec.slot, epoch=self.spec.epoch, act=act, reason=reason
                 )
             )
             await self._stop_agent(f"fenced out: {reason}")
