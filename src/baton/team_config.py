@@ -448,7 +448,8 @@ zero_tool_cooldown = 300             # seconds a paused role rests
 max_task_bytes = 1048576             # larger TASK files are refused unread (hostile)
 quarantine = true                    # move hostile inbox files to .baton/quarantine/
 isolation = "worktree"               # each task tree works on its own branch and worktree
-                                     # (.baton/worktrees/); "none": agents edit this checkout
+                                     # (.baton/worktrees/; with [cluster], on the worker
+                                     # that holds the role); "none": agents edit this checkout
 merge = "merge"                      # an approved tree reaches its base by "merge", "squash" or "ff"
 # base = "main"                      # default: the branch checked out when a tree starts
 

@@ -353,8 +353,15 @@ class RoleHolder:
         return await self._hand_over(turn, asker)
 
     async def _run_turn(self, session: AcpRoleSession, text: str) -> TurnResult:
-        """The agent's turn, then (with a tree) its copy committed and pushed, fenced."""
-        result = await session.prompt(text)
+        """The agent's turn, then (with a tree) its copy committed and pushed, fenced; also
+        when the turn failed (the agent died mid-turn: what it wrote is kept on the branch)."""
+        try:
+            result = await session.prompt(text)
+        except Exception:
+            if self._tree is not None and self.stopped is None:
+                with contextlib.suppress(Exception):  # the turn's own failure is what counts
+                    await self._publish(TurnResult("failed"))
+            raise
         if self._tree is None:
             return result
         return await self._publish(result)
