@@ -186,7 +186,7 @@ async def test_a_re_placed_role_continues_on_the_pushed_head_and_the_stale_push_
     with pytest.raises(FencedOut):
         await first._publish(TurnResult("completed"))
     assert world.branch(tree) == pushed
-    saved = stale_ref(ROOT, 1)
+    saved = stale_ref(ROOT, "dev", 1)
     assert sh(first_copy, "show", f"{saved}:late.txt") == "from the stale copy"
     fenced = [e.payload for e in world.events(first.run_id) if e.type == "cluster.fenced_out"]
     assert [f.act for f in fenced] == [f"git push {tree.branch}"]
@@ -216,7 +216,7 @@ async def test_a_push_from_a_head_the_branch_moved_past_is_refused_by_the_lease(
         await asyncio.wait_for(qa.prompt("two"), 60)
     assert world.branch(tree) == moved
     assert qa._tree is not None
-    assert sh(copy_of(qa), "show", f"{stale_ref(ROOT, qa.spec.epoch)}:qa.txt") == "qa"
+    assert sh(copy_of(qa), "show", f"{stale_ref(ROOT, 'qa', qa.spec.epoch)}:qa.txt") == "qa"
     fenced = [e.payload for e in world.events(qa.run_id) if e.type == "cluster.fenced_out"]
     assert [f.act for f in fenced] == [f"git push {tree.branch}"]
 
@@ -235,7 +235,10 @@ async def test_a_crash_between_the_commit_and_the_push_loses_nothing(world: Worl
     copy = copy_of(after)
     assert copy == before.worktree  # the same folder on the same host
     assert sh(copy, "rev-parse", "HEAD") == tree.head and not (copy / "work.txt").exists()
-    assert sh(worker, "show", f"{stale_ref(ROOT, 2)}:work.txt") == "committed, never pushed"
+    assert (
+        sh(worker, "show", f"{stale_ref(ROOT, 'dev', 2, leftover=True)}:work.txt")
+        == "committed, never pushed"
+    )
     assert world.branch(tree) == tree.head
 
 

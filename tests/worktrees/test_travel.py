@@ -52,7 +52,10 @@ def test_a_worker_clone_fetches_works_and_pushes_the_branch(
     assert worker.resolve(f"refs/baton/trees/{TASK}") == head  # kept from gc
 
     copy = worker.root / ".baton" / "worktrees" / "aaaa1111-fix@DEV"
-    assert open_copy(worker, copy, head, stale=stale_ref(TASK, 1), message="m") is None
+    assert (
+        open_copy(worker, copy, head, stale=stale_ref(TASK, "DEV", 1, leftover=True), message="m")
+        is None
+    )
     assert worker.head(copy) == head
     assert sh(copy, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"  # detached
     (copy / "feature.py").write_text("x = 1\n")
@@ -93,13 +96,14 @@ def test_a_differing_leftover_copy_is_saved_then_reset_to_the_pushed_head(
     remote = Remote.of(worker, str(repo.root))
     head = fetch(worker, remote, TASK, branch)
     copy = worker.root / ".baton" / "worktrees" / "x@DEV"
-    open_copy(worker, copy, head, stale=stale_ref(TASK, 1), message="m")
+    open_copy(worker, copy, head, stale=stale_ref(TASK, "DEV", 1, leftover=True), message="m")
     (copy / "committed.txt").write_text("c\n")
     unpushed = worker.checkpoint(copy, "a commit made, its push never happened")
     (copy / "loose.txt").write_text("l\n")  # and a file left uncommitted
 
-    ref = stale_ref(TASK, 2)
-    assert ref == f"refs/baton/stale/{TASK}/e2"
+    ref = stale_ref(TASK, "DEV", 2, leftover=True)
+    assert ref == f"refs/baton/stale/{TASK}/DEV/before-e2"
+    assert stale_ref(TASK, "DEV", 2) == f"refs/baton/stale/{TASK}/DEV/e2"  # a refused push
     assert open_copy(worker, copy, head, stale=ref, message="saved as epoch 2 began") == ref
     assert worker.head(copy) == head and not worker.dirty(copy)
     assert not (copy / "committed.txt").exists() and not (copy / "loose.txt").exists()
@@ -116,13 +120,19 @@ def test_a_clean_older_copy_moves_forward_without_a_stale_ref(
     remote = Remote.of(worker, str(repo.root))
     first = fetch(worker, remote, TASK, branch)
     copy = worker.root / ".baton" / "worktrees" / "x@DEV"
-    open_copy(worker, copy, first, stale=stale_ref(TASK, 1), message="m")
+    open_copy(worker, copy, first, stale=stale_ref(TASK, "DEV", 1, leftover=True), message="m")
     (copy / "a.txt").write_text("a\n")
     pushed = worker.checkpoint(copy, "turn")
     assert publish(worker, remote, branch, pushed, first)
     sh(copy, "checkout", "-q", "--detach", first)  # this host's copy is behind, and clean
-    assert open_copy(worker, copy, pushed, stale=stale_ref(TASK, 2), message="m") is None
-    assert worker.head(copy) == pushed and worker.resolve(stale_ref(TASK, 2)) is None
+    assert (
+        open_copy(worker, copy, pushed, stale=stale_ref(TASK, "DEV", 2, leftover=True), message="m")
+        is None
+    )
+    assert (
+        worker.head(copy) == pushed
+        and worker.resolve(stale_ref(TASK, "DEV", 2, leftover=True)) is None
+    )
 
 
 def test_within_the_coordinators_own_repository_refs_are_set_in_place(
@@ -134,7 +144,7 @@ def test_within_the_coordinators_own_repository_refs_are_set_in_place(
     head = fetch(repo, remote, TASK, branch)
     assert repo.resolve(f"refs/baton/trees/{TASK}") is None  # nothing fetched
     copy = repo.root / ".baton" / "worktrees" / "x@DEV"
-    open_copy(repo, copy, head, stale=stale_ref(TASK, 1), message="m")
+    open_copy(repo, copy, head, stale=stale_ref(TASK, "DEV", 1, leftover=True), message="m")
     (copy / "a.txt").write_text("a\n")
     turn = repo.checkpoint(copy, "turn")
     assert repo.resolve(f"refs/heads/{branch}") == head  # a commit in the copy moves no branch

@@ -396,9 +396,7 @@ class RoleHolder:
         if not pushed:
             reason = f"{tree.tree.branch} moved past {tree.pushed[:12]} (a newer copy pushed)"
             await self._record(
-                ClusterFencedOut(
-                    slot=self.spec.slot, epoch=self.spec.epoch, act=act, reason=reason
-                )
+                ClusterFencedOut(slot=self.spec.slot, epoch=self.spec.epoch, act=act, reason=reason)
             )
             await self._stop_agent(f"fenced out: {reason}")
             raise FencedOut(f"slot {self.spec.slot!r} epoch {self.spec.epoch}: {reason}")

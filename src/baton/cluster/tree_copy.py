@@ -9,7 +9,8 @@ on the coordinator). The holder:
 - at start fetches the branch's head from the coordinator's repository (the pushed head:
   a re-placed role continues there, never on what an older copy left on some host) and
   opens its copy detached at it; a leftover copy of this slot that differs is saved under
-  ``refs/baton/stale/<task>/e<epoch>`` first (:func:`baton.worktrees.travel.open_copy`);
+  ``refs/baton/stale/<task>/<slot>/before-e<epoch>`` first
+  (:func:`baton.worktrees.travel.open_copy`);
 - after every turn commits what the agent left (the one checkpoint rule:
   :meth:`Repository.checkpoint <baton.worktrees.repo.Repository.checkpoint>`), then, under
   its epoch (the store check every fenced act passes), pushes the head as a
@@ -69,7 +70,7 @@ class TreeCopy:
     pushed: str
     """The branch head this copy started from or last pushed (the lease of the next push)."""
     stale: str
-    """Where this epoch keeps what the coordinator's branch refused (or an older copy)."""
+    """Where this epoch keeps a head the coordinator's branch refused (``…/e<epoch>``)."""
     saved: str | None = None
     """The stale ref a differing leftover copy was saved under when this one opened."""
 
@@ -86,18 +87,18 @@ class TreeCopy:
         base = workspace / tree.path
         worktree = base.with_name(f"{base.name}@{_safe(slot)}")
         repo.exclude(worktree.parent)
-        stale = stale_ref(tree.task, epoch)
         saved = open_copy(
             repo,
             worktree,
             head,
-            stale=stale,
+            stale=stale_ref(tree.task, slot, epoch, leftover=True),
             message=f"baton: {slot}'s leftover copy of {tree.task}, saved as epoch {epoch} began",
         )
         try:
             inside = workspace.resolve().relative_to(repo.root.resolve())
         except ValueError:
             inside = Path()
+        stale = stale_ref(tree.task, slot, epoch)
         return cls(repo, remote, tree, worktree, worktree / inside, head, stale, saved)
 
     def commit(self, message: str) -> str:

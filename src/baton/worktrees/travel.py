@@ -10,7 +10,8 @@ worker's git steps, each one git command (or two), each idempotent:
 - :func:`open_copy`: the worktree at exactly that head, *detached* (the agent's own
   commits move only the worktree's HEAD; the branch moves only by :func:`publish`); a
   leftover copy of the same tree that differs (an older epoch's, on this host) is first
-  saved, files and all, under ``refs/baton/stale/…``, then reset: never continued on;
+  saved, files and all, under ``refs/baton/stale/…`` (:func:`stale_ref`), then reset:
+  never continued on;
 - :func:`publish`: the worktree's HEAD onto the coordinator's branch as a compare-and-set
   of the ref: ``git push --force-with-lease`` to another repository, ``update-ref NEW
   OLD`` within the same one. A head that moved since (another epoch pushed) refuses it.
@@ -39,9 +40,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^0-9A-Za-z._-]", "_", name).strip(".") or "task"
 
 
-def stale_ref(task_id: str, epoch: int) -> str:
-    """Where a leftover copy's exact head is kept when epoch ``epoch`` starts on this host."""
-    return f"{STALE_PREFIX}{_safe(task_id)}/e{epoch}"
+def stale_ref(task_id: str, slot: str, epoch: int, *, leftover: bool = False) -> str:
+    """Where a slot's copy keeps what never reached the branch, never overwriting another:
+    ``…/<task>/<slot>/e<N>``, the head epoch N's push was refused; ``…/before-e<N>``
+    (``leftover``), a differing copy an earlier epoch left on the host, saved as N began."""
+    return f"{STALE_PREFIX}{_safe(task_id)}/{_safe(slot)}/{'before-' if leftover else ''}e{epoch}"
 
 
 @dataclass(frozen=True, slots=True)
