@@ -252,3 +252,23 @@ async def test_the_copy_goes_when_the_holder_is_released_with_its_work_pushed(
     copy = copy_of(holder)
     await holder.close()
     assert not copy.exists()
+
+
+async def test_the_factory_hands_the_holder_the_tree_never_a_coordinator_path(
+    world: World,
+) -> None:
+    from baton.cluster.config import ClusterConfig
+    from baton.cluster.team_factory import _tree_spec
+    from baton.errors import BatonError
+
+    tree = await world.tree()
+    record = world.workspaces.get(ROOT)
+    assert record is not None
+    cwd = world.workspaces.cwd(record)  # what the team loop hands the factory
+    cluster = ClusterConfig("10.0.0.5:6379", "dbname=baton")
+    assert await _tree_spec(world.store, world.repo.root, cwd, cluster) == tree
+    told = replace(cluster, git_remote="ssh://10.0.0.5/srv/project")
+    spec = await _tree_spec(world.store, world.repo.root, cwd, told)
+    assert spec.remote == "ssh://10.0.0.5/srv/project" and spec.path == tree.path
+    with pytest.raises(BatonError, match="no live task tree"):
+        await _tree_spec(world.store, world.repo.root, world.tmp / "elsewhere", cluster)
