@@ -272,3 +272,18 @@ async def test_the_factory_hands_the_holder_the_tree_never_a_coordinator_path(
     assert spec.remote == "ssh://10.0.0.5/srv/project" and spec.path == tree.path
     with pytest.raises(BatonError, match="no live task tree"):
         await _tree_spec(world.store, world.repo.root, world.tmp / "elsewhere", cluster)
+
+
+async def test_a_role_starts_its_turn_on_what_another_role_of_the_tree_pushed(
+    world: World,
+) -> None:
+    tree = await world.tree()
+    dev = await world.holder("dev", "ok", world.clone("worker-a"), tree, "worker-a")
+    qa = await world.holder("qa", "fs", world.clone("worker-b"), tree, "worker-b")
+    (copy_of(dev) / "dev.txt").write_text("dev\n")
+    assert (await asyncio.wait_for(dev.prompt("one"), 60)).status == "completed"
+    assert not (copy_of(qa) / "dev.txt").exists()  # QA's copy opened before DEV pushed
+    assert (await asyncio.wait_for(qa.prompt("two"), 60)).status == "completed"
+    assert (copy_of(qa) / "dev.txt").exists()  # moved to DEV's head before its turn
+    assert sh(world.repo.root, "show", f"{tree.branch}:dev.txt") == "dev"
+    assert sh(world.repo.root, "show", f"{tree.branch}:fake-fs.txt") == "written by the fake agent"

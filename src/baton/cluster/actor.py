@@ -355,6 +355,11 @@ class RoleHolder:
     async def _run_turn(self, session: AcpRoleSession, text: str) -> TurnResult:
         """The agent's turn, then (with a tree) its copy committed and pushed, fenced; also
         when the turn failed (the agent died mid-turn: what it wrote is kept on the branch)."""
+        if self._tree is not None:
+            try:
+                await asyncio.to_thread(self._tree.refresh)
+            except GitError as exc:  # the coordinator unreachable: the turn's push decides
+                log.warning("slot %s epoch %d: no fresh head: %s", *self._who(), exc)
         try:
             result = await session.prompt(text)
         except Exception:

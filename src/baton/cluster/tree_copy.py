@@ -11,6 +11,8 @@ on the coordinator). The holder:
   opens its copy detached at it; a leftover copy of this slot that differs is saved under
   ``refs/baton/stale/<task>/<slot>/before-e<epoch>`` first
   (:func:`baton.worktrees.travel.open_copy`);
+- before every turn moves a copy that holds nothing of its own to the branch's newest head
+  (another role of the tree pushed meanwhile: :meth:`TreeCopy.refresh`);
 - after every turn commits what the agent left (the one checkpoint rule:
   :meth:`Repository.checkpoint <baton.worktrees.repo.Repository.checkpoint>`), then, under
   its epoch (the store check every fenced act passes), pushes the head as a
@@ -100,6 +102,19 @@ class TreeCopy:
             inside = Path()
         stale = stale_ref(tree.task, slot, epoch)
         return cls(repo, remote, tree, worktree, worktree / inside, head, stale, saved)
+
+    def refresh(self) -> bool:
+        """Before a turn: the copy moved to the branch's newest head when another role of
+        the tree pushed since, if the copy holds nothing of its own (clean, at the head it
+        pushed); whether it moved. A copy with unpushed work stays: its push decides."""
+        head = fetch(self.repo, self.remote, self.tree.task, self.tree.branch)
+        if head == self.pushed:
+            return False
+        if self.repo.dirty(self.worktree) or self.repo.head(self.worktree) != self.pushed:
+            return False
+        self.repo.git.at(self.worktree).run("checkout", "-q", "--detach", head)
+        self.pushed = head
+        return True
 
     def commit(self, message: str) -> str:
         """What the agent left, committed (as baton); the copy's head."""
