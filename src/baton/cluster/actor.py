@@ -299,10 +299,9 @@ class RoleHolder:
             self._entries = await self._relay.start()
         self.role_tools = "stdio" if self._entries[0] else "none"
         workspace = Path(spec.workspace)
-        if spec.tree is not None:
-            tree = spec.tree
+        if spec.tree is not None:  # the agent works in this host's copy of its task tree
             self._tree = await asyncio.to_thread(
-                TreeCopy.open, workspace, tree, slot=spec.slot, epoch=spec.epoch
+                TreeCopy.open, workspace, spec.tree, slot=spec.slot, epoch=spec.epoch
             )
             workspace = self._tree.cwd
         self._push_gate = PushGate(self._guard.check)
