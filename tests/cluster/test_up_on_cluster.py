@@ -44,7 +44,16 @@ def test_baton_up_runs_the_team_in_role_actors(
     wait_for_host(local_cluster.address, "w1")  # else PM finds no host and its turn fails
     (repo / "TASK.md").write_text(TASK)
     created = baton_in(
-        repo, "task", "new", "--to", "PM", "--subject", "Release", "--body-file", "TASK.md"
+        repo,
+        "task",
+        "new",
+        "--to",
+        "PM",
+        "--subject",
+        "Release",
+        "--body-file",
+        "TASK.md",
+        extra_env=env,
     )
     assert created.returncode == 0, created.stderr
     up = baton_in(repo, "up", "--until-idle", "--json", timeout=600, extra_env=env)
