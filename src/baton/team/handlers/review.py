@@ -152,8 +152,7 @@ class OpenHumanReview:
         answered: str | None = None,
         nth: int | None = None,
     ) -> None:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         info = await asyncio.to_thread(self.port.read_task, facts.task.task_id)
         found = await asyncio.to_thread(
             self.port.find_report_head, info.task_id, info.attempt_id or ""
