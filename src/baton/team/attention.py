@@ -16,26 +16,61 @@ from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
 from baton.requests.ledger import Ledger, StaleRecord
 from baton.requests.ledger_changes import Change
-from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
+from baton.requests.model import (
+    ElicitationRequest,
+    ElicitationSchema,
+    RequestDocument,
+    StringField,
+)
 from baton.team.book import RecordMoved, TaskBook
+from baton.team.records import TaskRecord
 from baton.team.states import TaskState
 from baton.team_config import TeamConfig
 
-__all__ = ["MAX_REASON", "SYSTEM_SENDER", "Escalations", "ask_the_human"]
+__all__ = [
+    "MAX_REASON",
+    "SYSTEM_SENDER",
+    "Escalations",
+    "ask_the_human",
+    "loop_request",
+    "retry_request",
+]
 
 log = logging.getLogger("baton.team.attention")
+
+
+def loop_request(ledger: Ledger, document: RequestDocument, *, run_id: str, key: str) -> Change:
+    """A request for the human that no agent's connection waits on (the team loop reads
+    the answer); ``key`` makes asking twice one request (the ledger's ``jsonrpc_id``)."""
+    return ledger.prepare_create(
+        document, run_id=run_id, connection_id=None, jsonrpc_id=key, session_id=None, turn_id=None
+    )
 
 
 def ask_the_human(
     ledger: Ledger, *, run_id: str, key: str, message: str, title: str, field: StringField
 ) -> Change:
-    """A one-field form for the human that no agent's connection waits on (the team loop
-    reads the answer); ``key`` makes asking twice one request (the ledger's ``jsonrpc_id``)."""
+    """A one-field form for the human, asked by the team loop (:func:`loop_request`)."""
     document = ElicitationRequest(
         message=message, requested_schema=ElicitationSchema(title=title, fields=(field,))
     )
-    return ledger.prepare_create(
-        document, run_id=run_id, connection_id=None, jsonrpc_id=key, session_id=None, turn_id=None
+    return loop_request(ledger, document, run_id=run_id, key=key)
+
+
+def retry_request(
+    ledger: Ledger, *, run_id: str, key: str, record: TaskRecord, reason: str
+) -> Change:
+    """The human's "retry?" form for a TASK that needs attention (accept: baton retries it)."""
+    return ask_the_human(
+        ledger,
+        run_id=run_id,
+        key=key,
+        message=(
+            f"{record.task_id} ({record.role}: {record.subject}) needs attention: {reason}. "
+            "Accept to have baton retry it; decline to leave it as it is."
+        ),
+        title="Retry?",
+        field=StringField(name="note", title="A note for the log"),
     )
 
 
@@ -97,16 +132,12 @@ class Escalations:
                 issue = await self.issue(
                     task_id, f"{task_id} ({record.role}) needs attention: {reason}"
                 )
-            change = ask_the_human(
+            change = retry_request(
                 book.ledger,
                 run_id=self.run_id,
                 key=f"attention:{task_id}:{record.version}",
-                message=(
-                    f"{task_id} ({record.role}: {record.subject}) needs attention: {reason}. "
-                    "Accept to have baton retry it; decline to leave it as it is."
-                ),
-                title="Retry?",
-                field=StringField(name="note", title="A note for the log"),
+                record=record,
+                reason=reason,
             )
             target = (
                 TaskState.FAILED
