@@ -29,6 +29,7 @@ def _path(state_dir: Path, name: str) -> Path:
     return state_dir / "services" / f"{name}.json"
 
 
+# Any: a JSON record a running service wrote for others to find.
 def find(state_dir: Path, name: str) -> dict[str, Any] | None:
     """The record of a running ``name`` in this project, or ``None``."""
     try:
@@ -67,6 +68,7 @@ def stop_requested(state_dir: Path, name: str) -> bool:
         return False
 
 
+# Any: the JSON record's fields, written as given.
 @contextlib.contextmanager
 def announce(state_dir: Path, name: str, **info: Any) -> Iterator[dict[str, Any]]:
     """Write the record for this process while the block runs, remove it after."""

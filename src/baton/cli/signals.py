@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
-from types import TracebackType
 from typing import Final
 
 from baton.cli.shared import exit_for_signal
@@ -60,12 +59,7 @@ class Interrupts:
             self._loop.add_signal_handler(sig, self._handle, sig)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._loop is not None:
             for sig in STOP_SIGNALS:
                 self._loop.remove_signal_handler(sig)

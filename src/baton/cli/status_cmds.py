@@ -34,6 +34,7 @@ app = command_app(help="The team, its turns and its tasks at a glance.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+# Any: JSON out (``baton status --json``).
 def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
     budget = load_config(ctx.project_dir).budget

@@ -85,6 +85,7 @@ class Ledger(LedgerReads):
         self._recheck = recheck_interval
         self._owned = False
 
+    # Any: Ledger's own keyword arguments, passed through.
     @classmethod
     def open(cls, path: Path, **kwargs: Any) -> Ledger:
         """A ledger over its own store at ``path`` (closed by :meth:`aclose`)."""

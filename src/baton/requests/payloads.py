@@ -35,6 +35,7 @@ from baton.requests.states import State
 __all__ = ["created", "for_state", "oversize", "summary"]
 
 
+# Any: JSON out (an event's payload).
 def summary(record: RequestRecord) -> dict[str, Any]:
     """A small, bounded description for ``request.created`` (the document stays in the ledger)."""
     doc = record.document

@@ -148,6 +148,7 @@ class TeamView:
             out.setdefault(task.stage, []).append(task)
         return out
 
+    # Any: JSON out (``status --json``, the dashboard).
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

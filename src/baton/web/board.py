@@ -34,6 +34,7 @@ from baton.app.facade.fcop import CoordinationContext, FcopPort, Stage, TaskInfo
 from baton.app.facade.requests import RequestRecord, ReviewRequest
 from baton.app.facade.runs import stall_text
 from baton.app.facade.store import LiveTurn, Store, live_turns
+from baton.web.wire import JsonObject
 
 __all__ = [
     "STAGES",
@@ -174,7 +175,7 @@ def _waiting_by_session(pending: Sequence[RequestRecord]) -> dict[str, list[str]
     return out
 
 
-def snapshot_data(snapshot: BoardSnapshot) -> dict[str, Any]:
+def snapshot_data(snapshot: BoardSnapshot) -> JsonObject:
     """The snapshot as JSON data (``GET /api/team``)."""
     data = asdict(snapshot)
     data["counts"] = dict(snapshot.counts)
@@ -230,6 +231,8 @@ def review_task(record: RequestRecord) -> str | None:
 class TeamViewBoardSource:
     """The team loop's read models in the store (``baton.team.views.team_view``)."""
 
+    # Any: baton.team.views and its TeamView, handed in by the app: the web never imports
+    # the team loop's modules (tests/test_architecture.py).
     def __init__(self, ctx: CoordinationContext, store: Store, views: Any) -> None:
         self._ctx = ctx
         self._store = store
@@ -279,6 +282,7 @@ class TeamViewBoardSource:
         return tuple(s.to_json(soft) for s in report.standings if s.limits)
 
 
+# Any: a baton.team.views.TeamView (see TeamViewBoardSource).
 def snapshot_from_team_view(
     view: Any,
     *,

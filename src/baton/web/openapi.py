@@ -49,6 +49,7 @@ def _type(hint: Any, components: dict[str, Any]) -> dict[str, Any]:
     }.get(hint, {})
 
 
+# Any: JSON Schema objects, built here and sent as JSON.
 def schema_of(cls: type, components: dict[str, Any]) -> dict[str, Any]:
     """Add ``cls`` (a dataclass) and what it refers to under ``components``."""
     if cls.__name__ in components:

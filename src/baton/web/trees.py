@@ -21,7 +21,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from baton.app.facade.fcop import SlotAccess
 from baton.app.facade.requests import (
@@ -41,6 +41,7 @@ from baton.app.facade.worktrees import (
     review_changes,
 )
 from baton.app.worktrees import NoTree, change_of, preflight_of, tree_of
+from baton.web.wire import JsonObject
 
 __all__ = [
     "TASK_PAGE_BUDGET",
@@ -117,7 +118,7 @@ class TaskTree:
     note: str = ""
     merge: str | None = None
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """As ``GET /api/tasks/{id}`` serves it (``changes``: a review's shape)."""
         r = self.record
         return {
