@@ -4,7 +4,7 @@
 start time and, for the dashboard, its URL without the token) when they start and
 remove it when they stop; ``<name>.stop`` says a stop was asked for. (These files are
 to become rows of the Store's services repository; this module is the only reader and
-writer, so that swap stays here.) ``baton down`` finds the daemon there; a headless
+writer, so that swap stays here.) ``baton down`` finds the team loop there; a headless
 ``baton run`` finds the dashboard to point at. A record whose process is gone (a
 crash, ``kill -9``) counts as absent.
 """

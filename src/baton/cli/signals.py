@@ -2,7 +2,7 @@
 
 ``run``, ``up`` and ``serve`` stop the same way whichever of the three arrives (Ctrl-C,
 a supervisor's ``kill``, a closed terminal): the first signal asks for a clean stop
-(cancel the turn, stop the daemon, close the server) so agents are not orphaned, runs
+(cancel the turn, stop the team loop, close the server) so agents are not orphaned, runs
 are finished in the store and private roots are removed; a second one forces it. The
 exit code then says which signal interrupted the command: ``128 + N`` (130 for SIGINT,
 143 for SIGTERM, 129 for SIGHUP), the shell's convention.

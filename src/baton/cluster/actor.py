@@ -114,7 +114,7 @@ class HolderRoot(Protocol):
 
     async def open_session(
         self, profile: AgentProfile, *, requests: RequestBroker, workspace: Path, **options: Any
-    ) -> AgentSession:
+    ) -> AgentSession:  # Any: AgentSession.open's keyword options, passed through
         """The agent's session in the holder's run (``options``: ``AgentSession.open``'s)."""
         ...
 
@@ -176,7 +176,7 @@ class HolderSpec:
     by reference (``baton.app.root.open_holder_root``; the coordinator's root sets it)."""
 
 
-def holder_meta(spec: HolderSpec) -> dict[str, Any]:
+def holder_meta(spec: HolderSpec) -> dict[str, Any]:  # Any: the run's JSON meta column
     """The holder run's meta: what :func:`baton.store.placement_sql.placed_holder` finds it by
     (``slot``, ``epoch``, ``project``), where it runs and for whom."""
     return {
@@ -226,7 +226,7 @@ class RoleHolder:
 
     # ------------------------------------------------------------------ start
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self) -> dict[str, Any]:  # Any: a plain dict Ray pickles back
         """Open the host's root, confirm the epoch (a renewal), start the agent and the lease;
         then who it is. Idempotent: a second call (a new coordinator re-attaching, its
         predecessor having died while this holder started) waits for the one start and
@@ -440,7 +440,7 @@ class RoleHolder:
     async def cancel(self, reason: str) -> None:
         await self._live().cancel(reason)
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> dict[str, Any]:  # Any: a plain dict Ray pickles back
         """Who this holder is (re-attachment by name answers the same pids)."""
         pid = None
         if self._raw:
@@ -582,7 +582,7 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-def role_actor_class() -> Any:
+def role_actor_class() -> Any:  # Any: a Ray actor class (Ray is untyped, and optional)
     """:class:`RoleHolder` as a Ray actor class (imports Ray: cluster mode only).
 
     No restarts (``max_restarts=0``): a lost holder is re-placed by the driver under

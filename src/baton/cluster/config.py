@@ -57,7 +57,10 @@ class ClusterConfig:
     """The coordinator's repository as workers reach it (None: its path on the coordinator)."""
 
 
-def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> ClusterConfig | None:
+def cluster_config(
+    raw: Mapping[str, Any],  # Any: baton.toml as tomllib parsed it, checked here
+    environ: Mapping[str, str],
+) -> ClusterConfig | None:
     """``[cluster]`` as a :class:`ClusterConfig`, ``None`` without the section."""
     table = raw.get("cluster")
     if table is None:

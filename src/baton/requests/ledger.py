@@ -19,7 +19,7 @@ no matter which process sends it; a concurrent change makes the write raise
 team loop) put a :class:`Change` into their own transaction, so a task's state
 and the request for the human commit together.
 
-Answers may come from another process (``baton answer`` while the daemon
+Answers may come from another process (``baton answer`` while the team loop
 waits). Each write names the request id as a wake-up topic, so every waiter,
 in any process, is woken after commit (:mod:`baton.store.wake`) and re-reads the
 row: no busy polling. Reads are :mod:`~baton.requests.ledger_reads`.

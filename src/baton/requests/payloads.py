@@ -2,7 +2,7 @@
 
 The ledger changes rows; the runner, which owns its run's event sequence, turns
 each returned record into the matching payload with these functions and
-appends it. Keeping the mapping here means every surface (daemon, CLI, web)
+appends it. Keeping the mapping here means every surface (team loop, CLI, web)
 describes a request the same way, and the ``request.answered`` event always
 carries ``decided_by`` and the policy ``rule``.
 """

@@ -29,7 +29,7 @@ what the run's or session's owner chose to keep (``Any``: JSON values)."""
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
-    """One invocation of baton (a ``run``/``team`` command, a daemon job ...)."""
+    """One invocation of baton (a ``run``/``team`` command, a team loop job ...)."""
 
     run_id: str
     kind: str

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 TEAM_TOPIC: Final = "team"
-"""The wake-up topic of every write the daemon must react to (outbox, answers, tasks)."""
+"""The wake-up topic of every write the team loop must react to (outbox, answers, tasks)."""
 
 TASK_COLUMNS: Final = (
     "task_id",

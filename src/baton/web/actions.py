@@ -16,7 +16,7 @@ validation, so the page can do nothing the CLI refuses:
   force) and the same transaction, its ``budget.raised`` events in a run of kind
   ``budget``; a running ``baton up`` lets what the old limit parked go on;
 * **cancel a role's turn** in a team run: a control row the owning ``baton up``
-  consumes (:mod:`baton.team.controls`); the daemon cancels the turn and the TASK
+  consumes (:mod:`baton.team.controls`); the team loop cancels the turn and the TASK
   goes to *needs attention* (the human's retry re-prompts it).
 """
 
@@ -127,7 +127,7 @@ def cancel_run(store: Store, run_id: str) -> JsonObject:
 
 
 def cancel_role_turn(store: Store, slot: str, *, task_id: str | None, reason: str) -> JsonObject:
-    """Ask the team's daemon to cancel ``slot``'s running turn (blocking: call off-loop)."""
+    """Ask the team loop to cancel ``slot``'s running turn (blocking: call off-loop)."""
     try:
         return request_cancel(store, slot, task_id=task_id, reason=reason, via="dashboard")
     except ControlRefused as exc:

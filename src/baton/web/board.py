@@ -84,7 +84,7 @@ class RoleView:
     silence: str = ""
     """Its running turn's stall, in words (``the agent has said nothing for …``), or ``""``."""
     turn_running: bool = False
-    """A turn is with the agent (the daemon's slot is ``working``): it can be cancelled."""
+    """A turn is with the agent (the team loop's slot is ``working``): it can be cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +114,7 @@ class BoardSnapshot:
     leader: str
     human: str
     daemon: str
+    """``running`` or ``stopped``: the project's ``baton up`` (the API's key since the start)."""
     updated_at: str | None
     roles: tuple[RoleView, ...]
     tasks: tuple[TaskView, ...]
@@ -190,7 +191,7 @@ def session_state(
     breaker_open: bool,
     turn_stalled: bool = False,
 ) -> SessionState:
-    """The one rule mapping the daemon's notes to what the board shows (see module doc)."""
+    """The one rule mapping the team loop's notes to what the board shows (see module doc)."""
     if waiting:
         return "waiting"
     if turn_stalled or task_status == "stalled" or breaker_open:
@@ -392,7 +393,7 @@ def snapshot_from_team_view(
         team=view.team.get("name", ""),
         leader=view.team.get("leader", ""),
         human=view.team.get("human", ""),
-        daemon=view.daemon,
+        daemon=view.team_loop,
         updated_at=view.updated_at,
         roles=tuple(sorted(roles, key=lambda r: r.name)),
         tasks=tuple(tasks),

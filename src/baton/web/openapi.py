@@ -245,7 +245,7 @@ def _build() -> dict[str, Any]:
         "/api/team/slots/{slot}/cancel": {
             "post": {
                 "summary": (
-                    "Cancel a role slot's running turn in a team run; the daemon cancels it "
+                    "Cancel a role slot's running turn in a team run; the team loop cancels it "
                     "and the TASK goes to needs attention (a retry re-prompts it)"
                 ),
                 "parameters": [_p("slot")],
