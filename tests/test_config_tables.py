@@ -19,6 +19,7 @@ import pytest
 from baton.app.configuration import CONFIG_TABLES, check_config
 from baton.config import TOP_LEVEL_TABLES, load_config
 from baton.errors import ConfigError
+from baton.team_config import Isolation
 
 WRONG: tuple[Any, ...] = (5, -1, 2.5, True, "soon", "", [1, 2], ["a"], {"x": 1})
 """Values of every TOML type; for any one key most are wrong."""
@@ -164,20 +165,21 @@ def test_every_command_says_it_in_one_line_with_exit_2(
     assert "internal error" not in done.stderr
 
 
-def test_a_cluster_project_runs_without_worktrees_until_they_can_live_on_workers(
-    tmp_path: Path,
-) -> None:
-    """With ``[cluster]`` a tree's worktree would not exist on the worker hosts: isolation
-    defaults to none there and an explicit worktree is refused in one line."""
+def test_a_cluster_projects_trees_have_worktrees_on_the_workers(tmp_path: Path) -> None:
+    """With ``[cluster]`` a tree's worktree lives on the worker host that holds the role:
+    isolation is ``worktree`` by default there too, in remote mode (the coordinator keeps
+    the branch); ``none`` still turns it off."""
     from baton.fcop_port.project import _team
 
     cluster, team = BASE["cluster"], BASE["team"]
-    with pytest.raises(ConfigError, match="not available with \\[cluster\\]"):
-        _load(tmp_path, cluster + team.replace("[team]\n", '[team]\nisolation = "worktree"\n'))
+    _load(tmp_path, cluster + team.replace("[team]\n", '[team]\nisolation = "worktree"\n'))
     _load(tmp_path, cluster + team.replace("[team]\n", '[team]\nisolation = "none"\n'))
     raw = {"cluster": {"address": "x"}}
     roles = tomllib.loads(team)["team"]  # a [team] that does not name its isolation
-    assert _team(raw, {}).isolation.mode == "none"  # no [team] at all
+    assert _team(raw, {}).isolation == Isolation(mode="worktree", remote=True)  # no [team]
     builtin = {"builtin": {}}
-    assert _team({**raw, "team": roles}, builtin).isolation.mode == "none"
-    assert _team({"team": roles}, builtin).isolation.mode == "worktree"  # one machine's default
+    assert _team({**raw, "team": roles}, builtin).isolation.remote is True
+    off = _team({**raw, "team": {**roles, "isolation": "none"}}, builtin).isolation
+    assert off.mode == "none"
+    alone = _team({"team": roles}, builtin).isolation  # one machine's default
+    assert alone.mode == "worktree" and alone.remote is False

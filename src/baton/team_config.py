@@ -137,6 +137,9 @@ class Isolation:
     """Where worktrees live (relative to the project; None: ``.baton/worktrees``)."""
     merge: Literal["merge", "squash", "ff"] = "merge"
     """How an approved tree reaches its base."""
+    remote: bool = False
+    """The project has ``[cluster]``: a tree's worktree lives on the worker host that holds
+    the role, the coordinator's checkout keeps only its branch (``docs/cluster.md``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,9 +297,8 @@ def parse_team(
 ) -> TeamConfig:
     """Validate a ``[team]`` table (the mapping under the ``team`` key).
 
-    ``on_cluster``: the project has ``[cluster]``, where a task tree's worktree cannot live
-    on the worker host yet (docs/worktrees.md): isolation defaults to ``none`` there and
-    an explicit ``worktree`` is refused, instead of a cwd no worker has."""
+    ``on_cluster``: the project has ``[cluster]``: a task tree's worktree then lives on the
+    worker host that holds the role (:attr:`Isolation.remote`, docs/cluster.md)."""
     if not isinstance(raw, Mapping):
         raise ConfigError("[team] must be a table")
     unknown = sorted(set(raw) - TEAM_KEYS)
@@ -370,15 +372,9 @@ _BRANCH_RE = re.compile(r"[A-Za-z0-9._/-]{1,200}\Z")
 
 
 def _parse_isolation(raw: Mapping[str, Any], *, on_cluster: bool = False) -> Isolation:
-    mode = raw.get("isolation", "none" if on_cluster else "worktree")
+    mode = raw.get("isolation", "worktree")
     if mode not in ("worktree", "none"):
         raise ConfigError(f"[team] isolation: must be 'worktree' or 'none' (got {mode!r})")
-    if on_cluster and mode == "worktree":
-        raise ConfigError(
-            "[team] isolation = 'worktree' is not available with [cluster] yet: a task "
-            "tree's worktree would not exist on the worker hosts — set isolation = 'none' "
-            "(docs/worktrees.md)"
-        )
     merge = raw.get("merge", "merge")
     if merge not in ("merge", "squash", "ff"):
         raise ConfigError(f"[team] merge: must be 'merge', 'squash' or 'ff' (got {merge!r})")
@@ -395,7 +391,7 @@ def _parse_isolation(raw: Mapping[str, Any], *, on_cluster: bool = False) -> Iso
             raise ConfigError(
                 "[team] worktrees_dir: must be a folder inside the project (e.g. .baton/worktrees)"
             )
-    return Isolation(mode=mode, base=base, worktrees_dir=directory, merge=merge)
+    return Isolation(mode=mode, base=base, worktrees_dir=directory, merge=merge, remote=on_cluster)
 
 
 def _parse_compat(section: Any) -> FcopMcpCompat:
@@ -452,7 +448,8 @@ zero_tool_cooldown = 300             # seconds a paused role rests
 max_task_bytes = 1048576             # larger TASK files are refused unread (hostile)
 quarantine = true                    # move hostile inbox files to .baton/quarantine/
 isolation = "worktree"               # each task tree works on its own branch and worktree
-                                     # (.baton/worktrees/); "none": agents edit this checkout
+                                     # (.baton/worktrees/; with [cluster], on the worker
+                                     # that holds the role); "none": agents edit this checkout
 merge = "merge"                      # an approved tree reaches its base by "merge", "squash" or "ff"
 # base = "main"                      # default: the branch checked out when a tree starts
 
@@ -502,6 +499,6 @@ def default_team_toml() -> str:
     return _DEFAULT_TOML
 
 
-def default_team() -> TeamConfig:
+def default_team(*, on_cluster: bool = False) -> TeamConfig:
     """The team ``default_team_toml`` describes."""
-    return parse_team(tomllib.loads(_DEFAULT_TOML)["team"])
+    return parse_team(tomllib.loads(_DEFAULT_TOML)["team"], on_cluster=on_cluster)

@@ -360,12 +360,19 @@ def test_the_cluster_section() -> None:
     assert cluster_config(raw, {}) == ClusterConfig("10.0.0.5:6379", "dbname=baton", 15.0)
     env = {STORE_ENV: "host=db dbname=baton password=x"}
     assert cluster_config(raw, env).store == env[STORE_ENV]  # type: ignore[union-attr]
+    assert cluster_config(raw, {}).git_remote is None  # type: ignore[union-attr]
+    remote = {"cluster": {**raw["cluster"], "git_remote": " ssh://10.0.0.5/srv/project "}}
+    assert cluster_config(remote, {}).git_remote == "ssh://10.0.0.5/srv/project"  # type: ignore[union-attr]
     for bad, words in [
         ({"cluster": "x"}, "must be a table"),
         ({"cluster": {"store": "d"}}, "address"),
         ({"cluster": {"address": "h:1"}}, "store"),
         ({"cluster": {"address": "h:1", "store": "d", "lease_seconds": 1}}, "lease_seconds"),
         ({"cluster": {"address": "h:1", "store": "d", "leases": 3}}, "unknown keys leases"),
+        ({"cluster": {"address": "h:1", "store": "d", "git_remote": ""}}, "git_remote"),
+        ({"cluster": {"address": "h:1", "store": "d", "git_remote": 5}}, "git_remote"),
+        ({"cluster": {"address": "h:1", "store": "d", "git_remote": "--upload-pack=x"}}, "git_"),
+        ({"cluster": {"address": "h:1", "store": "d", "git_remote": "a\nb"}}, "git_remote"),
     ]:
         with pytest.raises(ConfigError, match=words):
             cluster_config(bad, {})

@@ -87,11 +87,20 @@ async def test_a_restarted_coordinator_adopts_the_turn_and_keeps_the_credential(
     )
     (repo / "baton.toml").write_text(toml)
     (repo / "TASK.md").write_text(BODY)
+    env = {"BATON_CLUSTER_STORE": pg_dsn}
     created = baton_in(
-        repo, "task", "new", "--to", "QA", "--subject", "Smoke", "--body-file", "TASK.md"
+        repo,
+        "task",
+        "new",
+        "--to",
+        "QA",
+        "--subject",
+        "Smoke",
+        "--body-file",
+        "TASK.md",
+        extra_env=env,
     )
     assert created.returncode == 0, created.stderr
-    env = {"BATON_CLUSTER_STORE": pg_dsn}
     wait_for_host(local_cluster.address, "w1")
 
     store = PgStore.open(pg_dsn)

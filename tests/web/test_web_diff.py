@@ -310,23 +310,25 @@ async def test_where_an_accepted_trees_merge_stands(ledger: Ledger) -> None:
     )
     accepted = answered.record
     live = _tree_record(WorktreeState.LIVE)
-    assert merge_state(live, accepted, daemon_running=False) == (
+    assert merge_state(live, accepted, team_loop_running=False) == (
         "Accepted: baton/01234567-release is merged into main when `baton up` runs."
     )
-    assert merge_state(live, accepted, daemon_running=True) == (
+    assert merge_state(live, accepted, team_loop_running=True) == (
         "Accepted: baton up is merging baton/01234567-release into main."
     )
     merging = _tree_record(WorktreeState.MERGING)
-    assert merge_state(merging, accepted, daemon_running=True) == (
+    assert merge_state(merging, accepted, team_loop_running=True) == (
         "Merging baton/01234567-release into main…"
     )
     merged = _tree_record(WorktreeState.REMOVED, merge_commit="e" * 40)
-    assert merge_state(merged, accepted, daemon_running=False) == f"Merged into main ({'e' * 10})."
+    assert (
+        merge_state(merged, accepted, team_loop_running=False) == f"Merged into main ({'e' * 10})."
+    )
     salvaged = _tree_record(WorktreeState.SALVAGED, salvage_ref=f"refs/baton/salvage/{TASK}")
-    assert merge_state(salvaged, None, daemon_running=False) == (
+    assert merge_state(salvaged, None, team_loop_running=False) == (
         f"Dropped: its work is kept under refs/baton/salvage/{TASK}."
     )
-    assert merge_state(None, accepted, daemon_running=True) is None
+    assert merge_state(None, accepted, team_loop_running=True) is None
     assert accepted.state is State.ANSWERED
     card = request_card(
         accepted,

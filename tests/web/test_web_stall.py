@@ -64,7 +64,7 @@ def test_the_board_shows_the_silent_role_as_stalled() -> None:
         updated_at="t",
     )
     view = NS(
-        daemon="running",
+        team_loop="running",
         updated_at="t",
         team={"name": "default", "leader": "DEV", "human": "ADMIN"},
         roles=(NS(role="DEV", agent="builtin", leader=True, paused_for_s=0.0),),

@@ -277,7 +277,7 @@ def test_the_board_reads_the_team_loops_view() -> None:
         "updated_at": "t",
     }
     view = NS(
-        daemon="running",
+        team_loop="running",
         updated_at="t",
         team={"name": "default", "leader": "PM", "human": "ADMIN"},
         roles=(

@@ -225,7 +225,7 @@ class Baton:
         agent: str,
         cwd: Path,
         run_id: str | None = None,
-        meta: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,  # Any: the run's JSON meta column
     ) -> AsyncIterator[Run]:
         """Record a run, yield it, and finish it with ``run.status`` (``failed`` on error)."""
         self._check_open()
@@ -300,7 +300,7 @@ class Baton:
         run: Run,
         requests: RequestBroker,
         workspace: Path | None = None,
-        **options: Any,
+        **options: Any,  # Any: AgentSession.open's keyword options, passed through
     ) -> AgentSession:
         """Start an agent in ``run`` (see :meth:`AgentSession.open` for ``options``)."""
         self._check_open()
@@ -404,7 +404,9 @@ class _HolderOnHost:
 
 @asynccontextmanager
 async def open_holder_root(
-    spec: HolderSpec, run_id: str, meta: Mapping[str, Any]
+    spec: HolderSpec,
+    run_id: str,
+    meta: Mapping[str, Any],  # Any: the run's JSON meta column
 ) -> AsyncIterator[HolderRoot]:
     """A role holder's root for its life (see the module): the cluster store, the holder's
     run ``run_id`` (kind ``role-holder``, ``meta``), its agents' state in

@@ -22,7 +22,7 @@ from the store (:meth:`UsageLedger.restore`) so a restart never counts them twic
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Final, Literal
 
 from baton.events.model import UsageCounted, UsageReported
@@ -91,12 +91,7 @@ class TokenCounts:
             return now - before if before is not None and now >= before else now
 
         return TokenCounts(
-            input=delta(self.input, earlier.input),
-            output=delta(self.output, earlier.output),
-            thought=delta(self.thought, earlier.thought),
-            cached_read=delta(self.cached_read, earlier.cached_read),
-            cached_write=delta(self.cached_write, earlier.cached_write),
-            total=delta(self.total, earlier.total),
+            **{f.name: delta(getattr(self, f.name), getattr(earlier, f.name)) for f in fields(self)}
         )
 
 

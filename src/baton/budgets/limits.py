@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final, Literal, get_args
 
+from baton.budgets.config_tables import checked_table
 from baton.errors import ConfigError
 
 __all__ = [
@@ -93,15 +94,12 @@ class Limits:
     def describe(self) -> str:
         return ", ".join(f"{d} {format_amount(d, v)}" for d, v in self.items()) or "no limit"
 
+    # Any: a TOML table as parsed, checked key by key here.
     @classmethod
     def from_table(cls, table: Any, where: str) -> Limits:
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"{where} must be a table like {{ cost_usd = 5.0, turns = 20 }}")
-        unknown = sorted(set(table) - set(DIMENSIONS))
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown keys {', '.join(unknown)} (limits: {', '.join(DIMENSIONS)})"
-            )
+        table = checked_table(
+            table, where, DIMENSIONS, like="{ cost_usd = 5.0, turns = 20 }", listed="limits"
+        )
         values: dict[str, Any] = {str(d): _limit(d, v, f"{where} {d}") for d, v in table.items()}
         return cls(**values)
 
@@ -129,6 +127,7 @@ class Window:
     label: str
 
 
+# Any: a TOML value, checked here (a ConfigError names a wrong one).
 def parse_window(value: Any, where: str = "[budget] window") -> Window:
     """``"90m"``, ``"5h"``, ``"2d"``, ``"hour"``, ``"day"``, ``"week"`` → a :class:`Window`."""
     if not isinstance(value, str) or not value.strip():
@@ -168,15 +167,11 @@ class BudgetConfig:
         """These budgets with ``per_run`` replaced where ``limits`` sets it (``--budget``)."""
         return replace(self, per_run=self.per_run.updated(limits))
 
+    # Any: a TOML table as parsed, checked key by key here.
     @classmethod
     def from_table(cls, table: Any) -> BudgetConfig:
         """``[budget]`` checked key by key (a ConfigError names the first wrong one)."""
-        if not isinstance(table, Mapping):
-            raise ConfigError("[budget] must be a table")
-        unknown = sorted(set(table) - BUDGET_KEYS)
-        if unknown:
-            known = ", ".join(sorted(BUDGET_KEYS))
-            raise ConfigError(f"[budget]: unknown keys {', '.join(unknown)} (known: {known})")
+        table = checked_table(table, "[budget]", sorted(BUDGET_KEYS))
         soft = table.get("soft", 0.8)
         if isinstance(soft, bool) or not isinstance(soft, int | float) or not 0 < soft <= 1:
             raise ConfigError(f"[budget] soft: must be a fraction in (0, 1] (got {soft!r})")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from baton.budgets.config_tables import checked_table
 from baton.errors import ConfigError
 
 if TYPE_CHECKING:  # the ledger needs the event model (pydantic): baton.config must not
@@ -63,14 +64,12 @@ class ModelPrice:
             * (self.input if self.cached_write is None else self.cached_write)
         ) / per
 
+    # Any: a TOML table as parsed, checked key by key here.
     @classmethod
     def from_table(cls, table: Any, where: str) -> ModelPrice:
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"{where} must be a table like {{ input = 3.0, output = 15.0 }}")
-        unknown = sorted(set(table) - MODEL_PRICE_KEYS)
-        if unknown:
-            known = ", ".join(sorted(MODEL_PRICE_KEYS))
-            raise ConfigError(f"{where}: unknown keys {', '.join(unknown)} (known: {known})")
+        table = checked_table(
+            table, where, sorted(MODEL_PRICE_KEYS), like="{ input = 3.0, output = 15.0 }"
+        )
         for required in ("input", "output"):
             if required not in table:
                 raise ConfigError(f"{where}: needs {required} (USD per million tokens)")
@@ -95,14 +94,10 @@ class PricingConfig:
     estimate: bool = True
     models: Mapping[str, ModelPrice] = field(default_factory=lambda: MappingProxyType({}))
 
+    # Any: a TOML table as parsed, checked key by key here.
     @classmethod
     def from_table(cls, table: Any) -> PricingConfig:
-        if not isinstance(table, Mapping):
-            raise ConfigError("[pricing] must be a table")
-        unknown = sorted(set(table) - PRICING_KEYS)
-        if unknown:
-            known = ", ".join(sorted(PRICING_KEYS))
-            raise ConfigError(f"[pricing]: unknown keys {', '.join(unknown)} (known: {known})")
+        table = checked_table(table, "[pricing]", sorted(PRICING_KEYS))
         estimate = table.get("estimate", True)
         if not isinstance(estimate, bool):
             raise ConfigError(f"[pricing] estimate: must be true or false (got {estimate!r})")

@@ -93,6 +93,7 @@ def _credentials(config: BatonConfig, profile: AgentProfile, environ: Mapping[st
     return ", ".join(parts) or "none"
 
 
+# Any: JSON out (``baton agents --json``).
 def agent_rows(config: BatonConfig, environ: Mapping[str, str]) -> list[dict[str, Any]]:
     """One row per profile, as ``baton agents --json`` prints them."""
     rows = []

@@ -225,7 +225,7 @@ def build_answer(
     return ReviewAnswer(decision="approve" if yes else "reject", reason=reason)
 
 
-def next_step(record: RequestRecord, *, daemon_running: bool) -> str:
+def next_step(record: RequestRecord, *, team_loop_running: bool) -> str:
     """What happens after this answer, and who has to act for it (one line)."""
     answer = record.answer
     if record.kind == "review":
@@ -237,11 +237,11 @@ def next_step(record: RequestRecord, *, daemon_running: bool) -> str:
             if approved
             else "send the task back with your reason"
         )
-        if daemon_running:
+        if team_loop_running:
             return f"baton up is running: it will {act}"
         return f"run `baton up` to {act}"
     if record.connection_id is None:  # the team loop's own question or attention request
-        if daemon_running:
+        if team_loop_running:
             return "baton up is running: it will act on your answer"
         return "run `baton up` to act on your answer"
     return "the waiting agent has your answer and continues"

@@ -130,6 +130,7 @@ class BatonGroup(TyperGroup):
     and every command's errors become one line and an exit code here, so ``main()`` and
     typer's ``CliRunner`` behave the same."""
 
+    # Any: click's own signature (commands by name, the group's settings).
     def __init__(self, *, commands: Any = None, **kwargs: Any) -> None:
         super().__init__(
             commands=LazyCommands(  # type: ignore[arg-type]  # typer stores a MutableMapping
@@ -140,9 +141,11 @@ class BatonGroup(TyperGroup):
             **kwargs,
         )
 
+    # Any: click's Context, as click types it.
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # the names alone: no module is imported for them
 
+    # Any: click's Context and a command's result, as click types them.
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)

@@ -58,6 +58,7 @@ order ``baton --help`` lists them (commands, then groups, as typer mounts them).
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
 
+# Any: click commands and groups (typer builds them; click does not type them).
 def module_commands(
     module: str, *, pretty_exceptions_short: bool, rich_markup_mode: MarkupMode
 ) -> dict[str, Any]:
@@ -84,6 +85,7 @@ def module_commands(
 class LazyCommands(MutableMapping[str, Any]):
     """The root group's commands: every name of :data:`COMMANDS`, each built on first use."""
 
+    # Any: click commands (see module_commands).
     def __init__(
         self,
         eager: MutableMapping[str, Any],
@@ -99,6 +101,7 @@ class LazyCommands(MutableMapping[str, Any]):
         """The names whose module has been imported (for tests)."""
         return set(self._built)
 
+    # Any: a click command or group (see module_commands).
     def __getitem__(self, name: str) -> Any:
         if name not in self._built:
             module = COMMANDS.get(name)
@@ -115,6 +118,7 @@ class LazyCommands(MutableMapping[str, Any]):
                 raise RuntimeError(f"{module} does not register the command {name!r}")
         return self._built[name]
 
+    # Any: a click command or group (see module_commands).
     def __setitem__(self, name: str, command: Any) -> None:
         self._built[name] = command
 

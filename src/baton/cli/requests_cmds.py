@@ -1,8 +1,8 @@
 """``baton inbox`` and ``baton answer``: the human side of the request ledger.
 
 Both work from any process on the machine: they open the same SQLite database
-as the daemon (WAL, so reads never block it) and ``answer`` rings the ledger's
-doorbell after committing, which wakes the waiting daemon at once. Answers are
+as the team loop (WAL, so reads never block it) and ``answer`` rings the ledger's
+doorbell after committing, which wakes the waiting team loop at once. Answers are
 validated here first, for an immediate and specific error, and again by the
 ledger against the persisted request.
 """
@@ -219,7 +219,7 @@ def answer(
 
     record, replayed, grant = _with_ledger(where, run)
     running = isinstance(where, BatonConfig) and find(where.state_dir, "up") is not None
-    after = next_step(record, daemon_running=running)
+    after = next_step(record, team_loop_running=running)
     if json_out:
         print_json(
             to_data(record)

@@ -50,6 +50,7 @@ class RoleLabels:
         return self._roles.get(sid) or "…"
 
 
+# Any: JSON out (``baton runs --json``).
 def run_data(r: RunRecord, spend: Spend | None = None) -> dict[str, Any]:
     """One run as ``runs --json`` prints it (``spend``: its usage ledger, when it has one)."""
     return {

@@ -4,7 +4,7 @@
 start time and, for the dashboard, its URL without the token) when they start and
 remove it when they stop; ``<name>.stop`` says a stop was asked for. (These files are
 to become rows of the Store's services repository; this module is the only reader and
-writer, so that swap stays here.) ``baton down`` finds the daemon there; a headless
+writer, so that swap stays here.) ``baton down`` finds the team loop there; a headless
 ``baton run`` finds the dashboard to point at. A record whose process is gone (a
 crash, ``kill -9``) counts as absent.
 """
@@ -29,6 +29,7 @@ def _path(state_dir: Path, name: str) -> Path:
     return state_dir / "services" / f"{name}.json"
 
 
+# Any: a JSON record a running service wrote for others to find.
 def find(state_dir: Path, name: str) -> dict[str, Any] | None:
     """The record of a running ``name`` in this project, or ``None``."""
     try:
@@ -67,6 +68,7 @@ def stop_requested(state_dir: Path, name: str) -> bool:
         return False
 
 
+# Any: the JSON record's fields, written as given.
 @contextlib.contextmanager
 def announce(state_dir: Path, name: str, **info: Any) -> Iterator[dict[str, Any]]:
     """Write the record for this process while the block runs, remove it after."""

@@ -298,6 +298,7 @@ class BatonTyper(typer.Typer):
     """``typer.Typer`` whose commands are :func:`guarded` and whose help texts are reflowed
     (:func:`reflow_help`); every cli module uses it."""
 
+    # Any: typer's own ``command`` arguments, passed through.
     def command(self, *args: Any, **kwargs: Any) -> Callable[[CommandFunction], CommandFunction]:
         def decorator(fn: CommandFunction) -> CommandFunction:
             text = kwargs.get("help") or fn.__doc__
@@ -308,6 +309,7 @@ class BatonTyper(typer.Typer):
         return decorator
 
 
+# Any: typer.Typer's own keyword arguments, passed through.
 def command_app(**kwargs: Any) -> BatonTyper:
     """The ``app`` of a cli module (mounted at the top level by :mod:`baton.cli.app`)."""
     kwargs.setdefault("add_completion", False)
@@ -315,12 +317,14 @@ def command_app(**kwargs: Any) -> BatonTyper:
     return BatonTyper(**kwargs)
 
 
+# Any: JSON out.
 def print_json(obj: Mapping[str, Any]) -> None:
     """One compact JSON object on one line (single-object commands)."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
     sys.stdout.flush()
 
 
+# Any: JSON out.
 def print_ndjson(rows: Iterable[Mapping[str, Any]]) -> None:
     """One compact JSON object per line (listing commands)."""
     for row in rows:

@@ -2,7 +2,7 @@
 
 ``run``, ``up`` and ``serve`` stop the same way whichever of the three arrives (Ctrl-C,
 a supervisor's ``kill``, a closed terminal): the first signal asks for a clean stop
-(cancel the turn, stop the daemon, close the server) so agents are not orphaned, runs
+(cancel the turn, stop the team loop, close the server) so agents are not orphaned, runs
 are finished in the store and private roots are removed; a second one forces it. The
 exit code then says which signal interrupted the command: ``128 + N`` (130 for SIGINT,
 143 for SIGTERM, 129 for SIGHUP), the shell's convention.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
-from types import TracebackType
 from typing import Final
 
 from baton.cli.shared import exit_for_signal
@@ -60,12 +59,7 @@ class Interrupts:
             self._loop.add_signal_handler(sig, self._handle, sig)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._loop is not None:
             for sig in STOP_SIGNALS:
                 self._loop.remove_signal_handler(sig)

@@ -34,6 +34,7 @@ app = command_app(help="The team, its turns and its tasks at a glance.")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+# Any: JSON out (``baton status --json``).
 def status_data(ctx: CoordinationContext) -> dict[str, Any]:
     """Everything ``baton status --json`` prints (the web uses :func:`baton.team.views.team_view`)."""
     budget = load_config(ctx.project_dir).budget
@@ -53,8 +54,8 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
             "workspace_id": ctx.port.workspace_id,
             "approvals": ctx.port.can_authorize,
         },
-        "daemon": data["daemon"],
-        "daemon_pid": data["daemon_pid"],
+        "daemon": data["team_loop"],  # the key scripts have read since the first release
+        "daemon_pid": data["team_loop_pid"],
         "updated_at": data["updated_at"],
         "team": data["team"],
         "roles": data["roles"],
@@ -159,7 +160,7 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         return
     console = out()
     counts = data["board"]["counts"]
-    console.print(f"project {line_safe(data['project'])} · daemon {line_safe(data['daemon'])}")
+    console.print(f"project {line_safe(data['project'])} · baton up {line_safe(data['daemon'])}")
     console.print("tasks: " + " · ".join(f"{line_safe(k)} {v}" for k, v in counts.items()))
     console.print("roles:")
     for r in data["roles"]:

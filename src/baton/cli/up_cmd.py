@@ -1,9 +1,9 @@
-"""``baton up`` and ``baton down``: the team daemon, started here and stopped from anywhere.
+"""``baton up`` and ``baton down``: the team loop, started here and stopped from anywhere.
 
 ``up`` says what it watches, labels every line with the role it comes from, prints a
 one-line heartbeat while idle, and announces itself in the project's services
 (:mod:`baton.cli.services`). ``down`` (from another shell) asks it to stop: the
-daemon finishes cleanly (sessions closed, the run finished in the store) and ``up``
+team loop finishes cleanly (sessions closed, the run finished in the store) and ``up``
 exits 0. SIGINT, SIGTERM and SIGHUP stop it the same way, with ``128 + N``.
 
 Exit codes of ``up``: 0 stopped or idle; 1 a task stalled; 2 bad usage (not in a
@@ -244,7 +244,7 @@ async def _up(
 @app.command()
 def down(
     timeout: Annotated[
-        float, typer.Option(help="Seconds to wait for the daemon to finish.", min=0)
+        float, typer.Option(help="Seconds to wait for the team loop to finish.", min=0)
     ] = 60.0,
     project: ProjectOption = None,
 ) -> None:

@@ -41,6 +41,7 @@ app.add_typer(salvage_app, name="salvage")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+# Any: JSON out (``--json``, and the web serves it).
 def change_json(change: TreeChange, preflight: Preflight | None) -> dict[str, Any]:
     """A change as ``--json`` prints it (and the web serves it)."""
     return {

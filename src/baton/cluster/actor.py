@@ -18,6 +18,10 @@ has not confirmed a renewal for about the lease. The agent's own ``git push`` as
 the same check through a ``pre-push`` hook (:mod:`.push_gate`). Once refused, the
 actor records ``cluster.fenced_out``, stops its agent and acts no more.
 
+With a task tree (``spec.tree``: ``[team] isolation = "worktree"`` on a cluster) the agent
+works in the holder's own copy of the tree on this host, and every turn ends with the copy
+committed and pushed to the tree's branch under the epoch (:mod:`.tree_copy`).
+
 The holder wires nothing itself: its host's root (:class:`HolderRoot`, ``spec.root``:
 :func:`baton.app.root.open_holder_root`) opens the store, its run, broker and session.
 
@@ -58,6 +62,7 @@ from baton.cluster.names import holder_run_id
 from baton.cluster.placement import FencedOut, LeaseLapsed
 from baton.cluster.push_gate import PushGate
 from baton.cluster.tool_relay import DELIVERY_WAIT_S, Relay
+from baton.cluster.tree_copy import TreeCopy, TreeSpec
 from baton.events.model import ClusterFencedOut
 from baton.fcop_errors import CoordinationError
 from baton.procgroup import group_alive, signal_group
@@ -72,6 +77,7 @@ from baton.store.store import Store
 from baton.team.contract import TurnResult
 from baton.team.reconcile import prompt_digest
 from baton.team.role_sessions import AcpRoleSession, offer_http, role_policy
+from baton.worktrees.git import GitError
 
 if TYPE_CHECKING:
     from baton.acp.messages import InitializeAnswer
@@ -108,7 +114,7 @@ class HolderRoot(Protocol):
 
     async def open_session(
         self, profile: AgentProfile, *, requests: RequestBroker, workspace: Path, **options: Any
-    ) -> AgentSession:
+    ) -> AgentSession:  # Any: AgentSession.open's keyword options, passed through
         """The agent's session in the holder's run (``options``: ``AgentSession.open``'s)."""
         ...
 
@@ -162,12 +168,15 @@ class HolderSpec:
     """The project's ``[budget]`` without ``per_run`` (the coordinator's run is the team's
     run; it checks that one): the holder's meter checks its turns' task tree, role and
     credential window in the cluster's store, the same rows every host charges."""
+    tree: TreeSpec | None = None
+    """The task tree the agent works on (its copy on this host, pushed after every turn);
+    None: the agent works in ``workspace`` itself."""
     root: OpenHolderRoot = field(kw_only=True)
     """How the holder's host opens its composition root: a module-level function, shipped
     by reference (``baton.app.root.open_holder_root``; the coordinator's root sets it)."""
 
 
-def holder_meta(spec: HolderSpec) -> dict[str, Any]:
+def holder_meta(spec: HolderSpec) -> dict[str, Any]:  # Any: the run's JSON meta column
     """The holder run's meta: what :func:`baton.store.placement_sql.placed_holder` finds it by
     (``slot``, ``epoch``, ``project``), where it runs and for whom."""
     return {
@@ -200,6 +209,7 @@ class RoleHolder:
         self._lease_task: asyncio.Task[None] | None = None
         self._push_gate: PushGate | None = None
         self._relay: Relay | None = None
+        self._tree: TreeCopy | None = None
         self._entries: tuple[list[dict[str, Any]], list[dict[str, Any]]] = (
             [dict(e) for e in spec.mcp_servers],
             [dict(e) for e in spec.mcp_http],
@@ -216,7 +226,7 @@ class RoleHolder:
 
     # ------------------------------------------------------------------ start
 
-    async def start(self) -> dict[str, Any]:
+    async def start(self) -> dict[str, Any]:  # Any: a plain dict Ray pickles back
         """Open the host's root, confirm the epoch (a renewal), start the agent and the lease;
         then who it is. Idempotent: a second call (a new coordinator re-attaching, its
         predecessor having died while this holder started) waits for the one start and
@@ -288,16 +298,23 @@ class RoleHolder:
             )
             self._entries = await self._relay.start()
         self.role_tools = "stdio" if self._entries[0] else "none"
+        workspace = Path(spec.workspace)
+        if spec.tree is not None:  # the agent works in this host's copy of its task tree
+            self._tree = await asyncio.to_thread(
+                TreeCopy.open, workspace, spec.tree, slot=spec.slot, epoch=spec.epoch
+            )
+            workspace = self._tree.cwd
         self._push_gate = PushGate(self._guard.check)
-        gate = await self._push_gate.start(Path(spec.workspace))
+        gate = await self._push_gate.start(workspace)
         profile = replace(spec.profile, env=MappingProxyType(gate.env(spec.profile.env)))
         session = await root.open_session(
             profile,
             requests=broker,
-            workspace=Path(spec.workspace),
+            workspace=workspace,
             mcp_servers=self._choose_mcp if self._entries[1] else self._entries[0],
             resume_session_id=spec.resume_session_id,
             transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
+            isolated=self._tree is not None,  # a tree's copy: its edits are the reviewed diff
         )
         self._session = AcpRoleSession(session, role=_role(spec))
 
@@ -329,10 +346,65 @@ class RoleHolder:
                 session.charge_to(*charge)
             if self._relay is not None:
                 self._relay.begin_turn(prompt_digest(text), await asyncio.to_thread(self._pointer))
-            turn = self._turn = asyncio.create_task(session.prompt(text), name="role-turn")
+            turn = self._turn = asyncio.create_task(self._run_turn(session, text), name="role-turn")
             turn.add_done_callback(_retrieved)  # an orphan's failure is the next caller's
             self._turn_sha256 = prompt_digest(text)
         return await self._hand_over(turn, asker)
+
+    async def _run_turn(self, session: AcpRoleSession, text: str) -> TurnResult:
+        """The agent's turn, then (with a tree) its copy committed and pushed, fenced; also
+        when the turn failed (the agent died mid-turn: what it wrote is kept on the branch)."""
+        if self._tree is not None:
+            try:
+                await asyncio.to_thread(self._tree.refresh)
+            except GitError as exc:  # the coordinator unreachable: the turn's push decides
+                log.warning("slot %s epoch %d: no fresh head: %s", *self._who(), exc)
+        try:
+            result = await session.prompt(text)
+        except Exception:
+            if self._tree is not None and self.stopped is None:
+                with contextlib.suppress(Exception):  # the turn's own failure is what counts
+                    await self._publish(TurnResult("failed"))
+            raise
+        if self._tree is None:
+            return result
+        return await self._publish(result)
+
+    async def _publish(self, result: TurnResult) -> TurnResult:
+        """Commit the copy; push it only under the epoch, as a compare-and-set of the branch.
+
+        A refusal (the store names another epoch, or the branch moved past the head this
+        copy started from) is a fenced-out outcome: the commit stays under the copy's
+        stale ref on this host, the branch is not moved. A push that fails otherwise (the
+        coordinator's host unreachable) fails the turn; the next turn pushes it again."""
+        tree, guard = self._tree, self._guard
+        assert tree is not None and guard is not None
+        pointer = await asyncio.to_thread(self._pointer)
+        message = (
+            f"baton: {pointer.task_id or tree.tree.task} {_role(self.spec) or self.spec.slot} "
+            f"turn (epoch {self.spec.epoch})\n\n"
+            f"What the agent left in the worktree when its turn ended (slot {self.spec.slot}, "
+            f"host {self.spec.host or 'local'})."
+        )
+        head = await asyncio.to_thread(tree.commit, message)
+        if head == tree.pushed:
+            return result
+        act = f"git push {tree.tree.branch}"
+        if not await guard.check(act):
+            await asyncio.to_thread(tree.repo.save, tree.stale, head)
+            raise FencedOut(str(guard.refused))
+        try:
+            pushed = await asyncio.to_thread(tree.push, head)
+        except GitError as exc:
+            return replace(result, status="failed", error=f"the turn's push failed: {exc}")
+        if not pushed:
+            reason = f"{tree.tree.branch} moved past {tree.pushed[:12]} (a newer copy pushed)"
+            await self._record(
+                ClusterFencedOut(slot=self.spec.slot, epoch=self.spec.epoch, act=act, reason=reason)
+            )
+            await self._stop_agent(f"fenced out: {reason}")
+            raise FencedOut(f"slot {self.spec.slot!r} epoch {self.spec.epoch}: {reason}")
+        return result
 
     def _pointer(self) -> CurrentTask:
         """The slot's pointer as the turn starts (the coordinator committed it before it
@@ -368,7 +440,7 @@ class RoleHolder:
     async def cancel(self, reason: str) -> None:
         await self._live().cancel(reason)
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> dict[str, Any]:  # Any: a plain dict Ray pickles back
         """Who this holder is (re-attachment by name answers the same pids)."""
         pid = None
         if self._raw:
@@ -493,6 +565,8 @@ class RoleHolder:
         if self._placements is not None and self.stopped is None:
             with contextlib.suppress(FencedOut, Exception):
                 await self._placements.release(self.spec.slot, self.spec.epoch)
+                if self._tree is not None:  # released: no newer copy of this slot exists
+                    await asyncio.to_thread(self._tree.close)
         self.stopped = self.stopped or reason
         if self._root is not None:
             self._root.finish("completed")  # it served until released (or fenced out)
@@ -508,7 +582,7 @@ def _retrieved(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
-def role_actor_class() -> Any:
+def role_actor_class() -> Any:  # Any: a Ray actor class (Ray is untyped, and optional)
     """:class:`RoleHolder` as a Ray actor class (imports Ray: cluster mode only).
 
     No restarts (``max_restarts=0``): a lost holder is re-placed by the driver under

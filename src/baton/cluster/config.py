@@ -10,6 +10,9 @@
                                    # workers ("IP" or "IP:PORT"; loopback when absent)
     delivery_wait_seconds = 60     # how long an agent's role tool call waits for an
                                    # absent coordinator before "pending delivery"
+    git_remote = "ssh://10.0.0.5/srv/project"   # the coordinator's repository as the
+                                   # workers reach it (task branches are pushed there;
+                                   # default: its path, for workers sharing its filesystem)
 
 ``BATON_CLUSTER_STORE`` in the environment overrides ``store`` (a DSN with a password
 belongs in the environment, not in a file the repository may carry). Without the
@@ -35,7 +38,7 @@ __all__ = ["STORE_ENV", "ClusterConfig", "cluster_config"]
 
 STORE_ENV: Final = "BATON_CLUSTER_STORE"
 CLUSTER_KEYS: Final = frozenset(
-    {"address", "store", "lease_seconds", "hub_address", "delivery_wait_seconds"}
+    {"address", "store", "lease_seconds", "hub_address", "delivery_wait_seconds", "git_remote"}
 )
 _KEYS: Final = CLUSTER_KEYS
 
@@ -50,9 +53,14 @@ class ClusterConfig:
     hub_port: int = 0
     delivery_wait_s: float = 60.0
     """How long a worker agent's role tool call waits for an absent hub."""
+    git_remote: str | None = None
+    """The coordinator's repository as workers reach it (None: its path on the coordinator)."""
 
 
-def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> ClusterConfig | None:
+def cluster_config(
+    raw: Mapping[str, Any],  # Any: baton.toml as tomllib parsed it, checked here
+    environ: Mapping[str, str],
+) -> ClusterConfig | None:
     """``[cluster]`` as a :class:`ClusterConfig`, ``None`` without the section."""
     table = raw.get("cluster")
     if table is None:
@@ -75,8 +83,26 @@ def cluster_config(raw: Mapping[str, Any], environ: Mapping[str, str]) -> Cluste
     wait = table.get("delivery_wait_seconds", 60)
     if isinstance(wait, bool) or not isinstance(wait, int | float) or not 1 <= wait <= 3600:
         raise ConfigError("[cluster] delivery_wait_seconds must be a number from 1 to 3600")
+    remote = table.get("git_remote")
+    if remote is not None and (
+        not isinstance(remote, str)
+        or not remote.strip()
+        or len(remote) > 1024
+        or remote.strip().startswith("-")
+        or any(ord(c) < 32 for c in remote)
+    ):
+        raise ConfigError(
+            "[cluster] git_remote must be a git URL or path of the coordinator's repository "
+            '(e.g. "ssh://10.0.0.5/srv/project")'
+        )
     return ClusterConfig(
-        address.strip(), store.strip(), float(lease), hub_host, hub_port, float(wait)
+        address.strip(),
+        store.strip(),
+        float(lease),
+        hub_host,
+        hub_port,
+        float(wait),
+        remote.strip() if remote is not None else None,
     )
 
 

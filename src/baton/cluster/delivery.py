@@ -99,7 +99,9 @@ class TurnCalls:
         rows = await self.store.aread(lambda tx: calls_of_turn(tx, project, slot, epoch, turn))
         return [ToolCall.from_row(r) for r in rows]
 
-    async def settle(self, slot: str, epoch: int | None = None) -> list[dict[str, Any]]:
+    async def settle(  # Any: the hub's JSON answers, as the agent gets them
+        self, slot: str, epoch: int | None = None
+    ) -> list[dict[str, Any]]:
         """Deliver the slot's calls still open (of ``epoch`` only, when given), in order:
         what a holder recorded while no hub could take it. Their answers."""
         project = self.project

@@ -79,7 +79,9 @@ class NoEligibleHost(BatonError):
     """No live worker host holds the slot's checkout."""
 
 
-def hosts_from_nodes(nodes: Sequence[Mapping[str, Any]], slots: Sequence[str]) -> list[HostFacts]:
+def hosts_from_nodes(  # Any: ray.nodes()'s untyped rows, read defensively here
+    nodes: Sequence[Mapping[str, Any]], slots: Sequence[str]
+) -> list[HostFacts]:
     """Ray's node table (``ray.nodes()``) as the hosts :func:`placement_step` chooses from.
 
     A node is host ``NAME`` when it declares ``baton-host-NAME``; it holds the checkouts
@@ -138,7 +140,7 @@ class ClusterDriver:
         lease_s: float = 15.0,
         ledger: Ledger | None = None,
         journal: Journal | None = None,
-        nodes: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        nodes: Callable[[], Sequence[Mapping[str, Any]]] | None = None,  # Any: ray.nodes()'s rows
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.placements = placements
@@ -180,7 +182,7 @@ class ClusterDriver:
         placements = Placements(store, journal, project=project)
         return cls(placements, lease_s=lease_s, ledger=ledger, journal=journal)
 
-    def nodes(self) -> Sequence[Mapping[str, Any]]:
+    def nodes(self) -> Sequence[Mapping[str, Any]]:  # Any: ray.nodes()'s untyped rows
         if self._nodes is not None:
             return self._nodes()
         import ray

@@ -19,12 +19,18 @@ cluster and its store. Each holder opens its host's composition root with the
 ``holder_root`` the coordinator's root hands in (the same wiring on every host:
 :func:`baton.app.root.open_holder_root`).
 
+With ``[team] isolation = "worktree"`` the factory's ``cwd`` is a task tree's working folder
+as the coordinator names it; the holder gets the tree instead (:class:`.tree_copy.TreeSpec`:
+its branch, head, place in the project and ``[cluster] git_remote``) and makes its own copy
+of it on its host, at the same place in the project's checkout there.
+
 :func:`holder_lookup` is what the team loop asks at start, in cluster mode: which of its
 slots' holders outlived the previous coordinator (their turns are adopted, not re-run).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,7 +46,9 @@ from baton.cluster.delivery import EpochAcceptance, TurnCalls
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
 from baton.cluster.fencing import Placements
 from baton.cluster.placement import PlacementState
+from baton.cluster.tree_copy import TreeSpec
 from baton.config import BatonConfig
+from baton.errors import BatonError
 from baton.events.sequencer import utc_now
 from baton.fcop_port.workspace import inspect_workspace_kind
 from baton.providers.profile import AgentProfile
@@ -49,12 +57,16 @@ from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential, SlotGrant
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter
+from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tool_call_sql import put_hub
 from baton.team.contract import RoleSession, RoleSessionFactory
 from baton.team.reconcile import HolderLookup
 from baton.team_config import RoleSpec
+from baton.worktrees.model import WorktreeRecord
+from baton.worktrees.repo import Repository
+from baton.worktrees.states import WorktreeState
 
 __all__ = ["ClusterSessions", "cluster_factory_for", "holder_lookup", "project_id"]
 
@@ -151,6 +163,7 @@ def cluster_factory_for(
             if hub is not None:
                 hub_url = await hub.start_http(cluster.hub_host or LOOPBACK, cluster.hub_port)
                 await _announce(store, project, hub_url, emitter.run_id)
+            tree = None if cwd is None else await _tree_spec(store, workspace, cwd, cluster)
             holder_spec = HolderSpec(
                 dsn=cluster.store,
                 slot=slot,
@@ -159,7 +172,8 @@ def cluster_factory_for(
                 lease_s=cluster.lease_s,
                 parent_run=emitter.run_id,
                 profile=_remote_profile(config.profile(spec.agent), cluster),
-                workspace=str(cwd or workspace),
+                workspace=str(workspace),
+                tree=tree,
                 state_dir=str(config.state_dir),
                 permissions=spec.permissions,
                 extra={"role": spec.name},
@@ -188,6 +202,26 @@ def cluster_factory_for(
         return factory
 
     return ClusterSessions(with_hub, drivers, driver, Placements(store, emitter, project=project))
+
+
+async def _tree_spec(store: Store, workspace: Path, cwd: Path, cluster: ClusterConfig) -> TreeSpec:
+    """The live task tree whose working folder ``cwd`` is, as a holder on a worker needs it."""
+    rows = await store.aread(lambda tx: team_sql.WORKTREES.where(tx, "", ()))
+    project = workspace.resolve()
+    for record in map(WorktreeRecord.from_row, rows):
+        if record.state is not WorktreeState.LIVE or not cwd.is_relative_to(record.worktree):
+            continue
+        repo = await asyncio.to_thread(Repository.find, project)
+        if repo is None or not record.worktree.is_relative_to(project):
+            break
+        return TreeSpec(
+            task=record.root_task,
+            branch=record.branch,
+            head=record.head_commit or record.base_commit,
+            path=record.worktree.relative_to(project).as_posix(),
+            remote=cluster.git_remote or str(repo.root),
+        )
+    raise BatonError(f"no live task tree works in {cwd}: its role cannot be placed there")
 
 
 async def _announce(store: Store, project: str, url: str, run_id: str) -> None:

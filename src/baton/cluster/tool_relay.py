@@ -314,5 +314,7 @@ class RelayTools:
     def specs(self) -> list[ToolSpec]:
         return [TOOL_SPECS[name] for name in allowed_tools(self._binding)]
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+    def call(  # Any: the tool's JSON arguments, checked by checked_call
+        self, name: str, arguments: Mapping[str, Any] | None
+    ) -> ToolResult:
         return self.relay.call(name, checked_call(self._binding, name, arguments))

@@ -204,6 +204,7 @@ class AcpNormalizer:
         out.extend(Draft(p) for p in self.extension.begin_turn(self.context))
         return out
 
+    # Any: the agent's JSON (its ``usage``), read defensively.
     def end_turn(self, prompt_usage: Mapping[str, Any] | None) -> list[Draft]:
         """Flush, then report usage honestly: what was reported, or unavailable (and why)."""
         out = self.flush()
@@ -231,6 +232,7 @@ class AcpNormalizer:
 
     # ---------------------------------------------------------------- updates
 
+    # Any: the agent's JSON, untrusted; every field is checked before use.
     def update(self, params: Any, *, now_ms: float, answered: bool = False) -> list[Draft]:
         """Normalize one ``session/update`` notification's params.
 
@@ -300,6 +302,7 @@ class AcpNormalizer:
 
     # ------------------------------------------------------------ the hot shapes
 
+    # Any: the agent's JSON, untrusted (as update).
     def hot(self, params: Any, *, now_ms: float, answered: bool = False) -> list[Draft] | None:
         """:meth:`update` of the two shapes a flood is made of, in one pass; ``None`` (and
         nothing changed) for anything else, which takes :meth:`update`.
@@ -718,6 +721,7 @@ class AcpNormalizer:
             truncated=len(entries) > MAX_PLAN_STEPS,
         )
 
+    # Any: the agent's JSON, untrusted (as update).
     def foreign(self, session_id: str, params: Mapping[str, Any]) -> list[Draft]:
         """An update for another session id: the extension's child view, never the parent's."""
         update = params.get("update")

@@ -90,6 +90,7 @@ class TerminalStream:
             truncated=self.total_bytes > len(self.shown.encode("utf-8", "surrogatepass")),
         )
 
+    # Any: the agent's ``_meta`` JSON, untrusted; read defensively.
     def meta(self, meta: Mapping[str, Any], redaction: Redaction) -> list[str]:
         """Read one update's ``_meta``: its output chunks are fed; the terminal ids it names
         are returned."""

@@ -58,6 +58,7 @@ def clip_text(text: str, limit: int = TEXT_FIELD_CHARS) -> str:
     return text[: limit - 1] + "…"
 
 
+# Any: any JSON value, kept or replaced whole.
 def bounded_value(value: Any, limit: int = RAW_VALUE_BYTES) -> Any:
     """A JSON value kept whole when small, else replaced by its size and digest."""
     if value is None or isinstance(value, bool | int | float):

@@ -89,6 +89,7 @@ AGENT_FAULTS: tuple[type[Exception], ...] = (MalformedPayload, ValidationError)
 """The errors that mean "the agent sent something malformed"; nothing else is caught."""
 
 
+# Any: a JSON value from the agent, checked against ``kind`` here.
 def require(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
     """``value`` if it is a ``kind``, else :class:`MalformedPayload` naming ``what``."""
     if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):

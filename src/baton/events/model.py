@@ -976,6 +976,7 @@ class CanonicalEvent(BaseModel):
         _set(event, "__pydantic_private__", None)
         return event
 
+    # Any: pydantic's own ``model_copy`` signature.
     def model_copy(self, *, update: Any = None, deep: bool = False) -> CanonicalEvent:
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("_json", None)

@@ -14,6 +14,7 @@ class Redaction(Protocol):
 
     def text(self, value: str) -> str: ...
 
+    # Any: any JSON value, redacted in place of its strings.
     def value(self, value: Any) -> Any: ...
 
     def stream_cut(self, pending: str, context: str = "") -> int:
@@ -37,6 +38,7 @@ class NoRedaction:
     def text(self, value: str) -> str:
         return value
 
+    # Any: as Redaction.value.
     def value(self, value: Any) -> Any:
         return value
 

@@ -35,6 +35,7 @@ def _variant(event_type: str, payload_cls: type[BaseModel]) -> type[BaseModel]:
     return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
+# Any: a JSON Schema document (pydantic builds it).
 def event_json_schema() -> dict[str, Any]:
     variants = [_variant(t, cls) for t, cls in sorted(PAYLOAD_TYPES.items())]
     union = Union[tuple(variants)]  # type: ignore[valid-type]  # noqa: UP007

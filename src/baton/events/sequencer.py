@@ -77,6 +77,7 @@ class Sequencer:
         self._last_ms, self._last_ts = ms, ts
         return ts
 
+    # Any: ``raw`` is the agent's JSON message the event came from, kept as sent.
     def stamp(
         self,
         payload: Payload,

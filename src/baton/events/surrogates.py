@@ -15,6 +15,7 @@ __all__ = ["repair_unencodable"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+# Any: any JSON value (and the same value, repaired).
 def repair_unencodable(value: Any) -> tuple[Any, bool]:
     """``value`` with every lone surrogate (valid in JSON, not in UTF-8) replaced by
     U+FFFD, and whether anything was replaced. Containers are copied only then."""

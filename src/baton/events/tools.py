@@ -111,6 +111,7 @@ class ToolCallTracker:
     def get(self, tool_call_id: str) -> ToolState | None:
         return self._calls.get(tool_call_id)
 
+    # Any: the agent's ``tool_call`` JSON, untrusted; read defensively.
     def upsert(
         self,
         update: Mapping[str, Any],
@@ -142,6 +143,7 @@ class ToolCallTracker:
             out.append(self._payload(ToolExecutionProgressed, state))
         return out
 
+    # Any: as upsert.
     def progress(
         self, state: ToolState, update: Mapping[str, Any], *, parent_tool_call_id: str | None
     ) -> Payload:

@@ -56,6 +56,7 @@ def _call(cls: type[BaseModel], names: tuple[str, ...]) -> _Call:
     return call
 
 
+# Any: the model's fields, which the caller built (not validated: see above).
 def trusted(cls: type[M], /, **values: Any) -> M:
     """``cls(**values)`` without validating ``values`` (see the module docstring).
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ from baton.fcop_port.workspace import (
     inspect_workspace_kind,
     refuse_legacy,
 )
-from baton.team_config import Isolation, TeamConfig, default_team, default_team_toml, parse_team
+from baton.team_config import TeamConfig, default_team, default_team_toml, parse_team
 
 __all__ = [
     "CoordinationContext",
@@ -83,8 +83,7 @@ def _team(raw: Mapping[str, Any], profiles: Mapping[str, Any]) -> TeamConfig:
     section = raw.get("team")
     on_cluster = "cluster" in raw
     if section is None:
-        team = default_team()
-        return replace(team, isolation=Isolation(mode="none")) if on_cluster else team
+        return default_team(on_cluster=on_cluster)
     return parse_team(section, known_profiles=set(profiles), on_cluster=on_cluster)
 
 

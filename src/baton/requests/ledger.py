@@ -19,7 +19,7 @@ no matter which process sends it; a concurrent change makes the write raise
 team loop) put a :class:`Change` into their own transaction, so a task's state
 and the request for the human commit together.
 
-Answers may come from another process (``baton answer`` while the daemon
+Answers may come from another process (``baton answer`` while the team loop
 waits). Each write names the request id as a wake-up topic, so every waiter,
 in any process, is woken after commit (:mod:`baton.store.wake`) and re-reads the
 row: no busy polling. Reads are :mod:`~baton.requests.ledger_reads`.
@@ -85,6 +85,7 @@ class Ledger(LedgerReads):
         self._recheck = recheck_interval
         self._owned = False
 
+    # Any: Ledger's own keyword arguments, passed through.
     @classmethod
     def open(cls, path: Path, **kwargs: Any) -> Ledger:
         """A ledger over its own store at ``path`` (closed by :meth:`aclose`)."""

@@ -45,7 +45,7 @@ from baton.requests.states import Event, State, next_state
 from baton.requests.validate import validate_answer
 from baton.store import grants_sql
 from baton.store import requests_sql as sql
-from baton.store.tx import StoreConflict, Tx
+from baton.store.tx import SqlValue, StoreConflict, Tx
 
 __all__ = [
     "Arrival",
@@ -185,7 +185,7 @@ class LedgerChanges:
         for a deadline (a request's ``expires_at``)."""
         return format_dt(self._clock() + timedelta(seconds=after))
 
-    def moved(self, record: RequestRecord, event: Event, **columns: Any) -> RequestRecord:
+    def moved(self, record: RequestRecord, event: Event, **columns: SqlValue) -> RequestRecord:
         """``record`` after ``event`` (pure; raises ``IllegalTransition`` when illegal)."""
         new = next_state(record.state, event)
         return dataclasses.replace(record, state=new, updated_at=self.now(), **columns)

@@ -122,6 +122,7 @@ QUESTION_ID_PATTERN = r"^question-[1-9][0-9]*$"
 OPTION_ID_PATTERN = r"^option-[1-9][0-9]*$"
 
 
+# Any: any JSON value.
 def canonical_json(value: Any) -> str:
     """The one JSON spelling baton hashes, measures and stores.
 
@@ -333,6 +334,7 @@ class PlanPhase(_Frozen):
     todos: tuple[PlanTodo, ...] = ()
 
 
+# Any: a plan's JSON fields, hashed as they are.
 def plan_revision(plan_fields: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of every plan field except ``revision``."""
     body = {k: v for k, v in plan_fields.items() if k != "revision"}
@@ -496,6 +498,7 @@ class ElicitationSchema(_Frozen):
     ) -> StringField | NumberField | BooleanField | MultiSelectField | None:
         return next((f for f in self.fields if f.name == name), None)
 
+    # Any: ACP's ``requestedSchema`` JSON from the agent, checked here.
     @classmethod
     def from_wire(cls, schema: Mapping[str, Any]) -> ElicitationSchema:
         """Parse ACP's ``requestedSchema``; anything outside the flat subset is refused.
@@ -763,6 +766,7 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {err['msg']}" if loc else str(err["msg"])
 
 
+# Any: plain JSON data, validated here.
 def parse_document(data: Any) -> RequestDocument:
     """Validate a document from plain data (JSON object or dict) and check its limits."""
     try:
@@ -777,6 +781,7 @@ def parse_document(data: Any) -> RequestDocument:
     return doc
 
 
+# Any: plain JSON data, validated here.
 def parse_answer(data: Any) -> Answer:
     """Validate an answer's shape (not yet against its request: see ``validate``)."""
     try:

@@ -92,6 +92,7 @@ class NotifyConfig:
     def enabled(self) -> bool:
         return bool(self.command or self.webhook or self.desktop)
 
+    # Any: a TOML table as parsed, checked key by key here.
     @classmethod
     def from_table(cls, table: Any) -> NotifyConfig:
         """``[notify]`` checked key by key: a wrong type or unknown key is a ConfigError."""

@@ -2,7 +2,7 @@
 
 The ledger changes rows; the runner, which owns its run's event sequence, turns
 each returned record into the matching payload with these functions and
-appends it. Keeping the mapping here means every surface (daemon, CLI, web)
+appends it. Keeping the mapping here means every surface (team loop, CLI, web)
 describes a request the same way, and the ``request.answered`` event always
 carries ``decided_by`` and the policy ``rule``.
 """
@@ -35,6 +35,7 @@ from baton.requests.states import State
 __all__ = ["created", "for_state", "oversize", "summary"]
 
 
+# Any: JSON out (an event's payload).
 def summary(record: RequestRecord) -> dict[str, Any]:
     """A small, bounded description for ``request.created`` (the document stays in the ledger)."""
     doc = record.document

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from baton.requests.model import (
     ANSWER_ADAPTER,
@@ -16,6 +14,7 @@ from baton.requests.model import (
     RequestKind,
 )
 from baton.requests.states import OPEN_STATES, State
+from baton.store.tx import Row
 
 __all__ = ["AnswerResult", "JsonRpcId", "RequestRecord", "record_from_row"]
 
@@ -70,7 +69,7 @@ class AnswerResult:
     replayed: bool
 
 
-def record_from_row(row: Sequence[Any]) -> RequestRecord:
+def record_from_row(row: Row) -> RequestRecord:
     """A record from a row in :data:`baton.store.requests_sql.COLUMNS` order."""
     (
         request_id, kind, state, run_id, session_id, turn_id, connection_id, jsonrpc_id,

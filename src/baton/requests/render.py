@@ -63,6 +63,7 @@ def answer_hint(record: RequestRecord) -> str:
     return f"baton answer {rid} --approve | --reject [--reason TEXT]"
 
 
+# Any: JSON out (``--json``).
 def grant_data(grant: Grant, now: str | None = None) -> dict[str, Any]:
     """Plain JSON data for a grant (``baton grants --json``, ``baton answer --json``)."""
     return {
@@ -82,6 +83,7 @@ def grant_data(grant: Grant, now: str | None = None) -> dict[str, Any]:
     }
 
 
+# Any: JSON out (``--json``, the notification hook).
 def to_data(record: RequestRecord) -> dict[str, Any]:
     """Plain JSON data for ``--json`` and the notification hook (the whole document)."""
     return {

@@ -50,6 +50,7 @@ def native_selections(
     return out
 
 
+# Any: JSON out (a JSON-RPC result for the agent).
 def reply_for(document: RequestDocument, answer: Answer) -> dict[str, Any]:
     """The JSON-RPC ``result`` to send to the agent for this answer."""
     if isinstance(document, PermissionRequest) and isinstance(answer, PermissionAnswer):
@@ -87,6 +88,7 @@ def reply_for(document: RequestDocument, answer: Answer) -> dict[str, Any]:
     raise RequestError(f"a {document.kind} request has no agent reply")
 
 
+# Any: JSON out (a JSON-RPC result for the agent).
 def cancelled_reply(document: RequestDocument) -> dict[str, Any]:
     """The reply for a request whose turn ended first (ACP §1.7: ``cancelled``)."""
     if isinstance(document, ElicitationRequest):
@@ -96,6 +98,7 @@ def cancelled_reply(document: RequestDocument) -> dict[str, Any]:
     raise RequestError(f"a {document.kind} request has no agent reply")
 
 
+# Any: JSON out (a JSON-RPC result for the agent).
 def expired_reply(document: RequestDocument) -> dict[str, Any]:
     """The reply for a request nobody answered in time: a denial, not a cancellation.
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from baton.store.event_rows import EventRow
-from baton.store.tx import Row, Tx
+from baton.store.tx import Params, Row, Tx
 from baton.store.wake import WakeRouter
 
 __all__ = ["Backend", "WriterConnection"]
@@ -113,7 +113,7 @@ class Backend(Protocol):
         """``fn(tx)`` on a read-only snapshot of its own (blocking)."""
         ...
 
-    def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         """One query's rows, as one short read."""
         ...
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final
+from typing import Final
 
 from baton.errors import StoreError
 from baton.events.model import CanonicalEvent
+from baton.store.tx import Params, Row
 
 __all__ = [
     "EVENT_PAGE_SQL",
@@ -116,7 +117,7 @@ _READ_PAGE: Final = 1000
 
 
 def paged_event_json(
-    fetch: Callable[[str, Sequence[Any]], Sequence[Sequence[Any]]],
+    fetch: Callable[[str, Params], Sequence[Row]],
     run_id: str,
     *,
     after_seq: int = 0,

@@ -9,11 +9,11 @@ meanwhile). Rows come back as plain tuples in :data:`COLUMNS` order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
+from baton.store import table
 from baton.store.migrations import Migration
-from baton.store.tx import Row, Tx
+from baton.store.tx import Columns, Row, Tx
 
 __all__ = [
     "COLUMNS",
@@ -74,7 +74,7 @@ _LIVE: Final = (
 )
 
 
-def insert(tx: Tx, values: Mapping[str, Any]) -> None:
+def insert(tx: Tx, values: Columns) -> None:
     names = [n for n in COLUMNS if n in values]
     tx.execute(
         f"INSERT INTO grants ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",  # noqa: S608
@@ -126,11 +126,4 @@ def list_rows(tx: Tx, *, limit: int = 500) -> list[Row]:
 
 def resolve_prefix(tx: Tx, prefix: str) -> list[str]:
     """``[prefix]`` when it is a full id, else up to two ids starting with it."""
-    if tx.one("SELECT 1 FROM grants WHERE grant_id = ?", (prefix,)) is not None:
-        return [prefix]
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    rows = tx.all(
-        "SELECT grant_id FROM grants WHERE grant_id LIKE ? ESCAPE '\\' LIMIT 2",
-        (escaped + "%",),
-    )
-    return [str(r[0]) for r in rows]
+    return table.resolve_prefix(tx, "grants", "grant_id", prefix)

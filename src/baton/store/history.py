@@ -9,12 +9,12 @@ Read-only: safe from any process while others write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from baton.store.core_tables import SELECT_RUNS
 from baton.store.records import RunRecord, run_from_row
 from baton.store.store import Store
-from baton.store.tx import Tx
+from baton.store.tx import SqlValue, Tx
 
 __all__ = [
     "DecisionFilter",
@@ -53,43 +53,56 @@ class DecisionFilter:
     """Paging cursor: (created_at, request_id)."""
 
 
-def _range(where: list[str], params: list[Any], column: str, f: Any) -> None:
-    if f.since:
-        where.append(f"{column} >= ?")
-        params.append(f.since)
-    if f.until:
-        where.append(f"{column} < ?")
-        params.append(f.until)
+@dataclass
+class _Page:
+    """One history page's ``WHERE``: its clauses and their bound values, built from a filter."""
+
+    where: list[str] = field(default_factory=list)
+    params: list[SqlValue] = field(default_factory=list)
+
+    def add(self, clause: str, *values: SqlValue) -> None:
+        self.where.append(clause)
+        self.params += values
+
+    def equal(self, f: RunFilter | DecisionFilter, columns: tuple[str, ...]) -> None:
+        """``column = value`` for each of ``columns`` the filter gives a value."""
+        for column in columns:
+            value = getattr(f, column)
+            if value:
+                self.add(f"{column} = ?", value)
+
+    def sql(
+        self, select: str, key: str, f: RunFilter | DecisionFilter, limit: int
+    ) -> tuple[str, list[SqlValue]]:
+        """``select`` newest first by ``(created_at, key)``, within ``f``'s dates and
+        strictly before its cursor, at most ``limit`` rows."""
+        if f.since:
+            self.add("created_at >= ?", f.since)
+        if f.until:
+            self.add("created_at < ?", f.until)
+        if f.before:
+            created, ident = f.before
+            self.add(f"(created_at < ? OR (created_at = ? AND {key} < ?))", created, created, ident)
+        where = " WHERE " + " AND ".join(self.where) if self.where else ""
+        order = f" ORDER BY created_at DESC, {key} DESC LIMIT ?"
+        return select + where + order, [*self.params, limit]
 
 
 def runs_page(store: Store, f: RunFilter, limit: int) -> list[RunRecord]:
     """Runs matching ``f``, newest first, at most ``limit``."""
-    where: list[str] = []
-    params: list[Any] = []
-    for column in ("status", "agent", "kind"):
-        value = getattr(f, column)
-        if value:
-            where.append(f"{column} = ?")
-            params.append(value)
+    page = _Page()
+    page.equal(f, ("status", "agent", "kind"))
     if f.role:
         # A role session's row names the last run it worked in; older runs are found by
         # their session.started events, read per candidate run through the primary key.
-        where.append(
+        page.add(
             "(run_id IN (SELECT run_id FROM sessions WHERE role = ?) OR EXISTS ("
             "SELECT 1 FROM events e WHERE e.run_id = runs.run_id AND e.type = 'session.started'"
-            " AND e.session_id IN (SELECT agent_session_id FROM sessions WHERE role = ?)))"
+            " AND e.session_id IN (SELECT agent_session_id FROM sessions WHERE role = ?)))",
+            f.role,
+            f.role,
         )
-        params += [f.role, f.role]
-    _range(where, params, "created_at", f)
-    if f.before:
-        where.append("(created_at < ? OR (created_at = ? AND run_id < ?))")
-        params += [f.before[0], f.before[0], f.before[1]]
-    sql = (
-        "SELECT run_id, kind, agent, cwd, status, created_at, ended_at, meta FROM runs"  # noqa: S608
-        + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY created_at DESC, run_id DESC LIMIT ?"
-    )
-    params.append(limit)
+    sql, params = page.sql(SELECT_RUNS, "run_id", f, limit)
 
     def query(tx: Tx) -> list[RunRecord]:
         return [run_from_row(row) for row in tx.all(sql, params)]
@@ -120,35 +133,23 @@ def run_tool_counts(store: Store, run_ids: list[str]) -> dict[str, dict[str, int
 
 def decision_ids(store: Store, f: DecisionFilter, limit: int) -> list[str]:
     """Ids of requests matching ``f``, newest first (read the records from the ledger)."""
-    where: list[str] = []
-    params: list[Any] = []
-    for column in ("state", "kind", "decided_by", "run_id"):
-        value = getattr(f, column)
-        if value:
-            where.append(f"{column} = ?")
-            params.append(value)
+    page = _Page()
+    page.equal(f, ("state", "kind", "decided_by", "run_id"))
     if f.role:
-        where.append(
+        page.add(
             "(session_id IN (SELECT agent_session_id FROM sessions WHERE role = ?)"
-            " OR json_extract(document_json, '$.role') = ?)"
+            " OR json_extract(document_json, '$.role') = ?)",
+            f.role,
+            f.role,
         )
-        params += [f.role, f.role]
     if f.agent:
-        where.append(
+        page.add(
             "(session_id IN (SELECT agent_session_id FROM sessions WHERE agent = ?)"
-            " OR run_id IN (SELECT run_id FROM runs WHERE agent = ?))"
+            " OR run_id IN (SELECT run_id FROM runs WHERE agent = ?))",
+            f.agent,
+            f.agent,
         )
-        params += [f.agent, f.agent]
-    _range(where, params, "created_at", f)
-    if f.before:
-        where.append("(created_at < ? OR (created_at = ? AND request_id < ?))")
-        params += [f.before[0], f.before[0], f.before[1]]
-    sql = (
-        "SELECT request_id FROM requests"  # noqa: S608 - fixed columns, bound values
-        + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY created_at DESC, request_id DESC LIMIT ?"
-    )
-    params.append(limit)
+    sql, params = page.sql("SELECT request_id FROM requests", "request_id", f, limit)
 
     def query(tx: Tx) -> list[str]:
         return [row[0] for row in tx.all(sql, params)]

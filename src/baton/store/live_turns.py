@@ -59,6 +59,7 @@ class LiveTurn:
             return None
         return max(0, self.timeout_in_ms - self._since_stall(now))
 
+    # Any: JSON out (``status --json``, the dashboard's API).
     def to_json(self, now: datetime) -> dict[str, Any]:
         """The turn as ``status --json`` and the dashboard's API give it, as of ``now``."""
         return {

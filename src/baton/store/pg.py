@@ -32,11 +32,12 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
+from psycopg.rows import TupleRow
 
 from baton.errors import StoreError
 from baton.store._readers import ReadPool
@@ -45,7 +46,7 @@ from baton.store.migrations import Migration
 from baton.store.outage import BACKOFF, OUTAGE_LIMIT_S
 from baton.store.pg_dialect import pg_ddl, pg_query
 from baton.store.schema import CLUSTER_MIGRATIONS, STORE_MIGRATIONS
-from baton.store.tx import Cursor, Row, Statement, StoreConflict, Tx
+from baton.store.tx import Cursor, Params, Row, Statement, StoreConflict, Tx
 from baton.store.wake import WAKE_ALL, WakeRouter
 from baton.store.writer_store import WriterStore
 
@@ -72,15 +73,15 @@ _INSERT_EVENT: Final = (
 _IN_TRANSACTION: Final = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 
-def _params(params: Sequence[Any]) -> tuple[Any, ...]:
+def _params(params: Params) -> Row:
     # SQLite stores booleans as 0/1 in INTEGER columns; keep that meaning here.
     return tuple(int(p) if isinstance(p, bool) else p for p in params)
 
 
-def pg_statement(conn: psycopg.Connection[Any]) -> Statement:
+def pg_statement(conn: psycopg.Connection[TupleRow]) -> Statement:
     """The repositories' portable SQL on ``conn``, rewritten (conflicts become StoreConflict)."""
 
-    def run(sql: str, params: Sequence[Any]) -> Cursor:
+    def run(sql: str, params: Params) -> Cursor:
         try:
             return conn.execute(pg_query(sql), _params(params))
         except pg_errors.IntegrityError as exc:
@@ -93,7 +94,7 @@ class PgWriter:
     """The writer thread's connection (:class:`~baton.store.backend.WriterConnection`);
     autocommit, with its transactions opened and ended by plain statements."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[TupleRow]) -> None:
         self._conn = conn
         self._statement = pg_statement(conn)
 
@@ -192,7 +193,7 @@ class PgWakeListener(WakeRouter):
         finally:
             self._conn.close()
 
-    def _listen_again(self, pause: float) -> psycopg.Connection[Any] | None:
+    def _listen_again(self, pause: float) -> psycopg.Connection[TupleRow] | None:
         """A new LISTEN connection, tried with the store's outage back-off (None: closed)."""
         while not self._closed.is_set():
             # The database server must come back: nothing to wait on but trying again.
@@ -224,7 +225,7 @@ def _safe_dsn(dsn: str) -> str:
     return " ".join(p for p in dsn.split() if not p.lower().startswith("password"))
 
 
-def _connect(dsn: str) -> psycopg.Connection[Any]:
+def _connect(dsn: str) -> psycopg.Connection[TupleRow]:
     try:
         return psycopg.connect(dsn, autocommit=True)
     except psycopg.Error as exc:
@@ -236,7 +237,7 @@ class PgBackend:
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
-        self._pool: ReadPool[psycopg.Connection[Any]] = ReadPool(
+        self._pool: ReadPool[psycopg.Connection[TupleRow]] = ReadPool(
             lambda: _connect(dsn), lambda conn: conn.close()
         )
 
@@ -265,7 +266,7 @@ class PgBackend:
         finally:
             self._pool.release(conn, reusable=not conn.closed)
 
-    def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         return self.read(lambda tx: tx.all(sql, params))
 
     async def listen(self) -> WakeRouter:

@@ -8,10 +8,11 @@ JSON columns (``meta``, ``state``) are dicts here and compact JSON text in SQLit
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from baton.store.run_states import RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
+from baton.store.tx import Row
 
 __all__ = [
     "RUN_STATUSES",
@@ -21,10 +22,14 @@ __all__ = [
     "SessionRecord",
 ]
 
+JsonColumn = dict[str, Any]
+"""A JSON object kept in a TEXT column (``meta``, ``state``): free-form by design,
+what the run's or session's owner chose to keep (``Any``: JSON values)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
-    """One invocation of baton (a ``run``/``team`` command, a daemon job ...)."""
+    """One invocation of baton (a ``run``/``team`` command, a team loop job ...)."""
 
     run_id: str
     kind: str
@@ -33,7 +38,7 @@ class RunRecord:
     status: RunStatus
     created_at: str
     ended_at: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonColumn = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -55,86 +60,47 @@ class SessionRecord:
     updated_at: str
     role: str | None = None
     run_id: str | None = None
-    state: dict[str, Any] = field(default_factory=dict)
+    state: JsonColumn = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.session_id:
             raise ValueError("session_id must be non-empty")
 
 
-def dump_json_column(value: dict[str, Any]) -> str:
+def dump_json_column(value: JsonColumn) -> str:
     """Compact JSON for a dict column; raises ``TypeError``/``ValueError`` if not JSON."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def run_from_row(row: tuple[Any, ...]) -> RunRecord:
-    """Build a record from a ``SELECT`` of all ``runs`` columns, in table order."""
-    run_id, kind, agent, cwd, status, created_at, ended_at, meta = row
-    return RunRecord(
-        run_id=run_id,
-        kind=kind,
-        agent=agent,
-        cwd=cwd,
-        status=status,
-        created_at=created_at,
-        ended_at=ended_at,
-        meta=json.loads(meta),
+_Record = TypeVar("_Record", RunRecord, SessionRecord)
+
+
+def _from_row(cls: type[_Record], row: Row, json_column: str) -> _Record:
+    """A record from a ``SELECT`` of all its table's columns, in table order (its fields')."""
+    values = dict(zip((f.name for f in fields(cls)), row, strict=True))
+    values[json_column] = json.loads(values[json_column])
+    return cls(**values)
+
+
+def _to_row(record: RunRecord | SessionRecord, json_column: str) -> Row:
+    """Parameters for an ``INSERT`` of all the table's columns, in table order."""
+    return tuple(
+        dump_json_column(value) if name == json_column else value
+        for name, value in ((f.name, getattr(record, f.name)) for f in fields(record))
     )
 
 
-def run_to_row(run: RunRecord) -> tuple[Any, ...]:
-    """Parameters for an ``INSERT`` of all ``runs`` columns, in table order."""
-    return (
-        run.run_id,
-        run.kind,
-        run.agent,
-        run.cwd,
-        run.status,
-        run.created_at,
-        run.ended_at,
-        dump_json_column(run.meta),
-    )
+def run_from_row(row: Row) -> RunRecord:
+    return _from_row(RunRecord, row, "meta")
 
 
-def session_from_row(row: tuple[Any, ...]) -> SessionRecord:
-    """Build a record from a ``SELECT`` of all ``sessions`` columns, in table order."""
-    (
-        session_id,
-        agent,
-        agent_session_id,
-        cwd,
-        identity_key,
-        created_at,
-        updated_at,
-        role,
-        run_id,
-        state,
-    ) = row
-    return SessionRecord(
-        session_id=session_id,
-        agent=agent,
-        agent_session_id=agent_session_id,
-        cwd=cwd,
-        identity_key=identity_key,
-        created_at=created_at,
-        updated_at=updated_at,
-        role=role,
-        run_id=run_id,
-        state=json.loads(state),
-    )
+def run_to_row(run: RunRecord) -> Row:
+    return _to_row(run, "meta")
 
 
-def session_to_row(session: SessionRecord) -> tuple[Any, ...]:
-    """Parameters for an ``INSERT`` of all ``sessions`` columns, in table order."""
-    return (
-        session.session_id,
-        session.agent,
-        session.agent_session_id,
-        session.cwd,
-        session.identity_key,
-        session.created_at,
-        session.updated_at,
-        session.role,
-        session.run_id,
-        dump_json_column(session.state),
-    )
+def session_from_row(row: Row) -> SessionRecord:
+    return _from_row(SessionRecord, row, "state")
+
+
+def session_to_row(session: SessionRecord) -> Row:
+    return _to_row(session, "state")

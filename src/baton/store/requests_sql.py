@@ -7,12 +7,13 @@ order and :mod:`baton.requests.ledger` turns them into records.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 from baton.errors import StoreError
+from baton.store import table
 from baton.store.migrations import Migration
-from baton.store.tx import Row, Tx
+from baton.store.tx import Columns, Row, Tx
 
 __all__ = [
     "COLUMNS",
@@ -140,7 +141,7 @@ def fetch(tx: Tx, request_id: str) -> Row | None:
     return tx.one(f"{_SELECT} WHERE request_id = ?", (request_id,))
 
 
-def insert(tx: Tx, values: Mapping[str, Any]) -> None:
+def insert(tx: Tx, values: Columns) -> None:
     """Insert one row; :class:`~baton.store.tx.StoreConflict` for a duplicate id or open RPC id."""
     _columns(values)
     names = list(values)
@@ -151,7 +152,7 @@ def insert(tx: Tx, values: Mapping[str, Any]) -> None:
     )
 
 
-def update(tx: Tx, request_id: str, expected_state: str, columns: Mapping[str, Any]) -> int:
+def update(tx: Tx, request_id: str, expected_state: str, columns: Columns) -> int:
     """Set ``columns`` on the row if it is still in ``expected_state``; returns rows changed."""
     _columns(columns)
     assignments = ", ".join(f"{name} = ?" for name in columns)
@@ -184,14 +185,7 @@ def find_open_by_rpc_id(tx: Tx, jsonrpc_id: str) -> Row | None:
 
 def resolve_prefix(tx: Tx, prefix: str) -> list[str]:
     """``[prefix]`` when it is a full id, else up to two ids starting with it."""
-    if tx.one("SELECT 1 FROM requests WHERE request_id = ?", (prefix,)) is not None:
-        return [prefix]
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    rows = tx.all(
-        "SELECT request_id FROM requests WHERE request_id LIKE ? ESCAPE '\\' LIMIT 2",
-        (escaped + "%",),
-    )
-    return [str(r[0]) for r in rows]
+    return table.resolve_prefix(tx, "requests", "request_id", prefix)
 
 
 def list_rows(

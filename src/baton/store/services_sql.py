@@ -10,7 +10,6 @@ its row.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -74,7 +73,7 @@ class ServiceRecord:
     port: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def row(self) -> tuple[Any, ...]:
+    def row(self) -> Row:
         return (
             self.service_id,
             self.kind,
@@ -88,7 +87,7 @@ class ServiceRecord:
         )
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> ServiceRecord:
+    def from_row(cls, row: Row) -> ServiceRecord:
         values = dict(zip(_COLUMNS, row, strict=True))
         values["meta"] = json.loads(values["meta"] or "{}")
         return cls(**values)

@@ -22,7 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from baton.errors import StoreError
 from baton.store._readers import ReadPool
@@ -30,7 +30,7 @@ from baton.store.event_rows import MAX_ROWS_PER_INSERT, EventRow, insert_rows
 from baton.store.migrations import Migration, migrate
 from baton.store.outage import OUTAGE_LIMIT_S
 from baton.store.schema import STORE_MIGRATIONS
-from baton.store.tx import Cursor, Row, Statement, StoreConflict, Tx
+from baton.store.tx import Cursor, Params, Row, Statement, StoreConflict, Tx
 from baton.store.wake import WakeChannel, WakeRouter, wake_dir_for
 from baton.store.writer_connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
@@ -48,7 +48,7 @@ T = TypeVar("T")
 def sqlite_statement(conn: sqlite3.Connection) -> Statement:
     """Portable SQL on ``conn`` (SQLite speaks it as it is; conflicts become StoreConflict)."""
 
-    def run(sql: str, params: Sequence[Any]) -> Cursor:
+    def run(sql: str, params: Params) -> Cursor:
         try:
             return conn.execute(sql, tuple(params))
         except sqlite3.IntegrityError as exc:
@@ -182,7 +182,7 @@ class SqliteBackend:
     def read(self, fn: Callable[[Tx], T]) -> T:
         return self.read_raw(lambda conn: fn(Tx(sqlite_statement(conn), readonly=True)))
 
-    def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         conn = self._pool.acquire()
         try:
             return conn.execute(sql, tuple(params)).fetchall()

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Protocol, Self, TypeVar
 
 from baton.events.model import CanonicalEvent
@@ -86,12 +85,7 @@ class Store(Protocol):
 
     def __enter__(self) -> Self: ...
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
+    def __exit__(self, *exc_info: object) -> None: ...
 
     # -------------------------------------------------------------- events, writes
 

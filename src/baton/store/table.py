@@ -7,13 +7,12 @@ and ``?`` parameters ever reach SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from baton.errors import StoreError
-from baton.store.tx import Row, Tx
+from baton.store.tx import Columns, Params, Row, SqlValue, Tx
 
-__all__ = ["Table"]
+__all__ = ["Table", "resolve_prefix"]
 
 
 class Table:
@@ -31,14 +30,14 @@ class Table:
         if unknown:
             raise StoreError(f"{self.name}: unknown columns {sorted(unknown)}")
 
-    def get(self, tx: Tx, key: Any) -> Row | None:
+    def get(self, tx: Tx, key: SqlValue) -> Row | None:
         return tx.one(f"{self._select} WHERE {self.key} = ?", (key,))
 
     def where(
         self,
         tx: Tx,
         clause: str = "",
-        params: Sequence[Any] = (),
+        params: Params = (),
         *,
         order: str | None = None,
         limit: int | None = None,
@@ -52,7 +51,7 @@ class Table:
             values.append(int(limit))
         return tx.all(sql, values)
 
-    def insert(self, tx: Tx, values: Mapping[str, Any]) -> None:
+    def insert(self, tx: Tx, values: Columns) -> None:
         names = list(values)
         self._check(names)
         tx.execute(
@@ -61,7 +60,7 @@ class Table:
             [values[n] for n in names],
         )
 
-    def upsert(self, tx: Tx, values: Mapping[str, Any]) -> None:
+    def upsert(self, tx: Tx, values: Columns) -> None:
         """Insert, or update every given column of the row with the same key."""
         names = list(values)
         self._check(names)
@@ -78,10 +77,10 @@ class Table:
     def update(
         self,
         tx: Tx,
-        key: Any,
-        values: Mapping[str, Any],
+        key: SqlValue,
+        values: Columns,
         *,
-        guard: Mapping[str, Any] | None = None,
+        guard: Columns | None = None,
     ) -> int:
         """Update the row with ``key`` where every ``guard`` column still has its value."""
         names = list(values)
@@ -96,9 +95,23 @@ class Table:
             [*values.values(), key, *(v for v in guard.values() if v is not None)],
         )
 
-    def delete(self, tx: Tx, key: Any) -> int:
+    def delete(self, tx: Tx, key: SqlValue) -> int:
         return tx.execute(f"DELETE FROM {self.name} WHERE {self.key} = ?", (key,))  # noqa: S608
 
-    def count(self, tx: Tx, clause: str = "", params: Sequence[Any] = ()) -> int:
+    def count(self, tx: Tx, clause: str = "", params: Params = ()) -> int:
         sql = f"SELECT count(*) FROM {self.name}" + (f" WHERE {clause}" if clause else "")  # noqa: S608
         return int(tx.scalar(sql, params) or 0)
+
+
+def resolve_prefix(tx: Tx, table: str, key: str, prefix: str) -> list[str]:
+    """``[prefix]`` when it is a whole ``key`` of ``table``, else up to two keys starting
+    with it (two: enough to say "ambiguous"). ``table`` and ``key`` are the caller's
+    constants; ``prefix`` is only ever a parameter, its ``LIKE`` wildcards escaped."""
+    if tx.one(f"SELECT 1 FROM {table} WHERE {key} = ?", (prefix,)) is not None:  # noqa: S608
+        return [prefix]
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = tx.all(
+        f"SELECT {key} FROM {table} WHERE {key} LIKE ? ESCAPE '\\' LIMIT 2",  # noqa: S608
+        (escaped + "%",),
+    )
+    return [str(r[0]) for r in rows]

@@ -21,7 +21,7 @@ What FCoP has no place for lives here, and only here (the retired
     the one ``baton up`` that owns the project (pid and start time, checked by
     the MCP servers before every write).
 ``team_outbox``
-    what the role MCP tools hand the daemon (``ask_human``, review decisions), and
+    what the role MCP tools hand the team loop (``ask_human``, review decisions), and
     the human's controls (``cancel_turn``, :mod:`baton.team.controls`).
 ``team_worktrees``
     one row per task tree on its own branch: the branch, its worktree, the base it

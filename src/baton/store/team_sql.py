@@ -7,11 +7,11 @@ never caller input.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 from baton.store.table import Table
-from baton.store.tx import Row, Tx
+from baton.store.tx import Columns, Row, Tx
 
 __all__ = [
     "META",
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 TEAM_TOPIC: Final = "team"
-"""The wake-up topic of every write the daemon must react to (outbox, answers, tasks)."""
+"""The wake-up topic of every write the team loop must react to (outbox, answers, tasks)."""
 
 TASK_COLUMNS: Final = (
     "task_id",
@@ -191,7 +191,7 @@ class _Turns(Table):
         )
 
     def update_turn(
-        self, tx: Tx, task_id: str, dispatch: int, values: Mapping[str, Any], *, state: str
+        self, tx: Tx, task_id: str, dispatch: int, values: Columns, *, state: str
     ) -> int:
         names = list(values)
         self._check(names)
@@ -209,7 +209,7 @@ TURNS: Final = _Turns("team_turns", TURN_COLUMNS, "task_id")
 # ------------------------------------------------------------------------ queries
 
 
-def insert_outbox(tx: Tx, values: Mapping[str, Any]) -> int:
+def insert_outbox(tx: Tx, values: Columns) -> int:
     """Append an outbox row; returns its id (writers are serialized, so max is ours)."""
     OUTBOX.insert(tx, values)
     return int(tx.scalar("SELECT max(id) FROM team_outbox") or 0)
@@ -273,7 +273,7 @@ def question_by_request(tx: Tx, request_id: str) -> Row | None:
     return rows[0] if rows else None
 
 
-def insert_refusal(tx: Tx, values: Mapping[str, Any]) -> None:
+def insert_refusal(tx: Tx, values: Columns) -> None:
     REFUSALS.insert(tx, values)
 
 

@@ -15,11 +15,11 @@ whose coordinator restarted (on another port) finds the new one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 from baton.store.migrations import Migration
-from baton.store.tx import Row, Tx
+from baton.store.tx import Columns, Row, RowValues, Tx
 
 __all__ = [
     "TOOL_CALL_COLUMNS",
@@ -95,7 +95,7 @@ TOOL_CALL_MIGRATIONS: tuple[Migration, ...] = (
 _SELECT: Final = f"SELECT {', '.join(TOOL_CALL_COLUMNS)} FROM cluster_tool_calls"  # noqa: S608
 
 
-def insert_call(tx: Tx, row: Mapping[str, Any]) -> bool:
+def insert_call(tx: Tx, row: Columns) -> bool:
     """Record a call once: False (nothing written) when its key is known already."""
     if tx.one("SELECT 1 FROM cluster_tool_calls WHERE call_key = ?", (row["call_key"],)):
         return False
@@ -165,5 +165,5 @@ def hub_url(tx: Tx, project: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def rows_as_dicts(rows: Sequence[Row]) -> list[dict[str, Any]]:
+def rows_as_dicts(rows: Sequence[Row]) -> list[RowValues]:
     return [dict(zip(TOOL_CALL_COLUMNS, row, strict=True)) for row in rows]

@@ -20,14 +20,39 @@ rules that keep it portable:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from baton.errors import StoreError
 
-__all__ = ["Cursor", "Row", "Statement", "StoreConflict", "Tx"]
+__all__ = [
+    "Columns",
+    "Cursor",
+    "Params",
+    "Row",
+    "RowValues",
+    "SqlValue",
+    "Statement",
+    "StoreConflict",
+    "Tx",
+]
 
-Row = tuple[Any, ...]
+SqlValue = Any
+"""One column's value as a driver takes or gives it (text, integer, real, blob or NULL).
+``Any`` on purpose: the schema, not the type system, says which; each record's
+``from_row``/``row`` converts to and from its typed fields."""
+
+Row = tuple[SqlValue, ...]
+"""One row as a query returns it, in the order of the ``SELECT``'s columns."""
+
+Params = Sequence[SqlValue]
+"""The ``?`` parameters of one statement."""
+
+Columns = Mapping[str, SqlValue]
+"""Column name → value, for an insert or an update (a table checks the names)."""
+
+RowValues = dict[str, SqlValue]
+"""A record's fields as a row being built (its ``row()``) or read back (``from_row``)."""
 
 
 class StoreConflict(StoreError):
@@ -41,14 +66,16 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
+    # Any: the driver's row type (a tuple, a sqlite3.Row ...); Tx turns it into a Row.
     def fetchone(self) -> Any: ...
 
+    # Any: as fetchone.
     def fetchall(self) -> Sequence[Any]: ...
 
 
-Statement = Callable[[str, Sequence[Any]], Cursor]
+Statement = Callable[[str, Params], Cursor]
 """``(portable sql, params) -> cursor``: one backend's way to run a statement, raising
-:class:`StoreConflict` for a conflict (``Any``: SQL parameters of any column type)."""
+:class:`StoreConflict` for a conflict."""
 
 
 class Tx:
@@ -61,22 +88,22 @@ class Tx:
         self._topics: list[str] = []
         self.readonly = readonly
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, sql: str, params: Params = ()) -> int:
         """Run a write statement; returns the number of rows it changed."""
         if self.readonly:
             raise StoreError("a read snapshot cannot write")
         return self._run(sql, params).rowcount
 
-    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    def one(self, sql: str, params: Params = ()) -> Row | None:
         """The first row of a query, or ``None``."""
         row = self._run(sql, params).fetchone()
         return tuple(row) if row is not None else None
 
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def all(self, sql: str, params: Params = ()) -> list[Row]:
         """Every row of a query."""
         return [tuple(r) for r in self._run(sql, params).fetchall()]
 
-    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def scalar(self, sql: str, params: Params = ()) -> SqlValue:
         """The first column of the first row, or ``None``."""
         row = self.one(sql, params)
         return row[0] if row is not None else None

@@ -2,7 +2,7 @@
 
 Every process that shares a store (``baton up``, ``baton answer``, the web
 dashboard, a role's MCP server) learns of another's committed writes here: the
-daemon waits for the answer ``baton answer`` or the dashboard writes, and for
+team loop waits for the answer ``baton answer`` or the dashboard writes, and for
 the outbox rows a role's MCP tool writes. SQLite has no
 cross-process change notification, and polling a row in a loop either burns CPU
 or adds latency. Watching the ``-wal`` file (``watchfiles``) works but batches

@@ -40,6 +40,7 @@ class Write:
 
     __slots__ = ("events", "fn", "future", "rows")
 
+    # Any: each write returns its own result, handed back through ``future`` untouched.
     def __init__(
         self,
         fn: Callable[[Tx], Any],

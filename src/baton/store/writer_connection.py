@@ -1,6 +1,6 @@
 """The writer's connection: a private file, WAL with full sync, and a patient wait for the lock.
 
-Several processes may write one store (a daemon beside the CLI, many ``baton
+Several processes may write one store (a team loop beside the CLI, many ``baton
 run`` on one project); ``BEGIN IMMEDIATE`` plus ``busy_timeout`` serialize them
 and :func:`retry_busy` waits for the lock as long as it takes, saying so only
 when the wait suggests a stuck peer.
@@ -88,7 +88,7 @@ def retry_busy(fn: Callable[[], T], *, path: Path, busy_timeout_ms: int) -> T:
     """Run a lock-taking statement, waiting for as long as another writer holds the lock.
 
     A busy store is another process writing (many ``baton run`` on one project, a
-    daemon beside the CLI): never a reason to fail a run or to alarm its user. SQLite's
+    team loop beside the CLI): never a reason to fail a run or to alarm its user. SQLite's
     busy handler waits ``busy_timeout`` per attempt; this retries without limit and
     says so only when the wait gets long enough to suggest a stuck peer.
     """

@@ -21,7 +21,6 @@ import functools
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 from baton.errors import StoreError
@@ -47,7 +46,7 @@ from baton.store.records import (
     session_to_row,
 )
 from baton.store.subscription import Subscription
-from baton.store.tx import Row, StoreConflict, Tx
+from baton.store.tx import Params, Row, StoreConflict, Tx
 from baton.store.wake import WakeRouter
 from baton.store.write_queue import WriteQueue
 
@@ -152,12 +151,7 @@ class WriterStore(Generic[B]):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
@@ -283,7 +277,7 @@ class WriterStore(Generic[B]):
         """:meth:`read_tx` without blocking the event loop."""
         return await asyncio.to_thread(self.read_tx, fn)
 
-    def _fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def _fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         self._check_open()
         return ride(
             self._health, lambda: self._backend.fetch_all(sql, params), self._backend.transient

@@ -50,6 +50,7 @@ class Activity:
         with contextlib.suppress(RuntimeError):  # no running loop: nobody waits
             asyncio.get_running_loop().create_task(notify())
 
+    # Any: a coroutine's yield and send types, as asyncio's create_task takes them.
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         """Run ``coro`` in the background, busy until it ends."""
         task = asyncio.get_running_loop().create_task(coro, name=name)

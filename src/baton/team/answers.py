@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier
@@ -30,24 +31,16 @@ __all__ = ["AnswerWatch", "deadline_note", "leader_notes"]
 _STATE = requests_sql.COLUMNS.index("state")
 
 
+@dataclass(kw_only=True, eq=False)
 class AnswerWatch:
     """One waiter per open request; the answer schedules its TASK."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        ledger: Ledger,
-        live_states: tuple[str, ...],
-        schedule: Callable[[str], None],
-        notifier: Notifier | None = None,
-    ) -> None:
-        self.notifier = notifier
-        self.store = store
-        self.ledger = ledger
-        self.live_states = live_states
-        self.schedule = schedule
-        self.waiting: dict[str, asyncio.Task[None]] = {}
+    store: Store
+    ledger: Ledger
+    live_states: tuple[str, ...]
+    schedule: Callable[[str], None]
+    notifier: Notifier | None = None
+    waiting: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
 
     def watch(self, request_id: str, task_id: str) -> None:
         """A request for the human was made: announce it (once) and watch it."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from baton.events.model import TeamRefusal
 from baton.events.sequencer import utc_now
@@ -27,23 +28,14 @@ __all__ = ["Arrivals"]
 log = logging.getLogger("baton.team.arrivals")
 
 
+@dataclass(kw_only=True, eq=False)
 class Arrivals:
-    def __init__(
-        self,
-        *,
-        events: asyncio.Queue[DoorbellEvent],
-        book: TaskBook,
-        journal: Journal,
-        activity: Activity,
-        evaluate: Callable[[str], Awaitable[None]],
-        schedule: Callable[[str], None],
-    ) -> None:
-        self.events = events
-        self.book = book
-        self.journal = journal
-        self.activity = activity
-        self.evaluate = evaluate
-        self.schedule = schedule
+    events: asyncio.Queue[DoorbellEvent]
+    book: TaskBook
+    journal: Journal
+    activity: Activity
+    evaluate: Callable[[str], Awaitable[None]]
+    schedule: Callable[[str], None]
 
     async def route(self) -> None:
         """Forever: the next doorbell event, handled while counted busy."""

@@ -10,41 +10,84 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
-from baton.requests.ledger import StaleRecord
-from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
+from baton.requests.ledger import Ledger, StaleRecord
+from baton.requests.ledger_changes import Change
+from baton.requests.model import (
+    ElicitationRequest,
+    ElicitationSchema,
+    RequestDocument,
+    StringField,
+)
 from baton.team.book import RecordMoved, TaskBook
+from baton.team.records import TaskRecord
 from baton.team.states import TaskState
 from baton.team_config import TeamConfig
 
-__all__ = ["MAX_REASON", "SYSTEM_SENDER", "Escalations"]
+__all__ = [
+    "MAX_REASON",
+    "SYSTEM_SENDER",
+    "Escalations",
+    "ask_the_human",
+    "loop_request",
+    "retry_request",
+]
 
 log = logging.getLogger("baton.team.attention")
+
+
+def loop_request(ledger: Ledger, document: RequestDocument, *, run_id: str, key: str) -> Change:
+    """A request for the human that no agent's connection waits on (the team loop reads
+    the answer); ``key`` makes asking twice one request (the ledger's ``jsonrpc_id``)."""
+    return ledger.prepare_create(
+        document, run_id=run_id, connection_id=None, jsonrpc_id=key, session_id=None, turn_id=None
+    )
+
+
+def ask_the_human(
+    ledger: Ledger, *, run_id: str, key: str, message: str, title: str, field: StringField
+) -> Change:
+    """A one-field form for the human, asked by the team loop (:func:`loop_request`)."""
+    document = ElicitationRequest(
+        message=message, requested_schema=ElicitationSchema(title=title, fields=(field,))
+    )
+    return loop_request(ledger, document, run_id=run_id, key=key)
+
+
+def retry_request(
+    ledger: Ledger, *, run_id: str, key: str, record: TaskRecord, reason: str
+) -> Change:
+    """The human's "retry?" form for a TASK that needs attention (accept: baton retries it)."""
+    return ask_the_human(
+        ledger,
+        run_id=run_id,
+        key=key,
+        message=(
+            f"{record.task_id} ({record.role}: {record.subject}) needs attention: {reason}. "
+            "Accept to have baton retry it; decline to leave it as it is."
+        ),
+        title="Retry?",
+        field=StringField(name="note", title="A note for the log"),
+    )
+
 
 MAX_REASON = 2000
 """Characters of a reason kept in a record (it is a diagnosis, not the evidence)."""
 SYSTEM_SENDER = "BATON"
 
 
+@dataclass(kw_only=True, eq=False)
 class Escalations:
     """Makes a human look at a TASK: ``needs_attention`` and FCoP ISSUEs."""
 
-    def __init__(
-        self,
-        *,
-        book: TaskBook,
-        port: FcopPort,
-        team: TeamConfig,
-        run_id: str,
-        watch_request: Callable[[str, str], None],
-    ) -> None:
-        self.book = book
-        self.port = port
-        self.team = team
-        self.run_id = run_id
-        self.watch_request = watch_request
+    book: TaskBook
+    port: FcopPort
+    team: TeamConfig
+    run_id: str
+    watch_request: Callable[[str, str], None]
 
     async def issue(self, task_id: str | None, message: str) -> str | None:
         """An FCoP ISSUE to the human about ``task_id`` (about the workspace when FCoP
@@ -89,23 +132,12 @@ class Escalations:
                 issue = await self.issue(
                     task_id, f"{task_id} ({record.role}) needs attention: {reason}"
                 )
-            document = ElicitationRequest(
-                message=(
-                    f"{task_id} ({record.role}: {record.subject}) needs attention: {reason}. "
-                    "Accept to have baton retry it; decline to leave it as it is."
-                ),
-                requested_schema=ElicitationSchema(
-                    title="Retry?",
-                    fields=(StringField(name="note", title="A note for the log"),),
-                ),
-            )
-            change = book.ledger.prepare_create(
-                document,
+            change = retry_request(
+                book.ledger,
                 run_id=self.run_id,
-                connection_id=None,
-                jsonrpc_id=f"attention:{task_id}:{record.version}",
-                session_id=None,
-                turn_id=None,
+                key=f"attention:{task_id}:{record.version}",
+                record=record,
+                reason=reason,
             )
             target = (
                 TaskState.FAILED

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from baton.errors import ControlFlow
 from baton.events.model import Payload, TeamTaskChanged
@@ -37,24 +38,16 @@ class RecordMoved(ControlFlow):
     """The record moved under us: gather again."""
 
 
+@dataclass(kw_only=True, eq=False)
 class TaskBook:
     """Task records in the store: walks, commits, first sight, delivered requests."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        journal: Journal,
-        ledger: Ledger,
-        facts: FactSource,
-        now: Callable[[], str],
-    ) -> None:
-        self.store = store
-        self.journal = journal
-        self.ledger = ledger
-        self.facts = facts
-        self.now = now
-        self._locks: dict[str, asyncio.Lock] = {}
+    store: Store
+    journal: Journal
+    ledger: Ledger
+    facts: FactSource
+    now: Callable[[], str]
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
 
     def lock(self, task_id: str) -> asyncio.Lock:
         """The TASK's lock: held by an evaluation, never while an agent works."""
@@ -126,6 +119,27 @@ class TaskBook:
         """Walk ``record`` to ``target`` and commit it with its events (and ``also``)."""
         after, payloads = self.walk(record, target, why, **changes)
         return await self.commit(record, after, [*payloads, *extra], also)
+
+    async def move_delivering(
+        self,
+        record: TaskRecord,
+        target: TaskState,
+        request_id: str | None,
+        *,
+        why: str,
+        **changes: RecordChanges,
+    ) -> TaskRecord:
+        """:meth:`move`, and mark the answered request ``request_id`` delivered in the same
+        transaction: its answer has reached the TASK."""
+        change = await asyncio.to_thread(self.delivered, request_id)
+        return await self.move(
+            record,
+            target,
+            why=why,
+            also=change.apply if change else None,
+            extra=change.payloads if change else (),
+            **changes,
+        )
 
     async def seen(self, info: TaskInfo, role: str, *, for_human: bool = False) -> TaskRecord:
         """The record of a TASK baton meets for the first time (state ``seen``)."""

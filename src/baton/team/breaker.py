@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from baton.events.sequencer import utc_now
 from baton.store import team_sql
@@ -25,27 +26,17 @@ from baton.team_config import TeamConfig
 __all__ = ["Breaker"]
 
 
+@dataclass(kw_only=True, eq=False)
 class Breaker:
-    def __init__(
-        self,
-        *,
-        team: TeamConfig,
-        store: Store,
-        slots: Slots,
-        escalations: Escalations,
-        activity: Activity,
-        enqueue: Callable[[Job], None],
-        wall_clock: Callable[[], float],
-    ) -> None:
-        self.team = team
-        self.store = store
-        self.slots = slots
-        self.escalations = escalations
-        self.activity = activity
-        self.enqueue = enqueue
-        self.wall_clock = wall_clock
-        self._parked: dict[str, list[Job]] = {}
-        self.timers: set[asyncio.Task[None]] = set()
+    team: TeamConfig
+    store: Store
+    slots: Slots
+    escalations: Escalations
+    activity: Activity
+    enqueue: Callable[[Job], None]
+    wall_clock: Callable[[], float]
+    _parked: dict[str, list[Job]] = field(default_factory=dict, init=False)
+    timers: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     def open_until(self, role: str) -> float:
         """Until when ``role`` is paused (0: it is not). Blocking: run in a thread."""

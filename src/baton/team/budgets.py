@@ -81,24 +81,16 @@ class TeamBudgets:
         return window_reopens_at(entries, breach.limit, window.seconds, below)
 
 
+@dataclass(kw_only=True, eq=False)
 class BudgetWakeups:
     """Re-evaluates what budgets hold back when a limit is raised or a window reopens."""
 
-    def __init__(
-        self,
-        *,
-        budgets: TeamBudgets,
-        store: Store,
-        journal: Journal,
-        wake_all: Callable[[], Awaitable[None]],
-        wall_clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.budgets = budgets
-        self.store = store
-        self.journal = journal
-        self.wake_all = wake_all
-        self.wall_clock = wall_clock
-        self.timers: dict[ScopeKey, asyncio.Task[None]] = {}
+    budgets: TeamBudgets
+    store: Store
+    journal: Journal
+    wake_all: Callable[[], Awaitable[None]]
+    wall_clock: Callable[[], float] = time.time
+    timers: dict[ScopeKey, asyncio.Task[None]] = field(default_factory=dict, init=False)
 
     async def listen(self) -> None:
         """Raises from any process (the store's ``budget`` topic) wake the held TASKs."""

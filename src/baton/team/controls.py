@@ -57,6 +57,7 @@ class CancelAsk:
         return f"{human} cancelled the turn from the {self.via}{said}"
 
 
+# Any: an outbox row's JSON data, checked here.
 def cancel_ask(slot: str, data: dict[str, Any]) -> CancelAsk | None:
     """The cancel in an outbox row's data; None when the row is malformed."""
     seq, via, reason = data.get("pointer_seq"), data.get("via"), data.get("reason", "")
@@ -65,6 +66,7 @@ def cancel_ask(slot: str, data: dict[str, Any]) -> CancelAsk | None:
     return CancelAsk(slot, seq, via[:40], reason[:MAX_REASON_CHARS])
 
 
+# Any: JSON out (the outbox row it posted).
 def request_cancel(
     store: Store, slot: str, *, task_id: str | None, reason: str, via: str
 ) -> dict[str, Any]:

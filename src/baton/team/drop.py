@@ -50,25 +50,15 @@ class DropReport:
     """The tree's worktree after the drop (``salvaged``: its head saved), if it had one."""
 
 
+@dataclass(kw_only=True, eq=False)
 class TreeDropper:
-    def __init__(
-        self,
-        *,
-        book: TaskBook,
-        ledger: Ledger,
-        escalations: Escalations,
-        slots: Slots,
-        turns: TurnRunner,
-        workspaces: Workspaces,
-        human: str,
-    ) -> None:
-        self.book = book
-        self.ledger = ledger
-        self.escalations = escalations
-        self.slots = slots
-        self.turns = turns
-        self.workspaces = workspaces
-        self.human = human
+    book: TaskBook
+    ledger: Ledger
+    escalations: Escalations
+    slots: Slots
+    turns: TurnRunner
+    workspaces: Workspaces
+    human: str
 
     def _tree(self, task_id: str) -> tuple[str, list[TaskRecord]]:
         """The tree's root and every recorded TASK of it (blocking read)."""

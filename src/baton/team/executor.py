@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from baton.errors import ControlFlow
 from baton.requests.ledger import StaleRecord
@@ -54,32 +55,21 @@ class BreakerTripped(ControlFlow):
         self.slot = slot
 
 
+@dataclass(kw_only=True, eq=False)
 class Executor:
     """Evaluates TASKs: facts → next step → its handler, until it waits."""
 
-    def __init__(
-        self,
-        *,
-        facts: FactSource,
-        rules: TeamRules,
-        book: TaskBook,
-        handlers: HandlerTable,
-        turns: TurnRunner,
-        escalations: Escalations,
-        human: str,
-        zero_tool_limit: int,
-    ) -> None:
-        self.facts = facts
-        self.rules = rules
-        self.book = book
-        self.handlers = handlers
-        self.turns = turns
-        self.escalations = escalations
-        self.human = human
-        self.zero_tool_limit = zero_tool_limit
-        self.after_turn: Callable[[], Awaitable[None]] | None = None
-        """Awaited after every turn, before the TASK is looked at again (intake's sweep:
-        whatever the agent wrote under ``fcop/`` is judged before Core reads it)."""
+    facts: FactSource
+    rules: TeamRules
+    book: TaskBook
+    handlers: HandlerTable
+    turns: TurnRunner
+    escalations: Escalations
+    human: str
+    zero_tool_limit: int
+    after_turn: Callable[[], Awaitable[None]] | None = field(default=None, init=False)
+    """Awaited after every turn, before the TASK is looked at again (intake's sweep:
+    whatever the agent wrote under ``fcop/`` is judged before Core reads it)."""
 
     async def evaluate(
         self, task_id: str, *, slot: Slot | None = None, for_review: bool = False

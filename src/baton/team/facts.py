@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from baton.budgets.rules import Standing
 from baton.fcop_errors import CoordinationError, StateAmbiguous, TaskNotFound
@@ -132,25 +132,18 @@ def question_answer(request: RequestRecord | None) -> str | None:
     return f"(the human chose to {answer.action})"
 
 
+@dataclass(eq=False)
 class FactSource:
     """Reads the facts of a TASK from FCoP and the store (call from a worker thread)."""
 
-    def __init__(
-        self,
-        port: FcopPort,
-        store: Store,
-        team: TeamConfig,
-        *,
-        isolated: bool = False,
-        budgets: TeamBudgets | None = None,
-    ) -> None:
-        self.port = port
-        self.store = store
-        self.team = team
-        self.isolated = isolated
-        """Task trees work on their own branches (:mod:`baton.team.workspaces`)."""
-        self.budgets = budgets
-        """``[budget]`` for the team (None or empty: nothing is limited)."""
+    port: FcopPort
+    store: Store
+    team: TeamConfig
+    _: KW_ONLY
+    isolated: bool = False
+    """Task trees work on their own branches (:mod:`baton.team.workspaces`)."""
+    budgets: TeamBudgets | None = None
+    """``[budget]`` for the team (None or empty: nothing is limited)."""
 
     def record(self, task_id: str) -> TaskRecord | None:
         row = self.store.read_tx(lambda tx: team_sql.TASKS.get(tx, task_id))

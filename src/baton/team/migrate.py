@@ -35,12 +35,12 @@ from typing import Any
 from baton.events.model import Payload, TeamTaskChanged
 from baton.events.sequencer import utc_now
 from baton.requests.ledger import Change, Ledger, rpc_key
-from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
 from baton.role_tools.binding import Binding
 from baton.store import requests_sql, team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
+from baton.team.attention import retry_request
 from baton.team.records import (
     QuestionRecord,
     RefusalRecord,
@@ -195,19 +195,12 @@ async def _migrate(
         record = tasks.get(stall["task_id"])
         if record is not None and record.state is TaskState.NEEDS_ATTENTION:
             reason = str(stall.get("reason") or "stalled")
-            change = ledger.prepare_create(
-                ElicitationRequest(
-                    message=f"{record.task_id} ({record.role}: {record.subject}) needs attention: "
-                    f"{reason}. Accept to have baton retry it; decline to leave it as it is.",
-                    requested_schema=ElicitationSchema(
-                        title="Retry?", fields=(StringField(name="note", title="A note"),)
-                    ),
-                ),
+            change = retry_request(
+                ledger,
                 run_id=run_id or "migrated",
-                connection_id=None,
-                jsonrpc_id=f"attention:{record.task_id}:migrated",
-                session_id=None,
-                turn_id=None,
+                key=f"attention:{record.task_id}:migrated",
+                record=record,
+                reason=reason,
             )
             attention.append(change)
             tasks[record.task_id] = dataclasses.replace(

@@ -215,6 +215,12 @@ class Facts:
     """The task tree it is charged to (the TASK a human filed), isolated or not."""
 
     @property
+    def known_record(self) -> TaskRecord:
+        """The record, for a step the rules only choose once baton has one."""
+        assert self.record is not None, f"{self.task.task_id}: a step needs its record"
+        return self.record
+
+    @property
     def is_tree_root(self) -> bool:
         return self.tree_root is not None and self.tree_root == self.task.task_id
 

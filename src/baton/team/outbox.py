@@ -14,17 +14,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from baton.events.sequencer import utc_now
 from baton.fcop_errors import CoordinationError
 from baton.requests.ledger import Ledger
-from baton.requests.model import ElicitationRequest, ElicitationSchema, StringField
+from baton.requests.model import StringField
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team.activity import Activity
 from baton.team.answers import AnswerWatch
+from baton.team.attention import ask_the_human
 from baton.team.controls import CANCEL_TURN, DROP_TREE, cancel_ask
 from baton.team.drop import TreeDropper
 from baton.team.records import OutboxEntry, QuestionRecord
@@ -37,34 +39,21 @@ __all__ = ["OutboxReader"]
 log = logging.getLogger("baton.team.outbox")
 
 
+@dataclass(kw_only=True, eq=False)
 class OutboxReader:
     """Drains the outbox: questions, cancels, review decisions."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        journal: Journal,
-        ledger: Ledger,
-        run_id: str,
-        slots: Slots,
-        turns: TurnRunner,
-        answers: AnswerWatch,
-        activity: Activity,
-        schedule: Callable[[str], None],
-        dropper: TreeDropper,
-    ) -> None:
-        self.dropper = dropper
-        self.store = store
-        self.journal = journal
-        self.ledger = ledger
-        self.run_id = run_id
-        self.slots = slots
-        self.turns = turns
-        self.answers = answers
-        self.activity = activity
-        self.schedule = schedule
-        self._lock = asyncio.Lock()
+    store: Store
+    journal: Journal
+    ledger: Ledger
+    run_id: str
+    slots: Slots
+    turns: TurnRunner
+    answers: AnswerWatch
+    activity: Activity
+    schedule: Callable[[str], None]
+    dropper: TreeDropper
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     async def listen(self) -> None:
         """One store doorbell for the loop: outbox rows and answers from any process."""
@@ -118,20 +107,13 @@ class OutboxReader:
     async def _ask_human(self, entry: OutboxEntry, now: str) -> None:
         ask_id = str(entry.data.get("request_id", ""))
         question_text = str(entry.data.get("question", ""))
-        document = ElicitationRequest(
-            message=f"{entry.role} asks: {question_text}",
-            requested_schema=ElicitationSchema(
-                title="Answer",
-                fields=(StringField(name="answer", title="Your answer"),),
-            ),
-        )
-        change = self.ledger.prepare_create(
-            document,
+        change = ask_the_human(
+            self.ledger,
             run_id=self.run_id,
-            connection_id=None,
-            jsonrpc_id=f"ask:{ask_id}",
-            session_id=None,
-            turn_id=None,
+            key=f"ask:{ask_id}",
+            message=f"{entry.role} asks: {question_text}",
+            title="Answer",
+            field=StringField(name="answer", title="Your answer"),
         )
         question = QuestionRecord(
             ask_id=ask_id,

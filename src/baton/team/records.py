@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.role_tools.binding import Binding
 from baton.store import team_sql
+from baton.store.tx import Row, RowValues
 from baton.team.states import DispatchState, OwnerState, QuestionState, SlotState, TaskState
 
 __all__ = [
@@ -29,16 +30,25 @@ __all__ = [
     "UsageTotals",
 ]
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 R = TypeVar("R")
 
 RecordChanges = Any
-"""The value of one field a walk changes on a :class:`TaskRecord`. ``Any`` because the
+"""The value of one field a change sets on a team record (a :class:`TaskRecord` walk, a
+:class:`SlotRecord` commit). ``Any`` because the
 field decides the type; ``dataclasses.replace`` (and mypy's dataclass plugin at each
 literal call) checks it."""
 
 
-def _values(columns: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+def _values(columns: Sequence[str], row: Row) -> RowValues:
     return dict(zip(columns, row, strict=True))
+
+
+def _fields(record: DataclassInstance, *, leave_out: str = "") -> RowValues:
+    """A record's fields by name: the start of its row (each ``row()`` converts the rest)."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name != leave_out}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +89,8 @@ class TaskRecord:
     files_changed: tuple[str, ...] = ()
     """Files the agents reported writing on this TASK (bounded; its review lists them)."""
 
-    def row(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+    def row(self) -> RowValues:
+        values = _fields(self)
         values["state"] = self.state.value
         values["for_human"] = int(self.for_human)
         values["budget"] = json.dumps(self.budget) if self.budget is not None else None
@@ -88,7 +98,7 @@ class TaskRecord:
         return values
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> TaskRecord:
+    def from_row(cls, row: Row) -> TaskRecord:
         values = _values(team_sql.TASK_COLUMNS, row)
         values["state"] = TaskState(values["state"])
         values["for_human"] = bool(values["for_human"])
@@ -124,13 +134,13 @@ class TurnRecord:
     prompt_sha256: str | None = None
     """The digest of the prompt it sent (:func:`baton.team.reconcile.prompt_digest`)."""
 
-    def row(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+    def row(self) -> RowValues:
+        values = _fields(self)
         values["state"] = self.state.value
         return values
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> TurnRecord:
+    def from_row(cls, row: Row) -> TurnRecord:
         values = _values(team_sql.TURN_COLUMNS, row)
         values["state"] = DispatchState(values["state"])
         return cls(**values)
@@ -147,11 +157,11 @@ class UsageTotals:
     thinking_tokens: int = 0
     cost_usd: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_json(self) -> dict[str, str | int | float]:
+        return _fields(self)
 
     @classmethod
-    def from_json(cls, raw: Any) -> UsageTotals:
+    def from_json(cls, raw: object) -> UsageTotals:
         if not isinstance(raw, dict):
             return cls()
         known = {f.name for f in fields(cls)}
@@ -185,8 +195,8 @@ class SlotRecord:
     tasks_handled: int = 0
     started_at: str | None = None
 
-    def row(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+    def row(self) -> RowValues:
+        values = _fields(self)
         values["state"] = self.state.value
         values["binding"] = json.dumps(self.binding.to_json(), sort_keys=True)
         values["usage"] = json.dumps(self.usage.to_json(), sort_keys=True)
@@ -194,7 +204,7 @@ class SlotRecord:
         return values
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> SlotRecord:
+    def from_row(cls, row: Row) -> SlotRecord:
         values = _values(team_sql.SLOT_COLUMNS, row)
         values["state"] = SlotState(values["state"])
         values["binding"] = Binding.from_json(json.loads(values["binding"]))
@@ -210,11 +220,11 @@ class RoleRecord:
     breaker_until: float | None = None
     """Wall-clock time (epoch seconds) the zero-tool-call breaker closes again."""
 
-    def row(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def row(self) -> RowValues:
+        return _fields(self)
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> RoleRecord:
+    def from_row(cls, row: Row) -> RoleRecord:
         return cls(**_values(team_sql.ROLE_COLUMNS, row))
 
 
@@ -231,12 +241,12 @@ class OwnerRecord:
     started_at: str
     updated_at: str
 
-    def row(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
+    def row(self) -> RowValues:
+        values = _fields(self)
         return {"id": 1, **values, "state": self.state.value}
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> OwnerRecord:
+    def from_row(cls, row: Row) -> OwnerRecord:
         values = _values(team_sql.OWNER_COLUMNS, row)
         del values["id"]
         values["state"] = OwnerState(values["state"])
@@ -256,7 +266,7 @@ class OutboxEntry:
     consumed_at: str | None = None
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> OutboxEntry:
+    def from_row(cls, row: Row) -> OutboxEntry:
         values = _values(team_sql.OUTBOX_COLUMNS, row)
         try:
             data = json.loads(values["data"])
@@ -283,11 +293,11 @@ class QuestionRecord:
     issue_id: str | None = None
     answer: str | None = None
 
-    def row(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "state": self.state.value}
+    def row(self) -> RowValues:
+        return {**_fields(self), "state": self.state.value}
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> QuestionRecord:
+    def from_row(cls, row: Row) -> QuestionRecord:
         values = _values(team_sql.QUESTION_COLUMNS, row)
         values["state"] = QuestionState(values["state"])
         return cls(**values)
@@ -309,14 +319,14 @@ class RefusalRecord:
     cleared: bool = False
     id: int | None = None
 
-    def row(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "id"}
+    def row(self) -> RowValues:
+        values = _fields(self, leave_out="id")
         values["in_place"] = int(self.in_place)
         values["cleared"] = int(self.cleared)
         return values
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> RefusalRecord:
+    def from_row(cls, row: Row) -> RefusalRecord:
         values = _values(team_sql.REFUSAL_COLUMNS, row)
         values["in_place"] = bool(values["in_place"])
         values["cleared"] = bool(values["cleared"])

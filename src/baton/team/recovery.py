@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from baton.events.model import Payload
@@ -46,44 +47,27 @@ log = logging.getLogger("baton.team.recovery")
 LIVE_STATES = tuple(s.value for s in TaskState if s not in (TaskState.SETTLED, TaskState.REFUSED))
 
 
+@dataclass(kw_only=True, eq=False)
 class Recovery:
     """Recovery at start, and the adoption of turns a live holder kept (cluster mode)."""
 
-    def __init__(
-        self,
-        *,
-        port: FcopPort,
-        team: TeamConfig,
-        store: Store,
-        journal: Journal,
-        book: TaskBook,
-        turns: TurnRunner,
-        escalations: Escalations,
-        slots: Slots,
-        activity: Activity,
-        evaluate: Callable[[str], Awaitable[None]],
-        schedule: Callable[[str], None],
-        state_dir: Path | None,
-        holders: HolderLookup | None,
-        workspaces: Workspaces,
-    ) -> None:
-        self.workspaces = workspaces
-        self.port = port
-        self.team = team
-        self.store = store
-        self.journal = journal
-        self.book = book
-        self.turns = turns
-        self.escalations = escalations
-        self.slots = slots
-        self.activity = activity
-        self.evaluate = evaluate
-        self.schedule = schedule
-        self.state_dir = state_dir
-        self.holders = holders
-        """Cluster mode: what the store says of the slots' live holders (None: one machine)."""
-        self._adoptions: dict[str, TurnRecord] = {}
-        """Per slot, the open turn a live holder still has (adopted by the slot's worker)."""
+    port: FcopPort
+    team: TeamConfig
+    store: Store
+    journal: Journal
+    book: TaskBook
+    turns: TurnRunner
+    escalations: Escalations
+    slots: Slots
+    activity: Activity
+    evaluate: Callable[[str], Awaitable[None]]
+    schedule: Callable[[str], None]
+    state_dir: Path | None
+    holders: HolderLookup | None
+    """Cluster mode: what the store says of the slots' live holders (None: one machine)."""
+    workspaces: Workspaces
+    _adoptions: dict[str, TurnRecord] = field(default_factory=dict, init=False)
+    """Per slot, the open turn a live holder still has (adopted by the slot's worker)."""
 
     async def migrate(self) -> None:
         """Move the first team loop's side files into the store (once per project)."""

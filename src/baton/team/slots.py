@@ -24,7 +24,7 @@ from baton.store.journal import Journal
 from baton.store.tx import Tx
 from baton.team.contract import RoleSession, RoleSessionFactory, TurnResult
 from baton.team.controls import CancelAsk
-from baton.team.records import SlotRecord, UsageTotals
+from baton.team.records import RecordChanges, SlotRecord, UsageTotals
 from baton.team.states import SLOT, SlotEvent, SlotState
 from baton.team_config import RoleSpec, TeamConfig
 
@@ -70,29 +70,19 @@ class Slot:
         return self.record.slot
 
 
+@dataclass(kw_only=True, eq=False)
 class Slots:
     """Every slot of the team, and the writes that move them."""
 
-    def __init__(
-        self,
-        *,
-        team: TeamConfig,
-        fcop_root: Path,
-        store_path: Path | None,
-        journal: Journal,
-        factory: RoleSessionFactory,
-        now: Callable[[], str],
-        watch: Callable[[int], None] | None = None,
-    ) -> None:
-        self.team = team
-        self.fcop_root = fcop_root
-        self.store_path = store_path
-        self.journal = journal
-        self.factory = factory
-        self.now = now
-        self.watch = watch
-        """Called with a new session's process group (the death watch)."""
-        self.by_role: dict[str, list[Slot]] = {}
+    team: TeamConfig
+    fcop_root: Path
+    store_path: Path | None
+    journal: Journal
+    factory: RoleSessionFactory
+    now: Callable[[], str]
+    watch: Callable[[int], None] | None = None
+    """Called with a new session's process group (the death watch)."""
+    by_role: dict[str, list[Slot]] = field(default_factory=dict, init=False)
 
     def binding(self, spec: RoleSpec, name: str) -> Binding:
         return Binding(
@@ -167,7 +157,7 @@ class Slots:
         reason: str | None = None,
         extra: Sequence[Payload] = (),
         also: Callable[[Tx], None] | None = None,
-        **changes: Any,
+        **changes: RecordChanges,
     ) -> None:
         """Move ``slot`` (or only change its fields when ``event`` is None), with more writes."""
         payloads = list(extra)
@@ -217,7 +207,7 @@ class Slots:
         )
         return session
 
-    def counters_after(self, slot: Slot, result: TurnResult) -> dict[str, Any]:
+    def counters_after(self, slot: Slot, result: TurnResult) -> dict[str, RecordChanges]:
         """The slot's counters with one more turn (usage availability never made up)."""
         record = slot.record
         streak = (

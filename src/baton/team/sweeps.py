@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from baton.inbox.doorbell import Doorbell, DoorbellEvent
 from baton.intake.stability import FileFacts
@@ -26,20 +27,14 @@ _SETTLE_POLL_S = 0.25
 """How often the start-up sweep looks again at files still settling."""
 
 
+@dataclass(eq=False)
 class LoopSweeps:
-    def __init__(
-        self,
-        sweeper: Sweeper,
-        doorbell: Doorbell,
-        events: asyncio.Queue[DoorbellEvent],
-        interval: float,
-    ) -> None:
-        self.sweeper = sweeper
-        self.doorbell = doorbell
-        self.events = events
-        self.interval = interval
-        self._swept: set[tuple[str, FileFacts]] = set()
-        self._sweeping = asyncio.Lock()
+    sweeper: Sweeper
+    doorbell: Doorbell
+    events: asyncio.Queue[DoorbellEvent]
+    interval: float
+    _swept: set[tuple[str, FileFacts]] = field(default_factory=set, init=False)
+    _sweeping: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     async def at_start(
         self, stopped: Callable[[], bool], pause: Callable[[float], Awaitable[bool]]

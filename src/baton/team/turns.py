@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,37 +65,27 @@ class RoleTurn:
     """The task tree the turn's spend is charged to (isolated or not)."""
 
 
+@dataclass(kw_only=True, eq=False)
 class TurnRunner:
     """Dispatches and runs turns: the part of the team loop that talks to sessions."""
 
-    def __init__(
-        self,
-        *,
-        book: TaskBook,
-        slots: Slots,
-        prompts: Prompts,
-        team: TeamConfig,
-        run_id: str,
-        workspaces: Workspaces,
-    ) -> None:
-        self.book = book
-        self.workspaces = workspaces
-        self.slots = slots
-        self.prompts = prompts
-        self.team = team
-        self.run_id = run_id
-        self.live: set[tuple[str, int]] = set()
-        """(task, dispatch) of the turns running in this team loop right now."""
-        self._ended = asyncio.Condition()
-        self.dispatch_log: list[tuple[str, str, str]] = []
-        """(slot, turn kind, task id) in dispatch order; tests and traces read it."""
-        self.prompt_started: Callable[[str, str, float], None] | None = None
-        """Told ``(slot, task, monotonic time)`` as each prompt is handed over (benches)."""
+    book: TaskBook
+    slots: Slots
+    prompts: Prompts
+    team: TeamConfig
+    run_id: str
+    workspaces: Workspaces
+    live: set[tuple[str, int]] = field(default_factory=set, init=False)
+    """(task, dispatch) of the turns running in this team loop right now."""
+    _ended: asyncio.Condition = field(default_factory=asyncio.Condition, init=False)
+    dispatch_log: list[tuple[str, str, str]] = field(default_factory=list, init=False)
+    """(slot, turn kind, task id) in dispatch order; tests and traces read it."""
+    prompt_started: Callable[[str, str, float], None] | None = field(default=None, init=False)
+    """Told ``(slot, task, monotonic time)`` as each prompt is handed over (benches)."""
 
     async def begin(self, facts: Facts, kind: steps.JobKind, slot: Slot) -> RoleTurn:
         """Commit ``dispatched``: the turn row, the record, the slot's pointer."""
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         prompt, anchor, anchor_attempt = await asyncio.to_thread(
             self.prompts.build, kind, facts, slot, record
         )

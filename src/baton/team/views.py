@@ -121,11 +121,11 @@ class BoardTask:
 
 @dataclass(frozen=True, slots=True)
 class TeamView:
-    daemon: str
-    """``running`` or ``stopped``: the project's ``baton up`` (the key ``status --json``
-    has always had)."""
-    daemon_pid: int | None
-    daemon_run: str | None
+    team_loop: str
+    """``running`` or ``stopped``: the project's ``baton up`` (``status --json`` and the
+    board's API keep calling it ``daemon``, the key scripts have read since the start)."""
+    team_loop_pid: int | None
+    team_loop_run: str | None
     updated_at: str | None
     team: Mapping[str, str]
     roles: tuple[RoleConfigView, ...]
@@ -148,6 +148,7 @@ class TeamView:
             out.setdefault(task.stage, []).append(task)
         return out
 
+    # Any: JSON out (``status --json``, the dashboard).
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -334,9 +335,9 @@ def team_view(
         if r.state is TaskState.IN_REVIEW and r.review_request
     )
     return TeamView(
-        daemon="running" if running else "stopped",
-        daemon_pid=owner.pid if owner else None,
-        daemon_run=owner.run_id if owner else None,
+        team_loop="running" if running else "stopped",
+        team_loop_pid=owner.pid if owner else None,
+        team_loop_run=owner.run_id if owner else None,
         updated_at=max((t.updated_at for t in snap.tasks), default=None),
         team={"name": team.name, "leader": team.leader, "human": team.human},
         roles=tuple(

@@ -12,6 +12,13 @@ index lock would refuse the second anyway); git runs in worker threads.
 With ``[team] isolation = "none"``, or outside a git repository, :attr:`enabled` is
 False and every agent works in the project as before.
 
+On a cluster (:attr:`remote`: ``Isolation.remote``) a tree's worktree lives on the worker
+host that holds the role (:mod:`baton.cluster.tree_copy`); this checkout keeps only the
+branch. :meth:`prepare` then makes the branch alone, a checkpoint records the head the
+holder pushed (it commits nothing here), and no step makes, commits in or removes a
+worktree here; the review, the preflight, the merge and the salvage read branch refs as
+on one machine.
+
 Length: each git step between the two record moves that bracket it; split, a step
 would be read apart from the moves that make it crash-safe.
 """
@@ -104,6 +111,11 @@ class Workspaces:
     @property
     def enabled(self) -> bool:
         return self.repo is not None
+
+    @property
+    def remote(self) -> bool:
+        """Trees' worktrees live on worker hosts; this checkout keeps their branches."""
+        return self.isolation.remote
 
     def _repo(self) -> Repository:
         assert self.repo is not None, "worktree isolation is off"
@@ -207,9 +219,14 @@ class Workspaces:
                 record = await self._plan(root, subject)
             if record.state is WorktreeState.CREATING:
                 planned = record
-                await self._git(lambda repo: repo.create(planned), "worktree.create")
+                await self._git(self._create(planned), "worktree.create")
                 record = await self._move(planned, planned, WorktreeEvent.CREATED)
             return record
+
+    def _create(self, record: WorktreeRecord) -> Callable[[Repository], object]:
+        if self.remote:
+            return lambda repo: repo.create_branch(record)
+        return lambda repo: repo.create(record)
 
     async def _plan(self, root: str, subject: str) -> WorktreeRecord:
         repo = self._repo()
@@ -236,7 +253,7 @@ class Workspaces:
             )
         directory = worktrees_dir(self.project, self.isolation)
         if directory not in self._excluded:
-            await asyncio.to_thread(self._exclude, directory)
+            await asyncio.to_thread(repo.exclude, directory)
             self._excluded.add(directory)
         now = self.now()
         planned = WorktreeRecord(
@@ -252,23 +269,6 @@ class Workspaces:
             merge_rule=self.isolation.merge,
         )
         return await self._move(None, planned, WorktreeEvent.CREATE)
-
-    def _exclude(self, directory: Path) -> None:
-        """The worktrees folder kept out of the main checkout's ``git status``
-        (``.git/info/exclude``: baton's own, never a file of the user's)."""
-        repo = self._repo()
-        try:
-            relative = directory.resolve().relative_to(repo.root.resolve())
-        except ValueError:
-            return
-        path = Path(repo.git.text("rev-parse", "--git-path", "info/exclude"))
-        exclude = path if path.is_absolute() else repo.root / path
-        line = f"/{relative.as_posix()}/"
-        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-        if line not in text.splitlines():
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            with exclude.open("a", encoding="utf-8") as out:
-                out.write(("" if text.endswith("\n") or not text else "\n") + line + "\n")
 
     async def _git(self, step: Callable[[Repository], object], point: str) -> None:
         """One git step, with crash points before and after it (the crash harness kills
@@ -289,9 +289,13 @@ class Workspaces:
 
     async def _checkpoint(self, record: WorktreeRecord, message: str) -> WorktreeRecord:
         crashpoints.durable_write("worktree.checkpoint.before")
-        head = await asyncio.to_thread(self._repo().checkpoint, record.worktree, message)
+        head: str | None
+        if self.remote:  # the holder committed and pushed: the record follows the branch
+            head = await asyncio.to_thread(self._repo().resolve, f"refs/heads/{record.branch}")
+        else:
+            head = await asyncio.to_thread(self._repo().checkpoint, record.worktree, message)
         crashpoints.durable_write("worktree.checkpoint.after")
-        if head == record.head_commit:
+        if head is None or head == record.head_commit:
             return record
         return await self._move(
             record, dataclasses.replace(record, head_commit=head), WorktreeEvent.CHECKPOINT
@@ -363,7 +367,10 @@ class Workspaces:
             return record
 
     async def _remove(self, record: WorktreeRecord) -> WorktreeRecord:
-        await self._git(lambda r: r.remove(record, delete_branch=True), "worktree.remove")
+        await self._git(
+            lambda r: r.remove(record, delete_branch=True, worktree=not self.remote),
+            "worktree.remove",
+        )
         moved = await self._move(record, record, WorktreeEvent.REMOVE)
         await self._forget(record)
         return moved
@@ -403,8 +410,8 @@ class Workspaces:
         repo = self._repo()
         ref = record.salvage_ref or salvage_ref(record.root_task)
         checkpointed = None
-        if record.worktree.exists() and await asyncio.to_thread(
-            lambda: record.worktree.resolve() in repo.worktrees()
+        if not self.remote and await asyncio.to_thread(
+            lambda: record.worktree.exists() and record.worktree.resolve() in repo.worktrees()
         ):
             crashpoints.durable_write("worktree.salvage.checkpoint.before")
             checkpointed = await asyncio.to_thread(
@@ -421,7 +428,10 @@ class Workspaces:
         )
         if head is not None:
             await self._git(lambda r: r.save(ref, head), "worktree.salvage.save")
-        await self._git(lambda r: r.remove(record, delete_branch=True), "worktree.salvage.remove")
+        await self._git(
+            lambda r: r.remove(record, delete_branch=True, worktree=not self.remote),
+            "worktree.salvage.remove",
+        )
         moved = await self._move(
             record,
             dataclasses.replace(record, head_commit=head, salvage_ref=ref),
@@ -476,14 +486,15 @@ class Workspaces:
     def _after_crash_action(self, record: WorktreeRecord) -> AfterCrash:
         repo = self._repo()
         branch_head = repo.resolve(f"refs/heads/{record.branch}")
-        registered = (
+        # A remote tree's worktree is the worker's: its branch is all there is here.
+        registered = self.remote or (
             record.worktree.exists()
             and repo.worktrees().get(record.worktree.resolve()) == f"refs/heads/{record.branch}"
         )
         facts = GitFacts(
             branch_head=branch_head,
             registered=registered,
-            dirty=registered and repo.dirty(record.worktree),
+            dirty=not self.remote and registered and repo.dirty(record.worktree),
             base_holds=repo.is_merged(record),
             salvaged_head=repo.resolve(record.salvage_ref) if record.salvage_ref else None,
         )
@@ -504,7 +515,7 @@ class Workspaces:
         if action is None:
             action = await asyncio.to_thread(self._after_crash_action, record)
         if action is AfterCrash.CREATE:
-            await self._git(lambda r: r.create(record), "worktree.create")
+            await self._git(self._create(record), "worktree.create")
             if record.state is WorktreeState.CREATING:
                 record = await self._move(record, record, WorktreeEvent.CREATED)
         elif action is AfterCrash.CHECKPOINT:

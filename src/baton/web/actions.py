@@ -16,7 +16,7 @@ validation, so the page can do nothing the CLI refuses:
   force) and the same transaction, its ``budget.raised`` events in a run of kind
   ``budget``; a running ``baton up`` lets what the old limit parked go on;
 * **cancel a role's turn** in a team run: a control row the owning ``baton up``
-  consumes (:mod:`baton.team.controls`); the daemon cancels the turn and the TASK
+  consumes (:mod:`baton.team.controls`); the team loop cancels the turn and the TASK
   goes to *needs attention* (the human's retry re-prompts it).
 """
 
@@ -39,6 +39,7 @@ from baton.app.facade.fcop import subject_problem
 from baton.app.facade.store import Store
 from baton.app.facade.team import ControlRefused, request_cancel
 from baton.errors import BatonError, ConfigError
+from baton.web.wire import JsonObject
 
 __all__ = [
     "MAX_PROMPT_BYTES",
@@ -63,7 +64,7 @@ class ActionRefused(BatonError):
 
 def create_task(
     project_dir: Path, *, to: str, subject: str, body: str, operation_id: str | None
-) -> dict[str, Any]:
+) -> JsonObject:
     """T1 as the human, exactly as ``baton task new`` does it (blocking: call off-loop)."""
     from baton.app.facade.fcop import open_context
 
@@ -100,7 +101,7 @@ def _is_baton_process(pid: int) -> bool:
     return b"baton" in cmdline
 
 
-def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
+def cancel_run(store: Store, run_id: str) -> JsonObject:
     """SIGINT to the live ``baton run`` owning ``run_id`` (what Ctrl-C does there)."""
     run = store.get_run(run_id)
     if run is None:
@@ -125,19 +126,18 @@ def cancel_run(store: Store, run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "signalled": pid}
 
 
-def cancel_role_turn(
-    store: Store, slot: str, *, task_id: str | None, reason: str
-) -> dict[str, Any]:
-    """Ask the team's daemon to cancel ``slot``'s running turn (blocking: call off-loop)."""
+def cancel_role_turn(store: Store, slot: str, *, task_id: str | None, reason: str) -> JsonObject:
+    """Ask the team loop to cancel ``slot``'s running turn (blocking: call off-loop)."""
     try:
         return request_cancel(store, slot, task_id=task_id, reason=reason, via="dashboard")
     except ControlRefused as exc:
         raise ActionRefused(str(exc)) from None
 
 
+# Any: a limit's value as the JSON body gave it (Limits.from_table checks it).
 async def raise_budget(
     store: Store, project_dir: Path, *, scope: str, key: str, dimension: str, value: Any
-) -> dict[str, Any]:
+) -> JsonObject:
     """Raise one limit of one scope, exactly as ``baton budget raise`` does."""
     from baton.app.budgets import raise_limits
     from baton.app.facade.budgets import SCOPES, Limits, ScopeKey
@@ -185,7 +185,7 @@ class RunLauncher:
     def agents(self) -> list[str]:
         return sorted(load_config(self.project_dir).profiles)
 
-    async def launch(self, *, agent: str, prompt: str) -> dict[str, Any]:
+    async def launch(self, *, agent: str, prompt: str) -> JsonObject:
         """Start a one-off run; returns its ``run_id`` once the child recorded it."""
         load_config(self.project_dir).profile(agent)  # unknown agent: ConfigError (422)
         data = prompt.encode("utf-8")

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import json
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -46,6 +46,7 @@ from baton.web.sse import parse_resume_point, sse_stream
 from baton.web.summaries import decided_by_text, decision_text, prompt_summary, run_outcome
 from baton.web.tasks import task_changes, task_documents
 from baton.web.trees import task_tree
+from baton.web.wire import JsonObject
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -60,6 +61,8 @@ MAX_ANSWER_BYTES: Final = 256 * 1024
 """An answer is a few ids or form values; anything this large is not one."""
 MAX_EVENTS_PAGE: Final = 10_000
 
+_Filter = TypeVar("_Filter", RunFilter, DecisionFilter)
+
 
 class ApiError(BatonError, RemoteFault):
     """A refusal decided by the HTTP layer itself (bad query, body, media type)."""
@@ -70,12 +73,12 @@ class ApiError(BatonError, RemoteFault):
         self.error = error
 
 
-def run_data(run: RunRecord) -> dict[str, Any]:
+def run_data(run: RunRecord) -> JsonObject:
     """A run as plain JSON data (the row, with ``meta`` as an object)."""
     return dataclasses.asdict(run)
 
 
-def request_data(record: RequestRecord) -> dict[str, Any]:
+def request_data(record: RequestRecord) -> JsonObject:
     """A request as JSON: :func:`~baton.requests.render.to_data` (the CLI's ``--json``)
     plus when it was answered and delivered, which a web client polling for the
     outcome needs."""
@@ -97,6 +100,7 @@ def _int_query(
     return value if maximum is None else min(value, maximum)
 
 
+# Any: whatever JSON the client sent; each route checks the shape it needs.
 async def read_json_body(request: Request, *, limit: int = MAX_ANSWER_BYTES) -> Any:
     """The request's JSON body: ``application/json`` only (415), at most ``limit`` bytes (413)."""
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -153,7 +157,7 @@ async def _run_or_404(ctx: WebContext, run_id: str) -> RunRecord:
 
 async def runs_with_outcomes(
     ctx: WebContext, f: RunFilter, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[JsonObject], str | None]:
     """A page of runs, each with the outcome a person should read (see ``run_outcome``)."""
     runs = await asyncio.to_thread(runs_page, ctx.store, f, limit + 1)
     more = len(runs) > limit
@@ -182,35 +186,24 @@ async def runs_with_outcomes(
     return rows, cursor
 
 
+def _history_filter(request: Request, kind: type[_Filter]) -> _Filter:
+    """A history filter from the query string: ``?<field>=`` for each of its fields,
+    ``?before=`` the paging cursor."""
+    named = (f.name for f in dataclasses.fields(kind) if f.name != "before")
+    return kind(**{name: _filter_value(request, name) for name in named}, before=_cursor(request))
+
+
 def run_filter(request: Request) -> RunFilter:
-    return RunFilter(
-        status=_filter_value(request, "status"),
-        agent=_filter_value(request, "agent"),
-        kind=_filter_value(request, "kind"),
-        role=_filter_value(request, "role"),
-        since=_filter_value(request, "since"),
-        until=_filter_value(request, "until"),
-        before=_cursor(request),
-    )
+    return _history_filter(request, RunFilter)
 
 
 def decision_filter(request: Request) -> DecisionFilter:
-    return DecisionFilter(
-        state=_filter_value(request, "state"),
-        kind=_filter_value(request, "kind"),
-        decided_by=_filter_value(request, "decided_by"),
-        role=_filter_value(request, "role"),
-        agent=_filter_value(request, "agent"),
-        run_id=_filter_value(request, "run_id"),
-        since=_filter_value(request, "since"),
-        until=_filter_value(request, "until"),
-        before=_cursor(request),
-    )
+    return _history_filter(request, DecisionFilter)
 
 
 async def decisions_page(
     ctx: WebContext, f: DecisionFilter, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[JsonObject], str | None]:
     ids = await asyncio.to_thread(decision_ids, ctx.store, f, limit + 1)
     more = len(ids) > limit
     records = [await ctx.ledger.get(i) for i in ids[:limit]]
@@ -228,13 +221,13 @@ def _board_source(ctx: WebContext) -> BoardSource:
     return ctx.board
 
 
-async def team_snapshot(ctx: WebContext) -> dict[str, Any]:
+async def team_snapshot(ctx: WebContext) -> JsonObject:
     board = _board_source(ctx)
     pending = await ctx.ledger.pending()
     return snapshot_data(await asyncio.to_thread(board.snapshot, pending))
 
 
-async def task_detail(ctx: WebContext, task_id: str) -> dict[str, Any]:
+async def task_detail(ctx: WebContext, task_id: str) -> JsonObject:
     """A task, its documents, and its change: its tree's branch against the base
     (``tree``), or, for a task without a branch, the files its role reported (``changes``)."""
     from baton.app.facade.fcop import CoordinationError
@@ -274,7 +267,7 @@ async def stalled_runs(ctx: WebContext) -> dict[str, int]:
     return out
 
 
-async def run_detail(ctx: WebContext, run: RunRecord) -> dict[str, Any]:
+async def run_detail(ctx: WebContext, run: RunRecord) -> JsonObject:
     """What the run page needs beyond the row: outcome, counts, roles, requests, turns."""
     last_seq = await asyncio.to_thread(ctx.store.last_seq, run.run_id)
     counts = (await asyncio.to_thread(run_tool_counts, ctx.store, [run.run_id]))[run.run_id]
@@ -324,7 +317,7 @@ async def request_title(ctx: WebContext, record: RequestRecord) -> str:
     return record.title
 
 
-async def task_changes_for(ctx: WebContext, role: str | None) -> dict[str, Any] | None:
+async def task_changes_for(ctx: WebContext, role: str | None) -> JsonObject | None:
     """The changed files (and their diff) the role's sessions reported, for a review."""
     board = ctx.board
     if board is None or ctx.project_dir is None or not role:

@@ -34,6 +34,7 @@ from baton.app.facade.fcop import CoordinationContext, FcopPort, Stage, TaskInfo
 from baton.app.facade.requests import RequestRecord, ReviewRequest
 from baton.app.facade.runs import stall_text
 from baton.app.facade.store import LiveTurn, Store, live_turns
+from baton.web.wire import JsonObject
 
 __all__ = [
     "STAGES",
@@ -83,7 +84,7 @@ class RoleView:
     silence: str = ""
     """Its running turn's stall, in words (``the agent has said nothing for …``), or ``""``."""
     turn_running: bool = False
-    """A turn is with the agent (the daemon's slot is ``working``): it can be cancelled."""
+    """A turn is with the agent (the team loop's slot is ``working``): it can be cancelled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,7 @@ class BoardSnapshot:
     leader: str
     human: str
     daemon: str
+    """``running`` or ``stopped``: the project's ``baton up`` (the API's key since the start)."""
     updated_at: str | None
     roles: tuple[RoleView, ...]
     tasks: tuple[TaskView, ...]
@@ -174,7 +176,7 @@ def _waiting_by_session(pending: Sequence[RequestRecord]) -> dict[str, list[str]
     return out
 
 
-def snapshot_data(snapshot: BoardSnapshot) -> dict[str, Any]:
+def snapshot_data(snapshot: BoardSnapshot) -> JsonObject:
     """The snapshot as JSON data (``GET /api/team``)."""
     data = asdict(snapshot)
     data["counts"] = dict(snapshot.counts)
@@ -189,7 +191,7 @@ def session_state(
     breaker_open: bool,
     turn_stalled: bool = False,
 ) -> SessionState:
-    """The one rule mapping the daemon's notes to what the board shows (see module doc)."""
+    """The one rule mapping the team loop's notes to what the board shows (see module doc)."""
     if waiting:
         return "waiting"
     if turn_stalled or task_status == "stalled" or breaker_open:
@@ -230,6 +232,8 @@ def review_task(record: RequestRecord) -> str | None:
 class TeamViewBoardSource:
     """The team loop's read models in the store (``baton.team.views.team_view``)."""
 
+    # Any: baton.team.views and its TeamView, handed in by the app: the web never imports
+    # the team loop's modules (tests/test_architecture.py).
     def __init__(self, ctx: CoordinationContext, store: Store, views: Any) -> None:
         self._ctx = ctx
         self._store = store
@@ -279,6 +283,7 @@ class TeamViewBoardSource:
         return tuple(s.to_json(soft) for s in report.standings if s.limits)
 
 
+# Any: a baton.team.views.TeamView (see TeamViewBoardSource).
 def snapshot_from_team_view(
     view: Any,
     *,
@@ -388,7 +393,7 @@ def snapshot_from_team_view(
         team=view.team.get("name", ""),
         leader=view.team.get("leader", ""),
         human=view.team.get("human", ""),
-        daemon=view.daemon,
+        daemon=view.team_loop,
         updated_at=view.updated_at,
         roles=tuple(sorted(roles, key=lambda r: r.name)),
         tasks=tuple(tasks),

@@ -26,7 +26,7 @@ import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -58,6 +58,7 @@ from baton.web.markdown import render_markdown
 from baton.web.pages import block, href, page, text
 from baton.web.summaries import decision_text
 from baton.web.trees import ReviewTree, review_tree
+from baton.web.wire import JsonObject
 
 __all__ = ["MAX_CARDS", "dashboard_routes", "render_dashboard", "render_run_page"]
 
@@ -66,7 +67,7 @@ MAX_CARDS: Final = 100
 RECENT_RUNS: Final = 20
 
 
-def _attr_json(value: dict[str, Any]) -> str:
+def _attr_json(value: JsonObject) -> str:
     """A JSON answer template for a ``data-answer`` attribute (escaped like any text)."""
     return text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
@@ -100,7 +101,7 @@ def _diff(diff: DiffPreview, workspace: Path | None = None) -> str:
 
 def _button(
     label: str,
-    answer: dict[str, Any],
+    answer: JsonObject,
     *,
     css: str = "",
     with_reason: bool = False,
@@ -271,7 +272,7 @@ def _elicitation(doc: ElicitationRequest) -> tuple[str, str]:
     return body, buttons
 
 
-def _reported_changes(changes: dict[str, Any], *, anchor: str) -> str:
+def _reported_changes(changes: JsonObject, *, anchor: str) -> str:
     """A task without a branch of its own: the files its role reported, ``git diff HEAD``."""
     files = "".join(f"<li><code>{text(f)}</code></li>" for f in changes["files"])
     section = [f'<h4>changed files ({len(changes["files"])})</h4><ul class="files">{files}</ul>']
@@ -289,7 +290,7 @@ def _reported_changes(changes: dict[str, Any], *, anchor: str) -> str:
 def _review(
     record: RequestRecord,
     doc: ReviewRequest,
-    changes: dict[str, Any] | None,
+    changes: JsonObject | None,
     tree: ReviewTree | None,
 ) -> tuple[str, str]:
     """A review: what the task was, why an approval did not merge (first, when it did
@@ -353,7 +354,7 @@ def request_card(
     record: RequestRecord,
     *,
     expires: str | None = None,
-    changes: dict[str, Any] | None = None,
+    changes: JsonObject | None = None,
     subject: str | None = None,
     workspace: Path | None = None,
     tree: ReviewTree | None = None,
@@ -514,7 +515,7 @@ def render_team_page(has_team: bool) -> str:
     return page("baton: team", body, current="/team")
 
 
-def _task_changes(detail: dict[str, Any]) -> str:
+def _task_changes(detail: JsonObject) -> str:
     """The task page's changes: its tree's branch against the base when it has one (the
     review's view), else what its role reported, diffed in the project."""
     tree = detail.get("tree")
@@ -551,7 +552,7 @@ def _task_changes(detail: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def render_task_page(detail: dict[str, Any]) -> str:
+def render_task_page(detail: JsonObject) -> str:
     """A task and its documents, rendered (agent Markdown made safe by ``render_markdown``)."""
     task = detail.get("task") or {}
     docs = []
@@ -618,7 +619,7 @@ def _next_link(path: str, query: dict[str, str | None], cursor: str | None) -> s
 
 
 def render_runs_page(
-    rows: list[dict[str, Any]],
+    rows: list[JsonObject],
     query: dict[str, str | None],
     cursor: str | None,
     agents: list[str],
@@ -660,7 +661,7 @@ def render_runs_page(
 
 
 def render_decisions_page(
-    rows: list[dict[str, Any]], query: dict[str, str | None], cursor: str | None, roles: list[str]
+    rows: list[JsonObject], query: dict[str, str | None], cursor: str | None, roles: list[str]
 ) -> str:
     form = (
         '<form class="filters" method="get" action="/decisions">'
@@ -700,7 +701,7 @@ def render_decisions_page(
     return page("baton: decisions", body, current="/decisions")
 
 
-def render_run_page(run: RunRecord, detail: dict[str, Any]) -> str:
+def render_run_page(run: RunRecord, detail: JsonObject) -> str:
     """A run: header with its honest outcome, requests, and the live view the script draws."""
     outcome = detail["outcome"]
     cancel = (

@@ -50,6 +50,7 @@ from baton.app.facade.store import Store
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.sse import RETRY_MS, sse_frame
 from baton.web.summaries import decision_text, expires_at
+from baton.web.wire import JsonObject
 
 __all__ = ["TOPICS", "LiveHub", "inbox_state"]
 
@@ -60,7 +61,7 @@ SETTLED_SHOWN: Final = 50
 _WAKE_TYPES: Final = ("request.", "turn.", "session.", "tool.execution.completed")
 
 
-async def inbox_state(ledger: Ledger) -> dict[str, Any]:
+async def inbox_state(ledger: Ledger) -> JsonObject:
     """The inbox as one message: every pending request, and the recently settled ones."""
     pending = await ledger.pending()
     settled = await ledger.list_requests(
@@ -73,7 +74,7 @@ async def inbox_state(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-def _summary(record: RequestRecord) -> dict[str, Any]:
+def _summary(record: RequestRecord) -> JsonObject:
     return {
         "request_id": record.request_id,
         "kind": record.kind,
@@ -224,6 +225,6 @@ class LiveHub:
                 subscriber.queue.put_nowait((topic, message))
 
 
-async def _board_data(board: BoardSource, pending: list[RequestRecord]) -> dict[str, Any]:
+async def _board_data(board: BoardSource, pending: list[RequestRecord]) -> JsonObject:
     snapshot = await asyncio.to_thread(board.snapshot, pending)
     return snapshot_data(snapshot)

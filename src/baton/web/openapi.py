@@ -49,6 +49,7 @@ def _type(hint: Any, components: dict[str, Any]) -> dict[str, Any]:
     }.get(hint, {})
 
 
+# Any: JSON Schema objects, built here and sent as JSON.
 def schema_of(cls: type, components: dict[str, Any]) -> dict[str, Any]:
     """Add ``cls`` (a dataclass) and what it refers to under ``components``."""
     if cls.__name__ in components:
@@ -244,7 +245,7 @@ def _build() -> dict[str, Any]:
         "/api/team/slots/{slot}/cancel": {
             "post": {
                 "summary": (
-                    "Cancel a role slot's running turn in a team run; the daemon cancels it "
+                    "Cancel a role slot's running turn in a team run; the team loop cancels it "
                     "and the TASK goes to needs attention (a retry re-prompts it)"
                 ),
                 "parameters": [_p("slot")],

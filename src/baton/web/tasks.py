@@ -18,9 +18,10 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from baton.app.facade.fcop import FcopPort
+from baton.web.wire import JsonObject
 
 __all__ = ["MAX_DIFF_BYTES", "DocumentView", "task_changes", "task_documents"]
 
@@ -92,7 +93,7 @@ def task_documents(port: FcopPort, task_id: str) -> list[DocumentView]:
             try:
                 if path.stat().st_size > _MAX_DOC_BYTES:
                     raise ValueError(f"over {_MAX_DOC_BYTES} bytes")
-                fields: dict[str, Any] = port.inspect_envelope(path)
+                fields: JsonObject = port.inspect_envelope(path)
                 body = _body(path.read_bytes())
             except Exception as exc:  # Core refused it: list it as refused, show nothing
                 docs.append(DocumentView(kind, doc_id, "", "", "", "", {}, refused=str(exc)))
@@ -126,7 +127,7 @@ def task_documents(port: FcopPort, task_id: str) -> list[DocumentView]:
     return docs
 
 
-def task_changes(project_dir: Path, paths: list[str]) -> dict[str, Any]:
+def task_changes(project_dir: Path, paths: list[str]) -> JsonObject:
     """``git diff HEAD`` of the files a task changed (new files in full), bounded."""
     if not paths:
         return {"files": [], "diff": "", "note": "the task's sessions reported no changed files"}

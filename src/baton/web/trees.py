@@ -21,7 +21,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from baton.app.facade.fcop import SlotAccess
 from baton.app.facade.requests import (
@@ -41,6 +41,7 @@ from baton.app.facade.worktrees import (
     review_changes,
 )
 from baton.app.worktrees import NoTree, change_of, preflight_of, tree_of
+from baton.web.wire import JsonObject
 
 __all__ = [
     "TASK_PAGE_BUDGET",
@@ -64,7 +65,7 @@ def rebase_reason(base: str, conflicts: tuple[str, ...]) -> str:
 
 
 def merge_state(
-    record: WorktreeRecord | None, request: RequestRecord | None, *, daemon_running: bool
+    record: WorktreeRecord | None, request: RequestRecord | None, *, team_loop_running: bool
 ) -> str | None:
     """Where the tree's merge stands, in one sentence (None: nothing to say)."""
     if record is None:
@@ -83,7 +84,7 @@ def merge_state(
         return None
     assert request is not None
     if request.state is State.ANSWERED:
-        if daemon_running:
+        if team_loop_running:
             return f"Accepted: baton up is merging {branch} into {base}."
         return f"Accepted: {branch} is merged into {base} when `baton up` runs."
     if record.reason:  # acted on and still live: the merge was refused, a new review is open
@@ -117,7 +118,7 @@ class TaskTree:
     note: str = ""
     merge: str | None = None
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """As ``GET /api/tasks/{id}`` serves it (``changes``: a review's shape)."""
         r = self.record
         return {
@@ -184,7 +185,7 @@ def _review_tree(
             rebase_reason(changes.base, changes.base_conflicts) if changes.base_conflicts else None
         )
         return ReviewTree(changes, when, rebase=rebase)
-    merge = merge_state(tree, record, daemon_running=_team_loop_running(store))
+    merge = merge_state(tree, record, team_loop_running=_team_loop_running(store))
     if tree is not None and tree.state in (*_DONE, *_DROPPED):
         when = None  # merged or dropped: no merge to preflight any more
     approved = isinstance(record.answer, ReviewAnswer) and record.answer.decision == "approve"
@@ -208,7 +209,7 @@ def _task_tree(project: Path, store: Store, task_id: str) -> TaskTree | None:
     root, record = tree_of(store, task_id)
     if record is None:
         return None
-    merge = merge_state(record, None, daemon_running=False)
+    merge = merge_state(record, None, team_loop_running=False)
     # Merged: the base holds the branch, so "what the branch adds to the base" is
     # nothing now; what it brought is its head against where it started.
     shown = (

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
 from baton.store import team_sql
+from baton.store.tx import Row
 from baton.worktrees.states import WorktreeState
 
 __all__ = ["MergeRule", "WorktreeRecord"]
@@ -50,11 +50,11 @@ class WorktreeRecord:
         """``main`` for ``refs/heads/main``."""
         return self.base_ref.removeprefix("refs/heads/")
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> dict[str, Any]:  # Any: a store row's column values (SQL edge)
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "state": self.state.value}
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> WorktreeRecord:
+    def from_row(cls, row: Row) -> WorktreeRecord:
         values = dict(zip(team_sql.WORKTREE_COLUMNS, row, strict=True))
         values["state"] = WorktreeState(values["state"])
         return cls(**values)

@@ -210,6 +210,29 @@ class Repository:
         else:
             self.git.run("worktree", "add", "-q", str(path), record.branch)
 
+    def create_branch(self, record: WorktreeRecord) -> None:
+        """The branch alone at ``base_commit``, no worktree here (a tree whose worktree
+        lives on a worker host: :mod:`baton.worktrees.travel`); done if it exists."""
+        ref = f"refs/heads/{record.branch}"
+        if self.resolve(ref) is None:
+            self.git.run("update-ref", ref, record.base_commit, "")  # "": must not exist yet
+
+    def exclude(self, directory: Path) -> None:
+        """``directory`` kept out of the checkout's ``git status`` (``info/exclude``:
+        baton's own line, never a file of the user's); nothing outside the checkout."""
+        try:
+            relative = directory.resolve().relative_to(self.root.resolve())
+        except ValueError:
+            return
+        path = Path(self.git.text("rev-parse", "--git-path", "info/exclude"))
+        exclude = path if path.is_absolute() else self.root / path
+        line = f"/{relative.as_posix()}/"
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        if line not in text.splitlines():
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as out:
+                out.write(("" if text.endswith("\n") or not text else "\n") + line + "\n")
+
     # ------------------------------------------------------------ checkpoint
 
     def dirty(self, worktree: Path) -> bool:
@@ -493,14 +516,18 @@ class Repository:
         if self.resolve(ref) != commit:
             self.git.run("update-ref", "-m", "baton: salvage", ref, commit)
 
-    def remove(self, record: WorktreeRecord, *, delete_branch: bool) -> None:
-        """The worktree folder (and the branch) gone; only call once the work is safe."""
+    def remove(self, record: WorktreeRecord, *, delete_branch: bool, worktree: bool = True) -> None:
+        """The worktree folder (and the branch) gone; only call once the work is safe.
+
+        ``worktree=False``: the tree's worktree is not this checkout's (it lives on a
+        worker host, which removes its own copy): only the branch goes."""
         path = record.worktree
-        if path.resolve() in self.worktrees():
-            self.git.run("worktree", "remove", "--force", "--force", str(path))
-        elif path.exists():
-            shutil.rmtree(path)  # a leftover folder git no longer knows (its work is safe)
-        self.git.run("worktree", "prune")
+        if worktree:
+            if path.resolve() in self.worktrees():
+                self.git.run("worktree", "remove", "--force", "--force", str(path))
+            elif path.exists():
+                shutil.rmtree(path)  # a leftover folder git no longer knows (work is safe)
+            self.git.run("worktree", "prune")
         ref = f"refs/heads/{record.branch}"
         if delete_branch and self.resolve(ref) is not None:
             self.git.run("update-ref", "-d", ref)

@@ -1,8 +1,5 @@
-"""What the CLI and the web use of agent profiles, capabilities and the hardening the agent commands show.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of agent profiles, capabilities and the hardening the
+agent commands show."""
 
 from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.capabilities import (

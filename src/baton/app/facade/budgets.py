@@ -1,8 +1,4 @@
-"""What the CLI and the web use of budgets and spend as the surfaces show them.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of budgets and spend as the surfaces show them."""
 
 from baton.budgets.limits import SCOPE_TABLES, SCOPES, Limits, format_amount, parse_budget_option
 from baton.budgets.rules import ScopeKey, ScopeStanding, Spend, raise_hint

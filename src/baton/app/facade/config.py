@@ -1,8 +1,4 @@
-"""What the CLI and the web use of baton.toml and the machine facts the surfaces read.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of baton.toml and the machine facts the surfaces read."""
 
 from baton.config import BatonConfig, find_project_dir, load_config
 from baton.lifeline import boot_id

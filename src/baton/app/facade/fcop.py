@@ -1,8 +1,4 @@
-"""What the CLI and the web use of the FCoP port, the intake screen and the role tools' bindings.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of the FCoP port, the intake screen and the role tools' bindings."""
 
 from baton.fcop_errors import CoordinationError
 from baton.fcop_port.board import open_tasks

@@ -1,8 +1,5 @@
-"""What the CLI and the web use of human requests: the ledger, documents, answers, grants, rendering.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of human requests: the ledger, documents, answers,
+grants, rendering."""
 
 from baton.requests.errors import (
     AnswerConflict,

@@ -1,8 +1,4 @@
-"""What the CLI and the web use of a run's events and liveness.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of a run's events and liveness."""
 
 from baton.events.model import (
     BudgetExceeded,

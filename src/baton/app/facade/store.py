@@ -1,8 +1,4 @@
-"""What the CLI and the web use of the store's records and the read models the surfaces show.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of the store's records and the read models the surfaces show."""
 
 from baton.store import budget_sql, requests_sql, web_sessions
 from baton.store.history import (

@@ -1,8 +1,4 @@
-"""What the CLI and the web use of the team loop's views and controls.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of the team loop's views and controls."""
 
 from baton.team import views
 from baton.team.contract import RoleSession, RoleSessionFactory

@@ -1,8 +1,5 @@
-"""What the CLI and the web use of a task tree's branch and worktree: records, preflight, review changes.
-
-The surfaces import these names from here, never from the core's modules, so the
-core can move behind them (tests/test_architecture.py holds the rule).
-"""
+"""What the CLI and the web use of a task tree's branch and worktree: records, preflight,
+review changes."""
 
 from baton.worktrees.git import GitError
 from baton.worktrees.model import WorktreeRecord

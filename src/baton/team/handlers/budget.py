@@ -29,8 +29,7 @@ class ParkTask:
     held: Held
 
     async def __call__(self, step: steps.Park, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         breach = step.breach
         reason = f"budget: {breach.describe()} (raise it: {raise_hint(breach)})"
         event = BudgetExceeded(
@@ -56,8 +55,7 @@ class UnparkTask:
     book: TaskBook
 
     async def __call__(self, step: steps.Unpark, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         await self.book.move(
             record, TaskState.CLAIMED, why="its budget lets it go on (raised, or its window)"
         )

@@ -37,8 +37,7 @@ class ClaimTask:
     escalations: Escalations
 
     async def __call__(self, step: steps.Claim, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         claim = await _claim(self.port, self.escalations, facts)
         if claim is None:
             return Then.STOP
@@ -61,8 +60,7 @@ class ClaimNotRun:
     escalations: Escalations
 
     async def __call__(self, step: steps.NotRun, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         claim = await _claim(self.port, self.escalations, facts)
         if claim is None:
             return Then.STOP

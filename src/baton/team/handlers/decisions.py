@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from baton.fcop_errors import CoordinationError
-from baton.fcop_port.port import FcopPort
+from baton.fcop_port.port import FcopPort, TransitionInfo
 from baton.team import steps
 from baton.team.attention import Escalations
 from baton.team.book import TaskBook
@@ -23,6 +23,27 @@ _FRESH_ATTEMPT: dict[str, RecordChanges] = {"turns": 0, "reminders": 0, "resumes
 """A sent-back TASK starts a new attempt with fresh counters."""
 
 
+async def _approve_or_send_back(
+    port: FcopPort,
+    escalations: Escalations,
+    task_id: str,
+    *,
+    approve: bool,
+    approver: str,
+    reason: str,
+    review_ref: str | None = None,
+) -> TransitionInfo | None:
+    """T4 (approve) or T5 (send back) in FCoP; on refusal the TASK needs attention (None)."""
+    operation = port.approve if approve else port.reject
+    try:
+        return await asyncio.to_thread(
+            operation, task_id, approver=approver, reason=reason, review_ref=review_ref
+        )
+    except CoordinationError as exc:
+        await escalations.escalate_locked(task_id, f"{approver}'s decision failed: {exc}")
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ApplyHumanAnswer:
     """The human's answer to a review request: approve (T4) or send back (T5)."""
@@ -36,29 +57,25 @@ class ApplyHumanAnswer:
     async def __call__(
         self, step: steps.ApplyHumanReview, facts: Facts, slot: Slot | None
     ) -> Outcome:
-        record = facts.record
-        assert record is not None
-        task_id = facts.task.task_id
-        operation = self.port.approve if step.approve else self.port.reject
-        try:
-            info = await asyncio.to_thread(
-                operation, task_id, approver=self.human, reason=step.reason
-            )
-        except CoordinationError as exc:
-            await self.escalations.escalate_locked(
-                task_id, f"{self.human}'s decision failed: {exc}"
-            )
+        record = facts.known_record
+        info = await _approve_or_send_back(
+            self.port,
+            self.escalations,
+            facts.task.task_id,
+            approve=step.approve,
+            approver=self.human,
+            reason=step.reason,
+        )
+        if info is None:
             return Then.STOP
-        change = await asyncio.to_thread(self.book.delivered, step.request_id)
         changes: dict[str, RecordChanges] = {}
         if not step.approve:
             changes = {**_FRESH_ATTEMPT, "attempt_id": info.attempt_id, "review_request": None}
-        await self.book.move(
+        await self.book.move_delivering(
             record,
             TaskState.SETTLED if step.approve else TaskState.CLAIMED,
+            step.request_id,
             why=f"{self.human} {'approved' if step.approve else 'sent it back'}",
-            also=change.apply if change else None,
-            extra=change.payloads if change else (),
             **changes,
         )
         if step.approve:
@@ -76,22 +93,17 @@ class ApplyRoleDecision:
     dependents: Dependents
 
     async def __call__(self, step: steps.ApplyDecision, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
-        task_id = facts.task.task_id
-        operation = self.port.approve if step.approve else self.port.reject
-        try:
-            info = await asyncio.to_thread(
-                operation,
-                task_id,
-                approver=step.reviewer,
-                reason=step.reason,
-                review_ref=step.review_id,
-            )
-        except CoordinationError as exc:
-            await self.escalations.escalate_locked(
-                task_id, f"{step.reviewer}'s decision failed: {exc}"
-            )
+        record = facts.known_record
+        info = await _approve_or_send_back(
+            self.port,
+            self.escalations,
+            facts.task.task_id,
+            approve=step.approve,
+            approver=step.reviewer,
+            reason=step.reason,
+            review_ref=step.review_id,
+        )
+        if info is None:
             return Then.STOP
         if step.approve:
             await self.book.move(record, TaskState.SETTLED, why=f"approved by {step.reviewer}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from baton.team import steps
@@ -38,15 +37,12 @@ class RetryTask:
     human: str
 
     async def __call__(self, step: steps.Retry, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
-        change = await asyncio.to_thread(self.book.delivered, step.request_id)
-        await self.book.move(
+        record = facts.known_record
+        await self.book.move_delivering(
             record,
             TaskState.CLAIMED,
+            step.request_id,
             why=f"{self.human} asked to retry",
-            also=change.apply if change else None,
-            extra=change.payloads if change else (),
             turns=0,
             reminders=0,
             resumes=0,

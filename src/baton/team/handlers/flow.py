@@ -22,8 +22,7 @@ class NoteState:
     book: TaskBook
 
     async def __call__(self, step: steps.Note, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         if record.state is step.to:
             return Then.STOP
         await self.book.move(record, step.to, why=step.reason)

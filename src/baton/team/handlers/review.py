@@ -20,6 +20,7 @@ from baton.store import budget_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx
 from baton.team import steps
+from baton.team.attention import loop_request
 from baton.team.book import TaskBook
 from baton.team.facts import tree_root
 from baton.team.handlers.outcome import Outcome, Then
@@ -152,8 +153,7 @@ class OpenHumanReview:
         answered: str | None = None,
         nth: int | None = None,
     ) -> None:
-        record = facts.record
-        assert record is not None
+        record = facts.known_record
         info = await asyncio.to_thread(self.port.read_task, facts.task.task_id)
         found = await asyncio.to_thread(
             self.port.find_report_head, info.task_id, info.attempt_id or ""
@@ -172,14 +172,7 @@ class OpenHumanReview:
             changes=changes,
         )
         key = f"review:{info.task_id}:{info.attempt_id}" + (f":merge-{nth}" if nth else "")
-        change = self.ledger.prepare_create(
-            document,
-            run_id=self.run_id,
-            connection_id=None,
-            jsonrpc_id=key,
-            session_id=None,
-            turn_id=None,
-        )
+        change = loop_request(self.ledger, document, run_id=self.run_id, key=key)
         delivered = await asyncio.to_thread(self.book.delivered, answered) if answered else None
         request_id = change.records[0].request_id
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from baton.team import steps
@@ -22,15 +21,9 @@ class SettleTask:
     dependents: Dependents
 
     async def __call__(self, step: steps.Settle, facts: Facts, slot: Slot | None) -> Outcome:
-        record = facts.record
-        assert record is not None
-        change = await asyncio.to_thread(self.book.delivered, record.review_request)
-        await self.book.move(
-            record,
-            TaskState.SETTLED,
-            why="done in FCoP",
-            also=change.apply if change else None,
-            extra=change.payloads if change else (),
+        record = facts.known_record
+        await self.book.move_delivering(
+            record, TaskState.SETTLED, record.review_request, why="done in FCoP"
         )
         await self.dependents.finished(facts.task.parent)
         return Then.STOP
