@@ -19,6 +19,7 @@ __all__ = ["cancel_and_wait"]
 log = logging.getLogger(__name__)
 
 
+# Any: futures of every result type (a Future is invariant in it); only cancelled here
 async def cancel_and_wait(tasks: Iterable[asyncio.Future[Any] | None]) -> None:
     """Cancel ``tasks`` (``None`` and the running task are skipped) and wait until they end."""
     current = asyncio.current_task()

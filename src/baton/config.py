@@ -245,7 +245,7 @@ def _known_tables(raw: Mapping[str, Any], path: Path) -> None:
             raise ConfigError(f"{path}: {name} must be a table ([{name}])")
 
 
-def parse_profile(
+def parse_profile(  # Any: ``section`` is a parsed TOML table, checked key by key here
     name: str,
     section: Mapping[str, Any],
     known: Mapping[str, AgentProfile],

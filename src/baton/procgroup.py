@@ -14,7 +14,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 from baton.lifeline import proc_stat, processes
@@ -25,6 +25,7 @@ __all__ = [
     "group_gone",
     "process_alive",
     "signal_group",
+    "start_group",
     "stop_group",
 ]
 
@@ -32,6 +33,31 @@ log = logging.getLogger(__name__)
 
 WaitLeader = Callable[[float], Awaitable[bool]]
 """``wait(seconds)``: whether the group's leader has exited within ``seconds``."""
+
+
+async def start_group(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    stdin: int | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` as the leader of a new process group (``start_new_session``), so
+    :func:`stop_group` ends it and all it spawns; ``stdin``/``stdout``/``stderr`` as
+    :func:`asyncio.create_subprocess_exec` takes them (``None``: inherited)."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        env=dict(env),
+        cwd=None if cwd is None else str(cwd),
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> bool:

@@ -14,6 +14,7 @@ from baton.security.paths import (
     OUTSIDE_MASK,
     PRIVATE_MASK,
     display_path,
+    open_regular,
     resolve_inside,
     sanitize_id,
 )
@@ -126,3 +127,18 @@ def test_sanitize_id() -> None:
     assert sanitize_id("x" * 500) == long and sanitize_id("x" * 501) != long
     assert all(c.isalnum() or c in "._:-" for c in sanitize_id("é\x1b[31m💥 id"))
     assert sanitize_id("")
+
+
+def test_open_regular_reads_a_file_and_refuses_links_fifos_and_directories(
+    tmp_path: Path,
+) -> None:
+    regular = tmp_path / "token"
+    regular.write_bytes(b"secret")
+    with open_regular(regular) as fh:
+        assert fh.read() == b"secret"
+    (tmp_path / "link").symlink_to(regular)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for refused in (tmp_path / "link", fifo, tmp_path):
+        with pytest.raises(OSError):  # a FIFO is refused at once, it does not block
+            open_regular(refused)

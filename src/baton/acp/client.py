@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,13 +24,14 @@ from baton.acp import jsonrpc, messages
 from baton.acp.connection import ConnectionClosed, JsonRpcConnection
 from baton.acp.messages import PROTOCOL_VERSION, InitializeAnswer, PromptAnswer
 from baton.errors import AuthRequired, RemoteCallError, RemoteProtocolError
+from baton.jsontypes import JsonMapping, JsonValue
 
 __all__ = ["PROTOCOL_VERSION", "AcpClient", "OpenedSession", "parse"]
 
 _Answer = TypeVar("_Answer")
 
 
-def parse(parser: Callable[[Any], _Answer], raw: Any, method: str) -> _Answer:
+def parse(parser: Callable[[JsonValue], _Answer], raw: JsonValue, method: str) -> _Answer:
     """``parser(raw)``, or :class:`RemoteProtocolError`: only a malformed answer is the
     agent's fault; anything else raised here is baton's bug and propagates."""
     try:
@@ -64,7 +65,9 @@ class AcpClient:
             return []
         return list(self.initialized.auth_method_ids)
 
-    async def call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+    async def call(
+        self, method: str, params: JsonValue, *, timeout: float | None = None
+    ) -> JsonValue:
         """One request with ACP's error mapping (the settings negotiation uses it too)."""
         try:
             return await self.conn.request(method, params, timeout=timeout)
@@ -78,9 +81,7 @@ class AcpClient:
                 ) from exc
             raise
 
-    async def initialize(
-        self, *, client_meta: Mapping[str, Any], timeout: float
-    ) -> InitializeAnswer:
+    async def initialize(self, *, client_meta: JsonMapping, timeout: float) -> InitializeAnswer:
         params = messages.initialize_params(client_meta=client_meta, version=baton.__version__)
         raw = await self.call("initialize", params, timeout=timeout)
         init = parse(messages.parse_initialize, raw, "initialize")
@@ -96,9 +97,9 @@ class AcpClient:
         self,
         *,
         cwd: str,
-        mcp_servers: Sequence[Mapping[str, Any]],
+        mcp_servers: Sequence[JsonMapping],
         timeout: float,
-        meta: Mapping[str, Any] | None = None,
+        meta: JsonMapping | None = None,
     ) -> OpenedSession:
         params = messages.new_session_params(cwd=cwd, mcp_servers=mcp_servers, meta=meta)
         raw = await self.call("session/new", params, timeout=timeout)
@@ -111,9 +112,9 @@ class AcpClient:
         *,
         session_id: str,
         cwd: str,
-        mcp_servers: Sequence[Mapping[str, Any]],
+        mcp_servers: Sequence[JsonMapping],
         timeout: float,
-        meta: Mapping[str, Any] | None = None,
+        meta: JsonMapping | None = None,
     ) -> OpenedSession:
         """``session/resume`` or ``session/load`` of ``session_id``."""
         if method not in ("session/resume", "session/load"):
@@ -125,8 +126,8 @@ class AcpClient:
         return OpenedSession(session_id, raw if isinstance(raw, dict) else {})
 
     async def start_prompt(
-        self, session_id: str, blocks: Sequence[Mapping[str, Any]]
-    ) -> asyncio.Future[Any]:
+        self, session_id: str, blocks: Sequence[JsonMapping]
+    ) -> asyncio.Future[JsonValue]:
         """Send ``session/prompt``; the future resolves with the raw answer or a typed error.
 
         Blocks go out as given (vendor block types included); the answer is checked
@@ -137,7 +138,7 @@ class AcpClient:
         )
 
     @staticmethod
-    def prompt_response(raw: Any) -> PromptAnswer:
+    def prompt_response(raw: JsonValue) -> PromptAnswer:
         return parse(messages.parse_prompt, raw, "session/prompt")
 
     async def cancel(self, session_id: str) -> None:

@@ -49,6 +49,7 @@ from baton.errors import (
     RemoteCallError,
     RemoteProtocolError,
 )
+from baton.jsontypes import JsonObject, JsonValue
 
 READ_CHUNK = 256 * 1024
 
@@ -67,13 +68,13 @@ it returns, if anything, is awaited first (the running turn's ``turn.resumed``).
 class InboundHandler(Protocol):
     """What the connection needs from the client side above it."""
 
-    async def on_notification(self, method: str, params: Any) -> None:
+    async def on_notification(self, method: str, params: JsonValue) -> None:
         """Handle one notification; awaited inline, so keep it short (enqueue, reduce).
 
         What it emits may wait for :meth:`on_run_end`, called before any other frame
         that follows notifications, or for :meth:`on_batch_end`."""
 
-    async def on_request(self, request: Request) -> Awaitable[Any]:
+    async def on_request(self, request: Request) -> Awaitable[JsonValue]:
         """Admit a request, in arrival order; the returned awaitable's value is the result.
 
         Awaited inline before the next frame: do here everything that changes state
@@ -97,6 +98,21 @@ class InboundHandler(Protocol):
 
     async def on_fault(self, error: FrameHandlingError) -> None:
         """Handling one frame raised (a bug in baton): make it visible; the reader goes on."""
+
+
+class NoDeferral:
+    """The three hooks of :class:`InboundHandler` that a handler which defers nothing and
+    waits for no written answer leaves empty (the login handshake, the Cursor SDK face).
+    Stateless: a handler inherits the no-ops, not attributes."""
+
+    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
+        return None
+
+    async def on_run_end(self) -> None:
+        return None
+
+    async def on_batch_end(self) -> None:
+        return None
 
 
 class ConnectionClosed(AgentExited):
@@ -132,7 +148,7 @@ class JsonRpcConnection:
 
     # ------------------------------------------------------------------ outbound
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         if self._observer is not None:
             self._observer("client", message)
         data = encode_message(message)
@@ -144,7 +160,7 @@ class JsonRpcConnection:
         except (ConnectionError, RuntimeError) as exc:
             raise ConnectionClosed(f"agent stdin closed: {exc}", returncode=None) from exc
 
-    async def send_request(self, method: str, params: Any) -> asyncio.Future[Any]:
+    async def send_request(self, method: str, params: JsonValue) -> asyncio.Future[JsonValue]:
         """Send a request; the returned future resolves with its result or typed error."""
         if self._closed.is_set():
             raise self._closed_error(method)
@@ -159,7 +175,9 @@ class JsonRpcConnection:
         future.add_done_callback(lambda _f: self._pending.pop(msg_id, None))
         return future
 
-    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+    async def request(
+        self, method: str, params: JsonValue, *, timeout: float | None = None
+    ) -> JsonValue:
         """Send a request and wait for its result; errors come back typed."""
         future = await self.send_request(method, params)
         if timeout is None:
@@ -171,7 +189,7 @@ class JsonRpcConnection:
                 f"{method} got no answer within {timeout:g}s", operation=method, seconds=timeout
             ) from None
 
-    async def notify(self, method: str, params: Any) -> None:
+    async def notify(self, method: str, params: JsonValue) -> None:
         await self.send(jsonrpc.notification(method, params))
 
     # ------------------------------------------------------------------- inbound
@@ -409,6 +427,7 @@ __all__ = [
     "FrameObserver",
     "InboundHandler",
     "JsonRpcConnection",
+    "NoDeferral",
     "RemoteProtocolError",
     "protocol_error_text",
 ]

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import msgspec
 
 from baton.events.surrogates import repair_unencodable
+from baton.jsontypes import JsonObject, JsonValue
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -83,7 +84,7 @@ _fast_loads = msgspec.json.Decoder().decode
 _FAST_REFUSED = (msgspec.DecodeError, RecursionError)
 
 
-def loads(line: bytes | bytearray) -> Any:
+def loads(line: bytes | bytearray) -> JsonValue:
     """``json.loads(line)``, faster: msgspec first, ``json.loads`` for what it refuses."""
     try:
         return _fast_loads(line)
@@ -215,6 +216,6 @@ def decode_line(line: bytes | bytearray) -> Frame | FrameError | None:
     return Frame(message, len(line))
 
 
-def encode_message(message: dict[str, Any]) -> bytes:
+def encode_message(message: JsonObject) -> bytes:
     """One compact JSON line. Non-ASCII stays UTF-8; embedded newlines are escaped by JSON."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

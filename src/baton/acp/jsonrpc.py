@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.errors import BatonError
+from baton.jsontypes import JsonObject, JsonValue
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -97,7 +98,7 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
-def classify(obj: dict[str, Any]) -> Message:
+def classify(obj: JsonObject) -> Message:
     """Classify one decoded JSON object."""
     is_response = "method" not in obj and ("result" in obj or "error" in obj)
     version = obj.get("jsonrpc", "2.0")
@@ -143,25 +144,25 @@ def _id_or_none(obj: dict[str, Any]) -> JsonRpcId | None:
     return value if _valid_id(value) else None
 
 
-def request(msg_id: JsonRpcId, method: str, params: Any) -> dict[str, Any]:
+def request(msg_id: JsonRpcId, method: str, params: JsonValue) -> JsonObject:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
     if params is not None:
         message["params"] = params
     return message
 
 
-def notification(method: str, params: Any) -> dict[str, Any]:
+def notification(method: str, params: JsonValue) -> JsonObject:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     return message
 
 
-def result(msg_id: JsonRpcId, value: Any) -> dict[str, Any]:
+def result(msg_id: JsonRpcId, value: JsonValue) -> JsonObject:
     return {"jsonrpc": "2.0", "id": msg_id, "result": value}
 
 
-def error(msg_id: JsonRpcId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def error(msg_id: JsonRpcId | None, code: int, message: str, data: JsonValue = None) -> JsonObject:
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
@@ -175,7 +176,7 @@ class RpcError(BatonError):
     (``Resource not found: …``: some agents read the message, not only the code).
     """
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: JsonValue = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

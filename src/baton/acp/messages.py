@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.errors import RemoteProtocolError
+from baton.jsontypes import JsonMapping, JsonObject, JsonValue
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -65,7 +66,7 @@ class MalformedAnswer(RemoteProtocolError):
 # -- outbound ----------------------------------------------------------------
 
 
-def initialize_params(*, client_meta: Mapping[str, Any], version: str) -> dict[str, Any]:
+def initialize_params(*, client_meta: JsonMapping, version: str) -> JsonObject:
     """``initialize``: baton serves files and terminals, and says who it is."""
     capabilities: dict[str, Any] = {
         "fs": {"readTextFile": True, "writeTextFile": True},
@@ -84,9 +85,9 @@ def initialize_params(*, client_meta: Mapping[str, Any], version: str) -> dict[s
 def new_session_params(
     *,
     cwd: str,
-    mcp_servers: Sequence[Mapping[str, Any]],
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    mcp_servers: Sequence[JsonMapping],
+    meta: JsonMapping | None = None,
+) -> JsonObject:
     """``session/new``; MCP server entries go out as given (vendor fields included);
     ``meta``: the profile's ``_meta`` for the agent (e.g. Claude's setting sources)."""
     params: dict[str, Any] = {"cwd": cwd, "mcpServers": [dict(s) for s in mcp_servers]}
@@ -99,9 +100,9 @@ def reopen_params(
     *,
     session_id: str,
     cwd: str,
-    mcp_servers: Sequence[Mapping[str, Any]],
-    meta: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    mcp_servers: Sequence[JsonMapping],
+    meta: JsonMapping | None = None,
+) -> JsonObject:
     """``session/resume`` and ``session/load`` take the same params."""
     return {
         "sessionId": session_id,
@@ -109,7 +110,7 @@ def reopen_params(
     }
 
 
-def cancel_params(session_id: str) -> dict[str, Any]:
+def cancel_params(session_id: str) -> JsonObject:
     return {"sessionId": session_id}
 
 
@@ -150,7 +151,7 @@ class PromptAnswer:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_initialize(raw: Any) -> InitializeAnswer:
+def parse_initialize(raw: JsonValue) -> InitializeAnswer:
     answer = _object(raw)
     version = _lax_int(_get(answer, "protocolVersion", "protocol_version", _MISSING))
     if version is None or not 0 <= version <= _MAX_U16:
@@ -168,7 +169,7 @@ def parse_initialize(raw: Any) -> InitializeAnswer:
     )
 
 
-def parse_new_session(raw: Any) -> NewSessionAnswer:
+def parse_new_session(raw: JsonValue) -> NewSessionAnswer:
     answer = _object(raw)
     session_id = _get(answer, "sessionId", "session_id", _MISSING)
     if not isinstance(session_id, str):
@@ -179,7 +180,7 @@ def parse_new_session(raw: Any) -> NewSessionAnswer:
     return NewSessionAnswer(session_id, answer)
 
 
-def parse_prompt(raw: Any) -> PromptAnswer:
+def parse_prompt(raw: JsonValue) -> PromptAnswer:
     answer = _object(raw)
     reason = _get(answer, "stopReason", "stop_reason", _MISSING)
     if not isinstance(reason, str) or reason not in STOP_REASONS:

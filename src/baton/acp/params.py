@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from baton.acp.jsonrpc import RpcError
+from baton.jsontypes import JsonMapping, JsonValue
 
 __all__ = [
     "UINT32_MAX",
@@ -38,14 +39,14 @@ UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
 
 
-def object_params(params: Any) -> Mapping[str, Any]:
+def object_params(params: JsonValue) -> JsonMapping:
     """The params object (ACP params are always an object)."""
     if not isinstance(params, Mapping):
         raise RpcError.invalid_params("params must be an object")
     return params
 
 
-def required_text(params: Mapping[str, Any], key: str, *, non_empty: bool = False) -> str:
+def required_text(params: JsonMapping, key: str, *, non_empty: bool = False) -> str:
     """A required string member."""
     value = params.get(key)
     if value is None:
@@ -57,7 +58,7 @@ def required_text(params: Mapping[str, Any], key: str, *, non_empty: bool = Fals
     return value
 
 
-def optional_text(params: Mapping[str, Any], key: str) -> str | None:
+def optional_text(params: JsonMapping, key: str) -> str | None:
     """A string member that may be absent or ``null``."""
     value = params.get(key)
     if value is not None and not isinstance(value, str):
@@ -65,12 +66,12 @@ def optional_text(params: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def session_id(params: Mapping[str, Any]) -> str:
+def session_id(params: JsonMapping) -> str:
     """``sessionId``: required in every session-scoped request, a non-empty string."""
     return required_text(params, "sessionId", non_empty=True)
 
 
-def optional_uint(params: Mapping[str, Any], key: str, *, maximum: int = UINT64_MAX) -> int | None:
+def optional_uint(params: JsonMapping, key: str, *, maximum: int = UINT64_MAX) -> int | None:
     """A non-negative integer member (``uint32``/``uint64`` in the schema) or ``None``."""
     value = params.get(key)
     if value is None:
@@ -82,7 +83,7 @@ def optional_uint(params: Mapping[str, Any], key: str, *, maximum: int = UINT64_
     return value
 
 
-def optional_array(params: Mapping[str, Any], key: str) -> list[Any] | None:
+def optional_array(params: JsonMapping, key: str) -> list[JsonValue] | None:
     """An array member that may be absent or ``null``."""
     value = params.get(key)
     if value is not None and not isinstance(value, list):
@@ -90,7 +91,7 @@ def optional_array(params: Mapping[str, Any], key: str) -> list[Any] | None:
     return value
 
 
-def string_array(params: Mapping[str, Any], key: str) -> list[str]:
+def string_array(params: JsonMapping, key: str) -> list[str]:
     """An optional array of strings (absent or ``null``: empty)."""
     items = optional_array(params, key) or []
     for index, item in enumerate(items):

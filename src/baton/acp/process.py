@@ -22,7 +22,7 @@ from pathlib import Path
 from baton.acp.stderr_ring import StderrRing
 from baton.errors import AgentNotInstalled, AgentStartError
 from baton.lifeline import preexec_die_with_parent
-from baton.procgroup import exited_within, group_alive, signal_group, stop_group
+from baton.procgroup import exited_within, group_alive, signal_group, start_group, stop_group
 
 __all__ = [
     "READ_CHUNK",
@@ -80,17 +80,19 @@ class AgentProcess:
         stderr_ring: StderrRing | None = None,
         close_grace: float = 2.0,
         kill_grace: float = 0.5,
+        inherit_stderr: bool = False,
     ) -> AgentProcess:
+        """Start ``argv`` in its own process group; its stderr fills a ring, or goes to
+        ours with ``inherit_stderr`` (``baton agents login``: the agent's login hints)."""
         command = resolve_command(argv, env)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *command,
+            proc = await start_group(
+                command,
+                env=env,
+                cwd=cwd,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=str(cwd),
-                start_new_session=True,
+                stderr=None if inherit_stderr else asyncio.subprocess.PIPE,
                 preexec_fn=preexec_die_with_parent(os.getpid()),
             )
         except OSError as exc:
@@ -103,7 +105,8 @@ class AgentProcess:
         transport = proc.stdin.transport
         if isinstance(transport, asyncio.WriteTransport):
             transport.set_write_buffer_limits(high=0)
-        self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"stderr-{proc.pid}")
+        if not inherit_stderr:
+            self._stderr_task = asyncio.create_task(self._drain_stderr(), name=f"stderr-{proc.pid}")
         return self
 
     @property

@@ -70,14 +70,15 @@ class TapTransport:
     in order, so whoever iterates the run pops exactly one raw envelope per event.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any) -> None:  # Any: the SDK's untyped AsyncTransport
         self._inner = inner
         self.envelopes: collections.deque[dict[str, Any]] = collections.deque()
 
+    # Any: the SDK's transport protocol, untyped (Connect JSON in and out)
     async def unary(self, service: str, method: str, message: Mapping[str, Any]) -> Any:
         return await self._inner.unary(service, method, message)
 
-    async def stream(
+    async def stream(  # Any: as unary; a stream of Connect JSON envelopes
         self, service: str, method: str, message: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
         inner = await self._inner.stream(service, method, message)
@@ -94,5 +95,5 @@ class TapTransport:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    def with_options(self, **kwargs: Any) -> Any:
+    def with_options(self, **kwargs: Any) -> Any:  # Any: the SDK's options, passed through
         return TapTransport(self._inner.with_options(**kwargs))

@@ -11,15 +11,14 @@ token file is read bounded and must be a regular file.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
-import stat
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from baton.errors import AgentStartError
+from baton.security.loopback import is_loopback_name
+from baton.security.paths import open_regular
 
 __all__ = [
     "MAX_READY_LINE",
@@ -45,26 +44,14 @@ class BridgeEndpoint:
     state_root: str = ""
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _read_token(path: str) -> str:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with open_regular(path) as fh:
+            data = fh.read(MAX_TOKEN_BYTES + 1)
     except OSError as exc:
-        raise AgentStartError(f"the bridge's token file cannot be read: {exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise AgentStartError("the bridge's token file is not a regular file")
-        data = os.read(fd, MAX_TOKEN_BYTES + 1)
-    finally:
-        os.close(fd)
+        raise AgentStartError(
+            f"the bridge's token file cannot be read: {exc.strerror or exc}"
+        ) from None
     if len(data) > MAX_TOKEN_BYTES:
         raise AgentStartError("the bridge's token file is implausibly large")
     return data.decode("utf-8", errors="replace").strip()
@@ -91,7 +78,7 @@ def parse_ready_line(line: bytes) -> BridgeEndpoint:
             raise AgentStartError("the bridge's ready line names no address")
         url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or not _loopback(parts.hostname):
+    if parts.scheme != "http" or not parts.hostname or not is_loopback_name(parts.hostname):
         raise AgentStartError(f"the bridge listens on {url[:200]!r}, not on a loopback address")
     token = data.get("authToken")
     if not isinstance(token, str) or not token.strip():

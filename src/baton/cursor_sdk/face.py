@@ -43,14 +43,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from baton.acp import jsonrpc
-from baton.acp.connection import JsonRpcConnection
+from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.framing import FrameError
-from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
+from baton.acp.jsonrpc import Request, RpcError
 from baton.cursor_sdk.client import PINNED_VERSION, TapTransport, load_sdk, sdk_version
 from baton.cursor_sdk.discovery import BridgeEndpoint
 from baton.cursor_sdk.options import prompt_text, sdk_mcp_servers
 from baton.cursor_sdk.tools import HostTools
 from baton.errors import AgentError, AgentStartError, FrameHandlingError
+from baton.jsontypes import JsonValue
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS, MODES, ModeSpec
 from baton.providers.cursor_sdk.translate import STOP_REASONS, RunEnd, RunTranslator
 
@@ -81,7 +82,7 @@ def _auth_hint() -> str:
     )
 
 
-class CursorSdkFace:
+class CursorSdkFace(NoDeferral):
     """One session's ACP agent over one SDK client (see the module docstring)."""
 
     def __init__(
@@ -111,7 +112,7 @@ class CursorSdkFace:
 
     # --------------------------------------------------------------- the handler
 
-    async def on_request(self, request: Request) -> Awaitable[Any]:
+    async def on_request(self, request: Request) -> Awaitable[JsonValue]:
         handlers: Mapping[str, Callable[[Any], Awaitable[Any]]] = {
             "initialize": self._initialize,
             "session/new": self._new,
@@ -124,21 +125,12 @@ class CursorSdkFace:
             raise RpcError.method_not_found(request.method)
         return self._guarded(handler(request.params))
 
-    async def on_notification(self, method: str, params: Any) -> None:
+    async def on_notification(self, method: str, params: JsonValue) -> None:
         if method == "session/cancel":
             self._cancel()
 
     async def on_protocol_error(self, error: FrameError | jsonrpc.Invalid) -> None:
         log.warning("cursor-sdk transport: the runner sent a bad frame: %s", error)
-
-    async def on_response_written(self, request_id: JsonRpcId, ok: bool) -> None:
-        return None
-
-    async def on_run_end(self) -> None:
-        return None
-
-    async def on_batch_end(self) -> None:
-        return None
 
     async def on_fault(self, error: FrameHandlingError) -> None:
         log.error("cursor-sdk transport: %s", error)

@@ -17,6 +17,7 @@ from typing import Any
 
 from baton.acp import jsonrpc
 from baton.acp.jsonrpc import RpcError
+from baton.jsontypes import JsonObject, JsonValue
 
 __all__ = ["prompt_text", "sdk_mcp_servers"]
 
@@ -36,7 +37,7 @@ def _pairs(value: Any, what: str) -> dict[str, str]:
     return out
 
 
-def sdk_mcp_servers(servers: Any) -> dict[str, dict[str, Any]]:
+def sdk_mcp_servers(servers: JsonValue) -> dict[str, JsonObject]:
     """The SDK's ``mcpServers`` for an ACP ``mcpServers`` list (see the module docstring)."""
     if servers is None:
         return {}
@@ -73,7 +74,7 @@ def sdk_mcp_servers(servers: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def prompt_text(blocks: Any) -> str:
+def prompt_text(blocks: JsonValue) -> str:
     """The text of an ACP prompt: text blocks joined; resource links by their URI."""
     if not isinstance(blocks, Sequence) or isinstance(blocks, str):
         raise RpcError(INVALID_PARAMS, "prompt must be a list of content blocks")

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from baton.acp.jsonrpc import RpcError
 from baton.errors import AgentError, ControlFlow
+from baton.jsontypes import JsonMapping, JsonValue
 from baton.providers.cursor_sdk.tables import CUSTOM_TOOLS
 
 __all__ = ["MAX_OUTPUT", "HostTools", "Peer"]
@@ -65,7 +66,7 @@ class HostTools:
         self._session_id = session_id
         self._cwd = cwd
 
-    async def run(self, name: str, args: Mapping[str, Any], tool_call_id: str | None) -> Any:
+    async def run(self, name: str, args: JsonMapping, tool_call_id: str | None) -> JsonValue:
         """One custom tool call; its result for the model (never raises for a denial)."""
         call_id = tool_call_id or f"baton-{uuid.uuid4().hex[:12]}"
         handlers = {
@@ -125,15 +126,7 @@ class HostTools:
 
     async def _write_file(self, args: Mapping[str, Any], call_id: str) -> Any:
         path, content = self._path(_arg(args, "path")), _arg(args, "content")
-        await self._ask(
-            call_id,
-            CUSTOM_TOOLS["write_file"].kind,
-            f"write {_arg(args, 'path')}",
-            rawInput=dict(args),
-            locations=[{"path": path}],
-            content=[{"type": "diff", "path": path, "oldText": None, "newText": content}],
-        )
-        await self._write(path, content)
+        await self._write_asked(call_id, "write_file", args, path, None, content)
         return _ok(f"wrote {len(content.encode())} bytes to {_arg(args, 'path')}")
 
     async def _edit_file(self, args: Mapping[str, Any], call_id: str) -> Any:
@@ -148,17 +141,28 @@ class HostTools:
         count = text.count(old) if old else 0
         if count != 1:
             raise ValueError(f"old_text occurs {count} times; it must occur exactly once")
-        updated = text.replace(old, new, 1)
+        await self._write_asked(call_id, "edit_file", args, path, text, text.replace(old, new, 1))
+        return _ok(f"edited {_arg(args, 'path')}")
+
+    async def _write_asked(
+        self,
+        call_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        path: str,
+        old: str | None,
+        new: str,
+    ) -> None:
+        """Ask for the write as a diff (``old`` None: a new file), then write ``new``."""
         await self._ask(
             call_id,
-            CUSTOM_TOOLS["edit_file"].kind,
-            f"edit {_arg(args, 'path')}",
+            CUSTOM_TOOLS[tool].kind,
+            f"{tool.removesuffix('_file')} {_arg(args, 'path')}",
             rawInput=dict(args),
             locations=[{"path": path}],
-            content=[{"type": "diff", "path": path, "oldText": text, "newText": updated}],
+            content=[{"type": "diff", "path": path, "oldText": old, "newText": new}],
         )
-        await self._write(path, updated)
-        return _ok(f"edited {_arg(args, 'path')}")
+        await self._write(path, new)
 
     async def _run_command(self, args: Mapping[str, Any], call_id: str) -> Any:
         command = _arg(args, "command")

@@ -13,6 +13,7 @@ between a round's receipt and its target is finished from that receipt (R5,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -35,6 +36,29 @@ AUTHORIZATION_TTL = timedelta(minutes=10)
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """One reviewer's T4/T5 decision, as it travels through the authorized edge."""
+
+    decision: Literal["approve", "reject"]
+    approver: str
+    reason: str
+    review_ref: str | None
+    """The reviewer's own evidence REVIEW, when it already wrote one."""
+
+    @property
+    def to_stage(self) -> str:
+        return "done" if self.decision == "approve" else "active"
+
+    @property
+    def tool(self) -> str:
+        return f"{self.decision}_task"
+
+    @property
+    def review_kind(self) -> str:
+        return "acceptance" if self.decision == "approve" else "rejection"
 
 
 class TaskTransitions(Evidence, TaskReads):
@@ -78,22 +102,15 @@ class TaskTransitions(Evidence, TaskReads):
         self, task_id: str, *, approver: str, reason: str = "", review_ref: str | None = None
     ) -> TransitionInfo:
         """T4 (review → done): acceptance REVIEW, authorization, transition."""
-        return self._authorized_edge(task_id, "approve", approver, reason, review_ref)
+        return self._authorized_edge(task_id, _Verdict("approve", approver, reason, review_ref))
 
     def reject(
         self, task_id: str, *, approver: str, reason: str = "", review_ref: str | None = None
     ) -> TransitionInfo:
         """T5 (review → active): rejection REVIEW, authorization, transition; new attempt."""
-        return self._authorized_edge(task_id, "reject", approver, reason, review_ref)
+        return self._authorized_edge(task_id, _Verdict("reject", approver, reason, review_ref))
 
-    def _authorized_edge(
-        self,
-        task_id: str,
-        decision: Literal["approve", "reject"],
-        approver: str,
-        reason: str,
-        review_ref: str | None,
-    ) -> TransitionInfo:
+    def _authorized_edge(self, task_id: str, verdict: _Verdict) -> TransitionInfo:
         """The whole authorized edge. Policy: only the TASK's sender or the human decides.
 
         Steps, each through Core: (1) the evidence REVIEW (``acceptance`` /
@@ -117,13 +134,13 @@ class TaskTransitions(Evidence, TaskReads):
                 subject_ref=task_id,
             )
         task = self.read_task(task_id)
-        self.check_reviewer(task, approver)
+        self.check_reviewer(task, verdict.approver)
         if task.stage != "review" or task.attempt_id is None:
             raise CODE_TO_ERROR["INVALID_TRANSITION"](
                 f"{task_id} is in {task.stage}, not review", code="INVALID_TRANSITION"
             )
         try:
-            return self._authorize_and_move(task, decision, approver, reason, review_ref)
+            return self._authorize_and_move(task, verdict)
         except FcopProtocolError as exc:
             if exc.code != "RECOVERY_REQUIRED" or "conflicting receipt" not in str(exc):
                 raise
@@ -172,23 +189,15 @@ class TaskTransitions(Evidence, TaskReads):
             request["profile_ref"] = value["request_profile_ref"]
         return transition_info(self._call("transition", **request))
 
-    def _authorize_and_move(
-        self,
-        task: TaskInfo,
-        decision: Literal["approve", "reject"],
-        approver: str,
-        reason: str,
-        review_ref: str | None,
-    ) -> TransitionInfo:
+    def _authorize_and_move(self, task: TaskInfo, verdict: _Verdict) -> TransitionInfo:
         assert self.authority is not None and task.attempt_id is not None
-        attempt = task.attempt_id
+        attempt, approver, to_stage = task.attempt_id, verdict.approver, verdict.to_stage
         head = self.find_report_head(task.task_id, attempt)
         if head is None:
             raise EvidenceError(
                 f"{task.task_id}: no REPORT for attempt {attempt}", code="REPORT_REQUIRED"
             )
-        evidence = self._evidence_review(task, decision, approver, reason, review_ref, head)
-        to_stage = "done" if decision == "approve" else "active"
+        evidence = self._evidence_review(task, verdict, head)
         expectation = Expectation(
             issuer=approver,
             subject_ref=task.task_id,
@@ -212,7 +221,7 @@ class TaskTransitions(Evidence, TaskReads):
                 issuer_proof=self.authority.mint(expectation, issued_at=issued.isoformat()),
                 comment=f"{approver} authorizes review -> {to_stage} for {task.task_id}",
             )
-            tool = "approve_task" if decision == "approve" else "reject_task"
+            tool = verdict.tool
             refs = {
                 "report_ref": head.report_id,
                 "review_ref": evidence,
@@ -240,17 +249,9 @@ class TaskTransitions(Evidence, TaskReads):
             evidence_ref=(head.report_id, evidence, auth["review_id"]),
         )
 
-    def _evidence_review(
-        self,
-        task: TaskInfo,
-        decision: Literal["approve", "reject"],
-        approver: str,
-        reason: str,
-        review_ref: str | None,
-        head: ReportInfo,
-    ) -> str:
+    def _evidence_review(self, task: TaskInfo, verdict: _Verdict, head: ReportInfo) -> str:
         assert task.attempt_id is not None
-        kind = "acceptance" if decision == "approve" else "rejection"
+        approver, review_ref, kind = verdict.approver, verdict.review_ref, verdict.review_kind
         if review_ref is not None:
             review = self.find_decision(task.task_id, task.attempt_id, reviewer=approver)
             if review is None or review.review_id != review_ref or review.review_kind != kind:
@@ -273,8 +274,8 @@ class TaskTransitions(Evidence, TaskReads):
             report_ref=head.report_id,
             reviewer=approver,
             recipient=task.recipient,
-            decision=decision,
-            reason=reason,
+            decision=verdict.decision,
+            reason=verdict.reason,
         )
 
     def check_reviewer(self, task: TaskInfo, approver: str) -> None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from baton.jsontypes import JsonMapping, JsonObject, JsonValue
 from baton.providers.profile import AgentProfile
 
 __all__ = [
@@ -258,7 +259,7 @@ def _legacy_mode(modes: Any) -> str | None:
     return None
 
 
-def advertised_mode(session_result: Mapping[str, Any]) -> list[tuple[str, str]]:
+def advertised_mode(session_result: JsonMapping) -> list[tuple[str, str]]:
     """Every ``(source, mode)`` the agent advertises (config option first, then legacy)."""
     found: list[tuple[str, str]] = []
     option = _option_mode(session_result.get("configOptions"))
@@ -277,7 +278,7 @@ _RANK: Mapping[ApprovalClass, int] = MappingProxyType(
 
 def verify(
     profile: AgentProfile,
-    session_result: Mapping[str, Any],
+    session_result: JsonMapping,
     *,
     contained: Mapping[str, str] = MappingProxyType({}),
 ) -> ApprovalVerdict:
@@ -334,7 +335,7 @@ def permission_env(permission: Mapping[str, str]) -> str:
     return json.dumps(dict(permission), sort_keys=True)
 
 
-def opencode_permission(profile: AgentProfile) -> dict[str, Any] | None:
+def opencode_permission(profile: AgentProfile) -> JsonObject | None:
     """The ``permission`` an OpenCode profile's inline configuration gives it (the
     ``OPENCODE_PERMISSION`` variable over ``OPENCODE_CONFIG_CONTENT``'s), ``None`` when
     either is not JSON."""
@@ -389,7 +390,7 @@ def _opencode(profile: AgentProfile) -> ApprovalVerdict:
     )
 
 
-def opencode_allows(value: Any) -> bool:
+def opencode_allows(value: JsonValue) -> bool:
     """Whether an OpenCode permission value lets something through unasked (``allow``, or a
     pattern table with an ``allow``)."""
     if isinstance(value, str):

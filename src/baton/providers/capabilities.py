@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from baton.events.extension import STABLE_VARIANTS
+from baton.jsontypes import JsonMapping
 from baton.providers import (
     acp_additions,
     builtin_ext,
@@ -134,7 +135,7 @@ Matrix = Mapping[str, Mapping[str, Cell]]
 """family → row key → cell."""
 
 
-def build_matrix(probes: Iterable[Mapping[str, Any]] = ()) -> dict[str, dict[str, Cell]]:
+def build_matrix(probes: Iterable[JsonMapping] = ()) -> dict[str, dict[str, Cell]]:
     """The whole matrix, optionally with live probe results merged in."""
     matrix = {family: {row.key: _cell(family, row) for row in ROWS} for family in families()}
     return merge_probes(matrix, probes)
@@ -188,7 +189,7 @@ def family_of(agent: str) -> str:
 
 
 def merge_probes(
-    matrix: Mapping[str, Mapping[str, Cell]], probes: Iterable[Mapping[str, Any]]
+    matrix: Mapping[str, Mapping[str, Cell]], probes: Iterable[JsonMapping]
 ) -> dict[str, dict[str, Cell]]:
     """Annotate (and possibly downgrade) cells with what live probes advertised.
 
@@ -360,7 +361,7 @@ def render_json(matrix: Matrix | None = None, *, only: str | None = None) -> str
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def load_probes(text: str) -> list[Mapping[str, Any]]:
+def load_probes(text: str) -> list[JsonMapping]:
     """Probe results from JSON: one probe object, a list, or ``{"probes": [...]}``."""
     data = json.loads(text)
     if isinstance(data, Mapping) and isinstance(data.get("probes"), list):

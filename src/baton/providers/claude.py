@@ -41,6 +41,7 @@ from baton.events.model import (
     Payload,
 )
 from baton.events.redaction import Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.inventory import CLAUDE_INVENTORY, CapabilityClaim, TableExtension, notice
 
 MAX_TRACKED_TASKS = 256
@@ -142,7 +143,7 @@ def _learn(task: _TaskChild, raw_input: Any, redaction: Redaction) -> bool:
     return changed
 
 
-def claude_code_meta(update: Mapping[str, Any]) -> Mapping[str, Any]:
+def claude_code_meta(update: JsonMapping) -> JsonMapping:
     meta = update.get("_meta")
     claude = meta.get("claudeCode") if isinstance(meta, Mapping) else None
     return claude if isinstance(claude, Mapping) else {}
@@ -241,49 +242,33 @@ class ClaudeExtension(TableExtension):
         if isinstance(message, Mapping):
             kind, subtype = message.get("type"), message.get("subtype")
         label = "/".join(str(p) for p in (kind, subtype) if p is not None) or "unknown"
-        return _ack(
-            has_id,
-            notice(
-                "sdk_message",
-                f"Claude SDK message {clip_text(label, 120)} (raw passthrough; kept raw)",
-                ctx=ctx,
-                severity="info",
-                method="_claude/sdkMessage",
-            ),
-        )
+        text = f"Claude SDK message {clip_text(label, 120)} (raw passthrough; kept raw)"
+        return _ack(has_id, _kept_raw("sdk_message", text, "_claude/sdkMessage", ctx))
 
     def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         keys = ", ".join(sorted(str(k) for k in params)[:12])
-        return _ack(
-            has_id,
-            notice(
-                "sdk_task",
-                f"Claude task notification with fields {keys or 'none'} (kept raw)",
-                ctx=ctx,
-                severity="info",
-                method="_claude/task",
-            ),
-        )
+        text = f"Claude task notification with fields {keys or 'none'} (kept raw)"
+        return _ack(has_id, _kept_raw("sdk_task", text, "_claude/task", ctx))
 
     def _model_method(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         value = params.get("model", params.get("modelId"))
-        return VendorOutcome(
-            payloads=self._meta_model("_claude/model", value, params, ctx),
-            result={} if has_id else None,
-        )
+        return _ack(has_id, self._meta_model("_claude/model", value, params, ctx))
 
     def _rate_limit_method(
         self, params: JsonObject, has_id: bool, ctx: TurnContext
     ) -> VendorOutcome:
         value = params.get("rateLimit", params)
-        return VendorOutcome(
-            payloads=self._meta_rate_limit("_claude/rateLimit", value, params, ctx),
-            result={} if has_id else None,
-        )
+        return _ack(has_id, self._meta_rate_limit("_claude/rateLimit", value, params, ctx))
 
 
-def _ack(has_id: bool, *payloads: Payload) -> VendorOutcome:
-    return VendorOutcome(payloads=list(payloads), result={} if has_id else None)
+def _ack(has_id: bool, payloads: list[Payload]) -> VendorOutcome:
+    """The method handled: an empty result when it was a request, nothing for a notification."""
+    return VendorOutcome(payloads=payloads, result={} if has_id else None)
+
+
+def _kept_raw(category: str, text: str, method: str, ctx: TurnContext) -> list[Payload]:
+    """An ``info`` notice for a method whose message the normalizer keeps raw."""
+    return [notice(category, text, ctx=ctx, severity="info", method=method)]
 
 
 _ACP = "acp.md"

@@ -47,6 +47,7 @@ from baton.events.extension import (
     VendorOutcome,
 )
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
+from baton.jsontypes import JsonValue
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -64,6 +65,7 @@ __all__ = [
     "NativeEvent",
     "ProviderInventory",
     "TableExtension",
+    "UpdateHandler",
     "is_canonical_family",
     "notice",
 ]
@@ -135,34 +137,20 @@ class ProviderInventory:
         return frozenset(e.native for e in self.entries if e.kind == kind)
 
 
-def _u(
+def _entry(
+    kind: Kind,
     native: str,
     canonical: str | None,
     note: str = "",
     evidence: Evidence = "documented",
     source: str = "",
 ) -> NativeEvent:
-    return NativeEvent(native, "update", canonical, note, evidence, source)
+    return NativeEvent(native, kind, canonical, note, evidence, source)
 
 
-def _m(
-    native: str,
-    canonical: str | None,
-    note: str = "",
-    evidence: Evidence = "documented",
-    source: str = "",
-) -> NativeEvent:
-    return NativeEvent(native, "method", canonical, note, evidence, source)
-
-
-def _meta(
-    native: str,
-    canonical: str | None,
-    note: str = "",
-    evidence: Evidence = "documented",
-    source: str = "",
-) -> NativeEvent:
-    return NativeEvent(native, "meta", canonical, note, evidence, source)
+_u = partial(_entry, "update")
+_m = partial(_entry, "method")
+_meta = partial(_entry, "meta")
 
 
 def _stable(
@@ -730,7 +718,7 @@ class TableExtension:
             raise LookupError(f"{variant!r} is owned by the generic layer; use observe()")
         self._updates[variant] = handler
 
-    def on_method(self, method: str, handler: MethodHandler, *, fallback: Any) -> None:
+    def on_method(self, method: str, handler: MethodHandler, *, fallback: JsonValue) -> None:
         """``fallback`` answers the request if the handler fails on malformed params."""
         self._listed("method", method)
         self._methods[method] = (handler, fallback)

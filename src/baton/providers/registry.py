@@ -32,6 +32,7 @@ from baton.events.extension import (
     VendorOutcome,
 )
 from baton.events.model import Payload
+from baton.jsontypes import JsonMapping
 from baton.providers.builtin_ext import BuiltinExtension
 from baton.providers.claude import ClaudeExtension
 from baton.providers.codex import CodexExtension
@@ -108,7 +109,7 @@ class ErrorReply:
     code: int
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # Any: JSON out (json.dumps)
         return {"code": self.code, "message": self.message}
 
 
@@ -215,13 +216,13 @@ class ConfigRefusal:
 
 
 def select_config(
-    advertised_config_options: Sequence[Mapping[str, Any]] | None,
+    advertised_config_options: Sequence[JsonMapping] | None,
     *,
     mode: str | None = None,
     model: str | None = None,
     extra: Mapping[str, str] | None = None,
-    advertised_modes: Mapping[str, Any] | None = None,
-    advertised_models: Mapping[str, Any] | None = None,
+    advertised_modes: JsonMapping | None = None,
+    advertised_models: JsonMapping | None = None,
 ) -> ConfigSelection | ConfigRefusal:
     """Plan the settings calls, or refuse (see :class:`ConfigSelection`).
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from baton.jsontypes import JsonMapping
 from baton.providers.approval import (
     APPROVAL_TABLES,
     OPENCODE_ASK,
@@ -165,7 +166,7 @@ def in_worktree(profile: AgentProfile) -> AgentProfile:
     return dataclasses.replace(profile, **changes) if changes else profile
 
 
-def verify_in_worktree(profile: AgentProfile, session_result: Mapping[str, Any]) -> ApprovalVerdict:
+def verify_in_worktree(profile: AgentProfile, session_result: JsonMapping) -> ApprovalVerdict:
     """:func:`~baton.providers.approval.verify` for a session in a task tree's worktree: the
     family's selected edit mode is ``contained_edits`` there (any other mode as anywhere)."""
     row = WORKTREE_MODES.get(profile.family)

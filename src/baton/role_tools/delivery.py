@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol
 
 from baton.events.sequencer import utc_now
 from baton.fcop_errors import CoordinationError
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.role_tools.binding import CurrentTask
 from baton.role_tools.server import WRITING_TOOLS, RoleTools, ToolRefused, ToolResult
 from baton.statetable import StateTable
@@ -159,12 +160,12 @@ class ToolCall:
         return self.state is CallState.DELIVERED and "error" not in (self.answer or {})
 
 
-def refusal(code: str, message: str) -> dict[str, Any]:
+def refusal(code: str, message: str) -> JsonObject:
     """An answer that refuses the call (what the agent's tool call returns as an error)."""
     return {"error": {"code": code, "message": message}}
 
 
-def answer_of(result: ToolResult) -> dict[str, Any]:
+def answer_of(result: ToolResult) -> JsonObject:
     return {"result": result}
 
 
@@ -196,7 +197,7 @@ class Delivery:
         row = await self.store.aread(lambda tx: get_call(tx, call_key))
         return None if row is None else ToolCall.from_row(row)
 
-    async def deliver(self, call_key: str, *, slot: str | None = None) -> dict[str, Any]:
+    async def deliver(self, call_key: str, *, slot: str | None = None) -> JsonObject:
         """The call's answer: kept, or made now (accepted, run, kept). ``slot``: the slot the
         asking credential speaks for (a call of another slot is refused)."""
         lock = self._locks.setdefault(call_key, asyncio.Lock())
@@ -243,27 +244,15 @@ class Delivery:
         return answer
 
     async def _run(self, call: ToolCall) -> dict[str, Any]:
-        pinned = CurrentTask(call.task_id, call.attempt_id)
-
-        def run() -> dict[str, Any]:
-            tools = self.tools_for(call.slot, pinned)
-            return answer_of(tools.call(call.tool, call.arguments))
-
         self.runs += 1
-        try:
-            return await asyncio.to_thread(run)
-        except ToolRefused as exc:
-            return refusal(exc.code, str(exc))
-        except CoordinationError as exc:
-            return refusal(getattr(exc, "code", type(exc).__name__), str(exc))
+        pinned = CurrentTask(call.task_id, call.attempt_id)
+        return await self._answer(call.slot, call.tool, call.arguments, pinned)
 
-    async def read_only(
+    async def _answer(
         self, slot: str, tool: str, arguments: Mapping[str, Any], pointer: CurrentTask
     ) -> dict[str, Any]:
-        """A reading tool (``read_task``, ``list_reports``) run for a relayed call, on the
-        task it was made on: nothing to record, nothing to deliver once."""
-        if tool in WRITING_TOOLS:
-            return refusal("NOT_A_READ", f"{tool} changes something: relay it as a call")
+        """Run the tool on the task ``pointer`` names (in a thread: the tools write files);
+        a refusal is the answer, not an error."""
 
         def run() -> dict[str, Any]:
             return answer_of(self.tools_for(slot, pointer).call(tool, arguments))
@@ -274,6 +263,15 @@ class Delivery:
             return refusal(exc.code, str(exc))
         except CoordinationError as exc:
             return refusal(getattr(exc, "code", type(exc).__name__), str(exc))
+
+    async def read_only(
+        self, slot: str, tool: str, arguments: JsonMapping, pointer: CurrentTask
+    ) -> JsonObject:
+        """A reading tool (``read_task``, ``list_reports``) run for a relayed call, on the
+        task it was made on: nothing to record, nothing to deliver once."""
+        if tool in WRITING_TOOLS:
+            return refusal("NOT_A_READ", f"{tool} changes something: relay it as a call")
+        return await self._answer(slot, tool, arguments, pointer)
 
 
 CallsFn = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]

@@ -26,7 +26,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -272,7 +272,7 @@ def _quiet_server(config: Any) -> Any:
 
     class QuietServer(uvicorn.Server):
         @contextlib.contextmanager
-        def capture_signals(self) -> Any:
+        def capture_signals(self) -> Iterator[None]:
             yield
 
     return QuietServer(config)

@@ -58,6 +58,7 @@ from baton.fcop_port.port import (
     TaskInfo,
 )
 from baton.intake.screen import subject_problem, unsafe_line
+from baton.jsontypes import JsonMapping
 from baton.role_tools.binding import Binding, CurrentTask, OutboxRecord, SlotAccess
 from baton.team_config import FcopMcpCompat
 from baton.workflow.results import (
@@ -300,7 +301,7 @@ class ToolSurface(Protocol):
 
     def specs(self) -> list[ToolSpec]: ...
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+    def call(self, name: str, arguments: JsonMapping | None) -> ToolResult:
         """Blocking; raises :class:`ToolRefused` (or a coordination error) with the reason."""
         ...
 

@@ -21,8 +21,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,12 +28,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import baton
-from baton.acp.connection import JsonRpcConnection
+from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.jsonrpc import Request, RpcError
-from baton.acp.process import resolve_command
+from baton.acp.process import AgentProcess
 from baton.errors import ConfigError, FrameHandlingError
 from baton.events.bounds import clip_text
 from baton.fsutil import atomic_write
+from baton.jsontypes import JsonObject, JsonValue
 from baton.providers.profile import AgentProfile
 from baton.security.paths import sanitize_id
 
@@ -75,7 +74,7 @@ def logged_in_root(profile: AgentProfile, environ: Mapping[str, str]) -> Path | 
     return login_root(profile, environ) if login_record(profile, environ) is not None else None
 
 
-def login_record(profile: AgentProfile, environ: Mapping[str, str]) -> dict[str, Any] | None:
+def login_record(profile: AgentProfile, environ: Mapping[str, str]) -> JsonObject | None:
     """What ``baton agents login`` recorded for the profile, or ``None`` (never logged in)."""
     try:
         data = json.loads((login_root(profile, environ) / LOGIN_RECORD).read_text("utf-8"))
@@ -101,7 +100,7 @@ class AuthMethod:
     variables: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, raw: Any) -> AuthMethod | None:
+    def parse(cls, raw: JsonValue) -> AuthMethod | None:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
             return None
         raw_args, raw_env = raw.get("args"), raw.get("env")
@@ -119,7 +118,7 @@ class AuthMethod:
         )
 
 
-class _Quiet:
+class _Quiet(NoDeferral):
     """An inbound handler that answers nothing: the login handshake needs no client methods."""
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -131,15 +130,6 @@ class _Quiet:
     async def on_protocol_error(self, error: Any) -> None:
         return None
 
-    async def on_response_written(self, request_id: Any, ok: bool) -> None:
-        return None
-
-    async def on_run_end(self) -> None:
-        return None
-
-    async def on_batch_end(self) -> None:
-        return None
-
     async def on_fault(self, error: FrameHandlingError) -> None:
         logger.warning("%s", error)
 
@@ -147,29 +137,13 @@ class _Quiet:
 @contextlib.asynccontextmanager
 async def _acp(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> AsyncIterator[Any]:
     """The agent as an ACP peer; its stderr goes to the user's terminal (login hints)."""
-    command = resolve_command(argv, env)
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=str(cwd),
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    conn = JsonRpcConnection(proc.stdout, proc.stdin, _Quiet())
+    process = await AgentProcess.spawn(argv, env=env, cwd=cwd, inherit_stderr=True)
+    conn = JsonRpcConnection(process.stdout, process.stdin, _Quiet())
     reader = asyncio.create_task(conn.run())
     try:
         yield conn
     finally:
-        with contextlib.suppress(ProcessLookupError, OSError):
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 3.0)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        await process.terminate(grace=3.0)
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await reader

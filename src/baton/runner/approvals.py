@@ -39,6 +39,7 @@ from baton.events.model import (
     SecurityApprovalRefused,
     _ToolExecution,
 )
+from baton.jsontypes import JsonObject
 from baton.providers import approval, worktree_modes
 from baton.providers.profile import AgentProfile
 from baton.requests.audit import AuditPayload, PermissionAudit
@@ -95,7 +96,7 @@ class ApprovalGuard:
 
     # ------------------------------------------------------------------ the mode
 
-    async def start(self, session_result: dict[str, Any]) -> None:
+    async def start(self, session_result: JsonObject) -> None:
         """Verify the effective mode after baton's settings; raises ``SecurityError``."""
         self.session_result = session_result
         verdict = self._verify()

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.budgets.ledger import Charge, TokenCounts, UsageLedger, needs_price, priced
@@ -53,6 +53,7 @@ from baton.events.model import (
     UsageReported,
 )
 from baton.events.sequencer import utc_now
+from baton.jsontypes import JsonMapping
 from baton.providers.profile import AgentProfile
 from baton.runner.budget_plan import BudgetPlan, credential_key
 from baton.store import budget_sql
@@ -486,7 +487,7 @@ def _text(value: Any) -> str | None:
     return value[:200] if isinstance(value, str) and value else None
 
 
-def session_model(result: Mapping[str, Any]) -> str | None:
+def session_model(result: JsonMapping) -> str | None:
     """The model a session runs, from its ``model`` config option (ACP's ``category``)."""
     options = result.get("configOptions")
     if not isinstance(options, list):

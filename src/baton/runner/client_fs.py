@@ -22,6 +22,7 @@ from baton.acp import params as acp_params
 from baton.acp.jsonrpc import RpcError
 from baton.errors import SecurityError
 from baton.fsutil import atomic_write
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.security.paths import display_path, resolve_inside
 
 MAX_READ_BYTES = 16 * 1024 * 1024
@@ -32,7 +33,7 @@ def _path(params: Mapping[str, Any]) -> str:
     return acp_params.required_text(params, "path", non_empty=True)
 
 
-def read_text_file(workspace: Path, params: Mapping[str, Any]) -> dict[str, Any]:
+def read_text_file(workspace: Path, params: JsonMapping) -> JsonObject:
     """``{content}``: the file's text, or the lines ``line`` (1-based) .. ``line+limit``."""
     line = acp_params.optional_uint(params, "line", maximum=acp_params.UINT32_MAX)
     limit = acp_params.optional_uint(params, "limit", maximum=acp_params.UINT32_MAX)
@@ -60,7 +61,7 @@ def read_text_file(workspace: Path, params: Mapping[str, Any]) -> dict[str, Any]
     return {"content": text}
 
 
-def write_text_file(workspace: Path, params: Mapping[str, Any]) -> str:
+def write_text_file(workspace: Path, params: JsonMapping) -> str:
     """Write atomically and durably; returns the resolved path (for the session's record)."""
     content = acp_params.required_text(params, "content")
     data = content.encode("utf-8", errors="surrogatepass")

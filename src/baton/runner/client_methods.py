@@ -54,6 +54,7 @@ from baton.errors import FrameHandlingError, LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
+from baton.jsontypes import JsonObject, JsonValue
 from baton.providers.profile import MissingFileReads
 from baton.providers.registry import ErrorReply
 from baton.requests import replies
@@ -134,7 +135,7 @@ class ClientMethods:
 
     # ---------------------------------------------------------- InboundHandler
 
-    async def on_notification(self, method: str, params: Any) -> None:
+    async def on_notification(self, method: str, params: JsonValue) -> None:
         if method == "session/update":
             await self.update(params)
         elif method == "$/cancel_request":
@@ -148,7 +149,7 @@ class ClientMethods:
         else:
             await self.vendor(method, params, has_id=False)  # a notification: nothing to wait
 
-    async def on_request(self, request: Request) -> Awaitable[Any]:
+    async def on_request(self, request: Request) -> Awaitable[JsonValue]:
         """Admit now, in arrival order; the awaitable is the rest (waiting for an answer)."""
         method, params = request.method, request.params
         if method == "session/request_permission":
@@ -259,7 +260,7 @@ class ClientMethods:
 
     # ---------------------------------------------------------------- updates
 
-    async def update(self, params: Any) -> None:
+    async def update(self, params: JsonValue) -> None:
         if self.replaying:
             self.replayed += 1
             return
@@ -312,7 +313,7 @@ class ClientMethods:
             raw=self.events.redactor.value(raw),
         )
 
-    async def permission(self, msg_id: JsonRpcId, params: Any) -> Awaitable[dict[str, Any]]:
+    async def permission(self, msg_id: JsonRpcId, params: JsonValue) -> Awaitable[JsonObject]:
         self._session(acp_params.object_params(params))
         tool_call = params.get("toolCall")
         if not isinstance(tool_call, dict):
@@ -343,7 +344,7 @@ class ClientMethods:
         await self.events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
         return self.normalizer.tools.get(tool_call_id)
 
-    async def elicitation(self, msg_id: JsonRpcId, params: Any) -> Awaitable[dict[str, Any]]:
+    async def elicitation(self, msg_id: JsonRpcId, params: JsonValue) -> Awaitable[JsonObject]:
         try:
             document = elicitation_document(params, self.events.redactor)
         except InvalidDocument as exc:
@@ -411,7 +412,7 @@ class ClientMethods:
         while len(self._other_sessions) > MAX_KNOWN_SESSIONS:
             self._other_sessions.popitem(last=False)
 
-    async def fs(self, method: str, params: Any) -> Any:
+    async def fs(self, method: str, params: JsonValue) -> JsonValue:
         self._session(acp_params.object_params(params))
         try:
             if method == "fs/read_text_file":
@@ -444,7 +445,7 @@ class ClientMethods:
             )
         return {"content": ""}
 
-    async def terminal(self, method: str, params: Any) -> Awaitable[Any]:
+    async def terminal(self, method: str, params: JsonValue) -> Awaitable[JsonValue]:
         """``create``, ``output`` and ``release`` change or read the terminals now (arrival
         order); waiting for an exit (``wait_for_exit``, ``kill``'s grace, ``release``'s
         stop) is the awaitable."""
@@ -507,8 +508,8 @@ class ClientMethods:
     # --------------------------------------------------------------- vendors
 
     async def vendor(
-        self, method: str, params: Any, *, has_id: bool, msg_id: JsonRpcId = -1
-    ) -> Awaitable[Any]:
+        self, method: str, params: JsonValue, *, has_id: bool, msg_id: JsonRpcId = -1
+    ) -> Awaitable[JsonValue]:
         """The provider's handler runs now (its events in arrival order); a request it
         routes to a human waits in the awaitable."""
         outcome = self.normalizer.extension.vendor_method(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from baton.events.acp_normalizer import Draft
 from baton.events.model import TERMINAL_TURN_TYPES, CanonicalEvent, Payload
 from baton.events.sequencer import Sequencer
+from baton.jsontypes import JsonValue
 
 if TYPE_CHECKING:
     from baton.store.store import Store
@@ -62,7 +63,7 @@ class EventEmitter:
         *,
         session_id: str | None = None,
         turn_id: str | None = None,
-        raw: Any = None,
+        raw: JsonValue = None,
         flags: Sequence[str] = (),
     ) -> CanonicalEvent:
         event = self.sequencer.stamp(

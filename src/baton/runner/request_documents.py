@@ -10,9 +10,9 @@ present faithfully; the session answers the agent with an error and records the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from baton.events.redaction import Redaction
+from baton.jsontypes import JsonMapping, JsonValue
 from baton.requests.errors import InvalidDocument
 from baton.requests.model import (
     ElicitationRequest,
@@ -28,7 +28,7 @@ __all__ = [
 
 
 def permission_document(
-    params: Mapping[str, Any],
+    params: JsonMapping,
     redaction: Redaction,
     *,
     known_title: str | None = None,
@@ -93,7 +93,7 @@ def permission_document(
     )
 
 
-def elicitation_document(params: Any, redaction: Redaction) -> RequestDocument:
+def elicitation_document(params: JsonValue, redaction: Redaction) -> RequestDocument:
     """ACP ``elicitation/create`` (form mode) → an ``ElicitationRequest``."""
     if not isinstance(params, Mapping):
         raise InvalidDocument("params must be an object")

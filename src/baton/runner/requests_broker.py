@@ -39,14 +39,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from baton.acp.jsonrpc import JsonRpcId
 from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
+from baton.jsontypes import JsonValue
 from baton.requests import payloads, replies
 from baton.requests.errors import InvalidAnswer, InvalidDocument, NotPending, PayloadTooLarge
 from baton.requests.grant_book import GrantBook
@@ -58,11 +59,15 @@ from baton.requests.model import (
     GrantContext,
     PermissionRequest,
     RequestDocument,
+    RequestKind,
     canonical_json,
 )
 from baton.requests.notify import Notifier, NotifyConfig
 from baton.requests.policy import Decision, Policy, tool_call_paths
 from baton.requests.states import State
+
+if TYPE_CHECKING:
+    from baton.store.tx import Tx
 
 T = TypeVar("T")
 
@@ -73,7 +78,7 @@ class Emit(Protocol):
 
     async def __call__(self, payload: Payload) -> None: ...
 
-    async def commit(self, payloads: Any, fn: Callable[[Any], T]) -> T: ...
+    async def commit(self, payloads: Sequence[Payload], fn: Callable[[Tx], T]) -> T: ...
 
 
 TERMINAL_RULE = "terminal"
@@ -403,13 +408,13 @@ class RequestBroker:
 
     async def refuse(
         self,
-        kind: Any,
+        kind: RequestKind,
         reason: str,
         ctx: RequestContext,
         emit: Emit,
         *,
         document: RequestDocument | None = None,
-        raw: Any = None,
+        raw: JsonValue = None,
         oversize: PayloadTooLarge | None = None,
     ) -> RequestRecord:
         """Record a request refused on arrival (malformed, oversize, stale) visibly."""

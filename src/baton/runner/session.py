@@ -29,7 +29,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from baton.acp.client import AcpClient
 from baton.acp.connection import JsonRpcConnection
@@ -50,6 +49,7 @@ from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import clip_text
 from baton.events.extension import ProviderExtension
 from baton.events.model import HarnessDiagnostic, SessionClosed, SessionFailed
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.providers.approval import ApprovalVerdict
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
@@ -317,7 +317,7 @@ class AgentSession:
         return self.opened.initialized if self.opened else None
 
     @property
-    def session_result(self) -> dict[str, Any]:
+    def session_result(self) -> JsonObject:
         return self.opened.result if self.opened else {}
 
     @property
@@ -350,7 +350,7 @@ class AgentSession:
     # -------------------------------------------------------------------- turns
 
     async def prompt(
-        self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float | None = None
+        self, prompt: str | Sequence[JsonMapping], *, timeout: float | None = None
     ) -> TurnOutcome:
         """Run one turn to its single terminal event and return how it ended."""
         self._move(SessionEvent.PROMPT)

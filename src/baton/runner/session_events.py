@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from baton.events.acp_normalizer import Draft
 from baton.events.bounds import bounded_value, clip_text
 from baton.events.model import CanonicalEvent, Payload, ProviderNotice
+from baton.jsontypes import JsonValue
 from baton.runner.emitter import EventEmitter
 from baton.runner.turn import Turn
 from baton.security.redact import Redactor
@@ -103,7 +104,11 @@ class SessionEvents:
         return turn.turn_id if turn else None
 
     async def emit(
-        self, payload: Payload, *, turn_id: str | Literal["auto"] | None = "auto", raw: Any = None
+        self,
+        payload: Payload,
+        *,
+        turn_id: str | Literal["auto"] | None = "auto",
+        raw: JsonValue = None,
     ) -> CanonicalEvent:
         if self._deferred:
             await self.drafts(())
@@ -147,7 +152,7 @@ class SessionEvents:
         *,
         method: str | None = None,
         severity: Severity = "warning",
-        raw: Any = None,
+        raw: JsonValue = None,
     ) -> None:
         await self.emit(
             ProviderNotice(

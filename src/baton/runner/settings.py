@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from baton.errors import ConfigError
+from baton.jsontypes import JsonObject
 from baton.providers.profile import AgentProfile
 from baton.providers.registry import ConfigRefusal, select_config
 
@@ -32,7 +33,7 @@ MAX_ROUNDS = 4
 async def apply_settings(
     profile: AgentProfile,
     session_id: str,
-    advertised: dict[str, Any],
+    advertised: JsonObject,
     *,
     call: Call,
     notice: Notice,
@@ -61,20 +62,14 @@ async def apply_settings(
         if plan.empty:
             return
         timeout = profile.session_timeout
-        if plan.legacy_model is not None:
-            await call(
-                "session/set_model",
-                {"sessionId": session_id, "modelId": plan.legacy_model},
-                timeout=timeout,
-            )
-            _mark_legacy(advertised, "models", "currentModelId", plan.legacy_model)
-        if plan.legacy_mode is not None:
-            await call(
-                "session/set_mode",
-                {"sessionId": session_id, "modeId": plan.legacy_mode},
-                timeout=timeout,
-            )
-            _mark_legacy(advertised, "modes", "currentModeId", plan.legacy_mode)
+        legacy = (
+            ("session/set_model", "modelId", "models", "currentModelId", plan.legacy_model),
+            ("session/set_mode", "modeId", "modes", "currentModeId", plan.legacy_mode),
+        )
+        for method, member, section, current, value in legacy:
+            if value is not None:
+                await call(method, {"sessionId": session_id, member: value}, timeout=timeout)
+                _mark_legacy(advertised, section, current, value)
         for config_id, value in plan.options:
             result = await call(
                 "session/set_config_option",

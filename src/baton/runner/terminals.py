@@ -23,7 +23,8 @@ from typing import Any
 
 from baton.acp import params as acp_params
 from baton.acp.jsonrpc import RpcError
-from baton.procgroup import exited_within, stop_group
+from baton.jsontypes import JsonMapping, JsonObject
+from baton.procgroup import exited_within, start_group, stop_group
 from baton.security.paths import display_path, resolve_inside
 
 __all__ = [
@@ -72,7 +73,7 @@ class TerminalManager:
         self._released: OrderedDict[str, str] = OrderedDict()
         """The last output of released terminals (bounded), for tool events naming them."""
 
-    async def create(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, params: JsonMapping) -> JsonObject:
         command = acp_params.required_text(params, "command", non_empty=True)
         args = acp_params.string_array(params, "args")
         env = dict(self.env)
@@ -83,14 +84,13 @@ class TerminalManager:
             raise RpcError.invalid_params(f"at most {MAX_TERMINALS} open terminals; release one")
         argv = [command, *args] if args or " " not in command else ["/bin/sh", "-c", command]
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
+            proc = await start_group(
+                argv,
+                env=env,
+                cwd=cwd,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
-                cwd=str(cwd),
-                env=env,
-                start_new_session=True,
             )
         except FileNotFoundError:
             raise RpcError.not_found(f"command {command!r} not found") from None
@@ -129,7 +129,7 @@ class TerminalManager:
             raise RpcError.not_found(f"terminal {terminal_id!r} {gone}")
         return terminal
 
-    async def output(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def output(self, params: JsonMapping) -> JsonObject:
         terminal = self._get(params)
         result: dict[str, Any] = {
             "output": terminal.output.decode("utf-8", errors="replace"),
@@ -140,7 +140,7 @@ class TerminalManager:
             result["exitStatus"] = status
         return result
 
-    async def wait_for_exit(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def wait_for_exit(self, params: JsonMapping) -> JsonObject:
         terminal = self._get(params)
         await terminal.proc.wait()
         if terminal.reader is not None:
@@ -149,13 +149,13 @@ class TerminalManager:
         assert status is not None
         return status
 
-    async def kill(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def kill(self, params: JsonMapping) -> JsonObject:
         """ACP ``terminal/kill``: the command's whole group, now (the terminal stays)."""
         terminal = self._get(params)
         await stop_group(terminal.proc.pid, exited_within(terminal.proc), grace=5, term=False)
         return {}
 
-    def release(self, params: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+    def release(self, params: JsonMapping) -> Awaitable[JsonObject]:
         """ACP ``terminal/release``: the terminal is gone now (in arrival order: a later
         ``terminal/output`` no longer finds it); the awaitable stops its command."""
         terminal = self._get(params)

@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import math
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +39,7 @@ from baton.events.model import (
     TurnSubmitted,
     UsageReported,
 )
+from baton.jsontypes import JsonMapping
 from baton.runner.liveness import DEFAULT_STALL_SECONDS, Liveness
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session_events import SessionEvents
@@ -144,9 +145,7 @@ class TurnDriver:
         """The running turn's silence watch (``None`` between turns)."""
         return self._watch
 
-    async def run(
-        self, prompt: str | Sequence[Mapping[str, Any]], *, timeout: float
-    ) -> TurnOutcome:
+    async def run(self, prompt: str | Sequence[JsonMapping], *, timeout: float) -> TurnOutcome:
         events = self.events
         if events.turn is not None:
             raise UsageError("a turn is already running in this session; baton does not queue")

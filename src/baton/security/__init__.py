@@ -3,6 +3,7 @@
 * :mod:`~baton.security.redact` — redaction of every event, log line and stored request.
 * :mod:`~baton.security.display` — agent text never drives a terminal or a browser.
 * :mod:`~baton.security.paths` — workspace containment, path display masking, id sanitizing.
+* :mod:`~baton.security.loopback` — what counts as an address only this machine reaches.
 * :mod:`~baton.security.launch_env` — the private launch environment (HOME/XDG, allowlisted
   env, explicitly bound credentials).
 * :mod:`~baton.security.admission` — refusing ambient agent configuration in a workspace.

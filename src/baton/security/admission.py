@@ -42,6 +42,8 @@ from typing import Any, Final, Literal
 
 from baton.errors import ConfigError, SecurityError
 from baton.events.model import SecurityAdmissionRefused
+from baton.jsontypes import JsonObject
+from baton.security.paths import open_regular, resolved_dir
 
 __all__ = [
     "DEFAULT_SYSTEM_HOOK_PATHS",
@@ -360,7 +362,7 @@ class AdmissionVerdict:
                 "trust the repository"
             )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         def rows(items: Iterable[AdmissionFinding]) -> list[dict[str, str]]:
             return [
                 {"rule": f.rule, "family": f.family, "path": f.path, "reason": f.reason}
@@ -417,12 +419,7 @@ def admit(
     system_paths: Sequence[Path] = DEFAULT_SYSTEM_HOOK_PATHS,
 ) -> AdmissionVerdict:
     """Check ``workspace`` (up to its git root) against the rules of ``families``."""
-    try:
-        ws = workspace.resolve(strict=True)
-    except OSError as exc:
-        raise SecurityError(f"workspace cannot be resolved: {exc.strerror}") from None
-    if not ws.is_dir():
-        raise SecurityError("workspace is not a directory")
+    ws = resolved_dir(workspace, "workspace")
     checked = expand_families(families)
     rules = [r for r in RULES if r.family in checked]
     levels = [ws]
@@ -533,11 +530,7 @@ def _check_target(ws: Path, rule: ConfigRule, target: Path) -> AdmissionFinding 
 
 
 def _read_config(path: Path) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(0, "not a regular file")
+    with open_regular(path) as fh:
         return fh.read(MAX_CONFIG_BYTES + 1)
 
 

@@ -13,8 +13,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from baton.jsontypes import JsonObject
 from baton.providers.profile import AgentProfile
 from baton.security.paths import sanitize_id
 
@@ -68,7 +69,7 @@ class InstalledAgent:
     def manifest_path(self) -> Path:
         return self.root / PIN_FILE
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         return {
             "profile": self.name,
             "package": self.package,

@@ -44,24 +44,24 @@ Length: the five sources of a launch environment and their checks are one ordere
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shutil
 import stat
 import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
 from baton.errors import ConfigError, SecurityError
 from baton.providers.profile import AgentProfile, SeedFile
-from baton.security.paths import sanitize_id
+from baton.security.loopback import is_loopback_name
+from baton.security.paths import open_no_follow, sanitize_id
 from baton.security.redact import MIN_SECRET_LENGTH, Redactor, classify_key
 
 __all__ = [
@@ -73,7 +73,6 @@ __all__ = [
     "LaunchPlan",
     "PlannedFile",
     "is_loopback_url",
-    "launch_environment",
     "load_secrets_file",
     "mask_secret",
     "plan_launch",
@@ -136,14 +135,7 @@ def is_loopback_url(url: str | None) -> bool:
         host = parts.hostname
     except ValueError:
         return False
-    if parts.scheme not in ("http", "https") or not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return parts.scheme in ("http", "https") and host is not None and is_loopback_name(host)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +175,11 @@ def load_secrets_file(path: Path) -> dict[str, str]:
         raise SecurityError(f"secrets file {path} is a symbolic link; refusing to follow it")
     if not stat.S_ISREG(lst.st_mode):
         raise SecurityError(f"secrets file {path} is not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        secrets = open_no_follow(path)
     except OSError as exc:
         raise ConfigError(f"secrets file {path} cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
+    with secrets as fh:
         st = os.fstat(fh.fileno())
         if (st.st_dev, st.st_ino) != (lst.st_dev, lst.st_ino) or not stat.S_ISREG(st.st_mode):
             raise SecurityError(f"secrets file {path} changed while it was being opened")
@@ -518,12 +509,7 @@ class LaunchEnvironment:
     def __enter__(self) -> LaunchEnvironment:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.cleanup()
 
     def __repr__(self) -> str:
@@ -593,31 +579,6 @@ def prepare_launch(
             remove_tree(root)
         raise
     return LaunchEnvironment(plan, persistent=persistent_root is not None, tmp=tmp)
-
-
-@contextmanager
-def launch_environment(
-    profile: AgentProfile,
-    *,
-    workspace: Path,
-    base_dir: Path,
-    environ: Mapping[str, str],
-    secrets_file: Path | None,
-    persistent_root: Path | None = None,
-) -> Iterator[LaunchEnvironment]:
-    """:func:`prepare_launch` as a context manager that always cleans up."""
-    launch = prepare_launch(
-        profile,
-        workspace=workspace,
-        base_dir=base_dir,
-        environ=environ,
-        secrets_file=secrets_file,
-        persistent_root=persistent_root,
-    )
-    try:
-        yield launch
-    finally:
-        launch.cleanup()
 
 
 def _is_within(path: Path, root: Path) -> bool:

@@ -49,6 +49,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from baton.errors import ConfigError
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "FORMAT",
@@ -106,7 +107,7 @@ class FileEntry:
     def canonical_line(self) -> bytes:
         return f"{self.path}\0{self.mode:04o}\0{self.size}\0{self.sha256}\n".encode()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "path": self.path,
             "mode": f"{self.mode:04o}",
@@ -136,7 +137,7 @@ class PlatformPin:
     def by_path(self) -> dict[str, FileEntry]:
         return {f.path: f for f in self.files}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         ordered = sorted(self.files, key=lambda e: e.path.encode("utf-8", "surrogatepass"))
         return {
             "archive_sha256": self.archive_sha256,
@@ -171,7 +172,7 @@ class Manifest:
         merged[key] = pin
         return Manifest(self.agent, self.version, MappingProxyType(merged))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "format": FORMAT,
             "agent": self.agent,

@@ -24,7 +24,7 @@ import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import BinaryIO, Final
 
 from baton.errors import SecurityError
 
@@ -36,7 +36,10 @@ __all__ = [
     "PathRefused",
     "display_path",
     "file_kind",
+    "open_no_follow",
+    "open_regular",
     "resolve_inside",
+    "resolved_dir",
     "sanitize_id",
 ]
 
@@ -47,6 +50,34 @@ MAX_PATH_CHARS: Final = 4096
 """PATH_MAX on Linux: a longer name is refused before it reaches the filesystem."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def open_no_follow(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading, never through a symbolic link (``O_NOFOLLOW``) nor
+    blocking on a FIFO (``O_NONBLOCK``); the caller checks with ``fstat`` what it got."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    return os.fdopen(os.open(path, flags | getattr(os, "O_CLOEXEC", 0)), "rb")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """:func:`open_no_follow`, and ``OSError`` ("not a regular file") unless it opened one."""
+    fh = open_no_follow(path)
+    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        fh.close()
+        raise OSError(0, "not a regular file")
+    return fh
+
+
+def resolved_dir(path: Path, what: str) -> Path:
+    """``path`` resolved, or :class:`SecurityError` saying ``what`` is missing or not a
+    directory (a workspace, a pinned tree's root)."""
+    try:
+        resolved = path.resolve(strict=True)
+    except OSError as exc:
+        raise SecurityError(f"{what} cannot be resolved: {exc.strerror}") from None
+    if not resolved.is_dir():
+        raise SecurityError(f"{what} is not a directory")
+    return resolved
 
 
 def file_kind(mode: int) -> str:

@@ -62,7 +62,7 @@ from baton.security.manifest import (
     closure_digest,
     platform_key,
 )
-from baton.security.paths import file_kind
+from baton.security.paths import file_kind, open_regular, resolved_dir
 
 __all__ = [
     "PinMismatch",
@@ -139,12 +139,8 @@ def file_sha256(path: Path, expected: os.stat_result | None = None) -> tuple[str
 
     With ``expected`` (an ``lstat`` result) the open file must be that same inode.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
+    with open_regular(path) as fh:
         st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file")
         if expected is not None and (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
             raise OSError(0, "replaced while being read")
         h = hashlib.sha256()
@@ -172,14 +168,18 @@ def _link_problem(
     return None
 
 
-def _root_dir(root: Path) -> Path:
+def _whole_digest(found: _Found, problems: list[str]) -> str | None:
+    """The file's sha256, or ``None`` with the reason in ``problems`` (it cannot be read,
+    or its size changed while it was read)."""
     try:
-        resolved = root.resolve(strict=True)
+        digest, size = file_sha256(found.abspath, found.st)
     except OSError as exc:
-        raise SecurityError(f"pinned tree root cannot be resolved: {exc.strerror}") from None
-    if not resolved.is_dir():
-        raise SecurityError("pinned tree root is not a directory")
-    return resolved
+        problems.append(f"{found.path}: cannot be read ({exc.strerror})")
+        return None
+    if size != found.st.st_size:
+        problems.append(f"{found.path}: changed while being read")
+        return None
+    return digest
 
 
 def pin_tree(
@@ -196,7 +196,7 @@ def pin_tree(
 
     Raises :class:`PinMismatch` listing every refused entry (nothing is pinned then).
     """
-    base = _root_dir(root)
+    base = resolved_dir(root, "pinned tree root")
     try:
         check_member_path(entrypoint)
     except ValueError as exc:
@@ -213,15 +213,10 @@ def pin_tree(
         if mode & 0o7000:
             problems.append(f"{found.path}: has set-id or sticky bits ({mode:04o})")
             continue
-        try:
-            digest, size = file_sha256(found.abspath, found.st)
-        except OSError as exc:
-            problems.append(f"{found.path}: cannot be read ({exc.strerror})")
+        digest = _whole_digest(found, problems)
+        if digest is None:
             continue
-        if size != found.st.st_size:
-            problems.append(f"{found.path}: changed while being read")
-            continue
-        files.append(FileEntry(found.path, mode, size, digest))
+        files.append(FileEntry(found.path, mode, found.st.st_size, digest))
     if not problems and not files:
         problems.append("the tree holds no files")
     if not problems and entrypoint not in {f.path for f in files}:
@@ -251,7 +246,7 @@ def verify_tree(
     problems: list[str] = []
     if closure_digest(pin.files) != pin.closure_sha256:
         problems.append("manifest: closure digest does not match its own file listing")
-    base = _root_dir(root)
+    base = resolved_dir(root, "pinned tree root")
     expected = pin.by_path()
     seen: set[str] = set()
     inodes: dict[tuple[int, int], str] = {}
@@ -271,14 +266,8 @@ def verify_tree(
         if found.st.st_size != want.size:
             problems.append(f"{found.path}: size {found.st.st_size}, pinned {want.size}")
             continue
-        try:
-            digest, size = file_sha256(found.abspath, found.st)
-        except OSError as exc:
-            problems.append(f"{found.path}: cannot be read ({exc.strerror})")
-            continue
-        if size != want.size:
-            problems.append(f"{found.path}: changed while being read")
-        elif digest != want.sha256:
+        digest = _whole_digest(found, problems)
+        if digest is not None and digest != want.sha256:
             problems.append(
                 f"{found.path}: sha256 {digest[:16]}…, pinned {want.sha256[:16]}… (content "
                 "modified)"
@@ -316,14 +305,11 @@ def materialize(
     if os.path.lexists(dest):
         return _verify_existing(dest, pin)
 
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(archive, flags | getattr(os, "O_CLOEXEC", 0))
+        archive_file = open_regular(archive)
     except OSError as exc:
         raise SecurityError(f"archive cannot be opened: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise SecurityError("archive is not a regular file")
+    with archive_file as fh:
         # Hash and extract the same open file, so a swap after the check changes nothing.
         h = hashlib.sha256()
         while chunk := fh.read(_CHUNK):

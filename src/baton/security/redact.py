@@ -46,6 +46,7 @@ from typing import Any, Final, NamedTuple
 from urllib.parse import quote, quote_plus
 
 from baton.errors import ConfigError
+from baton.jsontypes import JsonValue
 
 __all__ = [
     "MARKER",
@@ -60,7 +61,6 @@ __all__ = [
     "secret_variants",
 ]
 
-JsonValue = Any
 
 MARKER: Final = "***REDACTED***"
 """What every redacted value becomes (stable so that tests and humans can grep it)."""

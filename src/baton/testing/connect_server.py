@@ -22,6 +22,7 @@ from typing import Any, Final
 import h11
 
 from baton.errors import BatonError
+from baton.jsontypes import JsonMapping, JsonObject
 
 __all__ = ["ConnectError", "ConnectServer", "Observer", "sdk_error_details"]
 
@@ -73,7 +74,7 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def sdk_error_details(sdk_code: str, message: str) -> dict[str, Any]:
+def sdk_error_details(sdk_code: str, message: str) -> JsonObject:
     """A Connect error detail carrying ``sdk.v1.SdkErrorDetails`` (binary and debug JSON)."""
     text = message.encode()
     value = b"\x10" + _varint(_SDK_CODES.get(sdk_code, 0)) + b"\x1a" + _varint(len(text)) + text
@@ -93,14 +94,14 @@ class ConnectError(BatonError):
         self.message = message
         self.sdk_code = sdk_code
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         body: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.sdk_code:
             body["details"] = [sdk_error_details(self.sdk_code, self.message)]
         return body
 
 
-def envelope(message: Mapping[str, Any], *, end: bool = False) -> bytes:
+def envelope(message: JsonMapping, *, end: bool = False) -> bytes:
     body = json.dumps(message, separators=(",", ":")).encode()
     return bytes([END_STREAM if end else 0]) + struct.pack(">I", len(body)) + body
 

@@ -33,11 +33,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from baton.jsontypes import JsonMapping, JsonObject, JsonValue
 from baton.testing.connect_server import ConnectError, ConnectServer
 from baton.testing.cursor_script import ScriptError, parse_script
 
@@ -178,7 +179,7 @@ class ScriptedBridge:
         tmp.write_text(json.dumps(self.agents, indent=1), encoding="utf-8")
         tmp.replace(self._store)
 
-    def record(self, service: str, method: str, kind: str, message: Any) -> None:
+    def record(self, service: str, method: str, kind: str, message: JsonValue) -> None:
         if self.trace is None:
             return
         line = {"service": service, "method": method, "kind": kind, "message": message}
@@ -187,21 +188,21 @@ class ScriptedBridge:
 
     # ----------------------------------------------------------------- control
 
-    async def ping(self, _: dict[str, Any]) -> dict[str, Any]:
+    async def ping(self, _: JsonObject) -> JsonObject:
         return {"message": "pong"}
 
-    async def get_version(self, _: dict[str, Any]) -> dict[str, Any]:
+    async def get_version(self, _: JsonObject) -> JsonObject:
         return {
             "bridgeVersion": BRIDGE_VERSION,
             "protocolVersion": "sdk.v1",
             "capabilities": ["agent.create", "agent.resume", "agent.send", "run.cancel"],
         }
 
-    async def shutdown(self, _: dict[str, Any]) -> dict[str, Any]:
+    async def shutdown(self, _: JsonObject) -> JsonObject:
         asyncio.get_running_loop().call_later(0.05, self.stop.set)
         return {}
 
-    async def set_tool_callback(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def set_tool_callback(self, message: JsonObject) -> JsonObject:
         url, token = message.get("url") or "", message.get("authToken") or ""
         self.callback = (url, token) if url else None
         return {}
@@ -228,7 +229,7 @@ class ScriptedBridge:
             "apiKey": bool(options.get("apiKey")),
         }
 
-    async def create_agent(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def create_agent(self, message: JsonObject) -> JsonObject:
         settings = self._options(message.get("options"))
         options = _object(message.get("options"))
         # The client names a new agent itself when it registers custom tools for it.
@@ -239,7 +240,7 @@ class ScriptedBridge:
         self._save()
         return {"agentId": agent_id, "model": settings["model"]}
 
-    async def resume_agent(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def resume_agent(self, message: JsonObject) -> JsonObject:
         agent_id = str(message.get("agentId") or "")
         if agent_id not in self.agents:
             raise ConnectError(
@@ -250,17 +251,17 @@ class ScriptedBridge:
         self._save()
         return {"agentId": agent_id, "model": settings["model"]}
 
-    async def close_agent(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def close_agent(self, message: JsonObject) -> JsonObject:
         return {}
 
-    async def cancel_run(self, message: dict[str, Any]) -> dict[str, Any]:
+    async def cancel_run(self, message: JsonObject) -> JsonObject:
         run = self.runs.get(str(message.get("runId") or ""))
         if run is None:  # as cursor-sdk-bridge 1.0.0 answers it (observed)
             raise ConnectError("invalid_argument", f"Run {message.get('runId')} not found")
         run.cancelled.set()
         return {}
 
-    async def send(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def send(self, message: JsonObject) -> AsyncIterator[JsonObject]:
         agent_id = str(message.get("agentId") or "")
         agent = self.agents.get(agent_id)
         if agent is None:
@@ -304,7 +305,7 @@ class Player:
     """Plays one message's script as one run's envelopes."""
 
     def __init__(
-        self, bridge: ScriptedBridge, agent: dict[str, Any], run: LiveRun, mcp: Mapping[str, Any]
+        self, bridge: ScriptedBridge, agent: JsonObject, run: LiveRun, mcp: JsonMapping
     ) -> None:
         self.bridge = bridge
         self.agent = agent
@@ -326,7 +327,7 @@ class Player:
         tools = self.agent.get("tools")
         return tools is None or tool in tools
 
-    async def play(self, text: str) -> AsyncIterator[dict[str, Any]]:
+    async def play(self, text: str) -> AsyncIterator[JsonObject]:
         started = time.monotonic()
         yield self._sdk("status", status="RUNNING")
         yield self._sdk(
@@ -469,12 +470,13 @@ class Player:
         async for envelope in self._tool("shell", args, result):
             yield envelope
 
-    async def _custom(self, value: Any) -> AsyncIterator[dict[str, Any]]:
-        tool, args = str(value["tool"]), dict(value.get("args") or {})
+    async def _mcp_tool(
+        self, mcp_args: dict[str, Any], outcome: Callable[[str], Awaitable[tuple[Any, bool]]]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """An ``mcp`` tool call: running, then ``outcome(call_id)``'s (result, failed)."""
         call = self._call_id()
-        mcp_args = {"providerIdentifier": "custom-user-tools", "toolName": tool, "args": args}
         yield self._sdk("tool_call", call_id=call, name="mcp", status="running", args=mcp_args)
-        result, failed = await self._call_custom(tool, args, call)
+        result, failed = await outcome(call)
         yield self._sdk(
             "tool_call",
             call_id=call,
@@ -483,6 +485,14 @@ class Player:
             args=mcp_args,
             result=result,
         )
+
+    async def _custom(self, value: Any) -> AsyncIterator[dict[str, Any]]:
+        tool, args = str(value["tool"]), dict(value.get("args") or {})
+        mcp_args = {"providerIdentifier": "custom-user-tools", "toolName": tool, "args": args}
+        async for envelope in self._mcp_tool(
+            mcp_args, lambda call: self._call_custom(tool, args, call)
+        ):
+            yield envelope
 
     async def _call_custom(self, tool: str, args: dict[str, Any], call: str) -> tuple[Any, bool]:
         if self.bridge.callback is None or tool not in self.agent.get("customTools", []):
@@ -512,21 +522,14 @@ class Player:
         servers = dict(self.mcp)
         name = value.get("server") or (next(iter(servers)) if len(servers) == 1 else None)
         mcp_args = {"providerIdentifier": str(name), "toolName": tool, "args": args}
-        call = self._call_id()
-        yield self._sdk("tool_call", call_id=call, name="mcp", status="running", args=mcp_args)
-        if name not in servers:
-            result: Any = {"error": f"no MCP server {name!r} was given on Send"}
-            failed = True
-        else:
-            result, failed = await _call_mcp(servers[name], tool, args, self.agent["cwd"])
-        yield self._sdk(
-            "tool_call",
-            call_id=call,
-            name="mcp",
-            status="error" if failed else "completed",
-            args=mcp_args,
-            result=result,
-        )
+
+        async def outcome(call: str) -> tuple[Any, bool]:
+            if name not in servers:
+                return {"error": f"no MCP server {name!r} was given on Send"}, True
+            return await _call_mcp(servers[name], tool, args, self.agent["cwd"])
+
+        async for envelope in self._mcp_tool(mcp_args, outcome):
+            yield envelope
 
     async def _todos(self, value: Any) -> AsyncIterator[dict[str, Any]]:
         async for envelope in self._tool("updateTodos", {"todos": value}, {"status": "success"}):

@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from baton.errors import BatonError
+from baton.jsontypes import JsonObject
 
 __all__ = ["FENCE", "STEP_KINDS", "ScriptError", "parse_script"]
 
@@ -81,7 +82,7 @@ class ScriptError(BatonError, ValueError):
     """A script block that is not a JSON list of known steps."""
 
 
-def parse_script(text: str) -> list[dict[str, Any]] | None:
+def parse_script(text: str) -> list[JsonObject] | None:
     """Every step of every script block in ``text``; ``None`` when it has none."""
     blocks = list(_BLOCK.finditer(text))
     if not blocks:

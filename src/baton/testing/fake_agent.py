@@ -202,9 +202,9 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from baton.jsontypes import JsonObject
 from baton.testing import SCENARIOS
 from baton.testing.scenarios import (
-    Answer,
     Call,
     Cancel,
     Deliver,
@@ -277,14 +277,14 @@ class FakeAgent:
             except (BrokenPipeError, ValueError, OSError):
                 os._exit(0)
 
-    def call(self, method: str, params: Any) -> dict[str, Any]:
+    def call(self, action: Call) -> JsonObject:
         """Send an agent -> client request and block until its response arrives."""
         with self._state_lock:
             rid = self._next_id
             self._next_id += 1
             pending = _Pending()
             self._pending[rid] = pending
-        self.write(dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        self.write(dumps(action.message(rid)))
         pending.done.wait()
         return pending.reply
 
@@ -362,7 +362,7 @@ class FakeAgent:
         elif isinstance(action, Raw):
             self.write(action.data)
         elif isinstance(action, Call):
-            return self.call(action.method, action.params)
+            return self.call(action)
         elif isinstance(action, Stderr):
             _stderr(action.data)
         elif isinstance(action, WaitCancel):
@@ -372,8 +372,6 @@ class FakeAgent:
         elif isinstance(action, Exit):
             with self._write_lock:
                 os._exit(action.code)
-        elif isinstance(action, Answer):
-            self.write(dumps({"jsonrpc": "2.0", "id": turn.request_id, "result": action.result}))
         elif isinstance(action, JoinStderrFlood) and self._flood_thread is not None:
             self._flood_thread.join()
         elif isinstance(action, Pause):

@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from baton.acp.pipes import PIPE_CAPACITY, MemoryPipe
 from baton.acp.stderr_ring import StderrRing
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
+from baton.jsontypes import JsonObject
 from baton.testing.scenarios import (
-    Answer,
     Call,
     Cancel,
     Deliver,
@@ -102,7 +102,7 @@ class AgentEnd:
                 self._outbox.write(view[start : start + PIPE_CAPACITY])
                 await self._outbox.drain()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: JsonObject) -> None:
         await self.write(dumps(message))
 
     def write_stderr(self, data: bytes) -> None:
@@ -217,7 +217,7 @@ def in_memory(agent: AgentSource, *, close_grace: float = 0.5) -> TransportFacto
 class ScenarioAgent:
     """The fake agent's scenarios in memory: the asyncio driver of :class:`ScenarioCore`."""
 
-    def __init__(self, scenario: str = "ok", **options: Any) -> None:
+    def __init__(self, scenario: str = "ok", **options: Any) -> None:  # Any: Options' fields
         self.core = ScenarioCore(Options(scenario=scenario, **options))
         if scenario in PROCESS_SCENARIOS or self.core.options.grandchild_keeps_stdio:
             raise ValueError(
@@ -289,9 +289,7 @@ class ScenarioAgent:
             self._next_id += 1
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self._pending[rid] = future
-            await end.send(
-                {"jsonrpc": "2.0", "id": rid, "method": action.method, "params": action.params}
-            )
+            await end.send(action.message(rid))
             return await future
         elif isinstance(action, Stderr):
             end.write_stderr(action.data)
@@ -303,8 +301,6 @@ class ScenarioAgent:
         elif isinstance(action, Exit):
             end.exit(action.code)
             await asyncio.Event().wait()  # the exit cancels this turn
-        elif isinstance(action, Answer):
-            await end.send({"jsonrpc": "2.0", "id": turn.request_id, "result": action.result})
         elif isinstance(action, JoinStderrFlood):
             pass  # the in-memory flood was written at start
         elif isinstance(action, Pause):

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from baton.acp.transport import TransportFactory
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.testing.memory import AgentEnd, in_memory
 from baton.testing.trace import TraceReplay
 
 __all__ = ["ReplayAgent", "load_trace", "replay"]
 
 
-def load_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def load_trace(path: str | os.PathLike[str]) -> list[JsonObject]:
     """The records of an NDJSON trace file."""
     text = Path(path).read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -32,7 +32,7 @@ def load_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 class ReplayAgent:
     """An in-memory agent that is a trace."""
 
-    def __init__(self, records: Iterable[Mapping[str, Any]]) -> None:
+    def __init__(self, records: Iterable[JsonMapping]) -> None:
         self.records = [dict(r) for r in records]
 
     async def serve(self, end: AgentEnd) -> int | None:
@@ -51,7 +51,7 @@ class ReplayAgent:
 
 
 def replay(
-    trace: str | os.PathLike[str] | Iterable[Mapping[str, Any]], *, close_grace: float = 0.5
+    trace: str | os.PathLike[str] | Iterable[JsonMapping], *, close_grace: float = 0.5
 ) -> TransportFactory:
     """A transport factory that replays ``trace`` (a file path or its records) per launch."""
     records = load_trace(trace) if isinstance(trace, str | os.PathLike) else list(trace)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from baton.jsontypes import JsonObject, JsonValue
+
 __all__ = [
     "DEFAULT_STDERR_BYTES",
     "NO_ANSWER",
     "Action",
-    "Answer",
     "Call",
     "Cancel",
     "Deliver",
@@ -49,12 +50,12 @@ __all__ = [
     "login_file",
 ]
 
-Message = dict[str, Any]
+Message = JsonObject
 
 DEFAULT_STDERR_BYTES = 50_000_000
 
 
-def dumps(msg: Any) -> bytes:
+def dumps(msg: JsonValue) -> bytes:
     """One compact NDJSON line."""
     return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
@@ -82,6 +83,10 @@ class Call:
 
     method: str
     params: Message
+
+    def message(self, request_id: int) -> Message:
+        """The request as the driver sends it, under the id it chose."""
+        return {"jsonrpc": "2.0", "id": request_id, "method": self.method, "params": self.params}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +116,6 @@ class Exit:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """Answer the prompt now; the turn goes on sending (late updates)."""
-
-    result: Message
-
-
-@dataclass(frozen=True, slots=True)
 class Pause:
     """Let the client read what was written so far (as a model streams between tokens)."""
 
@@ -138,7 +136,7 @@ class SpawnGrandchild:
     request_id: Any
 
 
-Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Answer | Pause | JoinStderrFlood
+Action = Send | Raw | Call | Stderr | WaitCancel | Hang | Exit | Pause | JoinStderrFlood
 
 # ------------------------------------------------- what the reader loop must do
 
@@ -170,6 +168,10 @@ class Deliver:
 
     request_id: Any
     message: Message
+
+
+ReaderStep = Send | StartTurn | Cancel | ReplayIn | Deliver | SpawnGrandchild
+"""What the reader loop does for one inbound line (:meth:`ScenarioCore.on_line`)."""
 
 
 class _NoAnswer:
@@ -245,7 +247,7 @@ class ScenarioCore:
 
     # ------------------------------------------------------------ the reader
 
-    def on_line(self, line: bytes) -> list[Any]:
+    def on_line(self, line: bytes) -> list[ReaderStep]:
         """Everything one inbound line asks for, in order."""
         if not line.strip():
             return []
@@ -263,9 +265,9 @@ class ScenarioCore:
             return [Send(_error(None, -32600, "Invalid Request"))]
         return self.on_message(msg)
 
-    def on_message(self, msg: Message) -> list[Any]:
+    def on_message(self, msg: Message) -> list[ReaderStep]:
         method = msg.get("method")
-        replay = [ReplayIn(msg)] if self.scenario == "replay" else []
+        replay: list[ReaderStep] = [ReplayIn(msg)] if self.scenario == "replay" else []
         if not isinstance(method, str):
             if "id" in msg:  # a response to one of our requests
                 return [Deliver(msg["id"], msg), *replay]
@@ -295,7 +297,7 @@ class ScenarioCore:
             return [Send(_error(rid, -32601, f"Method not found: {method}"))]
         return handler(rid, params)
 
-    def initialize(self, rid: Any, params: Message) -> list[Any]:
+    def initialize(self, rid: JsonValue, params: Message) -> list[ReaderStep]:
         auth_methods: list[Message] = []
         if self.scenario == "auth-required":
             auth_methods = [{"id": "fake-login", "name": "Log in"}]
@@ -335,13 +337,13 @@ class ScenarioCore:
             )
         ]
 
-    def authenticate(self, rid: Any, params: Message) -> list[Any]:
+    def authenticate(self, rid: JsonValue, params: Message) -> list[ReaderStep]:
         if self.scenario == "auth-required" and params.get("methodId") == "fake-login":
             self.authenticated = True
             return [Send(_result(rid, {}))]
         return [Send(_error(rid, -32602, f"unknown auth method {params.get('methodId')!r}"))]
 
-    def new_session(self, rid: Any, params: Message) -> list[Any]:
+    def new_session(self, rid: JsonValue, params: Message) -> list[ReaderStep]:
         if self.scenario == "auth-required" and not self.authenticated:
             return [Send(_error(rid, -32000, "Authentication required"))]
         if self.scenario == "session-new-error":
@@ -355,7 +357,7 @@ class ScenarioCore:
             return [SpawnGrandchild(self.options.grandchild_keeps_stdio, rid)]
         return [self.session_created(rid)]
 
-    def session_created(self, rid: Any, grandchild_pid: int | None = None) -> Send:
+    def session_created(self, rid: JsonValue, grandchild_pid: int | None = None) -> Send:
         result: Message = {"sessionId": self.options.session_id, **self.mode_state()}
         if grandchild_pid is not None:
             result["_meta"] = {"grandchildPid": grandchild_pid}
@@ -388,7 +390,7 @@ class ScenarioCore:
             }
         ]
 
-    def _mode_refused(self, rid: Any, value: Any) -> list[Any] | None:
+    def _mode_refused(self, rid: JsonValue, value: JsonValue) -> list[ReaderStep] | None:
         """The error for an unknown mode, else ``None`` (and the mode changes, unless stuck)."""
         if self.mode is None or value not in self.options.mode_values:
             return [Send(_error(rid, -32602, f"unknown mode {value!r}"))]
@@ -396,16 +398,16 @@ class ScenarioCore:
             self.mode = str(value)
         return None
 
-    def set_mode(self, rid: Any, params: Message) -> list[Any]:
+    def set_mode(self, rid: JsonValue, params: Message) -> list[ReaderStep]:
         return self._mode_refused(rid, params.get("modeId")) or [Send(_result(rid, {}))]
 
-    def set_config_option(self, rid: Any, params: Message) -> list[Any]:
+    def set_config_option(self, rid: JsonValue, params: Message) -> list[ReaderStep]:
         if params.get("configId") != "mode":
             return [Send(_error(rid, -32602, f"unknown config option {params.get('configId')!r}"))]
         refused = self._mode_refused(rid, params.get("value"))
         return refused or [Send(_result(rid, {"configOptions": self.config_options()}))]
 
-    def _turn(self, rid: Any, params: Message) -> TurnScript:
+    def _turn(self, rid: JsonValue, params: Message) -> TurnScript:
         session_id = str(params.get("sessionId") or self.options.session_id)
         with self.lock:
             self.turn_count += 1
@@ -413,7 +415,7 @@ class ScenarioCore:
             self.turns[session_id] = turn
         return turn
 
-    def _cancel(self, params: Message) -> list[Any]:
+    def _cancel(self, params: Message) -> list[ReaderStep]:
         if self.scenario == "ignore-cancel":
             return []
         with self.lock:
@@ -428,6 +430,11 @@ class ScenarioCore:
         with self.lock:
             if self.turns.get(turn.session_id) is turn:
                 del self.turns[turn.session_id]
+
+    def answer(self, turn: TurnScript, result: Message) -> Send:
+        """The prompt's answer; the turn is finished (it may go on sending late updates)."""
+        self.finish(turn)
+        return Send(_result(turn.request_id, result))
 
     # ------------------------------------------------------------- the turns
 
@@ -455,9 +462,9 @@ def login_file() -> Path:
     return Path(os.environ.get("HOME", "/nonexistent")) / ".fake-login"
 
 
-def _result(rid: Any, result: Any) -> Message:
+def _result(rid: JsonValue, result: JsonValue) -> Message:
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
-def _error(rid: Any, code: int, message: str) -> Message:
+def _error(rid: JsonValue, code: int, message: str) -> Message:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}

@@ -16,14 +16,12 @@ from baton.testing.faults import FAULT_SCRIPTS
 from baton.testing.hostile import HOSTILE_SCRIPTS
 from baton.testing.scenarios import (
     NO_ANSWER,
-    Answer,
     Call,
     Exit,
     Hang,
     JoinStderrFlood,
     Raw,
     ScenarioCore,
-    Send,
     Stderr,
     TurnScript,
     WaitCancel,
@@ -132,8 +130,7 @@ def turn_flood(core: ScenarioCore, turn: TurnScript) -> TurnBody:
 
 def turn_late_chunks(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     yield core.chunk("Before the end. ", turn.message_id)
-    core.finish(turn)
-    yield Answer({"stopReason": "end_turn"})
+    yield core.answer(turn, {"stopReason": "end_turn"})
     yield core.chunk("Late chunk one. ", turn.message_id)
     yield core.chunk("Late chunk two.", turn.message_id)
     return NO_ANSWER
@@ -384,5 +381,4 @@ def run_turn(core: ScenarioCore, turn: TurnScript) -> TurnBody:
     result = outcome if isinstance(outcome, dict) else None
     if result is None:
         result = {"stopReason": "cancelled" if turn.cancelled else "end_turn"}
-    core.finish(turn)
-    yield Send({"jsonrpc": "2.0", "id": turn.request_id, "result": result})
+    yield core.answer(turn, result)

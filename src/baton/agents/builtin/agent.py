@@ -16,10 +16,10 @@ import logging
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import baton
 from baton.acp import params as acp_params
+from baton.jsontypes import JsonValue
 
 from .channel import Channel
 from .config import AgentConfig
@@ -239,7 +239,7 @@ async def _retire(session: _Session) -> None:
         await session.hub.aclose()
 
 
-def prompt_text(blocks: Any) -> str:
+def prompt_text(blocks: JsonValue) -> str:
     """The runbook text of a prompt: its text blocks, a newline between blocks (the other
     blocks are read as nothing; each must still be a content block)."""
     if not isinstance(blocks, list):

@@ -23,6 +23,7 @@ from baton.acp.jsonrpc import (
     RESOURCE_NOT_FOUND,
     RpcError,
 )
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -46,7 +47,6 @@ __all__ = [
     "result_response",
 ]
 
-JsonObject = dict[str, Any]
 RequestId = int | str
 
 
@@ -131,14 +131,10 @@ def _classify(message: JsonObject) -> Incoming:
     return Invalid(kind.id, RpcError(INVALID_REQUEST, f"Invalid Request: {kind.reason}"))
 
 
-def result_response(request_id: RequestId, result: Any) -> JsonObject:
-    """A success response."""
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+result_response = jsonrpc.result
+"""A success response (baton's one builder)."""
 
 
 def error_response(request_id: RequestId | None, error: RpcError) -> JsonObject:
     """An error response (``id`` null when the request's id could not be read)."""
-    body: JsonObject = {"code": error.code, "message": error.message}
-    if error.data is not None:
-        body["data"] = error.data
-    return {"jsonrpc": "2.0", "id": request_id, "error": body}
+    return jsonrpc.error(request_id, error.code, error.message, error.data)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import baton
 from baton.errors import BuiltinAgentError
+from baton.jsontypes import JsonValue
 
 from .jsonrpc import JsonObject
 
@@ -104,7 +105,7 @@ class ToolIndex:
         return next((server for server, names in self.tools.items() if tool in names), None)
 
 
-def parse_servers(raw: Any, *, http: bool = False) -> list[McpServer]:
+def parse_servers(raw: JsonValue, *, http: bool = False) -> list[McpServer]:
     """Read ``mcpServers`` (``http`` entries too when ``http``); raises ValueError on a
     malformed entry of a supported transport."""
     if raw is None:

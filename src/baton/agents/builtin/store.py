@@ -12,9 +12,9 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from baton.fsutil import atomic_write
+from baton.jsontypes import JsonValue
 
 from .jsonrpc import JsonObject
 
@@ -42,7 +42,7 @@ def new_session_id() -> str:
     return f"rb-{uuid.uuid4().hex}"
 
 
-def bounded(value: Any) -> Any:
+def bounded(value: JsonValue) -> JsonValue:
     """A copy of a JSON value whose strings are cut to `MAX_STRING` (head and tail kept)."""
     if isinstance(value, str):
         if len(value) <= MAX_STRING:
@@ -109,7 +109,7 @@ class StoredSession:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> "StoredSession":
+    def from_json(cls, data: JsonValue) -> "StoredSession":
         """Read a stored document; raises ValueError when it is not one."""
         if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
             raise ValueError("not a version 1 session document")

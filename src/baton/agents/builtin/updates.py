@@ -5,7 +5,9 @@ every update has the same form live and on replay.
 """
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
+
+from baton.jsontypes import JsonValue
 
 from .jsonrpc import JsonObject
 
@@ -116,7 +118,7 @@ def tool_call_update(
     status: ToolStatus | None = None,
     content: Sequence[JsonObject] | None = None,
     raw_input: JsonObject | None = None,
-    raw_output: Any = None,
+    raw_output: JsonValue = None,
 ) -> JsonObject:
     """Changed fields of a tool call (a list given here replaces the previous one)."""
     update: JsonObject = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id}

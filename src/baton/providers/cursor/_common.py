@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from baton.events.bounds import clip_text
+from baton.jsontypes import JsonObject, JsonValue
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,160}$")
 
@@ -24,14 +25,14 @@ def safe_id(native: str, prefix: str) -> str:
     return f"{prefix}-{digest}"
 
 
-def opt_str(value: Any, limit: int = 4000) -> str | None:
+def opt_str(value: JsonValue, limit: int = 4000) -> str | None:
     """A string field, bounded for display, or ``None`` when absent or not a string."""
     if isinstance(value, str):
         return clip_text(value, limit)
     return None
 
 
-def native_id(value: Any) -> str | None:
+def native_id(value: JsonValue) -> str | None:
     """A native id: non-empty string, or an integer spelled as one (JSON ids may be either)."""
     if isinstance(value, bool):
         return None
@@ -42,7 +43,7 @@ def native_id(value: Any) -> str | None:
     return None
 
 
-def outcome(value: str, **fields: Any) -> dict[str, Any]:
+def outcome(value: str, **fields: JsonValue) -> JsonObject:
     """Cursor's reply envelope ``{"outcome": {"outcome": value, ...}}`` (acp.md §2)."""
     body: dict[str, Any] = {"outcome": value}
     body.update({k: v for k, v in fields.items() if v is not None})

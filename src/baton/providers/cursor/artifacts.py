@@ -19,8 +19,8 @@ the generated image's path was refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import PurePosixPath
-from typing import Any
 
 from baton.errors import SecurityError
 from baton.events.bounds import clip_text
@@ -28,12 +28,13 @@ from baton.events.model import (
     ArtifactGenerated,
     ArtifactViewed,
     Payload,
-    ProviderNotice,
     SecurityPathRefused,
 )
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.containment import display_candidate, resolve_artifact_reference
+from baton.providers.inventory import notice
 from baton.security.paths import PathRefused
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 METHOD = "cursor/generate_image"
+_notice = partial(notice, method=METHOD)
+"""A notice of this method (bounded; ``severity=`` for another than a warning)."""
 CONTROL = "artifact_containment"
 MAX_REFERENCES = 32
 
@@ -65,8 +68,8 @@ def media_type(reference: str) -> str | None:
 
 
 def generate_image(
-    params: Mapping[str, Any], *, workspace: str, redaction: Redaction | None = None
-) -> tuple[list[Payload], dict[str, Any]]:
+    params: JsonMapping, *, workspace: str, redaction: Redaction | None = None
+) -> tuple[list[Payload], JsonObject]:
     """Payloads and the reply for one ``cursor/generate_image``."""
     redaction = redaction or NoRedaction()
     description = params.get("description")
@@ -130,12 +133,3 @@ def _refused(workspace: str, path: str, role: str, exc: SecurityError) -> list[P
 
 def _reason(exc: SecurityError) -> str:
     return exc.reason if isinstance(exc, PathRefused) else str(exc)
-
-
-def _notice(category: str, summary: str, severity: str = "warning") -> ProviderNotice:
-    return ProviderNotice(
-        category=category,
-        severity="info" if severity == "info" else "warning",
-        summary=clip_text(summary),
-        method=METHOD,
-    )

@@ -50,6 +50,7 @@ from baton.events.model import (
     ProviderNotice,
 )
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, opt_str, safe_id
 
 MAX_CHILDREN = 256
@@ -153,7 +154,7 @@ class ChildNormalizer:
     # ----------------------------------------------------------------- updates
 
     def spawned(
-        self, on_session: str | None, update: Mapping[str, Any], redaction: Redaction | None = None
+        self, on_session: str | None, update: JsonMapping, redaction: Redaction | None = None
     ) -> list[Payload]:
         """``subagent_spawned`` received on session ``on_session``."""
         redaction = redaction or NoRedaction()
@@ -199,7 +200,7 @@ class ChildNormalizer:
         self.children[child_session] = child
         return [DelegationStarted(source=SOURCE, children=[child.canonical()])]
 
-    def state_update(self, on_session: str | None, update: Mapping[str, Any]) -> list[Payload]:
+    def state_update(self, on_session: str | None, update: JsonMapping) -> list[Payload]:
         """``subagent_state_update`` received on session ``on_session``."""
         child_session = native_id(update.get("subagentSessionId"))
         if child_session is None:
@@ -261,7 +262,7 @@ class ChildNormalizer:
             )
         return out
 
-    def child_update(self, session_id: str, update: Mapping[str, Any]) -> list[Payload] | None:
+    def child_update(self, session_id: str, update: JsonMapping) -> list[Payload] | None:
         """An update on a child's own session: bucketed, never the parent's transcript.
 
         Returns ``None`` when ``session_id`` is not a known child (the caller decides
@@ -289,7 +290,7 @@ class ChildNormalizer:
                 child.tail = (child.tail + text[-TAIL_CHARS:])[-TAIL_CHARS:]
         return []
 
-    def unknown_session(self, session_id: str, update: Mapping[str, Any]) -> list[Payload]:
+    def unknown_session(self, session_id: str, update: JsonMapping) -> list[Payload]:
         """One ``child_unknown`` notice per unknown session id (bounded memory)."""
         if not _remember(self._unknown, session_id):
             return []

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, outcome
 from baton.requests.errors import InvalidDocument
 from baton.requests.model import PlanRequest, parse_document
@@ -54,7 +55,7 @@ METHOD = "cursor/create_plan"
 HEADLESS_REPLY: dict[str, Any] = outcome("rejected", reason="no human surface attached")
 
 
-def normalize_plan(params: Mapping[str, Any], redaction: Redaction | None = None) -> PlanRequest:
+def normalize_plan(params: JsonMapping, redaction: Redaction | None = None) -> PlanRequest:
     """The plan document for ``params`` (its revision derived by the document model), or
     ``InvalidDocument``/``PayloadTooLarge``."""
     markdown = params.get("plan")

@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, outcome
 from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.model import (
@@ -75,9 +76,7 @@ HEADLESS_REPLY: dict[str, Any] = outcome(
 )
 
 
-def normalize_question(
-    params: Mapping[str, Any], redaction: Redaction | None = None
-) -> QuestionRequest:
+def normalize_question(params: JsonMapping, redaction: Redaction | None = None) -> QuestionRequest:
     """The question document for ``params``, or ``InvalidDocument``/``PayloadTooLarge``."""
     raw_questions = params.get("questions")
     if not isinstance(raw_questions, list) or not raw_questions:

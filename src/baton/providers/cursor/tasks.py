@@ -20,13 +20,15 @@ Reply: ``{"outcome": {"outcome": "completed", "agentId"?, "durationMs"?}}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from functools import partial
 
 from baton.events.bounds import clip_text
-from baton.events.model import DelegationChild, DelegationCompleted, Payload, ProviderNotice
+from baton.events.model import DelegationChild, DelegationCompleted, Payload
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping, JsonObject, JsonValue
 from baton.providers.cursor._common import native_id, opt_str, outcome, safe_id
 from baton.providers.cursor.children import ChildNormalizer
+from baton.providers.inventory import notice
 
 __all__ = [
     "METHOD",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 METHOD = "cursor/task"
+_notice = partial(notice, method=METHOD)
+"""A notice of this method (bounded; ``severity=`` for another than a warning)."""
 SOURCE = "cursor.task"
 SUBAGENT_TYPES = frozenset(
     {
@@ -51,7 +55,7 @@ SUBAGENT_TYPES = frozenset(
 )
 
 
-def role_of(subagent_type: Any) -> str | None:
+def role_of(subagent_type: JsonValue) -> str | None:
     """The canonical role for Cursor's ``subagentType`` (``None`` when absent or odd)."""
     if isinstance(subagent_type, str) and subagent_type:
         return clip_text(subagent_type, 200)
@@ -63,11 +67,11 @@ def role_of(subagent_type: Any) -> str | None:
 
 
 def task_completed(
-    params: Mapping[str, Any],
+    params: JsonMapping,
     *,
     children: ChildNormalizer | None = None,
     redaction: Redaction | None = None,
-) -> tuple[list[Payload], dict[str, Any]]:
+) -> tuple[list[Payload], JsonObject]:
     """Payloads and the reply for one ``cursor/task``."""
     redaction = redaction or NoRedaction()
     tool_call_id = opt_str(native_id(params.get("toolCallId")), 160)
@@ -85,7 +89,7 @@ def task_completed(
         payloads.append(_notice("malformed", "subagentType is neither a name nor {custom}"))
     elif role is not None and ":" not in role and role not in SUBAGENT_TYPES:
         payloads.append(
-            _notice("unclassified", f"unknown subagentType {role!r} kept as role", "info")
+            _notice("unclassified", f"unknown subagentType {role!r} kept as role", severity="info")
         )
 
     spawned = children.by_agent_id(agent_id) if children is not None and agent_id else None
@@ -126,12 +130,3 @@ def task_completed(
     )
     payloads.append(DelegationCompleted(source=SOURCE, children=[child]))
     return payloads, outcome("completed", agentId=agent_id, durationMs=duration_ms)
-
-
-def _notice(category: str, summary: str, severity: str = "warning") -> ProviderNotice:
-    return ProviderNotice(
-        category=category,
-        severity="info" if severity == "info" else "warning",
-        summary=clip_text(summary),
-        method=METHOD,
-    )

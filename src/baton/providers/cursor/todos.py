@@ -41,6 +41,7 @@ from baton.events.bounds import clip_text
 from baton.events.extension import MalformedPayload
 from baton.events.model import Payload, PlanStep, PlanUpdated, ProviderNotice
 from baton.events.redaction import NoRedaction, Redaction
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, safe_id
 
 __all__ = [
@@ -112,7 +113,7 @@ class TodoReducer:
         self._dropped = False
         self._last = None
 
-    def apply(self, params: Mapping[str, Any], *, redaction: Redaction | None = None) -> TodoResult:
+    def apply(self, params: JsonMapping, *, redaction: Redaction | None = None) -> TodoResult:
         """Apply one ``cursor/update_todos`` params object.
 
         Raises ``TypeError`` when ``todos`` is not a list (the caller turns that into

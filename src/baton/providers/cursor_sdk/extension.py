@@ -12,7 +12,7 @@ name. Usage comes in the prompt response; a run without it is reported unavailab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from baton.events.bounds import clip_text
@@ -24,7 +24,12 @@ from baton.events.model import (
     Payload,
 )
 from baton.providers.cursor_sdk.tables import TOOL_KINDS
-from baton.providers.inventory import CURSOR_SDK_INVENTORY, TableExtension, notice
+from baton.providers.inventory import (
+    CURSOR_SDK_INVENTORY,
+    TableExtension,
+    UpdateHandler,
+    notice,
+)
 
 __all__ = ["SOURCE", "CursorSdkExtension"]
 
@@ -35,6 +40,60 @@ def _message(update: JsonObject) -> Mapping[str, Any]:
     return require(update.get("message"), Mapping, "message")  # type: ignore[no-any-return]
 
 
+def _thinking(update: JsonObject) -> str:
+    message = _message(update)
+    duration = message.get("thinking_duration_ms", message.get("thinkingDurationMs"))
+    shown = f"{int(duration)} ms" if isinstance(duration, int | float) else "an unknown time"
+    return f"cursor-sdk: thinking took {shown}"
+
+
+def _system(update: JsonObject) -> str:
+    message = _message(update)
+    model = message.get("model")
+    model_id = model.get("id") if isinstance(model, Mapping) else None
+    tools = message.get("tools")
+    count = len(tools) if isinstance(tools, list) else 0
+    return f"cursor-sdk: the run offers {count} tools" + (
+        f" with model {clip_text(str(model_id), 80)}" if model_id else ""
+    )
+
+
+def _summary(update: JsonObject) -> str:
+    return "cursor-sdk summary: " + clip_text(str(_message(update).get("text") or ""), 2000)
+
+
+def _request(update: JsonObject) -> str:
+    request_id = _message(update).get("request_id")
+    return f"cursor-sdk: the run's request id is {clip_text(str(request_id or '?'), 160)}"
+
+
+def _block(update: JsonObject) -> str:
+    block = require(update.get("block"), Mapping, "block")
+    return (
+        f"cursor-sdk: an assistant content block of type "
+        f"{clip_text(str(block.get('type') or '?'), 80)!r} is not text; kept raw"
+    )
+
+
+_INFO_NOTICES: Mapping[str, tuple[str, Callable[[JsonObject], str]]] = {
+    "cursor_sdk_thinking_completed": ("thinking_completed", _thinking),
+    "cursor_sdk_system": ("agent_init", _system),
+    "cursor_sdk_summary": ("summary", _summary),
+    "cursor_sdk_request": ("request_id", _request),
+    "cursor_sdk_block": ("content_block", _block),
+}
+"""The variants that become an ``info`` notice: (its category, what it says)."""
+
+
+def _info_notice(
+    variant: str, category: str, describe: Callable[[JsonObject], str]
+) -> UpdateHandler:
+    def handle(update: JsonObject, ctx: TurnContext) -> list[Payload]:
+        return [notice(category, describe(update), ctx=ctx, severity="info", variant=variant)]
+
+    return handle
+
+
 class CursorSdkExtension(TableExtension):
     """The ``cursor-sdk`` family's extension (see the module docstring)."""
 
@@ -43,11 +102,8 @@ class CursorSdkExtension(TableExtension):
     def __init__(self) -> None:
         super().__init__(CURSOR_SDK_INVENTORY)
         self.on_update("cursor_sdk_subagent", self._subagent)
-        self.on_update("cursor_sdk_thinking_completed", self._thinking_completed)
-        self.on_update("cursor_sdk_system", self._system)
-        self.on_update("cursor_sdk_summary", self._summary)
-        self.on_update("cursor_sdk_request", self._request)
-        self.on_update("cursor_sdk_block", self._block)
+        for variant, (category, describe) in _INFO_NOTICES.items():
+            self.on_update(variant, _info_notice(variant, category, describe))
         self.on_meta("cursor-sdk/tool", self._tool_name)
 
     # ------------------------------------------------------------------ updates
@@ -80,74 +136,6 @@ class CursorSdkExtension(TableExtension):
         if status in ("completed", "failed"):
             return [DelegationCompleted(source=SOURCE, children=[child])]
         return [DelegationStarted(source=SOURCE, children=[child])]
-
-    def _thinking_completed(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        message = _message(update)
-        duration = message.get("thinking_duration_ms", message.get("thinkingDurationMs"))
-        shown = f"{int(duration)} ms" if isinstance(duration, int | float) else "an unknown time"
-        return [
-            notice(
-                "thinking_completed",
-                f"cursor-sdk: thinking took {shown}",
-                ctx=ctx,
-                severity="info",
-                variant="cursor_sdk_thinking_completed",
-            )
-        ]
-
-    def _system(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        message = _message(update)
-        model = message.get("model")
-        model_id = model.get("id") if isinstance(model, Mapping) else None
-        tools = message.get("tools")
-        count = len(tools) if isinstance(tools, list) else 0
-        return [
-            notice(
-                "agent_init",
-                f"cursor-sdk: the run offers {count} tools"
-                + (f" with model {clip_text(str(model_id), 80)}" if model_id else ""),
-                ctx=ctx,
-                severity="info",
-                variant="cursor_sdk_system",
-            )
-        ]
-
-    def _summary(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        text = _message(update).get("text")
-        return [
-            notice(
-                "summary",
-                "cursor-sdk summary: " + clip_text(str(text or ""), 2000),
-                ctx=ctx,
-                severity="info",
-                variant="cursor_sdk_summary",
-            )
-        ]
-
-    def _request(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        request_id = _message(update).get("request_id")
-        return [
-            notice(
-                "request_id",
-                f"cursor-sdk: the run's request id is {clip_text(str(request_id or '?'), 160)}",
-                ctx=ctx,
-                severity="info",
-                variant="cursor_sdk_request",
-            )
-        ]
-
-    def _block(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
-        block = require(update.get("block"), Mapping, "block")
-        return [
-            notice(
-                "content_block",
-                f"cursor-sdk: an assistant content block of type "
-                f"{clip_text(str(block.get('type') or '?'), 80)!r} is not text; kept raw",
-                ctx=ctx,
-                severity="info",
-                variant="cursor_sdk_block",
-            )
-        ]
 
     # --------------------------------------------------------------------- meta
 

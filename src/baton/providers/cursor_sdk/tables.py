@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from baton.jsontypes import JsonObject, JsonValue
+
 __all__ = [
     "ASK_TOOLS",
     "BUNDLED_BRIDGE",
@@ -84,7 +86,7 @@ TOOL_KINDS: Mapping[str, str] = MappingProxyType(
 tool's own kind (:data:`CUSTOM_TOOLS`)."""
 
 
-def tool_kind(name: str, args: Any = None) -> tuple[str, bool]:
+def tool_kind(name: str, args: JsonValue = None) -> tuple[str, bool]:
     """``(ACP kind, known)`` for one SDK tool call; ``known=False``: not in the table."""
     if name == "mcp" and isinstance(args, Mapping):
         spec = CUSTOM_TOOLS.get(str(args.get("toolName") or ""))
@@ -104,7 +106,7 @@ class CustomToolSpec:
     description: str
     input_schema: Mapping[str, Any]
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self) -> JsonObject:
         """``CustomToolDefinition`` metadata (the SDK sends only this to the bridge)."""
         return {"description": self.description, "inputSchema": dict(self.input_schema)}
 
@@ -191,7 +193,7 @@ class ModeSpec:
     custom_tools: bool
     """Whether baton's :data:`CUSTOM_TOOLS` are added."""
 
-    def advertised(self) -> dict[str, Any]:
+    def advertised(self) -> JsonObject:
         return {"id": self.id, "name": self.name, "description": self.description}
 
 

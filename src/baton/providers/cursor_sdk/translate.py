@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from baton.jsontypes import JsonMapping, JsonObject
 from baton.providers.cursor_sdk.tables import tool_kind
 
 __all__ = [
@@ -109,7 +110,7 @@ class RunTranslator:
 
     # ------------------------------------------------------------------ feeding
 
-    def feed(self, envelope: Mapping[str, Any]) -> Translated:
+    def feed(self, envelope: JsonMapping) -> Translated:
         """One ``RunStreamMessage`` (proto3 JSON) → ACP updates and maybe the run's end."""
         out = Translated()
         if "sdkMessage" in envelope and isinstance(envelope["sdkMessage"], Mapping):
@@ -273,7 +274,7 @@ class RunTranslator:
             if value is not None:
                 self.usage[dst] = self.usage.get(dst, 0) + value
 
-    def prompt_usage(self) -> dict[str, Any] | None:
+    def prompt_usage(self) -> JsonObject | None:
         """The run's usage for the ACP prompt response, with where it came from; ``None``
         when the SDK reported none (baton then says usage is unavailable, never zero)."""
         if not self.usage:
