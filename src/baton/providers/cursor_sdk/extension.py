@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from baton.events.bounds import clip_text
+from baton.events.bounds import clip_text, measured
 from baton.events.extension import JsonObject, TurnContext, require
 from baton.events.model import (
     DelegationChild,
@@ -43,7 +43,8 @@ def _message(update: JsonObject) -> Mapping[str, Any]:
 def _thinking(update: JsonObject) -> str:
     message = _message(update)
     duration = message.get("thinking_duration_ms", message.get("thinkingDurationMs"))
-    shown = f"{int(duration)} ms" if isinstance(duration, int | float) else "an unknown time"
+    ms = measured(duration)
+    shown = f"{int(ms)} ms" if ms is not None else "an unknown time"
     return f"cursor-sdk: thinking took {shown}"
 
 
