@@ -62,6 +62,7 @@ TIERS: list[tuple[Layer, ...]] = [
         "baton.aiotasks",
         "baton.statetable",
         "baton.startup",
+        "baton.jsontypes",
     ),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""
@@ -171,6 +172,7 @@ SURFACE_DOORS = (
     "baton.app",  # the composition root and its facade (baton.app.facade.<area>)
     "baton.errors",  # the error tree every layer shares
     "baton.security.display",  # what makes text safe on a terminal or a page
+    "baton.security.loopback",  # the one "only this machine" rule (the dashboard's host check)
     *(p for layer in TIERS[-1] for p in _prefixes(layer)),  # the leaves everyone uses
 )
 """What a surface may import besides the surfaces themselves (issue 31 item 6)."""

@@ -41,7 +41,7 @@ from baton.app.facade.worktrees import (
     review_changes,
 )
 from baton.app.worktrees import NoTree, change_of, preflight_of, tree_of
-from baton.web.wire import JsonObject
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "TASK_PAGE_BUDGET",
