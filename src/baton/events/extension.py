@@ -30,7 +30,7 @@ from baton.errors import RemoteProtocolError
 from baton.events.model import Payload
 from baton.events.redaction import NoRedaction, Redaction
 from baton.jsontypes import JsonMapping
-from baton.requests.model import RequestDocument
+from baton.request_model.documents import RequestDocument
 
 __all__ = [
     "AGENT_FAULTS",
@@ -107,7 +107,7 @@ class VendorOutcome:
     ``route="reply"``: answer at once with ``result`` (requests) or nothing
     (notifications). ``route="human"``: the method is a human decision
     (question/plan); ``request`` is its document, built by the provider directly as a
-    :mod:`baton.requests.model` document (validated and bounded by the one document
+    :mod:`baton.request_model.documents` document (validated and bounded by the one document
     model); the runner hands it to the durable-requests ledger. ``result`` is the
     headless-safe answer, used when the request cannot reach a human.
     """

@@ -2,7 +2,7 @@
 and where its merge stands.
 
 The review document carries the change as it was when the review opened
-(:class:`~baton.requests.model.ReviewChanges`); the base and the other branches move
+(:class:`~baton.request_model.documents.ReviewChanges`); the base and the other branches move
 after that (another tree merged), so a pending review card asks git again for the
 merge preflight (:func:`baton.app.worktrees.preflight_of`) and falls back to the
 document's when git cannot answer. The task page reads the tree's change itself

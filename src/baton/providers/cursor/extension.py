@@ -37,7 +37,7 @@ from baton.providers.inventory import (
     TableExtension,
     notice,
 )
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 
 __all__ = [
     "TODOS_FALLBACK",
