@@ -23,11 +23,11 @@ AGENT = Path(__file__).with_name("permission_agent.py")
 
 
 async def _round_trips(count: int) -> list[float]:
+    from baton.agent_profile import AgentProfile
     from baton.app import Baton
     from baton.events.model import CanonicalEvent
-    from baton.providers.profile import AgentProfile
+    from baton.request_model.documents import PermissionAnswer, parse_document
     from baton.requests.ledger import Ledger
-    from baton.requests.model import PermissionAnswer, parse_document
     from baton.store.records import RunRecord
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -148,8 +148,8 @@ async def baton_pipeline(
 ) -> tuple[float, int, list[float]]:
     """``budget``: the session is metered against limits on every dimension (none ever
     reached), so each batch pays the budget check (issue 28: at most 2 % more)."""
+    from baton.agent_profile import AgentProfile
     from baton.app import Baton
-    from baton.providers.profile import AgentProfile
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -31,8 +31,8 @@ TURNS = 3
 async def _session(root: Path, transport: str, turns: int) -> float:
     """Seconds for open + ``turns`` turns + close over ``transport``."""
     from baton.acp.transport import TransportFactory, spawn_subprocess
+    from baton.agent_profile import AgentProfile
     from baton.app import Baton
-    from baton.providers.profile import AgentProfile
     from baton.testing import ScenarioAgent, fake_agent_argv, in_memory
 
     workspace = root / "ws"

@@ -45,13 +45,13 @@ TIERS: list[tuple[Layer, ...]] = [
     ("baton.acp",),  # transports, framing, JSON-RPC, the typed client
     ("baton.requests",),  # the ledger and what reads it (payloads, render, notify)
     ("baton.store",),  # the only persistence
-    ("baton.config", "baton.team_config", "baton.security"),
+    ("baton.config", "baton.team_config"),
     ("baton.budgets",),  # budgets: limits, the usage ledger, prices (pure)
     ("baton.providers",),  # one extension per agent family
-    ("baton.security.paths",),  # the one containment check (providers use it)
+    ("baton.security",),  # admission, pins, containment, redaction, launch environments
     ("baton.events",),  # the canonical event model, normalizers, the extension seam
     (
-        ("baton.requests.model", "baton.requests.errors"),  # request documents, pure data
+        "baton.request_model",  # request documents and their refusals, pure data
         "baton.fcop_errors",  # FCoP's error codes as baton's coordination error subtree
     ),
     (
@@ -61,7 +61,9 @@ TIERS: list[tuple[Layer, ...]] = [
         "baton.procgroup",
         "baton.aiotasks",
         "baton.statetable",
-        "baton.startup",
+        "baton.import_gc",
+        "baton.jsontypes",
+        "baton.agent_profile",
     ),  # leaves everyone uses
 ]
 """The layers, top first. Layers in one tier are siblings, except in the bottom tier."""
@@ -171,6 +173,7 @@ SURFACE_DOORS = (
     "baton.app",  # the composition root and its facade (baton.app.facade.<area>)
     "baton.errors",  # the error tree every layer shares
     "baton.security.display",  # what makes text safe on a terminal or a page
+    "baton.security.loopback",  # the one "only this machine" rule (the dashboard's host check)
     *(p for layer in TIERS[-1] for p in _prefixes(layer)),  # the leaves everyone uses
 )
 """What a surface may import besides the surfaces themselves (issue 31 item 6)."""
@@ -270,7 +273,7 @@ def test_the_checks_can_fail() -> None:
     """The detectors on a tiny graph with a cycle and an upward arrow."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _tier("baton.events.model") == (TIERS.index(("baton.events",)), "baton.events")
-    assert _tier("baton.security.paths")[1] == "baton.security.paths"
+    assert _tier("baton.security.paths")[1] == "baton.security"
     assert _tier("baton.security.redact")[1] == "baton.security"
     assert _tier("baton.runner.session")[1] == "baton.runner"
     with pytest.raises(AssertionError, match="no layer"):

@@ -52,7 +52,7 @@ def test_known_collisions_still_collide() -> None:
 AMBIGUOUS = {"decide", "startup", "daemon"}
 """Words that meant several things (a policy's verdict, the next team step, a placement;
 two start-ups; the team loop called a daemon): a function or class is named for what it
-does instead (issue 31)."""
+does instead, and so is a module (issue 31)."""
 
 
 def _defined_names() -> dict[str, list[str]]:
@@ -62,6 +62,8 @@ def _defined_names() -> dict[str, list[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 found[node.name].append(f"{module}:{node.lineno}")
+        for part in module.split(".")[1:]:  # a module or package is a name too
+            found[part].append(f"{module} (module)")
     return found
 
 
@@ -73,7 +75,7 @@ def _ambiguous(names: dict[str, list[str]]) -> dict[str, list[str]]:
     }
 
 
-def test_no_function_or_class_is_named_by_an_ambiguous_word() -> None:
+def test_no_function_class_or_module_is_named_by_an_ambiguous_word() -> None:
     assert _ambiguous(_defined_names()) == {}
 
 

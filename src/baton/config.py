@@ -55,11 +55,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from baton.agent_profile import TRANSPORTS, AgentProfile, CredentialBinding, SeedFile
 from baton.budgets.limits import BudgetConfig
 from baton.budgets.pricing import PricingConfig
 from baton.errors import ConfigError
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import TRANSPORTS, AgentProfile, CredentialBinding, SeedFile
 
 __all__ = [
     "CONFIG_NAME",

@@ -5,7 +5,7 @@ every durable write of the team (``fcop``'s publication, receipt-stage
 replacement and authoritative removal, each named by kind, e.g.
 ``fcop.publish:active/TASK`` or ``fcop.replace_durable:operations/TARGET_DURABLE``;
 every store commit, ``store.commit``) in every process of one ``baton up`` (the
-daemon and its role MCP servers, which inherit the variables) increments one
+team loop and its role MCP servers, which inherit the variables) increments one
 shared counter (a file, under ``flock``) and appends ``<n> <kind> <pid>`` to
 ``BATON_CRASH_TRACE``. The write that makes the count equal ``BATON_CRASH_AT``
 (counting only writes of kind ``BATON_CRASH_KIND`` when that is set) kills the
@@ -71,9 +71,9 @@ def _count(kind: str) -> None:
     finally:
         os.close(fd)
     if target and matching == target and (wanted is None or kind == wanted):
-        daemon = int(os.environ.get("BATON_CRASH_DAEMON", "0") or 0) or os.getpid()
+        team_loop = int(os.environ.get("BATON_CRASH_DAEMON", "0") or 0) or os.getpid()
         with contextlib.suppress(ProcessLookupError):
-            os.kill(daemon, signal.SIGKILL)
+            os.kill(team_loop, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -35,7 +35,7 @@ user's input (configuration, a missing binary, a refusal, a dead process).
     ├── BudgetRefused                a budget's hard limit refused a turn (baton.budgets;
     │                                ``baton budget raise`` lifts it)
     ├── RequestError                 a human request/answer was invalid, stale or forged
-    │                                (subtree in baton.requests.errors)
+    │                                (subtree in baton.request_model.errors)
     ├── SecurityError                a security control refused (admission, pin, containment)
     │                                (PathRefused in baton.security.paths)
     ├── CoordinationError            FCoP coordination; FCoP's codes mapped once at the port

@@ -3,7 +3,7 @@
 * :func:`preexec_die_with_parent`: :mod:`baton.acp.process` starts every agent with
   ``PR_SET_PDEATHSIG = SIGKILL`` (Linux), so the kernel kills the agent when baton dies;
 * :func:`process_start_ticks`: a pid plus its kernel start time names one process for
-  good (the store records the daemon that way; the role MCP servers check it);
+  good (the store records the team loop that way; the role MCP servers check it);
 * :func:`proc_stat` / :func:`processes`: the one reader of ``/proc/PID/stat`` (state,
   parent, process group, session, start time), for liveness, process groups and the
   team's reaper; :func:`boot_id`: which boot of this machine a recorded pid belongs to.

@@ -11,7 +11,7 @@ import pytest
 from baton.app import Baton, recovery
 from baton.app.root import standalone_config
 from baton.errors import UsageError
-from baton.requests.model import parse_document
+from baton.request_model.documents import parse_document
 from baton.requests.states import State
 from baton.store.records import RunRecord
 from baton.testing import ScenarioAgent, in_memory

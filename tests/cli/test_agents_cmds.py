@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.providers.catalog import CODEX
-from baton.providers.profile import AgentProfile
 from baton.security.agent_installs import installed_agent
 from baton.security.agent_tools import AgentInstallError, RegistryUnreachable, install_agent
 from baton.security.distribution import verify_before_launch

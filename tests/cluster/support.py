@@ -11,10 +11,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from baton.agent_profile import AgentProfile
 from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec
 from baton.events.sequencer import Sequencer, format_ts
-from baton.providers.profile import AgentProfile
 from baton.runner.emitter import EventEmitter
 from baton.store.pg import PgStore
 from baton.store.records import RunRecord

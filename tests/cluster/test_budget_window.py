@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from baton.agent_profile import CredentialBinding
 from baton.budgets.limits import BudgetConfig, Limits, parse_window
 from baton.budgets.rules import ScopeKey
 from baton.cluster.actor import HolderSpec, RoleHolder
 from baton.cluster.fencing import Placements
-from baton.providers.profile import CredentialBinding
 from baton.runner.budget_plan import credential_key
 from baton.store import budget_sql
 from tests.cluster.support import coordinator_run, holder_spec

@@ -70,8 +70,8 @@ def _up(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
 async def test_a_restarted_coordinator_adopts_the_turn_and_keeps_the_credential(
     local_cluster: LocalRay, pg_dsn: str, tmp_path: Path
 ) -> None:
+    from baton.request_model.documents import PermissionAnswer
     from baton.requests.ledger import Ledger
-    from baton.requests.model import PermissionAnswer
     from baton.store.pg import PgStore
 
     repo = git_repo(tmp_path)

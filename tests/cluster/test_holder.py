@@ -21,8 +21,8 @@ import pytest
 from baton.cluster.actor import RoleHolder
 from baton.cluster.fencing import Placements
 from baton.cluster.placement import FencedOut
+from baton.request_model.documents import PermissionAnswer
 from baton.requests.ledger import Ledger
-from baton.requests.model import PermissionAnswer
 from baton.runner.emitter import EventEmitter
 from baton.team.reconcile import HolderTurn
 from tests.cluster.support import coordinator_run, holder_spec, until

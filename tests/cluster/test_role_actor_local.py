@@ -48,8 +48,8 @@ async def test_a_role_actor_serves_answers_reattaches_and_is_fenced(
 
     from baton.cluster.driver import ClusterDriver, RemoteRoleSession
     from baton.cluster.placement import FencedOut
+    from baton.request_model.documents import PermissionAnswer
     from baton.requests.ledger import Ledger
-    from baton.requests.model import PermissionAnswer
     from baton.store.pg import PgStore
 
     store = PgStore.open(pg_dsn)

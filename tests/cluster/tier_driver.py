@@ -35,8 +35,8 @@ from typing import Any
 from baton.app.root import open_holder_root
 from baton.cluster.actor import HolderSpec
 from baton.cluster.driver import ClusterDriver, Holder, RemoteRoleSession
+from baton.request_model.documents import PermissionAnswer
 from baton.requests.ledger import Ledger
-from baton.requests.model import PermissionAnswer
 from baton.store.pg import PgStore
 from tests.cluster.support import coordinator_run, fake_profile
 

@@ -299,3 +299,27 @@ def test_prompt_text_takes_text_and_refuses_media() -> None:
     assert prompt_text(blocks) == "a\n[x](file:///x)"
     with pytest.raises(RpcError, match="image"):
         prompt_text([{"type": "image", "data": "", "mimeType": "image/png"}])
+
+
+@pytest.mark.parametrize(
+    ("duration", "shown"),
+    [
+        (12, "12 ms"),
+        (12.7, "12 ms"),
+        (float("inf"), "an unknown time"),
+        (float("-inf"), "an unknown time"),
+        (float("nan"), "an unknown time"),
+        (-5, "an unknown time"),
+        (True, "an unknown time"),
+        ("12", "an unknown time"),
+        (None, "an unknown time"),
+    ],
+)
+def test_a_thinking_time_no_clock_measures_is_unknown_never_a_crash(
+    duration: object, shown: str
+) -> None:
+    """The bridge's JSON may carry ``Infinity``/``NaN`` (Python's json reads them): an
+    ``int()`` of them raised ``OverflowError``/``ValueError`` out of the normalizer."""
+    payloads = normalize([sdk("thinking", text="", thinking_duration_ms=duration)])
+    (notice,) = [p for p in payloads if isinstance(p, ProviderNotice) and "thinking" in p.summary]
+    assert notice.summary == f"cursor-sdk: thinking took {shown}"

@@ -6,6 +6,7 @@ import typing
 from typing import Any
 
 import acp.schema as acp_schema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -296,6 +297,18 @@ def test_usage_is_unavailable_never_zero_when_nothing_was_reported() -> None:
     assert got == [
         UsageReported(available=False, reason="the agent reported no usage for this turn")
     ]
+
+
+@pytest.mark.parametrize("amount", [float("inf"), float("-inf"), float("nan"), -0.5, True, "1"])
+def test_a_cost_no_meter_measures_is_no_cost(amount: object) -> None:
+    """``1e999`` or ``Infinity`` in an agent's JSON decodes to ``inf``: charged, it would
+    exhaust every budget the turn counts against; it is no cost (the rest is kept)."""
+    n = normalizer()
+    n.begin_turn("s1", "t1")
+    update = {"sessionUpdate": "usage_update", "used": 5, "cost": {"amount": amount}}
+    (ctx,) = payloads(n.update(upd(update), now_ms=0))
+    assert isinstance(ctx, UsageReported)
+    assert ctx.context_used == 5 and ctx.cost_amount is None and ctx.cost_currency is None
 
 
 def test_reported_usage_is_kept_and_no_unavailable_notice_follows() -> None:

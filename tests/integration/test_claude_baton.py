@@ -61,7 +61,7 @@ async def test_approve_none_leaves_no_file_and_records_the_denial(
 
 
 async def test_a_human_answers_through_the_ledger(harness: Harness, stub: AnthropicStub) -> None:
-    from baton.requests.model import PermissionAnswer
+    from baton.request_model.documents import PermissionAnswer
 
     session = await open_real(
         harness, claude_profile(stub.origin), preset="reads", wait_timeout=120
@@ -128,7 +128,7 @@ async def test_agent_approves_runs_flagged_and_every_write_is_audited(
 def _allow_rule_settings() -> tuple[object, ...]:
     import json
 
-    from baton.providers.profile import SeedFile
+    from baton.agent_profile import SeedFile
 
     settings = {"permissions": {"defaultMode": "default", "allow": ["Write"]}}
     return (SeedFile("$CLAUDE_CONFIG_DIR/settings.json", content=json.dumps(settings)),)

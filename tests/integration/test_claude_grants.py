@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from baton.request_model.documents import GrantSpec, PermissionAnswer
 from baton.requests.grant_book import GrantBook
-from baton.requests.model import GrantSpec, PermissionAnswer
 from baton.requests.policy import Policy
 from baton.runner.requests_broker import RequestBroker
 from tests.support.agents import claude_profile

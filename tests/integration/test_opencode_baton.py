@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.providers.catalog import OPENCODE
-from baton.providers.profile import AgentProfile
 from baton.runner.session import AgentSession
 from tests.support.harness import Harness
 from tests.support.llm_stub import LLMStub

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile, SeedFile
 from baton.config import load_config
 from baton.events.sequencer import Sequencer
 from baton.fcop_port.port import FcopPort
-from baton.providers.profile import AgentProfile, SeedFile
 from baton.requests.ledger import Ledger
 from baton.role_tools.hub import RoleHub
 from baton.runner.emitter import EventEmitter

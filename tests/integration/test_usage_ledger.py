@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.budgets.limits import BudgetConfig, Limits
 from baton.budgets.rules import ScopeKey
-from baton.providers.profile import AgentProfile
 from baton.runner.budget_plan import BudgetPlan
 from baton.store import budget_sql
 from tests.integration.test_qwen_baton import QWEN_VENDOR

@@ -30,14 +30,14 @@ from baton.providers.cursor.plans import normalize_plan
 from baton.providers.cursor.questions import normalize_question
 from baton.providers.cursor.tasks import role_of, task_completed
 from baton.providers.cursor.todos import TodoReducer
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
-from baton.requests.model import (
+from baton.request_model.documents import (
     MAX_DOCUMENT_BYTES,
     PlanRequest,
     QuestionRequest,
     parse_document,
     plan_revision,
 )
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 
 
 def ctx(workspace: str = "/nonexistent", session: str = "sess") -> TurnContext:
@@ -334,7 +334,7 @@ def test_questions_get_opaque_ids_and_keep_native_ones() -> None:
 
 
 def test_human_answers_map_back_to_native_ids_through_the_ledger_replies() -> None:
-    model = pytest.importorskip("baton.requests.model")
+    model = pytest.importorskip("baton.request_model.documents")
     replies = pytest.importorskip("baton.requests.replies")
     document = normalize_question(QUESTION)
     answer = model.parse_answer(
@@ -440,7 +440,7 @@ def test_plan_revision_is_the_sha256_of_the_whole_plan() -> None:
 
 
 def test_plan_answers_are_bound_to_the_revision() -> None:
-    model = pytest.importorskip("baton.requests.model")
+    model = pytest.importorskip("baton.request_model.documents")
     replies = pytest.importorskip("baton.requests.replies")
     document = normalize_plan(PLAN)
     accept = model.parse_answer(

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.config import load_config
 from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK, permission_env, verify
 from baton.providers.catalog import BUILTIN_PROFILES, CLAUDE, CLAUDE_ASK, CODEX, CURSOR, OPENCODE
-from baton.providers.profile import AgentProfile
 from baton.providers.worktree_modes import (
     OPENCODE_WORKTREE,
     WORKTREE_MODES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.requests.model import (
+from baton.request_model.documents import (
     DiffPreview,
     ElicitationRequest,
     ElicitationSchema,

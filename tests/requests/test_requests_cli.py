@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from baton.cli.app import app
+from baton.request_model.documents import DiffPreview, RequestDocument
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import DiffPreview, RequestDocument
 from tests.requests.reqbuild import (
     META,
     cursor_plan,

@@ -11,7 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.requests.errors import InvalidAnswer
+from baton.request_model.documents import (
+    GrantContext,
+    GrantSpec,
+    PermissionAnswer,
+    PermissionRequest,
+)
+from baton.request_model.errors import InvalidAnswer
 from baton.requests.grant_book import GrantBook
 from baton.requests.grants import (
     Grant,
@@ -23,7 +29,6 @@ from baton.requests.grants import (
     request_subject,
 )
 from baton.requests.ledger import Ledger
-from baton.requests.model import GrantContext, GrantSpec, PermissionAnswer, PermissionRequest
 from baton.requests.policy import Policy
 from baton.requests.validate import validate_answer
 from baton.runner.requests_broker import RequestBroker, RequestContext

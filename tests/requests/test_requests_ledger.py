@@ -9,17 +9,7 @@ from pathlib import Path
 import pytest
 
 from baton.errors import RequestError
-from baton.requests.errors import (
-    AnswerConflict,
-    IllegalTransition,
-    InvalidAnswer,
-    NotPending,
-    PayloadTooLarge,
-    StaleAnswer,
-    UnknownRequest,
-)
-from baton.requests.ledger import Ledger
-from baton.requests.model import (
+from baton.request_model.documents import (
     MAX_DOCUMENT_BYTES,
     PermissionAnswer,
     PlanAnswer,
@@ -29,6 +19,16 @@ from baton.requests.model import (
     RequestDocument,
     check_limits,
 )
+from baton.request_model.errors import (
+    AnswerConflict,
+    IllegalTransition,
+    InvalidAnswer,
+    NotPending,
+    PayloadTooLarge,
+    StaleAnswer,
+    UnknownRequest,
+)
+from baton.requests.ledger import Ledger
 from baton.requests.payloads import created, for_state, oversize
 from baton.requests.replies import cancelled_reply, reply_for
 from baton.requests.states import State
@@ -89,7 +89,7 @@ async def test_unicode_round_trips_byte_exact(make: object, db_path: Path) -> No
     if make is cursor_plan:
         doc = cursor_plan(UNICODE * 3, name=UNICODE, overview=UNICODE)
     else:
-        from baton.requests.model import NativeQuestion, QuestionRequest
+        from baton.request_model.documents import NativeQuestion, QuestionRequest
 
         doc = QuestionRequest.from_native(
             [

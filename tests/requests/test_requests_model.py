@@ -8,8 +8,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
-from baton.requests.model import (
+from baton.request_model.documents import (
     MAX_DESCRIPTION_CHARS,
     MAX_DOCUMENT_BYTES,
     ElicitationSchema,
@@ -22,6 +21,7 @@ from baton.requests.model import (
     parse_document,
     plan_revision,
 )
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 from tests.requests.reqbuild import cursor_plan, cursor_questions, elicitation, permission
 
 

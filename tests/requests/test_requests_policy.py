@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from baton.requests.model import DiffPreview, PermissionAnswer, PlanAnswer, QuestionAnswer
+from baton.request_model.documents import DiffPreview, PermissionAnswer, PlanAnswer, QuestionAnswer
 from baton.requests.policy import (
     ACP_TOOL_KINDS,
     DEFAULT_AUTO_ALLOW,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from baton.request_model.documents import PermissionAnswer, PlanRequest, check_limits
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import PermissionAnswer, PlanRequest, check_limits
 from baton.requests.states import State
 from baton.store.sqlite import SqliteStore
 from baton.store.wake import WakeChannel, wake_dir_for

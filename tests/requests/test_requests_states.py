@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from baton.errors import RequestError
-from baton.requests.errors import IllegalTransition
+from baton.request_model.errors import IllegalTransition
 from baton.requests.states import (
     OPEN_STATES,
     TERMINAL_STATES,

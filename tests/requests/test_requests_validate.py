@@ -8,8 +8,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from baton.requests.errors import InvalidAnswer, StaleAnswer
-from baton.requests.model import (
+from baton.request_model.documents import (
     ElicitationAnswer,
     NativeQuestion,
     PermissionAnswer,
@@ -21,6 +20,7 @@ from baton.requests.model import (
     ReviewAnswer,
     canonical_json,
 )
+from baton.request_model.errors import InvalidAnswer, StaleAnswer
 from baton.requests.replies import cancelled_reply, expired_reply, native_selections, reply_for
 from baton.requests.validate import validate_answer
 from tests.requests.reqbuild import cursor_plan, cursor_questions, elicitation, permission, review

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.app import Baton
 from baton.events.acp_normalizer import AcpNormalizer
 from baton.events.bounds import OUTPUT_TAIL_BYTES, RAW_VALUE_BYTES
-from baton.providers.profile import AgentProfile
 from baton.runner.session_events import SessionEvents
 from baton.testing.memory import AgentEnd, in_memory
 

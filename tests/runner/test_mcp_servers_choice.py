@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from baton.acp.messages import InitializeAnswer
-from baton.providers.profile import AgentProfile
+from baton.agent_profile import AgentProfile
 from baton.testing import AgentEnd, in_memory
 from tests.support.harness import Harness
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from baton.events.model import TurnStalled
-from baton.requests.model import PermissionAnswer
+from baton.request_model.documents import PermissionAnswer
 from baton.runner.liveness import Liveness, resumed_text, span, stall_text
 from baton.runner.session import AgentSession
 from tests.support.harness import Harness, fake

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from baton.agent_profile import AgentProfile
 from baton.events.model import SecurityMutationAllowed, SecurityUnapprovedMutation
-from baton.providers.profile import AgentProfile
 from baton.requests.audit import PermissionAudit
 from baton.requests.policy import Policy
 from baton.runner.session import AgentSession

@@ -13,15 +13,15 @@ import json
 from pathlib import Path
 
 from baton.events.model import ToolExecutionCompleted
-from baton.requests.audit import PermissionAudit
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.request_model.documents import (
     PermissionAnswer,
     PermissionOption,
     PermissionRequest,
     ToolCallSummary,
     ToolLocation,
 )
+from baton.requests.audit import PermissionAudit
+from baton.requests.ledger import RequestRecord
 from baton.requests.policy import Policy
 from baton.requests.states import State
 from tests.support.harness import Harness, fake

@@ -10,10 +10,10 @@ from types import MappingProxyType
 import pytest
 from typer.testing import CliRunner
 
+from baton.agent_profile import AgentProfile, CredentialBinding
 from baton.cli import security_cmds
 from baton.config import BatonConfig
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import AgentProfile, CredentialBinding
 
 SECRET = "sk-ant-api03-doctor-must-never-print-this"
 

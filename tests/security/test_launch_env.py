@@ -8,9 +8,9 @@ from types import MappingProxyType
 
 import pytest
 
+from baton.agent_profile import AgentProfile, CredentialBinding
 from baton.errors import ConfigError, SecurityError
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import AgentProfile, CredentialBinding
 from baton.security.launch_env import (
     STANDARD_DIRS,
     load_secrets_file,

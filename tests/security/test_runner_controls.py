@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from baton.agent_profile import CredentialBinding
 from baton.errors import SecurityError
 from baton.providers.catalog import BUILTIN
-from baton.providers.profile import CredentialBinding
 from baton.security.distribution import manifest_path, save_manifest
 from baton.security.pinning import pin_tree
 from tests.security.corpus import BOUND_SECRETS, SHAPES, leaks

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from baton.agent_profile import AgentProfile, CredentialBinding, SeedFile
 from baton.config import load_config
 from baton.providers.catalog import CLAUDE, CODEX, GEMINI, QWEN
-from baton.providers.profile import AgentProfile, CredentialBinding, SeedFile
 from baton.security.agent_installs import InstalledAgent, installed_agent
 
 __all__ = [

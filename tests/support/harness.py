@@ -29,11 +29,11 @@ import pytest
 
 from baton.acp.process import AgentProcess
 from baton.acp.transport import SubprocessLauncher, TransportFactory, spawn_subprocess
+from baton.agent_profile import AgentProfile
 from baton.app import Baton, Run
 from baton.app.recovery import open_store
 from baton.events.model import CanonicalEvent
 from baton.procgroup import group_alive
-from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.requests.policy import Policy
 from baton.runner.budget_plan import BudgetPlan

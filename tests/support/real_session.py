@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from baton.providers.profile import AgentProfile
+from baton.agent_profile import AgentProfile
 from baton.requests.policy import Policy
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession

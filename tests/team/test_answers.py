@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from baton.fcop_port.port import FcopPort
+from baton.request_model.documents import ElicitationAnswer
 from baton.requests.ledger import Ledger
-from baton.requests.model import ElicitationAnswer
 from baton.requests.notify import Notifier, NotifyConfig
 from baton.store import team_sql
 from baton.team.contract import TurnResult

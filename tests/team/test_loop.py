@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from baton.fcop_port.port import FcopPort
-from baton.requests.model import ElicitationAnswer, ReviewAnswer
+from baton.request_model.documents import ElicitationAnswer, ReviewAnswer
 from baton.requests.states import State
 from baton.team.contract import TurnResult, Usage
 from baton.team.jobs import Job

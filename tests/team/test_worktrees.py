@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from baton.fcop_port.port import FcopPort
-from baton.requests.model import ReviewRequest
+from baton.request_model.documents import ReviewRequest
 from baton.requests.states import State
 from baton.store.records import SessionRecord
 from baton.team.role_sessions import forget_tree_roots, role_root

@@ -8,8 +8,8 @@ import re
 
 import httpx
 
+from baton.request_model.documents import parse_document
 from baton.requests.ledger import Ledger
-from baton.requests.model import parse_document
 from baton.requests.states import State
 from baton.store.store import Store
 from tests.support.records import run_record

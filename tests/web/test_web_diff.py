@@ -10,8 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import (
+from baton.request_model.documents import (
     BranchConflict,
     ChangedFileView,
     CommitView,
@@ -19,6 +18,7 @@ from baton.requests.model import (
     ReviewChanges,
     parse_document,
 )
+from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.states import State
 from baton.web.dashboard import render_task_page, request_card
 from baton.web.diffview import MAX_LINE_CHARS, MAX_ROWS, OPEN_ROWS, change_html, split_files

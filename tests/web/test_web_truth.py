@@ -12,8 +12,8 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from baton.request_model.documents import parse_document
 from baton.requests.ledger import Ledger
-from baton.requests.model import parse_document
 from baton.store.store import Store
 from baton.web.app import create_app
 from baton.web.dashboard import request_card, shown_path

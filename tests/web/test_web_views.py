@@ -10,8 +10,8 @@ import httpx
 from starlette.applications import Starlette
 
 from baton.events.model import CanonicalEvent, ToolExecutionCompleted
+from baton.request_model.documents import PermissionAnswer
 from baton.requests.ledger import Ledger
-from baton.requests.model import PermissionAnswer
 from baton.store.store import Store
 from baton.web.board import session_state
 from baton.web.dashboard import render_task_page

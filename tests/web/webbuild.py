@@ -7,8 +7,8 @@ the tests exercise the same validation as real requests.
 from __future__ import annotations
 
 from baton.events.model import CanonicalEvent, TranscriptAssistant
+from baton.request_model.documents import RequestDocument, parse_document
 from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.model import RequestDocument, parse_document
 from baton.store.store import Store
 from tests.support.records import TS
 

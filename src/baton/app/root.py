@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from baton.agent_profile import AgentProfile
 from baton.app.configuration import check_config
 from baton.app.recovery import (
     open_cluster_store,
@@ -51,7 +52,6 @@ from baton.errors import UsageError
 from baton.events.model import CanonicalEvent, Payload
 from baton.events.sequencer import Sequencer, format_ts
 from baton.providers.catalog import BUILTIN_PROFILES
-from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger, RequestRecord
 from baton.requests.notify import Notifier, NotifyConfig, Report
 from baton.requests.policy import Policy

@@ -17,8 +17,8 @@ from baton.app.root import Baton
 from baton.errors import BatonError
 from baton.events.sequencer import utc_now
 from baton.fcop_port.project import open_context
+from baton.request_model.documents import ReviewRequest
 from baton.requests.ledger import RequestRecord
-from baton.requests.model import ReviewRequest
 from baton.store import team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from baton.cli.version import VERSION_FLAGS, version_line
-from baton.startup import importing, own_process
+from baton.import_gc import importing, own_process
 
 __all__ = ["main"]
 

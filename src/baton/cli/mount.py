@@ -19,7 +19,7 @@ from typing import Any
 import typer.main
 from typer.core import MarkupMode
 
-from baton.startup import importing
+from baton.import_gc import importing
 
 __all__ = ["COMMANDS", "COMMAND_MODULES", "LazyCommands", "module_commands"]
 

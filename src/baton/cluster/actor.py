@@ -54,6 +54,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
+from baton.agent_profile import AgentProfile
 from baton.budgets.limits import BudgetConfig
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
 from baton.cluster.fencing import Placements
@@ -66,7 +67,6 @@ from baton.cluster.tree_copy import TreeCopy, TreeSpec
 from baton.events.model import ClusterFencedOut
 from baton.fcop_errors import CoordinationError
 from baton.procgroup import group_alive, signal_group
-from baton.providers.profile import AgentProfile
 from baton.requests.policy import Policy
 from baton.role_tools.binding import CurrentTask, SlotAccess
 from baton.runner.emitter import EventEmitter

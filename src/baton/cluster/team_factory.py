@@ -38,6 +38,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
+from baton.agent_profile import AgentProfile
 from baton.agents.builtin.config import MCP_HTTP_ENV
 from baton.budgets.limits import Limits
 from baton.cluster.actor import HolderSpec, OpenHolderRoot
@@ -51,7 +52,6 @@ from baton.config import BatonConfig
 from baton.errors import BatonError
 from baton.events.sequencer import utc_now
 from baton.fcop_port.workspace import inspect_workspace_kind
-from baton.providers.profile import AgentProfile
 from baton.requests.ledger import Ledger
 from baton.role_tools.binding import Binding
 from baton.role_tools.credentials import SlotCredential, SlotGrant

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from baton.events.bounds import bounded_value, clip_text
+from baton.events.bounds import bounded_value, clip_text, measured
 from baton.events.extension import (
     AGENT_FAULTS,
     STABLE_VARIANTS,
@@ -879,9 +879,9 @@ def _int_or_none(value: Any) -> int | None:
 
 def _context_usage(update: Mapping[str, Any]) -> UsageReported:
     cost = update.get("cost")
-    amount = currency = None
-    if isinstance(cost, Mapping) and isinstance(cost.get("amount"), int | float):
-        amount = float(cost["amount"])
+    amount = measured(cost.get("amount")) if isinstance(cost, Mapping) else None
+    currency = None
+    if isinstance(cost, Mapping) and amount is not None:
         currency = str(cost.get("currency") or "") or None
     used, size = _int_or_none(update.get("used")), _int_or_none(update.get("size"))
     if used is None and size is None and amount is None:

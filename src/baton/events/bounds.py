@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
 from baton.events.model import ToolOutput
@@ -56,6 +57,18 @@ def clip_text(text: str, limit: int = TEXT_FIELD_CHARS) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 1] + "…"
+
+
+def measured(value: object) -> float | None:
+    """A number an agent reports as measured (a duration, a cost): a JSON number that is
+    finite and not negative, else ``None``. JSON from an agent may decode to ``inf`` or
+    ``nan`` (``1e999``, ``Infinity``) or to a bool: none is a measurement, and ``int()``
+    of the first two raises."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 # Any: any JSON value, kept or replaced whole.

@@ -29,14 +29,15 @@ from pydantic import ValidationError
 from baton.errors import RemoteProtocolError
 from baton.events.model import Payload
 from baton.events.redaction import NoRedaction, Redaction
-from baton.requests.model import RequestDocument
+from baton.jsontypes import JsonMapping
+from baton.request_model.documents import RequestDocument
 
 __all__ = [
     "AGENT_FAULTS",
     "STABLE_VARIANTS",
     "UNSTABLE_VARIANTS",
     "InventoryEntry",
-    "JsonObject",
+    "JsonMapping",
     "MalformedPayload",
     "NullExtension",
     "ProviderExtension",
@@ -45,7 +46,6 @@ __all__ = [
     "require",
 ]
 
-JsonObject = Mapping[str, Any]
 
 STABLE_VARIANTS: Mapping[str, str] = {
     "user_message_chunk": "transcript.user",
@@ -107,7 +107,7 @@ class VendorOutcome:
     ``route="reply"``: answer at once with ``result`` (requests) or nothing
     (notifications). ``route="human"``: the method is a human decision
     (question/plan); ``request`` is its document, built by the provider directly as a
-    :mod:`baton.requests.model` document (validated and bounded by the one document
+    :mod:`baton.request_model.documents` document (validated and bounded by the one document
     model); the runner hands it to the durable-requests ledger. ``result`` is the
     headless-safe answer, used when the request cannot reach a human.
     """
@@ -156,23 +156,23 @@ class ProviderExtension(Protocol):
     family: str
 
     def classify_update(
-        self, variant: str, update: JsonObject, ctx: TurnContext
+        self, variant: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload] | None:
         """Payloads for an update variant the generic layer does not own, else ``None``."""
 
     def vendor_method(
-        self, method: str, params: JsonObject, *, has_id: bool, ctx: TurnContext
+        self, method: str, params: JsonMapping, *, has_id: bool, ctx: TurnContext
     ) -> VendorOutcome | None:
         """Handle a vendor method, or ``None`` if this provider does not know it."""
 
-    def parent_tool_call_id(self, update: JsonObject) -> str | None:
+    def parent_tool_call_id(self, update: JsonMapping) -> str | None:
         """Delegation lineage carried in provider ``_meta`` of a tool call, if any."""
 
-    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def observe_update(self, variant: str, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         """Extra payloads from the native detail (``_meta`` ...) of a stable variant."""
 
     def foreign_session_update(
-        self, session_id: str, update: JsonObject, ctx: TurnContext
+        self, session_id: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         """A ``session/update`` for another session id (a child); never fails the parent."""
 
@@ -190,23 +190,23 @@ class NullExtension:
         self.family = family
 
     def classify_update(
-        self, variant: str, update: JsonObject, ctx: TurnContext
+        self, variant: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload] | None:
         return None
 
     def vendor_method(
-        self, method: str, params: JsonObject, *, has_id: bool, ctx: TurnContext
+        self, method: str, params: JsonMapping, *, has_id: bool, ctx: TurnContext
     ) -> VendorOutcome | None:
         return None
 
-    def parent_tool_call_id(self, update: JsonObject) -> str | None:
+    def parent_tool_call_id(self, update: JsonMapping) -> str | None:
         return None
 
-    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def observe_update(self, variant: str, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         return []
 
     def foreign_session_update(
-        self, session_id: str, update: JsonObject, ctx: TurnContext
+        self, session_id: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         return []
 

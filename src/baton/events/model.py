@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validat
 from pydantic_core import PydanticSerializationError, to_json
 
 from baton.events.surrogates import repair_unencodable
+from baton.jsontypes import JsonValue
 
 __all__ = [
     "EVENT_FLAGS",
@@ -87,9 +88,6 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-
-JsonValue = Any
-"""An arbitrary JSON value (already redacted and bounded by the producer)."""
 
 
 class Payload(BaseModel):

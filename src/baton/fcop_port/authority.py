@@ -17,7 +17,7 @@ FCoP 4.0 refuses every authorized transition unless three things line up
 The proof is stored *in the REVIEW file*, readable by every agent, so it must
 not be a bearer secret. baton's proof is an HMAC-SHA256 over the claims
 (issuer, subject TASK, edge, attempt, issue time, nonce) with a key only the
-daemon holds (``authority.key``, mode 0600, in baton's state directory, never
+team loop holds (``authority.key``, mode 0600, in baton's state directory, never
 in ``fcop/``). The evaluator only sees ``(profile_ref, issuer, proof)``, so it
 checks the MAC and that the claimed issuer is the REVIEW's sender; the
 binding to the actual TASK/edge/attempt is checked through an *expectation*
@@ -147,7 +147,7 @@ class TrustedAuthority:
 
 
 def load_or_create_key(path: Path) -> bytes:
-    """Read the daemon's authority key, creating it (0600, exclusive) on first use.
+    """Read the team loop's authority key, creating it (0600, exclusive) on first use.
 
     A key readable by group/others is refused: whoever reads it can approve work.
     """

@@ -120,7 +120,7 @@ class TaskCreation(TaskReads):
         """
         if self._lifecycle is None:
             # Refuse, by lstat alone, to hand Core's scan a file over intake's caps
-            # (the daemon quarantines it).
+            # (the team loop quarantines it).
             blocked = oversize(self.root)
             if blocked:
                 where = "; ".join(f"{f.origin}: {f.verdict.detail}" for f in blocked[:5])

@@ -35,7 +35,7 @@ killable subprocess (size, UTF-8, complete front matter, YAML depth/anchor/alias
 and expansion limits, display-safe subject and routing fields). A file that is
 invalid while it may still be changing (a two-chunk write) is looked at again
 later, not quarantined; one that never stops changing is refused as ``unstable``.
-Every refusal is a :class:`TaskRefused` (the daemon stores it as a
+Every refusal is a :class:`TaskRefused` (the team loop stores it as a
 ``security.payload_rejected`` event, see :func:`refusal_payload`), an FCoP ISSUE,
 and, for files Core cannot read, a quarantine with a ``.reason.json`` beside it.
 

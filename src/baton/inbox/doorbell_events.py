@@ -1,6 +1,6 @@
 """What the doorbell emits: a TASK that arrived for a role, or an inbox entry it refused.
 
-The daemon stores each refusal as a ``security.payload_rejected`` event
+The team loop stores each refusal as a ``security.payload_rejected`` event
 (:func:`refusal_payload`), display-safe.
 """
 

@@ -15,7 +15,7 @@ invalid UTF-8, escape sequences in a subject). One package, one concept per modu
 * :mod:`~baton.intake.worker` — the screen run in a subprocess with
   resource limits and a deadline, killed and replaced when it overruns;
 * :mod:`~baton.intake.sweep` — screening every envelope Core would read
-  (status, task new, the daemon's start) and quarantining what fails, with the reason;
+  (status, task new, the team loop's start) and quarantining what fails, with the reason;
 * :mod:`~baton.intake.feed` — which screened files changed, from the kernel (inotify);
 * :mod:`~baton.intake.quarantine` — a refused file moved out of ``fcop/`` with its reason;
 * :mod:`~baton.intake.create_fact` — where Core keeps the fact that proves a create complete.

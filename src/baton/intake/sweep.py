@@ -36,7 +36,7 @@ passes alike: the hook for an index of REPORTs/REVIEWs. It is called after the
 pass, outside the sweeper's lock, in the thread that ran the pass (so it may call
 :meth:`Sweeper.passed_facts`); an exception from it is logged, not raised.
 
-The sweeper only judges; the caller decides: the daemon quarantines and files an
+The sweeper only judges; the caller decides: the team loop quarantines and files an
 ISSUE, ``baton status`` shows the file as unsafe and reads around it.
 :func:`oversize` is the ``lstat``-only check ``task new`` runs before Core's
 whole-workspace scan. ``fcop/fcop.json`` is not swept: it is read, bounded, when

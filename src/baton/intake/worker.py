@@ -21,7 +21,7 @@ garbage, the child is killed and reaped, the file is refused
 (``parse_timeout`` / ``parse_crashed`` / ``parse_memory``), and the next request
 starts a fresh child. A memory error inside the child is answered, then the
 child exits so the next file gets a clean heap. One request at a time
-(a lock): the daemon calls it from worker threads.
+(a lock): the team loop calls it from worker threads.
 
 Length: both ends of one pipe protocol, the parent's deadlines and kills
 (:class:`ParseWorker`) and the child's limits, bounded read and verdict

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from baton.agent_profile import AgentProfile
 from baton.jsontypes import JsonMapping, JsonObject, JsonValue
-from baton.providers.profile import AgentProfile
 
 __all__ = [
     "APPROVAL_TABLES",

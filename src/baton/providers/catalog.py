@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from types import MappingProxyType
 
+from baton.agent_profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 from baton.providers.approval import APPROVAL_TABLES, OPENCODE_ASK, permission_env
 from baton.providers.cursor_sdk.tables import BUNDLED_BRIDGE
-from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile, SeedFile
 
 __all__ = [
     "BUILTIN",

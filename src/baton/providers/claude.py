@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
-from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
+from baton.events.extension import MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import (
     DelegationChild,
     DelegationCompleted,
@@ -77,12 +77,12 @@ class TaskToolTracker:
     :data:`MAX_TRACKED_TASKS` are remembered (oldest finished ones forgotten first).
     """
 
-    def __init__(self, source: str, is_task: Callable[[JsonObject], bool]) -> None:
+    def __init__(self, source: str, is_task: Callable[[JsonMapping], bool]) -> None:
         self.source = source
         self._is_task = is_task
         self._tasks: OrderedDict[str, _TaskChild] = OrderedDict()
 
-    def tool_update(self, update: JsonObject, redaction: Redaction) -> list[Payload]:
+    def tool_update(self, update: JsonMapping, redaction: Redaction) -> list[Payload]:
         tool_call_id = update.get("toolCallId")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             return []
@@ -149,7 +149,7 @@ def claude_code_meta(update: JsonMapping) -> JsonMapping:
     return claude if isinstance(claude, Mapping) else {}
 
 
-def is_claude_task(update: JsonObject) -> bool:
+def is_claude_task(update: JsonMapping) -> bool:
     tool_name = claude_code_meta(update).get("toolName")
     if isinstance(tool_name, str):
         return tool_name in TASK_TOOL_NAMES
@@ -177,13 +177,13 @@ class ClaudeExtension(TableExtension):
         self.on_method("_claude/model", self._model_method, fallback={})
         self.on_method("_claude/rateLimit", self._rate_limit_method, fallback={})
 
-    def parent_tool_call_id(self, update: JsonObject) -> str | None:
+    def parent_tool_call_id(self, update: JsonMapping) -> str | None:
         parent = claude_code_meta(update).get("parentToolUseId")
         return clip_text(parent, 160) if isinstance(parent, str) and parent else None
 
     # ------------------------------------------------------------------ updates
 
-    def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _tool(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         out = self.tasks.tool_update(update, ctx.redaction)
         parent = self.parent_tool_call_id(update)
         if parent is not None:
@@ -191,13 +191,13 @@ class ClaudeExtension(TableExtension):
         return out
 
     def _meta_claude_code(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         """Consumed by :meth:`parent_tool_call_id` and the task tracker; the rest stays raw."""
         return []
 
     def _meta_model(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, str) or not value or value == self._model:
             return []
@@ -212,7 +212,7 @@ class ClaudeExtension(TableExtension):
         ]
 
     def _meta_rate_limit(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
             raise MalformedPayload("_claude/rateLimit is not an object")
@@ -236,7 +236,7 @@ class ClaudeExtension(TableExtension):
 
     # ------------------------------------------------------------------ methods
 
-    def _sdk_message(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _sdk_message(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         message = params.get("message")
         kind = subtype = None
         if isinstance(message, Mapping):
@@ -245,17 +245,17 @@ class ClaudeExtension(TableExtension):
         text = f"Claude SDK message {clip_text(label, 120)} (raw passthrough; kept raw)"
         return _ack(has_id, _kept_raw("sdk_message", text, "_claude/sdkMessage", ctx))
 
-    def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _task(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         keys = ", ".join(sorted(str(k) for k in params)[:12])
         text = f"Claude task notification with fields {keys or 'none'} (kept raw)"
         return _ack(has_id, _kept_raw("sdk_task", text, "_claude/task", ctx))
 
-    def _model_method(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _model_method(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         value = params.get("model", params.get("modelId"))
         return _ack(has_id, self._meta_model("_claude/model", value, params, ctx))
 
     def _rate_limit_method(
-        self, params: JsonObject, has_id: bool, ctx: TurnContext
+        self, params: JsonMapping, has_id: bool, ctx: TurnContext
     ) -> VendorOutcome:
         value = params.get("rateLimit", params)
         return _ack(has_id, self._meta_rate_limit("_claude/rateLimit", value, params, ctx))

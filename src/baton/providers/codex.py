@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from baton.events.bounds import clip_text
-from baton.events.extension import JsonObject, MalformedPayload, TurnContext, VendorOutcome
+from baton.events.extension import MalformedPayload, TurnContext, VendorOutcome
 from baton.events.model import Payload
+from baton.jsontypes import JsonMapping
 from baton.providers.inventory import CODEX_INVENTORY, CapabilityClaim, TableExtension, notice
 
 
@@ -78,11 +79,11 @@ class CodexExtension(TableExtension):
         self.observe("config_option_update", self._config_update)
         self.on_method("_account/rate_limits_update", self._rate_limits, fallback={})
 
-    def _mode_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _mode_update(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         mode = update.get("currentModeId")
         return self._preset(mode, None, ctx) if isinstance(mode, str) else []
 
-    def _config_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _config_update(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         options = update.get("configOptions")
         if not isinstance(options, Sequence):
             return []
@@ -111,7 +112,7 @@ class CodexExtension(TableExtension):
             )
         ]
 
-    def _rate_limits(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _rate_limits(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         limits = params.get("rateLimits")
         if not isinstance(limits, Mapping):
             raise MalformedPayload("rateLimits is not an object")

@@ -42,12 +42,11 @@ from baton.events.extension import (
     AGENT_FAULTS,
     STABLE_VARIANTS,
     InventoryEntry,
-    JsonObject,
     TurnContext,
     VendorOutcome,
 )
 from baton.events.model import PAYLOAD_TYPES, Payload, ProviderNotice, UsageReported
-from baton.jsontypes import JsonValue
+from baton.jsontypes import JsonMapping, JsonValue
 
 __all__ = [
     "BUILTIN_INVENTORY",
@@ -670,10 +669,10 @@ def notice(
     )
 
 
-UpdateHandler = Callable[[JsonObject, TurnContext], list[Payload]]
-MethodHandler = Callable[[JsonObject, bool, TurnContext], VendorOutcome]
-MetaHandler = Callable[[str, Any, JsonObject, TurnContext], list[Payload]]
-ForeignHandler = Callable[[str, JsonObject, TurnContext], list[Payload]]
+UpdateHandler = Callable[[JsonMapping, TurnContext], list[Payload]]
+MethodHandler = Callable[[JsonMapping, bool, TurnContext], VendorOutcome]
+MetaHandler = Callable[[str, Any, JsonMapping, TurnContext], list[Payload]]
+ForeignHandler = Callable[[str, JsonMapping, TurnContext], list[Payload]]
 
 _HANDLER_ERRORS = AGENT_FAULTS
 """What a handler may raise on malformed agent input (an explicit check's
@@ -745,7 +744,7 @@ class TableExtension:
     # ----------------------------------------------------------------- protocol
 
     def classify_update(
-        self, variant: str, update: JsonObject, ctx: TurnContext
+        self, variant: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload] | None:
         handler = self._updates.get(variant)
         if handler is not None:
@@ -756,7 +755,7 @@ class TableExtension:
         return [self._unsupported(entry, ctx, variant=variant)]
 
     def vendor_method(
-        self, method: str, params: JsonObject, *, has_id: bool, ctx: TurnContext
+        self, method: str, params: JsonMapping, *, has_id: bool, ctx: TurnContext
     ) -> VendorOutcome | None:
         spec = self._methods.get(method)
         if spec is not None:
@@ -774,7 +773,7 @@ class TableExtension:
             return None
         return VendorOutcome(payloads=[self._unsupported(entry, ctx, method=method)], result=None)
 
-    def parent_tool_call_id(self, update: JsonObject) -> str | None:
+    def parent_tool_call_id(self, update: JsonMapping) -> str | None:
         return None
 
     def begin_turn(self, ctx: TurnContext) -> list[Payload]:
@@ -787,7 +786,7 @@ class TableExtension:
 
     # ------------------------------------------------------------- native detail
 
-    def observe_update(self, variant: str, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def observe_update(self, variant: str, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         """Extra payloads from the native detail of a stable variant (``_meta`` keys ...).
 
         Unknown ``_meta`` keys get one ``unclassified`` notice per (variant, key), not
@@ -819,7 +818,7 @@ class TableExtension:
         return out
 
     def foreign_session_update(
-        self, session_id: str, update: JsonObject, ctx: TurnContext
+        self, session_id: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         """A ``session/update`` for a session that is not the turn's: never fails the parent."""
         variant = str(update.get("sessionUpdate", "?"))

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from baton.events.extension import JsonObject, TurnContext
+from baton.events.extension import TurnContext
 from baton.events.model import Payload
+from baton.jsontypes import JsonMapping
 from baton.providers.claude import TaskToolTracker
 from baton.providers.inventory import OPENCODE_INVENTORY, CapabilityClaim, TableExtension
 
 
-def is_opencode_task(update: JsonObject) -> bool:
+def is_opencode_task(update: JsonMapping) -> bool:
     """A tool call whose rawInput names a subagent type (OpenCode's ``task`` tool)."""
     raw_input = update.get("rawInput")
     return isinstance(raw_input, Mapping) and isinstance(raw_input.get("subagent_type"), str)
@@ -37,7 +38,7 @@ class OpenCodeExtension(TableExtension):
         self.observe("tool_call", self._tool)
         self.observe("tool_call_update", self._tool)
 
-    def _tool(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _tool(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         return self.tasks.tool_update(update, ctx.redaction)
 
 

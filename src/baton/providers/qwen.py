@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from baton.events.extension import JsonObject, MalformedPayload, TurnContext
+from baton.events.extension import MalformedPayload, TurnContext
 from baton.events.model import Payload, UsageReported
+from baton.jsontypes import JsonMapping
 from baton.providers.inventory import QWEN_INVENTORY, CapabilityClaim, TableExtension
 
 _WHY = "inferred from Gemini CLI (Qwen Code is a fork); not observed"
@@ -47,7 +48,7 @@ class QwenExtension(TableExtension):
         return []
 
     def _meta_usage(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         if not isinstance(value, Mapping):
             raise MalformedPayload("_meta.usage is not an object")

@@ -24,13 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton.events.extension import (
-    STABLE_VARIANTS,
-    JsonObject,
-    ProviderExtension,
-    TurnContext,
-    VendorOutcome,
-)
+from baton.events.extension import STABLE_VARIANTS, ProviderExtension, TurnContext, VendorOutcome
 from baton.events.model import Payload
 from baton.jsontypes import JsonMapping
 from baton.providers.builtin_ext import BuiltinExtension
@@ -114,7 +108,7 @@ class ErrorReply:
 
 
 def dispatch_update(
-    ext: TableExtension, variant: str, update: JsonObject, ctx: TurnContext
+    ext: TableExtension, variant: str, update: JsonMapping, ctx: TurnContext
 ) -> list[Payload]:
     """A non-stable variant: the extension's payloads, or one ``unclassified`` notice.
 
@@ -137,7 +131,7 @@ def dispatch_update(
 
 
 def dispatch_method(
-    ext: TableExtension, method: str, params: JsonObject, *, has_id: bool, ctx: TurnContext
+    ext: TableExtension, method: str, params: JsonMapping, *, has_id: bool, ctx: TurnContext
 ) -> VendorOutcome:
     """A vendor method: the extension's outcome, or a notice plus an immediate answer.
 
@@ -165,7 +159,7 @@ def dispatch_method(
 
 
 def dispatch_foreign(
-    ext: TableExtension, session_id: str, update: JsonObject, ctx: TurnContext
+    ext: TableExtension, session_id: str, update: JsonMapping, ctx: TurnContext
 ) -> list[Payload]:
     """A ``session/update`` for a session that is not the turn's: never fails the parent."""
     return ext.foreign_session_update(session_id, update, ctx)

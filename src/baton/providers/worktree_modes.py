@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from baton.agent_profile import AgentProfile
 from baton.jsontypes import JsonMapping
 from baton.providers.approval import (
     APPROVAL_TABLES,
@@ -37,7 +38,6 @@ from baton.providers.approval import (
     permission_env,
     verify,
 )
-from baton.providers.profile import AgentProfile
 
 __all__ = [
     "OPENCODE_WORKTREE",

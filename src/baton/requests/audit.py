@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from baton.events.model import SecurityMutationAllowed, SecurityUnapprovedMutation, _ToolExecution
-from baton.requests.model import PermissionAnswer, PermissionRequest
+from baton.request_model.documents import PermissionAnswer, PermissionRequest
 from baton.requests.policy import tool_call_paths
 from baton.requests.records import RequestRecord
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from baton.providers.profile import AgentProfile
-from baton.requests.model import PermissionRequest, RequestDocument
+from baton.agent_profile import AgentProfile
+from baton.request_model.documents import PermissionRequest, RequestDocument
 
 __all__ = [
     "AGENT_FACTS",

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from baton.errors import RequestError
 from baton.events.sequencer import format_dt
-from baton.requests.errors import UnknownRequest
+from baton.request_model.errors import UnknownRequest
 from baton.requests.grants import Grant, Subject, matches
 from baton.requests.ledger_changes import utc_clock
 from baton.store import grants_sql

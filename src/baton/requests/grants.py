@@ -1,6 +1,6 @@
 """Scoped grants: a human's "allow this again" that baton keeps, bounds and audits.
 
-A grant is made with an ``allow`` answer (:class:`~baton.requests.model.GrantSpec`):
+A grant is made with an ``allow`` answer (:class:`~baton.request_model.documents.GrantSpec`):
 the same canonical tool kind on a normalized subject, within a scope (this turn, this
 task tree, this role, this run, the project), until it expires, runs out of uses or is
 revoked. baton answers each later request the grant covers with the agent's
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from baton.requests.errors import InvalidAnswer
-from baton.requests.model import GrantScope, GrantSpec, PermissionRequest
+from baton.request_model.documents import GrantScope, GrantSpec, PermissionRequest
+from baton.request_model.errors import InvalidAnswer
 
 __all__ = [
     "GRANTABLE_KINDS",

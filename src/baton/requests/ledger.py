@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
+from baton.request_model.documents import Answer, DecidedBy, RequestDocument, RequestKind
 from baton.requests.ledger_changes import (
     Change,
     NewRequest,
@@ -44,7 +45,6 @@ from baton.requests.ledger_changes import (
     utc_clock,
 )
 from baton.requests.ledger_reads import LedgerReads
-from baton.requests.model import Answer, DecidedBy, RequestDocument, RequestKind
 from baton.requests.records import AnswerResult, RequestRecord, record_from_row
 from baton.requests.states import Event, State
 from baton.store import requests_sql as sql
@@ -139,7 +139,7 @@ class Ledger(LedgerReads):
     ) -> RequestRecord:
         """Persist a new ``pending`` request (and its ``request.created``); returns after commit.
 
-        Raises :class:`~baton.requests.errors.PayloadTooLarge` (nothing written)
+        Raises :class:`~baton.request_model.errors.PayloadTooLarge` (nothing written)
         for an oversize document, and ``RequestError`` for a second open request
         with the same JSON-RPC id on the same connection. Cursor questions and
         plans carry no session id: pass the connection's active session and turn,
@@ -184,8 +184,8 @@ class Ledger(LedgerReads):
 
         Idempotent: the same (normalized) answer again returns the first result
         with ``replayed=True``; a different one raises
-        :class:`~baton.requests.errors.AnswerConflict`; answering a cancelled,
-        expired or rejected request raises :class:`~baton.requests.errors.NotPending`.
+        :class:`~baton.request_model.errors.AnswerConflict`; answering a cancelled,
+        expired or rejected request raises :class:`~baton.request_model.errors.NotPending`.
         Automatic decisions (``policy``, ``headless``) must name their ``rule``; one that
         comes from a grant names it in ``grant_use`` too, and raises
         :class:`~baton.requests.ledger_changes.GrantSpent` when the grant no longer answers.

@@ -25,10 +25,7 @@ from typing import Any, NotRequired, TypedDict, Unpack
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.events.sequencer import format_dt
-from baton.requests import payloads
-from baton.requests.errors import AnswerConflict, NotPending, UnknownRequest
-from baton.requests.grants import new_grant_id, scope_key
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     DecidedBy,
     PermissionAnswer,
@@ -40,6 +37,9 @@ from baton.requests.model import (
     check_limits,
     headline,
 )
+from baton.request_model.errors import AnswerConflict, NotPending, UnknownRequest
+from baton.requests import payloads
+from baton.requests.grants import new_grant_id, scope_key
 from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
 from baton.requests.states import Event, State, next_state
 from baton.requests.validate import validate_answer
@@ -359,8 +359,8 @@ class LedgerChanges:
         grant an automatic answer comes from: its use is counted in the same
         transaction, which raises :class:`GrantSpent` if it no longer answers.
 
-        Raises :class:`~baton.requests.errors.AnswerConflict` for a different
-        answer, :class:`~baton.requests.errors.NotPending` when the request no
+        Raises :class:`~baton.request_model.errors.AnswerConflict` for a different
+        answer, :class:`~baton.request_model.errors.NotPending` when the request no
         longer takes answers, and the validation errors for an answer that does
         not fit the persisted document.
         """

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TypeVar
 
-from baton.requests.errors import UnknownRequest
+from baton.request_model.documents import RequestDocument, RequestKind
+from baton.request_model.errors import UnknownRequest
 from baton.requests.ledger_changes import LedgerChanges, rpc_key, tool_call_id_of
-from baton.requests.model import RequestDocument, RequestKind
 from baton.requests.records import RequestRecord, record_from_row
 from baton.requests.states import State
 from baton.store import requests_sql as sql

@@ -21,14 +21,14 @@ from baton.events.model import (
     RequestRejected,
     SecurityPayloadRejected,
 )
-from baton.requests.errors import PayloadTooLarge
-from baton.requests.model import (
+from baton.request_model.documents import (
     ElicitationRequest,
     PermissionRequest,
     PlanRequest,
     QuestionRequest,
     ReviewRequest,
 )
+from baton.request_model.errors import PayloadTooLarge
 from baton.requests.records import RequestRecord
 from baton.requests.states import State
 

@@ -49,8 +49,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from baton.events.tools import ACP_TOOL_KINDS
-from baton.requests.firewall import RequestClass, classify, grantable
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     DecidedBy,
     ElicitationAnswer,
@@ -63,6 +62,7 @@ from baton.requests.model import (
     QuestionRequest,
     RequestDocument,
 )
+from baton.requests.firewall import RequestClass, classify, grantable
 
 __all__ = [
     "ACP_TOOL_KINDS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from baton.requests.model import (
+from baton.request_model.documents import (
     ANSWER_ADAPTER,
     DOCUMENT_ADAPTER,
     Answer,

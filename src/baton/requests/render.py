@@ -19,9 +19,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from baton.requests.grants import Grant
-from baton.requests.ledger import RequestRecord
-from baton.requests.model import (
+from baton.request_model.documents import (
     DiffPreview,
     ElicitationRequest,
     PermissionRequest,
@@ -30,6 +28,8 @@ from baton.requests.model import (
     RequestDocument,
     ReviewRequest,
 )
+from baton.requests.grants import Grant
+from baton.requests.ledger import RequestRecord
 from baton.security.display import terminal_safe
 
 __all__ = ["answer_hint", "render", "safe_text", "to_data"]

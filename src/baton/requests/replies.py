@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from baton.requests.errors import InvalidAnswer, RequestError
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     ElicitationAnswer,
     ElicitationRequest,
@@ -26,6 +25,7 @@ from baton.requests.model import (
     QuestionRequest,
     RequestDocument,
 )
+from baton.request_model.errors import InvalidAnswer, RequestError
 from baton.requests.validate import choose_permission_option, validate_answer
 
 __all__ = ["cancelled_reply", "expired_reply", "native_selections", "reply_for"]

@@ -6,7 +6,7 @@ Everything that decides whether a request may move lives here (h11's
 but the agent has not received it yet; ``delivered`` means the JSON-RPC response
 was written to the agent's pipe. ``cancelled``, ``expired`` and ``rejected`` end a
 request without delivering an answer. Terminal states absorb: no event leaves
-them, and trying raises :class:`~baton.requests.errors.IllegalTransition` naming
+them, and trying raises :class:`~baton.request_model.errors.IllegalTransition` naming
 the state and the event, so a late answer or a double delivery is loud, never a
 silent overwrite.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-from baton.requests.errors import IllegalTransition
+from baton.request_model.errors import IllegalTransition
 from baton.statetable import StateTable
 
 __all__ = [

@@ -21,9 +21,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from urllib.parse import urlsplit
 
-from baton.requests.errors import InvalidAnswer, StaleAnswer
-from baton.requests.grants import normalize_grant
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     BooleanField,
     ContentValue,
@@ -44,6 +42,8 @@ from baton.requests.model import (
     ReviewRequest,
     StringField,
 )
+from baton.request_model.errors import InvalidAnswer, StaleAnswer
+from baton.requests.grants import normalize_grant
 from baton.requests.policy import tool_call_paths
 
 __all__ = ["choose_permission_option", "validate_answer"]

@@ -2,7 +2,7 @@
 
 Owns :class:`~baton.role_tools.server.RoleTools` (the tools, identity from the binding,
 never from arguments), the binding, pointer and outbox in the store (:mod:`.binding`),
-the daemon's hub for every slot (:mod:`.hub`: a unix socket for :mod:`.stdio_shim`, the
+the team loop's hub for every slot (:mod:`.hub`: a unix socket for :mod:`.stdio_shim`, the
 stdlib-only process an agent runs, and loopback HTTP through :mod:`.http_front`), the
 slot credentials (:mod:`.credentials`) and the per-slot server process
 (:mod:`.slot_server`). Its port has no trusted evaluator: the tools hold no authority.

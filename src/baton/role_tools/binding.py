@@ -2,20 +2,20 @@
 
 A binding pins one agent session to one role: the FCoP root, the role, the
 team roster, the allowed tools. It lives in the store, in the slot's row
-(``team_slots``), written by the daemon; the role MCP server is started with
+(``team_slots``), written by the team loop; the role MCP server is started with
 ``--store PATH --slot NAME`` and reads it from there, so nothing the agent can
 reach (its cwd, its arguments) decides who it is. The same row holds the
-*pointer*: which TASK and attempt the session is on right now. The daemon moves
+*pointer*: which TASK and attempt the session is on right now. The team loop moves
 it (with a sequence number) each time the session moves to its next task, so
 one long-lived MCP server follows its session without a restart. What the tools
-must hand the daemon (``ask_human`` questions, leader review decisions) goes
+must hand the team loop (``ask_human`` questions, leader review decisions) goes
 into the store's outbox (``team_outbox``) in one transaction that rings the
-daemon awake.
+team loop awake.
 
 Identity (role, task, attempt) always comes from here, never from tool
 arguments. The pointer is also re-checked against FCoP on every call (the
 TASK must be active and addressed to the binding's role), so even a forged
-pointer could at most point a role at its own work. The daemon that owns the
+pointer could at most point a role at its own work. The team loop that owns the
 slot is recorded too (pid and kernel start time): once it is gone, the tools
 refuse to write (:meth:`SlotAccess.team_loop_alive`).
 """
@@ -127,7 +127,7 @@ class CurrentTask:
 
 @dataclass(frozen=True, slots=True)
 class OutboxRecord:
-    """Something a role tool hands the daemon to act on (``ask_human`` or ``review``)."""
+    """Something a role tool hands the team loop to act on (``ask_human`` or ``review``)."""
 
     kind: str
     role: str
@@ -180,7 +180,7 @@ class SlotAccess:
         return int(dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))["pid"])
 
     def post(self, record: OutboxRecord) -> int:
-        """Hand ``record`` to the daemon: one committed outbox row, then a ring."""
+        """Hand ``record`` to the team loop: one committed outbox row, then a ring."""
         data = json.dumps(dict(record.data), sort_keys=True, ensure_ascii=False)
         if len(data.encode()) > MAX_OUTBOX_DATA:
             raise CoordinationError(f"outbox record too large ({len(data)} bytes)")

@@ -1,6 +1,6 @@
-"""Role-slot credentials for the daemon's MCP endpoint: one per slot and session, rotated.
+"""Role-slot credentials for the team loop's MCP endpoint: one per slot and session, rotated.
 
-The daemon serves every role's MCP tools from one endpoint
+The team loop serves every role's MCP tools from one endpoint
 (:mod:`baton.role_tools.hub`), so what a connection may do is decided by the
 credential it presents, not by which process it is. :class:`Credentials` is that rule,
 pure (no sockets, no clock): :meth:`~Credentials.issue` mints a fresh random token for a

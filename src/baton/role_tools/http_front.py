@@ -1,4 +1,4 @@
-"""The daemon's role tools over streamable HTTP, for agents that advertise it.
+"""The team loop's role tools over streamable HTTP, for agents that advertise it.
 
 ``http://HOST:PORT/mcp/<slot>`` with ``Authorization: Bearer <credential>``: the
 slot in the path and the credential must match (:mod:`baton.role_tools.credentials`),
@@ -11,7 +11,7 @@ grows past it), never truncated; the token is never logged. Each (slot, session)
 own ``mcp`` streamable-HTTP session manager over the same server the stdio shim reaches
 (:mod:`baton.role_tools.hub`), stateless (no MCP session id: a restarted cluster
 coordinator's hub serves the next request of an agent that lived on); rotating the slot's
-credential stops the old session's manager. uvicorn serves it in the daemon's event loop without touching its
+credential stops the old session's manager. uvicorn serves it in the team loop's event loop without touching its
 signals (``baton up`` owns SIGINT/SIGTERM), and only once a session needs it.
 
 On a cluster a worker's role actor relays its agent's calls instead (``/calls/<slot>``: the

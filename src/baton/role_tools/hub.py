@@ -1,8 +1,8 @@
-"""One MCP endpoint per ``baton up``, serving every role slot's tools from the daemon.
+"""One MCP endpoint per ``baton up``, serving every role slot's tools from the team loop.
 
 Before, every role slot's agent started its own role MCP server: a Python process
 with the ``mcp`` SDK, the store and ``fcop`` loaded (~70 MiB per slot). Now the
-daemon hosts the :class:`~baton.role_tools.server.RoleTools` of every slot
+team loop hosts the :class:`~baton.role_tools.server.RoleTools` of every slot
 itself (one store, one writer, one FCoP port without authority), and an agent
 reaches them one of two ways:
 
@@ -10,9 +10,9 @@ reaches them one of two ways:
   ``mcpServers`` entry for ``http://127.0.0.1:PORT/mcp/<slot>`` (on a cluster, the
   coordinator's cluster address: role actors on other hosts) with the slot's
   credential as a bearer header, served by the ``mcp`` SDK's streamable-HTTP session
-  manager inside the daemon (one manager per slot session).
+  manager inside the team loop (one manager per slot session).
 * **stdio** (every agent): the stdlib-only shim (:mod:`baton.role_tools.stdio_shim`),
-  which relays the agent's MCP lines over the daemon's unix socket
+  which relays the agent's MCP lines over the team loop's unix socket
   (``<state>/mcp/hub.sock``, directory 0700, socket 0600), authenticating with the
   credential from its environment.
 
@@ -24,8 +24,8 @@ is kept in the store (:meth:`RoleHub.keep_credentials`: digests only), so a rest
 coordinator's hub accepts the live credential of a role actor it re-attaches to. Every call then goes
 through the same ``RoleTools`` (allowlist, identity from the binding and pointer,
 ``DAEMON_GONE``) and the same ``mcp`` server handlers as the per-slot server, so the
-results and refusals are the same. Tool writes happen in the daemon, so the crash
-harness's hooks (:mod:`baton.crashpoints`) see them. When the daemon dies, the kernel
+results and refusals are the same. Tool writes happen in the team loop, so the crash
+harness's hooks (:mod:`baton.crashpoints`) see them. When the team loop dies, the kernel
 closes its sockets: the shims see end-of-file and exit, HTTP clients get connection
 errors; nothing outlives it.
 
@@ -100,7 +100,7 @@ class _Connection:
 
 
 class RoleHub:
-    """The daemon's MCP endpoint: a unix socket for shims and (optionally) loopback HTTP."""
+    """The team loop's MCP endpoint: a unix socket for shims and (optionally) loopback HTTP."""
 
     def __init__(
         self,
@@ -169,7 +169,7 @@ class RoleHub:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
         with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()  # a dead daemon's socket (the project lock is held)
+            self.socket_path.unlink()  # a dead team loop's socket (the project lock is held)
         self._server = await asyncio.start_unix_server(
             self._accept, path=self._bind_path(), limit=MAX_LINE
         )
@@ -292,7 +292,7 @@ class RoleHub:
     # ------------------------------------------------------------- serving
 
     def tools(self, slot: str) -> ToolSurface:
-        """The slot's tools over the daemon's store (blocking: call from a worker thread)."""
+        """The slot's tools over the team loop's store (blocking: call from a worker thread)."""
         if self.tools_for is not None:
             return self.tools_for(slot)
         return self.pinned_tools(slot, None)

@@ -1,6 +1,6 @@
 """The role-scoped MCP server: FCoP as tools, one binding per agent session.
 
-``baton up`` serves these tools for every slot from the daemon itself
+``baton up`` serves these tools for every slot from the team loop itself
 (:mod:`baton.role_tools.hub`: HTTP, or stdio through a stdlib-only shim); the
 per-slot process of before, ``python -m baton.role_tools.slot_server --store DB --slot
 NAME`` over stdio, still works (the benchmark measures it beside the hub). The slot's binding
@@ -17,10 +17,10 @@ is on. So:
   be called. ``create_task`` and ``review_report`` exist only for the leader.
 * **No authority.** This process never registers the trusted evaluator:
   ``review_report`` records the leader's decision as an acceptance/rejection
-  REVIEW (evidence) plus an outbox row; the daemon, which holds the key,
+  REVIEW (evidence) plus an outbox row; the team loop, which holds the key,
   performs T4/T5. ``ask_human`` likewise writes an ISSUE (visible in FCoP)
-  and an outbox row the daemon turns into a human request.
-* **Not after its daemon.** Every writing tool first checks that the
+  and an outbox row the team loop turns into a human request.
+* **Not after its team loop.** Every writing tool first checks that the
   ``baton up`` owning the slot still runs (same pid, same kernel start time) and
   refuses with ``DAEMON_GONE`` otherwise; the server also watches that process
   (a pidfd) and exits the moment it dies.
@@ -692,7 +692,7 @@ def build_server(tools: ToolSurface) -> Any:  # mcp's Server, generic, imported 
 
 
 def _watch_team_loop(access: SlotAccess) -> None:
-    """Exit the moment the owning daemon dies (a pidfd), so no tool outlives it."""
+    """Exit the moment the owning team loop dies (a pidfd), so no tool outlives it."""
     pid = access.team_loop_pid()
     if pid is None or not access.team_loop_alive():
         raise CoordinationError("the baton up that owns this slot is not running")
@@ -704,7 +704,7 @@ def _watch_team_loop(access: SlotAccess) -> None:
 
 
 async def serve_stdio(store_path: Path, slot: str) -> None:
-    """Serve one slot over stdin/stdout until the client closes the pipe or the daemon dies."""
+    """Serve one slot over stdin/stdout until the client closes the pipe or the team loop dies."""
     from mcp.server.stdio import stdio_server
 
     from baton import crashpoints

@@ -4,15 +4,15 @@ Started by the agent as ``python -I -S <this file> --socket PATH --slot NAME`` w
 slot's credential in ``BATON_MCP_TOKEN`` (its environment, never its arguments). It
 imports only the standard library (no baton, no ``mcp``, no pydantic: ``-S`` skips even
 ``site``), so a role slot costs a few MiB instead of a Python process holding the MCP
-SDK, the store and ``fcop``. The MCP server itself runs in the daemon
+SDK, the store and ``fcop``. The MCP server itself runs in the team loop
 (:mod:`baton.role_tools.hub`).
 
-The first line it sends is the hello (slot and credential); the daemon answers
+The first line it sends is the hello (slot and credential); the team loop answers
 ``{"ok": true}`` or refuses with a reason, which the shim prints to stderr before it
 exits with status 2. After that it forwards bytes both ways unchanged. It exits when
 either side closes: the agent closing stdin, or the socket closing, which is what
-happens the moment the daemon dies (the kernel closes the daemon's end), so a shim never
-outlives its daemon. A daemon that is already gone (nothing listening) exits it with 3.
+happens the moment the team loop dies (the kernel closes the team loop's end), so a shim never
+outlives its team loop. A team loop that is already gone (nothing listening) exits it with 3.
 """
 
 import contextlib
@@ -57,14 +57,14 @@ def _read_reply(sock: socket.socket) -> bytes:
     while not reply.endswith(b"\n"):
         chunk = sock.recv(4096)
         if not chunk or len(reply) > MAX_REPLY:
-            sys.stderr.write("baton mcp shim: the daemon closed the connection\n")
+            sys.stderr.write("baton mcp shim: the team loop closed the connection\n")
             raise SystemExit(3)
         reply += chunk
     return reply
 
 
 def _pump_stdin(sock: socket.socket) -> None:
-    """Agent -> daemon; half-closes the socket at end of input."""
+    """Agent -> team loop; half-closes the socket at end of input."""
     with contextlib.suppress(OSError):
         while True:
             data = os.read(0, CHUNK)
@@ -86,13 +86,13 @@ def main(argv: list[str]) -> int:
     try:
         answer = json.loads(_read_reply(sock))
     except ValueError:
-        answer = {"ok": False, "message": "unreadable answer from the daemon"}
+        answer = {"ok": False, "message": "unreadable answer from the team loop"}
     if not isinstance(answer, dict) or answer.get("ok") is not True:
         message = answer.get("message") if isinstance(answer, dict) else None
         sys.stderr.write(f"baton mcp shim: refused: {message or 'no reason given'}\n")
         return 2
     threading.Thread(target=_pump_stdin, args=(sock,), name="stdin", daemon=True).start()
-    while True:  # daemon -> agent, until the daemon closes (or dies)
+    while True:  # team loop -> agent, until the team loop closes (or dies)
         try:
             data = sock.recv(CHUNK)
         except OSError:

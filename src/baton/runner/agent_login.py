@@ -31,11 +31,11 @@ import baton
 from baton.acp.connection import JsonRpcConnection, NoDeferral
 from baton.acp.jsonrpc import Request, RpcError
 from baton.acp.process import AgentProcess
+from baton.agent_profile import AgentProfile
 from baton.errors import ConfigError, FrameHandlingError
 from baton.events.bounds import clip_text
 from baton.fsutil import atomic_write
 from baton.jsontypes import JsonObject, JsonValue
-from baton.providers.profile import AgentProfile
 from baton.security.paths import sanitize_id
 
 __all__ = [

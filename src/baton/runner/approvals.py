@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from baton.agent_profile import AgentProfile
 from baton.errors import SecurityError
 from baton.events.acp_normalizer import Draft
 from baton.events.bounds import bounded_output, clip_text
@@ -41,7 +42,6 @@ from baton.events.model import (
 )
 from baton.jsontypes import JsonObject
 from baton.providers import approval, worktree_modes
-from baton.providers.profile import AgentProfile
 from baton.requests.audit import AuditPayload, PermissionAudit
 from baton.requests.ledger import RequestRecord
 from baton.requests.states import State

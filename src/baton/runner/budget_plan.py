@@ -9,11 +9,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from baton.agent_profile import AgentProfile
 from baton.budgets.limits import BudgetConfig, Limits
 from baton.budgets.pricing import PriceTable, PricingConfig
 from baton.budgets.rules import Breach, notice
 from baton.events.model import Payload
-from baton.providers.profile import AgentProfile
 from baton.requests.notify import Notice, NotifyConfig, send
 from baton.security.launch_env import plan_launch
 

@@ -37,6 +37,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from baton.agent_profile import AgentProfile
 from baton.budgets.ledger import Charge, TokenCounts, UsageLedger, needs_price, priced
 from baton.budgets.limits import DIMENSIONS, Dimension
 from baton.budgets.rules import Breach, ScopeKey, ScopeStanding, Spend, crossed, raise_hint
@@ -54,7 +55,6 @@ from baton.events.model import (
 )
 from baton.events.sequencer import utc_now
 from baton.jsontypes import JsonMapping
-from baton.providers.profile import AgentProfile
 from baton.runner.budget_plan import BudgetPlan, credential_key
 from baton.store import budget_sql
 from baton.store.tx import Tx

@@ -50,17 +50,17 @@ from baton.acp import params as acp_params
 from baton.acp.connection import protocol_error_text
 from baton.acp.framing import FrameError
 from baton.acp.jsonrpc import JsonRpcId, Request, RpcError
+from baton.agent_profile import MissingFileReads
 from baton.errors import FrameHandlingError, LocalProtocolError, SecurityError
 from baton.events.acp_normalizer import AcpNormalizer, Draft
 from baton.events.bounds import clip_text
 from baton.events.model import FileWritten, HarnessDiagnostic, SecurityPathRefused
 from baton.jsontypes import JsonObject, JsonValue
-from baton.providers.profile import MissingFileReads
 from baton.providers.registry import ErrorReply
+from baton.request_model.documents import RequestDocument
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 from baton.requests import replies
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
 from baton.requests.ledger import RequestRecord
-from baton.requests.model import RequestDocument
 from baton.runner import client_fs
 from baton.runner.request_documents import elicitation_document, permission_document
 from baton.runner.requests_broker import Admission, RequestBroker, RequestContext, Resolution
@@ -119,7 +119,7 @@ class ClientMethods:
         self.approvals = approvals
         self.missing_file_reads = missing_file_reads
         """``empty``: a read of a file that is not there answers ``{"content": ""}``
-        (:attr:`AgentProfile.missing_file_reads <baton.providers.profile.AgentProfile>`)."""
+        (:attr:`AgentProfile.missing_file_reads <baton.agent_profile.AgentProfile>`)."""
         self._empty_answered = False
         self._answered: dict[JsonRpcId, RequestRecord] = {}
         """Answered requests whose reply is being written to the agent."""

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from baton.acp.client import AcpClient, OpenedSession
 from baton.acp.messages import PROTOCOL_VERSION, AgentCapabilities, InitializeAnswer
+from baton.agent_profile import AgentProfile
 from baton.errors import RemoteCallError, SessionRejected
 from baton.events.bounds import bounded_value, clip_text
 from baton.events.model import SessionStarted
-from baton.providers.profile import AgentProfile
 from baton.runner.client_methods import ClientMethods
 from baton.runner.session_events import SessionEvents
 from baton.runner.settings import apply_settings

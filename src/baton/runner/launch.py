@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from baton.acp.transport import TransportFactory, spawn_subprocess
+from baton.agent_profile import AgentProfile
 from baton.cursor_sdk import CursorSdkLauncher
 from baton.errors import SecurityError
 from baton.events.bounds import clip_text
 from baton.events.model import SecurityPinMismatch
 from baton.providers.cursor_sdk.tables import DEFAULT_MODEL
-from baton.providers.profile import AgentProfile
 from baton.runner.emitter import EventEmitter
 from baton.security.admission import admit
 from baton.security.distribution import verify_before_launch

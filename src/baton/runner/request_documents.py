@@ -3,7 +3,7 @@
 ``session/request_permission`` and ``elicitation/create`` are stable ACP, owned by the
 runner; vendor human requests (``cursor/ask_question``…) come from their provider
 already as documents (:class:`~baton.events.extension.VendorOutcome`). Pure functions:
-they raise :class:`~baton.requests.errors.InvalidDocument` for a request baton cannot
+they raise :class:`~baton.request_model.errors.InvalidDocument` for a request baton cannot
 present faithfully; the session answers the agent with an error and records the refusal.
 """
 
@@ -13,13 +13,13 @@ from collections.abc import Mapping
 
 from baton.events.redaction import Redaction
 from baton.jsontypes import JsonMapping, JsonValue
-from baton.requests.errors import InvalidDocument
-from baton.requests.model import (
+from baton.request_model.documents import (
     ElicitationRequest,
     ElicitationSchema,
     RequestDocument,
     parse_document,
 )
+from baton.request_model.errors import InvalidDocument
 
 __all__ = [
     "elicitation_document",

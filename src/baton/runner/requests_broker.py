@@ -48,13 +48,7 @@ from baton.aiotasks import cancel_and_wait
 from baton.errors import RequestError
 from baton.events.model import Payload
 from baton.jsontypes import JsonValue
-from baton.requests import payloads, replies
-from baton.requests.errors import InvalidAnswer, InvalidDocument, NotPending, PayloadTooLarge
-from baton.requests.grant_book import GrantBook
-from baton.requests.grants import Grant, Subject, request_subject
-from baton.requests.ledger import Ledger, RequestRecord
-from baton.requests.ledger_changes import GrantSpent
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     GrantContext,
     PermissionRequest,
@@ -62,6 +56,12 @@ from baton.requests.model import (
     RequestKind,
     canonical_json,
 )
+from baton.request_model.errors import InvalidAnswer, InvalidDocument, NotPending, PayloadTooLarge
+from baton.requests import payloads, replies
+from baton.requests.grant_book import GrantBook
+from baton.requests.grants import Grant, Subject, request_subject
+from baton.requests.ledger import Ledger, RequestRecord
+from baton.requests.ledger_changes import GrantSpent
 from baton.requests.notify import Notifier, NotifyConfig
 from baton.requests.policy import Decision, Policy, tool_call_paths
 from baton.requests.states import State

@@ -35,6 +35,7 @@ from baton.acp.connection import JsonRpcConnection
 from baton.acp.messages import InitializeAnswer
 from baton.acp.process import AgentProcess
 from baton.acp.transport import AgentTransport, Launch, TransportFactory
+from baton.agent_profile import AgentProfile
 from baton.aiotasks import cancel_and_wait
 from baton.config import agent_roots_dir
 from baton.cursor_sdk import CursorSdkTransport
@@ -51,7 +52,6 @@ from baton.events.extension import ProviderExtension
 from baton.events.model import HarnessDiagnostic, SessionClosed, SessionFailed
 from baton.jsontypes import JsonMapping, JsonObject
 from baton.providers.approval import ApprovalVerdict
-from baton.providers.profile import AgentProfile
 from baton.providers.registry import extension_for
 from baton.providers.worktree_modes import in_worktree
 from baton.runner.agent_login import logged_in_root

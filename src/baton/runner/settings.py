@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from baton.agent_profile import AgentProfile
 from baton.errors import ConfigError
 from baton.jsontypes import JsonObject
-from baton.providers.profile import AgentProfile
 from baton.providers.registry import ConfigRefusal, select_config
 
 __all__ = [

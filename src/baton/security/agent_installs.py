@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from baton.agent_profile import AgentProfile
 from baton.jsontypes import JsonObject
-from baton.providers.profile import AgentProfile
 from baton.security.paths import sanitize_id
 
 __all__ = [

@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from baton.agent_profile import AgentProfile
 from baton.errors import AgentError, AgentNotInstalled, ConfigError
 from baton.fsutil import atomic_write
-from baton.providers.profile import AgentProfile
 from baton.security.agent_installs import (
     INSTALL_RECORD,
     PIN_FILE,

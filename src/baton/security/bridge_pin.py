@@ -29,8 +29,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
+from baton.agent_profile import BUNDLED_BRIDGE
 from baton.errors import AgentNotInstalled, SecurityError
-from baton.providers.cursor_sdk.tables import BUNDLED_BRIDGE
 from baton.security.manifest import FileEntry, Manifest, platform_key
 from baton.security.pinning import PinMismatch, pin_tree
 

@@ -1,6 +1,6 @@
 """Where a profile's pin lives, which installed tree it covers, verify-before-launch.
 
-The glue between :class:`~baton.providers.profile.AgentProfile` and
+The glue between :class:`~baton.agent_profile.AgentProfile` and
 :mod:`baton.security.pinning`, used by ``baton pin``/``verify``/``doctor`` and by the
 runner before a launch:
 
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from baton.agent_profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.errors import AgentNotInstalled, ConfigError, SecurityError
 from baton.fsutil import atomic_write
-from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.bridge_pin import (
     BRIDGE_ENTRY,
     NODE,

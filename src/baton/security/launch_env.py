@@ -58,8 +58,8 @@ from types import MappingProxyType
 from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
+from baton.agent_profile import AgentProfile, SeedFile
 from baton.errors import ConfigError, SecurityError
-from baton.providers.profile import AgentProfile, SeedFile
 from baton.security.loopback import is_loopback_name
 from baton.security.paths import open_no_follow, sanitize_id
 from baton.security.redact import MIN_SECRET_LENGTH, Redactor, classify_key

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from baton.jsontypes import JsonObject
 from baton.store.run_states import RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from baton.store.tx import Row
 
@@ -22,7 +23,7 @@ __all__ = [
     "SessionRecord",
 ]
 
-JsonColumn = dict[str, Any]
+JsonColumn = JsonObject
 """A JSON object kept in a TEXT column (``meta``, ``state``): free-form by design,
 what the run's or session's owner chose to keep (``Any``: JSON values)."""
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 from baton.fcop_errors import CoordinationError
 from baton.fcop_port.port import FcopPort
-from baton.requests.ledger import Ledger, StaleRecord
-from baton.requests.ledger_changes import Change
-from baton.requests.model import (
+from baton.request_model.documents import (
     ElicitationRequest,
     ElicitationSchema,
     RequestDocument,
     StringField,
 )
+from baton.requests.ledger import Ledger, StaleRecord
+from baton.requests.ledger_changes import Change
 from baton.team.book import RecordMoved, TaskBook
 from baton.team.records import TaskRecord
 from baton.team.states import TaskState

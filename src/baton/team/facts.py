@@ -17,7 +17,7 @@ from baton.budgets.rules import Standing
 from baton.fcop_errors import CoordinationError, StateAmbiguous, TaskNotFound
 from baton.fcop_port.port import STAGES, FcopPort, TaskInfo
 from baton.fcop_port.records import task_info
-from baton.requests.model import ElicitationAnswer, ReviewAnswer
+from baton.request_model.documents import ElicitationAnswer, ReviewAnswer
 from baton.requests.records import RequestRecord, record_from_row
 from baton.store import requests_sql, team_sql
 from baton.store.store import Store

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from baton.events.sequencer import utc_now
 from baton.fcop_errors import CoordinationError
+from baton.request_model.documents import StringField
 from baton.requests.ledger import Ledger
-from baton.requests.model import StringField
 from baton.store import team_sql
 from baton.store.journal import Journal
 from baton.store.store import Store

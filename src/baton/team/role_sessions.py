@@ -27,11 +27,11 @@ from types import MappingProxyType
 from typing import Any
 
 from baton.acp.messages import InitializeAnswer
+from baton.agent_profile import AgentProfile
 from baton.config import BatonConfig, agent_roots_dir
 from baton.errors import BudgetRefused
 from baton.events.model import ProviderNotice
 from baton.events.sequencer import format_ts
-from baton.providers.profile import AgentProfile
 from baton.providers.worktree_modes import in_worktree
 from baton.requests.ledger import Ledger
 from baton.requests.notify import Notifier

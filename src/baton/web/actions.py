@@ -39,7 +39,7 @@ from baton.app.facade.fcop import subject_problem
 from baton.app.facade.store import Store
 from baton.app.facade.team import ControlRefused, request_cancel
 from baton.errors import BatonError, ConfigError
-from baton.web.wire import JsonObject
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "MAX_PROMPT_BYTES",

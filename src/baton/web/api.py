@@ -35,6 +35,7 @@ from baton.app.facade.store import (
     runs_page,
 )
 from baton.errors import BatonError, RemoteFault
+from baton.jsontypes import JsonObject
 from baton.web.actions import cancel_role_turn, cancel_run, create_task, raise_budget
 from baton.web.answers import submit_answer
 from baton.web.board import BoardSource, snapshot_data
@@ -46,7 +47,6 @@ from baton.web.sse import parse_resume_point, sse_stream
 from baton.web.summaries import decided_by_text, decision_text, prompt_summary, run_outcome
 from baton.web.tasks import task_changes, task_documents
 from baton.web.trees import task_tree
-from baton.web.wire import JsonObject
 
 __all__ = [
     "MAX_ANSWER_BYTES",

@@ -53,6 +53,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from baton.security.display import escape_html
+from baton.security.loopback import is_loopback_name
 from baton.web.pages import shell
 from baton.web.revocation import Check, watched
 from baton.web.sessions import SessionAuth
@@ -154,12 +155,7 @@ def _split_host(host: str) -> tuple[str, str | None]:
 def is_loopback_host(host: str) -> bool:
     """``localhost`` or a loopback IP (``127.0.0.0/8``, ``::1``), with or without a port."""
     name, _ = _split_host(host)
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_name(name)
 
 
 def cookie_name(port: int | None) -> str:

@@ -34,7 +34,7 @@ from baton.app.facade.fcop import CoordinationContext, FcopPort, Stage, TaskInfo
 from baton.app.facade.requests import RequestRecord, ReviewRequest
 from baton.app.facade.runs import stall_text
 from baton.app.facade.store import LiveTurn, Store, live_turns
-from baton.web.wire import JsonObject
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "STAGES",

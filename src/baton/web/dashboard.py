@@ -50,6 +50,7 @@ from baton.app.facade.requests import (
 )
 from baton.app.facade.store import RunRecord
 from baton.app.facade.team import changes_line
+from baton.jsontypes import JsonObject
 from baton.web import assets
 from baton.web.context import WebContext
 from baton.web.diffview import change_html, diff_table, files_html, merge_refused_html, split_files
@@ -58,7 +59,6 @@ from baton.web.markdown import render_markdown
 from baton.web.pages import block, href, page, text
 from baton.web.summaries import decision_text
 from baton.web.trees import ReviewTree, review_tree
-from baton.web.wire import JsonObject
 
 __all__ = ["MAX_CARDS", "dashboard_routes", "render_dashboard", "render_run_page"]
 

@@ -1,7 +1,7 @@
 """A change as a page shows it: the preflight, the files, the commits, the diff per file.
 
 Pure rendering (no I/O) of what :mod:`baton.web.trees` gathers: a task tree's
-:class:`~baton.requests.model.ReviewChanges` (the review document's own shape), or,
+:class:`~baton.request_model.documents.ReviewChanges` (the review document's own shape), or,
 for a task without a branch of its own, a plain unified diff. Diff text is the
 agents' output, so every line reaches the page through :func:`~baton.web.pages.block`
 or :func:`~baton.web.pages.text` (escaped, controls and bidi made visible), and

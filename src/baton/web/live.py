@@ -47,10 +47,10 @@ from typing import Any, Final
 from baton.aiotasks import cancel_and_wait
 from baton.app.facade.requests import Ledger, RequestRecord, State
 from baton.app.facade.store import Store
+from baton.jsontypes import JsonObject
 from baton.web.board import BoardSource, snapshot_data
 from baton.web.sse import RETRY_MS, sse_frame
 from baton.web.summaries import decision_text, expires_at
-from baton.web.wire import JsonObject
 
 __all__ = ["TOPICS", "LiveHub", "inbox_state"]
 

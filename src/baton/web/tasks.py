@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from baton.app.facade.fcop import FcopPort
-from baton.web.wire import JsonObject
+from baton.jsontypes import JsonObject
 
 __all__ = ["MAX_DIFF_BYTES", "DocumentView", "task_changes", "task_documents"]
 

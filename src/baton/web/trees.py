@@ -2,7 +2,7 @@
 and where its merge stands.
 
 The review document carries the change as it was when the review opened
-(:class:`~baton.requests.model.ReviewChanges`); the base and the other branches move
+(:class:`~baton.request_model.documents.ReviewChanges`); the base and the other branches move
 after that (another tree merged), so a pending review card asks git again for the
 merge preflight (:func:`baton.app.worktrees.preflight_of`) and falls back to the
 document's when git cannot answer. The task page reads the tree's change itself
@@ -41,7 +41,7 @@ from baton.app.facade.worktrees import (
     review_changes,
 )
 from baton.app.worktrees import NoTree, change_of, preflight_of, tree_of
-from baton.web.wire import JsonObject
+from baton.jsontypes import JsonObject
 
 __all__ = [
     "TASK_PAGE_BUDGET",

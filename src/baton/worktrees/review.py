@@ -1,6 +1,6 @@
 """A task branch's change as the review document carries it, bounded to fit (pure).
 
-The request document has a hard size limit (:data:`~baton.requests.model.MAX_DOCUMENT_BYTES`,
+The request document has a hard size limit (:data:`~baton.request_model.documents.MAX_DOCUMENT_BYTES`,
 refused, never cut, at the ledger); what a review shows of a change is a view of git,
 not authoritative data, so it is fitted here instead: the unified diff goes first
 when the whole does not fit (the note says where to read it), then files beyond the
@@ -9,7 +9,7 @@ first ones (counted). Counts, commits and conflicts are always whole.
 
 from __future__ import annotations
 
-from baton.requests.model import (
+from baton.request_model.documents import (
     BranchConflict,
     ChangedFileView,
     CommitView,

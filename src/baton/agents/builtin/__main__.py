@@ -1,7 +1,7 @@
 """Entry point: ``python -m baton.agents.builtin`` serves ACP on stdin/stdout, logs on stderr."""
 
 if __name__ == "__main__":
-    from baton.startup import importing, own_process
+    from baton.import_gc import importing, own_process
 
     own_process()
     with importing():

@@ -1,6 +1,7 @@
 """What the CLI and the web use of agent profiles, capabilities and the hardening the
 agent commands show."""
 
+from baton.agent_profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.providers.approval import APPROVAL_TABLES
 from baton.providers.capabilities import (
     build_matrix,
@@ -10,7 +11,6 @@ from baton.providers.capabilities import (
     render_markdown,
     render_text,
 )
-from baton.providers.profile import PYTHON_PLACEHOLDER, AgentProfile
 from baton.security.admission import KNOWN_FAMILIES, AdmissionVerdict, admit, expand_families
 from baton.security.agent_installs import installed_agent, tools_dir
 from baton.security.agent_tools import RegistryUnreachable, install_agent, node_version

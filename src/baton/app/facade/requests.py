@@ -1,17 +1,7 @@
 """What the CLI and the web use of human requests: the ledger, documents, answers,
 grants, rendering."""
 
-from baton.requests.errors import (
-    AnswerConflict,
-    IllegalTransition,
-    InvalidAnswer,
-    NotPending,
-    UnknownRequest,
-)
-from baton.requests.grant_book import GrantBook
-from baton.requests.grants import GRANT_SCOPES, Grant, default_subject
-from baton.requests.ledger import AnswerResult, Ledger, RequestRecord
-from baton.requests.model import (
+from baton.request_model.documents import (
     Answer,
     BooleanField,
     BranchConflict,
@@ -36,6 +26,16 @@ from baton.requests.model import (
     StringField,
     parse_answer,
 )
+from baton.request_model.errors import (
+    AnswerConflict,
+    IllegalTransition,
+    InvalidAnswer,
+    NotPending,
+    UnknownRequest,
+)
+from baton.requests.grant_book import GrantBook
+from baton.requests.grants import GRANT_SCOPES, Grant, default_subject
+from baton.requests.ledger import AnswerResult, Ledger, RequestRecord
 from baton.requests.policy import AuditMode, Policy, tool_call_paths
 from baton.requests.records import record_from_row
 from baton.requests.render import answer_hint, grant_data, render, to_data

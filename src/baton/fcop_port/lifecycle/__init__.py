@@ -206,7 +206,7 @@ class Lifecycle:
         return self._ws.subjects(f"TASK:{stage}").lookup(parent, None)
 
     def warm(self, stop: Callable[[], bool] = lambda: False) -> None:
-        """Read every REPORT/REVIEW/TASK folder into its index once (a daemon's first look).
+        """Read every REPORT/REVIEW/TASK folder into its index once (a team loop's first look).
 
         O(history) once, so no look-up in a dispatch pays it; ``stop`` is asked between
         folders (one folder's listing is not interrupted).

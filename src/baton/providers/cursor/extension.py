@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from baton.errors import RequestError
-from baton.events.extension import JsonObject, TurnContext, VendorOutcome
+from baton.events.extension import TurnContext, VendorOutcome
 from baton.events.model import Payload, SecurityPayloadRejected
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor import artifacts, plans, questions, tasks
 from baton.providers.cursor._common import outcome
 from baton.providers.cursor.children import ChildNormalizer
@@ -36,7 +37,7 @@ from baton.providers.inventory import (
     TableExtension,
     notice,
 )
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 
 __all__ = [
     "TODOS_FALLBACK",
@@ -83,20 +84,20 @@ class CursorExtension(TableExtension):
 
     # ------------------------------------------------------------------ updates
 
-    def _spawned(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _spawned(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         return self.children.spawned(ctx.session_id, update, ctx.redaction)
 
-    def _state_update(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _state_update(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         return self.children.state_update(ctx.session_id, update)
 
     def _meta_cursor(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         """``_meta.cursor`` identity is consumed by the subagent handlers; elsewhere it stays raw."""
         return []
 
     def foreign_session_update(
-        self, session_id: str, update: JsonObject, ctx: TurnContext
+        self, session_id: str, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         variant = update.get("sessionUpdate")
         if variant == "subagent_spawned":
@@ -110,32 +111,32 @@ class CursorExtension(TableExtension):
 
     # ------------------------------------------------------------------ methods
 
-    def _update_todos(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _update_todos(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         result = self.todos.apply(params, redaction=ctx.redaction)
         return VendorOutcome(
             payloads=result.payloads, result=outcome("accepted", todos=result.todos)
         )
 
-    def _task(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _task(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = tasks.task_completed(
             params, children=self.children, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
-    def _generate_image(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _generate_image(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         payloads, reply = artifacts.generate_image(
             params, workspace=ctx.workspace, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
 
-    def _ask_question(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _ask_question(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
             document = questions.normalize_question(params, ctx.redaction)
         except (InvalidDocument, PayloadTooLarge) as exc:
             return _refused(questions.METHOD, exc, outcome("skipped", reason=str(exc)), ctx)
         return VendorOutcome(route="human", request=document, result=questions.HEADLESS_REPLY)
 
-    def _create_plan(self, params: JsonObject, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+    def _create_plan(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
         try:
             document = plans.normalize_plan(params, ctx.redaction)
         except (InvalidDocument, PayloadTooLarge) as exc:

@@ -11,7 +11,7 @@ malformed todo or phase) or that is too large (196 KiB of canonical JSON) is
 refused, and Cursor is answered ``rejected`` with the reason at once.
 
 The document (``request``) is a plain dict in exactly the shape of
-``baton.requests.model.PlanRequest``::
+``baton.request_model.documents.PlanRequest``::
 
     {
       "kind": "plan",
@@ -27,7 +27,7 @@ The document (``request``) is a plain dict in exactly the shape of
 
 ``revision`` is the SHA-256 of the canonical JSON (sorted keys, no whitespace,
 UTF-8) of every other field: the whole plan, including its tool call (the same
-digest ``baton.requests.model.PlanRequest`` derives). An answer names the revision
+digest ``baton.request_model.documents.PlanRequest`` derives). An answer names the revision
 it approves, so an approval given while looking at an older plan cannot approve a
 changed one.
 
@@ -46,8 +46,8 @@ from typing import Any
 from baton.events.redaction import NoRedaction, Redaction
 from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, outcome
-from baton.requests.errors import InvalidDocument
-from baton.requests.model import PlanRequest, parse_document
+from baton.request_model.documents import PlanRequest, parse_document
+from baton.request_model.errors import InvalidDocument
 
 __all__ = ["HEADLESS_REPLY", "METHOD", "normalize_plan"]
 

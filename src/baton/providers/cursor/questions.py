@@ -5,7 +5,7 @@ Cursor's params (acp.md §2)::
     {toolCallId, title?, questions: [{id, prompt, options: [{id, label}], allowMultiple?}]}
 
 This module turns Cursor's shape into the ledger's own document,
-:class:`baton.requests.model.QuestionRequest` (validated, limits checked, by the one
+:class:`baton.request_model.documents.QuestionRequest` (validated, limits checked, by the one
 document model); :mod:`baton.requests` persists, shows, validates answers (twice) and
 delivers. The extension answers with
 ``VendorOutcome(route="human", request=<document>, result=HEADLESS_REPLY)``.
@@ -38,9 +38,9 @@ along so the reply can be built from the persisted document alone, after a resta
 Every question is required. A request baton cannot present faithfully (no
 questions, a question without options, duplicate ids, text that is not a string)
 is refused as ``malformed``
-(:class:`~baton.requests.errors.InvalidDocument`); an oversize one (the document
+(:class:`~baton.request_model.errors.InvalidDocument`); an oversize one (the document
 model's limits: questions, options, prompt characters, canonical JSON bytes) as
-oversize (:class:`~baton.requests.errors.PayloadTooLarge`), never truncated: both are
+oversize (:class:`~baton.request_model.errors.PayloadTooLarge`), never truncated: both are
 answered ``skipped`` with the reason at once.
 
 Replies (acp.md §2, ``{"outcome": {...}}``): :data:`HEADLESS_REPLY` (``skipped``
@@ -58,14 +58,14 @@ from typing import Any
 from baton.events.redaction import NoRedaction, Redaction
 from baton.jsontypes import JsonMapping
 from baton.providers.cursor._common import native_id, outcome
-from baton.requests.errors import InvalidDocument, PayloadTooLarge
-from baton.requests.model import (
+from baton.request_model.documents import (
     MAX_DESCRIPTION_CHARS,
     MAX_OPTIONS,
     MAX_QUESTIONS,
     QuestionRequest,
     parse_document,
 )
+from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 
 __all__ = ["HEADLESS_REPLY", "METHOD", "normalize_question"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
-from baton.events.bounds import clip_text
+from baton.events.bounds import clip_text, measured
 from baton.events.model import DelegationChild, DelegationCompleted, Payload
 from baton.events.redaction import NoRedaction, Redaction
 from baton.jsontypes import JsonMapping, JsonObject, JsonValue
@@ -77,11 +77,8 @@ def task_completed(
     tool_call_id = opt_str(native_id(params.get("toolCallId")), 160)
     agent_id = opt_str(native_id(params.get("agentId")), 160)
     duration = params.get("durationMs")
-    duration_ms = (
-        int(duration)
-        if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0
-        else None
-    )
+    ms = measured(duration)
+    duration_ms = int(ms) if ms is not None else None
     description = params.get("description")
     payloads: list[Payload] = []
     role = role_of(params.get("subagentType"))

@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from baton.events.bounds import clip_text
-from baton.events.extension import JsonObject, TurnContext, require
+from baton.events.bounds import clip_text, measured
+from baton.events.extension import TurnContext, require
 from baton.events.model import (
     DelegationChild,
     DelegationCompleted,
     DelegationStarted,
     Payload,
 )
+from baton.jsontypes import JsonMapping
 from baton.providers.cursor_sdk.tables import TOOL_KINDS
 from baton.providers.inventory import (
     CURSOR_SDK_INVENTORY,
@@ -36,18 +37,19 @@ __all__ = ["SOURCE", "CursorSdkExtension"]
 SOURCE = "cursor-sdk.task"
 
 
-def _message(update: JsonObject) -> Mapping[str, Any]:
+def _message(update: JsonMapping) -> Mapping[str, Any]:
     return require(update.get("message"), Mapping, "message")  # type: ignore[no-any-return]
 
 
-def _thinking(update: JsonObject) -> str:
+def _thinking(update: JsonMapping) -> str:
     message = _message(update)
     duration = message.get("thinking_duration_ms", message.get("thinkingDurationMs"))
-    shown = f"{int(duration)} ms" if isinstance(duration, int | float) else "an unknown time"
+    ms = measured(duration)
+    shown = f"{int(ms)} ms" if ms is not None else "an unknown time"
     return f"cursor-sdk: thinking took {shown}"
 
 
-def _system(update: JsonObject) -> str:
+def _system(update: JsonMapping) -> str:
     message = _message(update)
     model = message.get("model")
     model_id = model.get("id") if isinstance(model, Mapping) else None
@@ -58,16 +60,16 @@ def _system(update: JsonObject) -> str:
     )
 
 
-def _summary(update: JsonObject) -> str:
+def _summary(update: JsonMapping) -> str:
     return "cursor-sdk summary: " + clip_text(str(_message(update).get("text") or ""), 2000)
 
 
-def _request(update: JsonObject) -> str:
+def _request(update: JsonMapping) -> str:
     request_id = _message(update).get("request_id")
     return f"cursor-sdk: the run's request id is {clip_text(str(request_id or '?'), 160)}"
 
 
-def _block(update: JsonObject) -> str:
+def _block(update: JsonMapping) -> str:
     block = require(update.get("block"), Mapping, "block")
     return (
         f"cursor-sdk: an assistant content block of type "
@@ -75,7 +77,7 @@ def _block(update: JsonObject) -> str:
     )
 
 
-_INFO_NOTICES: Mapping[str, tuple[str, Callable[[JsonObject], str]]] = {
+_INFO_NOTICES: Mapping[str, tuple[str, Callable[[JsonMapping], str]]] = {
     "cursor_sdk_thinking_completed": ("thinking_completed", _thinking),
     "cursor_sdk_system": ("agent_init", _system),
     "cursor_sdk_summary": ("summary", _summary),
@@ -86,9 +88,9 @@ _INFO_NOTICES: Mapping[str, tuple[str, Callable[[JsonObject], str]]] = {
 
 
 def _info_notice(
-    variant: str, category: str, describe: Callable[[JsonObject], str]
+    variant: str, category: str, describe: Callable[[JsonMapping], str]
 ) -> UpdateHandler:
-    def handle(update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def handle(update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         return [notice(category, describe(update), ctx=ctx, severity="info", variant=variant)]
 
     return handle
@@ -108,7 +110,7 @@ class CursorSdkExtension(TableExtension):
 
     # ------------------------------------------------------------------ updates
 
-    def _subagent(self, update: JsonObject, ctx: TurnContext) -> list[Payload]:
+    def _subagent(self, update: JsonMapping, ctx: TurnContext) -> list[Payload]:
         call_id = clip_text(str(require(update.get("toolCallId"), str, "toolCallId")), 160)
         args = update.get("args")
         args = args if isinstance(args, Mapping) else {}
@@ -140,7 +142,7 @@ class CursorSdkExtension(TableExtension):
     # --------------------------------------------------------------------- meta
 
     def _tool_name(
-        self, key: str, value: Any, update: JsonObject, ctx: TurnContext
+        self, key: str, value: Any, update: JsonMapping, ctx: TurnContext
     ) -> list[Payload]:
         name = str(value)
         if name in TOOL_KINDS or not self._first_time("tool", name):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
+from baton.agent_profile import BUNDLED_BRIDGE
 from baton.jsontypes import JsonObject, JsonValue
 
 __all__ = [
@@ -41,10 +42,6 @@ __all__ = [
 ]
 
 FAMILY: Final = "cursor-sdk"
-BUNDLED_BRIDGE: Final = "cursor-sdk-bridge"
-"""A ``cursor-sdk`` profile whose command is this name runs the bridge bundled in the
-installed ``cursor-sdk`` wheel, verified against baton's pin of that release
-(:mod:`baton.security.bridge_pin`); any other command is a bridge binary of its own."""
 DEFAULT_MODEL: Final = "composer-2"
 """The model a ``cursor-sdk`` session uses when its profile names none (the SDK's own
 example model; local agents require one)."""

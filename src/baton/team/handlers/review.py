@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from baton.budgets.limits import BudgetConfig, format_amount
 from baton.budgets.rules import ScopeKey, Spend
 from baton.fcop_port.port import FcopPort, TaskInfo
+from baton.request_model.documents import ReviewChanges, ReviewRequest
 from baton.requests.ledger import Ledger
-from baton.requests.model import ReviewChanges, ReviewRequest
 from baton.store import budget_sql, team_sql
 from baton.store.store import Store
 from baton.store.tx import Tx

@@ -22,7 +22,7 @@ Limits are checked by :func:`check_limits` at the durable boundary (the ledger
 calls it before writing): the canonical JSON of a document is at most
 :data:`MAX_DOCUMENT_BYTES` of UTF-8 and any question text at most
 :data:`MAX_DESCRIPTION_CHARS` characters. Oversize is refused with
-:class:`~baton.requests.errors.PayloadTooLarge`, never truncated: an approval
+:class:`~baton.request_model.errors.PayloadTooLarge`, never truncated: an approval
 that a human sees must be exactly what the agent will act on. (The 4 KiB preview
 cap of diagnostics does not apply here.)
 
@@ -51,7 +51,7 @@ from pydantic import (
     model_validator,
 )
 
-from baton.requests.errors import InvalidAnswer, InvalidDocument, PayloadTooLarge
+from baton.request_model.errors import InvalidAnswer, InvalidDocument, PayloadTooLarge
 
 __all__ = [
     "ANSWER_ADAPTER",

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
+    "BUNDLED_BRIDGE",
     "DEFAULT_PASS_ENV",
     "PYTHON_PLACEHOLDER",
     "TRANSPORTS",
@@ -25,6 +26,11 @@ __all__ = [
     "MissingFileReads",
     "SeedFile",
 ]
+
+BUNDLED_BRIDGE: Final = "cursor-sdk-bridge"
+"""A ``cursor-sdk`` profile whose command is this name runs the bridge bundled in the
+installed ``cursor-sdk`` wheel, verified against baton's pin of that release
+(:mod:`baton.security.bridge_pin`); any other command is a bridge binary of its own."""
 
 PYTHON_PLACEHOLDER = "$PYTHON"
 """Stands for the interpreter running baton in a profile's command."""

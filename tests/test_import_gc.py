@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from baton.startup import YOUNG_THRESHOLD
+from baton.import_gc import YOUNG_THRESHOLD
 
 PROBE = """
 import gc, sys
-from baton.startup import importing, own_process
+from baton.import_gc import importing, own_process
 if sys.argv[1] == "owned":
     own_process()
 with importing():
