@@ -361,7 +361,7 @@ class RoleHolder:
                 log.warning("slot %s epoch %d: no fresh head: %s", *self._who(), exc)
         try:
             result = await session.prompt(text)
-        except Exception:
+        except Exception:  # re-raised: the turn failed, what its agent wrote is still pushed
             if self._tree is not None and self.stopped is None:
                 with contextlib.suppress(Exception):  # the turn's own failure is what counts
                     await self._publish(TurnResult("failed"))
@@ -487,7 +487,7 @@ class RoleHolder:
             try:
                 await self._root.emitter.emit(event)
                 await self._root.emitter.flush()
-            except Exception:
+            except Exception:  # best effort: the refusal it records goes on regardless
                 log.exception("recording %s failed", event.TYPE)
 
     async def _refused(self, reason: str) -> None:

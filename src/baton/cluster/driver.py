@@ -232,7 +232,7 @@ class ClusterDriver:
             elif isinstance(decision, Place):
                 try:
                     placed = await self._place(spec, decision.host)
-                except Exception as exc:
+                except Exception as exc:  # Ray's actor errors are untyped: only a death is handled
                     if not _is_actor_death(exc):
                         raise
                     log.warning("slot %s: died starting on %s; placing again", slot, decision.host)
@@ -331,7 +331,7 @@ class ClusterDriver:
             return
         try:
             await holder.handle.close.remote()
-        except Exception:
+        except Exception:  # best effort: the actor is killed next in any case
             log.exception("closing %s failed", holder.name)
         await self._kill(holder)
 
@@ -353,7 +353,7 @@ class ClusterDriver:
 
         try:
             ray.kill(holder.handle, no_restart=True)
-        except Exception:
+        except Exception:  # Ray's error for an actor already gone is untyped
             log.debug("killing %s: already gone", holder.name)
 
 
@@ -404,7 +404,7 @@ class RemoteRoleSession:
                 result: TurnResult = await self.holder.handle.prompt.remote(
                     prompt, self.spec.parent_run, self.charge
                 )
-            except Exception as exc:
+            except Exception as exc:  # Ray's actor errors are untyped: only a death is retried
                 if not _is_actor_death(exc) or attempt == RESUME_ATTEMPTS:
                     if _is_actor_death(exc):
                         raise AgentExited(f"role actor lost: {exc}", returncode=None) from exc
@@ -438,7 +438,7 @@ class RemoteRoleSession:
             result: TurnResult | None = await self.holder.handle.adopt.remote(
                 prompt_sha256, self.spec.parent_run
             )
-        except Exception as exc:
+        except Exception as exc:  # Ray's actor errors are untyped: only a death is handled
             if not _is_actor_death(exc):
                 raise
             log.warning("slot %s: holder lost before its turn was adopted: %s", self.spec.slot, exc)

@@ -252,7 +252,7 @@ class BudgetWatch:
         reports = [d.payload for d in drafts if isinstance(d.payload, UsageReported)]
         try:
             await self._settle(turn_id, reports, tool_calls=tool_calls, seconds=seconds)
-        except Exception as exc:
+        except Exception as exc:  # the ledger's fault never loses the turn's end: a diagnostic
             log.exception("the usage ledger failed to settle %s", turn_id)
             summary = clip_text(f"the usage ledger could not count this turn: {exc}")
             await self.events.emit(

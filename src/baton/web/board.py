@@ -162,7 +162,7 @@ def _done_tasks(port: FcopPort, notes: list[str]) -> list[TaskInfo]:
     for stage in settled:
         try:
             infos += port.list_stage(stage)
-        except Exception as exc:
+        except Exception as exc:  # a stage that cannot be listed is a note; the board renders
             notes.append(f"cannot list {stage}: {exc}")
     infos.sort(key=lambda t: t.created_at, reverse=True)
     return infos[:MAX_DONE_SHOWN]

@@ -187,7 +187,7 @@ class LiveHub:
             self._wake.clear()
             try:
                 await self._publish()
-            except Exception:
+            except Exception:  # one failed look never ends the stream: the next wake retries
                 log.warning("live state could not be computed", exc_info=True)
 
     async def _publish(self) -> None:
