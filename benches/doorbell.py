@@ -609,7 +609,7 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
             changed.set()
 
     emitter.listeners.append(on_committed)
-    daemon = TeamLoop(
+    loop = TeamLoop(
         port=port,
         team=ctx.team,
         factory=factory,
@@ -625,7 +625,7 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
     arrivals: dict[str, tuple[int, int, int, int]] = {}
     offset = time.time_ns() - time.monotonic_ns()  # the doorbell stamps with monotonic()
     hooks: dict[str, int] = {}
-    on_event = daemon._on_doorbell
+    on_event = loop.arrivals.handle
 
     async def spy(event: DoorbellEvent) -> None:
         if isinstance(event, TaskArrived):
@@ -641,8 +641,8 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         hooks.setdefault(task, time.time_ns())
         waiting[slot] = task
 
-    daemon._on_doorbell = spy  # type: ignore[method-assign]
-    daemon.turns.prompt_started = started
+    loop.arrivals.handle = spy  # type: ignore[method-assign]
+    loop.turns.prompt_started = started
 
     writer = port._lifecycle
 
@@ -679,16 +679,15 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         # In review is noted before the review is opened (the report read, the summary,
         # the human request), which the slot's worker still does: wait until the daemon
         # is idle, so the next probe meets an idle slot and not the tail of this one.
-        async with daemon._changed:
-            await asyncio.wait_for(
-                daemon._changed.wait_for(lambda: daemon._busy <= 0 and daemon.events.empty()),
-                max(0.0, deadline - time.monotonic()),
-            )
+        await asyncio.wait_for(
+            loop.activity.wait(lambda: loop.activity.busy <= 0 and loop.events.empty()),
+            max(0.0, deadline - time.monotonic()),
+        )
         return p
 
-    running = asyncio.create_task(daemon.run())
+    running = asyncio.create_task(loop.run())
     try:
-        await asyncio.wait_for(daemon.doorbell.ready.wait(), 120)
+        await asyncio.wait_for(loop.doorbell.ready.wait(), 120)
         cold = await probe(0)
         t0 = time.perf_counter()
         with _no_fsync():
@@ -719,10 +718,11 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
         # would have: one intake sweep screens the new files, and the lifecycle indexes
         # reads each new one once (both would otherwise land in the first probes).
         t0 = time.perf_counter()
-        await daemon._sweep()
+        await loop.sweeps.sweep()
         if writer is not None:  # what the daemon's start-up warm-up does for its history
             await asyncio.to_thread(writer.warm)
         screen_s = time.perf_counter() - t0
+        assert store.path is not None, "the bench runs on SQLite"
         state_kib = store.path.stat().st_size / 1024
         done = port.stage_counts()["done"]
         assert done == size, f"{done} settled TASKs, expected {size}"
@@ -748,7 +748,7 @@ async def _measure(size: int, counts: Mapping[str, int], tmp: Path) -> SizeResul
             assert check["valid"], check["errors"][:3]
             validated = int(check["checked"])
     finally:
-        daemon.stop()
+        loop.stop()
         await asyncio.wait_for(running, 120)
         await stack.aclose()
     return SizeResult(

@@ -373,7 +373,7 @@ def run(count: int, repeats: int) -> None:
                 verdict = "MET" if ok else "NOT MET"
             if name == "baton pipeline, budget" and med > 0:
                 plains = results[(kind, "baton pipeline")]
-                ratio = median(b / p for b, p in zip(values, plains, strict=True) if p > 0)
+                ratio = median([b / p for b, p in zip(values, plains, strict=True) if p > 0])
                 verdict = f"{ratio - 1:+.1%} vs no budget, median of paired runs " + (
                     "(MET)" if ratio <= 1.02 else "(NOT MET)"
                 )

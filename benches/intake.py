@@ -29,6 +29,7 @@ import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from baton.fcop_port.authority import TrustedAuthority
@@ -132,7 +133,7 @@ async def _doorbell_rows(port: FcopPort, template: str) -> list[list[str]]:
             "yes" if base_ok else "NO",
         ]
     )
-    classes: list[tuple[str, str, object]] = []
+    classes: list[tuple[str, str, Callable[[Path], None]]] = []
     for n, hostile in enumerate(CORPUS):
         task_id = f"TASK-hostile-{n}"
 
@@ -150,8 +151,8 @@ async def _doorbell_rows(port: FcopPort, template: str) -> list[list[str]]:
             time.sleep(0.3)
             handle.write(text[cut:])
 
-    for name, task_id, write in classes:
-        seconds, peak, grown, ok, reason = await _one(port, task_id, write, True)
+    for name, task_id, writer in classes:
+        seconds, peak, grown, ok, reason = await _one(port, task_id, writer, True)
         rows.append(
             [
                 name,

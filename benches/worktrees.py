@@ -500,7 +500,7 @@ def _split(samples: list[dict[str, Any]], heavy: set[str]) -> tuple[float, float
 
 
 def _git_total(sample: dict[str, Any], names: set[str]) -> float:
-    return sum(seconds for name, seconds in sample["git"] if name in names)
+    return float(sum(seconds for name, seconds in sample["git"] if name in names))
 
 
 def run(
