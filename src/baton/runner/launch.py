@@ -14,7 +14,6 @@ from pathlib import Path
 
 from baton.acp.transport import TransportFactory, spawn_subprocess
 from baton.agent_profile import AgentProfile
-from baton.cursor_sdk import CursorSdkLauncher
 from baton.errors import SecurityError
 from baton.events.bounds import clip_text
 from baton.events.model import SecurityPinMismatch
@@ -52,6 +51,9 @@ async def verified_argv(
 def transport_for(profile: AgentProfile) -> TransportFactory:
     """How a session of ``profile`` starts its agent (``profile.transport``)."""
     if profile.transport == "cursor-sdk":
+        # Imported here: the optional transport costs every other session ~40 ms of start.
+        from baton.cursor_sdk import CursorSdkLauncher
+
         return CursorSdkLauncher(model=profile.model or DEFAULT_MODEL, mode=profile.mode or "ask")
     return spawn_subprocess
 

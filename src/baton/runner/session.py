@@ -38,7 +38,6 @@ from baton.acp.transport import AgentTransport, Launch, TransportFactory
 from baton.agent_profile import AgentProfile
 from baton.aiotasks import cancel_and_wait
 from baton.config import agent_roots_dir
-from baton.cursor_sdk import CursorSdkTransport
 from baton.errors import (
     AgentError,
     AgentExited,
@@ -336,9 +335,12 @@ class AgentSession:
     @property
     def process(self) -> AgentProcess | None:
         """The agent's process (a Cursor SDK transport's bridge), when there is one."""
-        if isinstance(self.transport, CursorSdkTransport):
-            return self.transport.process
-        return self.transport if isinstance(self.transport, AgentProcess) else None
+        if isinstance(self.transport, AgentProcess):
+            return self.transport
+        # A transport in front of a process (the Cursor SDK's face before its bridge) says
+        # which, without the runner importing that optional transport at every start.
+        behind = getattr(self.transport, "process", None)
+        return behind if isinstance(behind, AgentProcess) else None
 
     @property
     def returncode(self) -> int | None:
