@@ -48,6 +48,7 @@ from baton.store import requests_sql as sql
 from baton.store.tx import SqlValue, StoreConflict, Tx
 
 __all__ = [
+    "AnswerProvenance",
     "Arrival",
     "Change",
     "GrantSpent",
@@ -92,6 +93,17 @@ class RefusedRequest(Arrival):
     size_bytes: int
     sha256: str
     document: NotRequired[RequestDocument | None]
+
+
+class AnswerProvenance(TypedDict):
+    """The keywords of an answer besides the answer itself (:meth:`LedgerChanges.prepare_answer`):
+    who decided, under which rule and why, who escalated it, the grant it comes from."""
+
+    decided_by: DecidedBy
+    rule: NotRequired[str | None]
+    reason: NotRequired[str | None]
+    escalated_by: NotRequired[str | None]
+    grant_use: NotRequired[str | None]
 
 
 class StaleRecord(RequestError):
@@ -342,15 +354,7 @@ class LedgerChanges:
         return Change((record,), _payloads([record]), apply)
 
     def prepare_answer(
-        self,
-        record: RequestRecord,
-        answer: Answer,
-        *,
-        decided_by: DecidedBy,
-        rule: str | None = None,
-        reason: str | None = None,
-        escalated_by: str | None = None,
-        grant_use: str | None = None,
+        self, record: RequestRecord, answer: Answer, **provenance: Unpack[AnswerProvenance]
     ) -> AnswerResult | Change:
         """The answer as a change, or the replayed result when the same answer is already there.
 
@@ -364,6 +368,7 @@ class LedgerChanges:
         longer takes answers, and the validation errors for an answer that does
         not fit the persisted document.
         """
+        decided_by, rule = provenance["decided_by"], provenance.get("rule")
         if decided_by != "human" and not rule:
             raise RequestError(f"a {decided_by} decision must name the rule that made it")
         request_id = record.request_id
@@ -396,11 +401,11 @@ class LedgerChanges:
             answer_json=_answer_json(normalized),
             decided_by=decided_by,
             rule=rule,
-            reason=reason,
+            reason=provenance.get("reason"),
             answered_at=now,
         )
         change = self.move_change([record], [after])
-        extra = self._grant_writes(record, normalized, now, grant_use)
+        extra = self._grant_writes(record, normalized, now, provenance.get("grant_use"))
         if extra is not None:
             move = change.apply
 
@@ -409,6 +414,7 @@ class LedgerChanges:
                 extra(tx)
 
             change = dataclasses.replace(change, apply=apply)
+        escalated_by = provenance.get("escalated_by")
         if escalated_by is None:
             return change
         return dataclasses.replace(
