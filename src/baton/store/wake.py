@@ -39,8 +39,9 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import NoReturn
 
 __all__ = ["WAKE_ALL", "WakeChannel", "WakeListener", "WakeRouter", "wake_dir_for"]
 
@@ -158,6 +159,20 @@ class WakeRouter:
             events.discard(event)
             if not events:
                 del self._waiters[topic]
+
+    async def on_each_ring(self, topic: str, act: Callable[[], Awaitable[object]]) -> NoReturn:
+        """Run ``act`` after every ring of ``topic`` until cancelled (a store doorbell).
+
+        Rings that land while ``act`` runs make one more run, so none is lost.
+        """
+        event = self.subscribe(topic)
+        try:
+            while True:
+                await event.wait()
+                event.clear()
+                await act()
+        finally:
+            self.unsubscribe(topic, event)
 
     def wake(self, topics: Iterable[str]) -> None:
         """Wake local waiters directly (used for changes made by this process)."""
