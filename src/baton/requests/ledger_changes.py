@@ -37,7 +37,7 @@ from baton.request_model.documents import (
     check_limits,
     headline,
 )
-from baton.request_model.errors import AnswerConflict, NotPending, UnknownRequest
+from baton.request_model.errors import AnswerConflict, UnknownRequest
 from baton.requests import payloads
 from baton.requests.grants import new_grant_id, scope_key
 from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
@@ -371,26 +371,20 @@ class LedgerChanges:
         decided_by, rule = provenance["decided_by"], provenance.get("rule")
         if decided_by != "human" and not rule:
             raise RequestError(f"a {decided_by} decision must name the rule that made it")
-        request_id = record.request_id
-        if record.document is None:
-            raise NotPending(f"request {request_id} was rejected on arrival: {record.reason}")
+        closed = record.closed_to_answers()
+        if closed is not None:
+            raise closed
+        assert record.document is not None
         if record.state is not State.PENDING:
-            if record.state in (State.ANSWERED, State.DELIVERED):
-                try:
-                    same = (
-                        _answer_json(validate_answer(record.document, answer)) == record.answer_json
-                    )
-                except RequestError:
-                    same = False
-                if same:
-                    return AnswerResult(record, replayed=True)
-                raise AnswerConflict(
-                    f"request {request_id} was already answered by {record.decided_by} "
-                    f"({record.answer_json}); a different answer is refused"
-                )
-            why = f" ({record.reason})" if record.reason else ""
-            raise NotPending(
-                f"request {request_id} is {record.state.value}{why}; it no longer takes answers"
+            try:
+                same = _answer_json(validate_answer(record.document, answer)) == record.answer_json
+            except RequestError:
+                same = False
+            if same:
+                return AnswerResult(record, replayed=True)
+            raise AnswerConflict(
+                f"request {record.request_id} was already answered by {record.decided_by} "
+                f"({record.answer_json}); a different answer is refused"
             )
         normalized = validate_answer(record.document, answer)
         now = self.now()
