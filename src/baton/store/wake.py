@@ -40,6 +40,7 @@ import os
 import secrets
 import stat
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -57,11 +58,11 @@ def wake_dir_for(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-wake")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WakeChannel:
     """Rings every listener of one database; :meth:`listen` makes this process one."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    directory: Path
 
     def _ensure_dir(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
