@@ -183,7 +183,7 @@ class ProviderExtension(Protocol):
         """Payloads to emit when the turn settles (e.g. usage unavailable)."""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class NullExtension:
     """The extension for providers with nothing beyond stable ACP."""
 

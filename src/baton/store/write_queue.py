@@ -35,7 +35,7 @@ T = TypeVar("T")
 _log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class Write:
     """A function to run on the writer thread, inside the batch's transaction, and the
     rows of the events that describe it (inserted in the same savepoint after it)."""
@@ -47,7 +47,7 @@ class Write:
     events: Sequence[CanonicalEvent]
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True, eq=False)
 class Flush:
     """Resolved once everything queued before it is committed."""
 
