@@ -32,6 +32,7 @@ from pathlib import Path
 
 from baton.worktrees.git import BATON_IDENTITY, Git, GitFailed, GitOutputTooLarge
 from baton.worktrees.model import MergeRule, WorktreeRecord
+from baton.worktrees.naming import kept_ref
 from baton.worktrees.parse import (
     ChangedFile,
     changed_files,
@@ -42,10 +43,12 @@ from baton.worktrees.parse import (
 
 __all__ = [
     "Commit",
+    "Kept",
     "MergeRefused",
     "Preflight",
     "Repository",
     "TreeChange",
+    "kept_note",
 ]
 
 MAX_REVIEW_DIFF_BYTES = 256 * 1024
@@ -53,7 +56,10 @@ MAX_REVIEW_DIFF_BYTES = 256 * 1024
 MAX_COMMITS = 200
 PREFLIGHT_WORKERS = 4
 """``git merge-tree`` processes a preflight runs at once."""
-SALVAGE_MESSAGE = "baton: salvage of {task} (uncommitted work at the time it was dropped)"
+LEFTOVER_MESSAGE = "baton: what the worktree of {task} held when it was removed"
+CAS_ATTEMPTS = 3
+"""Compare-and-set tries of one ref move while something else moves the ref too."""
+MAX_SAVE_NAMES = 20
 
 
 class MergeRefused(GitFailed):
@@ -66,6 +72,36 @@ class MergeRefused(GitFailed):
 
     def __str__(self) -> str:
         return self.reason
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Work a removal found past the head its decision was made on: kept, never deleted."""
+
+    ref: str
+    """The branch left where it is, or the kept ref a worktree's own head was saved under."""
+    commit: str
+
+
+def kept_note(record: WorktreeRecord, kept: Sequence[Kept]) -> str:
+    """What the human is told of work a merged tree's removal kept (the record's reason)."""
+    merged = (record.head_commit or "?")[:10]
+    where = []
+    for k in kept:
+        if k.ref.startswith("refs/heads/"):
+            branch = k.ref.removeprefix("refs/heads/")
+            where.append(
+                f"on {branch} (at {k.commit[:10]}): merge them (`git merge {branch}`) "
+                f"or delete it (`git branch -D {branch}`)"
+            )
+        else:
+            where.append(
+                f"under {k.ref} (at {k.commit[:10]}): `git branch NAME {k.ref}` brings them back"
+            )
+    return (
+        f"needs attention: {record.branch} moved after {merged} was merged into "
+        f"{record.base_branch}; the commits the merge did not take are kept " + "; and ".join(where)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,26 +547,100 @@ class Repository:
 
     # ------------------------------------------------------------ salvage
 
-    def save(self, ref: str, commit: str) -> None:
-        """``ref`` names ``commit`` (created or moved; a rerun is a no-op)."""
-        if self.resolve(ref) != commit:
-            self.git.run("update-ref", "-m", "baton: salvage", ref, commit)
+    def save(self, ref: str, commit: str) -> str:
+        """``ref`` names ``commit``: created, or moved forward; the ref written (a rerun is a
+        no-op).
 
-    def remove(self, record: WorktreeRecord, *, delete_branch: bool, worktree: bool = True) -> None:
-        """The worktree folder (and the branch) gone; only call once the work is safe.
+        Every write is a compare-and-set of the ref against the value read. A ref that
+        names work ``commit`` does not contain is never moved: the next free
+        ``<ref>-2``, ``<ref>-3``… takes ``commit`` instead (nothing saved is ever lost)."""
+        for n in range(1, MAX_SAVE_NAMES + 1):
+            name = ref if n == 1 else f"{ref}-{n}"
+            for _ in range(CAS_ATTEMPTS):
+                current = self.resolve(name)
+                if current == commit:
+                    return name
+                if current is not None and not self.is_ancestor(current, commit):
+                    break  # other work: never moved, the next name is tried
+                moved = self.git.run(
+                    "update-ref", "-m", "baton: save", name, commit, current or "", check=False
+                )
+                if moved.returncode == 0:
+                    return name
+            else:
+                raise GitFailed(("update-ref",), 1, f"{name} keeps moving while it is saved")
+        raise GitFailed(("update-ref",), 1, f"{ref} and its next {MAX_SAVE_NAMES} names are taken")
+
+    def remove(
+        self,
+        record: WorktreeRecord,
+        *,
+        expected: str | None,
+        delete_branch: bool,
+        worktree: bool = True,
+    ) -> tuple[Kept, ...]:
+        """The worktree folder (and the branch) gone, as far as they hold nothing newer than
+        ``expected``: the head the merge or the salvage was decided on. Newer work is kept
+        (returned, never deleted): the decision was not made on it.
+
+        The worktree: what it holds uncommitted is committed first (onto the branch it
+        has checked out), a head of its own that no branch holds is saved under
+        :func:`~baton.worktrees.naming.kept_ref`, then git's own clean-only ``worktree
+        remove`` runs (a file written meanwhile refuses it: committed, tried again).
+        The branch: ``update-ref -d`` against the value read, only when that value is in
+        ``expected``; a branch that moved past it (a holder's push, an agent's commit) stays.
 
         ``worktree=False``: the tree's worktree is not this checkout's (it lives on a
         worker host, which removes its own copy): only the branch goes."""
+        kept: list[Kept] = []
         path = record.worktree
         if worktree:
+            self.git.run("worktree", "prune")  # a folder deleted by hand is forgotten first
             if path.resolve() in self.worktrees():
-                self.git.run("worktree", "remove", "--force", "--force", str(path))
+                saved = self._empty_worktree(record, expected)
+                if saved is not None:
+                    kept.append(saved)
             elif path.exists():
                 shutil.rmtree(path)  # a leftover folder git no longer knows (work is safe)
-            self.git.run("worktree", "prune")
         ref = f"refs/heads/{record.branch}"
-        if delete_branch and self.resolve(ref) is not None:
-            self.git.run("update-ref", "-d", ref)
+        if delete_branch:
+            for _ in range(CAS_ATTEMPTS):
+                current = self.resolve(ref)
+                if current is None:
+                    break
+                if expected is None or not self.is_ancestor(current, expected):
+                    kept.append(Kept(ref, current))  # it moved past what was decided on
+                    break
+                if self.git.ok("update-ref", "-m", "baton: remove", "-d", ref, current):
+                    break
+            else:
+                raise GitFailed(("update-ref", "-d"), 1, f"{ref} keeps moving while it is removed")
+        return tuple(kept)
+
+    def _empty_worktree(self, record: WorktreeRecord, expected: str | None) -> Kept | None:
+        """The registered worktree removed once everything in it is in a ref; what its own
+        head holds beyond ``expected`` and every branch, saved under the kept ref."""
+        path = record.worktree
+        saved: Kept | None = None
+        for _ in range(CAS_ATTEMPTS):
+            head = self.checkpoint(path, LEFTOVER_MESSAGE.format(task=record.root_task))
+            on = self.git.at(path).run("symbolic-ref", "-q", "HEAD", check=False).stdout
+            if not on.strip() and head != expected and not self._on_a_branch(head):
+                saved = Kept(self.save(kept_ref(record.root_task), head), head)
+            if self.git.ok("worktree", "remove", str(path)):  # git refuses a dirty tree
+                return saved
+        if self.dirty(path):
+            raise GitFailed(
+                ("worktree", "remove"),
+                1,
+                f"{path} is still being written: its turns must end before it is removed",
+            )
+        # Clean, committed and saved, yet refused (a submodule, a lock): nothing is lost.
+        self.git.run("worktree", "remove", "--force", "--force", str(path))
+        return saved
+
+    def _on_a_branch(self, commit: str) -> bool:
+        return bool(self.git.text("branch", "--format=%(refname)", "--contains", commit))
 
     def restore(self, salvage_ref: str, branch: str) -> str:
         """A branch at the salvaged head (refused if the branch exists elsewhere)."""
