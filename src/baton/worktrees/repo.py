@@ -12,6 +12,10 @@ merging what the base already holds): the lifecycle in :mod:`baton.worktrees.sta
 records intent before each and the result after, and :mod:`baton.worktrees.recovery`
 finishes or undoes what a crash interrupted by asking git, never by guessing.
 
+No ref moves on a value it was not decided on: every ``update-ref`` names the value it
+expects, and removing a merged or salvaged tree keeps (returns as :class:`Kept`) work that
+landed after the decision read the branch instead of deleting it with the branch.
+
 The main checkout is never half-merged: the merge commit is computed without
 touching any checkout (``merge-tree --write-tree``, ``commit-tree``), and the base
 then moves in one step: a fast-forward of the main checkout (only when none of the
