@@ -25,7 +25,7 @@ from baton.store.sqlite import SqliteStore
 from baton.store.tx import Tx
 from baton.team.workspaces import Workspaces
 from baton.team_config import Isolation
-from baton.worktrees.git import BATON_IDENTITY
+from baton.worktrees.git import BATON_IDENTITY, GitFailed
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.naming import kept_ref, salvage_ref
 from baton.worktrees.repo import Kept, Repository
@@ -299,3 +299,44 @@ async def test_a_push_landing_after_a_drops_save_is_saved_before_the_branch_goes
     assert done.head_commit == late[0]
     assert branch_of(repo, record) is None
     assert told.notes == []
+
+
+def test_a_folder_that_is_no_worktree_any_more_is_saved_before_it_goes(
+    repo: Repository,
+) -> None:
+    """An agent deleted the worktree's ``.git`` file: git forgets the worktree, its files
+    stay; they are saved under the kept ref, never just deleted."""
+    record = planned(repo)
+    repo.create(record)
+    decided = repo.checkpoint(record.worktree, "the turn")
+    (record.worktree / ".git").unlink()
+    (record.worktree / "orphan.txt").write_text("written after the .git file went\n")
+    kept = repo.remove(record, expected=decided, delete_branch=True)
+    assert [k.ref for k in kept] == [kept_ref(ROOT)]
+    assert sh(repo.root, "show", f"{kept_ref(ROOT)}:orphan.txt") == (
+        "written after the .git file went"
+    )
+    assert not record.worktree.exists() and branch_of(repo, record) is None
+
+    same = planned(repo, task="TASK-20261206-cccc3333", subject="same")
+    repo.create(same)
+    (same.worktree / ".git").unlink()  # nothing but the decided head's files: nothing kept
+    assert repo.remove(same, expected=same.head_commit, delete_branch=True) == ()
+    assert not same.worktree.exists()
+
+
+def test_git_in_a_worktree_whose_git_file_is_gone_never_reaches_the_users_checkout(
+    repo: Repository,
+) -> None:
+    """Without the worktree's ``.git`` file, git would find the user's repository above it:
+    a checkpoint would commit what the user staged there. It is an error instead."""
+    record = planned(repo)
+    repo.create(record)
+    (repo.root / "app.py").write_text("print('staged by the user')\n")
+    sh(repo.root, "add", "app.py")
+    main = repo.resolve("refs/heads/main")
+    (record.worktree / ".git").unlink()
+    with pytest.raises(GitFailed):
+        repo.checkpoint(record.worktree, "a checkpoint")
+    assert repo.resolve("refs/heads/main") == main  # nothing committed on the user's branch
+    assert sh(repo.root, "diff", "--cached", "--name-only") == "app.py"  # still staged

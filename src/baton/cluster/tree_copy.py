@@ -108,7 +108,7 @@ class TreeCopy:
             return False
         if self.repo.dirty(self.worktree) or self.repo.head(self.worktree) != self.pushed:
             return False
-        self.repo.git.at(self.worktree).run("checkout", "-q", "--detach", head)
+        self.repo.inside(self.worktree).run("checkout", "-q", "--detach", head)
         self.pushed = head
         return True
 

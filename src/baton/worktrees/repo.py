@@ -29,6 +29,7 @@ each half would re-derive the other's (what "merged", "clean", "the base" mean).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -208,7 +209,15 @@ class Repository:
         return {Path(p).resolve(): b for p, b in worktree_paths(fields).items()}
 
     def head(self, worktree: Path) -> str:
-        return self.git.at(worktree).text("rev-parse", "HEAD")
+        return self.inside(worktree).text("rev-parse", "HEAD")
+
+    def inside(self, worktree: Path) -> Git:
+        """``git`` in a worktree and nowhere else: a folder whose ``.git`` file is gone (an
+        agent deleted it) is an error, never the repository above it (discovery stops at the
+        worktree: ``GIT_CEILING_DIRECTORIES``), so no ``add -A`` or ``clean`` there ever
+        reaches the user's checkout."""
+        ceiling = {"GIT_CEILING_DIRECTORIES": str(worktree.resolve().parent)}
+        return Git(worktree, {**self.git.env, **ceiling}, self.git.timeout)
 
     # --------------------------------------------------------------- create
 
@@ -278,7 +287,7 @@ class Repository:
     def dirty(self, worktree: Path) -> bool:
         """Anything not committed in ``worktree`` (untracked files included)?"""
         out = (
-            self.git.at(worktree)
+            self.inside(worktree)
             .run("status", "--porcelain=v1", "-z", "--untracked-files=all")
             .stdout
         )
@@ -294,7 +303,7 @@ class Repository:
         ``add`` read all of them twice: 1.5× ``git add -A && git commit`` on 50,000 files,
         ``benches/run --only worktrees``). A staged edit the agent undid in the tree
         now commits nothing instead of failing on an empty commit."""
-        git = self.git.at(worktree)
+        git = self.inside(worktree)
         try:
             git.run("add", "-A", "--", ".")
         except GitFailed:
@@ -604,8 +613,11 @@ class Repository:
                 saved = self._empty_worktree(record, expected)
                 if saved is not None:
                     kept.append(saved)
-            elif path.exists():
-                shutil.rmtree(path)  # a leftover folder git no longer knows (work is safe)
+            elif path.exists():  # a folder git no longer knows (its ``.git`` file gone)
+                saved = self._save_folder(record, expected)
+                if saved is not None:
+                    kept.append(saved)
+                shutil.rmtree(path)
         ref = f"refs/heads/{record.branch}"
         if delete_branch:
             for _ in range(CAS_ATTEMPTS):
@@ -628,7 +640,7 @@ class Repository:
         saved: Kept | None = None
         for _ in range(CAS_ATTEMPTS):
             head = self.checkpoint(path, LEFTOVER_MESSAGE.format(task=record.root_task))
-            on = self.git.at(path).run("symbolic-ref", "-q", "HEAD", check=False).stdout
+            on = self.inside(path).run("symbolic-ref", "-q", "HEAD", check=False).stdout
             if not on.strip() and head != expected and not self._on_a_branch(head):
                 saved = Kept(self.save(kept_ref(record.root_task), head), head)
             if self.git.ok("worktree", "remove", str(path)):  # git refuses a dirty tree
@@ -642,6 +654,22 @@ class Repository:
         # Clean, committed and saved, yet refused (a submodule, a lock): nothing is lost.
         self.git.run("worktree", "remove", "--force", "--force", str(path))
         return saved
+
+    def _save_folder(self, record: WorktreeRecord, expected: str | None) -> Kept | None:
+        """What a folder that is no worktree any more holds, as a commit on ``expected``
+        saved under the kept ref; None when it holds exactly ``expected``'s files."""
+        with tempfile.TemporaryDirectory() as scratch:
+            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            folder = f"--work-tree={record.worktree}"
+            self.git.run(folder, "add", "-A", "--", ".", env=index)
+            tree = self.git.run("write-tree", env=index).stdout.decode().strip()
+        if expected is not None and tree == self.git.text("rev-parse", f"{expected}^{{tree}}"):
+            return None
+        parents = ["-p", expected] if expected is not None else []
+        message = LEFTOVER_MESSAGE.format(task=record.root_task)
+        out = self.git.run("commit-tree", tree, *parents, "-m", message, env=BATON_IDENTITY)
+        commit = out.stdout.decode().strip()
+        return Kept(self.save(kept_ref(record.root_task), commit), commit)
 
     def _on_a_branch(self, commit: str) -> bool:
         return bool(self.git.text("branch", "--format=%(refname)", "--contains", commit))

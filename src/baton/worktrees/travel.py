@@ -105,7 +105,7 @@ def open_copy(repo: Repository, path: Path, head: str, *, stale: str, message: s
         saved = repo.save(stale, current)
     if repo.dirty(path) or repo.head(path) != current:
         raise GitFailed(("checkout",), 1, f"{path} is being written: its agent must stop first")
-    git = repo.git.at(path)
+    git = repo.inside(path)
     git.run("checkout", "-q", "--detach", "--force", head)  # everything it held is in a ref
     git.run("clean", "-q", "-f", "-d")  # only what the checkpoint took (ignored files stay)
     return saved
