@@ -465,6 +465,8 @@ class Workspaces:
                 saved=await asyncio.to_thread(repo.resolve, ref),
             )
             ref, kept = await self._save_and_remove(record, ref, head)
+            for other in (k for k in kept if k.ref != branch):  # a worktree's own head
+                log.warning("%s: %s is kept under %s", record.root_task, other.commit, other.ref)
             if not any(k.ref == branch for k in kept):
                 break
             checkpointed = None  # the branch moved on after the save: its newer head is saved

@@ -104,7 +104,7 @@ def kept_note(record: WorktreeRecord, kept: Sequence[Kept]) -> str:
                 f"under {k.ref} (at {k.commit[:10]}): `git branch NAME {k.ref}` brings them back"
             )
     return (
-        f"needs attention: {record.branch} moved after {merged} was merged into "
+        f"needs attention: work landed in {record.branch} after {merged} was merged into "
         f"{record.base_branch}; the commits the merge did not take are kept " + "; and ".join(where)
     )
 
@@ -658,6 +658,8 @@ class Repository:
     def _save_folder(self, record: WorktreeRecord, expected: str | None) -> Kept | None:
         """What a folder that is no worktree any more holds, as a commit on ``expected``
         saved under the kept ref; None when it holds exactly ``expected``'s files."""
+        if not any(p.is_file() or p.is_symlink() for p in record.worktree.rglob("*")):
+            return None
         with tempfile.TemporaryDirectory() as scratch:
             index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
             folder = f"--work-tree={record.worktree}"
