@@ -94,3 +94,24 @@ def test_diff_of_a_task_without_a_branch_says_why(tmp_path: Path) -> None:
     shown = baton_in(repo, "diff", created.stdout.split()[0])
     assert shown.returncode == 1
     assert "has no branch of its own" in shown.stderr and shown.stderr[-1] == "\n"
+
+
+def test_worktrees_prints_a_kept_trees_note_display_safe(worked: tuple[Path, str]) -> None:
+    """A merged tree whose branch moved after the merge (``kept``): the table says so and
+    the note under it tells what to do (the note is recorded text: shown safe)."""
+    import sqlite3
+
+    repo, task = worked
+    note = (
+        "needs attention: baton/x moved after abc was merged into main \x1b[2J`git merge baton/x`"
+    )
+    db = sqlite3.connect(repo / ".baton" / "baton.db")
+    with db:
+        db.execute(
+            "UPDATE team_worktrees SET state = 'kept', reason = ? WHERE root_task = ?", (note, task)
+        )
+    db.close()
+    shown = baton_in(repo, "worktrees")
+    assert shown.returncode == 0, shown.stderr
+    assert "kept" in shown.stdout and "`git merge baton/x`" in shown.stdout
+    assert "\x1b" not in shown.stdout

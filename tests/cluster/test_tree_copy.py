@@ -287,3 +287,44 @@ async def test_a_role_starts_its_turn_on_what_another_role_of_the_tree_pushed(
     assert (copy_of(qa) / "dev.txt").exists()  # moved to DEV's head before its turn
     assert sh(world.repo.root, "show", f"{tree.branch}:dev.txt") == "dev"
     assert sh(world.repo.root, "show", f"{tree.branch}:fake-fs.txt") == "written by the fake agent"
+
+
+async def test_a_holders_push_between_the_merge_and_the_delete_survives_and_is_told(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The human approves while a role of the tree still has a turn running: its fenced
+    push lands after the merge and before the branch is deleted. The delete is a
+    compare-and-set on the merged head, so the branch stays with that commit, the record
+    says ``kept`` and the human is told; the merged work alone reached the base."""
+    tree = await world.tree()
+    holder = await world.holder("dev", "fs", world.clone("worker-a"), tree, "worker-a")
+    assert (await asyncio.wait_for(holder.prompt("write it"), 60)).status == "completed"
+    approved = world.branch(tree)
+    told: list[tuple[str, str]] = []
+
+    async def tell(root: str, note: str) -> None:
+        told.append((root, note))
+
+    world.workspaces.on_kept = tell
+    original = world.workspaces._git
+    late: list[str] = []
+
+    async def git_step(step: Any, point: str) -> Any:
+        if point == "worktree.remove" and not late:  # the turn still running ends now
+            (copy_of(holder) / "late.txt").write_text("after the approval\n")
+            done = await asyncio.wait_for(holder.prompt("one more"), 60)
+            assert done.status == "completed", done
+            late.append(world.branch(tree) or "")
+        return await original(step, point)
+
+    monkeypatch.setattr(world.workspaces, "_git", git_step)
+    merged = await world.workspaces.merge(ROOT, "baton: merge the feature")
+
+    assert late and late[0] != approved  # the holder's push landed in the window
+    assert world.branch(tree) == late[0], "the pushed commit was deleted with the branch"
+    assert sh(world.repo.root, "show", f"{tree.branch}:late.txt") == "after the approval"
+    assert (world.repo.root / "fake-fs.txt").exists()  # the approved work is merged
+    assert not (world.repo.root / "late.txt").exists()  # the late push is not
+    assert merged.state is WorktreeState.KEPT and merged.head_commit == approved
+    assert merged.reason is not None and late[0][:10] in merged.reason
+    assert told == [(ROOT, merged.reason)]

@@ -10,6 +10,9 @@ from __future__ import annotations
 import subprocess
 from functools import partial
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from baton.fcop_port.port import FcopPort
 from baton.request_model.documents import ReviewRequest
@@ -311,3 +314,38 @@ async def test_a_failing_cleanup_never_stops_the_merge(team: Team, port: FcopPor
     assert told == [live_cwd]
     record = loop.workspaces.get(task.task_id)
     assert record is not None and record.state is WorktreeState.REMOVED
+
+
+async def test_work_landing_between_the_merge_and_the_delete_is_kept_and_told(
+    team: Team, port: FcopPort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's commit in the worktree right after the merge (a turn still running):
+    the approved head is merged, the approval stands, the newer commit stays on the branch
+    (``kept``) and an FCoP ISSUE tells the human what to do with it."""
+    git_project(team.root)
+    task = port.create_task(sender="ADMIN", recipient="DEV", subject="feature", body="b")
+    await team.run_idle(team.loop(team.factory({"DEV": writes("feature.py", "x = 1\n")})))
+    await answer_review(team, task.task_id, "approve", "ok")
+    loop = team.loop(team.factory())
+    live = loop.workspaces.get(task.task_id)
+    assert live is not None
+    original = loop.workspaces._git
+
+    async def step(run: Any, point: str) -> Any:
+        if point == "worktree.remove":
+            (live.worktree / "late.py").write_text("y = 2\n")
+            sh(live.worktree, "add", "late.py")
+            sh(live.worktree, "commit", "-qm", "after the approval")
+        return await original(run, point)
+
+    monkeypatch.setattr(loop.workspaces, "_git", step)
+    await team.run_idle(loop)
+
+    assert (team.root / "feature.py").read_text() == "x = 1\n"  # the approved work
+    assert not (team.root / "late.py").exists()
+    assert sh(team.root, "show", f"{live.branch}:late.py") == "y = 2"
+    record = loop.workspaces.get(task.task_id)
+    assert record is not None and record.state is WorktreeState.KEPT
+    assert records(team)[task.task_id].state is TaskState.SETTLED  # the approval stands
+    issues = [p.read_text() for p in (port.fcop_dir / "issues").glob("*.md")]
+    assert any(f"git merge {live.branch}" in text for text in issues), issues

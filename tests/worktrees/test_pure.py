@@ -63,7 +63,7 @@ def test_the_lifecycle_refuses_a_merge_of_a_salvaged_tree() -> None:
     assert WORKTREE.next(WorktreeState.LIVE, WorktreeEvent.CHECKPOINT) is WorktreeState.LIVE
     with pytest.raises(IllegalWorktreeMove):
         WORKTREE.next(WorktreeState.SALVAGED, WorktreeEvent.MERGE)
-    assert WORKTREE.terminal == {WorktreeState.REMOVED, WorktreeState.RESTORED}
+    assert WORKTREE.terminal == {WorktreeState.REMOVED, WorktreeState.RESTORED, WorktreeState.KEPT}
 
 
 def _record(state: WorktreeState) -> WorktreeRecord:
@@ -92,6 +92,7 @@ def _facts(**kw: object) -> GitFacts:
         (WorktreeState.MERGED, {}, AfterCrash.REMOVE),
         (WorktreeState.SALVAGING, {}, AfterCrash.SALVAGE),
         (WorktreeState.SALVAGED, {}, AfterCrash.NOTHING),
+        (WorktreeState.KEPT, {}, AfterCrash.NOTHING),
     ],
 )
 def test_after_a_crash_each_state_has_one_answer(

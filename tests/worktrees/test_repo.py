@@ -196,9 +196,9 @@ def test_salvage_keeps_the_exact_head_with_uncommitted_work_and_restores_it(
     record = made(repo)
     (record.worktree / "half.py").write_text("unfinished\n")
     head = repo.checkpoint(record.worktree, "salvage")
-    repo.save("refs/baton/salvage/TASK-x", head)
-    repo.save("refs/baton/salvage/TASK-x", head)  # idempotent
-    repo.remove(record, delete_branch=True)
+    assert repo.save("refs/baton/salvage/TASK-x", head) == "refs/baton/salvage/TASK-x"
+    assert repo.save("refs/baton/salvage/TASK-x", head) == "refs/baton/salvage/TASK-x"  # rerun
+    assert repo.remove(record, expected=head, delete_branch=True) == ()
     assert not record.worktree.exists() and repo.resolve(f"refs/heads/{record.branch}") is None
     commit = repo.restore("refs/baton/salvage/TASK-x", "restored/work")
     assert commit == head

@@ -178,7 +178,10 @@ def test_removing_a_remote_trees_branch_leaves_every_worktree_alone(repo: Reposi
     folder = Path(record.path)
     folder.mkdir(parents=True)
     (folder / "keep.txt").write_text("k\n")
-    repo.remove(dataclasses.replace(record), delete_branch=True, worktree=False)
+    kept = repo.remove(
+        dataclasses.replace(record), expected=record.head_commit, delete_branch=True, worktree=False
+    )
+    assert kept == ()
     assert repo.resolve(f"refs/heads/{record.branch}") is None
     assert (folder / "keep.txt").exists()
 

@@ -202,7 +202,8 @@ def diff(
 
 @app.command("worktrees")
 def worktrees(as_json: JsonOption = False, project: ProjectOption = None) -> None:
-    """Every task tree's branch: live, merged, dropped (its work kept) or restored."""
+    """Every task tree's branch: live, merged, dropped (its work kept), restored, or kept
+    (merged, with newer work left on its branch: it needs your attention)."""
     ctx = coordination(project)
     with open_store(ctx) as store:
         trees = all_trees(store)
@@ -242,6 +243,11 @@ def worktrees(as_json: JsonOption = False, project: ProjectOption = None) -> Non
             line_safe(where or "-"),
         )
     console.print(table)
+    for row in rows:
+        if row["state"] == "kept":  # work the merge did not take: the reason says where
+            console.print(
+                f"{line_safe(row['task_id'])}: {line_safe(row['reason'] or '')}", markup=False
+            )
     console.print(
         "see a change: baton diff TASK · bring dropped work back: baton salvage restore TASK"
     )

@@ -53,7 +53,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from baton.acp.transport import AgentTransport, TransportFactory, spawn_subprocess
+from baton.acp.transport import AgentTransport, TransportFactory
 from baton.agent_profile import AgentProfile
 from baton.budgets.limits import BudgetConfig
 from baton.cluster.fence_guard import EpochGuard, fenced_transport
@@ -70,6 +70,7 @@ from baton.procgroup import group_alive, signal_group
 from baton.requests.policy import Policy
 from baton.role_tools.binding import CurrentTask, SlotAccess
 from baton.runner.emitter import EventEmitter
+from baton.runner.launch import transport_for
 from baton.runner.requests_broker import RequestBroker
 from baton.runner.session import AgentSession
 from baton.store.records import RunStatus
@@ -196,9 +197,12 @@ def _nothing(tx: Tx) -> None:
 class RoleHolder:
     """One slot's session under one epoch. Ray makes it an actor (:func:`role_actor_class`)."""
 
-    def __init__(self, spec: HolderSpec, *, transport: TransportFactory = spawn_subprocess) -> None:
+    def __init__(self, spec: HolderSpec, *, transport: TransportFactory | None = None) -> None:
         self.spec = spec
         self._transport = transport
+        """The agent's transport (a test's fault injection); None: the profile's own, as
+        on one machine (:func:`~baton.runner.launch.transport_for`: ACP over stdio, or
+        the ``cursor-sdk`` bridge)."""
         self._raw: list[AgentTransport] = []
         self._stack = AsyncExitStack()
         self._root: HolderRoot | None = None
@@ -313,7 +317,9 @@ class RoleHolder:
             workspace=workspace,
             mcp_servers=self._choose_mcp if self._entries[1] else self._entries[0],
             resume_session_id=spec.resume_session_id,
-            transport=fenced_transport(self._transport, self._guard, started=self._raw.append),
+            transport=fenced_transport(
+                self._transport or transport_for(profile), self._guard, started=self._raw.append
+            ),
             isolated=self._tree is not None,  # a tree's copy: its edits are the reviewed diff
         )
         self._session = AcpRoleSession(session, role=_role(spec))

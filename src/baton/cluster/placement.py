@@ -235,22 +235,20 @@ def expire(current: Placement, *, now: float) -> Move:
     if not current.lease_lost(now):
         PLACEMENT.next(current.state, PlacementEvent.EXPIRE)  # illegal states raise first
         raise IllegalPlacement(f"slot {current.slot!r}: the lease of epoch {current.epoch} is live")
-    return _move(
-        current.slot,
-        current,
-        PlacementEvent.EXPIRE,
-        host=current.host,
-        epoch=current.epoch,
-        lease=current.lease_expires_at,
-    )
+    return _ended(current, PlacementEvent.EXPIRE)
 
 
 def fail(current: Placement) -> Move:
     """The coordinator's move when the holder's host is known dead (before the lease ends)."""
+    return _ended(current, PlacementEvent.FAIL)
+
+
+def _ended(current: Placement, event: PlacementEvent) -> Move:
+    """The coordinator ends the current epoch: host, epoch and lease stay as recorded."""
     return _move(
         current.slot,
         current,
-        PlacementEvent.FAIL,
+        event,
         host=current.host,
         epoch=current.epoch,
         lease=current.lease_expires_at,

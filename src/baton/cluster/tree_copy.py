@@ -27,11 +27,11 @@ share a folder; they meet on the branch, whose every move is a compare-and-set.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from baton.worktrees.git import GitFailed
+from baton.worktrees.naming import ref_safe
 from baton.worktrees.repo import Repository
 from baton.worktrees.travel import Remote, fetch, open_copy, publish, stale_ref
 
@@ -53,10 +53,6 @@ class TreeSpec:
     """The tree's worktree relative to the project (``.baton/worktrees/<label>``)."""
     remote: str
     """The coordinator's repository as the workers reach it (``[cluster] git_remote``)."""
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^0-9A-Za-z._-]", "_", name).strip(".") or "slot"
 
 
 @dataclass
@@ -87,7 +83,7 @@ class TreeCopy:
         if head != tree.head and not repo.is_ancestor(tree.head, head):
             log.warning("%s no longer holds %s: continuing on its head", tree.branch, tree.head)
         base = workspace / tree.path
-        worktree = base.with_name(f"{base.name}@{_safe(slot)}")
+        worktree = base.with_name(f"{base.name}@{ref_safe(slot, empty='slot')}")
         repo.exclude(worktree.parent)
         saved = open_copy(
             repo,
@@ -112,7 +108,7 @@ class TreeCopy:
             return False
         if self.repo.dirty(self.worktree) or self.repo.head(self.worktree) != self.pushed:
             return False
-        self.repo.git.at(self.worktree).run("checkout", "-q", "--detach", head)
+        self.repo.inside(self.worktree).run("checkout", "-q", "--detach", head)
         self.pushed = head
         return True
 
@@ -126,14 +122,15 @@ class TreeCopy:
         if publish(self.repo, self.remote, self.tree.branch, head, self.pushed):
             self.pushed = head
             return True
-        self.repo.save(self.stale, head)
+        self.stale = self.repo.save(self.stale, head)
         return False
 
     def close(self) -> None:
         """Remove the copy when nothing in it is only here (clean, its head pushed); else
-        it stays for the next holder of the slot on this host, which saves it first."""
+        it stays for the next holder of the slot on this host, which saves it first. The
+        removal is git's clean-only one: a file written after the look refuses it."""
         if not self.worktree.exists():
             return
         if self.repo.dirty(self.worktree) or self.repo.head(self.worktree) != self.pushed:
             return
-        self.repo.git.run("worktree", "remove", "--force", str(self.worktree))
+        self.repo.git.run("worktree", "remove", str(self.worktree), check=False)

@@ -156,6 +156,7 @@ class TeamLoop:
         self.escalations = Escalations(
             book=self.book, port=port, team=team, run_id=run_id, watch_request=self.answers.watch
         )
+        self.workspaces.on_kept = self.escalations.issue  # work a merge did not take: an ISSUE
         self.turns = TurnRunner(
             book=self.book,
             slots=self.slots,

@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from baton import crashpoints
 from baton.errors import BatonError
@@ -42,11 +43,18 @@ from baton.store.tx import StoreConflict, Tx
 from baton.team.records import TaskRecord
 from baton.team.states import TaskState
 from baton.team_config import Isolation
-from baton.worktrees.git import GitError
+from baton.worktrees.git import GitError, GitFailed
 from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.naming import branch_name, salvage_ref, tree_label
 from baton.worktrees.recovery import AfterCrash, GitFacts, after_crash, salvage_head
-from baton.worktrees.repo import MergeRefused, Preflight, Repository, TreeChange
+from baton.worktrees.repo import (
+    Kept,
+    MergeRefused,
+    Preflight,
+    Repository,
+    TreeChange,
+    kept_note,
+)
 from baton.worktrees.states import WORKTREE, WorktreeEvent, WorktreeState
 
 __all__ = ["WorkspaceUnavailable", "Workspaces", "worktrees_dir"]
@@ -54,6 +62,9 @@ __all__ = ["WorkspaceUnavailable", "Workspaces", "worktrees_dir"]
 log = logging.getLogger("baton.team.workspaces")
 
 LIVE = (WorktreeState.CREATING, WorktreeState.LIVE, WorktreeState.MERGING)
+SALVAGE_ATTEMPTS = 3
+"""Saves of a dropped tree's head while its branch still moves (a late push) before giving up."""
+T = TypeVar("T")
 
 
 class WorkspaceUnavailable(BatonError):
@@ -78,6 +89,9 @@ class Workspaces:
     on_removed: Callable[[Path], object] | None = field(default=None, init=False)
     """Told each worktree folder removed (the role sessions' private roots go with it);
     a failure is logged, never stops the merge or the salvage."""
+    on_kept: Callable[[str, str], Awaitable[object]] | None = field(default=None, init=False)
+    """Told (root task, note) when a merged tree's removal kept newer work: the team files
+    an ISSUE to the human; a failure is logged (the record says it too)."""
 
     @classmethod
     def open(
@@ -262,12 +276,13 @@ class Workspaces:
         )
         return await self._move(None, planned, WorktreeEvent.CREATE)
 
-    async def _git(self, step: Callable[[Repository], object], point: str) -> None:
+    async def _git(self, step: Callable[[Repository], T], point: str) -> T:
         """One git step, with crash points before and after it (the crash harness kills
         ``baton up`` at either: the step not yet done, or done and not yet recorded)."""
         crashpoints.durable_write(f"{point}.before")
-        await asyncio.to_thread(step, self._repo())
+        done = await asyncio.to_thread(step, self._repo())
         crashpoints.durable_write(f"{point}.after")
+        return done
 
     # ----------------------------------------------------------- checkpoint
 
@@ -359,13 +374,34 @@ class Workspaces:
             return record
 
     async def _remove(self, record: WorktreeRecord) -> WorktreeRecord:
-        await self._git(
-            lambda r: r.remove(record, delete_branch=True, worktree=not self.remote),
+        """A merged tree's worktree and branch gone, as far as they hold nothing newer than
+        the merged head; newer work (a holder's push or an agent's commit that landed
+        after the merge) is kept, the record says where and the human is told."""
+        kept = await self._git(
+            lambda r: r.remove(
+                record, expected=record.head_commit, delete_branch=True, worktree=not self.remote
+            ),
             "worktree.remove",
         )
-        moved = await self._move(record, record, WorktreeEvent.REMOVE)
+        if kept:
+            note = kept_note(record, kept)
+            moved = await self._move(
+                record, dataclasses.replace(record, reason=note), WorktreeEvent.KEEP
+            )
+            await self._tell(moved, note)
+        else:
+            moved = await self._move(record, record, WorktreeEvent.REMOVE)
         await self._forget(record)
         return moved
+
+    async def _tell(self, record: WorktreeRecord, note: str) -> None:
+        log.warning("%s: %s", record.root_task, note)
+        if self.on_kept is None:
+            return
+        try:
+            await self.on_kept(record.root_task, note)
+        except Exception:  # logged: the record and its event already say it
+            log.exception("could not tell the human about %s", record.branch)
 
     async def _forget(self, record: WorktreeRecord) -> None:
         if self.on_removed is None:
@@ -412,18 +448,27 @@ class Workspaces:
                 f"baton: salvage of {record.root_task} (uncommitted work when it was dropped)",
             )
             crashpoints.durable_write("worktree.salvage.checkpoint.after")
-        head = salvage_head(
-            record,
-            checkpointed=checkpointed,
-            branch_head=await asyncio.to_thread(repo.resolve, f"refs/heads/{record.branch}"),
-            saved=await asyncio.to_thread(repo.resolve, ref),
-        )
-        if head is not None:
-            await self._git(lambda r: r.save(ref, head), "worktree.salvage.save")
-        await self._git(
-            lambda r: r.remove(record, delete_branch=True, worktree=not self.remote),
-            "worktree.salvage.remove",
-        )
+        branch = f"refs/heads/{record.branch}"
+        for _ in range(SALVAGE_ATTEMPTS):
+            head = salvage_head(
+                record,
+                checkpointed=checkpointed,
+                branch_head=await asyncio.to_thread(repo.resolve, branch),
+                saved=await asyncio.to_thread(repo.resolve, ref),
+            )
+            ref, kept = await self._save_and_remove(record, ref, head)
+            for other in (k for k in kept if k.ref != branch):  # a worktree's own head
+                log.warning("%s: %s is kept under %s", record.root_task, other.commit, other.ref)
+            if not any(k.ref == branch for k in kept):
+                break
+            checkpointed = None  # the branch moved on after the save: its newer head is saved
+        else:
+            raise GitFailed(
+                ("update-ref",),
+                1,
+                f"{record.branch} keeps moving while it is saved: drop it again once its "
+                "turns have ended (`baton up` finishes it too)",
+            )
         moved = await self._move(
             record,
             dataclasses.replace(record, head_commit=head, salvage_ref=ref),
@@ -431,6 +476,19 @@ class Workspaces:
         )
         await self._forget(record)
         return moved
+
+    async def _save_and_remove(
+        self, record: WorktreeRecord, ref: str, head: str | None
+    ) -> tuple[str, tuple[Kept, ...]]:
+        """``head`` saved (the ref it went under), then the worktree and the branch removed
+        as far as they hold nothing newer (what they do hold is returned)."""
+        if head is not None:
+            ref = await self._git(lambda r: r.save(ref, head), "worktree.salvage.save")
+        kept = await self._git(
+            lambda r: r.remove(record, expected=head, delete_branch=True, worktree=not self.remote),
+            "worktree.salvage.remove",
+        )
+        return ref, kept
 
     async def restore(self, root: str, branch: str | None = None) -> tuple[WorktreeRecord, str]:
         """A salvaged tree back as a branch (its old name unless ``branch`` says another)."""

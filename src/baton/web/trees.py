@@ -55,7 +55,7 @@ __all__ = [
 
 TASK_PAGE_BUDGET: Final = 2 * 1024 * 1024
 """What a tree's change may take on its task page (the diff itself is bounded by git's read)."""
-_DONE: Final = (WorktreeState.MERGED, WorktreeState.REMOVED)
+_DONE: Final = (WorktreeState.MERGED, WorktreeState.REMOVED, WorktreeState.KEPT)
 _DROPPED: Final = (WorktreeState.SALVAGING, WorktreeState.SALVAGED, WorktreeState.RESTORED)
 
 
@@ -73,7 +73,8 @@ def merge_state(
     branch, base = record.branch, record.base_branch
     if record.state in _DONE:
         commit = f" ({record.merge_commit[:10]})" if record.merge_commit else ""
-        return f"Merged into {base}{commit}."
+        kept = f" {record.reason[:1].upper()}{record.reason[1:]}." if record.reason else ""
+        return f"Merged into {base}{commit}.{kept}"
     if record.state is WorktreeState.MERGING:
         return f"Merging {branch} into {base}…"
     if record.state in _DROPPED:

@@ -3,7 +3,8 @@
 Pure. A branch is ``baton/<short-id>-<slug>``: the short id makes it unique (the
 TASK id's random tail), the slug makes it readable (the subject, reduced to what
 ``git check-ref-format`` accepts everywhere). The worktree folder carries the same
-``<short-id>-<slug>``; the salvage ref is ``refs/baton/salvage/<task-id>``.
+``<short-id>-<slug>``; the salvage ref is ``refs/baton/salvage/<task-id>``, the ref a
+worktree's own head found at its removal is kept under ``refs/baton/kept/<task-id>``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,21 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["SALVAGE_PREFIX", "branch_name", "salvage_ref", "short_id", "slug", "tree_label"]
+__all__ = [
+    "KEPT_PREFIX",
+    "SALVAGE_PREFIX",
+    "branch_name",
+    "kept_ref",
+    "ref_safe",
+    "salvage_ref",
+    "short_id",
+    "slug",
+    "tree_label",
+]
 
 BRANCH_PREFIX = "baton/"
 SALVAGE_PREFIX = "refs/baton/salvage/"
+KEPT_PREFIX = "refs/baton/kept/"
 MAX_SLUG = 40
 SHORT = 8
 
@@ -49,7 +61,16 @@ def branch_name(task_id: str, subject: str) -> str:
     return BRANCH_PREFIX + tree_label(task_id, subject)
 
 
+def ref_safe(name: str, empty: str = "task") -> str:
+    """``name`` as one component of a ref (letters, digits, ``._-``; never empty)."""
+    return re.sub(r"[^0-9A-Za-z._-]", "_", name).strip(".") or empty
+
+
 def salvage_ref(task_id: str) -> str:
     """Where a dropped tree's exact head is kept (a ref outside ``refs/heads``)."""
-    safe = re.sub(r"[^0-9A-Za-z._-]", "_", task_id).strip(".") or "task"
-    return SALVAGE_PREFIX + safe
+    return SALVAGE_PREFIX + ref_safe(task_id)
+
+
+def kept_ref(task_id: str) -> str:
+    """Where a worktree's own head (commits on no branch) is kept when it is removed."""
+    return KEPT_PREFIX + ref_safe(task_id)

@@ -12,6 +12,10 @@ merging what the base already holds): the lifecycle in :mod:`baton.worktrees.sta
 records intent before each and the result after, and :mod:`baton.worktrees.recovery`
 finishes or undoes what a crash interrupted by asking git, never by guessing.
 
+No ref moves on a value it was not decided on: every ``update-ref`` names the value it
+expects, and removing a merged or salvaged tree keeps (returns as :class:`Kept`) work that
+landed after the decision read the branch instead of deleting it with the branch.
+
 The main checkout is never half-merged: the merge commit is computed without
 touching any checkout (``merge-tree --write-tree``, ``commit-tree``), and the base
 then moves in one step: a fast-forward of the main checkout (only when none of the
@@ -25,6 +29,7 @@ each half would re-derive the other's (what "merged", "clean", "the base" mean).
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,6 +37,7 @@ from pathlib import Path
 
 from baton.worktrees.git import BATON_IDENTITY, Git, GitFailed, GitOutputTooLarge
 from baton.worktrees.model import MergeRule, WorktreeRecord
+from baton.worktrees.naming import kept_ref
 from baton.worktrees.parse import (
     ChangedFile,
     changed_files,
@@ -42,10 +48,12 @@ from baton.worktrees.parse import (
 
 __all__ = [
     "Commit",
+    "Kept",
     "MergeRefused",
     "Preflight",
     "Repository",
     "TreeChange",
+    "kept_note",
 ]
 
 MAX_REVIEW_DIFF_BYTES = 256 * 1024
@@ -53,7 +61,10 @@ MAX_REVIEW_DIFF_BYTES = 256 * 1024
 MAX_COMMITS = 200
 PREFLIGHT_WORKERS = 4
 """``git merge-tree`` processes a preflight runs at once."""
-SALVAGE_MESSAGE = "baton: salvage of {task} (uncommitted work at the time it was dropped)"
+LEFTOVER_MESSAGE = "baton: what the worktree of {task} held when it was removed"
+CAS_ATTEMPTS = 3
+"""Compare-and-set tries of one ref move while something else moves the ref too."""
+MAX_SAVE_NAMES = 20
 
 
 class MergeRefused(GitFailed):
@@ -66,6 +77,36 @@ class MergeRefused(GitFailed):
 
     def __str__(self) -> str:
         return self.reason
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """Work a removal found past the head its decision was made on: kept, never deleted."""
+
+    ref: str
+    """The branch left where it is, or the kept ref a worktree's own head was saved under."""
+    commit: str
+
+
+def kept_note(record: WorktreeRecord, kept: Sequence[Kept]) -> str:
+    """What the human is told of work a merged tree's removal kept (the record's reason)."""
+    merged = (record.head_commit or "?")[:10]
+    where = []
+    for k in kept:
+        if k.ref.startswith("refs/heads/"):
+            branch = k.ref.removeprefix("refs/heads/")
+            where.append(
+                f"on {branch} (at {k.commit[:10]}): merge them (`git merge {branch}`) "
+                f"or delete it (`git branch -D {branch}`)"
+            )
+        else:
+            where.append(
+                f"under {k.ref} (at {k.commit[:10]}): `git branch NAME {k.ref}` brings them back"
+            )
+    return (
+        f"needs attention: work landed in {record.branch} after {merged} was merged into "
+        f"{record.base_branch}; the commits the merge did not take are kept " + "; and ".join(where)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +209,15 @@ class Repository:
         return {Path(p).resolve(): b for p, b in worktree_paths(fields).items()}
 
     def head(self, worktree: Path) -> str:
-        return self.git.at(worktree).text("rev-parse", "HEAD")
+        return self.inside(worktree).text("rev-parse", "HEAD")
+
+    def inside(self, worktree: Path) -> Git:
+        """``git`` in a worktree and nowhere else: a folder whose ``.git`` file is gone (an
+        agent deleted it) is an error, never the repository above it (discovery stops at the
+        worktree: ``GIT_CEILING_DIRECTORIES``), so no ``add -A`` or ``clean`` there ever
+        reaches the user's checkout."""
+        ceiling = {"GIT_CEILING_DIRECTORIES": str(worktree.resolve().parent)}
+        return Git(worktree, {**self.git.env, **ceiling}, self.git.timeout)
 
     # --------------------------------------------------------------- create
 
@@ -238,7 +287,7 @@ class Repository:
     def dirty(self, worktree: Path) -> bool:
         """Anything not committed in ``worktree`` (untracked files included)?"""
         out = (
-            self.git.at(worktree)
+            self.inside(worktree)
             .run("status", "--porcelain=v1", "-z", "--untracked-files=all")
             .stdout
         )
@@ -254,7 +303,7 @@ class Repository:
         ``add`` read all of them twice: 1.5× ``git add -A && git commit`` on 50,000 files,
         ``benches/run --only worktrees``). A staged edit the agent undid in the tree
         now commits nothing instead of failing on an empty commit."""
-        git = self.git.at(worktree)
+        git = self.inside(worktree)
         try:
             git.run("add", "-A", "--", ".")
         except GitFailed:
@@ -511,26 +560,121 @@ class Repository:
 
     # ------------------------------------------------------------ salvage
 
-    def save(self, ref: str, commit: str) -> None:
-        """``ref`` names ``commit`` (created or moved; a rerun is a no-op)."""
-        if self.resolve(ref) != commit:
-            self.git.run("update-ref", "-m", "baton: salvage", ref, commit)
+    def save(self, ref: str, commit: str) -> str:
+        """``ref`` names ``commit``: created, or moved forward; the ref written (a rerun is a
+        no-op).
 
-    def remove(self, record: WorktreeRecord, *, delete_branch: bool, worktree: bool = True) -> None:
-        """The worktree folder (and the branch) gone; only call once the work is safe.
+        Every write is a compare-and-set of the ref against the value read. A ref that
+        names work ``commit`` does not contain is never moved: the next free
+        ``<ref>-2``, ``<ref>-3``… takes ``commit`` instead (nothing saved is ever lost)."""
+        for n in range(1, MAX_SAVE_NAMES + 1):
+            name = ref if n == 1 else f"{ref}-{n}"
+            for _ in range(CAS_ATTEMPTS):
+                current = self.resolve(name)
+                if current == commit:
+                    return name
+                if current is not None and not self.is_ancestor(current, commit):
+                    break  # other work: never moved, the next name is tried
+                moved = self.git.run(
+                    "update-ref", "-m", "baton: save", name, commit, current or "", check=False
+                )
+                if moved.returncode == 0:
+                    return name
+            else:
+                raise GitFailed(("update-ref",), 1, f"{name} keeps moving while it is saved")
+        raise GitFailed(("update-ref",), 1, f"{ref} and its next {MAX_SAVE_NAMES} names are taken")
+
+    def remove(
+        self,
+        record: WorktreeRecord,
+        *,
+        expected: str | None,
+        delete_branch: bool,
+        worktree: bool = True,
+    ) -> tuple[Kept, ...]:
+        """The worktree folder (and the branch) gone, as far as they hold nothing newer than
+        ``expected``: the head the merge or the salvage was decided on. Newer work is kept
+        (returned, never deleted): the decision was not made on it.
+
+        The worktree: what it holds uncommitted is committed first (onto the branch it
+        has checked out), a head of its own that no branch holds is saved under
+        :func:`~baton.worktrees.naming.kept_ref`, then git's own clean-only ``worktree
+        remove`` runs (a file written meanwhile refuses it: committed, tried again).
+        The branch: ``update-ref -d`` against the value read, only when that value is in
+        ``expected``; a branch that moved past it (a holder's push, an agent's commit) stays.
 
         ``worktree=False``: the tree's worktree is not this checkout's (it lives on a
         worker host, which removes its own copy): only the branch goes."""
+        kept: list[Kept] = []
         path = record.worktree
         if worktree:
+            self.git.run("worktree", "prune")  # a folder deleted by hand is forgotten first
             if path.resolve() in self.worktrees():
-                self.git.run("worktree", "remove", "--force", "--force", str(path))
-            elif path.exists():
-                shutil.rmtree(path)  # a leftover folder git no longer knows (work is safe)
-            self.git.run("worktree", "prune")
+                saved = self._empty_worktree(record, expected)
+                if saved is not None:
+                    kept.append(saved)
+            elif path.exists():  # a folder git no longer knows (its ``.git`` file gone)
+                saved = self._save_folder(record, expected)
+                if saved is not None:
+                    kept.append(saved)
+                shutil.rmtree(path)
         ref = f"refs/heads/{record.branch}"
-        if delete_branch and self.resolve(ref) is not None:
-            self.git.run("update-ref", "-d", ref)
+        if delete_branch:
+            for _ in range(CAS_ATTEMPTS):
+                current = self.resolve(ref)
+                if current is None:
+                    break
+                if expected is None or not self.is_ancestor(current, expected):
+                    kept.append(Kept(ref, current))  # it moved past what was decided on
+                    break
+                if self.git.ok("update-ref", "-m", "baton: remove", "-d", ref, current):
+                    break
+            else:
+                raise GitFailed(("update-ref", "-d"), 1, f"{ref} keeps moving while it is removed")
+        return tuple(kept)
+
+    def _empty_worktree(self, record: WorktreeRecord, expected: str | None) -> Kept | None:
+        """The registered worktree removed once everything in it is in a ref; what its own
+        head holds beyond ``expected`` and every branch, saved under the kept ref."""
+        path = record.worktree
+        saved: Kept | None = None
+        for _ in range(CAS_ATTEMPTS):
+            head = self.checkpoint(path, LEFTOVER_MESSAGE.format(task=record.root_task))
+            on = self.inside(path).run("symbolic-ref", "-q", "HEAD", check=False).stdout
+            if not on.strip() and head != expected and not self._on_a_branch(head):
+                saved = Kept(self.save(kept_ref(record.root_task), head), head)
+            if self.git.ok("worktree", "remove", str(path)):  # git refuses a dirty tree
+                return saved
+        if self.dirty(path):
+            raise GitFailed(
+                ("worktree", "remove"),
+                1,
+                f"{path} is still being written: its turns must end before it is removed",
+            )
+        # Clean, committed and saved, yet refused (a submodule, a lock): nothing is lost.
+        self.git.run("worktree", "remove", "--force", "--force", str(path))
+        return saved
+
+    def _save_folder(self, record: WorktreeRecord, expected: str | None) -> Kept | None:
+        """What a folder that is no worktree any more holds, as a commit on ``expected``
+        saved under the kept ref; None when it holds exactly ``expected``'s files."""
+        if not any(p.is_file() or p.is_symlink() for p in record.worktree.rglob("*")):
+            return None
+        with tempfile.TemporaryDirectory() as scratch:
+            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            folder = f"--work-tree={record.worktree}"
+            self.git.run(folder, "add", "-A", "--", ".", env=index)
+            tree = self.git.run("write-tree", env=index).stdout.decode().strip()
+        if expected is not None and tree == self.git.text("rev-parse", f"{expected}^{{tree}}"):
+            return None
+        parents = ["-p", expected] if expected is not None else []
+        message = LEFTOVER_MESSAGE.format(task=record.root_task)
+        out = self.git.run("commit-tree", tree, *parents, "-m", message, env=BATON_IDENTITY)
+        commit = out.stdout.decode().strip()
+        return Kept(self.save(kept_ref(record.root_task), commit), commit)
+
+    def _on_a_branch(self, commit: str) -> bool:
+        return bool(self.git.text("branch", "--format=%(refname)", "--contains", commit))
 
     def restore(self, salvage_ref: str, branch: str) -> str:
         """A branch at the salvaged head (refused if the branch exists elsewhere)."""

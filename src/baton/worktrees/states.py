@@ -3,9 +3,9 @@
 ::
 
     creating ──created──► live ──merge──► merging ──merged──► merged ──remove──► removed
-        │                  │  ▲              │
-        │                  │  └───abort──────┘ (the merge was refused when applied)
-        └───salvage───►  salvaging ◄──salvage── (live)
+        │                  │  ▲              │                  │
+        │                  │  └───abort──────┘                  └──keep──► kept
+        └───salvage───►  salvaging ◄──salvage── (live)   (the branch moved after the merge)
                            │
                         salvaged ──restore──► restored
 
@@ -47,6 +47,10 @@ class WorktreeState(StrEnum):
     """A salvaged tree brought back as a branch (``baton salvage restore``)."""
     REMOVED = "removed"
     """Merged and cleaned up: the worktree folder and the branch are gone."""
+    KEPT = "kept"
+    """Merged, but the branch moved after the merge (a holder's push, an agent's commit):
+    the worktree is gone, the commits the merge did not take are kept (on the branch, or
+    under ``refs/baton/kept/<task>``) and a human decides what becomes of them."""
 
 
 class WorktreeEvent(StrEnum):
@@ -59,6 +63,8 @@ class WorktreeEvent(StrEnum):
     ABORT = "abort"
     """The merge was refused when applied (the base moved, the checkout was not clean)."""
     REMOVE = "remove"
+    KEEP = "keep"
+    """The removal found work newer than the merge: it is kept, the human is told."""
     SALVAGE = "salvage"
     SALVAGED = "salvaged"
     RESTORE = "restore"
@@ -79,6 +85,7 @@ WORKTREE: StateTable[WorktreeState, WorktreeEvent] = StateTable(
         (_S.MERGING, _E.MERGED): _S.MERGED,
         (_S.MERGING, _E.ABORT): _S.LIVE,
         (_S.MERGED, _E.REMOVE): _S.REMOVED,
+        (_S.MERGED, _E.KEEP): _S.KEPT,
         (_S.CREATING, _E.SALVAGE): _S.SALVAGING,
         (_S.LIVE, _E.SALVAGE): _S.SALVAGING,
         (_S.SALVAGING, _E.SALVAGED): _S.SALVAGED,

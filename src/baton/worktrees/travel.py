@@ -10,8 +10,9 @@ worker's git steps, each one git command (or two), each idempotent:
 - :func:`open_copy`: the worktree at exactly that head, *detached* (the agent's own
   commits move only the worktree's HEAD; the branch moves only by :func:`publish`); a
   leftover copy of the same tree that differs (an older epoch's, on this host) is first
-  saved, files and all, under ``refs/baton/stale/…`` (:func:`stale_ref`), then reset:
-  never continued on;
+  saved, files and all, under ``refs/baton/stale/…`` (:func:`stale_ref`; a name already
+  holding other work is never moved: :meth:`Repository.save`), then reset: never
+  continued on;
 - :func:`publish`: the worktree's HEAD onto the coordinator's branch as a compare-and-set
   of the ref: ``git push --force-with-lease`` to another repository, ``update-ref NEW
   OLD`` within the same one. A head that moved since (another epoch pushed) refuses it.
@@ -23,11 +24,11 @@ in place.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from baton.worktrees.git import Git, GitFailed
+from baton.worktrees.naming import ref_safe
 from baton.worktrees.repo import Repository
 
 __all__ = ["Remote", "fetch", "open_copy", "publish", "stale_ref"]
@@ -36,15 +37,11 @@ STALE_PREFIX = "refs/baton/stale/"
 FETCHED_PREFIX = "refs/baton/trees/"
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^0-9A-Za-z._-]", "_", name).strip(".") or "task"
-
-
 def stale_ref(task_id: str, slot: str, epoch: int, *, leftover: bool = False) -> str:
     """Where a slot's copy keeps what never reached the branch, never overwriting another:
     ``…/<task>/<slot>/e<N>``, the head epoch N's push was refused; ``…/before-e<N>``
     (``leftover``), a differing copy an earlier epoch left on the host, saved as N began."""
-    return f"{STALE_PREFIX}{_safe(task_id)}/{_safe(slot)}/{'before-' if leftover else ''}e{epoch}"
+    return f"{STALE_PREFIX}{ref_safe(task_id)}/{ref_safe(slot)}/{'before-' if leftover else ''}e{epoch}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +76,7 @@ def fetch(repo: Repository, remote: Remote, task_id: str, branch: str) -> str:
     """The branch's head in the coordinator's repository now (raises when it is gone)."""
     ref = f"refs/heads/{branch}"
     if not remote.same:
-        kept = FETCHED_PREFIX + _safe(task_id)
+        kept = FETCHED_PREFIX + ref_safe(task_id)
         repo.git.run("fetch", "-q", "--no-tags", remote.url, f"+{ref}:{kept}")
         ref = kept
     head = repo.resolve(ref)
@@ -104,10 +101,12 @@ def open_copy(repo: Repository, path: Path, head: str, *, stale: str, message: s
         return None  # this host's copy is the pushed head: continued as it is
     saved = None
     if dirty or not repo.is_ancestor(current, head):
-        repo.save(stale, repo.checkpoint(path, message))
-        saved = stale
-    git = repo.git.at(path)
-    git.run("checkout", "-q", "--detach", "--force", head)
+        current = repo.checkpoint(path, message)
+        saved = repo.save(stale, current)
+    if repo.dirty(path) or repo.head(path) != current:
+        raise GitFailed(("checkout",), 1, f"{path} is being written: its agent must stop first")
+    git = repo.inside(path)
+    git.run("checkout", "-q", "--detach", "--force", head)  # everything it held is in a ref
     git.run("clean", "-q", "-f", "-d")  # only what the checkpoint took (ignored files stay)
     return saved
 
