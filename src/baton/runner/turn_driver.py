@@ -244,7 +244,7 @@ class TurnDriver:
         started = turn.started_ms
         deadline = started + limit * 1000.0 if math.isfinite(limit) else None
         watch = StallWatch(
-            Liveness.start(
+            liveness=Liveness.start(
                 self.stall_timeout or DEFAULT_STALL_SECONDS, started, deadline_ms=deadline
             ),
             turn_id=turn.turn_id,
