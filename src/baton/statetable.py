@@ -18,13 +18,13 @@ No I/O, and no imports from the rest of baton: this is the bottom of the house.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
-__all__ = ["Illegal", "StateTable", "default_illegal"]
+__all__ = ["Illegal", "StateTable", "default_illegal", "from_each"]
 
 S = TypeVar("S", bound=StrEnum)
 E = TypeVar("E", bound=StrEnum)
@@ -35,6 +35,12 @@ Illegal = Callable[[str, str | None, str], Exception]
 
 def default_illegal(message: str, state: str | None, event: str) -> Exception:
     return ValueError(message)
+
+
+def from_each(states: Iterable[S], event: E, target: S) -> dict[tuple[S | None, E], S]:
+    """``event`` leads to ``target`` from each of ``states``: a rule such as "CLOSE is legal
+    from every open state" declared once, spread into a table's transitions."""
+    return {(state, event): target for state in states}
 
 
 @dataclass(frozen=True, slots=True)
