@@ -200,6 +200,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from baton.jsontypes import JsonObject
@@ -231,10 +232,10 @@ from baton.testing.trace import TraceReplay
 __all__ = ["FakeAgent", "main"]
 
 
+@dataclass(eq=False)
 class _Pending:
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.reply: dict[str, Any] = {}
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeAgent:
