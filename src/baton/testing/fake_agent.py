@@ -224,6 +224,7 @@ from baton.testing.scenarios import (
     TurnScript,
     WaitCancel,
     dumps,
+    flood_block,
     login_file,
 )
 from baton.testing.scripts import run_turn
@@ -390,8 +391,7 @@ def _stderr(data: bytes) -> None:
 
 
 def _flood_stderr(total: int) -> None:
-    line = b"stderr-flood: the quick brown fox jumps over the lazy dog 0123456789\n"
-    block = line * max(1, (1 << 20) // len(line))
+    block = flood_block()
     fd = sys.stderr.fileno()
     written = 0
     try:
