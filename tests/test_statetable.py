@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from baton.app.diagrams import TABLES, render
-from baton.statetable import StateTable
+from baton.statetable import StateTable, from_each
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,3 +126,12 @@ def test_no_hand_written_transition_table_is_left() -> None:
             if isinstance(node, ast.Dict) and _is_transition_dict(node) and id(node) not in handed:
                 offenders.append(f"{path.relative_to(REPO).as_posix()}:{node.lineno}")
     assert offenders == []
+
+
+def test_from_each_declares_one_move_from_every_state_given() -> None:
+    moves = from_each((Light.OFF, Light.ON), Flip.SMASH, Light.BROKEN)
+    assert moves == {
+        (Light.OFF, Flip.SMASH): Light.BROKEN,
+        (Light.ON, Flip.SMASH): Light.BROKEN,
+    }
+    assert from_each((), Flip.SMASH, Light.BROKEN) == {}

@@ -139,7 +139,7 @@ async def test_killed_daemon_request_comes_back_expired_with_nothing_lost(db_pat
 
 
 def test_ring_removes_dead_fifos_and_skips_non_fifos(tmp_path: Path) -> None:
-    channel = WakeChannel(tmp_path / "wake")
+    channel = WakeChannel(directory=tmp_path / "wake")
     channel.directory.mkdir()
     dead = channel.directory / "123-dead.fifo"
     os.mkfifo(dead)
@@ -149,7 +149,7 @@ def test_ring_removes_dead_fifos_and_skips_non_fifos(tmp_path: Path) -> None:
 
 
 async def test_listener_routes_rings_by_request_id(tmp_path: Path) -> None:
-    channel = WakeChannel(tmp_path / "wake")
+    channel = WakeChannel(directory=tmp_path / "wake")
     listener = await channel.listen()
     try:
         mine = listener.subscribe("req-a")
@@ -166,7 +166,7 @@ async def test_listener_routes_rings_by_request_id(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("count", [200])
 async def test_ring_many_ids_in_chunks(tmp_path: Path, count: int) -> None:
-    channel = WakeChannel(tmp_path / "wake")
+    channel = WakeChannel(directory=tmp_path / "wake")
     listener = await channel.listen()
     try:
         events = [listener.subscribe(f"req-{i:04d}") for i in range(count)]

@@ -72,7 +72,7 @@ async def test_a_fresh_stream_never_starts_from_a_state_cached_before_it(
 async def test_stamps_strictly_increase_even_when_the_clock_goes_back(
     store: Store, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hub = LiveHub(store, ledger, None, poll_interval=60)
+    hub = LiveHub(store=store, ledger=ledger, board=None, poll_interval=60)
     clock = iter([100.0, 50.0, 50.0])
     monkeypatch.setattr("baton.web.live.time.time", lambda: next(clock))
     stamps = []

@@ -22,7 +22,7 @@ from baton.budgets.limits import (
     ScopeKind,
     format_amount,
 )
-from baton.events.model import UsageCounted
+from baton.events.model import BudgetExceeded, ExceededAction, UsageCounted
 
 __all__ = [
     "Breach",
@@ -164,6 +164,18 @@ class Breach:
         spent = format_amount(self.dimension, self.spend)
         limit = format_amount(self.dimension, self.limit)
         return f"{self.scope} {self.dimension} {spent} of {limit}"
+
+    def exceeded(self, action: ExceededAction, task_id: str | None) -> BudgetExceeded:
+        """The ``budget.exceeded`` event of this (hard) breach, with what baton did about it."""
+        return BudgetExceeded(
+            scope=self.scope.kind,
+            key=self.scope.key,
+            dimension=self.dimension,
+            spend=self.spend,
+            limit=self.limit,
+            action=action,
+            task_id=task_id,
+        )
 
 
 def effective(limits: Limits, raised: Mapping[str, float]) -> Limits:

@@ -169,7 +169,7 @@ class AcpNormalizer:
         workspace: str = "",
     ) -> None:
         self._redaction = redaction
-        self.extension: ProviderExtension = extension or NullExtension("generic")
+        self.extension: ProviderExtension = extension or NullExtension(family="generic")
         self.tools = ToolCallTracker(redaction=redaction, display_path=display_path)
         self.context = TurnContext(
             session_id=None,

@@ -183,11 +183,11 @@ class ProviderExtension(Protocol):
         """Payloads to emit when the turn settles (e.g. usage unavailable)."""
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class NullExtension:
     """The extension for providers with nothing beyond stable ACP."""
 
-    def __init__(self, family: str) -> None:
-        self.family = family
+    family: str
 
     def classify_update(
         self, variant: str, update: JsonMapping, ctx: TurnContext

@@ -45,6 +45,7 @@ __all__ = [
     "DelegationStarted",
     "DelegationUpdated",
     "DiffContent",
+    "ExceededAction",
     "HarnessDiagnostic",
     "JsonValue",
     "Location",
@@ -448,14 +449,18 @@ class BudgetThreshold(_Budget):
     soft: float
 
 
+ExceededAction = Literal["cancelled", "refused", "parked", "ended"]
+"""What baton did at a hard limit: ``cancelled`` the running turn; ``refused`` a turn not
+started; ``parked``: the TASK waits for a raise or the window; ``ended``: the turn had
+ended, no new one starts."""
+
+
 class BudgetExceeded(_Budget):
     """Spend reached a hard limit: the running turn is cancelled (or a turn refused) and
     the TASK parked until the limit is raised or the window lets it go on."""
 
     TYPE: ClassVar[str] = "budget.exceeded"
-    action: Literal["cancelled", "refused", "parked", "ended"]
-    """``cancelled``: the running turn; ``refused``: a turn not started; ``parked``: the
-    TASK waits for a raise or the window; ``ended``: the turn had ended, no new one starts."""
+    action: ExceededAction
     task_id: str | None = None
 
 

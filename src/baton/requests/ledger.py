@@ -33,8 +33,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
-from baton.request_model.documents import Answer, DecidedBy, RequestDocument, RequestKind
+from baton.request_model.documents import Answer, RequestDocument, RequestKind
 from baton.requests.ledger_changes import (
+    AnswerProvenance,
     Change,
     NewRequest,
     RefusedRequest,
@@ -173,12 +174,8 @@ class Ledger(LedgerReads):
         request_id: str,
         answer: Answer,
         *,
-        decided_by: DecidedBy,
-        rule: str | None = None,
-        reason: str | None = None,
-        escalated_by: str | None = None,
-        grant_use: str | None = None,
         journal: Journal | None = None,
+        **provenance: Unpack[AnswerProvenance],
     ) -> AnswerResult:
         """Record a decision, validated against the persisted document (and re-checked).
 
@@ -194,15 +191,7 @@ class Ledger(LedgerReads):
 
         async def prepare() -> Change:
             record = await self.get(request_id)
-            prepared = self.prepare_answer(
-                record,
-                answer,
-                decided_by=decided_by,
-                rule=rule,
-                reason=reason,
-                escalated_by=escalated_by,
-                grant_use=grant_use,
-            )
+            prepared = self.prepare_answer(record, answer, **provenance)
             if isinstance(prepared, AnswerResult):
                 replay.append(prepared)
                 return Change((), (), lambda _tx: None)

@@ -37,7 +37,7 @@ from baton.request_model.documents import (
     check_limits,
     headline,
 )
-from baton.request_model.errors import AnswerConflict, NotPending, UnknownRequest
+from baton.request_model.errors import AnswerConflict, UnknownRequest
 from baton.requests import payloads
 from baton.requests.grants import new_grant_id, scope_key
 from baton.requests.records import AnswerResult, JsonRpcId, RequestRecord, record_from_row
@@ -48,6 +48,7 @@ from baton.store import requests_sql as sql
 from baton.store.tx import SqlValue, StoreConflict, Tx
 
 __all__ = [
+    "AnswerProvenance",
     "Arrival",
     "Change",
     "GrantSpent",
@@ -92,6 +93,17 @@ class RefusedRequest(Arrival):
     size_bytes: int
     sha256: str
     document: NotRequired[RequestDocument | None]
+
+
+class AnswerProvenance(TypedDict):
+    """The keywords of an answer besides the answer itself (:meth:`LedgerChanges.prepare_answer`):
+    who decided, under which rule and why, who escalated it, the grant it comes from."""
+
+    decided_by: DecidedBy
+    rule: NotRequired[str | None]
+    reason: NotRequired[str | None]
+    escalated_by: NotRequired[str | None]
+    grant_use: NotRequired[str | None]
 
 
 class StaleRecord(RequestError):
@@ -342,15 +354,7 @@ class LedgerChanges:
         return Change((record,), _payloads([record]), apply)
 
     def prepare_answer(
-        self,
-        record: RequestRecord,
-        answer: Answer,
-        *,
-        decided_by: DecidedBy,
-        rule: str | None = None,
-        reason: str | None = None,
-        escalated_by: str | None = None,
-        grant_use: str | None = None,
+        self, record: RequestRecord, answer: Answer, **provenance: Unpack[AnswerProvenance]
     ) -> AnswerResult | Change:
         """The answer as a change, or the replayed result when the same answer is already there.
 
@@ -364,28 +368,23 @@ class LedgerChanges:
         longer takes answers, and the validation errors for an answer that does
         not fit the persisted document.
         """
+        decided_by, rule = provenance["decided_by"], provenance.get("rule")
         if decided_by != "human" and not rule:
             raise RequestError(f"a {decided_by} decision must name the rule that made it")
-        request_id = record.request_id
-        if record.document is None:
-            raise NotPending(f"request {request_id} was rejected on arrival: {record.reason}")
+        closed = record.closed_to_answers()
+        if closed is not None:
+            raise closed
+        assert record.document is not None
         if record.state is not State.PENDING:
-            if record.state in (State.ANSWERED, State.DELIVERED):
-                try:
-                    same = (
-                        _answer_json(validate_answer(record.document, answer)) == record.answer_json
-                    )
-                except RequestError:
-                    same = False
-                if same:
-                    return AnswerResult(record, replayed=True)
-                raise AnswerConflict(
-                    f"request {request_id} was already answered by {record.decided_by} "
-                    f"({record.answer_json}); a different answer is refused"
-                )
-            why = f" ({record.reason})" if record.reason else ""
-            raise NotPending(
-                f"request {request_id} is {record.state.value}{why}; it no longer takes answers"
+            try:
+                same = _answer_json(validate_answer(record.document, answer)) == record.answer_json
+            except RequestError:
+                same = False
+            if same:
+                return AnswerResult(record, replayed=True)
+            raise AnswerConflict(
+                f"request {record.request_id} was already answered by {record.decided_by} "
+                f"({record.answer_json}); a different answer is refused"
             )
         normalized = validate_answer(record.document, answer)
         now = self.now()
@@ -396,11 +395,11 @@ class LedgerChanges:
             answer_json=_answer_json(normalized),
             decided_by=decided_by,
             rule=rule,
-            reason=reason,
+            reason=provenance.get("reason"),
             answered_at=now,
         )
         change = self.move_change([record], [after])
-        extra = self._grant_writes(record, normalized, now, grant_use)
+        extra = self._grant_writes(record, normalized, now, provenance.get("grant_use"))
         if extra is not None:
             move = change.apply
 
@@ -409,6 +408,7 @@ class LedgerChanges:
                 extra(tx)
 
             change = dataclasses.replace(change, apply=apply)
+        escalated_by = provenance.get("escalated_by")
         if escalated_by is None:
             return change
         return dataclasses.replace(

@@ -13,6 +13,7 @@ from baton.request_model.documents import (
     RequestDocument,
     RequestKind,
 )
+from baton.request_model.errors import NotPending
 from baton.requests.states import OPEN_STATES, State
 from baton.store.tx import Row
 
@@ -59,6 +60,22 @@ class RequestRecord:
     @property
     def is_open(self) -> bool:
         return self.state in OPEN_STATES
+
+    def closed_to_answers(self) -> NotPending | None:
+        """Why this request takes no answer at all: rejected on arrival, or ended (cancelled,
+        expired, rejected) before one was given. None while it is pending, and once answered
+        (then a second answer is a replay or a conflict, which only the ledger can tell)."""
+        if self.document is None:
+            return NotPending(
+                f"request {self.request_id} was rejected on arrival ({self.reason}); "
+                "nothing to answer"
+            )
+        if self.state in (State.PENDING, State.ANSWERED, State.DELIVERED):
+            return None
+        why = f" ({self.reason})" if self.reason else ""
+        return NotPending(
+            f"request {self.request_id} is {self.state.value}{why}; it no longer takes answers"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
+from baton.errors import StoreError
 from baton.jsontypes import JsonObject
 from baton.store.run_states import RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from baton.store.tx import Row
@@ -83,12 +84,17 @@ def _from_row(cls: type[_Record], row: Row, json_column: str) -> _Record:
     return cls(**values)
 
 
-def _to_row(record: RunRecord | SessionRecord, json_column: str) -> Row:
-    """Parameters for an ``INSERT`` of all the table's columns, in table order."""
-    return tuple(
-        dump_json_column(value) if name == json_column else value
-        for name, value in ((f.name, getattr(record, f.name)) for f in fields(record))
-    )
+def _to_row(record: RunRecord | SessionRecord, json_column: str, label: str) -> Row:
+    """Parameters for an ``INSERT`` of all the table's columns, in table order.
+
+    Raises :class:`StoreError` naming ``label`` when the JSON column is not JSON, so a
+    record that cannot be stored is refused before anything is queued.
+    """
+    try:
+        text = dump_json_column(getattr(record, json_column))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{label}: {json_column} is not JSON: {exc}") from exc
+    return tuple(text if f.name == json_column else getattr(record, f.name) for f in fields(record))
 
 
 def run_from_row(row: Row) -> RunRecord:
@@ -96,7 +102,7 @@ def run_from_row(row: Row) -> RunRecord:
 
 
 def run_to_row(run: RunRecord) -> Row:
-    return _to_row(run, "meta")
+    return _to_row(run, "meta", f"run {run.run_id!r}")
 
 
 def session_from_row(row: Row) -> SessionRecord:
@@ -104,4 +110,4 @@ def session_from_row(row: Row) -> SessionRecord:
 
 
 def session_to_row(session: SessionRecord) -> Row:
-    return _to_row(session, "state")
+    return _to_row(session, "state", f"session {session.session_id!r}")

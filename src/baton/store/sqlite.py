@@ -144,7 +144,7 @@ class SqliteBackend:
         self._pool: ReadPool[sqlite3.Connection] = ReadPool(
             lambda: _connect_reader(uri, busy_timeout_ms), sqlite3.Connection.close
         )
-        self.channel = WakeChannel(wake_dir_for(path))
+        self.channel = WakeChannel(directory=wake_dir_for(path))
         self.writer: SqliteWriter | None = None
         """The writer thread's connection once it is open (raw writes run on that thread)."""
 

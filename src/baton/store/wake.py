@@ -39,8 +39,10 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 __all__ = ["WAKE_ALL", "WakeChannel", "WakeListener", "WakeRouter", "wake_dir_for"]
 
@@ -56,11 +58,11 @@ def wake_dir_for(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + "-wake")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WakeChannel:
     """Rings every listener of one database; :meth:`listen` makes this process one."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    directory: Path
 
     def _ensure_dir(self) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -158,6 +160,20 @@ class WakeRouter:
             events.discard(event)
             if not events:
                 del self._waiters[topic]
+
+    async def on_each_ring(self, topic: str, act: Callable[[], Awaitable[object]]) -> NoReturn:
+        """Run ``act`` after every ring of ``topic`` until cancelled (a store doorbell).
+
+        Rings that land while ``act`` runs make one more run, so none is lost.
+        """
+        event = self.subscribe(topic)
+        try:
+            while True:
+                await event.wait()
+                event.clear()
+                await act()
+        finally:
+            self.unsubscribe(topic, event)
 
     def wake(self, topics: Iterable[str]) -> None:
         """Wake local waiters directly (used for changes made by this process)."""

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from baton.errors import StoreError
@@ -34,33 +35,23 @@ T = TypeVar("T")
 _log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class Write:
     """A function to run on the writer thread, inside the batch's transaction, and the
     rows of the events that describe it (inserted in the same savepoint after it)."""
 
-    __slots__ = ("events", "fn", "future", "rows")
-
     # Any: each write returns its own result, handed back through ``future`` untouched.
-    def __init__(
-        self,
-        fn: Callable[[Tx], Any],
-        future: concurrent.futures.Future[Any],
-        rows: Sequence[EventRow],
-        events: Sequence[CanonicalEvent],
-    ) -> None:
-        self.fn = fn
-        self.future = future
-        self.rows = rows
-        self.events = events
+    fn: Callable[[Tx], Any]
+    future: concurrent.futures.Future[Any]
+    rows: Sequence[EventRow]
+    events: Sequence[CanonicalEvent]
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class Flush:
     """Resolved once everything queued before it is committed."""
 
-    __slots__ = ("future",)
-
-    def __init__(self, future: concurrent.futures.Future[None]) -> None:
-        self.future = future
+    future: concurrent.futures.Future[None]
 
 
 class Shutdown:
@@ -174,7 +165,7 @@ class WriteQueue:
             if not self.accepting:
                 raise self.refusal()
             stage_seqs(events, self._last_seq, self._load_last_seq)
-            self._items.append(Write(fn, future, rows, tuple(events)))
+            self._items.append(Write(fn=fn, future=future, rows=rows, events=tuple(events)))
         self._wake.set()
         return future
 
@@ -184,7 +175,7 @@ class WriteQueue:
         with self._lock:
             if not self.accepting:
                 raise self.refusal()
-            self._items.append(Flush(future))
+            self._items.append(Flush(future=future))
         self._wake.set()
         return future
 

@@ -287,11 +287,7 @@ class WriterStore(Generic[B]):
 
     def create_run(self, run: RunRecord) -> None:
         """Insert a new run row; returns once committed."""
-        try:
-            row = run_to_row(run)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"run {run.run_id!r}: meta is not JSON: {exc}") from exc
-        self._write_row(INSERT_RUN, row, f"create run {run.run_id!r}")
+        self._write_row(INSERT_RUN, run_to_row(run), f"create run {run.run_id!r}")
         self._queue.known_run(run.run_id)
 
     def finish_run(
@@ -355,11 +351,9 @@ class WriterStore(Generic[B]):
 
     def upsert_session(self, session: SessionRecord) -> None:
         """Insert or update a session row (``created_at`` of an existing row is kept)."""
-        try:
-            row = session_to_row(session)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"session {session.session_id!r}: state is not JSON: {exc}") from exc
-        self._write_row(UPSERT_SESSION, row, f"save session {session.session_id!r}")
+        self._write_row(
+            UPSERT_SESSION, session_to_row(session), f"save session {session.session_id!r}"
+        )
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         rows = self._fetch_all(SELECT_SESSIONS + " WHERE session_id = ?", (session_id,))

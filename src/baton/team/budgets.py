@@ -95,14 +95,7 @@ class BudgetWakeups:
     async def listen(self) -> None:
         """Raises from any process (the store's ``budget`` topic) wake the held TASKs."""
         listener = await self.store.listener()
-        event = listener.subscribe(budget_sql.BUDGET_TOPIC)
-        try:
-            while True:
-                await event.wait()
-                event.clear()
-                await self.wake_all()
-        finally:
-            listener.unsubscribe(budget_sql.BUDGET_TOPIC, event)
+        await listener.on_each_ring(budget_sql.BUDGET_TOPIC, self.wake_all)
 
     async def held(self, breach: Breach) -> None:
         """A TASK waits on ``breach``: for a window, wake everything when it reopens."""

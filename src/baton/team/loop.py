@@ -142,7 +142,7 @@ class TeamLoop:
             port.root, team.isolation, store=store, journal=journal, now=utc_now
         )
         facts = FactSource(port, store, team, isolated=self.workspaces.enabled, budgets=budgets)
-        prompts = Prompts(port, team, recorded=recorded_in(store))
+        prompts = Prompts(port=port, team=team, recorded=recorded_in(store))
         self.book = TaskBook(
             store=store, journal=journal, ledger=self.ledger, facts=facts, now=utc_now
         )
@@ -201,7 +201,7 @@ class TeamLoop:
             human=team.human,
             zero_tool_limit=team.zero_tool_limit,
         )
-        self.ownership = Ownership(store, run_id)
+        self.ownership = Ownership(store=store, run_id=run_id)
         self.recovery = Recovery(
             port=port,
             team=team,

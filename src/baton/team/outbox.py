@@ -57,16 +57,13 @@ class OutboxReader:
 
     async def listen(self) -> None:
         """One store doorbell for the loop: outbox rows and answers from any process."""
+
+        async def drain() -> None:
+            with self.activity.working():
+                await self.drain()
+
         listener = await self.store.listener()
-        event = listener.subscribe(team_sql.TEAM_TOPIC)
-        try:
-            while True:
-                await event.wait()
-                event.clear()
-                with self.activity.working():
-                    await self.drain()
-        finally:
-            listener.unsubscribe(team_sql.TEAM_TOPIC, event)
+        await listener.on_each_ring(team_sql.TEAM_TOPIC, drain)
 
     async def drain(self) -> int:
         """Act on every open row (one at a time); how many there were."""

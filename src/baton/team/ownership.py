@@ -38,12 +38,12 @@ def _alive(owner: OwnerRecord, me: OwnerRecord) -> bool:
     )
 
 
+@dataclasses.dataclass(kw_only=True, eq=False)
 class Ownership:
     """Takes and releases the project for one team loop run."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
-        self.store = store
-        self.run_id = run_id
+    store: Store
+    run_id: str
 
     async def take(self) -> None:
         """Become the one ``baton up`` of this project (refused while another lives)."""

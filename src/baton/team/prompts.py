@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from baton.fcop_errors import CoordinationError, TaskNotFound
 from baton.fcop_port.port import FcopPort, TaskInfo
@@ -35,21 +36,15 @@ from baton.workflow.header import (
 __all__ = ["Prompts", "recorded_in"]
 
 
+@dataclass(kw_only=True, eq=False)
 class Prompts:
     """Builds turn prompts for one team over one workspace."""
 
-    def __init__(
-        self,
-        port: FcopPort,
-        team: TeamConfig,
-        *,
-        recorded: Callable[[TurnRecord], Sequence[ToolRecord]] | None = None,
-    ) -> None:
-        self.port = port
-        self.team = team
-        self.recorded = recorded
-        """A finished turn's tool calls as the store recorded them (blocking), for the
-        reminder: the agent reports that work instead of "nothing was done"."""
+    port: FcopPort
+    team: TeamConfig
+    recorded: Callable[[TurnRecord], Sequence[ToolRecord]] | None = None
+    """A finished turn's tool calls as the store recorded them (blocking), for the
+    reminder: the agent reports that work instead of "nothing was done"."""
 
     def context(self, slot: Slot, task: TaskInfo, attempt: str) -> PromptContext:
         return PromptContext(

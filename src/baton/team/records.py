@@ -8,9 +8,10 @@ attribute set somewhere.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from baton.role_tools.binding import Binding
 from baton.store import team_sql
@@ -18,6 +19,7 @@ from baton.store.tx import Row, RowValues
 from baton.team.states import DispatchState, OwnerState, QuestionState, SlotState, TaskState
 
 __all__ = [
+    "FRESH_ATTEMPT",
     "OutboxEntry",
     "OwnerRecord",
     "QuestionRecord",
@@ -40,6 +42,13 @@ RecordChanges = Any
 :class:`SlotRecord` commit). ``Any`` because the
 field decides the type; ``dataclasses.replace`` (and mypy's dataclass plugin at each
 literal call) checks it."""
+
+
+FRESH_ATTEMPT: Final[Mapping[str, RecordChanges]] = MappingProxyType(
+    {"turns": 0, "reminders": 0, "resumes": 0}
+)
+"""A :class:`TaskRecord`'s per-attempt counters as a new attempt starts them (a claim, a
+send-back after review, a human's retry)."""
 
 
 def _values(columns: Sequence[str], row: Row) -> RowValues:

@@ -50,7 +50,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from baton.fcop_errors import CoordinationError
-from baton.statetable import StateTable
+from baton.statetable import StateTable, from_each
 
 __all__ = [
     "DISPATCH",
@@ -216,29 +216,29 @@ def _task_table() -> dict[tuple[TaskState | None, TaskEvent], TaskState]:
         (_T.FAILED, _E.RESUME): _T.CLAIMED,
     }
     # Recovery derives the state from FCoP, so work may be found in any of these.
-    for state in (_T.SEEN, *_ACTIVE_WORK, _T.CONSOLIDATING):
-        table[(state, _E.SUBMIT)] = _T.IN_REVIEW
-    for state in (_T.SEEN, _T.CLAIMED, _T.WAITING_HUMAN):
-        table[(state, _E.WAIT_CHILDREN)] = _T.WAITING_CHILDREN
+    table |= from_each((_T.SEEN, *_ACTIVE_WORK, _T.CONSOLIDATING), _E.SUBMIT, _T.IN_REVIEW)
+    table |= from_each(
+        (_T.SEEN, _T.CLAIMED, _T.WAITING_HUMAN), _E.WAIT_CHILDREN, _T.WAITING_CHILDREN
+    )
     table[(_T.CLAIMED, _E.WAIT_HUMAN)] = _T.WAITING_HUMAN
     table[(_T.CLAIMED, _E.CONSOLIDATE)] = _T.CONSOLIDATING
-    for state in (
+    found_done = (
         _T.SEEN,
         _T.WAITING_PREREQUISITES,
         *_ACTIVE_WORK,
         _T.CONSOLIDATING,
         _T.INTERRUPTED,
         _T.NEEDS_ATTENTION,
-    ):
-        table[(state, _E.APPROVE)] = _T.SETTLED  # found already done (decided elsewhere)
+    )
+    table |= from_each(found_done, _E.APPROVE, _T.SETTLED)  # found already done (decided elsewhere)
     for state in _LIVE:
         table[(state, _E.ATTENTION)] = _T.NEEDS_ATTENTION
         table[(state, _E.PARK)] = _T.NEEDS_BUDGET
     table[(_T.NEEDS_BUDGET, _E.RESUME)] = _T.CLAIMED
     table[(_T.NEEDS_BUDGET, _E.ATTENTION)] = _T.NEEDS_ATTENTION
     table[(_T.NEEDS_BUDGET, _E.APPROVE)] = _T.SETTLED
-    for state in (*_LIVE, _T.NEEDS_ATTENTION, _T.NEEDS_BUDGET, _T.FAILED, _T.REFUSED):
-        table[(state, _E.DROP)] = _T.DROPPED
+    droppable = (*_LIVE, _T.NEEDS_ATTENTION, _T.NEEDS_BUDGET, _T.FAILED, _T.REFUSED)
+    table |= from_each(droppable, _E.DROP, _T.DROPPED)
     return table
 
 
@@ -284,7 +284,7 @@ SLOT: StateTable[SlotState, SlotEvent] = _table(
     SlotEvent,
     {
         (None, _SE.OPEN): _S.IDLE,
-        **{(s, _SE.OPEN): _S.IDLE for s in SlotState},
+        **from_each(SlotState, _SE.OPEN, _S.IDLE),
         (_S.IDLE, _SE.START): _S.STARTING,
         (_S.FAILED, _SE.START): _S.STARTING,
         (_S.STARTING, _SE.READY): _S.READY,
@@ -293,11 +293,7 @@ SLOT: StateTable[SlotState, SlotEvent] = _table(
         (_S.WORKING, _SE.TURN_END): _S.READY,
         (_S.WORKING, _SE.FAIL): _S.FAILED,
         (_S.READY, _SE.FAIL): _S.FAILED,
-        (_S.IDLE, _SE.CLOSE): _S.CLOSED,
-        (_S.STARTING, _SE.CLOSE): _S.CLOSED,
-        (_S.READY, _SE.CLOSE): _S.CLOSED,
-        (_S.WORKING, _SE.CLOSE): _S.CLOSED,
-        (_S.FAILED, _SE.CLOSE): _S.CLOSED,
+        **from_each((_S.IDLE, _S.STARTING, _S.READY, _S.WORKING, _S.FAILED), _SE.CLOSE, _S.CLOSED),
         (_S.READY, _SE.RELEASE): _S.IDLE,
         (_S.FAILED, _SE.RELEASE): _S.IDLE,
     },

@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from baton import crashpoints
@@ -63,29 +64,20 @@ def worktrees_dir(project: Path, isolation: Isolation) -> Path:
     return project / (isolation.worktrees_dir or ".baton/worktrees")
 
 
+@dataclass(kw_only=True, eq=False)
 class Workspaces:
-    def __init__(
-        self,
-        *,
-        repo: Repository | None,
-        isolation: Isolation,
-        project: Path,
-        store: Store,
-        journal: Journal,
-        now: Callable[[], str],
-    ) -> None:
-        self.repo = repo
-        self.isolation = isolation
-        self.project = project
-        self.store = store
-        self.journal = journal
-        self.now = now
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._excluded: set[Path] = set()
-        """Worktree folders whose ``info/exclude`` line this process wrote or found."""
-        self.on_removed: Callable[[Path], object] | None = None
-        """Told each worktree folder removed (the role sessions' private roots go with it);
-        a failure is logged, never stops the merge or the salvage."""
+    repo: Repository | None
+    isolation: Isolation
+    project: Path
+    store: Store
+    journal: Journal
+    now: Callable[[], str]
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _excluded: set[Path] = field(default_factory=set, init=False)
+    """Worktree folders whose ``info/exclude`` line this process wrote or found."""
+    on_removed: Callable[[Path], object] | None = field(default=None, init=False)
+    """Told each worktree folder removed (the role sessions' private roots go with it);
+    a failure is logged, never stops the merge or the salvage."""
 
     @classmethod
     def open(

@@ -22,7 +22,6 @@ from baton.app.facade.requests import (
     Ledger,
     NotPending,
     ReviewAnswer,
-    State,
     UnknownRequest,
     parse_answer,
     validate_answer,
@@ -66,15 +65,10 @@ async def submit_answer(
     """
     full_id = await ledger.resolve_id(request_id)
     record = await ledger.get(full_id)
-    if record.document is None:
-        raise NotPending(
-            f"request {full_id} was rejected on arrival ({record.reason}); nothing to answer"
-        )
-    if record.state is not State.PENDING and record.answer is None:
-        why = f" ({record.reason})" if record.reason else ""
-        raise NotPending(
-            f"request {full_id} is {record.state.value}{why}; it no longer takes answers"
-        )
+    closed = record.closed_to_answers()
+    if closed is not None:
+        raise closed
+    assert record.document is not None
     answer = parse_answer(data)
     validate_answer(record.document, answer)  # first check, against the document we read
     if (

@@ -109,7 +109,7 @@ def create_app(
         except BatonError:
             board = None  # no [team] / no FCoP workspace: the rest still works
     launcher = RunLauncher(project_dir, store) if project_dir is not None and start_runs else None
-    hub = LiveHub(store, ledger, board, poll_interval=poll_interval)
+    hub = LiveHub(store=store, ledger=ledger, board=board, poll_interval=poll_interval)
     ctx = WebContext(
         store=store,
         ledger=ledger,

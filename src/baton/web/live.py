@@ -102,29 +102,22 @@ def _message(state: str, as_of: float) -> str:
     return f'{{"as_of":{stamp},{state[1:]}' if state != "{}" else f'{{"as_of":{stamp}}}'
 
 
+@dataclass(kw_only=True, eq=False)
 class LiveHub:
     """Computes each topic's state once and hands it to every subscribed stream."""
 
-    def __init__(
-        self,
-        store: Store,
-        ledger: Ledger,
-        board: BoardSource | None,
-        *,
-        poll_interval: float,
-    ) -> None:
-        self._store = store
-        self._ledger = ledger
-        self._board = board
-        self._poll = poll_interval
-        self._subscribers: set[_Subscriber] = set()
-        self._latest: dict[str, str] = {}
-        """Each topic's newest state (JSON, without its stamp)."""
-        self._as_of = 0.0
-        """When the newest computation started (every topic's stamp)."""
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._tail: asyncio.Task[None] | None = None
+    store: Store
+    ledger: Ledger
+    board: BoardSource | None
+    poll_interval: float
+    _subscribers: set[_Subscriber] = field(default_factory=set, init=False)
+    _latest: dict[str, str] = field(default_factory=dict, init=False)
+    """Each topic's newest state (JSON, without its stamp)."""
+    _as_of: float = field(default=0.0, init=False)
+    """When the newest computation started (every topic's stamp)."""
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _tail: asyncio.Task[None] | None = field(default=None, init=False)
 
     @property
     def subscribers(self) -> int:
@@ -173,7 +166,7 @@ class LiveHub:
     async def _follow_store(self) -> None:
         """Wake the computation when this process commits an event that may change it."""
         try:
-            async for event in self._store.subscribe(None, after_seq=None):
+            async for event in self.store.subscribe(None, after_seq=None):
                 if event.type.startswith(_WAKE_TYPES):
                     self._wake.set()
         except Exception:  # the store closed or failed: polling still works
@@ -182,7 +175,7 @@ class LiveHub:
     async def _run(self) -> None:
         while self._subscribers:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll):
+                async with asyncio.timeout(self.poll_interval):
                     await self._wake.wait()
             self._wake.clear()
             try:
@@ -196,11 +189,11 @@ class LiveHub:
         computed: dict[str, Callable[[], Coroutine[Any, Any, Any]]] = {}
         pending: list[RequestRecord] | None = None
         if "inbox" in wanted or "board" in wanted:
-            pending = await self._ledger.pending()
+            pending = await self.ledger.pending()
         if "inbox" in wanted:
-            computed["inbox"] = lambda: inbox_state(self._ledger)
-        if "board" in wanted and self._board is not None:
-            board = self._board
+            computed["inbox"] = lambda: inbox_state(self.ledger)
+        if "board" in wanted and self.board is not None:
+            board = self.board
             records = pending or []
             computed["board"] = lambda: _board_data(board, records)
         states = {

@@ -6,7 +6,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from baton.budgets.rules import Breach, raise_hint
-from baton.events.model import BudgetExceeded
 from baton.team import steps
 from baton.team.book import TaskBook
 from baton.team.handlers.outcome import Outcome, Then
@@ -32,15 +31,7 @@ class ParkTask:
         record = facts.known_record
         breach = step.breach
         reason = f"budget: {breach.describe()} (raise it: {raise_hint(breach)})"
-        event = BudgetExceeded(
-            scope=breach.scope.kind,
-            key=breach.scope.key,
-            dimension=breach.dimension,
-            spend=breach.spend,
-            limit=breach.limit,
-            action="parked",
-            task_id=record.task_id,
-        )
+        event = breach.exceeded("parked", record.task_id)
         await self.book.move(
             record, TaskState.NEEDS_BUDGET, why=reason, reason=reason, extra=[event]
         )

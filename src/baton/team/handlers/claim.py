@@ -12,6 +12,7 @@ from baton.team.attention import SYSTEM_SENDER, Escalations
 from baton.team.book import TaskBook
 from baton.team.handlers.outcome import Outcome, Then
 from baton.team.next_step import Facts
+from baton.team.records import FRESH_ATTEMPT
 from baton.team.slots import Slot
 from baton.team.states import TaskState
 from baton.workflow.ordering import Unmet, not_run_report
@@ -42,7 +43,7 @@ class ClaimTask:
         if claim is None:
             return Then.STOP
         await self.book.move(
-            record, TaskState.CLAIMED, attempt_id=claim.attempt_id, turns=0, reminders=0, resumes=0
+            record, TaskState.CLAIMED, attempt_id=claim.attempt_id, **FRESH_ATTEMPT
         )
         return Then.DECIDE_AGAIN
 
@@ -79,8 +80,6 @@ class ClaimNotRun:
             TaskState.CLAIMED,
             why="not run: " + "; ".join(step.reasons),
             attempt_id=claim.attempt_id,
-            turns=0,
-            reminders=0,
-            resumes=0,
+            **FRESH_ATTEMPT,
         )
         return Then.DECIDE_AGAIN

@@ -13,14 +13,11 @@ from baton.team.book import TaskBook
 from baton.team.handlers.dependents import Dependents
 from baton.team.handlers.outcome import Outcome, Then
 from baton.team.next_step import Facts
-from baton.team.records import RecordChanges
+from baton.team.records import FRESH_ATTEMPT, RecordChanges
 from baton.team.slots import Slot
 from baton.team.states import TaskState
 
 __all__ = ["ApplyHumanAnswer", "ApplyRoleDecision"]
-
-_FRESH_ATTEMPT: dict[str, RecordChanges] = {"turns": 0, "reminders": 0, "resumes": 0}
-"""A sent-back TASK starts a new attempt with fresh counters."""
 
 
 async def _approve_or_send_back(
@@ -70,7 +67,7 @@ class ApplyHumanAnswer:
             return Then.STOP
         changes: dict[str, RecordChanges] = {}
         if not step.approve:
-            changes = {**_FRESH_ATTEMPT, "attempt_id": info.attempt_id, "review_request": None}
+            changes = {**FRESH_ATTEMPT, "attempt_id": info.attempt_id, "review_request": None}
         await self.book.move_delivering(
             record,
             TaskState.SETTLED if step.approve else TaskState.CLAIMED,
@@ -114,6 +111,6 @@ class ApplyRoleDecision:
                 TaskState.CLAIMED,
                 why=f"sent back by {step.reviewer}",
                 attempt_id=info.attempt_id,
-                **_FRESH_ATTEMPT,
+                **FRESH_ATTEMPT,
             )
         return Then.DECIDE_AGAIN

@@ -9,6 +9,7 @@ from baton.team.attention import Escalations
 from baton.team.book import TaskBook
 from baton.team.handlers.outcome import Outcome, Then
 from baton.team.next_step import Facts
+from baton.team.records import FRESH_ATTEMPT
 from baton.team.slots import Slot
 from baton.team.states import TaskState
 
@@ -43,9 +44,7 @@ class RetryTask:
             TaskState.CLAIMED,
             step.request_id,
             why=f"{self.human} asked to retry",
-            turns=0,
-            reminders=0,
-            resumes=0,
             attention_request=None,
+            **FRESH_ATTEMPT,
         )
         return Then.DECIDE_AGAIN

@@ -25,9 +25,7 @@ class RepairTwoStages:
 
     async def __call__(self, step: steps.Resolve, facts: Facts, slot: Slot | None) -> Outcome:
         task_id = facts.task.task_id
-        if not await repair_two_stages(self.port, self.journal, task_id, self._escalate_locked):
+        escalate = self.escalations.escalate_locked
+        if not await repair_two_stages(self.port, self.journal, task_id, escalate):
             raise RecordMoved(task_id)  # it needs attention now: decide from that
         return Then.DECIDE_AGAIN
-
-    async def _escalate_locked(self, task_id: str, reason: str) -> None:
-        await self.escalations.escalate_locked(task_id, reason)
