@@ -68,7 +68,7 @@ async def open_output(fd: int) -> Output:
     return _PipeOutput(writer=asyncio.StreamWriter(transport, protocol, None, loop))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _PipeInput:
     reader: asyncio.StreamReader
 
@@ -76,7 +76,7 @@ class _PipeInput:
         return await self.reader.read(READ_SIZE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _FileInput:
     fd: int
 
@@ -84,7 +84,7 @@ class _FileInput:
         return await asyncio.to_thread(os.read, self.fd, READ_SIZE)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _PipeOutput:
     writer: asyncio.StreamWriter
 
@@ -97,7 +97,7 @@ class _PipeOutput:
         await self.writer.drain()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _FileOutput:
     fd: int
 
