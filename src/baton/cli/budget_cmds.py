@@ -22,7 +22,15 @@ from baton.app.facade.budgets import (
     format_amount,
 )
 from baton.cli.project import ProjectOption, project_config, start_dir
-from baton.cli.shared import EXIT_USAGE, CommandError, command_app, out, plural, print_json
+from baton.cli.shared import (
+    EXIT_USAGE,
+    CommandError,
+    JsonOption,
+    command_app,
+    out,
+    plural,
+    print_json,
+)
 from baton.security.display import terminal_safe
 
 __all__ = ["app", "standing_line"]
@@ -33,8 +41,6 @@ budget_app = command_app(
     no_args_is_help=True,
 )
 app.add_typer(budget_app, name="budget")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def standing_line(standing: ScopeStanding, soft: float) -> str:

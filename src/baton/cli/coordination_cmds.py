@@ -42,6 +42,7 @@ from baton.cli.project import ProjectOption, coordination, start_dir
 from baton.cli.shared import (
     EXIT_USAGE,
     CommandError,
+    JsonOption,
     command_app,
     out,
     plural,
@@ -55,8 +56,6 @@ __all__ = ["app", "find_task", "line_safe", "open_store"]
 app = command_app(help="FCoP coordination: the team, its tasks and sessions.", no_args_is_help=True)
 task_app = command_app(help="FCoP tasks.", no_args_is_help=True)
 app.add_typer(task_app, name="task")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def line_safe(text: object) -> str:

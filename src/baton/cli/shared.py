@@ -41,7 +41,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -64,6 +64,7 @@ __all__ = [
     "ApprovePreset",
     "BatonTyper",
     "CommandError",
+    "JsonOption",
     "command_app",
     "crash_report",
     "err",
@@ -94,6 +95,9 @@ PROGRESS_AFTER_SECONDS: Final = 2.0
 """A step that takes longer than this says what it is doing (:func:`progress`)."""
 
 ApprovePreset = Literal["reads", "all", "none"]
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+"""The ``--json`` flag of the commands whose JSON is one document (NDJSON ones say so)."""
 
 INVOCATION: list[str] = []
 """The arguments :func:`baton.cli.app.main` was called with (for crash reports)."""

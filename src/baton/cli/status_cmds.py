@@ -24,14 +24,20 @@ from baton.app.facade.store import Store, live_turns, requests_sql
 from baton.app.facade.team import ControlRefused, request_cancel, slot_views, task_views, team_view
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
-from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.cli.shared import (
+    CommandError,
+    JsonOption,
+    command_app,
+    out,
+    plural,
+    print_json,
+    print_ndjson,
+)
 from baton.security.display import terminal_safe
 
 __all__ = ["app", "status_data"]
 
 app = command_app(help="The team, its turns and its tasks at a glance.")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 # Any: JSON out (``baton status --json``).

@@ -29,7 +29,15 @@ from baton.app.worktrees import (
 )
 from baton.cli.coordination_cmds import find_task, line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
-from baton.cli.shared import CommandError, command_app, out, plural, print_json, print_ndjson
+from baton.cli.shared import (
+    CommandError,
+    JsonOption,
+    command_app,
+    out,
+    plural,
+    print_json,
+    print_ndjson,
+)
 from baton.security.display import terminal_safe
 
 __all__ = ["app", "change_json", "rebase_reason"]
@@ -37,8 +45,6 @@ __all__ = ["app", "change_json", "rebase_reason"]
 app = command_app(help="Task trees on their own branches.", no_args_is_help=True)
 salvage_app = command_app(help="Work kept from dropped task trees.", no_args_is_help=True)
 app.add_typer(salvage_app, name="salvage")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 # Any: JSON out (``--json``, and the web serves it).
