@@ -108,7 +108,9 @@ class CursorSdkFace(NoDeferral):
         self._cancel_next = False
         self._cancels: set[asyncio.Task[None]] = set()
         self.bridge: dict[str, Any] = {}
-        self.tools = HostTools(self._peer, lambda: self.session_id, lambda: self.cwd)
+        self.tools = HostTools(
+            peer=self._peer, session_id=lambda: self.session_id, cwd=lambda: self.cwd
+        )
 
     # --------------------------------------------------------------- the handler
 

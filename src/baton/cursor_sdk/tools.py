@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,13 +59,13 @@ def _arg(args: Mapping[str, Any], name: str) -> str:
     return value
 
 
+@dataclass(kw_only=True, eq=False)
 class HostTools:
     """The custom tools of one session, executed through the runner (``peer``)."""
 
-    def __init__(self, peer: Peer, session_id: Callable[[], str | None], cwd: Callable[[], Path]):
-        self._peer = peer
-        self._session_id = session_id
-        self._cwd = cwd
+    peer: Peer
+    session_id: Callable[[], str | None]
+    cwd: Callable[[], Path]
 
     async def run(self, name: str, args: JsonMapping, tool_call_id: str | None) -> JsonValue:
         """One custom tool call; its result for the model (never raises for a denial)."""
@@ -92,13 +93,13 @@ class HostTools:
 
     def _path(self, given: str) -> str:
         path = Path(given)
-        return str(path if path.is_absolute() else self._cwd() / path)
+        return str(path if path.is_absolute() else self.cwd() / path)
 
     async def _ask(self, call_id: str, kind: str, title: str, **fields: Any) -> None:
-        result = await self._peer(
+        result = await self.peer(
             "session/request_permission",
             {
-                "sessionId": self._session_id(),
+                "sessionId": self.session_id(),
                 "toolCall": {
                     "toolCallId": call_id,
                     "title": title,
@@ -117,9 +118,9 @@ class HostTools:
             raise ToolDenied("denied by baton (policy or a human)")
 
     async def _write(self, path: str, content: str) -> None:
-        await self._peer(
+        await self.peer(
             "fs/write_text_file",
-            {"sessionId": self._session_id(), "path": path, "content": content},
+            {"sessionId": self.session_id(), "path": path, "content": content},
         )
 
     # -------------------------------------------------------------------- tools
@@ -132,9 +133,7 @@ class HostTools:
     async def _edit_file(self, args: Mapping[str, Any], call_id: str) -> Any:
         path = self._path(_arg(args, "path"))
         old, new = _arg(args, "old_text"), _arg(args, "new_text")
-        read = await self._peer(
-            "fs/read_text_file", {"sessionId": self._session_id(), "path": path}
-        )
+        read = await self.peer("fs/read_text_file", {"sessionId": self.session_id(), "path": path})
         text = read.get("content") if isinstance(read, Mapping) else None
         if not isinstance(text, str):
             raise ValueError("the file could not be read")
@@ -172,14 +171,14 @@ class HostTools:
             command[:200],
             rawInput={"command": command},
         )
-        session = self._session_id()
-        created = await self._peer(
+        session = self.session_id()
+        created = await self.peer(
             "terminal/create",
             {
                 "sessionId": session,
                 "command": "/bin/sh",
                 "args": ["-c", command],
-                "cwd": str(self._cwd()),
+                "cwd": str(self.cwd()),
                 "outputByteLimit": MAX_OUTPUT,
             },
         )
@@ -188,10 +187,10 @@ class HostTools:
             raise ValueError("the terminal could not be created")
         ids = {"sessionId": session, "terminalId": terminal}
         try:
-            exited = await self._peer("terminal/wait_for_exit", ids)
-            output = await self._peer("terminal/output", ids)
+            exited = await self.peer("terminal/wait_for_exit", ids)
+            output = await self.peer("terminal/output", ids)
         finally:
-            await self._peer("terminal/release", ids)
+            await self.peer("terminal/release", ids)
         code = exited.get("exitCode") if isinstance(exited, Mapping) else None
         text = output.get("output") if isinstance(output, Mapping) else ""
         truncated = bool(output.get("truncated")) if isinstance(output, Mapping) else False

@@ -22,7 +22,7 @@ from baton.fcop_errors import InvalidEnvelope
 from baton.fcop_port.base import PortBase
 from baton.fcop_port.calls import fcop_errors
 from baton.fcop_port.envelope_text import frontmatter_has, split_body
-from baton.fcop_port.records import FcopDict, ReportInfo, ReviewInfo
+from baton.fcop_port.records import FcopDict, ReportInfo, ReviewInfo, report_info, review_info
 
 __all__ = ["Evidence"]
 
@@ -62,18 +62,7 @@ class Evidence(PortBase):
         if head is not None:
             kwargs["references"] = [head.report_id]
         written = self._fast("write_report", lambda lc: lc.write_report(**kwargs), **kwargs)
-        return ReportInfo(
-            report_id=written["report_id"],
-            subject_ref=task_id,
-            attempt_id=attempt_id,
-            sender=sender,
-            recipient=recipient,
-            result=result,
-            report_kind=kwargs["report_kind"],
-            body=body,
-            created_at="",
-            references=tuple(kwargs.get("references", ())),
-        )
+        return report_info({**kwargs, "report_id": written["report_id"]}, body)
 
     def write_issue(
         self,
@@ -141,20 +130,7 @@ class Evidence(PortBase):
                 continue
             if attempt_id is not None and fields.get("attempt_id") != attempt_id:
                 continue
-            reports.append(
-                ReportInfo(
-                    report_id=fields["report_id"],
-                    subject_ref=task_id,
-                    attempt_id=fields["attempt_id"],
-                    sender=fields["sender"],
-                    recipient=fields["recipient"],
-                    result=str(fields.get("result", "")),
-                    report_kind=str(fields.get("report_kind", "final")),
-                    body=split_body(path.read_bytes()),
-                    created_at=str(fields.get("created_at", "")),
-                    references=tuple(fields.get("references") or ()),
-                )
-            )
+            reports.append(report_info(fields, split_body(path.read_bytes())))
         reports.sort(key=lambda r: (r.created_at, r.report_id))
         return reports
 
@@ -214,20 +190,7 @@ class Evidence(PortBase):
                 or (reviewer is not None and fields.get("sender") != reviewer)
             ):
                 continue
-            found.append(
-                ReviewInfo(
-                    review_id=fields["review_id"],
-                    subject_ref=task_id,
-                    review_kind=str(kind),
-                    decision=str(fields["decision"]),
-                    sender=str(fields["sender"]),
-                    recipient=str(fields["recipient"]),
-                    attempt_id=fields.get("attempt_id"),
-                    references=tuple(fields.get("references") or ()),
-                    body=split_body(path.read_bytes()),
-                    created_at=str(fields.get("created_at", "")),
-                )
-            )
+            found.append(review_info(fields, split_body(path.read_bytes())))
         found.sort(key=lambda r: (r.created_at, r.review_id))
         return found[-1] if found else None
 
@@ -236,16 +199,4 @@ class Evidence(PortBase):
         if not re.fullmatch(r"REVIEW-[A-Za-z0-9][A-Za-z0-9._-]*", review_id):
             raise InvalidEnvelope(f"not a REVIEW id: {review_id!r}", code="INVALID_ENVELOPE")
         path = self.fcop_dir / "reviews" / f"{review_id}.md"
-        fields = self.inspect_envelope(path)
-        return ReviewInfo(
-            review_id=review_id,
-            subject_ref=str(fields.get("subject_ref", "")),
-            review_kind=str(fields.get("review_kind", "")),
-            decision=str(fields.get("decision", "")),
-            sender=str(fields.get("sender", "")),
-            recipient=str(fields.get("recipient", "")),
-            attempt_id=fields.get("attempt_id"),
-            references=tuple(fields.get("references") or ()),
-            body=split_body(path.read_bytes()),
-            created_at=str(fields.get("created_at", "")),
-        )
+        return review_info(self.inspect_envelope(path), split_body(path.read_bytes()))

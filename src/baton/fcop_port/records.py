@@ -2,7 +2,8 @@
 
 ``fcop.Project`` answers with ``dict`` results whose keys churn between
 releases; these are what baton's code reads instead, built from Core's fields
-in one place (:func:`task_info`, :func:`transition_info`).
+in one place (:func:`task_info`, :func:`report_info`, :func:`review_info`,
+:func:`transition_info`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ __all__ = [
     "TaskInfo",
     "TransitionInfo",
     "inbox_entry",
+    "report_info",
+    "review_info",
     "task_info",
     "transition_info",
 ]
@@ -178,6 +181,38 @@ def inbox_entry(path: Path, info: os.stat_result) -> InboxEntry:
         mtime_ns=info.st_mtime_ns,
         ino=info.st_ino,
         dev=info.st_dev,
+    )
+
+
+def report_info(fields: FcopMapping, body: str) -> ReportInfo:
+    """A :class:`ReportInfo` from a REPORT's fields (as Core validated or wrote them) and body."""
+    return ReportInfo(
+        report_id=fields["report_id"],
+        subject_ref=fields["subject_ref"],
+        attempt_id=fields["attempt_id"],
+        sender=fields["sender"],
+        recipient=fields["recipient"],
+        result=str(fields.get("result", "")),
+        report_kind=str(fields.get("report_kind", "final")),
+        body=body,
+        created_at=str(fields.get("created_at", "")),
+        references=tuple(fields.get("references") or ()),
+    )
+
+
+def review_info(fields: FcopMapping, body: str) -> ReviewInfo:
+    """A :class:`ReviewInfo` from a REVIEW's fields (as Core validated them) and body."""
+    return ReviewInfo(
+        review_id=fields["review_id"],
+        subject_ref=str(fields.get("subject_ref", "")),
+        review_kind=str(fields.get("review_kind", "")),
+        decision=str(fields.get("decision", "")),
+        sender=str(fields.get("sender", "")),
+        recipient=str(fields.get("recipient", "")),
+        attempt_id=fields.get("attempt_id"),
+        references=tuple(fields.get("references") or ()),
+        body=body,
+        created_at=str(fields.get("created_at", "")),
     )
 
 

@@ -12,6 +12,7 @@ between a round's receipt and its target is finished from that receipt (R5,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -238,15 +239,8 @@ class TaskTransitions(Evidence, TaskReads):
                 actor=approver,
                 **refs,
             )
-        info = transition_info(result)
-        return TransitionInfo(
-            task_id=info.task_id,
-            from_stage=info.from_stage,
-            to_stage=info.to_stage,
-            attempt_id=info.attempt_id,
-            receipt_ref=info.receipt_ref,
-            existing=info.existing,
-            evidence_ref=(head.report_id, evidence, auth["review_id"]),
+        return dataclasses.replace(
+            transition_info(result), evidence_ref=(head.report_id, evidence, auth["review_id"])
         )
 
     def _evidence_review(self, task: TaskInfo, verdict: _Verdict, head: ReportInfo) -> str:

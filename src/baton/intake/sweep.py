@@ -55,7 +55,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -238,54 +238,47 @@ def culprits(
     return list(sweeper.sweep().refused)
 
 
+@dataclass(eq=False)
 class Sweeper:
     """Screen the surface, remembering verdicts by file identity (thread-safe)."""
 
-    def __init__(
-        self,
-        project_root: Path,
-        *,
-        worker: ParseWorker,
-        limits: IntakeLimits = DEFAULT_LIMITS,
-        stages: Sequence[str] = ("active", "review", "done", "archive"),
-        appends: bool = True,
-        require_stable: bool = True,
-        wall_clock: Callable[[], float] = time.time,
-        clock: Callable[[], float] = time.monotonic,
-        watch: bool = False,
-        backstop_s: float = BACKSTOP_S,
-        on_change: Callable[[str], None] | None = None,
-    ) -> None:
-        self.root = project_root
-        self.worker = worker
-        self.limits = limits
-        self.stages = tuple(stages)
-        self.appends = appends
-        self.require_stable = require_stable
-        """False for read-only callers (``status``): screen a fresh file now, don't wait."""
-        self.wall_clock = wall_clock
-        self.clock = clock
-        self.backstop_s = backstop_s
-        self.on_change = on_change
-        self._listings = _listings(project_root, self.stages, appends)
+    root: Path
+    """The project root (the directory holding ``fcop/``)."""
+    _: KW_ONLY
+    worker: ParseWorker
+    limits: IntakeLimits = DEFAULT_LIMITS
+    stages: Sequence[str] = ("active", "review", "done", "archive")
+    appends: bool = True
+    require_stable: bool = True
+    """False for read-only callers (``status``): screen a fresh file now, don't wait."""
+    wall_clock: Callable[[], float] = time.time
+    clock: Callable[[], float] = time.monotonic
+    watch: InitVar[bool] = False
+    backstop_s: float = BACKSTOP_S
+    on_change: Callable[[str], None] | None = None
+    feed: ChangeFeed | None = field(default=None, init=False)
+    """The change feed (None: every pass is full); opened at the first sweep."""
+    _listings: list[_Listing] = field(init=False)
+    _by_dir: dict[Path, _Listing] = field(init=False)
+    _by_origin: dict[str, _Listing] = field(init=False)
+    _passed: dict[str, FileFacts] = field(default_factory=dict, init=False)
+    _refused: dict[str, tuple[FileFacts, Refused]] = field(default_factory=dict, init=False)
+    _first: dict[str, tuple[FileFacts, float]] = field(default_factory=dict, init=False)
+    """When a still-settling file was first seen (for ``max_settle_s``)."""
+    _linked: set[str] = field(default_factory=set, init=False)
+    """Files seen with more than one link: looked at every pass (see the feed)."""
+    _last_full: float | None = field(default=None, init=False)
+    """When the last full pass began (None: never, or one failed half-way)."""
+    _changed: list[str] = field(default_factory=list, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self, watch: bool) -> None:
+        self.stages = tuple(self.stages)
+        self._listings = _listings(self.root, self.stages, self.appends)
         self._by_dir = {listing.directory: listing for listing in self._listings}
         self._by_origin = {listing.origin: listing for listing in self._listings}
-        self.feed: ChangeFeed | None = (
-            open_feed(project_root, [listing.directory for listing in self._listings])
-            if watch
-            else None
-        )
-        """The change feed (None: every pass is full); opened at the first sweep."""
-        self._passed: dict[str, FileFacts] = {}
-        self._refused: dict[str, tuple[FileFacts, Refused]] = {}
-        self._first: dict[str, tuple[FileFacts, float]] = {}
-        """When a still-settling file was first seen (for ``max_settle_s``)."""
-        self._linked: set[str] = set()
-        """Files seen with more than one link: looked at every pass (see the feed)."""
-        self._last_full: float | None = None
-        """When the last full pass began (None: never, or one failed half-way)."""
-        self._changed: list[str] = []
-        self._lock = threading.Lock()
+        if watch:
+            self.feed = open_feed(self.root, [listing.directory for listing in self._listings])
 
     def verdict(self, target: Target) -> Refused | Settling | None:
         """Judge one target now (None: Core may read it)."""

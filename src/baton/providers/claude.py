@@ -149,12 +149,18 @@ def claude_code_meta(update: JsonMapping) -> JsonMapping:
     return claude if isinstance(claude, Mapping) else {}
 
 
+def names_subagent(update: JsonMapping) -> bool:
+    """A tool call whose rawInput names a subagent type (the ``task`` tool of Claude and
+    OpenCode)."""
+    raw_input = update.get("rawInput")
+    return isinstance(raw_input, Mapping) and isinstance(raw_input.get("subagent_type"), str)
+
+
 def is_claude_task(update: JsonMapping) -> bool:
     tool_name = claude_code_meta(update).get("toolName")
     if isinstance(tool_name, str):
         return tool_name in TASK_TOOL_NAMES
-    raw_input = update.get("rawInput")
-    return isinstance(raw_input, Mapping) and isinstance(raw_input.get("subagent_type"), str)
+    return names_subagent(update)
 
 
 class ClaudeExtension(TableExtension):
@@ -361,4 +367,5 @@ __all__ = [
     "TaskToolTracker",
     "claude_code_meta",
     "is_claude_task",
+    "names_subagent",
 ]

@@ -17,14 +17,8 @@ from collections.abc import Mapping
 from baton.events.extension import TurnContext
 from baton.events.model import Payload
 from baton.jsontypes import JsonMapping
-from baton.providers.claude import TaskToolTracker
+from baton.providers.claude import TaskToolTracker, names_subagent
 from baton.providers.inventory import OPENCODE_INVENTORY, CapabilityClaim, TableExtension
-
-
-def is_opencode_task(update: JsonMapping) -> bool:
-    """A tool call whose rawInput names a subagent type (OpenCode's ``task`` tool)."""
-    raw_input = update.get("rawInput")
-    return isinstance(raw_input, Mapping) and isinstance(raw_input.get("subagent_type"), str)
 
 
 class OpenCodeExtension(TableExtension):
@@ -34,7 +28,7 @@ class OpenCodeExtension(TableExtension):
 
     def __init__(self) -> None:
         super().__init__(OPENCODE_INVENTORY)
-        self.tasks = TaskToolTracker("opencode.task", is_opencode_task)
+        self.tasks = TaskToolTracker("opencode.task", names_subagent)
         self.observe("tool_call", self._tool)
         self.observe("tool_call_update", self._tool)
 
@@ -95,4 +89,4 @@ DECLARATIONS: Mapping[str, CapabilityClaim] = {
     ),
 }
 
-__all__ = ["DECLARATIONS", "OpenCodeExtension", "is_opencode_task"]
+__all__ = ["DECLARATIONS", "OpenCodeExtension"]

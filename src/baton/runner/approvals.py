@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,35 +60,31 @@ _REVERIFIED = (ModeChanged, ConfigChanged)
 """Drafts after which the session's approval mode is verified again."""
 
 
+@dataclass(kw_only=True, eq=False)
 class ApprovalGuard:
     """The approval verdict and the audit of one session."""
 
-    def __init__(
-        self,
-        profile: AgentProfile,
-        *,
-        workspace: Path,
-        events: SessionEvents,
-        terminals: TerminalManager,
-        strict: Callable[[], bool],
-        isolated: bool = False,
-    ) -> None:
-        self.profile = profile
-        self.events = events
-        self.terminals = terminals
-        self.strict = strict
-        self.isolated = isolated
-        """The session works in a task tree's own worktree (its edits are the tree's diff)."""
+    profile: AgentProfile
+    workspace: Path
+    events: SessionEvents
+    terminals: TerminalManager
+    strict: Callable[[], bool]
+    isolated: bool = False
+    """The session works in a task tree's own worktree (its edits are the tree's diff)."""
+    audit: PermissionAudit = field(init=False)
+    verdict: approval.ApprovalVerdict | None = field(default=None, init=False)
+    session_result: dict[str, Any] = field(default_factory=dict, init=False)
+    cancel: Cancel | None = field(default=None, init=False)
+    _background: set[asyncio.Task[Any]] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        workspace = self.workspace
         self.audit = PermissionAudit(
             str(workspace),
-            expected=profile.agent_approves,
+            expected=self.profile.agent_approves,
             display=partial(display_path, workspace),
-            worktree=worktree_check(workspace) if isolated else None,
+            worktree=worktree_check(workspace) if self.isolated else None,
         )
-        self.verdict: approval.ApprovalVerdict | None = None
-        self.session_result: dict[str, Any] = {}
-        self.cancel: Cancel | None = None
-        self._background: set[asyncio.Task[Any]] = set()
 
     @property
     def klass(self) -> str | None:

@@ -35,6 +35,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.agent_profile import AgentProfile
@@ -80,35 +81,28 @@ class _Refused(ControlFlow):
         self.breach = breach
 
 
+@dataclass(kw_only=True, eq=False)
 class BudgetWatch:
     """One session's meter (see the module)."""
 
-    def __init__(
-        self,
-        plan: BudgetPlan,
-        *,
-        events: SessionEvents,
-        normalizer: AcpNormalizer,
-        ledger: UsageLedger,
-    ) -> None:
-        self.plan = plan
-        self.events = events
-        self.normalizer = normalizer
-        self.ledger = ledger
-        self.stop: Callable[[str], Awaitable[None]] | None = None
-        """Cancels the running turn for a budget (the turn driver sets it)."""
-        self.breach: Breach | None = None
-        """The hard limit that stopped the current turn, if one did."""
-        self._usage_seen = 0
-        self._tool_mark = NO_MARK
-        self._tools_base = 0
-        self._started: float | None = None
-        """Loop time (s) the running turn started; None between turns."""
-        self._standings: list[ScopeStanding] = []
-        self._said: set[tuple[ScopeKey, str, str]] = set()
-        self._timer: asyncio.TimerHandle | None = None
-        self._unmetered_said = False
-        self._tasks: set[asyncio.Task[None]] = set()
+    plan: BudgetPlan
+    events: SessionEvents
+    normalizer: AcpNormalizer
+    ledger: UsageLedger
+    stop: Callable[[str], Awaitable[None]] | None = field(default=None, init=False)
+    """Cancels the running turn for a budget (the turn driver sets it)."""
+    breach: Breach | None = field(default=None, init=False)
+    """The hard limit that stopped the current turn, if one did."""
+    _usage_seen: int = field(default=0, init=False)
+    _tool_mark: float = field(default=NO_MARK, init=False)
+    _tools_base: int = field(default=0, init=False)
+    _started: float | None = field(default=None, init=False)
+    """Loop time (s) the running turn started; None between turns."""
+    _standings: list[ScopeStanding] = field(default_factory=list, init=False)
+    _said: set[tuple[ScopeKey, str, str]] = field(default_factory=set, init=False)
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False)
+    _unmetered_said: bool = field(default=False, init=False)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     @classmethod
     def for_session(
@@ -128,7 +122,7 @@ class BudgetWatch:
             model=profile.model,
             charge=Charge(credential_key(profile.name, secret_values)),
         )
-        return cls(plan, events=events, normalizer=normalizer, ledger=ledger)
+        return cls(plan=plan, events=events, normalizer=normalizer, ledger=ledger)
 
     # ------------------------------------------------------------------ scope
 

@@ -42,6 +42,7 @@ import collections
 import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,48 +91,40 @@ SERVED_METHODS = FS_METHODS | TERMINAL_METHODS | HUMAN_METHODS
 provider extension claims it)."""
 
 
+@dataclass(kw_only=True, eq=False)
 class ClientMethods:
     """Inbound agent messages of one session, routed in arrival order."""
 
-    def __init__(
-        self,
-        *,
-        events: SessionEvents,
-        normalizer: AcpNormalizer,
-        requests: RequestBroker,
-        terminals: TerminalManager,
-        workspace: Path,
-        connection_id: str,
-        now_ms: Callable[[], float],
-        approvals: ApprovalGuard | None = None,
-        missing_file_reads: MissingFileReads = "not-found",
-    ) -> None:
-        self.events = events
-        self.normalizer = normalizer
-        self.requests = requests
-        self.terminals = terminals
-        self.workspace = workspace
-        self.connection_id = connection_id
-        self._now_ms = now_ms
-        self.replaying = False
-        """While ``session/load`` replays history: count updates, do not re-emit them."""
-        self.replayed = 0
-        self.approvals = approvals
-        self.missing_file_reads = missing_file_reads
-        """``empty``: a read of a file that is not there answers ``{"content": ""}``
-        (:attr:`AgentProfile.missing_file_reads <baton.agent_profile.AgentProfile>`)."""
-        self._empty_answered = False
-        self._answered: dict[JsonRpcId, RequestRecord] = {}
-        """Answered requests whose reply is being written to the agent."""
-        self._recording: dict[JsonRpcId, RequestRecord] = {}
-        """Replies the agent has, whose ``delivered`` is being committed."""
-        self._replies = asyncio.Condition()
-        self._written: collections.deque[str] = collections.deque(maxlen=256)
-        """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
-        self._reply_waiters: dict[str, asyncio.Event] = {}
-        self._other_sessions: collections.OrderedDict[str, None] = collections.OrderedDict()
-        """Other session ids the agent sent updates for (children): fs and terminal
-        requests may name them (bounded, oldest forgotten first)."""
+    events: SessionEvents
+    normalizer: AcpNormalizer
+    requests: RequestBroker
+    terminals: TerminalManager
+    workspace: Path
+    connection_id: str
+    now_ms: Callable[[], float]
+    approvals: ApprovalGuard | None = None
+    missing_file_reads: MissingFileReads = "not-found"
+    """``empty``: a read of a file that is not there answers ``{"content": ""}``
+    (:attr:`AgentProfile.missing_file_reads <baton.agent_profile.AgentProfile>`)."""
+    replaying: bool = field(default=False, init=False)
+    """While ``session/load`` replays history: count updates, do not re-emit them."""
+    replayed: int = field(default=0, init=False)
+    _empty_answered: bool = field(default=False, init=False)
+    _answered: dict[JsonRpcId, RequestRecord] = field(default_factory=dict, init=False)
+    """Answered requests whose reply is being written to the agent."""
+    _recording: dict[JsonRpcId, RequestRecord] = field(default_factory=dict, init=False)
+    """Replies the agent has, whose ``delivered`` is being committed."""
+    _replies: asyncio.Condition = field(default_factory=asyncio.Condition, init=False)
+    _written: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=256), init=False
+    )
+    """Ids of our latest answers on the agent's pipe (a cancel waits for pending ones)."""
+    _reply_waiters: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
+    _other_sessions: collections.OrderedDict[str, None] = field(
+        default_factory=collections.OrderedDict, init=False
+    )
+    """Other session ids the agent sent updates for (children): fs and terminal
+    requests may name them (bounded, oldest forgotten first)."""
 
     # ---------------------------------------------------------- InboundHandler
 
@@ -286,7 +279,7 @@ class ClientMethods:
             late.late_updates += 1
         # The normalizer places each draft in its turn by the agent's ids (and notices a
         # late turn once); an update with no ids is late when its turn already answered.
-        drafts = self.normalizer.update(params, now_ms=self._now_ms(), answered=late is not None)
+        drafts = self.normalizer.update(params, now_ms=self.now_ms(), answered=late is not None)
         if drafts:  # most chunks only add to a coalescing message
             await events.drafts(drafts, defer=True)
 
@@ -341,7 +334,7 @@ class ClientMethods:
             return None
         update = {"sessionUpdate": "tool_call", "status": "pending", **tool_call}
         params = {"sessionId": self.events.agent_session_id, "update": update}
-        await self.events.drafts(self.normalizer.update(params, now_ms=self._now_ms()))
+        await self.events.drafts(self.normalizer.update(params, now_ms=self.now_ms()))
         return self.normalizer.tools.get(tool_call_id)
 
     async def elicitation(self, msg_id: JsonRpcId, params: JsonValue) -> Awaitable[JsonObject]:

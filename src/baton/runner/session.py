@@ -121,7 +121,7 @@ class AgentSession:
         self.events = SessionEvents(emitter, redactor)
         self.terminals = TerminalManager(workspace, launch.env)
         self.approvals = ApprovalGuard(
-            profile,
+            profile=profile,
             workspace=workspace,
             events=self.events,
             terminals=self.terminals,

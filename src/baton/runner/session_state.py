@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from baton.errors import UsageError
-from baton.statetable import StateTable
+from baton.statetable import StateTable, from_each
 
 __all__ = ["TABLE", "TRANSITIONS", "SessionEvent", "SessionState"]
 
@@ -36,10 +36,11 @@ TABLE: StateTable[SessionState, SessionEvent] = StateTable(
         (SessionState.OPENING, SessionEvent.OPENED): SessionState.READY,
         (SessionState.READY, SessionEvent.PROMPT): SessionState.PROMPTING,
         (SessionState.PROMPTING, SessionEvent.TURN_ENDED): SessionState.READY,
-        **{
-            (state, SessionEvent.CLOSE): SessionState.CLOSED
-            for state in (SessionState.OPENING, SessionState.READY, SessionState.PROMPTING)
-        },
+        **from_each(
+            (SessionState.OPENING, SessionState.READY, SessionState.PROMPTING),
+            SessionEvent.CLOSE,
+            SessionState.CLOSED,
+        ),
     },
     starts=frozenset({SessionState.OPENING}),
     # Misuse by the caller, said in its words ("cannot prompt: the session is closed").

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from baton.acp.connection import JsonRpcConnection
 from baton.events.model import Payload
@@ -29,25 +30,18 @@ Clock = Callable[[], float]
 """Monotonic milliseconds."""
 
 
+@dataclass(kw_only=True, eq=False)
 class StallWatch:
     """The silence watch of one turn, wired to its connection, broker and clock."""
 
-    def __init__(
-        self,
-        liveness: Liveness,
-        *,
-        turn_id: str,
-        emit: Callable[[Payload], Awaitable[object]],
-        clock: Clock,
-    ) -> None:
-        self.liveness = liveness
-        self.turn_id = turn_id
-        self._emit = emit
-        self._clock = clock
-        self._wake = asyncio.Event()
-        self._stopping = False
-        self._task: asyncio.Task[None] | None = None
-        self._unhook: list[Callable[[], None]] = []
+    liveness: Liveness
+    turn_id: str
+    emit: Callable[[Payload], Awaitable[object]]
+    clock: Clock
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _stopping: bool = field(default=False, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _unhook: list[Callable[[], None]] = field(default_factory=list, init=False)
 
     def start(self, conn: JsonRpcConnection, requests: RequestBroker) -> None:
         """Listen to ``conn``'s frames and ``requests``' human waits; start the timer."""
@@ -64,30 +58,30 @@ class StallWatch:
 
     def heard(self) -> Awaitable[None] | None:
         """A frame arrived: the ``turn.resumed`` to emit before it is handled, if stalled."""
-        resumed = self.liveness.heard(self._clock())
+        resumed = self.liveness.heard(self.clock())
         if resumed is None or self._stopping:
             return None
         self._wake.set()  # while stalled the timer sleeps without a deadline
         return self._announce(resumed)
 
     async def _announce(self, payload: Payload) -> None:
-        await self._emit(payload)
+        await self.emit(payload)
 
     def _human(self, turn_id: str | None, waiting: bool) -> None:
         if turn_id == self.turn_id and not self._stopping:
-            self.liveness.waiting(waiting, self._clock())
+            self.liveness.waiting(waiting, self.clock())
             self._wake.set()
 
     async def _run(self) -> None:
         while not self._stopping:
             due = self.liveness.due_ms()
-            delay = None if due is None else max(0.0, (due - self._clock()) / 1000.0)
+            delay = None if due is None else max(0.0, (due - self.clock()) / 1000.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
             self._wake.clear()
             if self._stopping:
                 return
-            stalled = self.liveness.check(self._clock())
+            stalled = self.liveness.check(self.clock())
             if stalled is not None:
                 await self._announce(stalled)
 

@@ -23,7 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from baton.errors import LocalProtocolError
-from baton.statetable import StateTable
+from baton.statetable import StateTable, from_each
 
 __all__ = [
     "TABLE",
@@ -93,10 +93,10 @@ TABLE: StateTable[TurnState, TurnEvent] = StateTable(
         (TurnState.RUNNING, TurnEvent.CANCEL): TurnState.CANCELLING,
         (TurnState.CANCELLING, TurnEvent.CANCEL): TurnState.CANCELLING,
         (TurnState.KILLED, TurnEvent.CANCEL): TurnState.KILLED,
-        **{(state, TurnEvent.KILL): TurnState.KILLED for state in _OPEN},
-        **{(state, TurnEvent.COMPLETE): TurnState.COMPLETED for state in _OPEN},
-        **{(state, TurnEvent.CANCELLED): TurnState.CANCELLED for state in _OPEN},
-        **{(state, TurnEvent.FAIL): TurnState.FAILED for state in _OPEN},
+        **from_each(_OPEN, TurnEvent.KILL, TurnState.KILLED),
+        **from_each(_OPEN, TurnEvent.COMPLETE, TurnState.COMPLETED),
+        **from_each(_OPEN, TurnEvent.CANCELLED, TurnState.CANCELLED),
+        **from_each(_OPEN, TurnEvent.FAIL, TurnState.FAILED),
     },
     starts=frozenset({TurnState.RUNNING}),
     illegal=lambda message, state, event: LocalProtocolError(message),

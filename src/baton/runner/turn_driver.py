@@ -22,7 +22,7 @@ import hashlib
 import math
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.acp import jsonrpc
@@ -101,42 +101,30 @@ class _Prompt:
     stopped_on_cancel: bool = False
 
 
+@dataclass(kw_only=True, eq=False)
 class TurnDriver:
     """The turns of one session, one at a time."""
 
-    def __init__(
-        self,
-        *,
-        client: AcpClient,
-        transport: AgentTransport,
-        events: SessionEvents,
-        normalizer: AcpNormalizer,
-        requests: RequestBroker,
-        replies_settled: Callable[[str, float], Awaitable[None]] | None = None,
-        cancel_grace: float = CANCEL_GRACE_SECONDS,
-        approvals: ApprovalGuard | None = None,
-        replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None,
-        stall_timeout: float | None = None,
-        budget: BudgetWatch | None = None,
-    ) -> None:
-        self.client = client
-        self.transport = transport
-        self.events = events
-        self.normalizer = normalizer
-        self.requests = requests
-        self.replies_settled = replies_settled
-        """Waits until the turn's written replies are recorded (the client methods')."""
-        self.cancel_grace = cancel_grace
-        self.approvals = approvals
-        self.replies_written = replies_written
-        self.stall_timeout = stall_timeout or DEFAULT_STALL_SECONDS
-        """Silence (seconds) before the running turn gets ``turn.stalled``."""
-        self._watch: StallWatch | None = None
-        self.budget = budget
-        """The session's meter: admits each turn, stops one at a hard limit."""
-        if budget is not None:
-            budget.stop = self._budget_stop
-        self._stopping: set[asyncio.Task[None]] = set()
+    client: AcpClient
+    transport: AgentTransport
+    events: SessionEvents
+    normalizer: AcpNormalizer
+    requests: RequestBroker
+    replies_settled: Callable[[str, float], Awaitable[None]] | None = None
+    """Waits until the turn's written replies are recorded (the client methods')."""
+    cancel_grace: float = CANCEL_GRACE_SECONDS
+    approvals: ApprovalGuard | None = None
+    replies_written: Callable[[Sequence[RequestRecord], float], Awaitable[None]] | None = None
+    stall_timeout: float | None = None
+    """Silence (seconds) before the running turn gets ``turn.stalled`` (None: the default)."""
+    budget: BudgetWatch | None = None
+    """The session's meter: admits each turn, stops one at a hard limit."""
+    _watch: StallWatch | None = field(default=None, init=False)
+    _stopping: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        if self.budget is not None:
+            self.budget.stop = self._budget_stop
 
     # ------------------------------------------------------------------ public
 
@@ -256,7 +244,9 @@ class TurnDriver:
         started = turn.started_ms
         deadline = started + limit * 1000.0 if math.isfinite(limit) else None
         watch = StallWatch(
-            Liveness.start(self.stall_timeout, started, deadline_ms=deadline),
+            liveness=Liveness.start(
+                self.stall_timeout or DEFAULT_STALL_SECONDS, started, deadline_ms=deadline
+            ),
             turn_id=turn.turn_id,
             emit=lambda payload: self.events.emit(payload, turn_id=turn.turn_id),
             clock=now_ms,

@@ -17,6 +17,7 @@ import json
 import secrets
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import h11
@@ -106,21 +107,15 @@ def envelope(message: JsonMapping, *, end: bool = False) -> bytes:
     return bytes([END_STREAM if end else 0]) + struct.pack(">I", len(body)) + body
 
 
+@dataclass(kw_only=True, eq=False)
 class ConnectServer:
     """Serves unary and server-streaming methods keyed ``"Service/Method"``."""
 
-    def __init__(
-        self,
-        token: str,
-        unary: Mapping[str, Unary],
-        streams: Mapping[str, Stream],
-        observer: Observer | None = None,
-    ) -> None:
-        self.token = token
-        self.unary = unary
-        self.streams = streams
-        self.observer = observer
-        self._server: asyncio.Server | None = None
+    token: str
+    unary: Mapping[str, Unary]
+    streams: Mapping[str, Stream]
+    observer: Observer | None = None
+    _server: asyncio.Server | None = field(default=None, init=False)
 
     async def start(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._connection, host, port)

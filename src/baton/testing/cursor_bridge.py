@@ -285,7 +285,7 @@ class ScriptedBridge:
 
     def server(self, token: str) -> ConnectServer:
         return ConnectServer(
-            token,
+            token=token,
             unary={
                 f"{CONTROL}/Ping": self.ping,
                 f"{CONTROL}/GetVersion": self.get_version,

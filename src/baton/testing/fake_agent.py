@@ -200,6 +200,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from baton.jsontypes import JsonObject
@@ -223,6 +224,7 @@ from baton.testing.scenarios import (
     TurnScript,
     WaitCancel,
     dumps,
+    flood_block,
     login_file,
 )
 from baton.testing.scripts import run_turn
@@ -231,10 +233,10 @@ from baton.testing.trace import TraceReplay
 __all__ = ["FakeAgent", "main"]
 
 
+@dataclass(eq=False)
 class _Pending:
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.reply: dict[str, Any] = {}
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: dict[str, Any] = field(default_factory=dict)
 
 
 class FakeAgent:
@@ -389,8 +391,7 @@ def _stderr(data: bytes) -> None:
 
 
 def _flood_stderr(total: int) -> None:
-    line = b"stderr-flood: the quick brown fox jumps over the lazy dog 0123456789\n"
-    block = line * max(1, (1 << 20) // len(line))
+    block = flood_block()
     fd = sys.stderr.fileno()
     written = 0
     try:

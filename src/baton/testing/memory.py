@@ -45,6 +45,7 @@ from baton.testing.scenarios import (
     TurnScript,
     WaitCancel,
     dumps,
+    flood_block,
 )
 from baton.testing.scripts import run_turn
 
@@ -309,8 +310,7 @@ class ScenarioAgent:
 
 
 def _flood(end: AgentEnd, total: int) -> None:
-    line = b"stderr-flood: the quick brown fox jumps over the lazy dog 0123456789\n"
-    block = line * max(1, (1 << 20) // len(line))
+    block = flood_block()
     for _ in range(total // len(block)):
         end.write_stderr(block)
     end.write_stderr(block[: total % len(block)])

@@ -47,12 +47,19 @@ __all__ = [
     "TurnScript",
     "WaitCancel",
     "dumps",
+    "flood_block",
     "login_file",
 ]
 
 Message = JsonObject
 
 DEFAULT_STDERR_BYTES = 50_000_000
+_FLOOD_LINE = b"stderr-flood: the quick brown fox jumps over the lazy dog 0123456789\n"
+
+
+def flood_block() -> bytes:
+    """About a MiB of the ``stderr-flood`` scenario's text: what both drivers write in turn."""
+    return _FLOOD_LINE * max(1, (1 << 20) // len(_FLOOD_LINE))
 
 
 def dumps(msg: JsonValue) -> bytes:

@@ -192,7 +192,9 @@ class BuiltinAgent:
                 number = record.turn_count + 1
                 record.turn_count = number
                 ctx = StepContext(
-                    channel=Channel(self._connection, record.session_id, cancel),
+                    channel=Channel(
+                        connection=self._connection, session_id=record.session_id, cancel=cancel
+                    ),
                     cwd=record.cwd,
                     hub=session.hub,
                     client_writes_files=self._client_writes_files,

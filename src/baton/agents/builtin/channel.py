@@ -53,24 +53,24 @@ class Permission:
 _OPTION_KINDS = {option["optionId"]: option["kind"] for option in PERMISSION_OPTIONS}
 
 
+@dataclass(kw_only=True, eq=False)
 class Channel:
     """The client, as seen by one session's turn."""
 
-    def __init__(self, connection: Connection, session_id: str, cancel: asyncio.Event) -> None:
-        self._connection = connection
-        self._session_id = session_id
-        self.cancel = cancel
+    connection: Connection
+    session_id: str
+    cancel: asyncio.Event
 
     async def update(self, update: JsonObject) -> None:
         """Send one ``session/update``."""
-        await self._connection.notify(
-            "session/update", {"sessionId": self._session_id, "update": update}
+        await self.connection.notify(
+            "session/update", {"sessionId": self.session_id, "update": update}
         )
 
     async def ask_permission(self, tool_call: JsonObject) -> Permission:
         """Ask ``session/request_permission``; an error or odd answer counts as a refusal."""
         params = {
-            "sessionId": self._session_id,
+            "sessionId": self.session_id,
             "toolCall": tool_call,
             "options": list(PERMISSION_OPTIONS),
         }
@@ -97,13 +97,13 @@ class Channel:
     async def write_text_file(self, path: str, content: str) -> None:
         """Write through the client (``fs/write_text_file``); raises RpcError or ConnectionClosed."""
         await self._request(
-            "fs/write_text_file", {"sessionId": self._session_id, "path": path, "content": content}
+            "fs/write_text_file", {"sessionId": self.session_id, "path": path, "content": content}
         )
 
     async def _request(self, method: str, params: JsonObject) -> object:
-        call = self._connection.call(method, params)
+        call = self.connection.call(method, params)
         try:
             return await until_cancelled(call.result, self.cancel)
         except TurnInterrupted:
-            self._connection.withdraw(call)
+            self.connection.withdraw(call)
             raise

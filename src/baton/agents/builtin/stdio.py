@@ -9,6 +9,7 @@ fall back to plain reads and writes.
 import asyncio
 import os
 import sys
+from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = ["Input", "Output", "claim_stdio", "open_input", "open_output"]
@@ -52,8 +53,8 @@ async def open_input(fd: int) -> Input:
             os.fdopen(fd, "rb", buffering=0, closefd=False),
         )
     except ValueError:
-        return _FileInput(fd)
-    return _PipeInput(reader)
+        return _FileInput(fd=fd)
+    return _PipeInput(reader=reader)
 
 
 async def open_output(fd: int) -> Output:
@@ -63,47 +64,47 @@ async def open_output(fd: int) -> Output:
     try:
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, file)
     except ValueError:
-        return _FileOutput(fd)
-    return _PipeOutput(asyncio.StreamWriter(transport, protocol, None, loop))
+        return _FileOutput(fd=fd)
+    return _PipeOutput(writer=asyncio.StreamWriter(transport, protocol, None, loop))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _PipeInput:
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
+    reader: asyncio.StreamReader
 
     async def read(self) -> bytes:
-        return await self._reader.read(READ_SIZE)
+        return await self.reader.read(READ_SIZE)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _FileInput:
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
+    fd: int
 
     async def read(self) -> bytes:
-        return await asyncio.to_thread(os.read, self._fd, READ_SIZE)
+        return await asyncio.to_thread(os.read, self.fd, READ_SIZE)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _PipeOutput:
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self._writer = writer
+    writer: asyncio.StreamWriter
 
     def write(self, data: bytes) -> None:
-        if self._writer.transport.is_closing():
+        if self.writer.transport.is_closing():
             raise BrokenPipeError("the client closed our stdout")
-        self._writer.write(data)
+        self.writer.write(data)
 
     async def drain(self) -> None:
-        await self._writer.drain()
+        await self.writer.drain()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class _FileOutput:
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
+    fd: int
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view) :]
+            view = view[os.write(self.fd, view) :]
 
     async def drain(self) -> None:
         return None

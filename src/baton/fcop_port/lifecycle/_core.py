@@ -108,7 +108,7 @@ class Workspace(_Creation):
             **{kind: (os.path.join(root, "fcop", folder),) for kind, folder in BUCKETS.items()},
         }
         reports = {kind: root / "fcop" / BUCKETS[kind] for kind in ("REPORT", "REVIEW")}
-        stages = {stage: root / "fcop" / "_lifecycle" / stage for stage in STAGES}
+        stages = {stage: ws.stage_dir(stage) for stage in STAGES}
         ws.watch = FolderWatch(root, [*reports.values(), *stages.values()])
         ws._subjects = {
             kind: SubjectIndex(folder, f"{kind}-", watch=ws.watch)
@@ -130,6 +130,14 @@ class Workspace(_Creation):
     _layout: tuple[str, ...]
     _manifest_path: str
     _folders: dict[str, tuple[str, ...]]
+
+    def stage_dir(self, stage: str) -> Path:
+        """A lifecycle stage's folder, ``fcop/_lifecycle/<stage>``."""
+        return self.root / "fcop" / "_lifecycle" / stage
+
+    def task_path(self, stage: str, task_id: str) -> Path:
+        """Where ``task_id``'s copy in ``stage`` lives (whether or not it is there)."""
+        return self.stage_dir(stage) / f"{task_id}.md"
 
     def subjects(self, kind: str) -> SubjectIndex:
         """The index of the ``REPORT`` or ``REVIEW`` folder, or of ``TASK:<stage>`` by parent."""
@@ -218,13 +226,13 @@ class Workspace(_Creation):
         if removed:
             from fcop.v4.encoding import sync_directory
 
-            sync_directory(self.root / "fcop" / "_lifecycle" / stage)
+            sync_directory(self.stage_dir(stage))
         return removed
 
     def temporaries(self, stage: str, task_id: str) -> list[Path]:
         """fcop ``publish`` temporaries of ``task_id`` in one stage (``mkstemp``'s names)."""
         mine = ("create", task_id)
-        with os.scandir(self.root / "fcop" / "_lifecycle" / stage) as entries:
+        with os.scandir(self.stage_dir(stage)) as entries:
             return sorted(Path(e.path) for e in entries if publish_temporary(e.name) == mine)
 
     def remember(self, path: Path, data: bytes) -> None:

@@ -101,7 +101,7 @@ def _rounds(ws: Workspace, task_id: str, authorization_ref: Any) -> list[str]:
     that follow raise fcop's errors on them.
     """
     rounds: list[str] = []
-    path = ws.root / "fcop" / "_lifecycle" / "review" / f"{task_id}.md"
+    path = ws.task_path("review", task_id)
     try:
         if path.is_file():
             _, fields = ws.read_validated(path)
@@ -126,7 +126,7 @@ def _rounds(ws: Workspace, task_id: str, authorization_ref: Any) -> list[str]:
 def _consumed(ws: Workspace, task_id: str, authorization_ref: str) -> bool:
     """fcop's ``find_consumptions`` over the authorization's own TASK (every stage)."""
     for stage in STAGES:
-        path = ws.root / "fcop" / "_lifecycle" / stage / f"{task_id}.md"
+        path = ws.task_path(stage, task_id)
         if not path.is_file():
             continue
         try:

@@ -183,7 +183,7 @@ def missing_fact(
     whose claim event must be the TASK's second transition. The caller holds
     the operation's key lock.
     """
-    inbox = ws.root / "fcop" / "_lifecycle" / "inbox" / f"{task_id}.md"
+    inbox = ws.task_path("inbox", task_id)
     if len(ws._paths(task_id)) != 1:
         return None
     path, data, fields = ws.resolve_bytes(task_id)

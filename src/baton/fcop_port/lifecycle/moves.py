@@ -130,9 +130,8 @@ class CheckedSource(NamedTuple):
 def checked_source(ws: Workspace, task_id: str, edge: tuple[str, str]) -> CheckedSource:
     """fcop's source checks: not in both stages, the declared source is the path NOW,
     strong relations."""
-    lifecycle_dir = ws.root / "fcop" / "_lifecycle"
-    source = lifecycle_dir / edge[0] / f"{task_id}.md"
-    target = lifecycle_dir / edge[1] / f"{task_id}.md"
+    source = ws.task_path(edge[0], task_id)
+    target = ws.task_path(edge[1], task_id)
     if source.exists() and target.exists():
         if source.read_bytes() != target.read_bytes():
             raise fail(

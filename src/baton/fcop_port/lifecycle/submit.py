@@ -65,7 +65,7 @@ def _visible_attempt(ws: Workspace, task_id: str) -> str:
     """fcop's ``_visible_attempt``: one round across the ``active/`` and ``review/`` copies."""
     attempts: set[str] = set()
     for stage in EDGE:
-        path = ws.root / "fcop" / "_lifecycle" / stage / f"{task_id}.md"
+        path = ws.task_path(stage, task_id)
         if not path.is_file():
             continue
         try:

@@ -21,12 +21,14 @@ Foreign sessions: a ``session/update`` whose ``sessionId`` is not the turn's goe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from baton.errors import RequestError
 from baton.events.extension import TurnContext, VendorOutcome
 from baton.events.model import Payload, SecurityPayloadRejected
+from baton.events.redaction import Redaction
 from baton.jsontypes import JsonMapping
 from baton.providers.cursor import artifacts, plans, questions, tasks
 from baton.providers.cursor._common import outcome
@@ -37,6 +39,7 @@ from baton.providers.inventory import (
     TableExtension,
     notice,
 )
+from baton.request_model.documents import RequestDocument
 from baton.request_model.errors import InvalidDocument, PayloadTooLarge
 
 __all__ = [
@@ -45,6 +48,33 @@ __all__ = [
 ]
 
 TODOS_FALLBACK = outcome("accepted", todos=[])
+
+
+@dataclass(frozen=True, slots=True)
+class _HumanMethod:
+    """A ``cursor/*`` method that is a human decision, and its handler (see the module)."""
+
+    method: str
+    normalize: Callable[[JsonMapping, Redaction], RequestDocument]
+    headless_reply: dict[str, Any]
+    """The answer when no human surface is attached (and the fallback on a handler fault)."""
+    refused: str
+    """The outcome answered at once for a request baton cannot present faithfully."""
+
+    def __call__(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
+        try:
+            document = self.normalize(params, ctx.redaction)
+        except (InvalidDocument, PayloadTooLarge) as exc:
+            return _refused(self.method, exc, outcome(self.refused, reason=str(exc)), ctx)
+        return VendorOutcome(route="human", request=document, result=self.headless_reply)
+
+
+_HUMAN_METHODS = (
+    _HumanMethod(
+        questions.METHOD, questions.normalize_question, questions.HEADLESS_REPLY, "skipped"
+    ),
+    _HumanMethod(plans.METHOD, plans.normalize_plan, plans.HEADLESS_REPLY, "rejected"),
+)
 
 
 class CursorExtension(TableExtension):
@@ -66,8 +96,8 @@ class CursorExtension(TableExtension):
             self._generate_image,
             fallback=outcome("rejected", reason="malformed request"),
         )
-        self.on_method("cursor/ask_question", self._ask_question, fallback=questions.HEADLESS_REPLY)
-        self.on_method("cursor/create_plan", self._create_plan, fallback=plans.HEADLESS_REPLY)
+        for human in _HUMAN_METHODS:
+            self.on_method(human.method, human, fallback=human.headless_reply)
         self.on_meta("cursor", self._meta_cursor)
 
     # -------------------------------------------------------------------- turns
@@ -128,20 +158,6 @@ class CursorExtension(TableExtension):
             params, workspace=ctx.workspace, redaction=ctx.redaction
         )
         return VendorOutcome(payloads=payloads, result=reply)
-
-    def _ask_question(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
-        try:
-            document = questions.normalize_question(params, ctx.redaction)
-        except (InvalidDocument, PayloadTooLarge) as exc:
-            return _refused(questions.METHOD, exc, outcome("skipped", reason=str(exc)), ctx)
-        return VendorOutcome(route="human", request=document, result=questions.HEADLESS_REPLY)
-
-    def _create_plan(self, params: JsonMapping, has_id: bool, ctx: TurnContext) -> VendorOutcome:
-        try:
-            document = plans.normalize_plan(params, ctx.redaction)
-        except (InvalidDocument, PayloadTooLarge) as exc:
-            return _refused(plans.METHOD, exc, outcome("rejected", reason=str(exc)), ctx)
-        return VendorOutcome(route="human", request=document, result=plans.HEADLESS_REPLY)
 
 
 def _refused(
