@@ -73,6 +73,18 @@ class TokenCounts:
             total=usage.total_tokens,
         )
 
+    @classmethod
+    def counted_in(cls, entry: UsageCounted) -> TokenCounts:
+        """The tokens a turn's ``usage.counted`` entry holds (what a price estimate reads)."""
+        return cls(
+            input=entry.input_tokens,
+            output=entry.output_tokens,
+            thought=entry.thought_tokens,
+            cached_read=entry.cached_read_tokens,
+            cached_write=entry.cached_write_tokens,
+            total=entry.tokens,
+        )
+
     @property
     def counted(self) -> int | None:
         """What a ``tokens`` limit counts: the reported total, else the sum of the parts."""

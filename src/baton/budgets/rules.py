@@ -22,7 +22,7 @@ from baton.budgets.limits import (
     ScopeKind,
     format_amount,
 )
-from baton.events.model import BudgetExceeded, ExceededAction, UsageCounted
+from baton.events.model import BudgetExceeded, BudgetThreshold, ExceededAction, UsageCounted
 
 __all__ = [
     "Breach",
@@ -164,6 +164,17 @@ class Breach:
         spent = format_amount(self.dimension, self.spend)
         limit = format_amount(self.dimension, self.limit)
         return f"{self.scope} {self.dimension} {spent} of {limit}"
+
+    def threshold(self, soft: float) -> BudgetThreshold:
+        """The ``budget.threshold`` event of this (soft) breach: the human is told."""
+        return BudgetThreshold(
+            scope=self.scope.kind,
+            key=self.scope.key,
+            dimension=self.dimension,
+            spend=self.spend,
+            limit=self.limit,
+            soft=soft,
+        )
 
     def exceeded(self, action: ExceededAction, task_id: str | None) -> BudgetExceeded:
         """The ``budget.exceeded`` event of this (hard) breach, with what baton did about it."""

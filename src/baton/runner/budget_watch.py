@@ -36,7 +36,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from baton.agent_profile import AgentProfile
 from baton.budgets.ledger import Charge, TokenCounts, UsageLedger, needs_price, priced
@@ -50,6 +50,7 @@ from baton.events.model import (
     BudgetThreshold,
     BudgetUnmetered,
     CanonicalEvent,
+    ExceededAction,
     HarnessDiagnostic,
     UsageCounted,
     UsageReported,
@@ -67,8 +68,6 @@ if TYPE_CHECKING:
 __all__ = ["BudgetWatch"]
 
 log = logging.getLogger(__name__)
-
-Action = Literal["cancelled", "refused", "parked", "ended"]
 
 NO_MARK = math.inf
 
@@ -260,14 +259,7 @@ class BudgetWatch:
         self._started = None
         entry = self.ledger.turn_end(reports, tool_calls=tool_calls, seconds=seconds)
         if needs_price(entry):
-            counts = TokenCounts(
-                input=entry.input_tokens,
-                output=entry.output_tokens,
-                thought=entry.thought_tokens,
-                cached_read=entry.cached_read_tokens,
-                cached_write=entry.cached_write_tokens,
-                total=entry.tokens,
-            )
+            counts = TokenCounts.counted_in(entry)
             try:
                 estimate, why = await asyncio.to_thread(
                     self.plan.prices.estimate, self.ledger.model, counts
@@ -382,26 +374,11 @@ class BudgetWatch:
         if key in self._said:
             return
         self._said.add(key)
-        payload = BudgetThreshold(
-            scope=breach.scope.kind,
-            key=breach.scope.key,
-            dimension=breach.dimension,
-            spend=breach.spend,
-            limit=breach.limit,
-            soft=self.plan.config.soft,
-        )
+        payload = breach.threshold(self.plan.config.soft)
         await self._say(payload, breach, "no new claims for it", turn_id)
 
-    async def _announce(self, breach: Breach, action: Action, turn_id: str | None) -> None:
-        payload = BudgetExceeded(
-            scope=breach.scope.kind,
-            key=breach.scope.key,
-            dimension=breach.dimension,
-            spend=breach.spend,
-            limit=breach.limit,
-            action=action,
-            task_id=self.ledger.charge.task_id,
-        )
+    async def _announce(self, breach: Breach, action: ExceededAction, turn_id: str | None) -> None:
+        payload = breach.exceeded(action, self.ledger.charge.task_id)
         await self._say(payload, breach, _ACTIONS[action], turn_id)
 
     async def _say(
@@ -456,7 +433,7 @@ class BudgetWatch:
         )
 
 
-_ACTIONS: dict[str, str] = {
+_ACTIONS: dict[ExceededAction, str] = {
     "cancelled": "the running turn was cancelled",
     "refused": "no new turn starts",
     "parked": "its task waits for a raise or the window",
