@@ -40,11 +40,11 @@ in the ``request.answered`` event with ``decided_by``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,17 +52,13 @@ from baton.events.tools import ACP_TOOL_KINDS
 from baton.request_model.documents import (
     Answer,
     DecidedBy,
-    ElicitationAnswer,
-    ElicitationRequest,
-    PermissionAnswer,
     PermissionRequest,
-    PlanAnswer,
     PlanRequest,
-    QuestionAnswer,
-    QuestionRequest,
     RequestDocument,
 )
 from baton.requests.firewall import RequestClass, classify, grantable
+from baton.requests.kinds import rules_for
+from baton.requests.kinds.permission import tool_call_paths
 
 __all__ = [
     "ACP_TOOL_KINDS",
@@ -92,18 +88,6 @@ DEFAULT_ESCALATE: tuple[str, ...] = (
 )
 PRESETS: tuple[str, ...] = ("reads", "all", "none")
 """CLI ``--approve`` values: see :meth:`Policy.preset`."""
-
-_PATH_KEYS = (
-    "path",
-    "filePath",
-    "file_path",
-    "filepath",
-    "notebook_path",
-    "cwd",
-    "target",
-    "destination",
-)
-"""Top-level ``rawInput`` keys that name a path in the agents we know."""
 
 
 class PolicyConfig(BaseModel):
@@ -147,40 +131,11 @@ class Decision:
         """The automatic answer for an ``allow``/``deny`` decision (not for ``escalate``)."""
         if self.outcome == "escalate":
             raise ValueError(f"decision {self.rule!r} escalates: a human answers it")
-        if isinstance(document, PermissionRequest):
-            return PermissionAnswer(decision="allow" if self.outcome == "allow" else "deny")
-        if isinstance(document, QuestionRequest):
-            return QuestionAnswer(outcome="skipped", reason=self.reason)
-        if isinstance(document, PlanRequest):
-            return PlanAnswer(
-                decision=self.plan_choice,
-                revision=document.revision,
-                reason=None if self.plan_choice == "accept" else self.reason,
-            )
-        if isinstance(document, ElicitationRequest):
-            return ElicitationAnswer(action="decline")
-        raise ValueError(f"a {document.kind} request is never decided automatically")
-
-
-def _walk_raw_paths(raw: Any) -> Iterator[str]:
-    if isinstance(raw, Mapping):
-        for key in _PATH_KEYS:
-            value = raw.get(key)
-            if isinstance(value, str) and value:
-                yield value
-        for key in ("paths", "files"):
-            values = raw.get(key)
-            if isinstance(values, list):
-                yield from (v for v in values if isinstance(v, str) and v)
-
-
-def tool_call_paths(document: PermissionRequest) -> tuple[str, ...]:
-    """Every path a permission request says it touches (locations, diffs, raw input)."""
-    call = document.tool_call
-    paths = [loc.path for loc in call.locations]
-    paths += [d.path for d in call.diffs]
-    paths += list(_walk_raw_paths(call.raw_input))
-    return tuple(dict.fromkeys(paths))
+        automatic = rules_for(document).automatic_answer
+        if automatic is None:
+            raise ValueError(f"a {document.kind} request is never decided automatically")
+        answer: Answer = automatic(document, self)
+        return answer
 
 
 def _inside(path: str, roots: Sequence[str], resolve: Callable[[str], str]) -> bool:

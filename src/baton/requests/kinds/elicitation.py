@@ -17,7 +17,7 @@ from baton.request_model.documents import (
     StringField,
 )
 from baton.request_model.errors import InvalidAnswer
-from baton.requests.kinds.rules import KindRules, Reply, listed
+from baton.requests.kinds.rules import AutomaticDecision, KindRules, Reply, listed
 
 __all__ = ["ELICITATION"]
 
@@ -133,10 +133,15 @@ def _expired(document: ElicitationRequest) -> Reply:
     return {"action": "decline"}
 
 
+def _automatic(document: ElicitationRequest, decision: AutomaticDecision) -> ElicitationAnswer:
+    return ElicitationAnswer(action="decline")
+
+
 ELICITATION: KindRules[ElicitationRequest, ElicitationAnswer] = KindRules(
     answer_type=ElicitationAnswer,
     validate=_validate,
     reply=_reply,
     cancelled_reply=_cancelled,
     expired_reply=_expired,
+    automatic_answer=_automatic,
 )

@@ -2,13 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from baton.request_model.documents import PermissionAnswer, PermissionOption, PermissionRequest
 from baton.request_model.errors import InvalidAnswer
 from baton.requests.grants import normalize_grant
-from baton.requests.kinds.rules import KindRules, Reply, listed
-from baton.requests.policy import tool_call_paths
+from baton.requests.kinds.rules import AutomaticDecision, KindRules, Reply, listed
 
-__all__ = ["PERMISSION", "choose_permission_option"]
+__all__ = ["PERMISSION", "choose_permission_option", "tool_call_paths"]
+
+_PATH_KEYS = (
+    "path",
+    "filePath",
+    "file_path",
+    "filepath",
+    "notebook_path",
+    "cwd",
+    "target",
+    "destination",
+)
+"""Top-level ``rawInput`` keys that name a path in the agents we know."""
+
+
+def _walk_raw_paths(raw: Any) -> Iterator[str]:
+    if isinstance(raw, Mapping):
+        for key in _PATH_KEYS:
+            value = raw.get(key)
+            if isinstance(value, str) and value:
+                yield value
+        for key in ("paths", "files"):
+            values = raw.get(key)
+            if isinstance(values, list):
+                yield from (v for v in values if isinstance(v, str) and v)
+
+
+def tool_call_paths(document: PermissionRequest) -> tuple[str, ...]:
+    """Every path a permission request says it touches (locations, diffs, raw input)."""
+    call = document.tool_call
+    paths = [loc.path for loc in call.locations]
+    paths += [d.path for d in call.diffs]
+    paths += list(_walk_raw_paths(call.raw_input))
+    return tuple(dict.fromkeys(paths))
 
 
 def choose_permission_option(
@@ -78,10 +113,15 @@ def _expired(document: PermissionRequest) -> Reply:
         return _cancelled(document)
 
 
+def _automatic(document: PermissionRequest, decision: AutomaticDecision) -> PermissionAnswer:
+    return PermissionAnswer(decision="allow" if decision.outcome == "allow" else "deny")
+
+
 PERMISSION: KindRules[PermissionRequest, PermissionAnswer] = KindRules(
     answer_type=PermissionAnswer,
     validate=_validate,
     reply=_reply,
     cancelled_reply=_cancelled,
     expired_reply=_expired,
+    automatic_answer=_automatic,
 )

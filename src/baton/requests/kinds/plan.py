@@ -6,7 +6,7 @@ from typing import Any
 
 from baton.request_model.documents import PlanAnswer, PlanRequest
 from baton.request_model.errors import StaleAnswer
-from baton.requests.kinds.rules import KindRules, Reply
+from baton.requests.kinds.rules import AutomaticDecision, KindRules, Reply
 
 __all__ = ["PLAN"]
 
@@ -38,10 +38,19 @@ def _expired(document: PlanRequest) -> Reply:
     return {"outcome": {"outcome": "rejected", "reason": "no answer in time"}}
 
 
+def _automatic(document: PlanRequest, decision: AutomaticDecision) -> PlanAnswer:
+    return PlanAnswer(
+        decision=decision.plan_choice,
+        revision=document.revision,
+        reason=None if decision.plan_choice == "accept" else decision.reason,
+    )
+
+
 PLAN: KindRules[PlanRequest, PlanAnswer] = KindRules(
     answer_type=PlanAnswer,
     validate=_validate,
     reply=_reply,
     cancelled_reply=_cancelled,
     expired_reply=_expired,
+    automatic_answer=_automatic,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from baton.request_model.documents import QuestionAnswer, QuestionRequest, QuestionSelection
 from baton.request_model.errors import InvalidAnswer
-from baton.requests.kinds.rules import KindRules, Reply, listed
+from baton.requests.kinds.rules import AutomaticDecision, KindRules, Reply, listed
 
 __all__ = ["QUESTION", "native_selections"]
 
@@ -91,10 +91,15 @@ def _expired(document: QuestionRequest) -> Reply:
     return {"outcome": {"outcome": "skipped", "reason": "no answer in time"}}
 
 
+def _automatic(document: QuestionRequest, decision: AutomaticDecision) -> QuestionAnswer:
+    return QuestionAnswer(outcome="skipped", reason=decision.reason)
+
+
 QUESTION: KindRules[QuestionRequest, QuestionAnswer] = KindRules(
     answer_type=QuestionAnswer,
     validate=_validate,
     reply=_reply,
     cancelled_reply=_cancelled,
     expired_reply=_expired,
+    automatic_answer=_automatic,
 )

@@ -18,4 +18,5 @@ REVIEW: KindRules[ReviewRequest, ReviewAnswer] = KindRules(
     reply=None,
     cancelled_reply=None,
     expired_reply=None,
+    automatic_answer=None,
 )

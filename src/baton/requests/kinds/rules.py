@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from baton.request_model.documents import Answer
 
-__all__ = ["KindRules", "Reply", "listed"]
+__all__ = ["AutomaticDecision", "KindRules", "Reply", "listed"]
 
 D = TypeVar("D")
 A = TypeVar("A", bound=Answer)
@@ -22,11 +22,23 @@ A = TypeVar("A", bound=Answer)
 Reply = dict[str, Any]
 
 
+class AutomaticDecision(Protocol):
+    """What an automatic answer is made from (:class:`baton.requests.policy.Decision`)."""
+
+    @property
+    def outcome(self) -> Literal["allow", "deny", "escalate"]: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def plan_choice(self) -> Literal["accept", "reject"]: ...
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class KindRules(Generic[D, A]):
     """A kind's answer type, its validation and its replies to the agent.
 
-    A kind with no agent behind it (a review) has no replies: ``None``.
+    A kind with no agent behind it (a review) has no replies and is never
+    answered automatically: ``None``.
     """
 
     answer_type: type[A]
@@ -38,6 +50,8 @@ class KindRules(Generic[D, A]):
     """The reply when the turn ended first (ACP §1.7: ``cancelled``)."""
     expired_reply: Callable[[D], Reply] | None
     """The reply when nobody answered in time: a denial, not a cancellation."""
+    automatic_answer: Callable[[D, AutomaticDecision], A] | None
+    """The answer a policy's ``allow``/``deny`` decision gives, with no human."""
 
 
 def listed(values: Sequence[str]) -> str:
