@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 from baton.app.facade.requests import (
     GRANT_SCOPES,
@@ -29,6 +33,7 @@ from baton.app.facade.requests import (
     QuestionAnswer,
     QuestionRequest,
     QuestionSelection,
+    RequestDocument,
     RequestRecord,
     ReviewAnswer,
     ReviewRequest,
@@ -105,6 +110,123 @@ def parse_duration(text: str) -> float:
     return float(found.group(1)) * _UNIT[found.group(2)]
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Words:
+    """The flags of one ``baton answer``, as every kind's builder reads them."""
+
+    yes: bool
+    no: bool
+    yes_word: str
+    select: list[str]
+    text: list[str]
+    reason: str | None
+    revision: str | None
+    granting: list[str]
+    scope: str | None
+    for_: str | None
+    uses: int | None
+    subject: str | None
+
+
+def _no_select(kind: str, words: _Words) -> None:
+    if words.select:
+        raise InvalidAnswer(f"a {kind} request does not take --select")
+
+
+def _permission(doc: PermissionRequest, words: _Words) -> Answer:
+    if words.select or words.text:
+        raise InvalidAnswer("a permission request takes --allow or --deny, not --select/--text")
+    if not (words.yes or words.no):
+        raise InvalidAnswer(
+            "a permission request needs --allow or --deny "
+            "(add --scope turn|task|role|run|project to allow it again)"
+        )
+    if words.granting and not words.yes:
+        raise InvalidAnswer(f"{', '.join(words.granting)} go with --allow, not --deny")
+    if words.granting and words.scope is None:
+        raise InvalidAnswer("--for, --uses and --subject need --scope turn|task|role|run|project")
+    grant = None
+    if words.scope is not None:
+        if words.scope not in GRANT_SCOPES:
+            raise InvalidAnswer(f"--scope {words.scope!r}: choose one of {', '.join(GRANT_SCOPES)}")
+        grant = GrantSpec(
+            scope=words.scope,
+            for_seconds=parse_duration(words.for_) if words.for_ else None,
+            uses=words.uses,
+            subject=words.subject or "",
+        )
+    return PermissionAnswer(decision="allow" if words.yes else "deny", grant=grant)
+
+
+def _question(doc: QuestionRequest, words: _Words) -> Answer:
+    if words.text:
+        raise InvalidAnswer("questions take --select, not --text")
+    if words.yes:
+        raise InvalidAnswer(
+            f"a question is answered with --select QUESTION=OPTION, not {words.yes_word} "
+            "(or --reject to skip it)"
+        )
+    if words.no:
+        if words.select:
+            raise InvalidAnswer("--reject skips the questions; do not also --select")
+        return QuestionAnswer(outcome="skipped", reason=words.reason or "skipped by a human")
+    if not words.select:
+        raise InvalidAnswer(
+            "questions need --select QUESTION=OPTION for each question (or --reject)"
+        )
+    return QuestionAnswer(selections=_selections(doc, words.select), reason=words.reason)
+
+
+def _plan(doc: PlanRequest, words: _Words) -> Answer:
+    _no_select(doc.kind, words)
+    if words.text:
+        raise InvalidAnswer("a plan does not take --text")
+    if not (words.yes or words.no):
+        raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
+    bound = doc.revision
+    revision = words.revision
+    if revision is not None:
+        bound = (
+            doc.revision if len(revision) >= 8 and doc.revision.startswith(revision) else revision
+        )
+    return PlanAnswer(
+        decision="accept" if words.yes else "reject", revision=bound, reason=words.reason
+    )
+
+
+def _elicitation(doc: ElicitationRequest, words: _Words) -> Answer:
+    _no_select(doc.kind, words)
+    if words.no:
+        if words.text:
+            raise InvalidAnswer("--reject declines the form; do not also give --text")
+        return ElicitationAnswer(action="decline")
+    if not words.yes:
+        raise InvalidAnswer("a form needs --accept --text FIELD=VALUE ... (or --reject)")
+    return ElicitationAnswer(action="accept", content=_content(doc, words.text))
+
+
+def _review(doc: ReviewRequest, words: _Words) -> Answer:
+    _no_select(doc.kind, words)
+    if words.text:
+        raise InvalidAnswer("a review does not take --text")
+    if not (words.yes or words.no):
+        raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
+    return ReviewAnswer(decision="approve" if words.yes else "reject", reason=words.reason)
+
+
+# Any: each builder takes its own document type; the table holds them all.
+_BUILDERS: Mapping[type[RequestDocument], Callable[[Any, _Words], Answer]] = MappingProxyType(
+    {
+        PermissionRequest: _permission,
+        QuestionRequest: _question,
+        PlanRequest: _plan,
+        ElicitationRequest: _elicitation,
+        ReviewRequest: _review,
+    }
+)
+"""How each kind reads the words (a test checks every document type has a row)."""
+
+
 def build_answer(
     record: RequestRecord,
     *,
@@ -129,10 +251,8 @@ def build_answer(
     ``--subject``) goes only with yes to a permission.
     """
     doc = record.document
-    select, text = select or [], text or []
     yes = allow or accept
     no = deny or reject
-    yes_word = "--allow" if allow else "--approve"
     granting = [
         f
         for f, on in (
@@ -153,76 +273,21 @@ def build_answer(
         raise InvalidAnswer(
             f"{', '.join(granting)}: only a permission can be granted beyond this request"
         )
-    if isinstance(doc, PermissionRequest):
-        if select or text:
-            raise InvalidAnswer("a permission request takes --allow or --deny, not --select/--text")
-        if not (yes or no):
-            raise InvalidAnswer(
-                "a permission request needs --allow or --deny "
-                "(add --scope turn|task|role|run|project to allow it again)"
-            )
-        if granting and not yes:
-            raise InvalidAnswer(f"{', '.join(granting)} go with --allow, not --deny")
-        if granting and scope is None:
-            raise InvalidAnswer(
-                "--for, --uses and --subject need --scope turn|task|role|run|project"
-            )
-        grant = None
-        if scope is not None:
-            if scope not in GRANT_SCOPES:
-                raise InvalidAnswer(f"--scope {scope!r}: choose one of {', '.join(GRANT_SCOPES)}")
-            grant = GrantSpec(
-                scope=scope,
-                for_seconds=parse_duration(for_) if for_ else None,
-                uses=uses,
-                subject=subject or "",
-            )
-        return PermissionAnswer(decision="allow" if yes else "deny", grant=grant)
-    if isinstance(doc, QuestionRequest):
-        if text:
-            raise InvalidAnswer("questions take --select, not --text")
-        if yes:
-            raise InvalidAnswer(
-                f"a question is answered with --select QUESTION=OPTION, not {yes_word} "
-                "(or --reject to skip it)"
-            )
-        if no:
-            if select:
-                raise InvalidAnswer("--reject skips the questions; do not also --select")
-            return QuestionAnswer(outcome="skipped", reason=reason or "skipped by a human")
-        if not select:
-            raise InvalidAnswer(
-                "questions need --select QUESTION=OPTION for each question (or --reject)"
-            )
-        return QuestionAnswer(selections=_selections(doc, select), reason=reason)
-    if select:
-        raise InvalidAnswer(f"a {record.kind} request does not take --select")
-    if isinstance(doc, PlanRequest):
-        if text:
-            raise InvalidAnswer("a plan does not take --text")
-        if not (yes or no):
-            raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
-        bound = doc.revision
-        if revision is not None:
-            bound = (
-                doc.revision
-                if len(revision) >= 8 and doc.revision.startswith(revision)
-                else revision
-            )
-        return PlanAnswer(decision="accept" if yes else "reject", revision=bound, reason=reason)
-    if isinstance(doc, ElicitationRequest):
-        if no:
-            if text:
-                raise InvalidAnswer("--reject declines the form; do not also give --text")
-            return ElicitationAnswer(action="decline")
-        if not yes:
-            raise InvalidAnswer("a form needs --accept --text FIELD=VALUE ... (or --reject)")
-        return ElicitationAnswer(action="accept", content=_content(doc, text))
-    if text:
-        raise InvalidAnswer("a review does not take --text")
-    if not (yes or no):
-        raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
-    return ReviewAnswer(decision="approve" if yes else "reject", reason=reason)
+    words = _Words(
+        yes=yes,
+        no=no,
+        yes_word="--allow" if allow else "--approve",
+        select=select or [],
+        text=text or [],
+        reason=reason,
+        revision=revision,
+        granting=granting,
+        scope=scope,
+        for_=for_,
+        uses=uses,
+        subject=subject,
+    )
+    return _BUILDERS[type(doc)](doc, words)
 
 
 def next_step(record: RequestRecord, *, team_loop_running: bool) -> str:
