@@ -115,3 +115,11 @@ def test_worktrees_prints_a_kept_trees_note_display_safe(worked: tuple[Path, str
     assert shown.returncode == 0, shown.stderr
     assert "kept" in shown.stdout and "`git merge baton/x`" in shown.stdout
     assert "\x1b" not in shown.stdout
+    # ``baton status`` names it among what needs the human, safe too.
+    status = baton_in(repo, "status")
+    assert status.returncode == 0, status.stderr
+    (line,) = [ln for ln in status.stdout.splitlines() if ln.startswith("tree ")]
+    assert task in line and "`git merge baton/x`" in line and "`baton worktrees`" in line
+    assert "\x1b" not in status.stdout
+    (kept,) = json.loads(baton_in(repo, "status", "--json").stdout)["kept_trees"]
+    assert kept["task_id"] == task and kept["reason"] == note

@@ -22,6 +22,8 @@ from baton.app.facade.requests import RequestRecord, record_from_row
 from baton.app.facade.runs import span, stall_text
 from baton.app.facade.store import Store, live_turns, requests_sql
 from baton.app.facade.team import ControlRefused, request_cancel, slot_views, task_views, team_view
+from baton.app.facade.worktrees import WorktreeState
+from baton.app.worktrees import all_trees
 from baton.cli.coordination_cmds import line_safe, open_store
 from baton.cli.project import ProjectOption, coordination
 from baton.cli.shared import (
@@ -51,6 +53,7 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
             lambda tx: requests_sql.list_rows(tx, states=("pending",), run_id=None, limit=200)
         )
         budgets = budget_report(store, budget, runs=3)
+        kept = [t for t in all_trees(store) if t.state is WorktreeState.KEPT]
     data = view.to_json()
     roles = {s["session_id"]: s["role"] for s in data["slots"] if s.get("session_id")}
     now = datetime.now(UTC)
@@ -76,6 +79,9 @@ def status_data(ctx: CoordinationContext) -> dict[str, Any]:
         "refusals": data["refusals"],
         "unsafe_files": data["unsafe_files"],
         "waiting": [_waiting(record_from_row(row), now) for row in waiting],
+        "kept_trees": [
+            {"task_id": t.root_task, "branch": t.branch, "reason": t.reason} for t in kept
+        ],
         "budgets": budgets.to_json(),
     }
 
@@ -206,6 +212,12 @@ def status(as_json: JsonOption = False, project: ProjectOption = None) -> None:
         )
     for t in data["attention"]:
         console.print(_attention_line(t))
+    for t in data["kept_trees"]:
+        console.print(
+            f"tree {line_safe(t['task_id'])} ({line_safe(t['branch'])}): {line_safe(t['reason'] or '')}"
+            " · `baton worktrees`",
+            markup=False,
+        )
     _budget_lines(data["budgets"])
     for r in data["refusals"]:
         console.print(
