@@ -177,12 +177,17 @@ def _question(doc: QuestionRequest, words: _Words) -> Answer:
     return QuestionAnswer(selections=_selections(doc, words.select), reason=words.reason)
 
 
-def _plan(doc: PlanRequest, words: _Words) -> Answer:
-    _no_select(doc.kind, words)
+def _yes_or_no(kind: str, words: _Words, *, what: str, flags: str) -> None:
+    """A request answered yes or no with an optional reason (a plan, a review)."""
+    _no_select(kind, words)
     if words.text:
-        raise InvalidAnswer("a plan does not take --text")
+        raise InvalidAnswer(f"{what} does not take --text")
     if not (words.yes or words.no):
-        raise InvalidAnswer("a plan needs --accept or --reject [--reason TEXT]")
+        raise InvalidAnswer(f"{what} needs {flags} [--reason TEXT]")
+
+
+def _plan(doc: PlanRequest, words: _Words) -> Answer:
+    _yes_or_no(doc.kind, words, what="a plan", flags="--accept or --reject")
     bound = doc.revision
     revision = words.revision
     if revision is not None:
@@ -206,11 +211,7 @@ def _elicitation(doc: ElicitationRequest, words: _Words) -> Answer:
 
 
 def _review(doc: ReviewRequest, words: _Words) -> Answer:
-    _no_select(doc.kind, words)
-    if words.text:
-        raise InvalidAnswer("a review does not take --text")
-    if not (words.yes or words.no):
-        raise InvalidAnswer("a review needs --approve or --reject [--reason TEXT]")
+    _yes_or_no(doc.kind, words, what="a review", flags="--approve or --reject")
     return ReviewAnswer(decision="approve" if words.yes else "reject", reason=words.reason)
 
 
