@@ -136,22 +136,31 @@ class OutboxRecord:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
 class SlotAccess:
     """A role MCP server's (or a test's) view of its slot in the store."""
 
-    def __init__(self, store: Store, slot: str) -> None:
-        self.store = store
-        self.slot = slot
+    store: Store
+    slot: str
 
-    def _row(self, tx: Tx) -> tuple[Any, ...]:
-        row = team_sql.SLOTS.get(tx, self.slot)
-        if row is None:
-            raise CoordinationError(f"no slot {self.slot!r} in {self.store.path}")
-        return row
+    # Any: a row's values by column (SQLite's types).
+    def _slot_values(self) -> dict[str, Any]:
+        def read(tx: Tx) -> tuple[Any, ...]:
+            row = team_sql.SLOTS.get(tx, self.slot)
+            if row is None:
+                raise CoordinationError(f"no slot {self.slot!r} in {self.store.path}")
+            return row
+
+        return dict(zip(team_sql.SLOT_COLUMNS, self.store.read_tx(read), strict=True))
+
+    # Any: a row's values by column (SQLite's types).
+    def _owner_values(self) -> dict[str, Any] | None:
+        """The owning ``baton up``'s row, or None when no ``baton up`` ever owned the project."""
+        row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
+        return None if row is None else dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))
 
     def binding(self) -> Binding:
-        row = self.store.read_tx(self._row)
-        values = dict(zip(team_sql.SLOT_COLUMNS, row, strict=True))
+        values = self._slot_values()
         try:
             raw = json.loads(values["binding"])
         except ValueError as exc:
@@ -159,25 +168,19 @@ class SlotAccess:
         return Binding.from_json(raw, store_path=self.store.path)
 
     def pointer(self) -> CurrentTask:
-        row = self.store.read_tx(self._row)
-        values = dict(zip(team_sql.SLOT_COLUMNS, row, strict=True))
+        values = self._slot_values()
         return CurrentTask(values["task_id"], values["attempt_id"], int(values["pointer_seq"]))
 
     def team_loop_alive(self) -> bool:
         """Whether the ``baton up`` that owns this project still runs (same pid, same start)."""
-        row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
-        if row is None:
-            return False
-        values = dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))
-        if values["state"] != "running":
+        values = self._owner_values()
+        if values is None or values["state"] != "running":
             return False
         return process_start_ticks(int(values["pid"])) == int(values["start_ticks"])
 
     def team_loop_pid(self) -> int | None:
-        row = self.store.read_tx(lambda tx: team_sql.OWNER.get(tx, 1))
-        if row is None:
-            return None
-        return int(dict(zip(team_sql.OWNER_COLUMNS, row, strict=True))["pid"])
+        values = self._owner_values()
+        return None if values is None else int(values["pid"])
 
     def post(self, record: OutboxRecord) -> int:
         """Hand ``record`` to the team loop: one committed outbox row, then a ring."""
