@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 
 from baton.fcop_port.port import FcopPort
+from baton.fcop_port.records import CreatedTask
 from baton.request_model.documents import ReviewRequest
 from baton.requests.states import State
 from baton.store.records import SessionRecord
+from baton.team.loop import TeamLoop
 from baton.team.role_sessions import forget_tree_roots, role_root
 from baton.team.states import TaskState
+from baton.worktrees.model import WorktreeRecord
 from baton.worktrees.states import WorktreeState
 from tests.coordination.fakes import Agent, runbook_agent
 from tests.team.conftest import Team
@@ -293,7 +296,11 @@ async def test_a_merged_trees_role_sessions_lose_their_private_roots(
     assert (roots["role-dev"] / "home" / "cache" / "blob").exists()
 
 
-async def test_a_failing_cleanup_never_stops_the_merge(team: Team, port: FcopPort) -> None:
+async def approved_feature(
+    team: Team, port: FcopPort
+) -> tuple[CreatedTask, TeamLoop, WorktreeRecord]:
+    """DEV wrote ``feature.py`` on its tree, the human approved: the loop that will merge it
+    (not run yet) and the live record."""
     git_project(team.root)
     task = port.create_task(sender="ADMIN", recipient="DEV", subject="feature", body="b")
     await team.run_idle(team.loop(team.factory({"DEV": writes("feature.py", "x = 1\n")})))
@@ -301,6 +308,11 @@ async def test_a_failing_cleanup_never_stops_the_merge(team: Team, port: FcopPor
     loop = team.loop(team.factory())
     live = loop.workspaces.get(task.task_id)
     assert live is not None
+    return task, loop, live
+
+
+async def test_a_failing_cleanup_never_stops_the_merge(team: Team, port: FcopPort) -> None:
+    task, loop, live = await approved_feature(team, port)
     live_cwd = loop.workspaces.cwd(live)
     told: list[Path] = []
 
@@ -322,13 +334,7 @@ async def test_work_landing_between_the_merge_and_the_delete_is_kept_and_told(
     """An agent's commit in the worktree right after the merge (a turn still running):
     the approved head is merged, the approval stands, the newer commit stays on the branch
     (``kept``) and an FCoP ISSUE tells the human what to do with it."""
-    git_project(team.root)
-    task = port.create_task(sender="ADMIN", recipient="DEV", subject="feature", body="b")
-    await team.run_idle(team.loop(team.factory({"DEV": writes("feature.py", "x = 1\n")})))
-    await answer_review(team, task.task_id, "approve", "ok")
-    loop = team.loop(team.factory())
-    live = loop.workspaces.get(task.task_id)
-    assert live is not None
+    task, loop, live = await approved_feature(team, port)
     original = loop.workspaces._git
 
     async def step(run: Any, point: str) -> Any:
