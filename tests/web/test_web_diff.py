@@ -324,6 +324,16 @@ async def test_where_an_accepted_trees_merge_stands(ledger: Ledger) -> None:
     assert (
         merge_state(merged, accepted, team_loop_running=False) == f"Merged into main ({'e' * 10})."
     )
+    stale = _tree_record(WorktreeState.REMOVED, merge_commit="e" * 40, reason="main moved")
+    assert (
+        merge_state(stale, accepted, team_loop_running=False) == f"Merged into main ({'e' * 10})."
+    )
+    note = "needs attention: work landed in baton/01234567-release after aaaa was merged"
+    kept = _tree_record(WorktreeState.KEPT, merge_commit="e" * 40, reason=note)
+    assert merge_state(kept, accepted, team_loop_running=False) == (
+        f"Merged into main ({'e' * 10}). Needs attention: work landed in "
+        "baton/01234567-release after aaaa was merged."
+    )
     salvaged = _tree_record(WorktreeState.SALVAGED, salvage_ref=f"refs/baton/salvage/{TASK}")
     assert merge_state(salvaged, None, team_loop_running=False) == (
         f"Dropped: its work is kept under refs/baton/salvage/{TASK}."

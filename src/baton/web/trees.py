@@ -73,7 +73,8 @@ def merge_state(
     branch, base = record.branch, record.base_branch
     if record.state in _DONE:
         commit = f" ({record.merge_commit[:10]})" if record.merge_commit else ""
-        kept = f" {record.reason[:1].upper()}{record.reason[1:]}." if record.reason else ""
+        note = record.reason if record.state is WorktreeState.KEPT else None
+        kept = f" {note[:1].upper()}{note[1:]}." if note else ""
         return f"Merged into {base}{commit}.{kept}"
     if record.state is WorktreeState.MERGING:
         return f"Merging {branch} into {base}…"
